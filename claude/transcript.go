@@ -1,0 +1,214 @@
+package claude
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Conversation summarises one Claude Code conversation: <uuid>.jsonl and its <uuid>/ sidecar folder.
+type Conversation struct {
+	ID          string    `json:"id"` // Claude's session uuid, the file's base name
+	Path        string    `json:"path"`
+	FirstPrompt string    `json:"first_prompt,omitempty"`
+	Messages    int       `json:"messages"` // user and assistant lines
+	First       time.Time `json:"first,omitzero"`
+	Last        time.Time `json:"last,omitzero"`
+	Cwds        []string  `json:"cwds,omitempty"`
+	Subagents   int       `json:"subagents"`
+	Malformed   int       `json:"malformed,omitempty"` // lines that did not parse, skipped
+	Size        int64     `json:"size"`
+}
+
+// Entry is the part of a transcript line sessionfs reads. Lines carry far more; unknown fields are ignored so new
+// CLI versions keep working.
+type Entry struct {
+	Type        string    `json:"type"`
+	SessionID   string    `json:"sessionId"`
+	Timestamp   time.Time `json:"timestamp"`
+	Cwd         string    `json:"cwd"`
+	IsSidechain bool      `json:"isSidechain"`
+	IsMeta      bool      `json:"isMeta"`
+	Message     *struct {
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+	} `json:"message"`
+}
+
+// Part is one content block of a message.
+type Part struct {
+	Type    string          `json:"type"`
+	Text    string          `json:"text"`
+	Name    string          `json:"name"`  // tool_use
+	Input   json.RawMessage `json:"input"` // tool_use
+	Content json.RawMessage `json:"content"`
+}
+
+// Parts returns the message's content blocks; a plain string content is one text part.
+func (e *Entry) Parts() []Part {
+	if e.Message == nil || len(e.Message.Content) == 0 {
+		return nil
+	}
+	var s string
+	if json.Unmarshal(e.Message.Content, &s) == nil {
+		return []Part{{Type: "text", Text: s}}
+	}
+	var parts []Part
+	_ = json.Unmarshal(e.Message.Content, &parts)
+	return parts
+}
+
+// Text joins the message's text parts.
+func (e *Entry) Text() string {
+	var b strings.Builder
+	for _, p := range e.Parts() {
+		if p.Type == "text" {
+			if b.Len() > 0 {
+				b.WriteByte(' ')
+			}
+			b.WriteString(p.Text)
+		}
+	}
+	return b.String()
+}
+
+// IsMessage reports whether the line is a user or assistant message (not metadata, attachments, queue events).
+func (e *Entry) IsMessage() bool {
+	return (e.Type == "user" || e.Type == "assistant") && e.Message != nil
+}
+
+// maxLine bounds one transcript line; tool results can be large, and anything larger is counted as malformed.
+const maxLine = 64 << 20
+
+// ScanEntries streams a transcript, calling fn for each line that parses. It returns the number of malformed lines,
+// which are skipped: a torn last line (a writer mid-append) or garbage never stops the scan.
+func ScanEntries(r io.Reader, fn func(*Entry)) (malformed int, err error) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	for {
+		line, err := readLine(br)
+		if len(line) > 0 {
+			var e Entry
+			if json.Unmarshal(line, &e) != nil {
+				malformed++
+			} else {
+				fn(&e)
+			}
+		}
+		if errors.Is(err, errLineTooLong) {
+			malformed++
+			continue
+		}
+		if err == io.EOF {
+			return malformed, nil
+		}
+		if err != nil {
+			return malformed, err
+		}
+	}
+}
+
+var errLineTooLong = errors.New("line too long")
+
+// readLine returns the next line without its newline; an over-long line is consumed and reported.
+func readLine(br *bufio.Reader) ([]byte, error) {
+	var buf []byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if len(buf)+len(chunk) > maxLine {
+			for errors.Is(err, bufio.ErrBufferFull) {
+				_, err = br.ReadSlice('\n')
+			}
+			if err != nil && err != io.EOF {
+				return nil, err
+			}
+			return nil, errLineTooLong
+		}
+		buf = append(buf, chunk...)
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		return trimNewline(buf), err
+	}
+}
+
+func trimNewline(b []byte) []byte {
+	for len(b) > 0 && (b[len(b)-1] == '\n' || b[len(b)-1] == '\r') {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
+// ReadConversation summarises the transcript at path and counts its subagents.
+func ReadConversation(path string) (Conversation, error) {
+	c := Conversation{ID: strings.TrimSuffix(filepath.Base(path), ".jsonl"), Path: path}
+	f, err := os.Open(path)
+	if err != nil {
+		return c, err
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err == nil {
+		c.Size = st.Size()
+	}
+	c.Malformed, err = ScanEntries(f, func(e *Entry) {
+		if !e.Timestamp.IsZero() {
+			if c.First.IsZero() || e.Timestamp.Before(c.First) {
+				c.First = e.Timestamp
+			}
+			if e.Timestamp.After(c.Last) {
+				c.Last = e.Timestamp
+			}
+		}
+		if e.Cwd != "" && !slices.Contains(c.Cwds, e.Cwd) {
+			c.Cwds = append(c.Cwds, e.Cwd)
+		}
+		if !e.IsMessage() {
+			return
+		}
+		c.Messages++
+		if c.FirstPrompt == "" && e.Type == "user" && !e.IsMeta && !e.IsSidechain {
+			c.FirstPrompt = e.Text()
+		}
+	})
+	c.Subagents = countSubagents(filepath.Join(filepath.Dir(path), c.ID, "subagents"))
+	return c, err
+}
+
+func countSubagents(dir string) int {
+	ents, _ := os.ReadDir(dir)
+	n := 0
+	for _, e := range ents {
+		if e.Type().IsRegular() && strings.HasSuffix(e.Name(), ".jsonl") {
+			n++
+		}
+	}
+	return n
+}
+
+// Conversations lists the conversations in a transcript folder (a session's canonical folder), newest first.
+// Unreadable transcripts are reported with what could be read; a missing folder has none.
+func Conversations(dir string) ([]Conversation, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	var out []Conversation
+	for _, e := range ents {
+		if !e.Type().IsRegular() || !strings.HasSuffix(e.Name(), ".jsonl") {
+			continue
+		}
+		c, _ := ReadConversation(filepath.Join(dir, e.Name()))
+		out = append(out, c)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Last.After(out[j].Last) })
+	return out, nil
+}

@@ -1,0 +1,77 @@
+package claude
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// testdata/projects/-tmp-wd holds transcripts written by the real claude CLI 2.1.197 against the e2e stub API: a
+// plain conversation resumed once, and one that spawned a subagent.
+const realDir = "testdata/projects/-tmp-wd"
+
+func TestConversationsOnRealTranscripts(t *testing.T) {
+	convs, err := Conversations(realDir)
+	require.NoError(t, err)
+	require.Len(t, convs, 2)
+	byID := map[string]Conversation{}
+	for _, c := range convs {
+		byID[c.ID] = c
+	}
+	plain := byID["a9591006-baa7-4a7a-bbe2-fc4551896ce7"]
+	assert.Equal(t, "hello there", plain.FirstPrompt)
+	assert.Equal(t, 4, plain.Messages, "two turns: a user and an assistant line each")
+	assert.Equal(t, []string{"/tmp/wd"}, plain.Cwds)
+	assert.Zero(t, plain.Subagents)
+	assert.Zero(t, plain.Malformed)
+	assert.True(t, plain.Last.After(plain.First))
+
+	agent := byID["efa92ef9-e802-408b-8900-34b6a9691f2b"]
+	assert.Equal(t, 1, agent.Subagents)
+	assert.Contains(t, agent.FirstPrompt, "DELEGATE-TO-SUBAGENT")
+}
+
+func TestMalformedLinesAreCountedAndSkipped(t *testing.T) {
+	dir := t.TempDir()
+	good, err := os.ReadFile(filepath.Join(realDir, "a9591006-baa7-4a7a-bbe2-fc4551896ce7.jsonl"))
+	require.NoError(t, err)
+	bad := "not json\n{\"type\":\n" + string(good) + "\x00\x01garbage\n" + `{"type":"user","message":{"role":"user","content":"torn`
+	p := filepath.Join(dir, "x.jsonl")
+	require.NoError(t, os.WriteFile(p, []byte(bad), 0o600))
+	c, err := ReadConversation(p)
+	require.NoError(t, err)
+	assert.Equal(t, 4, c.Malformed)
+	assert.Equal(t, 4, c.Messages)
+	assert.Equal(t, "hello there", c.FirstPrompt)
+}
+
+func TestOverlongLineIsMalformedNotFatal(t *testing.T) {
+	in := `{"type":"user","message":{"role":"user","content":"a"}}` + "\n" + strings.Repeat("x", maxLine+10) + "\n" +
+		`{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"b"}]}}` + "\n"
+	var types []string
+	n, err := ScanEntries(strings.NewReader(in), func(e *Entry) { types = append(types, e.Type+":"+e.Text()) })
+	require.NoError(t, err)
+	assert.Equal(t, 1, n)
+	assert.Equal(t, []string{"user:a", "assistant:b"}, types)
+}
+
+func TestConversationsOfMissingFolder(t *testing.T) {
+	convs, err := Conversations(filepath.Join(t.TempDir(), "nope"))
+	require.NoError(t, err)
+	assert.Empty(t, convs)
+}
+
+func FuzzScanEntries(f *testing.F) {
+	f.Add([]byte(`{"type":"user","message":{"role":"user","content":"hi"}}` + "\n"))
+	f.Add([]byte("{\n}\n\x00"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		_, err := ScanEntries(strings.NewReader(string(b)), func(e *Entry) { _ = e.Text() })
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+}
