@@ -1,0 +1,31 @@
+// Package backends runs a command for a session where the agent lives: on this host (local), in a container with
+// the session bound at /session (docker), or in a Modal sandbox (modal). They share one small interface.
+package backends
+
+import (
+	"context"
+	"io"
+)
+
+// Spec is one command to run for a session.
+type Spec struct {
+	SessionID string
+	// SessionDir is the session's folder on this host: its path in the mount when the store is mounted (so the
+	// transcript aliases apply), its store folder otherwise.
+	SessionDir string
+	Argv       []string
+	Env        []string // extra K=V pairs, applied over the backend's defaults
+	// Workdir is relative to the session's root; empty means the workspace.
+	Workdir string
+	Stdin   io.Reader
+	Stdout  io.Writer
+	Stderr  io.Writer
+	TTY     bool
+}
+
+// Backend runs commands for sessions. Run returns the command's exit code; err is for failures to run it at all.
+// Cancelling ctx stops the command.
+type Backend interface {
+	Name() string
+	Run(ctx context.Context, spec Spec) (exitCode int, err error)
+}

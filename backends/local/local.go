@@ -1,0 +1,62 @@
+// Package local runs a session's commands on this host, in the session's folder, with CLAUDE_CONFIG_DIR set.
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/sessionfs/sessionfs/backends"
+	"github.com/sessionfs/sessionfs/claude"
+	"github.com/sessionfs/sessionfs/layout"
+)
+
+// Backend spawns processes directly.
+type Backend struct{}
+
+var _ backends.Backend = Backend{}
+
+// Name is "local".
+func (Backend) Name() string { return "local" }
+
+// Run starts spec.Argv in the session's workspace (or spec.Workdir) and waits for it. When ctx is cancelled the
+// process gets SIGTERM, then SIGKILL after a grace period.
+func (Backend) Run(ctx context.Context, spec backends.Spec) (int, error) {
+	if len(spec.Argv) == 0 {
+		return -1, errors.New("no command to run")
+	}
+	p := layout.Derive(spec.SessionDir)
+	dir := p.Workspace
+	if spec.Workdir != "" {
+		dir = filepath.Join(p.Root, spec.Workdir)
+		if _, err := layout.ToContainer(p.Root, dir); err != nil {
+			return -1, fmt.Errorf("workdir %q: %w", spec.Workdir, err)
+		}
+	}
+	cmd := exec.CommandContext(ctx, spec.Argv[0], spec.Argv[1:]...)
+	cmd.Dir = dir
+	cmd.Env = claude.ProcessEnv(p.Claude, append([]string{"SESSIONFS_SESSION=" + spec.SessionID,
+		"SESSION_DIR=" + p.Root}, spec.Env...)...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = spec.Stdin, spec.Stdout, spec.Stderr
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 10 * time.Second
+	err := cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+		return 0, nil
+	case errors.As(err, &exit):
+		if ws, ok := exit.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return 128 + int(ws.Signal()), nil // as a shell reports it
+		}
+		return exit.ExitCode(), nil
+	case errors.Is(err, exec.ErrNotFound), errors.Is(err, os.ErrNotExist):
+		return 127, fmt.Errorf("run %s: %w", spec.Argv[0], err)
+	}
+	return -1, fmt.Errorf("run %s: %w", spec.Argv[0], err)
+}

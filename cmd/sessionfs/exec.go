@@ -1,0 +1,84 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sessionfs/sessionfs/backends"
+	"github.com/sessionfs/sessionfs/backends/local"
+	"github.com/sessionfs/sessionfs/layout"
+)
+
+func (a *app) execCmd() *cobra.Command {
+	var env []string
+	var workdir string
+	cmd := &cobra.Command{
+		Use:   "exec ID -- CMD [ARG...]",
+		Short: "Run a command on this host in a session (cwd: its workspace; CLAUDE_CONFIG_DIR: its .claude)",
+		Long: `exec runs CMD in the session's workspace with CLAUDE_CONFIG_DIR set to the session's .claude. When the
+store is mounted, it runs in the mounted path, so transcripts land in the session's one transcript folder
+whatever cwd the command moves to. The exit code is CMD's.`,
+		Example: `  sessionfs exec fix-login -- claude
+  sessionfs exec fix-login -- claude --continue
+  sessionfs exec fix-login --workdir workspace/api -- make test`,
+		Args:              cobra.MinimumNArgs(2),
+		ValidArgsFunction: a.completeIDs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if cmd.ArgsLenAtDash() != 1 {
+				return usageError("exec: want ID -- CMD [ARG...]")
+			}
+			s, m, err := a.session(args[0])
+			if err != nil {
+				return err
+			}
+			if err := seedClaude(s, m.ID); err != nil {
+				warnf("%v", err)
+			}
+			dir, mounted := sessionDir(s, m.ID)
+			if !mounted {
+				warnf("the store is not mounted: running in %s; transcripts resume only from the same cwd", dir)
+			}
+			spec := backends.Spec{SessionID: m.ID, SessionDir: dir, Argv: args[1:], Env: env, Workdir: workdir,
+				Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}
+			return runBackend(s, local.Backend{}, spec, "")
+		},
+	}
+	cmd.Flags().StringArrayVarP(&env, "env", "e", nil, "set KEY=VALUE in the command's environment (repeatable)")
+	cmd.Flags().StringVarP(&workdir, "workdir", "w", "", "working directory relative to the session (default workspace)")
+	return cmd
+}
+
+// runBackend runs spec, records the run in session.json, and turns the command's exit code into the CLI's.
+// SIGINT and SIGTERM cancel the run (the backend stops the command) instead of killing the CLI.
+func runBackend(s *layout.Store, b backends.Backend, spec backends.Spec, image string) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	run := layout.Run{Backend: b.Name(), Image: image, Command: spec.Argv, Start: time.Now().UTC()}
+	code, err := b.Run(ctx, spec)
+	run.End, run.ExitCode = time.Now().UTC(), code
+	if err != nil {
+		run.Error = err.Error()
+	}
+	if _, uerr := s.Update(spec.SessionID, func(m *layout.Meta) error {
+		m.Runs = append(m.Runs, run)
+		return nil
+	}); uerr != nil {
+		warnf("could not record the run: %v", uerr)
+	}
+	if err != nil {
+		return err
+	}
+	if code != 0 {
+		return exitCode(code)
+	}
+	return nil
+}
+
+type usageError string
+
+func (e usageError) Error() string { return string(e) }

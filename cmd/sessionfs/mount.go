@@ -1,0 +1,88 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	sfs "github.com/sessionfs/sessionfs/fs"
+)
+
+// defaultMountpoint is ~/agent-sessions.
+func defaultMountpoint() string {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "agent-sessions"
+	}
+	return filepath.Join(home, "agent-sessions")
+}
+
+func (a *app) mountCmd() *cobra.Command {
+	var opts sfs.Options
+	cmd := &cobra.Command{
+		Use:   "mount [MOUNTPOINT]",
+		Short: "Serve the store as a filesystem (default ~/agent-sessions), in the foreground",
+		Long: `mount shows the store at MOUNTPOINT as sessions/<id>/{app,workspace,mcps,.claude}. Under each session's
+.claude/projects/, every folder name Claude Code can make from a cwd ([A-Za-z0-9-], up to 255 bytes) is a
+view of the session's one transcript folder, so "claude --resume <uuid>" and "claude --continue" work from
+any working directory. mkdir sessions/<id> creates a session; rm -rf sessions/<id> moves it to the trash.
+It runs in the foreground until SIGINT/SIGTERM or "sessionfs unmount", and clears a stale mount left by a
+crashed daemon first.`,
+		Example: `  sessionfs mount                       # ~/agent-sessions
+  sessionfs mount /mnt/sessions --allow-other   # containers running as other users
+  sessionfs unmount ~/agent-sessions`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := a.openStore()
+			if err != nil {
+				return err
+			}
+			mnt := defaultMountpoint()
+			if len(args) == 1 {
+				mnt = args[0]
+			}
+			opts.OnCreate = func(id string) error { return seedClaude(s, id) }
+			m, err := sfs.New(s, mnt, opts)
+			if err != nil {
+				return err
+			}
+			sigs := make(chan os.Signal, 1)
+			signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+			go func() {
+				<-sigs
+				if err := m.Unmount(); err != nil {
+					warnf("%v; detaching lazily", err)
+					_ = sfs.Unmount(m.Mountpoint)
+				}
+			}()
+			fmt.Fprintf(os.Stderr, "sessionfs: serving %s at %s (Ctrl-C to unmount)\n", s.Root, m.Mountpoint)
+			m.Wait()
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&opts.AllowOther, "allow-other", false, "let other users (containers running as another uid) use the mount")
+	cmd.Flags().BoolVar(&opts.ReadOnly, "read-only", false, "mount read-only")
+	cmd.Flags().BoolVar(&opts.Debug, "debug", false, "log every FUSE request")
+	cmd.Flags().DurationVar(&opts.Timeout, "cache-timeout", sfs.DefaultTimeout, "how long the kernel caches names and attributes")
+	return cmd
+}
+
+func unmountCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:     "unmount [MOUNTPOINT]",
+		Aliases: []string{"umount"},
+		Short:   "Unmount a sessionfs mount (default ~/agent-sessions), stale ones included",
+		Args:    cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			mnt := defaultMountpoint()
+			if len(args) == 1 {
+				mnt = args[0]
+			}
+			return sfs.Unmount(mnt)
+		},
+	}
+}

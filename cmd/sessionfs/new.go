@@ -1,0 +1,85 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sessionfs/sessionfs/claude"
+	"github.com/sessionfs/sessionfs/layout"
+)
+
+func (a *app) newCmd() *cobra.Command {
+	var labels []string
+	var profile string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "new [ID]",
+		Short: "Create a session folder (an id is generated when none is given)",
+		Example: `  sessionfs new                      # prints the generated id
+  sessionfs new fix-login --label team=web --profile ~/claude-profiles/web
+  ID=$(sessionfs new) && sessionfs exec "$ID" -- claude`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := a.openStore()
+			if err != nil {
+				return err
+			}
+			id := layout.NewID(time.Now())
+			if len(args) == 1 {
+				id = args[0]
+			}
+			lm, err := parseLabels(labels)
+			if err != nil {
+				return err
+			}
+			m, err := s.Create(id, layout.CreateOptions{Labels: lm, Profile: profile})
+			if err != nil {
+				return err
+			}
+			if err := seedClaude(s, id); err != nil {
+				return fmt.Errorf("session %q created, but seeding its .claude failed: %w", id, err)
+			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), m)
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), id)
+			return nil
+		},
+	}
+	cmd.Flags().StringArrayVarP(&labels, "label", "l", nil, "a label KEY=VALUE (repeatable)")
+	cmd.Flags().StringVar(&profile, "profile", "", "a .claude template folder to copy into the session (CLAUDE.md, settings.json, skills/, ...)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the session's metadata as JSON")
+	return cmd
+}
+
+func parseLabels(kvs []string) (map[string]string, error) {
+	if len(kvs) == 0 {
+		return nil, nil
+	}
+	m := make(map[string]string, len(kvs))
+	for _, kv := range kvs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("label %q: want KEY=VALUE", kv)
+		}
+		m[k] = v
+	}
+	return m, nil
+}
+
+// seedClaude makes the session's .claude safe for Claude Code: transcripts are never aged out, and the
+// session's workspace paths (in containers, in the store, in the mount) are trusted.
+func seedClaude(s *layout.Store, id string) error {
+	p := layout.Derive(s.Dir(id))
+	if err := claude.SeedSettings(p.Claude); err != nil {
+		return err
+	}
+	cwds := []string{layout.ContainerPaths.Workspace, p.Workspace}
+	if dir, mounted := sessionDir(s, id); mounted {
+		cwds = append(cwds, layout.Derive(dir).Workspace)
+	}
+	return claude.SeedTrust(p.Claude, cwds)
+}

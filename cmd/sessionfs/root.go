@@ -1,0 +1,100 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	sfs "github.com/sessionfs/sessionfs/fs"
+	"github.com/sessionfs/sessionfs/layout"
+)
+
+// app is what every command shares: the global flags and the store they name.
+type app struct {
+	storeFlag string
+	store     *layout.Store
+}
+
+func newRootCmd() *cobra.Command {
+	a := &app{}
+	root := &cobra.Command{
+		Use:   "sessionfs",
+		Short: "One session = one folder: keep coding-agent sessions in order",
+		Long: `sessionfs keeps each coding-agent session (Claude Code and its kin) in one folder:
+sessions/<id>/{app,workspace,mcps,.claude}. The store is plain folders; "sessionfs mount" shows it as a
+filesystem where every .claude/projects/<cwd> name leads to the session's one transcript folder, so
+"claude --resume" works from any working directory, on the host or in a container.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.PersistentFlags().StringVar(&a.storeFlag, "store", "",
+		"the store folder (default $"+layout.EnvStore+", else ~/.local/share/sessionfs)")
+	root.AddCommand(
+		a.newCmd(), a.lsCmd(), a.showCmd(), a.rmCmd(), a.gcCmd(), a.envCmd(), a.execCmd(),
+		a.mountCmd(), unmountCmd(), versionCmd(),
+	)
+	return root
+}
+
+// openStore opens the store named by --store or the environment, once.
+func (a *app) openStore() (*layout.Store, error) {
+	if a.store != nil {
+		return a.store, nil
+	}
+	root := a.storeFlag
+	if root == "" {
+		var err error
+		if root, err = layout.DefaultStoreRoot(); err != nil {
+			return nil, err
+		}
+	}
+	s, err := layout.OpenStore(root)
+	if err != nil {
+		return nil, err
+	}
+	a.store = s
+	return s, nil
+}
+
+// session opens the store and checks that session id exists.
+func (a *app) session(id string) (*layout.Store, *layout.Meta, error) {
+	s, err := a.openStore()
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := s.Get(id)
+	return s, m, err
+}
+
+// sessionDir is where processes should see the session: through the mount when the store is mounted, so the
+// transcript aliases apply; the store folder otherwise.
+func sessionDir(s *layout.Store, id string) (dir string, mounted bool) {
+	if mnt, ok := sfs.FindMount(s.Root); ok {
+		return sfs.SessionPath(mnt, id), true
+	}
+	return s.Dir(id), false
+}
+
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// oneLine keeps an error to one line on stderr, whatever the input held.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\x00", "\\0")), " ")
+}
+
+// shellQuote quotes s for a POSIX shell.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+func warnf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "sessionfs: warning: "+format+"\n", args...)
+}

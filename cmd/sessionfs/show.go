@@ -1,0 +1,91 @@
+package main
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/dustin/go-humanize"
+	"github.com/spf13/cobra"
+
+	"github.com/sessionfs/sessionfs/claude"
+	"github.com/sessionfs/sessionfs/layout"
+)
+
+// shown is what show prints: where the session is on the host and in containers, and its conversations.
+type shown struct {
+	*layout.Meta
+	Store         layout.Paths          `json:"store"`
+	Mounted       *layout.Paths         `json:"mounted,omitempty"`
+	Container     layout.Paths          `json:"container"`
+	Size          int64                 `json:"size"`
+	LastActivity  time.Time             `json:"last_activity"`
+	Conversations []claude.Conversation `json:"conversations"`
+}
+
+func (a *app) showCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:     "show ID",
+		Short:   "Show a session: its paths on the host and in containers, and its conversations",
+		Example: `  sessionfs show fix-login
+  sessionfs show fix-login --json | jq -r '.conversations[0].id'`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: a.completeIDs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, m, err := a.session(args[0])
+			if err != nil {
+				return err
+			}
+			out := shown{Meta: m, Store: layout.Derive(s.Dir(m.ID)), Container: layout.ContainerPaths}
+			if dir, mounted := sessionDir(s, m.ID); mounted {
+				p := layout.Derive(dir)
+				out.Mounted = &p
+			}
+			out.Size, out.LastActivity = layout.Usage(out.Store.Root)
+			if out.Conversations, err = claude.Conversations(out.Store.Canonical); err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), out)
+			}
+			w := cmd.OutOrStdout()
+			fmt.Fprintf(w, "Session     %s\nCreated     %s\nLast active %s\nSize        %s\n", m.ID,
+				m.Created.Local().Format(time.RFC3339), ago(out.LastActivity), humanize.IBytes(uint64(out.Size)))
+			if len(m.Labels) > 0 {
+				fmt.Fprintf(w, "Labels      %s\n", labelText(m.Labels))
+			}
+			fmt.Fprintf(w, "Store       %s\n", out.Store.Root)
+			if out.Mounted != nil {
+				fmt.Fprintf(w, "Mounted     %s\n", out.Mounted.Root)
+			}
+			fmt.Fprintf(w, "Container   %s (workspace %s, CLAUDE_CONFIG_DIR=%s)\n", out.Container.Root,
+				out.Container.Workspace, out.Container.Claude)
+			if len(m.Aliases) > 0 {
+				fmt.Fprintf(w, "Aliases     %v\n", m.Aliases)
+			}
+			fmt.Fprintf(w, "\nConversations (%d)\n", len(out.Conversations))
+			for _, c := range out.Conversations {
+				fmt.Fprintf(w, "  %s  %s  %d messages, %d subagents  %q\n", c.ID, ago(c.Last), c.Messages,
+					c.Subagents, truncate(c.FirstPrompt, 60))
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func ago(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return humanize.Time(t)
+}
+
+func truncate(s string, n int) string {
+	r := []rune(oneLine(s))
+	if len(r) <= n {
+		return string(r)
+	}
+	return string(r[:n-1]) + "…"
+}

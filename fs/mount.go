@@ -1,0 +1,211 @@
+package fs
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	gofs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/sessionfs/sessionfs/fs/nodes"
+	"github.com/sessionfs/sessionfs/layout"
+)
+
+// Options configure a mount.
+type Options struct {
+	// AllowOther lets users other than the mounting one (containers running as another uid) use the mount.
+	AllowOther bool
+	// ReadOnly mounts read-only: the kernel refuses every change with EROFS.
+	ReadOnly bool
+	// Debug logs every FUSE request.
+	Debug bool
+	// Timeout is how long the kernel may cache names and attributes.
+	Timeout time.Duration
+	// OnCreate runs after mkdir through the mount made a session (the CLI seeds its .claude).
+	OnCreate func(id string) error
+}
+
+// Mount serves store at mountpoint until Unmount. A stale mount left at mountpoint by a crashed daemon is
+// cleared first; a live one is an error.
+type Mount struct {
+	Mountpoint string
+	Store      *layout.Store
+	server     *fuse.Server
+}
+
+// DefaultTimeout is the kernel cache lifetime of names and attributes.
+const DefaultTimeout = time.Second
+
+// New mounts store at mountpoint (creating the folder if need be) and starts serving.
+func New(store *layout.Store, mountpoint string, opts Options) (*Mount, error) {
+	mnt, err := filepath.Abs(mountpoint)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkFUSE(); err != nil {
+		return nil, err
+	}
+	if err := prepareMountpoint(mnt); err != nil {
+		return nil, err
+	}
+	if opts.Timeout == 0 {
+		opts.Timeout = DefaultTimeout
+	}
+	tree := nodes.NewTree(store)
+	tree.OnAlias = func(id, name string) {
+		// Off the request path: a lookup should not wait for session.json's fsync.
+		go func() {
+			_, _ = store.Update(id, func(m *layout.Meta) error { m.AddAlias(name); return nil })
+		}()
+	}
+	root := nodes.NewRoot(tree, opts.OnCreate)
+	mo := fuse.MountOptions{
+		FsName:        store.Root,
+		Name:          "sessionfs",
+		AllowOther:    opts.AllowOther,
+		Debug:         opts.Debug,
+		DirectMount:   os.Geteuid() == 0,
+		MaxBackground: 64,
+	}
+	if opts.ReadOnly {
+		mo.Options = append(mo.Options, "ro")
+	}
+	if opts.AllowOther && os.Geteuid() == 0 {
+		// The kernel, not the daemon (which runs as root and could do anything), checks permissions.
+		mo.Options = append(mo.Options, "default_permissions")
+	}
+	timeout := opts.Timeout
+	server, err := gofs.Mount(mnt, root, &gofs.Options{
+		MountOptions: mo,
+		EntryTimeout: &timeout,
+		AttrTimeout:  &timeout,
+	})
+	if err != nil {
+		return nil, mountError(mnt, err)
+	}
+	return &Mount{Mountpoint: mnt, Store: store, server: server}, nil
+}
+
+// Wait blocks until the mount is unmounted.
+func (m *Mount) Wait() { m.server.Wait() }
+
+// Unmount detaches the mount; it retries for a while when the mount is busy.
+func (m *Mount) Unmount() error {
+	var err error
+	for i := 0; i < 20; i++ {
+		if err = m.server.Unmount(); err == nil {
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("unmount %s: %w", m.Mountpoint, err)
+}
+
+func checkFUSE() error {
+	f, err := os.OpenFile("/dev/fuse", os.O_RDWR, 0)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return errors.New("FUSE is not available: /dev/fuse is missing (load the fuse module; in a container, pass --device /dev/fuse)")
+	case errors.Is(err, os.ErrPermission):
+		return errors.New("no permission to open /dev/fuse (add yourself to the fuse group, or run as root)")
+	case err != nil:
+		return fmt.Errorf("open /dev/fuse: %w", err)
+	}
+	f.Close()
+	if os.Geteuid() != 0 {
+		if _, err := exec.LookPath("fusermount3"); err != nil {
+			return errors.New("mounting as a normal user needs fusermount3 (apt-get install fuse3), or run as root")
+		}
+	}
+	return nil
+}
+
+// prepareMountpoint makes sure mnt is a folder we can mount on, clearing a stale mount of a crashed daemon.
+func prepareMountpoint(mnt string) error {
+	st, err := os.Stat(mnt)
+	switch {
+	case errors.Is(err, syscall.ENOTCONN):
+		// "Transport endpoint is not connected": a daemon died without unmounting.
+		if err := forceUnmount(mnt); err != nil {
+			return fmt.Errorf("%s holds a stale mount of a crashed daemon and it could not be cleared: %w", mnt, err)
+		}
+		return prepareMountpoint(mnt)
+	case errors.Is(err, os.ErrNotExist):
+		if err := os.MkdirAll(mnt, 0o755); err != nil {
+			return fmt.Errorf("create mountpoint %s: %w", mnt, err)
+		}
+		return nil
+	case err != nil:
+		return fmt.Errorf("mountpoint %s: %w", mnt, err)
+	case !st.IsDir():
+		return fmt.Errorf("mountpoint %s is not a folder", mnt)
+	}
+	if isMountpoint(mnt) {
+		return fmt.Errorf("%s is already mounted (sessionfs unmount %s)", mnt, mnt)
+	}
+	return nil
+}
+
+// isMountpoint reports whether something is mounted at mnt.
+func isMountpoint(mnt string) bool {
+	var st, parent syscall.Stat_t
+	if syscall.Lstat(mnt, &st) != nil || syscall.Lstat(filepath.Dir(mnt), &parent) != nil {
+		return false
+	}
+	return st.Dev != parent.Dev
+}
+
+// Unmount detaches the sessionfs (or stale) mount at mountpoint, as root with umount(2), otherwise with
+// fusermount3.
+func Unmount(mountpoint string) error {
+	mnt, err := filepath.Abs(mountpoint)
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(mnt); err != nil && !errors.Is(err, syscall.ENOTCONN) {
+		return fmt.Errorf("unmount %s: %w", mnt, err)
+	}
+	if !isMountpoint(mnt) && !stale(mnt) {
+		return fmt.Errorf("%s is not mounted", mnt)
+	}
+	if os.Geteuid() == 0 {
+		if syscall.Unmount(mnt, 0) == nil {
+			return nil
+		}
+	} else if exec.Command("fusermount3", "-u", mnt).Run() == nil {
+		return nil
+	}
+	// Busy (a shell's cwd is inside): detach now, the kernel finishes when the last user leaves.
+	return forceUnmount(mnt)
+}
+
+func stale(mnt string) bool {
+	_, err := os.Stat(mnt)
+	return errors.Is(err, syscall.ENOTCONN)
+}
+
+// forceUnmount lazily detaches mnt.
+func forceUnmount(mnt string) error {
+	if os.Geteuid() == 0 {
+		if err := syscall.Unmount(mnt, syscall.MNT_DETACH); err != nil {
+			return fmt.Errorf("unmount %s: %w", mnt, err)
+		}
+		return nil
+	}
+	if out, err := exec.Command("fusermount3", "-u", "-z", mnt).CombinedOutput(); err != nil {
+		return fmt.Errorf("fusermount3 -u -z %s: %v: %s", mnt, err, out)
+	}
+	return nil
+}
+
+func mountError(mnt string, err error) error {
+	if errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EACCES) {
+		return fmt.Errorf("mount %s: permission denied (run as root, or install fuse3 and allow user mounts; --allow-other needs user_allow_other in /etc/fuse.conf)", mnt)
+	}
+	return fmt.Errorf("mount %s: %w", mnt, err)
+}

@@ -1,0 +1,47 @@
+package nodes
+
+import (
+	"context"
+	"syscall"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+)
+
+// Root is the top of a mount: sessions/ and nothing else.
+type Root struct {
+	fs.Inode
+	tree     *Tree
+	sessions *Sessions
+}
+
+var (
+	_ = (fs.NodeOnAdder)((*Root)(nil))
+	_ = (fs.NodeGetattrer)((*Root)(nil))
+	_ = (fs.NodeStatfser)((*Root)(nil))
+)
+
+// NewRoot returns the root node of a mount of tree's store. onCreate runs after mkdir made a session.
+func NewRoot(tree *Tree, onCreate func(id string) error) *Root {
+	return &Root{tree: tree, sessions: &Sessions{tree: tree, OnCreate: onCreate}}
+}
+
+func (r *Root) OnAdd(ctx context.Context) {
+	var st syscall.Stat_t
+	gen, _ := lstat(r.tree.Store.SessionsDir(), &st)
+	r.AddChild("sessions", r.NewPersistentInode(ctx, r.sessions, stableAttr(&st, gen, 0)), false)
+}
+
+func (r *Root) Getattr(ctx context.Context, _ fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	var st syscall.Stat_t
+	if _, err := lstat(r.tree.Store.Root, &st); err != nil {
+		return fs.ToErrno(err)
+	}
+	out.FromStat(&st)
+	out.Mode = syscall.S_IFDIR | 0o755
+	return 0
+}
+
+func (r *Root) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
+	return r.sessions.Statfs(ctx, out)
+}

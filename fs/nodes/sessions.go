@@ -1,0 +1,157 @@
+package nodes
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"path/filepath"
+	"syscall"
+
+	gofs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/sessionfs/sessionfs/layout"
+)
+
+// Sessions is the sessions/ folder: one entry per session in the store, read live, so a session made with the
+// CLI while mounted appears at once. mkdir makes a session; rmdir (the end of rm -rf) moves it to the trash.
+type Sessions struct {
+	gofs.Inode
+	tree *Tree
+	// OnCreate runs after mkdir made a session (seeding its .claude); it may be nil.
+	OnCreate func(id string) error
+}
+
+var (
+	_ = (gofs.NodeLookuper)((*Sessions)(nil))
+	_ = (gofs.NodeGetattrer)((*Sessions)(nil))
+	_ = (gofs.NodeReaddirer)((*Sessions)(nil))
+	_ = (gofs.NodeMkdirer)((*Sessions)(nil))
+	_ = (gofs.NodeRmdirer)((*Sessions)(nil))
+	_ = (gofs.NodeRenamer)((*Sessions)(nil))
+	_ = (gofs.NodeStatfser)((*Sessions)(nil))
+)
+
+func (s *Sessions) dir() string { return s.tree.Store.SessionsDir() }
+
+func (s *Sessions) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	if layout.ValidateID(name) != nil {
+		return nil, syscall.ENOENT
+	}
+	return s.session(ctx, name, out)
+}
+
+func (s *Sessions) session(ctx context.Context, id string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	p := s.tree.Store.Dir(id)
+	var st syscall.Stat_t
+	gen, err := lstat(p, &st)
+	if err != nil {
+		return nil, gofs.ToErrno(err)
+	}
+	if st.Mode&syscall.S_IFMT != syscall.S_IFDIR {
+		return nil, syscall.ENOENT
+	}
+	ch := s.NewInode(ctx, &Node{tree: s.tree, base: p, id: id, role: roleSession}, stableAttr(&st, gen, 0))
+	out.Attr.FromStat(&st)
+	return ch, 0
+}
+
+func (s *Sessions) Getattr(ctx context.Context, _ gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	var st syscall.Stat_t
+	if _, err := lstat(s.dir(), &st); err != nil {
+		return gofs.ToErrno(err)
+	}
+	out.FromStat(&st)
+	out.Ino = s.StableAttr().Ino
+	return 0
+}
+
+func (s *Sessions) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(s.dir(), &st); err != nil {
+		return gofs.ToErrno(err)
+	}
+	out.FromStatfsT(&st)
+	return 0
+}
+
+func (s *Sessions) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
+	ds, errno := gofs.NewLoopbackDirStream(s.dir())
+	if errno != 0 {
+		return nil, errno
+	}
+	defer ds.Close()
+	var ents []fuse.DirEntry
+	for ds.HasNext() {
+		e, errno := ds.Next()
+		if errno != 0 {
+			return nil, errno
+		}
+		if e.Mode&syscall.S_IFMT == syscall.S_IFDIR && layout.ValidateID(e.Name) == nil {
+			ents = append(ents, e)
+		}
+	}
+	return gofs.NewListDirStream(ents), 0
+}
+
+// Mkdir creates a session with the convention's folders, owned by the caller.
+func (s *Sessions) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	if layout.ValidateID(name) != nil {
+		return nil, syscall.EINVAL
+	}
+	if _, err := s.tree.Store.Create(name, layout.CreateOptions{}); err != nil {
+		return nil, storeErrno(err)
+	}
+	if s.OnCreate != nil {
+		if err := s.OnCreate(name); err != nil {
+			return nil, storeErrno(err)
+		}
+	}
+	chownTree(ctx, s.tree.Store.Dir(name))
+	return s.session(ctx, name, out)
+}
+
+// Rmdir moves the session to the trash: nothing is lost by a mistaken rm -rf.
+func (s *Sessions) Rmdir(ctx context.Context, name string) syscall.Errno {
+	if _, err := s.tree.Store.Remove(name); err != nil {
+		return storeErrno(err)
+	}
+	return 0
+}
+
+// Rename of a session is refused: its id is recorded in its metadata and in running containers' binds.
+func (s *Sessions) Rename(ctx context.Context, name string, newParent gofs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
+	return syscall.EPERM
+}
+
+// storeErrno maps a store error to the errno a shell user should see.
+func storeErrno(err error) syscall.Errno {
+	switch {
+	case errors.Is(err, layout.ErrInvalidID):
+		return syscall.EINVAL
+	case errors.Is(err, layout.ErrExists):
+		return syscall.EEXIST
+	case errors.Is(err, layout.ErrNotFound):
+		return syscall.ENOENT
+	}
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		return errno
+	}
+	return syscall.EIO
+}
+
+// chownTree gives a session made by the root daemon to the caller, so a user (or a container running as one,
+// with allow_other) can write in it.
+func chownTree(ctx context.Context, root string) {
+	caller, ok := fuse.FromContext(ctx)
+	if !ok || syscall.Getuid() != 0 || caller.Uid == 0 {
+		return
+	}
+	_ = filepath.WalkDir(root, func(p string, _ fs.DirEntry, err error) error {
+		if err == nil {
+			_ = syscall.Lchown(p, int(caller.Uid), int(caller.Gid))
+		}
+		return nil
+	})
+}
