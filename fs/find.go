@@ -1,9 +1,6 @@
 package fs
 
 import (
-	"os"
-	"path/filepath"
-
 	"github.com/moby/sys/mountinfo"
 )
 
@@ -20,8 +17,7 @@ func FindMount(storeRoot string) (string, bool) {
 		return "", false
 	}
 	for _, m := range mounts {
-		// A stat through the mount proves the daemon answers; a dead one fails with ENOTCONN.
-		if _, err := os.Stat(filepath.Join(m.Mountpoint, "sessions")); err == nil {
+		if !Stale(m.Mountpoint) {
 			return m.Mountpoint, true
 		}
 	}

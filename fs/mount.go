@@ -146,6 +146,12 @@ func prepareMountpoint(mnt string) error {
 		return fmt.Errorf("mountpoint %s is not a folder", mnt)
 	}
 	if isMountpoint(mnt) {
+		if Stale(mnt) {
+			if err := forceUnmount(mnt); err != nil {
+				return fmt.Errorf("%s holds a stale mount of a crashed daemon and it could not be cleared: %w", mnt, err)
+			}
+			return nil
+		}
 		return fmt.Errorf("%s is already mounted (sessionfs unmount %s)", mnt, mnt)
 	}
 	return nil
@@ -170,7 +176,7 @@ func Unmount(mountpoint string) error {
 	if _, err := os.Stat(mnt); err != nil && !errors.Is(err, syscall.ENOTCONN) {
 		return fmt.Errorf("unmount %s: %w", mnt, err)
 	}
-	if !isMountpoint(mnt) && !stale(mnt) {
+	if !isMountpoint(mnt) && !Stale(mnt) {
 		return fmt.Errorf("%s is not mounted", mnt)
 	}
 	if os.Geteuid() == 0 {
@@ -184,9 +190,11 @@ func Unmount(mountpoint string) error {
 	return forceUnmount(mnt)
 }
 
-func stale(mnt string) bool {
-	_, err := os.Stat(mnt)
-	return errors.Is(err, syscall.ENOTCONN)
+// Stale reports whether mnt is a FUSE mount whose daemon is gone. statfs always reaches the daemon, where a stat
+// may be answered from the kernel's attribute cache.
+func Stale(mnt string) bool {
+	var st syscall.Statfs_t
+	return errors.Is(syscall.Statfs(mnt, &st), syscall.ENOTCONN)
 }
 
 // forceUnmount lazily detaches mnt.

@@ -71,6 +71,9 @@ func runBackend(s *layout.Store, b backends.Backend, spec backends.Spec, image s
 		warnf("could not record the run: %v", uerr)
 	}
 	if err != nil {
+		if code > 0 {
+			return codedError{code, err}
+		}
 		return err
 	}
 	if code != 0 {

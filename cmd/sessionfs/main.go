@@ -11,10 +11,14 @@ import (
 func main() {
 	err := newRootCmd().Execute()
 	var exit exitCode
+	var coded codedError
 	switch {
 	case err == nil:
 	case errors.As(err, &exit):
 		os.Exit(int(exit))
+	case errors.As(err, &coded):
+		fmt.Fprintln(os.Stderr, "sessionfs: "+oneLine(coded.err.Error()))
+		os.Exit(coded.code)
 	default:
 		fmt.Fprintln(os.Stderr, "sessionfs: "+oneLine(err.Error()))
 		os.Exit(1)
@@ -25,3 +29,12 @@ func main() {
 type exitCode int
 
 func (e exitCode) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
+
+// codedError is a failure with its own exit code (127: the command was not found, as a shell says).
+type codedError struct {
+	code int
+	err  error
+}
+
+func (e codedError) Error() string { return e.err.Error() }
+func (e codedError) Unwrap() error { return e.err }

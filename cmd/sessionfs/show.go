@@ -25,8 +25,8 @@ type shown struct {
 func (a *app) showCmd() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:     "show ID",
-		Short:   "Show a session: its paths on the host and in containers, and its conversations",
+		Use:   "show ID",
+		Short: "Show a session: its paths on the host and in containers, and its conversations",
 		Example: `  sessionfs show fix-login
   sessionfs show fix-login --json | jq -r '.conversations[0].id'`,
 		Args:              cobra.ExactArgs(1),

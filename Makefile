@@ -1,0 +1,49 @@
+# sessionfs: make run mounts the default store at ~/agent-sessions; make test runs every test.
+GO        ?= go
+BIN       := bin/sessionfs
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS   := -X main.version=$(VERSION)
+# The real Claude Code CLI the e2e tests drive, pinned (the stricter resume behaviour; see design.md).
+CLAUDE_VERSION ?= 2.1.197
+CLAUDE_DIR     := $(CURDIR)/e2e/.cache/claude-$(CLAUDE_VERSION)
+CLAUDE_BIN     := $(CLAUDE_DIR)/node_modules/.bin/claude
+FUZZTIME  ?= 10s
+
+.PHONY: build run test unit e2e fuzz bench fmt vet claude clean
+
+build:
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/sessionfs
+
+run: build
+	$(BIN) mount
+
+test: vet unit fuzz e2e
+
+unit:
+	$(GO) test -race -count=1 ./layout/... ./claude/... ./fs/... ./backends/... ./cmd/...
+
+e2e: build claude
+	SESSIONFS_BIN=$(CURDIR)/$(BIN) SESSIONFS_CLAUDE=$(CLAUDE_BIN) $(GO) test -race -count=1 -timeout 30m ./e2e/...
+
+# Short fuzz runs of the targets over hostile input: ids, container paths, the sanitizer, transcripts.
+fuzz:
+	$(GO) test ./layout/ -run '^$$' -fuzz '^FuzzValidateID$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./layout/ -run '^$$' -fuzz '^FuzzContainerMapping$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./claude/ -run '^$$' -fuzz '^FuzzSanitize$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./claude/ -run '^$$' -fuzz '^FuzzScanEntries$$' -fuzztime $(FUZZTIME)
+
+claude: $(CLAUDE_BIN)
+
+$(CLAUDE_BIN):
+	mkdir -p $(CLAUDE_DIR)
+	npm install --prefix $(CLAUDE_DIR) --no-audit --no-fund @anthropic-ai/claude-code@$(CLAUDE_VERSION)
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+vet:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
+	$(GO) vet ./...
+
+clean:
+	rm -rf bin e2e/.cache

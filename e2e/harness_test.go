@@ -1,0 +1,252 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sessionfs/sessionfs/e2e/apistub"
+)
+
+// bin is the sessionfs binary under test: $SESSIONFS_BIN (make e2e builds it), else built here.
+var bin string
+
+func TestMain(m *testing.M) {
+	code, err := run(m)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		os.Exit(1)
+	}
+	os.Exit(code)
+}
+
+func run(m *testing.M) (int, error) {
+	bin = os.Getenv("SESSIONFS_BIN")
+	if bin == "" {
+		dir, err := os.MkdirTemp("", "sessionfs-e2e-bin-")
+		if err != nil {
+			return 1, err
+		}
+		defer os.RemoveAll(dir)
+		bin = filepath.Join(dir, "sessionfs")
+		out, err := exec.Command("go", "build", "-o", bin, "../cmd/sessionfs").CombinedOutput()
+		if err != nil {
+			return 1, fmt.Errorf("build sessionfs: %v\n%s", err, out)
+		}
+	}
+	return m.Run(), nil
+}
+
+// need fails the test under CI (CI=true), where every requirement must be met, and skips it elsewhere.
+func need(t *testing.T, ok bool, why string) {
+	t.Helper()
+	if ok {
+		return
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("requirement missing under CI: %s", why)
+	}
+	t.Skip("skipped: " + why)
+}
+
+func needFUSE(t *testing.T) {
+	t.Helper()
+	_, err := os.Stat("/dev/fuse")
+	need(t, err == nil, "FUSE: /dev/fuse is missing")
+	_, ferr := exec.LookPath("fusermount3")
+	need(t, os.Geteuid() == 0 || ferr == nil, "FUSE: not root and no fusermount3 (apt-get install fuse3)")
+}
+
+// result is what one CLI call did.
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+// cli runs the sessionfs binary with the store in env.
+func cli(t *testing.T, store string, args ...string) result {
+	t.Helper()
+	return cliIn(t, store, "", nil, args...)
+}
+
+func cliIn(t *testing.T, store, dir string, env []string, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Dir = dir
+	cmd.Env = append(append(os.Environ(), "SESSIONFS_STORE="+store), env...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	r := result{stdout: out.String(), stderr: errb.String()}
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		r.code = exit.ExitCode()
+	case err != nil:
+		t.Fatalf("run sessionfs %v: %v", args, err)
+	}
+	return r
+}
+
+// ok runs the CLI and requires success, returning stdout.
+func ok(t *testing.T, store string, args ...string) string {
+	t.Helper()
+	r := cli(t, store, args...)
+	require.Equal(t, 0, r.code, "sessionfs %v: %s", args, r.stderr)
+	return r.stdout
+}
+
+// mounted is a running `sessionfs mount` daemon.
+type mounted struct {
+	store, mnt string
+	cmd        *exec.Cmd
+	log        *bytes.Buffer
+}
+
+// mount starts the real daemon on a new mountpoint and waits until it serves. Cleanup stops it and makes sure
+// nothing stays mounted, on failure too.
+func mount(t *testing.T, store string, extra ...string) *mounted {
+	t.Helper()
+	needFUSE(t)
+	m := &mounted{store: store, mnt: filepath.Join(t.TempDir(), "mnt"), log: &bytes.Buffer{}}
+	m.start(t, extra...)
+	t.Cleanup(func() { m.stop(t) })
+	return m
+}
+
+func (m *mounted) start(t *testing.T, extra ...string) {
+	t.Helper()
+	m.cmd = exec.Command(bin, append([]string{"mount", m.mnt}, extra...)...)
+	m.cmd.Env = append(os.Environ(), "SESSIONFS_STORE="+m.store)
+	m.log.Reset()
+	m.cmd.Stdout, m.cmd.Stderr = m.log, m.log
+	require.NoError(t, m.cmd.Start())
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if isFUSEMount(m.mnt) && !staleMount(m.mnt) {
+			return
+		}
+		if m.cmd.ProcessState != nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	m.stop(t)
+	t.Fatalf("mount did not come up: %s", m.log.String())
+}
+
+// kill ends the daemon with SIGKILL, as a crash would, leaving its mount stale.
+func (m *mounted) kill(t *testing.T) {
+	t.Helper()
+	require.NoError(t, m.cmd.Process.Kill())
+	_ = m.cmd.Wait()
+}
+
+func (m *mounted) stop(t *testing.T) {
+	if m.cmd != nil && m.cmd.Process != nil && m.cmd.ProcessState == nil {
+		_ = m.cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = m.cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = m.cmd.Process.Kill()
+			<-done
+		}
+	}
+	if isFUSEMount(m.mnt) || staleMount(m.mnt) {
+		_ = syscall.Unmount(m.mnt, syscall.MNT_DETACH)
+	}
+}
+
+// session is the mounted path of session id.
+func (m *mounted) session(id string) string { return filepath.Join(m.mnt, "sessions", id) }
+
+func isFUSEMount(p string) bool {
+	b, err := os.ReadFile("/proc/self/mounts")
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 2 && f[1] == p && strings.HasPrefix(f[2], "fuse.sessionfs") {
+			return true
+		}
+	}
+	return false
+}
+
+func staleMount(p string) bool {
+	var st syscall.Statfs_t
+	return errors.Is(syscall.Statfs(p, &st), syscall.ENOTCONN)
+}
+
+// claudeBin is the real claude CLI: $SESSIONFS_CLAUDE (make e2e installs the pinned version), else PATH.
+func claudeBin(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("SESSIONFS_CLAUDE"); p != "" {
+		_, err := os.Stat(p)
+		need(t, err == nil, "claude CLI: "+p+" is missing (make claude installs it)")
+		return p
+	}
+	p, err := exec.LookPath("claude")
+	need(t, err == nil, "claude CLI not found (make claude installs it; or set SESSIONFS_CLAUDE)")
+	return p
+}
+
+// stub starts the Messages API stub for the test.
+func stub(t *testing.T, addr string) *apistub.Server {
+	t.Helper()
+	s, err := apistub.Start(addr)
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// claudeRun runs the real claude CLI offline against the stub, in dir, with the given config dir.
+func claudeRun(t *testing.T, claude, api, configDir, dir string, args ...string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, claude, args...)
+	cmd.Dir = dir
+	cmd.Env = append(claudeEnv(t, api), "CLAUDE_CONFIG_DIR="+configDir)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// claudeEnv is an offline environment for claude: the stub as the API, a throwaway HOME.
+func claudeEnv(t *testing.T, api string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "ANTHROPIC_") && !strings.HasPrefix(kv, "CLAUDE_") && !strings.HasPrefix(kv, "HOME=") {
+			env = append(env, kv)
+		}
+	}
+	return append(env, "HOME="+t.TempDir(), "ANTHROPIC_BASE_URL="+api, "ANTHROPIC_API_KEY=sk-ant-test",
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1")
+}
+
+// eventually polls cond until it holds or the timeout passes.
+func eventually(t *testing.T, timeout time.Duration, cond func() bool, msg string, args ...any) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf(msg, args...)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -1,0 +1,177 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// sh runs a shell command line as a user would type it.
+func sh(t *testing.T, dir, line string) string {
+	t.Helper()
+	cmd := exec.Command("sh", "-c", line)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s: %s", line, out)
+	return string(out)
+}
+
+// TestShellToolsOnTheMount: ls, du, find, grep, tail -f, mkdir and rm -rf work on the mount as on any folder.
+func TestShellToolsOnTheMount(t *testing.T) {
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	m := mount(t, store)
+	s1 := m.session("s1")
+
+	sh(t, s1, "mkdir -p workspace/src && echo 'needle in a haystack' > workspace/src/a.txt && head -c 100000 /dev/zero > workspace/big")
+	assert.Contains(t, sh(t, m.mnt, "ls -la sessions/s1"), "workspace")
+	assert.Contains(t, sh(t, m.mnt, "ls -la sessions/s1/.claude/projects"), "-session-workspace")
+	du := sh(t, m.mnt, "du -sk sessions/s1")
+	assert.Regexp(t, `^\d+\s`, du)
+	assert.Contains(t, sh(t, m.mnt, "find sessions -name a.txt"), "sessions/s1/workspace/src/a.txt")
+	assert.Contains(t, sh(t, m.mnt, "grep -r needle sessions/s1/workspace"), "a.txt:needle")
+	assert.FileExists(t, filepath.Join(store, "sessions", "s1", "workspace", "src", "a.txt"), "writes land in the store")
+
+	// Write, rename, link, symlink, chmod, truncate pass through.
+	sh(t, s1, "cd workspace && mv src/a.txt src/b.txt && ln src/b.txt hard && ln -s src/b.txt soft && chmod 600 hard && truncate -s 3 soft")
+	b, err := os.ReadFile(filepath.Join(store, "sessions", "s1", "workspace", "src", "b.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, "nee", string(b))
+	st, err := os.Stat(filepath.Join(store, "sessions", "s1", "workspace", "src", "b.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), st.Mode().Perm())
+	assert.Equal(t, "src/b.txt\n", sh(t, s1, "readlink workspace/soft"))
+
+	// tail -f through one alias sees lines appended through another.
+	aliasA := filepath.Join(s1, ".claude", "projects", "-home-u-a", "t.jsonl")
+	aliasB := filepath.Join(s1, ".claude", "projects", "-session-workspace", "t.jsonl")
+	require.NoError(t, os.WriteFile(aliasB, []byte(`{"n":0}`+"\n"), 0o600))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	tail := exec.CommandContext(ctx, "tail", "-n", "+1", "-f", aliasA)
+	pipe, err := tail.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, tail.Start())
+	defer tail.Wait()
+	lines := make(chan string, 10)
+	go func() {
+		sc := bufio.NewScanner(pipe)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	f, err := os.OpenFile(aliasB, os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	for _, l := range []string{`{"n":1}`, `{"n":2}`} {
+		_, err = f.WriteString(l + "\n")
+		require.NoError(t, err)
+	}
+	require.NoError(t, f.Close())
+	var seen []string
+	timeout := time.After(10 * time.Second)
+	for len(seen) < 3 {
+		select {
+		case l := <-lines:
+			seen = append(seen, l)
+		case <-timeout:
+			t.Fatalf("tail -f saw only %v", seen)
+		}
+	}
+	assert.Equal(t, []string{`{"n":0}`, `{"n":1}`, `{"n":2}`}, seen)
+	cancel()
+
+	// mkdir makes a session with the convention; a bad id is refused; rm -rf sends a session to the trash.
+	sh(t, m.mnt, "mkdir sessions/made-by-mkdir")
+	for _, d := range []string{"app", "workspace", "mcps", ".claude/projects/-session-workspace"} {
+		assert.DirExists(t, filepath.Join(store, "sessions", "made-by-mkdir", d))
+	}
+	assert.Contains(t, ok(t, store, "ls"), "made-by-mkdir")
+	err = os.Mkdir(filepath.Join(m.mnt, "sessions", "..."), 0o755)
+	assert.ErrorIs(t, err, syscall.EINVAL)
+	err = os.Mkdir(filepath.Join(m.mnt, "sessions", "-x"), 0o755)
+	assert.ErrorIs(t, err, syscall.EINVAL)
+
+	sh(t, m.mnt, "rm -rf sessions/made-by-mkdir")
+	assert.NoDirExists(t, filepath.Join(store, "sessions", "made-by-mkdir"))
+	trash, _ := os.ReadDir(filepath.Join(store, "trash"))
+	require.Len(t, trash, 1)
+	assert.True(t, strings.HasPrefix(trash[0].Name(), "made-by-mkdir."))
+	assert.NotContains(t, sh(t, m.mnt, "ls sessions"), "made-by-mkdir")
+}
+
+// TestSessionMadeByCLIAppearsLive: a session created with the CLI while mounted is listed within a second.
+func TestSessionMadeByCLIAppearsLive(t *testing.T) {
+	store := t.TempDir()
+	m := mount(t, store)
+	entries, err := os.ReadDir(filepath.Join(m.mnt, "sessions"))
+	require.NoError(t, err)
+	assert.Empty(t, entries)
+	ok(t, store, "new", "late")
+	start := time.Now()
+	eventually(t, time.Second, func() bool {
+		ents, _ := os.ReadDir(filepath.Join(m.mnt, "sessions"))
+		return len(ents) == 1 && ents[0].Name() == "late"
+	}, "the new session did not appear")
+	t.Logf("appeared after %v", time.Since(start))
+	assert.DirExists(t, filepath.Join(m.session("late"), "workspace"))
+
+	// exec and show use the mounted path while the store is mounted.
+	r := cli(t, store, "exec", "late", "--", "pwd")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, filepath.Join(m.session("late"), "workspace"), strings.TrimSpace(r.stdout))
+	assert.Contains(t, ok(t, store, "show", "late"), "Mounted     "+m.session("late"))
+}
+
+// TestMountLifecycle: unmount by command, a stale mount of a killed daemon is cleared by the next mount, and bad
+// mountpoints get one clear line.
+func TestMountLifecycle(t *testing.T) {
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	m := mount(t, store)
+
+	r := cli(t, store, "mount", m.mnt)
+	assert.NotEqual(t, 0, r.code)
+	assert.Contains(t, r.stderr, "already mounted")
+
+	// kill -9 leaves "transport endpoint is not connected"; the next mount clears it by itself.
+	m.kill(t)
+	var sfs syscall.Statfs_t
+	require.ErrorIs(t, syscall.Statfs(m.mnt, &sfs), syscall.ENOTCONN, "a killed daemon leaves a stale mount")
+	start := time.Now()
+	m.start(t)
+	t.Logf("remounted over a stale mount in %v", time.Since(start))
+	assert.DirExists(t, filepath.Join(m.session("s1"), "workspace"))
+
+	ok(t, store, "unmount", m.mnt)
+	assert.False(t, isFUSEMount(m.mnt))
+	r = cli(t, store, "unmount", m.mnt)
+	assert.Contains(t, r.stderr, "not mounted")
+
+	file := filepath.Join(t.TempDir(), "file")
+	require.NoError(t, os.WriteFile(file, nil, 0o644))
+	r = cli(t, store, "mount", file)
+	assert.NotEqual(t, 0, r.code)
+	assert.Contains(t, r.stderr, "is not a folder")
+	assert.Equal(t, 1, strings.Count(strings.TrimSpace(r.stderr), "\n")+1)
+}
+
+// TestReadOnlyMount: --read-only refuses changes with EROFS and still serves reads.
+func TestReadOnlyMount(t *testing.T) {
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	m := mount(t, store, "--read-only")
+	assert.DirExists(t, filepath.Join(m.session("s1"), "workspace"))
+	err := os.WriteFile(filepath.Join(m.session("s1"), "workspace", "x"), nil, 0o644)
+	assert.ErrorIs(t, err, syscall.EROFS)
+	err = os.Mkdir(filepath.Join(m.mnt, "sessions", "new"), 0o755)
+	assert.ErrorIs(t, err, syscall.EROFS)
+}
