@@ -1,0 +1,49 @@
+package nodes
+
+import (
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/sessionfs/sessionfs/layout"
+)
+
+func TestAliasTarget(t *testing.T) {
+	tree := NewTree(nil)
+	const projects = "/st/sessions/s/.claude/projects"
+	canonical := projects + "/" + layout.CanonicalProject
+
+	target, view, ok := tree.AliasTarget(projects, layout.CanonicalProject)
+	assert.True(t, ok)
+	assert.Equal(t, canonical, target)
+	assert.Zero(t, view, "the canonical folder is not a view: its inode numbers are the store's")
+
+	seen := map[uint64]string{}
+	for _, name := range []string{"-home-u-proj", "-session-workspace-sub", "-", "A", strings.Repeat("x", 255)} {
+		target, view, ok := tree.AliasTarget(projects, name)
+		assert.True(t, ok, name)
+		assert.Equal(t, canonical, target, "every Claude folder name leads to the canonical folder")
+		assert.NotZero(t, view)
+		assert.NotContains(t, seen, view, "views are numbered apart")
+		seen[view] = name
+		_, again, _ := tree.AliasTarget(projects, name)
+		assert.Equal(t, view, again, "a name keeps its number")
+	}
+	for _, bad := range []string{"", ".", "..", "a.b", "a/b", "é", strings.Repeat("x", 256)} {
+		_, _, ok := tree.AliasTarget(projects, bad)
+		assert.False(t, ok, "%q", bad)
+	}
+}
+
+func TestStableAttr(t *testing.T) {
+	dir := syscall.Stat_t{Ino: 1234, Mode: syscall.S_IFDIR | 0o755}
+	file := syscall.Stat_t{Ino: 99, Mode: syscall.S_IFREG | 0o600}
+	assert.Equal(t, uint64(1234), stableAttr(&dir, 1, 0).Ino)
+	a, b := stableAttr(&dir, 1, 1).Ino, stableAttr(&dir, 1, 2).Ino
+	assert.NotEqual(t, a, b)
+	assert.NotEqual(t, uint64(1234), a, "a folder under a view gets its own inode number")
+	assert.Equal(t, uint64(99), stableAttr(&file, 1, 7).Ino, "a file is one inode under every view")
+	assert.Equal(t, uint32(syscall.S_IFDIR), stableAttr(&dir, 1, 0).Mode)
+}
