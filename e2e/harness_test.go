@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -79,7 +80,18 @@ func cli(t *testing.T, store string, args ...string) result {
 	return cliIn(t, store, "", nil, args...)
 }
 
+// cliStdin runs the CLI with stdin.
+func cliStdin(t *testing.T, store string, stdin io.Reader, args ...string) result {
+	t.Helper()
+	return cliWith(t, store, "", nil, stdin, args...)
+}
+
 func cliIn(t *testing.T, store, dir string, env []string, args ...string) result {
+	t.Helper()
+	return cliWith(t, store, dir, env, nil, args...)
+}
+
+func cliWith(t *testing.T, store, dir string, env []string, stdin io.Reader, args ...string) result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -87,7 +99,7 @@ func cliIn(t *testing.T, store, dir string, env []string, args ...string) result
 	cmd.Dir = dir
 	cmd.Env = append(append(os.Environ(), "SESSIONFS_STORE="+store), env...)
 	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
+	cmd.Stdout, cmd.Stderr, cmd.Stdin = &out, &errb, stdin
 	err := cmd.Run()
 	r := result{stdout: out.String(), stderr: errb.String()}
 	var exit *exec.ExitError

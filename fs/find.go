@@ -1,25 +1,43 @@
 package fs
 
 import (
+	"strings"
+
 	"github.com/moby/sys/mountinfo"
 )
 
 // FSType is the filesystem type sessionfs mounts show in /proc/self/mountinfo ("fuse." + Name).
 const FSType = "fuse.sessionfs"
 
-// FindMount returns the mountpoint of a live sessionfs mount of storeRoot, if there is one. The mount's source
-// is the store's absolute path, so the mount table says which store each mount serves.
-func FindMount(storeRoot string) (string, bool) {
+// MountInfo describes a live sessionfs mount.
+type MountInfo struct {
+	Mountpoint string
+	// AllowOther: users other than the mounting one may use it (containers running as another uid).
+	AllowOther bool
+}
+
+// FindMount returns a live sessionfs mount of storeRoot, if there is one. The mount's source is the store's
+// absolute path, so the mount table says which store each mount serves.
+func FindMount(storeRoot string) (MountInfo, bool) {
 	mounts, err := mountinfo.GetMounts(func(m *mountinfo.Info) (skip, stop bool) {
 		return m.FSType != FSType || m.Source != storeRoot, false
 	})
 	if err != nil {
-		return "", false
+		return MountInfo{}, false
 	}
 	for _, m := range mounts {
 		if !Stale(m.Mountpoint) {
-			return m.Mountpoint, true
+			return MountInfo{Mountpoint: m.Mountpoint, AllowOther: hasOption(m.VFSOptions, "allow_other")}, true
 		}
 	}
-	return "", false
+	return MountInfo{}, false
+}
+
+func hasOption(opts, name string) bool {
+	for _, o := range strings.Split(opts, ",") {
+		if o == name {
+			return true
+		}
+	}
+	return false
 }

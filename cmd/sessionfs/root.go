@@ -34,7 +34,7 @@ filesystem where every .claude/projects/<cwd> name leads to the session's one tr
 	root.PersistentFlags().StringVar(&a.storeFlag, "store", "",
 		"the store folder (default $"+layout.EnvStore+", else ~/.local/share/sessionfs)")
 	root.AddCommand(
-		a.newCmd(), a.lsCmd(), a.showCmd(), a.rmCmd(), a.gcCmd(), a.envCmd(), a.execCmd(),
+		a.newCmd(), a.lsCmd(), a.showCmd(), a.rmCmd(), a.gcCmd(), a.envCmd(), a.execCmd(), a.runCmd(),
 		a.mountCmd(), unmountCmd(), versionCmd(),
 	)
 	return root
@@ -73,8 +73,8 @@ func (a *app) session(id string) (*layout.Store, *layout.Meta, error) {
 // sessionDir is where processes should see the session: through the mount when the store is mounted, so the
 // transcript aliases apply; the store folder otherwise.
 func sessionDir(s *layout.Store, id string) (dir string, mounted bool) {
-	if mnt, ok := sfs.FindMount(s.Root); ok {
-		return sfs.SessionPath(mnt, id), true
+	if m, ok := sfs.FindMount(s.Root); ok {
+		return sfs.SessionPath(m.Mountpoint, id), true
 	}
 	return s.Dir(id), false
 }

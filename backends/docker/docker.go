@@ -1,0 +1,308 @@
+// Package docker runs a session's commands in a container through the Docker Engine API, with the session's folder
+// bound at /session: CLAUDE_CONFIG_DIR=/session/.claude, working dir /session/workspace.
+package docker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/image"
+	"github.com/docker/docker/api/types/mount"
+	"github.com/docker/docker/client"
+	"github.com/docker/docker/pkg/stdcopy"
+	"golang.org/x/term"
+
+	"github.com/sessionfs/sessionfs/backends"
+	"github.com/sessionfs/sessionfs/claude"
+	"github.com/sessionfs/sessionfs/layout"
+)
+
+// Labels every container of ours carries, so `docker ps --filter label=sessionfs.session=ID` finds them.
+const (
+	LabelSession = "sessionfs.session"
+	LabelManaged = "sessionfs.managed"
+)
+
+// Options shape the containers of a run.
+type Options struct {
+	Image   string
+	User    string // --user, as docker run takes it
+	Network string // --network; empty: the engine's default
+	// Strict binds app/ and mcps/ read-only (seed 002's strict mode).
+	Strict bool
+	// Home sets HOME=/session/home, whose .claude and .claude.json lead to the session's, for tools that ignore
+	// CLAUDE_CONFIG_DIR.
+	Home bool
+	// Volumes are extra binds, as docker run -v takes them (SRC:DST[:ro]).
+	Volumes []string
+	// Keep leaves the container after it exits.
+	Keep bool
+	// StopTimeout is how long a cancelled run's container gets between SIGTERM and SIGKILL.
+	StopTimeout time.Duration
+}
+
+// Backend runs commands in containers.
+type Backend struct {
+	cli  *client.Client
+	opts Options
+}
+
+var _ backends.Backend = (*Backend)(nil)
+
+// New connects to the engine named by the environment (DOCKER_HOST, DOCKER_API_VERSION, DOCKER_CERT_PATH, ...)
+// and negotiates the API version.
+func New(opts Options) (*Backend, error) {
+	if opts.Image == "" {
+		return nil, errors.New("docker: --image is required")
+	}
+	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		return nil, fmt.Errorf("docker: %w", err)
+	}
+	if opts.StopTimeout == 0 {
+		opts.StopTimeout = 10 * time.Second
+	}
+	return &Backend{cli: cli, opts: opts}, nil
+}
+
+// Name is "docker".
+func (b *Backend) Name() string { return "docker" }
+
+// Close releases the client.
+func (b *Backend) Close() error { return b.cli.Close() }
+
+// Run runs spec in a new container and returns its exit code. Cancelling ctx stops the container.
+func (b *Backend) Run(ctx context.Context, spec backends.Spec) (int, error) {
+	if len(spec.Argv) == 0 {
+		return -1, errors.New("no command to run")
+	}
+	// Ctrl-C (ctx) stops the container once it runs; it must not cut an API call short, or a container created
+	// by a call the engine finished could be left behind.
+	cancelled := ctx
+	ctx = context.WithoutCancel(ctx)
+	if err := b.ping(ctx); err != nil {
+		return -1, err
+	}
+	if err := b.ensureImage(ctx); err != nil {
+		return -1, err
+	}
+	cfg, host, err := b.config(spec)
+	if err != nil {
+		return -1, err
+	}
+	created, err := b.cli.ContainerCreate(ctx, cfg, host, nil, nil, "")
+	if err != nil {
+		return -1, fmt.Errorf("docker: create container: %w", err)
+	}
+	id := created.ID
+	if !b.opts.Keep {
+		defer func() {
+			rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			defer cancel()
+			_ = b.cli.ContainerRemove(rctx, id, container.RemoveOptions{Force: true})
+		}()
+	}
+	if cancelled.Err() != nil {
+		return -1, cancelled.Err()
+	}
+	return b.attachAndWait(ctx, cancelled, id, spec)
+}
+
+func (b *Backend) ping(ctx context.Context) error {
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := b.cli.Ping(pctx); err != nil {
+		return fmt.Errorf("cannot reach the Docker engine at %s (start it: sudo systemctl start docker, or dockerd; or point DOCKER_HOST at one): %v",
+			b.cli.DaemonHost(), oneLine(err))
+	}
+	return nil
+}
+
+// ensureImage uses a local image, pulling it only when missing.
+func (b *Backend) ensureImage(ctx context.Context) error {
+	_, err := b.cli.ImageInspect(ctx, b.opts.Image)
+	if err == nil {
+		return nil
+	}
+	if !client.IsErrNotFound(err) {
+		return fmt.Errorf("docker: inspect image %q: %w", b.opts.Image, err)
+	}
+	rc, perr := b.cli.ImagePull(ctx, b.opts.Image, image.PullOptions{})
+	if perr == nil {
+		_, perr = io.Copy(io.Discard, rc)
+		rc.Close()
+		if perr == nil {
+			if _, perr = b.cli.ImageInspect(ctx, b.opts.Image); perr == nil {
+				return nil
+			}
+		}
+	}
+	return fmt.Errorf("image %q is not on this machine and pulling it failed: %v", b.opts.Image, oneLine(perr))
+}
+
+// config builds the container: the session at /session and nothing else of the store.
+func (b *Backend) config(spec backends.Spec) (*container.Config, *container.HostConfig, error) {
+	cp := layout.ContainerPaths
+	workdir := cp.Workspace
+	if spec.Workdir != "" {
+		host, err := layout.ToHost(spec.SessionDir, filepath.Join(layout.ContainerRoot, spec.Workdir))
+		if err != nil {
+			return nil, nil, fmt.Errorf("workdir %q: %w", spec.Workdir, err)
+		}
+		if workdir, err = layout.ToContainer(spec.SessionDir, host); err != nil {
+			return nil, nil, err
+		}
+	}
+	env := []string{"SESSIONFS_SESSION=" + spec.SessionID, "SESSION_DIR=" + cp.Root}
+	if b.opts.Home {
+		if err := linkHome(spec.SessionDir); err != nil {
+			return nil, nil, fmt.Errorf("prepare home/: %w", err)
+		}
+		env = append(env, "HOME="+filepath.Join(cp.Root, "home"))
+	}
+	env = claude.Env(env, cp.Claude, spec.Env...)
+	mounts := []mount.Mount{{Type: mount.TypeBind, Source: spec.SessionDir, Target: cp.Root}}
+	if b.opts.Strict {
+		for _, sub := range []string{layout.AppDir, layout.MCPDir} {
+			mounts = append(mounts, mount.Mount{Type: mount.TypeBind, ReadOnly: true,
+				Source: filepath.Join(spec.SessionDir, sub), Target: filepath.Join(cp.Root, sub)})
+		}
+	}
+	cfg := &container.Config{
+		Image:        b.opts.Image,
+		Cmd:          spec.Argv,
+		Env:          env,
+		WorkingDir:   workdir,
+		User:         b.opts.User,
+		Tty:          spec.TTY,
+		OpenStdin:    spec.Stdin != nil,
+		StdinOnce:    spec.Stdin != nil,
+		AttachStdin:  spec.Stdin != nil,
+		AttachStdout: true,
+		AttachStderr: true,
+		Labels:       map[string]string{LabelSession: spec.SessionID, LabelManaged: "true"},
+	}
+	host := &container.HostConfig{Mounts: mounts, Binds: b.opts.Volumes, NetworkMode: container.NetworkMode(b.opts.Network)}
+	return cfg, host, nil
+}
+
+// linkHome makes home/.claude and home/.claude.json lead to the session's .claude and .claude/.claude.json.
+// The links are relative, so they hold on the host, in the mount and in the container alike.
+func linkHome(sessionDir string) error {
+	home := filepath.Join(sessionDir, "home")
+	if err := os.MkdirAll(home, 0o755); err != nil {
+		return err
+	}
+	for name, target := range map[string]string{".claude": "../.claude", ".claude.json": "../.claude/.claude.json"} {
+		p := filepath.Join(home, name)
+		if cur, err := os.Readlink(p); err == nil && cur == target {
+			continue
+		}
+		if err := os.Symlink(target, p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// attachAndWait streams stdio, starts the container and returns its exit code. When cancelled is done it stops
+// the container (SIGTERM, then SIGKILL after StopTimeout) and still reports the exit code.
+func (b *Backend) attachAndWait(ctx, cancelled context.Context, id string, spec backends.Spec) (int, error) {
+	// Wait is registered before start, so a command that exits at once is not missed.
+	waitCh, errCh := b.cli.ContainerWait(ctx, id, container.WaitConditionNextExit)
+	hr, err := b.cli.ContainerAttach(ctx, id, container.AttachOptions{
+		Stream: true, Stdin: spec.Stdin != nil, Stdout: true, Stderr: true,
+	})
+	if err != nil {
+		return -1, fmt.Errorf("docker: attach: %w", err)
+	}
+	defer hr.Close()
+	restore := b.rawTerminal(spec)
+	defer restore()
+	outDone := make(chan struct{})
+	go func() {
+		defer close(outDone)
+		stdout, stderr := orDiscard(spec.Stdout), orDiscard(spec.Stderr)
+		if spec.TTY {
+			_, _ = io.Copy(stdout, hr.Reader)
+		} else {
+			_, _ = stdcopy.StdCopy(stdout, stderr, hr.Reader)
+		}
+	}()
+	if spec.Stdin != nil {
+		go func() {
+			_, _ = io.Copy(hr.Conn, spec.Stdin)
+			_ = hr.CloseWrite()
+		}()
+	}
+	if err := b.cli.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
+		return -1, fmt.Errorf("docker: start: %v", oneLine(err))
+	}
+	b.resize(ctx, id, spec)
+	select {
+	case <-cancelled.Done():
+		timeout := int(b.opts.StopTimeout / time.Second)
+		sctx, cancel := context.WithTimeout(ctx, b.opts.StopTimeout+10*time.Second)
+		defer cancel()
+		_ = b.cli.ContainerStop(sctx, id, container.StopOptions{Timeout: &timeout})
+	case <-waitCh:
+	case err := <-errCh:
+		return -1, fmt.Errorf("docker: wait: %w", err)
+	}
+	<-outDone // the exit code is read once all output is out
+	ins, err := b.cli.ContainerInspect(ctx, id)
+	if err != nil {
+		return -1, fmt.Errorf("docker: inspect: %w", err)
+	}
+	if ins.State != nil && ins.State.Error != "" {
+		return ins.State.ExitCode, fmt.Errorf("docker: %s", ins.State.Error)
+	}
+	if ins.State == nil {
+		return -1, errors.New("docker: container state unknown")
+	}
+	return ins.State.ExitCode, nil
+}
+
+// rawTerminal puts a terminal stdin in raw mode for a TTY run, so keys reach the container as typed.
+func (b *Backend) rawTerminal(spec backends.Spec) func() {
+	f, ok := spec.Stdin.(*os.File)
+	if !spec.TTY || !ok || !term.IsTerminal(int(f.Fd())) {
+		return func() {}
+	}
+	state, err := term.MakeRaw(int(f.Fd()))
+	if err != nil {
+		return func() {}
+	}
+	return func() { _ = term.Restore(int(f.Fd()), state) }
+}
+
+func (b *Backend) resize(ctx context.Context, id string, spec backends.Spec) {
+	f, ok := spec.Stdout.(*os.File)
+	if !spec.TTY || !ok {
+		return
+	}
+	if w, h, err := term.GetSize(int(f.Fd())); err == nil {
+		_ = b.cli.ContainerResize(ctx, id, container.ResizeOptions{Width: uint(w), Height: uint(h)})
+	}
+}
+
+func orDiscard(w io.Writer) io.Writer {
+	if w == nil {
+		return io.Discard
+	}
+	return w
+}
+
+func oneLine(err error) string {
+	if err == nil {
+		return "unknown error"
+	}
+	return strings.Join(strings.Fields(err.Error()), " ")
+}

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/sessionfs/sessionfs/backends"
+	"github.com/sessionfs/sessionfs/backends/docker"
+	"github.com/sessionfs/sessionfs/backends/local"
+	sfs "github.com/sessionfs/sessionfs/fs"
+)
+
+func (a *app) runCmd() *cobra.Command {
+	var (
+		backend, workdir string
+		env              []string
+		interactive, tty bool
+		dopts            docker.Options
+	)
+	cmd := &cobra.Command{
+		Use:   "run [--backend local|docker] [--image IMG] ID -- CMD [ARG...]",
+		Short: "Run a command for a session where the agent lives: on this host or in a container",
+		Long: `run starts CMD for a session with a backend:
+
+  local   on this host, in the session's workspace (as "sessionfs exec")
+  docker  in a container with the session's folder bound at /session, CLAUDE_CONFIG_DIR=/session/.claude,
+          working dir /session/workspace; nothing else of the store is visible. When the store is mounted the
+          mounted folder is bound, so transcripts resume from any cwd on the host and in the container.
+
+The exit code is CMD's. Ctrl-C stops the container; it is removed afterwards unless --keep. Each run is
+recorded in the session's session.json. The engine is found the Docker way (DOCKER_HOST, ...).`,
+		Example: `  sessionfs run --backend docker --image node:22 fix-login -- claude -p "run the tests"
+  sessionfs run --backend docker --image my-agent -it --user 1000 fix-login -- claude
+  sessionfs run --backend docker --image my-agent --strict --home fix-login -- ./app/start.sh`,
+		Args:              cobra.MinimumNArgs(2),
+		ValidArgsFunction: a.completeIDs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if cmd.ArgsLenAtDash() != 1 {
+				return usageError("run: want ID -- CMD [ARG...]")
+			}
+			s, m, err := a.session(args[0])
+			if err != nil {
+				return err
+			}
+			if err := seedClaude(s, m.ID); err != nil {
+				warnf("%v", err)
+			}
+			dir, mounted := sessionDir(s, m.ID)
+			spec := backends.Spec{SessionID: m.ID, SessionDir: dir, Argv: args[1:], Env: env, Workdir: workdir,
+				Stdout: os.Stdout, Stderr: os.Stderr, TTY: tty}
+			if interactive {
+				spec.Stdin = os.Stdin
+			}
+			if tty && !term.IsTerminal(int(os.Stdin.Fd())) {
+				return usageError("run: -t needs a terminal on stdin")
+			}
+			var b backends.Backend
+			switch backend {
+			case "local":
+				b = local.Backend{}
+			case "docker":
+				if err := checkDockerUser(s.Root, mounted, dopts.User); err != nil {
+					return err
+				}
+				if !mounted {
+					warnf("the store is not mounted: binding %s; transcripts resume only from /session/workspace (run sessionfs mount)", dir)
+				}
+				d, err := docker.New(dopts)
+				if err != nil {
+					return err
+				}
+				defer d.Close()
+				b = d
+			default:
+				return usageError(fmt.Sprintf("run: unknown backend %q (want local or docker)", backend))
+			}
+			return runBackend(s, b, spec, dopts.Image)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&backend, "backend", "local", "where to run: local or docker")
+	f.StringVar(&dopts.Image, "image", "", "the container image (docker)")
+	f.StringArrayVarP(&env, "env", "e", nil, "set KEY=VALUE in the command's environment (repeatable)")
+	f.StringVarP(&workdir, "workdir", "w", "", "working directory relative to the session (default workspace)")
+	f.StringVarP(&dopts.User, "user", "u", "", "the container user, as docker run --user takes it")
+	f.StringVar(&dopts.Network, "network", "", "the container's network (docker run --network)")
+	f.BoolVarP(&interactive, "interactive", "i", false, "attach stdin")
+	f.BoolVarP(&tty, "tty", "t", false, "allocate a TTY")
+	f.BoolVar(&dopts.Strict, "strict", false, "bind app/ and mcps/ read-only (docker)")
+	f.BoolVar(&dopts.Home, "home", false, "HOME=/session/home, whose .claude and .claude.json lead to the session's (docker)")
+	f.StringArrayVarP(&dopts.Volumes, "volume", "v", nil, "an extra bind SRC:DST[:ro], as docker run -v takes it (repeatable)")
+	f.BoolVar(&dopts.Keep, "keep", false, "keep the container after it exits (docker)")
+	return cmd
+}
+
+// checkDockerUser refuses a non-root container user on a mount only root may use: every access would fail
+// with EACCES inside the container.
+func checkDockerUser(storeRoot string, mounted bool, user string) error {
+	if !mounted || isRootUser(user) {
+		return nil
+	}
+	if m, ok := sfs.FindMount(storeRoot); ok && !m.AllowOther {
+		return fmt.Errorf("container user %q cannot use the mount at %s: it was mounted without --allow-other (remount with sessionfs mount --allow-other)", user, m.Mountpoint)
+	}
+	return nil
+}
+
+func isRootUser(user string) bool {
+	name, _, _ := strings.Cut(user, ":")
+	return name == "" || name == "0" || name == "root"
+}

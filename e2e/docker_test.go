@@ -1,0 +1,228 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sessionfs/sessionfs/e2e/apistub"
+	"github.com/sessionfs/sessionfs/layout"
+)
+
+// dockerRun runs `sessionfs run --backend docker` with the given flags, ID and command.
+func dockerRun(t *testing.T, store string, args ...string) result {
+	t.Helper()
+	return cli(t, store, append([]string{"run", "--backend", "docker"}, args...)...)
+}
+
+// TestDockerSessionAtSlashSession: the container sees the session at /session through the mount, its writes land
+// in the store, the exit code comes back, no other session is visible, and the run is recorded.
+func TestDockerSessionAtSlashSession(t *testing.T) {
+	cli := needDocker(t)
+	images(t, cli, "")
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	ok(t, store, "new", "other")
+	m := mount(t, store)
+
+	r := dockerRun(t, store, "--image", busyboxImage, "s1", "--", "sh", "-c",
+		`echo from-container > /session/workspace/out.txt; pwd; echo "$CLAUDE_CONFIG_DIR"; ls -a /session/..; exit 5`)
+	assert.Equal(t, 5, r.code, r.stderr)
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	require.GreaterOrEqual(t, len(lines), 2, r.stdout)
+	assert.Equal(t, "/session/workspace", lines[0])
+	assert.Equal(t, "/session/.claude", lines[1])
+	assert.NotContains(t, r.stdout, "other", "no other session is visible in the container")
+	assert.NotContains(t, r.stdout, "sessions")
+	assert.NotContains(t, r.stderr, "not mounted", "the mounted folder was bound")
+
+	b, err := os.ReadFile(filepath.Join(m.session("s1"), "workspace", "out.txt"))
+	require.NoError(t, err, "visible through the mount")
+	assert.Equal(t, "from-container\n", string(b))
+	assert.FileExists(t, filepath.Join(store, "sessions", "s1", "workspace", "out.txt"), "and in the store")
+
+	var meta layout.Meta
+	raw, err := os.ReadFile(filepath.Join(store, "sessions", "s1", "session.json"))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(raw, &meta))
+	require.Len(t, meta.Runs, 1)
+	assert.Equal(t, "docker", meta.Runs[0].Backend)
+	assert.Equal(t, busyboxImage, meta.Runs[0].Image)
+	assert.Equal(t, 5, meta.Runs[0].ExitCode)
+	assert.False(t, meta.Runs[0].End.Before(meta.Runs[0].Start))
+
+	// stdin reaches the container with -i.
+	in := strings.NewReader("piped\n")
+	rr := cliStdin(t, store, in, "run", "--backend", "docker", "--image", busyboxImage, "-i", "s1", "--", "cat")
+	assert.Equal(t, 0, rr.code, rr.stderr)
+	assert.Equal(t, "piped\n", rr.stdout)
+}
+
+// TestDockerStrictAndHome: --strict makes app/ and mcps/ read-only; --home gives tools a HOME whose .claude is
+// the session's.
+func TestDockerStrictAndHome(t *testing.T) {
+	cli := needDocker(t)
+	images(t, cli, "")
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	mount(t, store)
+
+	r := dockerRun(t, store, "--image", busyboxImage, "--strict", "s1", "--", "sh", "-c",
+		`touch /session/workspace/ok && ! touch /session/app/x 2>/dev/null && ! touch /session/mcps/x 2>/dev/null && ls /session/app`)
+	assert.Equal(t, 0, r.code, "strict: %s %s", r.stdout, r.stderr)
+	assert.NoFileExists(t, filepath.Join(store, "sessions", "s1", "app", "x"))
+	assert.FileExists(t, filepath.Join(store, "sessions", "s1", "workspace", "ok"))
+
+	r = dockerRun(t, store, "--image", busyboxImage, "--home", "s1", "--", "sh", "-c",
+		`echo "$HOME"; cat "$HOME/.claude/settings.json" >/dev/null && echo settings-ok`)
+	assert.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, "/session/home\nsettings-ok\n", r.stdout)
+}
+
+// TestDockerOtherUser: a container running as another uid needs --allow-other; with it, it writes as itself.
+func TestDockerOtherUser(t *testing.T) {
+	cli := needDocker(t)
+	images(t, cli, "")
+	need(t, os.Geteuid() == 0, "mounting for other users needs root here")
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	m := mount(t, store)
+	r := dockerRun(t, store, "--image", busyboxImage, "--user", "1000", "s1", "--", "true")
+	assert.NotEqual(t, 0, r.code)
+	assert.Contains(t, r.stderr, "--allow-other")
+	m.stop(t)
+
+	m.start(t, "--allow-other")
+	// The session's workspace belongs to root; let the agent user write there, as a user would.
+	require.NoError(t, os.Chmod(filepath.Join(store, "sessions", "s1", "workspace"), 0o777))
+	r = dockerRun(t, store, "--image", busyboxImage, "--user", "1000:1000", "s1", "--", "sh", "-c", "id -u; touch /session/workspace/mine")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, "1000\n", r.stdout)
+	var st syscall.Stat_t
+	require.NoError(t, syscall.Stat(filepath.Join(store, "sessions", "s1", "workspace", "mine"), &st))
+	assert.Equal(t, uint32(1000), st.Uid, "the file belongs to the container's user")
+}
+
+// TestDockerCrossEnvironmentResume: a conversation started in a container resumes on the host from the host
+// path of the workspace, and one started on the host resumes in a container.
+func TestDockerCrossEnvironmentResume(t *testing.T) {
+	claude := claudeBin(t)
+	cli := needDocker(t)
+	real, err := filepath.EvalSymlinks(claude)
+	require.NoError(t, err)
+	images(t, cli, real)
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	m := mount(t, store)
+	// The container shares the host's network namespace, so it reaches the stub on the loopback.
+	api := stub(t, "127.0.0.1:0")
+	inContainer := func(args ...string) result {
+		base := []string{"--image", claudeImage, "--network", "host", "-v", real + ":/usr/local/bin/claude:ro",
+			"-e", "ANTHROPIC_BASE_URL=" + api.URL, "-e", "ANTHROPIC_API_KEY=sk-ant-test",
+			"-e", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "-e", "HOME=/tmp", "s1", "--", "/usr/local/bin/claude"}
+		return dockerRun(t, store, append(base, args...)...)
+	}
+	cfg := filepath.Join(m.session("s1"), ".claude")
+	ws := filepath.Join(m.session("s1"), "workspace")
+	canonical := filepath.Join(store, "sessions", "s1", ".claude", "projects", "-session-workspace")
+
+	// Container first, then the host.
+	r := inContainer("-p", "hello from the container")
+	require.Equal(t, 0, r.code, "%s %s", r.stdout, r.stderr)
+	assert.Contains(t, r.stdout, apistub.Reply)
+	files := transcripts(t, canonical)
+	require.Len(t, files, 1)
+	uuid := strings.TrimSuffix(filepath.Base(files[0]), ".jsonl")
+	n := lineCount(t, files[0])
+	out, err := claudeRun(t, claude, api.URL, cfg, ws, "-p", "--resume", uuid, "now on the host")
+	require.NoError(t, err, out)
+	assert.NotContains(t, out, "No conversation found")
+	require.Len(t, transcripts(t, canonical), 1)
+	assert.Greater(t, lineCount(t, files[0]), n, "the host resumed the container's conversation")
+
+	// Host first, then a container.
+	require.NoError(t, os.Remove(files[0]))
+	out, err = claudeRun(t, claude, api.URL, cfg, ws, "-p", "hello from the host")
+	require.NoError(t, err, out)
+	files = transcripts(t, canonical)
+	require.Len(t, files, 1)
+	uuid = strings.TrimSuffix(filepath.Base(files[0]), ".jsonl")
+	n = lineCount(t, files[0])
+	r = inContainer("-p", "--resume", uuid, "now in the container")
+	require.Equal(t, 0, r.code, "%s %s", r.stdout, r.stderr)
+	assert.NotContains(t, r.stdout+r.stderr, "No conversation found")
+	require.Len(t, transcripts(t, canonical), 1)
+	assert.Greater(t, lineCount(t, files[0]), n, "the container resumed the host's conversation")
+	b, err := os.ReadFile(files[0])
+	require.NoError(t, err)
+	assert.Contains(t, string(b), `"cwd":"/session/workspace"`)
+	assert.Contains(t, string(b), `"cwd":"`+ws+`"`)
+}
+
+// TestDockerErrors: a stopped engine, a missing image and a missing session each give one clear line.
+func TestDockerErrors(t *testing.T) {
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	oneLineErr := func(r result, want string) {
+		t.Helper()
+		assert.NotEqual(t, 0, r.code)
+		assert.Contains(t, r.stderr, want)
+		assert.Equal(t, 1, strings.Count(strings.TrimSpace(r.stderr), "\n")+1, "one line: %q", r.stderr)
+	}
+	r := cliIn(t, store, "", []string{"DOCKER_HOST=unix://" + filepath.Join(t.TempDir(), "no-docker.sock")},
+		"run", "--backend", "docker", "--image", busyboxImage, "s1", "--", "true")
+	oneLineErr(lastLine(r), "cannot reach the Docker engine")
+	oneLineErr(dockerRun(t, store, "--image", busyboxImage, "missing", "--", "true"), "no such session")
+
+	cli := needDocker(t)
+	images(t, cli, "")
+	oneLineErr(lastLine(dockerRun(t, store, "--image", "sessionfs-e2e-no-such-image:1", "s1", "--", "true")),
+		"is not on this machine and pulling it failed")
+}
+
+// lastLine drops the warning that the store is not mounted, which precedes the error when it is not.
+func lastLine(r result) result {
+	lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+	r.stderr = lines[len(lines)-1]
+	return r
+}
+
+// TestDockerInterruptStopsContainer: Ctrl-C (SIGINT to sessionfs) stops the container, which is then removed.
+func TestDockerInterruptStopsContainer(t *testing.T) {
+	cli := needDocker(t)
+	images(t, cli, "")
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	cmd := exec.Command(bin, "run", "--backend", "docker", "--image", busyboxImage, "s1", "--",
+		"sh", "-c", `trap "exit 130" TERM; echo started; sleep 60 & wait`)
+	cmd.Env = append(os.Environ(), "SESSIONFS_STORE="+store)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	require.NoError(t, err)
+	require.Equal(t, "started\n", line)
+	start := time.Now()
+	require.NoError(t, cmd.Process.Signal(os.Interrupt))
+	err = cmd.Wait()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit)
+	assert.Equal(t, 130, exit.ExitCode(), "the command's own exit code")
+	assert.Less(t, time.Since(start), 15*time.Second)
+	list, err := cli.ContainerList(context.Background(), container.ListOptions{All: true,
+		Filters: filters.NewArgs(filters.Arg("label", "sessionfs.session=s1"))})
+	require.NoError(t, err)
+	assert.Empty(t, list, "the container is removed")
+}
