@@ -47,3 +47,8 @@ vet:
 
 clean:
 	rm -rf bin e2e/.cache
+
+# The benchmark: native vs sessionfs vs bindfs, in one run (BENCH_FLAGS=-size=256MiB... to shrink it).
+BENCH_FLAGS ?=
+bench: build
+	$(GO) run ./cmd/sessionfs-bench -sessionfs $(BIN) $(BENCH_FLAGS)

@@ -36,10 +36,12 @@ type Mount struct {
 	Mountpoint string
 	Store      *layout.Store
 	server     *fuse.Server
+	watcher    *watcher
 }
 
-// DefaultTimeout is the kernel cache lifetime of names and attributes.
-const DefaultTimeout = time.Second
+// DefaultTimeout is how long the kernel may cache names and attributes. It can be long because the store is
+// watched: a change made behind the mount invalidates exactly what it changed.
+const DefaultTimeout = 30 * time.Second
 
 // New mounts store at mountpoint (creating the folder if need be) and starts serving.
 func New(store *layout.Store, mountpoint string, opts Options) (*Mount, error) {
@@ -63,7 +65,13 @@ func New(store *layout.Store, mountpoint string, opts Options) (*Mount, error) {
 			_, _ = store.Update(id, func(m *layout.Meta) error { m.AddAlias(name); return nil })
 		}()
 	}
+	wa, err := startWatcher(tree)
+	if err != nil {
+		return nil, fmt.Errorf("watch the store: %w", err)
+	}
 	root := nodes.NewRoot(tree, opts.OnCreate)
+	// Modes reach us already masked by the caller's umask; the daemon's own must not mask them again.
+	syscall.Umask(0)
 	mo := fuse.MountOptions{
 		FsName:        store.Root,
 		Name:          "sessionfs",
@@ -71,9 +79,16 @@ func New(store *layout.Store, mountpoint string, opts Options) (*Mount, error) {
 		Debug:         opts.Debug,
 		DirectMount:   os.Geteuid() == 0,
 		MaxBackground: 64,
+		// Without it every write asks for security.capability first; with it the nodes clear suid/sgid.
+		ExtraCapabilities: fuse.CAP_HANDLE_KILLPRIV_V2,
+		// The store keeps its own atimes; the mount need not ask the kernel to track them again.
+		Options: []string{"noatime"},
 	}
 	if opts.ReadOnly {
 		mo.Options = append(mo.Options, "ro")
+	}
+	if mo.DirectMount {
+		mo.DirectMountFlags = syscall.MS_NOSUID | syscall.MS_NODEV | syscall.MS_NOATIME
 	}
 	if opts.AllowOther && os.Geteuid() == 0 {
 		// The kernel, not the daemon (which runs as root and could do anything), checks permissions.
@@ -81,18 +96,23 @@ func New(store *layout.Store, mountpoint string, opts Options) (*Mount, error) {
 	}
 	timeout := opts.Timeout
 	server, err := gofs.Mount(mnt, root, &gofs.Options{
-		MountOptions: mo,
-		EntryTimeout: &timeout,
-		AttrTimeout:  &timeout,
+		MountOptions:    mo,
+		EntryTimeout:    &timeout,
+		AttrTimeout:     &timeout,
+		NegativeTimeout: &timeout,
 	})
 	if err != nil {
+		wa.close()
 		return nil, mountError(mnt, err)
 	}
-	return &Mount{Mountpoint: mnt, Store: store, server: server}, nil
+	return &Mount{Mountpoint: mnt, Store: store, server: server, watcher: wa}, nil
 }
 
 // Wait blocks until the mount is unmounted.
-func (m *Mount) Wait() { m.server.Wait() }
+func (m *Mount) Wait() {
+	m.server.Wait()
+	m.watcher.close()
+}
 
 // Unmount detaches the mount; it retries for a while when the mount is busy.
 func (m *Mount) Unmount() error {

@@ -32,6 +32,7 @@ type Node struct {
 	id    string // the session this node belongs to
 	alias uint64 // view number mixed into folder inode numbers below an alias view; 0 elsewhere
 	role  role
+	shown string // the store folder this node is registered as showing (folders only), for OnForget
 }
 
 var (
@@ -54,6 +55,8 @@ var (
 	_ = (fs.NodeSetxattrer)((*Node)(nil))
 	_ = (fs.NodeRemovexattrer)((*Node)(nil))
 	_ = (fs.NodeListxattrer)((*Node)(nil))
+	_ = (fs.NodeFlusher)((*Node)(nil))
+	_ = (fs.NodeOnForgetter)((*Node)(nil))
 )
 
 // path is the node's path in the store, or "" for a node no longer in the tree (unlinked), which makes path
@@ -83,14 +86,33 @@ func (n *Node) path() string {
 
 func (n *Node) child(name string) string { return filepath.Join(n.path(), name) }
 
-// newChild makes the inode for a store file just looked up or created under n.
-func (n *Node) newChild(ctx context.Context, name string, st *syscall.Stat_t, gen uint64) *fs.Inode {
+// newChild makes the inode for store file p, just looked up or created under n as name.
+func (n *Node) newChild(ctx context.Context, name, p string, st *syscall.Stat_t, gen uint64) *fs.Inode {
 	ch := &Node{tree: n.tree, id: n.id, alias: n.alias}
 	if n.role == roleSession && name == ".claude" {
 		ch.role = roleClaude
 	}
-	return n.NewInode(ctx, ch, stableAttr(st, gen, n.alias))
+	in := n.NewInode(ctx, ch, stableAttr(st, gen, n.alias))
+	if st.Mode&syscall.S_IFMT == syscall.S_IFDIR && in.Operations() == ch {
+		ch.show(p)
+	}
+	return in
 }
+
+// show registers a folder node as a kernel-cached view of store folder p.
+func (n *Node) show(p string) {
+	n.shown = p
+	n.tree.showing(p, &n.Inode)
+}
+
+func (n *Node) OnForget() {
+	if n.shown != "" {
+		n.tree.hidden(n.shown, &n.Inode)
+	}
+}
+
+// did records that n changed its child at store path p itself, so the store watcher does not invalidate it.
+func (n *Node) did(p string) { n.tree.did(p, &n.Inode) }
 
 func (n *Node) entry(out *fuse.EntryOut, st *syscall.Stat_t, ch *fs.Inode) {
 	out.Attr.FromStat(st)
@@ -111,7 +133,7 @@ func (n *Node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs
 		n.entry(out, &st, ch)
 		return ch, 0
 	}
-	ch := n.newChild(ctx, name, &st, gen)
+	ch := n.newChild(ctx, name, p, &st, gen)
 	n.entry(out, &st, ch)
 	return ch, 0
 }
@@ -141,6 +163,7 @@ func (n *Node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) 
 }
 
 func (n *Node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	n.tree.did(n.path(), nil)
 	if fsa, ok := f.(fs.FileSetattrer); ok && f != nil {
 		if errno := fsa.Setattr(ctx, in, out); errno != 0 {
 			return errno
@@ -172,6 +195,12 @@ func (n *Node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn,
 		if err := syscall.Truncate(p, int64(sz)); err != nil {
 			return fs.ToErrno(err)
 		}
+		if in.Valid&fuse.FATTR_KILL_SUIDGID != 0 {
+			if fd, err := syscall.Open(p, syscall.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0); err == nil {
+				killPriv(ctx, fd)
+				syscall.Close(fd)
+			}
+		}
 	}
 	mtime, mok := in.GetMTime()
 	atime, aok := in.GetATime()
@@ -198,12 +227,43 @@ func (n *Node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 	if err != nil {
 		return nil, 0, fs.ToErrno(err)
 	}
+	if flags&syscall.O_ACCMODE != syscall.O_RDONLY {
+		killPriv(ctx, fd)
+		return n.tree.writer(n.path(), fd), 0, 0
+	}
 	return fs.NewLoopbackFile(fd), 0, 0
+}
+
+// Flush answers ENOSYS, which tells the kernel never to send FLUSH again: close(2) then costs no round trip.
+// There is nothing to flush: writes go to the store file through passthrough, and no locks are kept here.
+func (n *Node) Flush(ctx context.Context, f fs.FileHandle) syscall.Errno { return syscall.ENOSYS }
+
+// killPriv clears set-user-ID and set-group-ID when an unprivileged caller opens a file for writing. The mount
+// negotiates HANDLE_KILLPRIV_V2 (so the kernel does not ask for security.capability before every write), which
+// makes this our job; passthrough writes never reach us, so it is done at open, before any write.
+func killPriv(ctx context.Context, fd int) {
+	caller, ok := fuse.FromContext(ctx)
+	if !ok || caller.Uid == 0 {
+		return
+	}
+	var st syscall.Stat_t
+	if syscall.Fstat(fd, &st) != nil {
+		return
+	}
+	mode := st.Mode &^ syscall.S_IFMT
+	clear := uint32(syscall.S_ISUID)
+	if mode&syscall.S_IXGRP != 0 {
+		clear |= syscall.S_ISGID // without group-exec, S_ISGID means mandatory locking: kept, as the kernel does
+	}
+	if mode&clear != 0 {
+		_ = syscall.Fchmod(fd, mode&^clear)
+	}
 }
 
 func (n *Node) Create(ctx context.Context, name string, flags, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
 	p := n.child(name)
 	flags &^= syscall.O_APPEND
+	n.did(p)
 	fd, err := syscall.Open(p, int(flags)|syscall.O_CREAT|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, mode)
 	if err != nil {
 		return nil, nil, 0, fs.ToErrno(err)
@@ -215,9 +275,9 @@ func (n *Node) Create(ctx context.Context, name string, flags, mode uint32, out 
 		syscall.Close(fd)
 		return nil, nil, 0, fs.ToErrno(err)
 	}
-	ch := n.newChild(ctx, name, &st, gen)
+	ch := n.newChild(ctx, name, p, &st, gen)
 	n.entry(out, &st, ch)
-	return ch, fs.NewLoopbackFile(fd), 0, 0
+	return ch, n.tree.writer(p, fd), 0, 0
 }
 
 // made finishes the creation of name at p (a folder, node or link): owner, attributes, inode. On failure it
@@ -230,13 +290,14 @@ func (n *Node) made(ctx context.Context, name, p string, undo func(string) error
 		undo(p)
 		return nil, fs.ToErrno(err)
 	}
-	ch := n.newChild(ctx, name, &st, gen)
+	ch := n.newChild(ctx, name, p, &st, gen)
 	n.entry(out, &st, ch)
 	return ch, 0
 }
 
 func (n *Node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	p := n.child(name)
+	n.did(p)
 	if err := syscall.Mkdir(p, mode); err != nil {
 		return nil, fs.ToErrno(err)
 	}
@@ -245,6 +306,7 @@ func (n *Node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.En
 
 func (n *Node) Mknod(ctx context.Context, name string, mode, rdev uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	p := n.child(name)
+	n.did(p)
 	if err := syscall.Mknod(p, mode, int(rdev)); err != nil {
 		return nil, fs.ToErrno(err)
 	}
@@ -253,6 +315,7 @@ func (n *Node) Mknod(ctx context.Context, name string, mode, rdev uint32, out *f
 
 func (n *Node) Symlink(ctx context.Context, target, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	p := n.child(name)
+	n.did(p)
 	if err := syscall.Symlink(target, p); err != nil {
 		return nil, fs.ToErrno(err)
 	}
@@ -269,6 +332,7 @@ func (n *Node) Link(ctx context.Context, target fs.InodeEmbedder, name string, o
 		return nil, syscall.ENOENT
 	}
 	p := n.child(name)
+	n.did(p)
 	if err := syscall.Link(src, p); err != nil {
 		return nil, fs.ToErrno(err)
 	}
@@ -289,24 +353,28 @@ func (n *Node) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
 }
 
 func (n *Node) Unlink(ctx context.Context, name string) syscall.Errno {
-	return fs.ToErrno(syscall.Unlink(n.child(name)))
+	p := n.child(name)
+	n.did(p)
+	return fs.ToErrno(syscall.Unlink(p))
 }
 
 func (n *Node) Rmdir(ctx context.Context, name string) syscall.Errno {
-	return fs.ToErrno(syscall.Rmdir(n.child(name)))
+	p := n.child(name)
+	n.did(p)
+	return fs.ToErrno(syscall.Rmdir(p))
 }
 
 // Rename moves within the mount's store; a rename onto a synthetic folder (the sessions folder, say) is EXDEV,
 // which makes mv fall back to copying.
 func (n *Node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
-	var dst string
-	switch np := newParent.(type) {
-	case *Node:
-		dst = np.child(newName)
-	default:
+	np, ok := newParent.(*Node)
+	if !ok {
 		return syscall.EXDEV
 	}
-	return fs.ToErrno(unix.Renameat2(unix.AT_FDCWD, n.child(name), unix.AT_FDCWD, dst, uint(flags)))
+	src, dst := n.child(name), np.child(newName)
+	n.did(src)
+	np.did(dst)
+	return fs.ToErrno(unix.Renameat2(unix.AT_FDCWD, src, unix.AT_FDCWD, dst, uint(flags)))
 }
 
 func (n *Node) OpendirHandle(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {

@@ -56,7 +56,11 @@ func (p *Projects) Lookup(ctx context.Context, name string, out *fuse.EntryOut) 
 		return nil, fs.ToErrno(err)
 	}
 	p.tree.used(p.id, name)
-	ch := p.NewInode(ctx, &Node{tree: p.tree, base: target, id: p.id, alias: view}, stableAttr(&st, gen, view))
+	n := &Node{tree: p.tree, base: target, id: p.id, alias: view}
+	ch := p.NewInode(ctx, n, stableAttr(&st, gen, view))
+	if ch.Operations() == n {
+		n.show(target)
+	}
 	out.Attr.FromStat(&st)
 	out.Attr.Ino = ch.StableAttr().Ino
 	return ch, 0

@@ -30,6 +30,7 @@ func (r *Root) OnAdd(ctx context.Context) {
 	var st syscall.Stat_t
 	gen, _ := lstat(r.tree.Store.SessionsDir(), &st)
 	r.AddChild("sessions", r.NewPersistentInode(ctx, r.sessions, stableAttr(&st, gen, 0)), false)
+	r.tree.showing(r.tree.Store.SessionsDir(), &r.sessions.Inode)
 }
 
 func (r *Root) Getattr(ctx context.Context, _ fs.FileHandle, out *fuse.AttrOut) syscall.Errno {

@@ -51,7 +51,11 @@ func (s *Sessions) session(ctx context.Context, id string, out *fuse.EntryOut) (
 	if st.Mode&syscall.S_IFMT != syscall.S_IFDIR {
 		return nil, syscall.ENOENT
 	}
-	ch := s.NewInode(ctx, &Node{tree: s.tree, base: p, id: id, role: roleSession}, stableAttr(&st, gen, 0))
+	n := &Node{tree: s.tree, base: p, id: id, role: roleSession}
+	ch := s.NewInode(ctx, n, stableAttr(&st, gen, 0))
+	if ch.Operations() == n {
+		n.show(p)
+	}
 	out.Attr.FromStat(&st)
 	return ch, 0
 }
@@ -99,6 +103,7 @@ func (s *Sessions) Mkdir(ctx context.Context, name string, mode uint32, out *fus
 	if layout.ValidateID(name) != nil {
 		return nil, syscall.EINVAL
 	}
+	s.tree.did(filepath.Join(s.dir(), name), &s.Inode)
 	if _, err := s.tree.Store.Create(name, layout.CreateOptions{}); err != nil {
 		return nil, storeErrno(err)
 	}
@@ -113,6 +118,7 @@ func (s *Sessions) Mkdir(ctx context.Context, name string, mode uint32, out *fus
 
 // Rmdir moves the session to the trash: nothing is lost by a mistaken rm -rf.
 func (s *Sessions) Rmdir(ctx context.Context, name string) syscall.Errno {
+	s.tree.did(filepath.Join(s.dir(), name), &s.Inode)
 	if _, err := s.tree.Store.Remove(name); err != nil {
 		return storeErrno(err)
 	}

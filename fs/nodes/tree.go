@@ -18,6 +18,7 @@ type Tree struct {
 	aliasNums sync.Map // alias name -> uint64 view number, stable for the mount's life
 	nextAlias atomic.Uint64
 	seen      sync.Map // id + "/" + name -> struct{}: aliases already reported to OnAlias
+	cache     cache
 }
 
 // NewTree returns the shared state for a mount of store.

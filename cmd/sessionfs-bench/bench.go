@@ -1,0 +1,347 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/mount"
+	"github.com/docker/docker/client"
+
+	"github.com/sessionfs/sessionfs/e2e/testimage"
+)
+
+const benchSession = "bench"
+
+// bench holds the store, the targets and the figures of one run.
+type bench struct {
+	c       config
+	store   string
+	targets []*target // native first
+	mount   *target
+	Results []result `json:"results"`
+	Figures []figure `json:"figures"`
+	Skipped []string `json:"skipped,omitempty"`
+	Machine string   `json:"machine"`
+	Date    string   `json:"date"`
+}
+
+// result is the median time of one workload on each target.
+type result struct {
+	Workload string             `json:"workload"`
+	Seconds  map[string]float64 `json:"seconds"`
+}
+
+// figure is a single measurement with its goal.
+type figure struct {
+	Name  string  `json:"name"`
+	Value float64 `json:"value"`
+	Unit  string  `json:"unit"`
+	Goal  string  `json:"goal"`
+}
+
+func newBench(c config) (*bench, error) {
+	b := &bench{c: c, store: filepath.Join(c.dir, "store"), Date: time.Now().UTC().Format(time.RFC3339)}
+	b.Machine = machine()
+	fmt.Fprintf(os.Stderr, "making a store of %d sessions in %s\n", c.sessions, b.store)
+	if err := makeSessions(b.store, c.sessions); err != nil {
+		return nil, err
+	}
+	b.startup()
+	native := &target{name: "native", root: b.store, stop: func() {}}
+	m, _, err := startSessionfs(c.sessionfs, b.store, filepath.Join(c.dir, "mnt-sessionfs"))
+	if err != nil {
+		return nil, err
+	}
+	b.mount = m
+	b.targets = []*target{native, m}
+	if bf, err := startBindfs(b.store, filepath.Join(c.dir, "mnt-bindfs")); err != nil {
+		b.skip("bindfs: %v", err)
+	} else {
+		b.targets = append(b.targets, bf)
+	}
+	for _, t := range b.targets {
+		if err := os.MkdirAll(b.dir(t), 0o755); err != nil {
+			b.close()
+			return nil, err
+		}
+	}
+	return b, nil
+}
+
+// dir is the folder of a target's workloads, in the bench session's workspace.
+func (b *bench) dir(t *target) string {
+	return filepath.Join(t.sessionDir(benchSession), "workspace", t.name)
+}
+
+func (b *bench) skip(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	b.Skipped = append(b.Skipped, msg)
+	fmt.Fprintln(os.Stderr, "skipped:", msg)
+}
+
+func (b *bench) close() {
+	for _, t := range b.targets {
+		t.stop()
+	}
+}
+
+// makeSessions lays out n sessions as the store holds them, each with a few files and a transcript. It writes
+// plain files (no fsync): this is set-up, not measured.
+func makeSessions(store string, n int) error {
+	for i := 0; i < n; i++ {
+		id := fmt.Sprintf("s%05d", i)
+		if i == 0 {
+			id = benchSession
+		}
+		root := filepath.Join(store, "sessions", id)
+		canon := filepath.Join(root, ".claude", "projects", "-session-workspace")
+		for _, d := range []string{filepath.Join(root, "app"), filepath.Join(root, "mcps"), filepath.Join(root, "workspace", "src"), canon} {
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				return err
+			}
+		}
+		files := map[string]int{
+			filepath.Join(root, "session.json"):                    200,
+			filepath.Join(root, "workspace", "README.md"):          1500,
+			filepath.Join(root, "workspace", "src", "main.go"):     4000,
+			filepath.Join(root, "app", "run.sh"):                   300,
+			filepath.Join(canon, "0b7c6a1e-1111-2222-3333.jsonl"): 20000,
+		}
+		for p, size := range files {
+			if err := os.WriteFile(p, make([]byte, size), 0o644); err != nil {
+				return err
+			}
+		}
+	}
+	return os.MkdirAll(filepath.Join(store, "trash"), 0o755)
+}
+
+// startup measures how long sessionfs takes to serve a store of c.sessions sessions.
+func (b *bench) startup() {
+	var times []time.Duration
+	for i := 0; i < b.c.runs; i++ {
+		t, d, err := startSessionfs(b.c.sessionfs, b.store, filepath.Join(b.c.dir, "mnt-startup"))
+		if err != nil {
+			b.skip("start-up: %v", err)
+			return
+		}
+		t.stop()
+		times = append(times, d)
+	}
+	b.Figures = append(b.Figures, figure{Name: fmt.Sprintf("mount start-up with %d sessions", b.c.sessions),
+		Value: ms(median(times)), Unit: "ms", Goal: "<= 200 ms"})
+}
+
+func (b *bench) runAll() {
+	canDrop := dropCaches() == nil
+	if !canDrop {
+		b.skip("cold workloads: dropping the caches needs root")
+	}
+	for _, w := range b.c.workloads() {
+		if w.cold && !canDrop {
+			continue
+		}
+		fmt.Fprintf(os.Stderr, "%-45s", w.name)
+		times := map[string][]time.Duration{}
+		for run := 0; run < b.c.runs; run++ {
+			for _, t := range b.targets { // interleaved, so drift hits every target alike
+				dir := b.dir(t)
+				if err := w.prepare(dir); err != nil {
+					b.skip("%s on %s: prepare: %v", w.name, t.name, err)
+					continue
+				}
+				if w.cold {
+					_ = dropCaches()
+				}
+				d, err := timed(func() error { return w.run(dir) })
+				if err != nil {
+					b.skip("%s on %s: %v", w.name, t.name, err)
+					continue
+				}
+				times[t.name] = append(times[t.name], d)
+			}
+		}
+		r := result{Workload: w.name, Seconds: map[string]float64{}}
+		for name, ts := range times {
+			r.Seconds[name] = median(ts).Seconds()
+		}
+		b.Results = append(b.Results, r)
+		fmt.Fprintf(os.Stderr, " done\n")
+	}
+	b.sessionsWalk()
+	b.dockerRun()
+}
+
+// sessionsWalk is du over c.duWalk sessions on every target, then the daemon's RSS after walking them all.
+func (b *bench) sessionsWalk() {
+	ids := make([]string, b.c.duWalk)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("s%05d", i+1)
+	}
+	r := result{Workload: fmt.Sprintf("du of %d sessions", len(ids)), Seconds: map[string]float64{}}
+	for _, t := range b.targets {
+		var times []time.Duration
+		for run := 0; run < b.c.runs; run++ {
+			dirs := make([]string, len(ids))
+			for i, id := range ids {
+				dirs[i] = t.sessionDir(id)
+			}
+			d, err := timed(func() error { _, err := duWalk(dirs); return err })
+			if err != nil {
+				b.skip("du on %s: %v", t.name, err)
+				break
+			}
+			times = append(times, d)
+		}
+		if len(times) > 0 {
+			r.Seconds[t.name] = median(times).Seconds()
+		}
+	}
+	b.Results = append(b.Results, r)
+
+	all, err := os.ReadDir(filepath.Join(b.mount.root, "sessions"))
+	if err != nil {
+		b.skip("RSS: %v", err)
+		return
+	}
+	dirs := make([]string, len(all))
+	for i, e := range all {
+		dirs[i] = b.mount.sessionDir(e.Name())
+	}
+	if _, err := duWalk(dirs); err != nil {
+		b.skip("RSS walk: %v", err)
+		return
+	}
+	b.Figures = append(b.Figures, figure{Name: fmt.Sprintf("daemon RSS after walking %d sessions", len(dirs)),
+		Value: float64(rssBytes(b.mount.pid)) / (1 << 20), Unit: "MiB", Goal: "<= 100 MB"})
+}
+
+// dockerRun times `docker run` of a trivial command with the session bound through the mount and plainly.
+func (b *bench) dockerRun() {
+	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		_, err = cli.Ping(ctx)
+		cancel()
+	}
+	if err != nil {
+		b.skip("docker run: no Docker engine answers")
+		return
+	}
+	defer cli.Close()
+	const img = "sessionfs-bench-busybox:latest"
+	if _, err := cli.ImageInspect(context.Background(), img); err != nil {
+		if err := testimage.Import(cli, img, nil); err != nil {
+			b.skip("docker run: build the busybox image: %v", err)
+			return
+		}
+	}
+	r := result{Workload: "docker run true (session bound at /session)", Seconds: map[string]float64{}}
+	for _, t := range b.targets {
+		var times []time.Duration
+		for run := 0; run < max(b.c.runs, 5); run++ {
+			d, err := timed(func() error { return dockerTrue(cli, img, t.sessionDir(benchSession)) })
+			if err != nil {
+				b.skip("docker run on %s: %v", t.name, err)
+				break
+			}
+			times = append(times, d)
+		}
+		if len(times) > 0 {
+			r.Seconds[t.name] = median(times).Seconds()
+		}
+	}
+	b.Results = append(b.Results, r)
+}
+
+func dockerTrue(cli *client.Client, img, src string) error {
+	ctx := context.Background()
+	c, err := cli.ContainerCreate(ctx, &container.Config{Image: img, Cmd: []string{"true"}, WorkingDir: "/session/workspace"},
+		&container.HostConfig{Mounts: []mount.Mount{{Type: mount.TypeBind, Source: src, Target: "/session"}}}, nil, nil, "")
+	if err != nil {
+		return err
+	}
+	defer cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true})
+	wait, errs := cli.ContainerWait(ctx, c.ID, container.WaitConditionNextExit)
+	if err := cli.ContainerStart(ctx, c.ID, container.StartOptions{}); err != nil {
+		return err
+	}
+	select {
+	case w := <-wait:
+		if w.StatusCode != 0 {
+			return fmt.Errorf("exit %d", w.StatusCode)
+		}
+	case err := <-errs:
+		return err
+	}
+	return nil
+}
+
+func (b *bench) report(w io.Writer) {
+	fmt.Fprintf(w, "\nsessionfs benchmark, %s, %s\n\n", b.Date, b.Machine)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "workload\tnative s\tsessionfs s\tbindfs s\tsessionfs/native\tsessionfs/bindfs\t")
+	for _, r := range b.Results {
+		n, s, bf := r.Seconds["native"], r.Seconds["sessionfs"], r.Seconds["bindfs"]
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Workload, secs(n), secs(s), secs(bf), ratio(s, n), ratio(s, bf))
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+	for _, f := range b.Figures {
+		fmt.Fprintf(w, "%s: %.1f %s (goal %s)\n", f.Name, f.Value, f.Unit, f.Goal)
+	}
+	for _, s := range b.Skipped {
+		fmt.Fprintf(w, "skipped: %s\n", s)
+	}
+}
+
+func (b *bench) writeJSON(path string) error {
+	if path == "" {
+		return nil
+	}
+	data, err := json.MarshalIndent(b, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(data, '\n'), 0o644)
+}
+
+func median(ts []time.Duration) time.Duration {
+	if len(ts) == 0 {
+		return 0
+	}
+	s := slices.Clone(ts)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func secs(s float64) string {
+	if s == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.3f", s)
+}
+
+func ratio(a, b float64) string {
+	if a == 0 || b == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2fx", a/b)
+}
+
+func machine() string {
+	release, _ := os.ReadFile("/proc/sys/kernel/osrelease")
+	return fmt.Sprintf("Linux %s, %d cores", strings.TrimSpace(string(release)), runtime.NumCPU())
+}

@@ -1,0 +1,66 @@
+// Command sessionfs-bench measures the same work on the native store folder, through a sessionfs mount of it,
+// and through bindfs when installed, in one run, and prints figures and ratios (make bench). It is a benchmark,
+// not a test: it asserts nothing and installs nothing; it says what it skipped.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+type config struct {
+	sessionfs string // the sessionfs binary to mount with
+	size      int64  // bytes of the sequential file
+	runs      int
+	files     int // small files, and files of the walked tree
+	appends   int
+	sessions  int // sessions in the store for the start-up and RSS figures
+	duWalk    int // sessions walked by the du workload
+	jsonOut   string
+	dir       string
+}
+
+func main() {
+	var c config
+	flag.StringVar(&c.sessionfs, "sessionfs", "bin/sessionfs", "the sessionfs binary")
+	flag.Int64Var(&c.size, "size", 1<<30, "bytes written and read sequentially")
+	flag.IntVar(&c.runs, "runs", 3, "runs of each workload; the median is reported")
+	flag.IntVar(&c.files, "files", 10000, "small files created, and files in the walked tree")
+	flag.IntVar(&c.appends, "appends", 100000, "JSONL appends (open O_APPEND, write a line, close)")
+	flag.IntVar(&c.duWalk, "du-sessions", 1000, "sessions walked by the du workload")
+	flag.IntVar(&c.sessions, "sessions", 10000, "sessions in the store for mount start-up and daemon RSS")
+	flag.StringVar(&c.jsonOut, "json", "bench.json", "where to write the figures as JSON")
+	flag.StringVar(&c.dir, "dir", "", "a folder on the disk to measure (default: a new temporary folder)")
+	flag.Parse()
+	if err := run(c); err != nil {
+		fmt.Fprintln(os.Stderr, "sessionfs-bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(c config) error {
+	bin, err := filepath.Abs(c.sessionfs)
+	if err != nil {
+		return err
+	}
+	c.sessionfs = bin
+	if _, err := os.Stat(bin); err != nil {
+		return fmt.Errorf("no sessionfs binary at %s (make build)", bin)
+	}
+	if c.dir == "" {
+		if c.dir, err = os.MkdirTemp("", "sessionfs-bench-"); err != nil {
+			return err
+		}
+		defer os.RemoveAll(c.dir)
+	}
+	b, err := newBench(c)
+	if err != nil {
+		return err
+	}
+	defer b.close()
+	b.runAll()
+	b.report(os.Stdout)
+	return b.writeJSON(c.jsonOut)
+}

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// target is one way to reach the store: natively, through sessionfs, or through bindfs.
+type target struct {
+	name string
+	root string // where the store's root is seen
+	stop func()
+	pid  int // the FUSE daemon's pid, if any
+}
+
+// sessionDir is where a session is seen through the target.
+func (t *target) sessionDir(id string) string { return filepath.Join(t.root, "sessions", id) }
+
+// startSessionfs mounts store at mnt with the sessionfs binary and waits until it serves. It returns how long
+// that took.
+func startSessionfs(bin, store, mnt string) (*target, time.Duration, error) {
+	if err := os.MkdirAll(mnt, 0o755); err != nil {
+		return nil, 0, err
+	}
+	cmd := exec.Command(bin, "mount", mnt)
+	cmd.Env = append(os.Environ(), "SESSIONFS_STORE="+store)
+	var log strings.Builder
+	cmd.Stdout, cmd.Stderr = &log, &log
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return nil, 0, err
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	stop := func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+		_ = syscall.Unmount(mnt, syscall.MNT_DETACH)
+	}
+	for time.Since(start) < 30*time.Second {
+		if served(mnt) {
+			return &target{name: "sessionfs", root: mnt, stop: stop, pid: cmd.Process.Pid}, time.Since(start), nil
+		}
+		select {
+		case <-exited:
+			return nil, 0, fmt.Errorf("sessionfs mount exited: %s", log.String())
+		case <-time.After(time.Millisecond):
+		}
+	}
+	stop()
+	return nil, 0, errors.New("sessionfs mount did not come up within 30s")
+}
+
+// served reports whether mnt is a FUSE mount that answers.
+func served(mnt string) bool {
+	var st, parent syscall.Stat_t
+	var sfs syscall.Statfs_t
+	if syscall.Statfs(mnt, &sfs) != nil || syscall.Stat(mnt, &st) != nil || syscall.Stat(filepath.Dir(mnt), &parent) != nil {
+		return false
+	}
+	return st.Dev != parent.Dev
+}
+
+// startBindfs mounts store at mnt with bindfs, when installed.
+func startBindfs(store, mnt string) (*target, error) {
+	if _, err := exec.LookPath("bindfs"); err != nil {
+		return nil, errors.New("bindfs is not installed (apt-get install bindfs)")
+	}
+	if err := os.MkdirAll(mnt, 0o755); err != nil {
+		return nil, err
+	}
+	if out, err := exec.Command("bindfs", store, mnt).CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("bindfs: %v: %s", err, out)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !served(mnt) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	return &target{name: "bindfs", root: mnt, stop: func() {
+		if exec.Command("fusermount3", "-u", mnt).Run() != nil {
+			_ = syscall.Unmount(mnt, syscall.MNT_DETACH)
+		}
+	}}, nil
+}
+
+// rssBytes reads a process's resident set size.
+func rssBytes(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+// dropCaches empties the page, dentry and inode caches, so the next pass is cold. It needs root.
+func dropCaches() error {
+	syscall.Sync()
+	return os.WriteFile("/proc/sys/vm/drop_caches", []byte("3"), 0)
+}

@@ -1,0 +1,82 @@
+package e2e
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sessionfs/sessionfs/layout"
+)
+
+// within100ms fails unless cond holds within 100 ms, and logs how long it took.
+func within100ms(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	start := time.Now()
+	for !cond() {
+		if time.Since(start) > 100*time.Millisecond {
+			t.Fatalf("%s: not visible through the mount within 100 ms", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	t.Logf("%s: visible after %v", what, time.Since(start).Round(time.Microsecond))
+}
+
+func missing(p string) bool {
+	_, err := os.Lstat(p)
+	return errors.Is(err, fs.ErrNotExist)
+}
+
+// TestStoreChangesVisibleWithin100ms: the kernel caches names and attributes for long, yet a change made
+// directly in the store (a new session, an edited file, a deleted file, a new file where a lookup failed
+// before) shows through the mount within 100 ms, in every alias view.
+func TestStoreChangesVisibleWithin100ms(t *testing.T) {
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	m := mount(t, store)
+	st, err := layout.OpenStore(store)
+	require.NoError(t, err)
+
+	// Warm the kernel's caches: attributes, a name, and failed lookups (negative entries).
+	viaMount := filepath.Join(m.session("s1"), "workspace", "notes.txt")
+	inStore := filepath.Join(store, "sessions", "s1", "workspace", "notes.txt")
+	require.NoError(t, os.WriteFile(inStore, []byte("one\n"), 0o644))
+	fi, err := os.Stat(viaMount)
+	require.NoError(t, err)
+	require.Equal(t, int64(4), fi.Size())
+	require.True(t, missing(filepath.Join(m.mnt, "sessions", "later")))
+	newFile := filepath.Join(m.session("s1"), "workspace", "new.txt")
+	require.True(t, missing(newFile))
+	aliasA := filepath.Join(m.session("s1"), ".claude", "projects", "-home-u-a", "t.jsonl")
+	aliasB := filepath.Join(m.session("s1"), ".claude", "projects", "-other-cwd", "t.jsonl")
+	require.True(t, missing(aliasA))
+	require.True(t, missing(aliasB))
+
+	// An edited file.
+	require.NoError(t, os.WriteFile(inStore, []byte("one\ntwo\n"), 0o644))
+	within100ms(t, "an edited file", func() bool {
+		fi, err := os.Stat(viaMount)
+		return err == nil && fi.Size() == 8
+	})
+	// A new file, where a lookup failed before.
+	require.NoError(t, os.WriteFile(filepath.Join(store, "sessions", "s1", "workspace", "new.txt"), nil, 0o644))
+	within100ms(t, "a new file", func() bool { return !missing(newFile) })
+	// A new transcript, in every alias view.
+	require.NoError(t, os.WriteFile(filepath.Join(store, "sessions", "s1", ".claude", "projects", "-session-workspace", "t.jsonl"), []byte("{}\n"), 0o600))
+	within100ms(t, "a new transcript in two alias views", func() bool { return !missing(aliasA) && !missing(aliasB) })
+	// A deleted file.
+	require.NoError(t, os.Remove(inStore))
+	within100ms(t, "a deleted file", func() bool { return missing(viaMount) })
+	// A new session, made by the store (as the CLI does) where a lookup failed before.
+	_, err = st.Create("later", layout.CreateOptions{})
+	require.NoError(t, err)
+	within100ms(t, "a new session", func() bool { return !missing(filepath.Join(m.mnt, "sessions", "later", "workspace")) })
+	// A removed session.
+	_, err = st.Remove("later")
+	require.NoError(t, err)
+	within100ms(t, "a removed session", func() bool { return missing(filepath.Join(m.mnt, "sessions", "later")) })
+}

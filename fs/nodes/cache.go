@@ -1,0 +1,214 @@
+package nodes
+
+import (
+	"context"
+	"path/filepath"
+	"slices"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+)
+
+// The kernel caches names and attributes for a long time; what changes behind the mount (the CLI, a container
+// bound to the plain store, an editor on the store) is made visible by invalidating exactly what changed. The
+// mount's watcher reports store changes to Changed; the nodes tell the cache which folders the kernel holds
+// (so they are watched) and which changes they made themselves (so those cost no invalidation).
+
+// Watch is told to start or stop watching a store folder. Set by the mount; nil means no watching.
+type Watch interface {
+	Add(path string) error
+	Remove(path string) error
+}
+
+type cache struct {
+	mu    sync.Mutex
+	watch Watch
+	dirs  map[string][]*fs.Inode // store folder -> the inodes showing it (several for alias views)
+	own   map[string]ownChange   // store path -> a change made through the mount, awaiting its event
+	open  map[string]*openFile   // store path -> files open for writing through the mount
+}
+
+// openFile counts a path's writers; closed is when the last one went, since its events trail it.
+type openFile struct {
+	n      int
+	closed time.Time
+}
+
+// ownChange is a change the mount made at a path, made by the folder inode origin.
+type ownChange struct {
+	origin *fs.Inode
+	at     time.Time
+}
+
+// ownTTL bounds how long a change made through the mount waits for its event.
+const ownTTL = 2 * time.Second
+
+// SetWatch installs the store watcher. Call before mounting.
+func (t *Tree) SetWatch(w Watch) {
+	t.cache.mu.Lock()
+	defer t.cache.mu.Unlock()
+	t.cache.watch = w
+	t.cache.dirs = map[string][]*fs.Inode{}
+	t.cache.own = map[string]ownChange{}
+	t.cache.open = map[string]*openFile{}
+}
+
+// showing registers in as a kernel-cached view of store folder path.
+func (t *Tree) showing(path string, in *fs.Inode) {
+	c := &t.cache
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.watch == nil || slices.Contains(c.dirs[path], in) {
+		return
+	}
+	if len(c.dirs[path]) == 0 {
+		if c.watch.Add(path) != nil {
+			return // out of watches, or gone: names there stay cached until they time out
+		}
+	}
+	c.dirs[path] = append(c.dirs[path], in)
+}
+
+// hidden drops a forgotten view of path.
+func (t *Tree) hidden(path string, in *fs.Inode) {
+	c := &t.cache
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.watch == nil {
+		return
+	}
+	ins := slices.DeleteFunc(c.dirs[path], func(x *fs.Inode) bool { return x == in })
+	if len(ins) > 0 {
+		c.dirs[path] = ins
+		return
+	}
+	delete(c.dirs, path)
+	_ = c.watch.Remove(path)
+}
+
+// did records a change at store path made through the mount by the folder inode origin (nil: not a change of
+// names).
+func (t *Tree) did(path string, origin *fs.Inode) {
+	c := &t.cache
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.watch != nil {
+		c.own[path] = ownChange{origin: origin, at: time.Now()}
+	}
+}
+
+// writing counts a file open for writing through the mount (delta +1 at open, -1 at release): the kernel
+// knows what those writes did.
+func (t *Tree) writing(path string, delta int) {
+	c := &t.cache
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.watch == nil {
+		return
+	}
+	o := c.open[path]
+	if o == nil {
+		o = &openFile{}
+		c.open[path] = o
+	}
+	if o.n += delta; o.n <= 0 {
+		o.n, o.closed = 0, time.Now()
+	}
+	if len(c.open) > 4096 {
+		for p, o := range c.open {
+			if o.n == 0 && time.Since(o.closed) >= ownTTL {
+				delete(c.open, p)
+			}
+		}
+	}
+}
+
+// writer is a file handle open for writing through the mount: while it is open, and shortly after, the
+// watcher leaves the kernel's attributes of the file alone, since the kernel saw those writes itself.
+type writer struct {
+	*fs.LoopbackFile
+	tree *Tree
+	path string
+}
+
+var _ = (fs.FileReleaser)((*writer)(nil))
+
+func (t *Tree) writer(path string, fd int) fs.FileHandle {
+	lf := fs.NewLoopbackFile(fd).(*fs.LoopbackFile)
+	if t.cache.watch == nil {
+		return lf
+	}
+	t.writing(path, +1)
+	return &writer{LoopbackFile: lf, tree: t, path: path}
+}
+
+func (w *writer) Release(ctx context.Context) syscall.Errno {
+	w.tree.writing(w.path, -1)
+	return w.LoopbackFile.Release(ctx)
+}
+
+// Change is one event from the store watcher.
+type Change struct {
+	Path      string
+	Namespace bool // created, removed or renamed; otherwise content or attributes
+}
+
+// Changed invalidates what the kernel caches of a store change that the mount did not make itself. It runs in
+// the watcher's goroutine, never inside a FUSE operation.
+func (t *Tree) Changed(ch Change) {
+	c := &t.cache
+	dir, name := filepath.Dir(ch.Path), filepath.Base(ch.Path)
+	c.mu.Lock()
+	views := slices.Clone(c.dirs[dir])
+	var origin *fs.Inode
+	if ch.Namespace {
+		if own, ok := c.own[ch.Path]; ok {
+			delete(c.own, ch.Path)
+			if time.Since(own.at) < ownTTL {
+				origin = own.origin
+			}
+		}
+		if len(c.own) > 4096 {
+			for p, own := range c.own {
+				if time.Since(own.at) >= ownTTL {
+					delete(c.own, p)
+				}
+			}
+		}
+	} else if o := c.open[ch.Path]; o != nil && (o.n > 0 || time.Since(o.closed) < ownTTL) {
+		views = nil // written through the mount: the kernel knows
+	} else if own, ok := c.own[ch.Path]; ok && time.Since(own.at) < ownTTL {
+		views = nil // attributes set through the mount
+	}
+	c.mu.Unlock()
+	for _, v := range views {
+		if ch.Namespace {
+			if v != origin {
+				v.NotifyEntry(name)
+			}
+			continue
+		}
+		if child := v.GetChild(name); child != nil {
+			child.NotifyContent(0, 0)
+		}
+	}
+}
+
+// ChangedAll invalidates every cached name under every watched folder, for when store events were lost.
+func (t *Tree) ChangedAll() {
+	c := &t.cache
+	c.mu.Lock()
+	var views []*fs.Inode
+	for _, ins := range c.dirs {
+		views = append(views, ins...)
+	}
+	c.mu.Unlock()
+	for _, v := range views {
+		for name := range v.Children() {
+			v.NotifyEntry(name)
+		}
+		v.NotifyContent(0, 0)
+	}
+}
