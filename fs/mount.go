@@ -12,6 +12,8 @@ import (
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 
+	"github.com/moby/sys/mountinfo"
+
 	"github.com/sessionfs/sessionfs/fs/nodes"
 	"github.com/sessionfs/sessionfs/layout"
 )
@@ -147,6 +149,11 @@ func checkFUSE() error {
 
 // prepareMountpoint makes sure mnt is a folder we can mount on, clearing a stale mount of a crashed daemon.
 func prepareMountpoint(mnt string) error {
+	if isMountpoint(mnt) && Stale(mnt) {
+		if err := forceUnmount(mnt); err != nil {
+			return fmt.Errorf("%s holds a stale mount of a crashed daemon and it could not be cleared: %w", mnt, err)
+		}
+	}
 	st, err := os.Stat(mnt)
 	switch {
 	case errors.Is(err, syscall.ENOTCONN):
@@ -166,24 +173,16 @@ func prepareMountpoint(mnt string) error {
 		return fmt.Errorf("mountpoint %s is not a folder", mnt)
 	}
 	if isMountpoint(mnt) {
-		if Stale(mnt) {
-			if err := forceUnmount(mnt); err != nil {
-				return fmt.Errorf("%s holds a stale mount of a crashed daemon and it could not be cleared: %w", mnt, err)
-			}
-			return nil
-		}
 		return fmt.Errorf("%s is already mounted (sessionfs unmount %s)", mnt, mnt)
 	}
 	return nil
 }
 
-// isMountpoint reports whether something is mounted at mnt.
+// isMountpoint reports whether something is mounted at mnt. It reads the mount table rather than stat mnt,
+// which would hang on a hung mount.
 func isMountpoint(mnt string) bool {
-	var st, parent syscall.Stat_t
-	if syscall.Lstat(mnt, &st) != nil || syscall.Lstat(filepath.Dir(mnt), &parent) != nil {
-		return false
-	}
-	return st.Dev != parent.Dev
+	mounts, err := mountinfo.GetMounts(mountinfo.SingleEntryFilter(mnt))
+	return err == nil && len(mounts) > 0
 }
 
 // Unmount detaches the sessionfs (or stale) mount at mountpoint, as root with umount(2), otherwise with
@@ -193,11 +192,14 @@ func Unmount(mountpoint string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := os.Stat(mnt); err != nil && !errors.Is(err, syscall.ENOTCONN) {
-		return fmt.Errorf("unmount %s: %w", mnt, err)
-	}
-	if !isMountpoint(mnt) && !Stale(mnt) {
+	if !isMountpoint(mnt) {
+		if _, err := os.Stat(mnt); err != nil {
+			return fmt.Errorf("unmount %s: %w", mnt, err)
+		}
 		return fmt.Errorf("%s is not mounted", mnt)
+	}
+	if Stale(mnt) {
+		return forceUnmount(mnt)
 	}
 	if os.Geteuid() == 0 {
 		if syscall.Unmount(mnt, 0) == nil {
@@ -210,15 +212,13 @@ func Unmount(mountpoint string) error {
 	return forceUnmount(mnt)
 }
 
-// Stale reports whether mnt is a FUSE mount whose daemon is gone. statfs always reaches the daemon, where a stat
-// may be answered from the kernel's attribute cache.
-func Stale(mnt string) bool {
-	var st syscall.Statfs_t
-	return errors.Is(syscall.Statfs(mnt, &st), syscall.ENOTCONN)
-}
-
-// forceUnmount lazily detaches mnt.
+// forceUnmount lazily detaches mnt, aborting its connection first when it hangs.
 func forceUnmount(mnt string) error {
+	if errors.Is(probe(mnt), errHung) {
+		if err := abortConnection(mnt); err != nil {
+			return err
+		}
+	}
 	if os.Geteuid() == 0 {
 		if err := syscall.Unmount(mnt, syscall.MNT_DETACH); err != nil {
 			return fmt.Errorf("unmount %s: %w", mnt, err)

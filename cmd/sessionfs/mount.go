@@ -46,12 +46,14 @@ crashed daemon first.`,
 				mnt = args[0]
 			}
 			opts.OnCreate = func(id string) error { return seedClaude(s, id) }
+			// Signals are caught before mounting: one that arrives while mounting unmounts cleanly once the
+			// mount is up, instead of killing the daemon mid-way with the mount left behind.
+			sigs := make(chan os.Signal, 1)
+			signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 			m, err := sfs.New(s, mnt, opts)
 			if err != nil {
 				return err
 			}
-			sigs := make(chan os.Signal, 1)
-			signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 			go func() {
 				<-sigs
 				if err := m.Unmount(); err != nil {
