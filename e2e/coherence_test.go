@@ -41,13 +41,16 @@ func TestStoreChangesVisibleWithin100ms(t *testing.T) {
 	st, err := layout.OpenStore(store)
 	require.NoError(t, err)
 
-	// Warm the kernel's caches: attributes, a name, and failed lookups (negative entries).
+	// Warm the kernel's caches: attributes, a name, a listing, and failed lookups (negative entries).
 	viaMount := filepath.Join(m.session("s1"), "workspace", "notes.txt")
 	inStore := filepath.Join(store, "sessions", "s1", "workspace", "notes.txt")
 	require.NoError(t, os.WriteFile(inStore, []byte("one\n"), 0o644))
 	fi, err := os.Stat(viaMount)
 	require.NoError(t, err)
 	require.Equal(t, int64(4), fi.Size())
+	ents, err := os.ReadDir(filepath.Dir(viaMount))
+	require.NoError(t, err)
+	require.Len(t, ents, 1)
 	require.True(t, missing(filepath.Join(m.mnt, "sessions", "later")))
 	newFile := filepath.Join(m.session("s1"), "workspace", "new.txt")
 	require.True(t, missing(newFile))
@@ -65,9 +68,22 @@ func TestStoreChangesVisibleWithin100ms(t *testing.T) {
 	// A new file, where a lookup failed before.
 	require.NoError(t, os.WriteFile(filepath.Join(store, "sessions", "s1", "workspace", "new.txt"), nil, 0o644))
 	within100ms(t, "a new file", func() bool { return !missing(newFile) })
+	within100ms(t, "a new file in a cached listing", func() bool {
+		ents, err := os.ReadDir(filepath.Dir(newFile))
+		return err == nil && len(ents) == 2
+	})
 	// A new transcript, in every alias view.
 	require.NoError(t, os.WriteFile(filepath.Join(store, "sessions", "s1", ".claude", "projects", "-session-workspace", "t.jsonl"), []byte("{}\n"), 0o600))
 	within100ms(t, "a new transcript in two alias views", func() bool { return !missing(aliasA) && !missing(aliasB) })
+	// A file made through one alias view appears in another view's cached listing.
+	viewA, viewB := filepath.Dir(aliasA), filepath.Dir(aliasB)
+	_, err = os.ReadDir(viewB)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(viewA, "via-a.jsonl"), nil, 0o600))
+	within100ms(t, "a file made through another alias view", func() bool {
+		ents, err := os.ReadDir(viewB)
+		return err == nil && len(ents) == 2
+	})
 	// A deleted file.
 	require.NoError(t, os.Remove(inStore))
 	within100ms(t, "a deleted file", func() bool { return missing(viaMount) })

@@ -83,6 +83,8 @@ func New(store *layout.Store, mountpoint string, opts Options) (*Mount, error) {
 		MaxBackground: 64,
 		// Without it every write asks for security.capability first; with it the nodes clear suid/sgid.
 		ExtraCapabilities: fuse.CAP_HANDLE_KILLPRIV_V2,
+		// The kernel caches ACLs (ls -l asks for one per file) and checks permissions itself.
+		EnableAcl: true,
 		// The store keeps its own atimes; the mount need not ask the kernel to track them again.
 		Options: []string{"noatime"},
 	}

@@ -187,6 +187,7 @@ func (t *Tree) Changed(ch Change) {
 		if ch.Namespace {
 			if v != origin {
 				v.NotifyEntry(name)
+				v.NotifyContent(0, 0) // the folder's attributes and its cached listing
 			}
 			continue
 		}

@@ -377,12 +377,15 @@ func (n *Node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 	return fs.ToErrno(unix.Renameat2(unix.AT_FDCWD, src, unix.AT_FDCWD, dst, uint(flags)))
 }
 
+// OpendirHandle lets the kernel keep the listing: it rereads it when the folder's mtime changes (auto
+// invalidation), which a change through the mount or a store event (the watcher invalidates the folder's
+// attributes) always brings.
 func (n *Node) OpendirHandle(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
 	ds, errno := fs.NewLoopbackDirStream(n.path())
 	if errno != 0 {
 		return nil, 0, errno
 	}
-	return ds, 0, 0
+	return ds, fuse.FOPEN_CACHE_DIR | fuse.FOPEN_KEEP_CACHE, 0
 }
 
 func (n *Node) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, syscall.Errno) {
