@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -23,6 +24,7 @@ func defaultMountpoint() string {
 
 func (a *app) mountCmd() *cobra.Command {
 	var opts sfs.Options
+	var cpuProfile string
 	cmd := &cobra.Command{
 		Use:   "mount [MOUNTPOINT]",
 		Short: "Serve the store as a filesystem (default ~/agent-sessions), in the foreground",
@@ -46,6 +48,13 @@ crashed daemon first.`,
 				mnt = args[0]
 			}
 			opts.OnCreate = func(id string) error { return seedClaude(s, id) }
+			if cpuProfile != "" {
+				stop, err := startCPUProfile(cpuProfile)
+				if err != nil {
+					return err
+				}
+				defer stop()
+			}
 			// Signals are caught before mounting: one that arrives while mounting unmounts cleanly once the
 			// mount is up, instead of killing the daemon mid-way with the mount left behind.
 			sigs := make(chan os.Signal, 1)
@@ -70,6 +79,8 @@ crashed daemon first.`,
 	cmd.Flags().BoolVar(&opts.ReadOnly, "read-only", false, "mount read-only")
 	cmd.Flags().BoolVar(&opts.Debug, "debug", false, "log every FUSE request")
 	cmd.Flags().DurationVar(&opts.Timeout, "cache-timeout", sfs.DefaultTimeout, "how long the kernel caches names and attributes")
+	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the daemon to this file (for performance work)")
+	_ = cmd.Flags().MarkHidden("cpuprofile")
 	return cmd
 }
 
@@ -87,4 +98,16 @@ func unmountCmd() *cobra.Command {
 			return sfs.Unmount(mnt)
 		},
 	}
+}
+
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
