@@ -226,3 +226,67 @@ func TestDockerInterruptStopsContainer(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, list, "the container is removed")
 }
+
+// TestDockerIsolation: a container bound to one session reaches neither another session nor the store, by
+// "..", by symlinks planted in the session, or through /proc.
+func TestDockerIsolation(t *testing.T) {
+	cli := needDocker(t)
+	images(t, cli, "")
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	ok(t, store, "new", "s2")
+	require.NoError(t, os.WriteFile(filepath.Join(store, "sessions", "s2", "workspace", "secret"), []byte("topsecret"), 0o644))
+	m := mount(t, store)
+	ws1 := filepath.Join(store, "sessions", "s1", "workspace")
+	require.NoError(t, os.Symlink("../../s2/workspace", filepath.Join(ws1, "rel")))
+	require.NoError(t, os.Symlink(m.session("s2"), filepath.Join(ws1, "abs")))
+	require.NoError(t, os.Symlink(filepath.Join(store, "sessions", "s2"), filepath.Join(ws1, "store")))
+
+	r := dockerRun(t, store, "--image", busyboxImage, "s1", "--", "sh", "-c", `
+		for p in /session/workspace/rel/secret /session/workspace/abs/workspace/secret /session/workspace/store/workspace/secret \
+			/session/../s2/workspace/secret /proc/1/root/../s2/workspace/secret /proc/self/root/session/../s2/workspace/secret; do
+			cat "$p" 2>/dev/null && echo "LEAK via $p"
+		done
+		echo x > /session/../planted 2>/dev/null
+		ls /session/.. /proc/1/root/..
+		true`)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.NotContains(t, r.stdout, "topsecret")
+	assert.NotContains(t, r.stdout, "LEAK")
+	assert.NotRegexp(t, `(?m)^(s2|sessions)$`, r.stdout, "no other session, no store folder")
+	assert.NoFileExists(t, filepath.Join(store, "sessions", "planted"))
+	assert.NoFileExists(t, filepath.Join(store, "planted"))
+}
+
+// TestDockerDaemonCrash: a container started with the bind before the daemon dies gets clear errors, not a hang.
+func TestDockerDaemonCrash(t *testing.T) {
+	cli := needDocker(t)
+	images(t, cli, "")
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	m := mount(t, store)
+	cmd := exec.Command(bin, "run", "--backend", "docker", "--image", busyboxImage, "s1", "--", "sh", "-c",
+		`echo up; while ls /session/workspace >/dev/null; do sleep 0.1; done; exit 9`)
+	cmd.Env = append(os.Environ(), "SESSIONFS_STORE="+store)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	require.NoError(t, err)
+	require.Equal(t, "up\n", line)
+	m.kill(t)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		var exit *exec.ExitError
+		require.ErrorAs(t, err, &exit)
+		assert.Equal(t, 9, exit.ExitCode())
+		assert.Regexp(t, `not connected|connection abort|Input/output error`, stderr.String(), "the container saw a clear error")
+	case <-time.After(20 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatal("the container hangs on the dead mount")
+	}
+}

@@ -32,25 +32,32 @@ whatever cwd the command moves to. The exit code is CMD's.`,
 			if cmd.ArgsLenAtDash() != 1 {
 				return usageError("exec: want ID -- CMD [ARG...]")
 			}
-			s, m, err := a.session(args[0])
-			if err != nil {
-				return err
-			}
-			if err := seedClaude(s, m.ID); err != nil {
-				warnf("%v", err)
-			}
-			dir, mounted := sessionDir(s, m.ID)
-			if !mounted {
-				warnf("the store is not mounted: running in %s; transcripts resume only from the same cwd", dir)
-			}
-			spec := backends.Spec{SessionID: m.ID, SessionDir: dir, Argv: args[1:], Env: env, Workdir: workdir,
-				Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}
-			return runBackend(s, local.Backend{}, spec, "")
+			return a.execIn(args[0], args[1:], func(sp *backends.Spec) { sp.Env, sp.Workdir = env, workdir })
 		},
 	}
 	cmd.Flags().StringArrayVarP(&env, "env", "e", nil, "set KEY=VALUE in the command's environment (repeatable)")
 	cmd.Flags().StringVarP(&workdir, "workdir", "w", "", "working directory relative to the session (default workspace)")
 	return cmd
+}
+
+// execIn runs argv on this host in session id (through the mount when mounted), as exec does.
+func (a *app) execIn(id string, argv []string, adjust ...func(*backends.Spec)) error {
+	s, m, err := a.session(id)
+	if err != nil {
+		return err
+	}
+	if err := seedClaude(s, m.ID); err != nil {
+		warnf("%v", err)
+	}
+	dir, mounted := sessionDir(s, m.ID)
+	if !mounted {
+		warnf("the store is not mounted: running in %s; transcripts resume only from the same cwd", dir)
+	}
+	spec := backends.Spec{SessionID: m.ID, SessionDir: dir, Argv: argv, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}
+	for _, f := range adjust {
+		f(&spec)
+	}
+	return runBackend(s, local.Backend{}, spec, "")
 }
 
 // runBackend runs spec, records the run in session.json, and turns the command's exit code into the CLI's.

@@ -71,6 +71,9 @@ crashed daemon first.`,
 				}
 			}()
 			fmt.Fprintf(os.Stderr, "sessionfs: serving %s at %s (Ctrl-C to unmount)\n", s.Root, m.Mountpoint)
+			if err := sfs.NotifyReady(); err != nil {
+				warnf("tell systemd the mount is ready: %v", err)
+			}
 			m.Wait()
 			return nil
 		},

@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -14,7 +16,7 @@ import (
 func (a *app) newCmd() *cobra.Command {
 	var labels []string
 	var profile string
-	var asJSON bool
+	var asJSON, shareCreds bool
 	cmd := &cobra.Command{
 		Use:   "new [ID]",
 		Short: "Create a session folder (an id is generated when none is given)",
@@ -42,6 +44,11 @@ func (a *app) newCmd() *cobra.Command {
 			if err := seedClaude(s, id); err != nil {
 				return fmt.Errorf("session %q created, but seeding its .claude failed: %w", id, err)
 			}
+			if shareCreds {
+				if err := shareCredentials(s.Dir(id)); err != nil {
+					return fmt.Errorf("session %q created, but sharing credentials failed: %w", id, err)
+				}
+			}
 			if asJSON {
 				return printJSON(cmd.OutOrStdout(), m)
 			}
@@ -52,6 +59,7 @@ func (a *app) newCmd() *cobra.Command {
 	cmd.Flags().StringArrayVarP(&labels, "label", "l", nil, "a label KEY=VALUE (repeatable)")
 	cmd.Flags().StringVar(&profile, "profile", "", "a .claude template folder to copy into the session (CLAUDE.md, settings.json, skills/, ...)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the session's metadata as JSON")
+	cmd.Flags().BoolVar(&shareCreds, "share-credentials", false, "use your ~/.claude/.credentials.json (a link), so the session needs no login of its own")
 	return cmd
 }
 
@@ -82,4 +90,18 @@ func seedClaude(s *layout.Store, id string) error {
 		cwds = append(cwds, layout.Derive(dir).Workspace)
 	}
 	return claude.SeedTrust(p.Claude, cwds)
+}
+
+// shareCredentials links the session's .claude/.credentials.json to the user's, so a session is not a new login.
+// A link rather than a copy: a refreshed token is seen by every session at once.
+func shareCredentials(sessionDir string) error {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return err
+	}
+	src := filepath.Join(home, ".claude", ".credentials.json")
+	if _, err := os.Stat(src); err != nil {
+		warnf("%s does not exist yet (log in with claude once); the link will work when it does", src)
+	}
+	return os.Symlink(src, filepath.Join(layout.Derive(sessionDir).Claude, ".credentials.json"))
 }

@@ -33,6 +33,8 @@ type Node struct {
 	alias uint64 // view number mixed into folder inode numbers below an alias view; 0 elsewhere
 	role  role
 	shown string // the store folder this node is registered as showing (folders only), for OnForget
+	// transcripts: the node is in an alias view of the transcript folder, where unlink moves to the trash.
+	transcripts bool
 }
 
 var (
@@ -88,7 +90,7 @@ func (n *Node) child(name string) string { return filepath.Join(n.path(), name) 
 
 // newChild makes the inode for store file p, just looked up or created under n as name.
 func (n *Node) newChild(ctx context.Context, name, p string, st *syscall.Stat_t, gen uint64) *fs.Inode {
-	ch := &Node{tree: n.tree, id: n.id, alias: n.alias}
+	ch := &Node{tree: n.tree, id: n.id, alias: n.alias, transcripts: n.transcripts}
 	if n.role == roleSession && name == ".claude" {
 		ch.role = roleClaude
 	}
@@ -352,9 +354,14 @@ func (n *Node) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
 	}
 }
 
+// Unlink removes a file; in the transcript folder it moves it to the session's transcript trash instead, since
+// Claude Code ages transcripts out at start-up and people rm the wrong thing.
 func (n *Node) Unlink(ctx context.Context, name string) syscall.Errno {
 	p := n.child(name)
 	n.did(p)
+	if n.transcripts {
+		return n.tree.trashTranscript(n.id, p)
+	}
 	return fs.ToErrno(syscall.Unlink(p))
 }
 

@@ -56,7 +56,7 @@ func (p *Projects) Lookup(ctx context.Context, name string, out *fuse.EntryOut) 
 		return nil, fs.ToErrno(err)
 	}
 	p.tree.used(p.id, name)
-	n := &Node{tree: p.tree, base: target, id: p.id, alias: view}
+	n := &Node{tree: p.tree, base: target, id: p.id, alias: view, transcripts: true}
 	ch := p.NewInode(ctx, n, stableAttr(&st, gen, view))
 	if ch.Operations() == n {
 		n.show(target)

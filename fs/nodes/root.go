@@ -8,7 +8,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 )
 
-// Root is the top of a mount: sessions/ and nothing else.
+// Root is the top of a mount: sessions/, and by-claude-id/ to find a session by one of its conversations.
 type Root struct {
 	fs.Inode
 	tree     *Tree
@@ -31,6 +31,7 @@ func (r *Root) OnAdd(ctx context.Context) {
 	gen, _ := lstat(r.tree.Store.SessionsDir(), &st)
 	r.AddChild("sessions", r.NewPersistentInode(ctx, r.sessions, stableAttr(&st, gen, 0)), false)
 	r.tree.showing(r.tree.Store.SessionsDir(), &r.sessions.Inode)
+	r.AddChild("by-claude-id", r.NewPersistentInode(ctx, &ByClaudeID{tree: r.tree}, fs.StableAttr{Mode: syscall.S_IFDIR}), false)
 }
 
 func (r *Root) Getattr(ctx context.Context, _ fs.FileHandle, out *fuse.AttrOut) syscall.Errno {

@@ -133,6 +133,8 @@ func (s *Sessions) Rename(ctx context.Context, name string, newParent gofs.Inode
 // storeErrno maps a store error to the errno a shell user should see.
 func storeErrno(err error) syscall.Errno {
 	switch {
+	case err == nil:
+		return 0
 	case errors.Is(err, layout.ErrInvalidID):
 		return syscall.EINVAL
 	case errors.Is(err, layout.ErrExists):

@@ -1,7 +1,11 @@
 package nodes
 
 import (
+	"path/filepath"
 	"slices"
+	"syscall"
+	"time"
+
 	"sync"
 	"sync/atomic"
 
@@ -56,4 +60,13 @@ func (t *Tree) forget(id, name string) {
 		m.Aliases = slices.DeleteFunc(m.Aliases, func(a string) bool { return a == name })
 		return nil
 	})
+}
+
+// trashTranscript moves store file p, inside session id's canonical transcript folder, to the transcript trash.
+func (t *Tree) trashTranscript(id, p string) syscall.Errno {
+	rel, err := filepath.Rel(layout.Derive(t.Store.Dir(id)).Canonical, p)
+	if err != nil {
+		return syscall.EINVAL
+	}
+	return storeErrno(t.Store.TrashTranscript(id, rel, time.Now()))
 }

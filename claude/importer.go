@@ -1,0 +1,294 @@
+package claude
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/sessionfs/sessionfs/layout"
+)
+
+// Source is a conversation found in a Claude Code config dir: projects/<folder>/<uuid>.jsonl and its <uuid>/
+// sidecar folder.
+type Source struct {
+	UUID    string
+	Folder  string // the sanitized-cwd folder it was found in
+	Path    string
+	Sidecar string // "" when there is none
+	Cwds    []string
+	Size    int64
+	ModTime time.Time
+}
+
+// FindSources lists the conversations under configDir/projects, in a stable order. Transcripts in which no line
+// parses are returned in malformed, with the reason, and left out of sources.
+func FindSources(configDir string) (sources []Source, malformed []string, err error) {
+	folders, err := os.ReadDir(filepath.Join(configDir, "projects"))
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, f := range folders {
+		if !f.IsDir() {
+			continue
+		}
+		dir := filepath.Join(configDir, "projects", f.Name())
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			malformed = append(malformed, fmt.Sprintf("%s: %v", dir, err))
+			continue
+		}
+		for _, e := range ents {
+			if !e.Type().IsRegular() || !strings.HasSuffix(e.Name(), ".jsonl") {
+				continue
+			}
+			p := filepath.Join(dir, e.Name())
+			c, err := ReadConversation(p)
+			switch {
+			case err != nil:
+				malformed = append(malformed, fmt.Sprintf("%s: %v", p, err))
+				continue
+			case c.Size > 0 && c.Malformed > 0 && c.Messages == 0 && len(c.Cwds) == 0:
+				malformed = append(malformed, fmt.Sprintf("%s: no line of it is a transcript entry", p))
+				continue
+			case layout.ValidateID(c.ID) != nil:
+				malformed = append(malformed, fmt.Sprintf("%s: %q is not a conversation id", p, c.ID))
+				continue
+			}
+			fi, err := e.Info()
+			if err != nil {
+				continue
+			}
+			s := Source{UUID: c.ID, Folder: f.Name(), Path: p, Cwds: c.Cwds, Size: fi.Size(), ModTime: fi.ModTime()}
+			if st, err := os.Lstat(filepath.Join(dir, c.ID)); err == nil && st.IsDir() {
+				s.Sidecar = filepath.Join(dir, c.ID)
+			}
+			sources = append(sources, s)
+		}
+	}
+	sort.Slice(sources, func(i, j int) bool { return sources[i].Path < sources[j].Path })
+	return sources, malformed, nil
+}
+
+// ImportOptions say what to import and where.
+type ImportOptions struct {
+	From    string // a Claude Code config dir, e.g. ~/.claude
+	Project string // only conversations of this project folder (or run under it); "" for all
+	Into    string // gather every conversation into this session; "" makes one session per conversation
+	DryRun  bool
+	// Progress is told after each conversation; it may be nil.
+	Progress func(done, total int)
+}
+
+// ImportReport says what an import did.
+type ImportReport struct {
+	Sessions  []string `json:"sessions"`  // sessions created
+	Imported  []string `json:"imported"`  // conversations copied (new or grown)
+	Unchanged []string `json:"unchanged"` // conversations already imported as they are
+	Malformed []string `json:"malformed"` // files reported and skipped, with the reason
+}
+
+// Import adopts existing Claude Code history into the store: each conversation's transcript and sidecar are
+// copied into a session's canonical folder with their modification times, and the cwds it ran in are recorded
+// as the session's known cwds and aliases. The originals are only read. Running it again copies only what is new
+// or has grown.
+func Import(store *layout.Store, opts ImportOptions) (ImportReport, error) {
+	var rep ImportReport
+	if opts.Into != "" {
+		if err := layout.ValidateID(opts.Into); err != nil {
+			return rep, err
+		}
+	}
+	sources, malformed, err := FindSources(opts.From)
+	if err != nil {
+		return rep, fmt.Errorf("import from %s: %w", opts.From, err)
+	}
+	rep.Malformed = malformed
+	sources = filterProject(sources, opts.Project)
+	for i, src := range sources {
+		id := opts.Into
+		if id == "" {
+			id = src.UUID
+		}
+		if err := importOne(store, id, src, opts.DryRun, &rep); err != nil {
+			return rep, err
+		}
+		if opts.Progress != nil {
+			opts.Progress(i+1, len(sources))
+		}
+	}
+	return rep, nil
+}
+
+// filterProject keeps the conversations of project: found in its folder, or run in it or below it.
+func filterProject(sources []Source, project string) []Source {
+	if project == "" {
+		return sources
+	}
+	abs, err := filepath.Abs(project)
+	if err == nil {
+		project = abs
+	}
+	folder := Resolve(project)
+	var out []Source
+	for _, s := range sources {
+		keep := s.Folder == folder
+		for _, cwd := range s.Cwds {
+			keep = keep || cwd == project || strings.HasPrefix(cwd, project+"/")
+		}
+		if keep {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func importOne(store *layout.Store, id string, src Source, dryRun bool, rep *ImportReport) error {
+	canonical := layout.Derive(store.Dir(id)).Canonical
+	if !store.Exists(id) {
+		rep.Sessions = append(rep.Sessions, id)
+		if !dryRun {
+			if _, err := store.Create(id, layout.CreateOptions{Labels: map[string]string{"imported-from": src.Folder}}); err != nil {
+				return err
+			}
+			if err := SeedSettings(layout.Derive(store.Dir(id)).Claude); err != nil {
+				return err
+			}
+		}
+	}
+	dst := filepath.Join(canonical, src.UUID+".jsonl")
+	if same(src.Path, dst) && (src.Sidecar == "" || sameTree(src.Sidecar, filepath.Join(canonical, src.UUID))) {
+		rep.Unchanged = append(rep.Unchanged, src.UUID)
+		return nil
+	}
+	rep.Imported = append(rep.Imported, src.UUID)
+	if dryRun {
+		return nil
+	}
+	if err := copyKeepingTime(src.Path, dst); err != nil {
+		return fmt.Errorf("import %s: %w", src.Path, err)
+	}
+	if src.Sidecar != "" {
+		if err := copyTree(src.Sidecar, filepath.Join(canonical, src.UUID)); err != nil {
+			return fmt.Errorf("import %s: %w", src.Sidecar, err)
+		}
+	}
+	_, err := store.Update(id, func(m *layout.Meta) error {
+		for _, cwd := range src.Cwds {
+			m.AddCwd(cwd)
+			m.AddAlias(Sanitize(cwd))
+		}
+		m.AddAlias(src.Folder)
+		return nil
+	})
+	return err
+}
+
+// same reports whether dst is already a copy of src: same size and modification time.
+func same(src, dst string) bool {
+	a, err1 := os.Stat(src)
+	b, err2 := os.Stat(dst)
+	return err1 == nil && err2 == nil && a.Size() == b.Size() && a.ModTime().Equal(b.ModTime())
+}
+
+func sameTree(src, dst string) bool {
+	equal := true
+	_ = filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return nil
+		}
+		rel, _ := filepath.Rel(src, p)
+		if !same(p, filepath.Join(dst, rel)) {
+			equal = false
+			return fs.SkipAll
+		}
+		return nil
+	})
+	return equal
+}
+
+// copyTree copies the regular files and folders of src into dst. Symlinks are not followed: a transcript folder
+// holds none, and following one could pull files from anywhere into a session.
+func copyTree(src, dst string) error {
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		target := filepath.Join(dst, rel)
+		switch {
+		case d.IsDir():
+			return os.MkdirAll(target, 0o755)
+		case d.Type().IsRegular():
+			if same(p, target) {
+				return nil
+			}
+			return copyKeepingTime(p, target)
+		}
+		return nil
+	})
+}
+
+// copyKeepingTime copies src over dst through a temporary file (a reader never sees half a transcript) and
+// gives it src's mode and modification time.
+func copyKeepingTime(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	st, err := in.Stat()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	out, err := os.CreateTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".import-*")
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(out, in)
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(out.Name(), st.Mode().Perm())
+	}
+	if err == nil {
+		err = os.Chtimes(out.Name(), st.ModTime(), st.ModTime())
+	}
+	if err == nil {
+		err = os.Rename(out.Name(), dst)
+	}
+	if err != nil {
+		os.Remove(out.Name())
+		return err
+	}
+	return nil
+}
+
+// ErrNoConversation is returned by Find when no session holds the conversation.
+var ErrNoConversation = errors.New("no session holds that conversation")
+
+// Find returns the session whose transcript folder holds conversation uuid.
+func Find(store *layout.Store, uuid string) (string, error) {
+	if layout.ValidateID(uuid) != nil {
+		return "", fmt.Errorf("%q: %w", uuid, ErrNoConversation)
+	}
+	ids, err := store.IDs()
+	if err != nil {
+		return "", err
+	}
+	for _, id := range ids {
+		if _, err := os.Stat(filepath.Join(layout.Derive(store.Dir(id)).Canonical, uuid+".jsonl")); err == nil {
+			return id, nil
+		}
+	}
+	return "", fmt.Errorf("conversation %s: %w", uuid, ErrNoConversation)
+}

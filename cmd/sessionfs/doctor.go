@@ -1,0 +1,172 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/docker/docker/client"
+	"github.com/dustin/go-humanize"
+	"github.com/moby/sys/mountinfo"
+	"github.com/spf13/cobra"
+
+	sfs "github.com/sessionfs/sessionfs/fs"
+	"github.com/sessionfs/sessionfs/layout"
+)
+
+// check is one line of doctor's report.
+type check struct {
+	Name   string `json:"name"`
+	Status string `json:"status"` // OK, WARN or FAIL
+	Detail string `json:"detail"`
+	Fix    string `json:"fix,omitempty"`
+}
+
+func (a *app) doctorCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:     "doctor",
+		Short:   "Check what sessionfs needs: FUSE, the mount, the store, Docker, Modal, the claude CLI",
+		Example: `  sessionfs doctor`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			checks := a.diagnose()
+			if asJSON {
+				if err := printJSON(cmd.OutOrStdout(), checks); err != nil {
+					return err
+				}
+			} else {
+				for _, c := range checks {
+					line := fmt.Sprintf("%-4s %-10s %s", c.Status, c.Name, c.Detail)
+					if c.Fix != "" {
+						line += " (" + c.Fix + ")"
+					}
+					fmt.Fprintln(cmd.OutOrStdout(), line)
+				}
+			}
+			for _, c := range checks {
+				if c.Status == "FAIL" {
+					return exitCode(1)
+				}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func (a *app) diagnose() []check {
+	var out []check
+	add := func(name, status, detail, fix string) { out = append(out, check{name, status, detail, fix}) }
+
+	if f, err := os.OpenFile("/dev/fuse", os.O_RDWR, 0); err != nil {
+		add("fuse", "FAIL", "/dev/fuse: "+err.Error(), "load the fuse module; in a container pass --device /dev/fuse")
+	} else {
+		f.Close()
+		add("fuse", "OK", "/dev/fuse opens", "")
+	}
+	if p, err := exec.LookPath("fusermount3"); err == nil {
+		add("fusermount", "OK", p, "")
+	} else if os.Geteuid() == 0 {
+		add("fusermount", "WARN", "fusermount3 not found (root mounts without it)", "apt-get install fuse3 for non-root users")
+	} else {
+		add("fusermount", "FAIL", "fusermount3 not found: a normal user cannot mount", "apt-get install fuse3")
+	}
+
+	s, err := a.openStore()
+	if err != nil {
+		add("store", "FAIL", err.Error(), "check --store / SESSIONFS_STORE")
+	} else {
+		probe := filepath.Join(s.Root, ".doctor-probe")
+		if err := os.WriteFile(probe, nil, 0o600); err != nil {
+			add("store", "FAIL", s.Root+": not writable: "+err.Error(), "fix the store's permissions or mount")
+		} else {
+			os.Remove(probe)
+			var st syscall.Statfs_t
+			free := ""
+			status := "OK"
+			if syscall.Statfs(s.Root, &st) == nil {
+				avail := st.Bavail * uint64(st.Bsize)
+				free = ", " + humanize.IBytes(avail) + " free"
+				if avail < 1<<30 {
+					status = "WARN"
+				}
+			}
+			ids, _ := s.IDs()
+			add("store", status, fmt.Sprintf("%s writable, %d sessions%s", s.Root, len(ids), free), "")
+		}
+		a.checkMounts(s, add)
+	}
+
+	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		var v string
+		if sv, perr := cli.ServerVersion(ctx); perr == nil {
+			v = sv.Version
+		} else {
+			err = perr
+		}
+		cancel()
+		cli.Close()
+		if err == nil {
+			add("docker", "OK", "engine "+v+" at "+cli.DaemonHost(), "")
+		}
+	}
+	if err != nil {
+		add("docker", "WARN", "no Docker engine answers ("+oneLine(err.Error())+")", "start dockerd or set DOCKER_HOST, for run --backend docker")
+	}
+
+	home, _ := os.UserHomeDir()
+	switch {
+	case os.Getenv("MODAL_TOKEN_ID") != "" && os.Getenv("MODAL_TOKEN_SECRET") != "":
+		add("modal", "OK", "credentials from MODAL_TOKEN_ID/MODAL_TOKEN_SECRET", "")
+	case fileExists(filepath.Join(home, ".modal.toml")):
+		add("modal", "OK", "credentials in ~/.modal.toml", "")
+	default:
+		add("modal", "WARN", "no Modal credentials", "modal token new, or set MODAL_TOKEN_ID and MODAL_TOKEN_SECRET")
+	}
+
+	if p, err := exec.LookPath("claude"); err != nil {
+		add("claude", "WARN", "the claude CLI is not on PATH", "npm install -g @anthropic-ai/claude-code")
+	} else {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		v, err := exec.CommandContext(ctx, p, "--version").Output()
+		cancel()
+		if err != nil {
+			add("claude", "WARN", p+": --version failed: "+err.Error(), "")
+		} else {
+			add("claude", "OK", p+" "+strings.TrimSpace(string(v)), "")
+		}
+	}
+	return out
+}
+
+// checkMounts reports the store's mounts: live, or stale (left by a crashed daemon).
+func (a *app) checkMounts(s *layout.Store, add func(name, status, detail, fix string)) {
+	mounts, _ := mountinfo.GetMounts(func(m *mountinfo.Info) (bool, bool) {
+		return m.FSType != sfs.FSType || m.Source != s.Root, false
+	})
+	if len(mounts) == 0 {
+		add("mount", "WARN", "the store is not mounted: transcripts resume only from the cwd they began in", "sessionfs mount")
+		return
+	}
+	for _, m := range mounts {
+		if sfs.Stale(m.Mountpoint) {
+			add("mount", "FAIL", m.Mountpoint+" is stale (its daemon is gone)", "sessionfs unmount "+m.Mountpoint+", or mount again")
+		} else {
+			add("mount", "OK", m.Mountpoint+" serves the store", "")
+		}
+	}
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}

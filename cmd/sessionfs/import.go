@@ -1,0 +1,142 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/sessionfs/sessionfs/claude"
+)
+
+func (a *app) importCmd() *cobra.Command {
+	var opts claude.ImportOptions
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "import [--from ~/.claude] [--project PATH] [--into ID] [--dry-run]",
+		Short: "Adopt existing Claude Code history: each conversation becomes a session",
+		Long: `import copies each conversation (projects/<folder>/<uuid>.jsonl with its <uuid>/ folder) of a Claude Code
+config dir into a session's transcript folder, keeping modification times, and records the cwds it ran in.
+Each conversation gets a session named by its uuid, or all go into one with --into. The originals are only
+read. Running it again copies only what is new or has grown. Files that are not transcripts are reported and
+skipped.`,
+		Example: `  sessionfs import                              # all of ~/.claude
+  sessionfs import --project ~/src/webapp --into webapp
+  sessionfs import --from /backup/.claude --dry-run`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			s, err := a.openStore()
+			if err != nil {
+				return err
+			}
+			if opts.From == "" {
+				home, err := os.UserHomeDir()
+				if err != nil {
+					return err
+				}
+				opts.From = filepath.Join(home, ".claude")
+			}
+			if term.IsTerminal(int(os.Stderr.Fd())) && !asJSON {
+				bar := progressbar.NewOptions(-1, progressbar.OptionSetWriter(os.Stderr),
+					progressbar.OptionSetDescription("importing"), progressbar.OptionClearOnFinish())
+				opts.Progress = func(done, total int) {
+					bar.ChangeMax(total)
+					_ = bar.Set(done)
+				}
+				defer bar.Finish()
+			}
+			rep, err := claude.Import(s, opts)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), rep)
+			}
+			w := cmd.OutOrStdout()
+			verb := "imported"
+			if opts.DryRun {
+				verb = "would import"
+			}
+			for _, m := range rep.Malformed {
+				fmt.Fprintf(os.Stderr, "sessionfs: skipped %s\n", oneLine(m))
+			}
+			fmt.Fprintf(w, "%s %d conversations (%d unchanged) into %d new sessions; %d files skipped\n",
+				verb, len(rep.Imported), len(rep.Unchanged), len(rep.Sessions), len(rep.Malformed))
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&opts.From, "from", "", "the Claude Code config dir to read (default ~/.claude)")
+	f.StringVar(&opts.Project, "project", "", "only conversations of this project folder")
+	f.StringVar(&opts.Into, "into", "", "gather the conversations into this session")
+	f.BoolVarP(&opts.DryRun, "dry-run", "n", false, "say what would be imported, change nothing")
+	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
+	return cmd
+}
+
+func (a *app) findCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:     "find UUID",
+		Short:   "Print the session that holds a Claude conversation",
+		Example: `  sessionfs find 2fe2d21b-be8f-4b12-b46b-12e68f6e9f01`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := a.openStore()
+			if err != nil {
+				return err
+			}
+			id, err := claude.Find(s, args[0])
+			if err != nil {
+				return err
+			}
+			dir, _ := sessionDir(s, id)
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), map[string]string{"session": id, "dir": dir, "conversation": args[0]})
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), id)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func (a *app) resumeCmd() *cobra.Command {
+	var claudeBin string
+	cmd := &cobra.Command{
+		Use:   "resume UUID|ID [-- CLAUDE-ARGS...]",
+		Short: "Resume a conversation (by its uuid) or a session's newest one (by the session id)",
+		Long: `resume runs claude in the right session with the right environment: "claude --resume UUID" in the session
+that holds conversation UUID, or "claude --continue" in session ID. It runs in the session's workspace,
+through the mount when the store is mounted.`,
+		Example: `  sessionfs resume 2fe2d21b-be8f-4b12-b46b-12e68f6e9f01
+  sessionfs resume fix-login -- -p "carry on"`,
+		Args:              cobra.MinimumNArgs(1),
+		ValidArgsFunction: a.completeIDs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if dash := cmd.ArgsLenAtDash(); dash > 1 || (dash == -1 && len(args) > 1) {
+				return usageError("resume: want UUID|ID [-- CLAUDE-ARGS...]")
+			}
+			s, err := a.openStore()
+			if err != nil {
+				return err
+			}
+			target, extra := args[0], args[1:]
+			argv := []string{claudeBin, "--continue"}
+			id := target
+			if !s.Exists(target) {
+				if id, err = claude.Find(s, target); err != nil {
+					return err
+				}
+				argv = []string{claudeBin, "--resume", target}
+			}
+			return a.execIn(id, append(argv, extra...))
+		},
+	}
+	cmd.Flags().StringVar(&claudeBin, "claude", "claude", "the claude command")
+	return cmd
+}

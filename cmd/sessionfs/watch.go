@@ -1,0 +1,146 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/fsnotify/fsnotify"
+	"github.com/spf13/cobra"
+
+	"github.com/sessionfs/sessionfs/claude"
+	"github.com/sessionfs/sessionfs/layout"
+)
+
+func (a *app) watchCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "watch ID",
+		Short: "Follow a session's conversations live, one line per message",
+		Long: `watch follows every transcript of the session (subagents' too) and prints each new message as one line:
+time, role, then the text or the tool call; subagent messages are marked [agent-...]. --json prints the raw
+entries, one per line, for tools. It starts at the current end of the transcripts, like tail -f.`,
+		Example: `  sessionfs watch fix-login
+  sessionfs watch fix-login --json | jq -r .type`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: a.completeIDs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, m, err := a.session(args[0])
+			if err != nil {
+				return err
+			}
+			stop := make(chan os.Signal, 1)
+			signal.Notify(stop, os.Interrupt, syscall.SIGTERM)
+			return follow(layout.Derive(s.Dir(m.ID)).Canonical, cmd.OutOrStdout(), asJSON, stop)
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print each new transcript entry as JSON")
+	return cmd
+}
+
+// follower tails the transcripts under a canonical folder.
+type follower struct {
+	w       *fsnotify.Watcher
+	out     io.Writer
+	json    bool
+	offsets map[string]int64
+	partial map[string][]byte // an unfinished last line, kept until its newline arrives
+}
+
+func follow(dir string, out io.Writer, asJSON bool, stop <-chan os.Signal) error {
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	f := &follower{w: w, out: out, json: asJSON, offsets: map[string]int64{}, partial: map[string][]byte{}}
+	if err := f.add(dir, true); err != nil {
+		return err
+	}
+	for {
+		select {
+		case <-stop:
+			return nil
+		case err := <-w.Errors:
+			return err
+		case ev := <-w.Events:
+			fi, err := os.Stat(ev.Name)
+			switch {
+			case err != nil:
+				delete(f.offsets, ev.Name)
+			case fi.IsDir() && ev.Has(fsnotify.Create):
+				_ = f.add(ev.Name, false) // a new sidecar or subagents folder: read it from the start
+			case strings.HasSuffix(ev.Name, ".jsonl"):
+				f.read(ev.Name)
+			}
+		}
+	}
+}
+
+// add watches dir and the folders below it; existing transcripts start at their end when atEnd.
+func (f *follower) add(dir string, atEnd bool) error {
+	return filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if d.IsDir() {
+			return f.w.Add(p)
+		}
+		if strings.HasSuffix(p, ".jsonl") {
+			if fi, err := d.Info(); err == nil && atEnd {
+				f.offsets[p] = fi.Size()
+			} else {
+				f.read(p)
+			}
+		}
+		return nil
+	})
+}
+
+// read prints the complete lines appended to p since the last read.
+func (f *follower) read(p string) {
+	fh, err := os.Open(p)
+	if err != nil {
+		return
+	}
+	defer fh.Close()
+	if _, err := fh.Seek(f.offsets[p], io.SeekStart); err != nil {
+		return
+	}
+	data, err := io.ReadAll(fh)
+	if err != nil || len(data) == 0 {
+		return
+	}
+	f.offsets[p] += int64(len(data))
+	data = append(f.partial[p], data...)
+	end := bytes.LastIndexByte(data, '\n')
+	f.partial[p] = append([]byte(nil), data[end+1:]...)
+	agent := ""
+	if filepath.Base(filepath.Dir(p)) == "subagents" {
+		agent = strings.TrimSuffix(filepath.Base(p), ".jsonl")
+	}
+	for _, line := range bytes.Split(data[:end+1], []byte("\n")) {
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		if f.json {
+			if json.Valid(line) {
+				fmt.Fprintf(f.out, "%s\n", line)
+			}
+			continue
+		}
+		var e claude.Entry
+		if json.Unmarshal(line, &e) != nil {
+			continue
+		}
+		if s := claude.Line(&e, agent); s != "" {
+			fmt.Fprintln(f.out, s)
+		}
+	}
+}

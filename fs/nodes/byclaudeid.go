@@ -1,0 +1,74 @@
+package nodes
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/sessionfs/sessionfs/claude"
+	"github.com/sessionfs/sessionfs/layout"
+)
+
+// ByClaudeID is by-claude-id/: for every conversation in the store, <uuid> is a symlink to ../sessions/<id>,
+// the session that holds it. It reads the store on each lookup and listing, and its answers are cached only
+// briefly, so it stays current as transcripts appear.
+type ByClaudeID struct {
+	fs.Inode
+	tree *Tree
+}
+
+var (
+	_ = (fs.NodeLookuper)((*ByClaudeID)(nil))
+	_ = (fs.NodeReaddirer)((*ByClaudeID)(nil))
+	_ = (fs.NodeGetattrer)((*ByClaudeID)(nil))
+)
+
+// byIDTimeout is how long the kernel may keep an answer of by-claude-id.
+const byIDTimeout = time.Second
+
+func (b *ByClaudeID) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	out.SetEntryTimeout(byIDTimeout)
+	out.SetAttrTimeout(byIDTimeout)
+	id, err := claude.Find(b.tree.Store, name)
+	if err != nil {
+		return nil, syscall.ENOENT
+	}
+	target := []byte("../sessions/" + id)
+	link := &fs.MemSymlink{Data: target}
+	out.Attr.Mode = syscall.S_IFLNK | 0o777
+	out.Attr.Size = uint64(len(target))
+	return b.NewInode(ctx, link, fs.StableAttr{Mode: syscall.S_IFLNK}), 0
+}
+
+func (b *ByClaudeID) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
+	ids, err := b.tree.Store.IDs()
+	if err != nil {
+		return nil, storeErrno(err)
+	}
+	var ents []fuse.DirEntry
+	for _, id := range ids {
+		files, _ := os.ReadDir(layout.Derive(b.tree.Store.Dir(id)).Canonical)
+		for _, f := range files {
+			if name, ok := strings.CutSuffix(f.Name(), ".jsonl"); ok && f.Type().IsRegular() {
+				ents = append(ents, fuse.DirEntry{Name: name, Mode: syscall.S_IFLNK})
+			}
+		}
+	}
+	return fs.NewListDirStream(ents), 0
+}
+
+func (b *ByClaudeID) Getattr(ctx context.Context, _ fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	out.Mode = syscall.S_IFDIR | 0o555
+	out.SetTimeout(byIDTimeout)
+	var st syscall.Stat_t
+	if _, err := lstat(filepath.Join(b.tree.Store.Root, "sessions"), &st); err == nil {
+		out.Mtime, out.Mtimensec = uint64(st.Mtim.Sec), uint32(st.Mtim.Nsec)
+	}
+	return 0
+}
