@@ -212,3 +212,35 @@ func Conversations(dir string) ([]Conversation, error) {
 	sort.Slice(out, func(i, j int) bool { return out[i].Last.After(out[j].Last) })
 	return out, nil
 }
+
+// SessionConversations lists the conversations of a session's projects folder, newest first: the canonical
+// folder's, and those in other folders (a session used without the mount files transcripts under the sanitized
+// name of each cwd). A conversation seen in several folders is listed once.
+func SessionConversations(projectsDir string) ([]Conversation, error) {
+	folders, err := os.ReadDir(projectsDir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	var out []Conversation
+	for _, f := range folders {
+		if !f.IsDir() {
+			continue
+		}
+		convs, err := Conversations(filepath.Join(projectsDir, f.Name()))
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range convs {
+			if !seen[c.ID] {
+				seen[c.ID] = true
+				out = append(out, c)
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Last.After(out[j].Last) })
+	return out, nil
+}

@@ -75,3 +75,21 @@ func FuzzScanEntries(f *testing.F) {
 		}
 	})
 }
+
+func TestSessionConversationsAcrossFolders(t *testing.T) {
+	projects := t.TempDir()
+	for _, folder := range []string{"-session-workspace", "-tmp-wd", "-other"} {
+		require.NoError(t, os.MkdirAll(filepath.Join(projects, folder), 0o755))
+	}
+	copyFile := func(name, folder string) {
+		b, err := os.ReadFile(filepath.Join(realDir, name))
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(projects, folder, name), b, 0o600))
+	}
+	copyFile("a9591006-baa7-4a7a-bbe2-fc4551896ce7.jsonl", "-session-workspace")
+	copyFile("a9591006-baa7-4a7a-bbe2-fc4551896ce7.jsonl", "-other") // the same conversation twice
+	copyFile("efa92ef9-e802-408b-8900-34b6a9691f2b.jsonl", "-tmp-wd")
+	convs, err := SessionConversations(projects)
+	require.NoError(t, err)
+	assert.Len(t, convs, 2, "each conversation once, wherever Claude filed it")
+}

@@ -39,7 +39,7 @@ func (a *app) lsCmd() *cobra.Command {
 			}
 			rows := make([]listed, len(infos))
 			for i, in := range infos {
-				convs, _ := claude.Conversations(layout.Derive(in.Dir).Canonical)
+				convs, _ := claude.SessionConversations(layout.Derive(in.Dir).Projects)
 				rows[i] = listed{Info: in, Conversations: len(convs)}
 			}
 			if asJSON {

@@ -92,7 +92,9 @@ func unmountCmd() *cobra.Command {
 		Use:     "unmount [MOUNTPOINT]",
 		Aliases: []string{"umount"},
 		Short:   "Unmount a sessionfs mount (default ~/agent-sessions), stale ones included",
-		Args:    cobra.MaximumNArgs(1),
+		Example: `  sessionfs unmount
+  sessionfs unmount /mnt/sessions`,
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			mnt := defaultMountpoint()
 			if len(args) == 1 {

@@ -42,7 +42,7 @@ func (a *app) showCmd() *cobra.Command {
 				out.Mounted = &p
 			}
 			out.Size, out.LastActivity = layout.Usage(out.Store.Root)
-			if out.Conversations, err = claude.Conversations(out.Store.Canonical); err != nil {
+			if out.Conversations, err = claude.SessionConversations(out.Store.Projects); err != nil {
 				return err
 			}
 			if asJSON {

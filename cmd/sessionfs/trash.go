@@ -15,6 +15,8 @@ func (a *app) trashCmd() *cobra.Command {
 		Long: `Through the mount, removing a transcript (a <uuid>.jsonl under .claude/projects, or its <uuid>/ folder)
 moves it to the session's transcript trash instead of deleting it: Claude Code deletes transcripts older than
 cleanupPeriodDays at start-up, and people rm the wrong thing. "sessionfs gc --trash" empties the trash.`,
+		Example: `  sessionfs trash ls fix-login
+  sessionfs trash restore fix-login 2fe2d21b-be8f-4b12-b46b-12e68f6e9f01`,
 	}
 	var asJSON bool
 	ls := &cobra.Command{

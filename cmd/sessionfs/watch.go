@@ -37,7 +37,8 @@ entries, one per line, for tools. It starts at the current end of the transcript
 			}
 			stop := make(chan os.Signal, 1)
 			signal.Notify(stop, os.Interrupt, syscall.SIGTERM)
-			return follow(layout.Derive(s.Dir(m.ID)).Canonical, cmd.OutOrStdout(), asJSON, stop)
+			// All of projects/: used without the mount, Claude files transcripts under other folder names.
+			return follow(layout.Derive(s.Dir(m.ID)).Projects, cmd.OutOrStdout(), asJSON, stop)
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print each new transcript entry as JSON")
