@@ -210,7 +210,9 @@ func TestWatch(t *testing.T) {
 			select {
 			case l := <-lines:
 				seen = append(seen, l)
-				if len(seen) >= 4 && strings.Contains(strings.Join(seen, "\n"), "[agent-") || asJSON && len(seen) >= 6 {
+				all := strings.Join(seen, "\n")
+				if strings.Contains(all, "[agent-") && strings.Contains(all, "assistant "+apistub.Reply) && strings.Count(all, apistub.Reply) >= 2 ||
+					asJSON && len(seen) >= 6 {
 					break collect
 				}
 			case <-deadline:

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -45,6 +46,15 @@ func TestOtherUsers(t *testing.T) {
 	out, err = asNobody("touch " + ws + "/nope")
 	assert.Error(t, err, "the kernel checks permissions: the workspace is root's 0755")
 	assert.Contains(t, out, "Permission denied")
+
+	// As another uid: chmod of its own file works, chown to someone else is refused, as on any filesystem.
+	require.NoError(t, os.Chmod(filepath.Join(store, "sessions", "s1", "workspace"), 0o777))
+	out, err = asNobody("touch " + ws + "/mine && chmod 600 " + ws + "/mine && stat -c %a:%u " + ws + "/mine")
+	require.NoError(t, err, out)
+	assert.Equal(t, "600:65534\n", out, "the file belongs to its maker, with the mode it asked for")
+	out, err = asNobody("chown 0 " + ws + "/mine")
+	assert.Error(t, err)
+	assert.Contains(t, out, "Operation not permitted")
 
 	suid := filepath.Join(ws, "suid")
 	require.NoError(t, os.WriteFile(suid, []byte("#!/bin/sh\n"), 0o777))
@@ -155,4 +165,53 @@ func TestHostileInput(t *testing.T) {
 		}
 		assert.Contains(t, ok(t, full, "ls"), "keep")
 	}
+}
+
+// TestMountAsNormalUser: a normal user mounts through fusermount3 and uses the mount like root does.
+func TestMountAsNormalUser(t *testing.T) {
+	needFUSE(t)
+	need(t, os.Geteuid() == 0, "switching users needs root")
+	_, err := exec.LookPath("fusermount3")
+	need(t, err == nil, "fusermount3 is missing (apt-get install fuse3)")
+	fi, err := os.Stat("/dev/fuse")
+	need(t, err == nil && fi.Mode().Perm()&0o006 == 0o006, "/dev/fuse is not open to normal users (chmod 0666 /dev/fuse, the distributions' default; .ci/run does)")
+	base, err := os.MkdirTemp("/tmp", "sessionfs-user-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(base) })
+	store, mnt := filepath.Join(base, "store"), filepath.Join(base, "mnt")
+	for _, d := range []string{base, store, mnt} {
+		require.NoError(t, os.MkdirAll(d, 0o755))
+		require.NoError(t, os.Chown(d, 65534, 65534))
+	}
+	nobody := &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	daemon := exec.Command(bin, "mount", mnt)
+	daemon.Env = append(os.Environ(), "SESSIONFS_STORE="+store, "HOME="+base)
+	daemon.SysProcAttr = nobody
+	var log strings.Builder
+	daemon.Stdout, daemon.Stderr = &log, &log
+	require.NoError(t, daemon.Start())
+	t.Cleanup(func() {
+		_ = daemon.Process.Signal(syscall.SIGTERM)
+		_ = daemon.Wait()
+		if isFUSEMount(mnt) {
+			_ = syscall.Unmount(mnt, syscall.MNT_DETACH)
+		}
+	})
+	eventually(t, 10*time.Second, func() bool { return isFUSEMount(mnt) }, "the user's mount did not come up: %s", &log)
+
+	as := func(line string) string {
+		cmd := exec.Command("sh", "-c", line)
+		cmd.Env = append(os.Environ(), "SESSIONFS_STORE="+store, "HOME="+base)
+		cmd.SysProcAttr = nobody
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "%s: %s", line, out)
+		return string(out)
+	}
+	as("mkdir " + mnt + "/sessions/mine && echo hi > " + mnt + "/sessions/mine/workspace/f")
+	assert.Equal(t, "hi\n", as("cat "+mnt+"/sessions/mine/workspace/f"))
+	var st syscall.Stat_t
+	require.NoError(t, syscall.Stat(filepath.Join(store, "sessions", "mine", "workspace", "f"), &st))
+	assert.Equal(t, uint32(65534), st.Uid)
+	as(bin + " unmount " + mnt)
+	assert.False(t, isFUSEMount(mnt), "the user unmounted it with fusermount3")
 }

@@ -188,26 +188,14 @@ func (b *bench) sessionsWalk() {
 	for i := range ids {
 		ids[i] = fmt.Sprintf("s%05d", i+1)
 	}
-	r := result{Workload: fmt.Sprintf("du of %d sessions", len(ids)), Seconds: map[string]float64{}}
-	for _, t := range b.targets {
-		var times []time.Duration
-		for run := 0; run < b.c.runs; run++ {
-			dirs := make([]string, len(ids))
-			for i, id := range ids {
-				dirs[i] = t.sessionDir(id)
-			}
-			d, err := timed(func() error { _, err := duWalk(dirs); return err })
-			if err != nil {
-				b.skip("du on %s: %v", t.name, err)
-				break
-			}
-			times = append(times, d)
+	b.perTarget(fmt.Sprintf("du of %d sessions", len(ids)), b.c.runs, func(t *target) error {
+		dirs := make([]string, len(ids))
+		for i, id := range ids {
+			dirs[i] = t.sessionDir(id)
 		}
-		if len(times) > 0 {
-			r.Seconds[t.name] = median(times).Seconds()
-		}
-	}
-	b.Results = append(b.Results, r)
+		_, err := duWalk(dirs)
+		return err
+	})
 
 	all, err := os.ReadDir(filepath.Join(b.mount.root, "sessions"))
 	if err != nil {
@@ -246,13 +234,20 @@ func (b *bench) dockerRun() {
 			return
 		}
 	}
-	r := result{Workload: "docker run true (session bound at /session)", Seconds: map[string]float64{}}
+	b.perTarget("docker run true (session bound at /session)", max(b.c.runs, 5), func(t *target) error {
+		return dockerTrue(cli, img, t.sessionDir(benchSession))
+	})
+}
+
+// perTarget times work on every target, runs times each, and records the medians as one result.
+func (b *bench) perTarget(name string, runs int, work func(t *target) error) {
+	r := result{Workload: name, Seconds: map[string]float64{}}
 	for _, t := range b.targets {
 		var times []time.Duration
-		for run := 0; run < max(b.c.runs, 5); run++ {
-			d, err := timed(func() error { return dockerTrue(cli, img, t.sessionDir(benchSession)) })
+		for run := 0; run < runs; run++ {
+			d, err := timed(func() error { return work(t) })
 			if err != nil {
-				b.skip("docker run on %s: %v", t.name, err)
+				b.skip("%s on %s: %v", name, t.name, err)
 				break
 			}
 			times = append(times, d)

@@ -165,14 +165,14 @@ func (n *Node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) 
 }
 
 func (n *Node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
-	n.tree.did(n.path(), nil)
+	p := n.path()
+	n.tree.did(p, nil)
 	if fsa, ok := f.(fs.FileSetattrer); ok && f != nil {
 		if errno := fsa.Setattr(ctx, in, out); errno != 0 {
 			return errno
 		}
 		return n.Getattr(ctx, f, out)
 	}
-	p := n.path()
 	if m, ok := in.GetMode(); ok {
 		if err := syscall.Chmod(p, m); err != nil {
 			return fs.ToErrno(err)
