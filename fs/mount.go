@@ -151,19 +151,16 @@ func checkFUSE() error {
 
 // prepareMountpoint makes sure mnt is a folder we can mount on, clearing a stale mount of a crashed daemon.
 func prepareMountpoint(mnt string) error {
-	if isMountpoint(mnt) && Stale(mnt) {
-		if err := forceUnmount(mnt); err != nil {
-			return fmt.Errorf("%s holds a stale mount of a crashed daemon and it could not be cleared: %w", mnt, err)
+	if isMountpoint(mnt) {
+		// A daemon that died leaves "transport endpoint is not connected", or a hung connection.
+		if err := probe(mnt); isStale(err) {
+			if err := forceUnmount(mnt, err); err != nil {
+				return fmt.Errorf("%s holds a stale mount of a crashed daemon and it could not be cleared: %w", mnt, err)
+			}
 		}
 	}
 	st, err := os.Stat(mnt)
 	switch {
-	case errors.Is(err, syscall.ENOTCONN):
-		// "Transport endpoint is not connected": a daemon died without unmounting.
-		if err := forceUnmount(mnt); err != nil {
-			return fmt.Errorf("%s holds a stale mount of a crashed daemon and it could not be cleared: %w", mnt, err)
-		}
-		return prepareMountpoint(mnt)
 	case errors.Is(err, os.ErrNotExist):
 		if err := os.MkdirAll(mnt, 0o755); err != nil {
 			return fmt.Errorf("create mountpoint %s: %w", mnt, err)
@@ -200,8 +197,8 @@ func Unmount(mountpoint string) error {
 		}
 		return fmt.Errorf("%s is not mounted", mnt)
 	}
-	if Stale(mnt) {
-		return forceUnmount(mnt)
+	if err := probe(mnt); isStale(err) {
+		return forceUnmount(mnt, err)
 	}
 	if os.Geteuid() == 0 {
 		if syscall.Unmount(mnt, 0) == nil {
@@ -211,12 +208,12 @@ func Unmount(mountpoint string) error {
 		return nil
 	}
 	// Busy (a shell's cwd is inside): detach now, the kernel finishes when the last user leaves.
-	return forceUnmount(mnt)
+	return forceUnmount(mnt, nil)
 }
 
-// forceUnmount lazily detaches mnt, aborting its connection first when it hangs.
-func forceUnmount(mnt string) error {
-	if errors.Is(probe(mnt), errHung) {
+// forceUnmount lazily detaches mnt, aborting its connection first when probed reports it hung.
+func forceUnmount(mnt string, probed error) error {
+	if errors.Is(probed, errHung) {
 		if err := abortConnection(mnt); err != nil {
 			return err
 		}

@@ -35,9 +35,10 @@ func probe(mnt string) error {
 }
 
 // Stale reports whether mnt is a FUSE mount whose daemon is gone or hung.
-func Stale(mnt string) bool {
-	err := probe(mnt)
-	return errors.Is(err, syscall.ENOTCONN) || errors.Is(err, errHung)
+func Stale(mnt string) bool { return isStale(probe(mnt)) }
+
+func isStale(probed error) bool {
+	return errors.Is(probed, syscall.ENOTCONN) || errors.Is(probed, syscall.ECONNABORTED) || errors.Is(probed, errHung)
 }
 
 // abortConnection aborts the FUSE connection of the mount at mnt through the fusectl filesystem, which ends

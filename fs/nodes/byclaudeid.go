@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -21,6 +22,10 @@ import (
 type ByClaudeID struct {
 	fs.Inode
 	tree *Tree
+
+	mu    sync.Mutex
+	index map[string]string // conversation uuid -> session id, from the last listing
+	built time.Time
 }
 
 var (
@@ -35,9 +40,12 @@ const byIDTimeout = time.Second
 func (b *ByClaudeID) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	out.SetEntryTimeout(byIDTimeout)
 	out.SetAttrTimeout(byIDTimeout)
-	id, err := claude.Find(b.tree.Store, name)
-	if err != nil {
-		return nil, syscall.ENOENT
+	id, ok := b.indexed(name)
+	if !ok {
+		var err error
+		if id, err = claude.Find(b.tree.Store, name); err != nil {
+			return nil, syscall.ENOENT
+		}
 	}
 	target := []byte("../sessions/" + id)
 	link := &fs.MemSymlink{Data: target}
@@ -46,20 +54,41 @@ func (b *ByClaudeID) Lookup(ctx context.Context, name string, out *fuse.EntryOut
 	return b.NewInode(ctx, link, fs.StableAttr{Mode: syscall.S_IFLNK}), 0
 }
 
+// indexed answers from the last listing's index while it is fresh, checking that the transcript is still there:
+// ls -l of the folder then costs one scan of the store, not one per entry.
+func (b *ByClaudeID) indexed(uuid string) (string, bool) {
+	b.mu.Lock()
+	id, ok := b.index[uuid]
+	fresh := time.Since(b.built) < byIDTimeout
+	b.mu.Unlock()
+	if !ok || !fresh {
+		return "", false
+	}
+	_, err := os.Stat(filepath.Join(layout.Derive(b.tree.Store.Dir(id)).Canonical, uuid+".jsonl"))
+	return id, err == nil
+}
+
 func (b *ByClaudeID) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
 	ids, err := b.tree.Store.IDs()
 	if err != nil {
 		return nil, storeErrno(err)
 	}
+	index := map[string]string{}
 	var ents []fuse.DirEntry
 	for _, id := range ids {
 		files, _ := os.ReadDir(layout.Derive(b.tree.Store.Dir(id)).Canonical)
 		for _, f := range files {
 			if name, ok := strings.CutSuffix(f.Name(), ".jsonl"); ok && f.Type().IsRegular() {
-				ents = append(ents, fuse.DirEntry{Name: name, Mode: syscall.S_IFLNK})
+				if _, dup := index[name]; !dup {
+					index[name] = id
+					ents = append(ents, fuse.DirEntry{Name: name, Mode: syscall.S_IFLNK})
+				}
 			}
 		}
 	}
+	b.mu.Lock()
+	b.index, b.built = index, time.Now()
+	b.mu.Unlock()
 	return fs.NewListDirStream(ents), 0
 }
 
