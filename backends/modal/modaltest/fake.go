@@ -1,0 +1,320 @@
+// Package modaltest is an in-process fake of Modal's control plane for tests: a gRPC server on 127.0.0.1 that
+// implements the Volume RPCs the SDK and sessionfs use (VolumeGetOrCreate, VolumePutFiles2, VolumeGetFile2,
+// VolumeListFiles2, VolumeRemoveFile2) with Modal's semantics, and an HTTP store for the presigned block URLs.
+package modaltest
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	pb "github.com/modal-labs/modal-client/go/proto/modal_proto"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/emptypb"
+)
+
+// Token the fake accepts.
+const (
+	TokenID     = "ak-test"
+	TokenSecret = "as-test"
+)
+
+type file struct {
+	blocks []string // hex SHA-256
+	size   uint64
+	mode   uint32
+	mtime  uint64
+}
+
+// Server is a running fake.
+type Server struct {
+	pb.UnimplementedModalClientServer
+	URL string // for MODAL_SERVER_URL
+
+	mu        sync.Mutex
+	volumes   map[string]string           // name -> id
+	files     map[string]map[string]*file // volume id -> path -> file
+	blocks    map[string][]byte           // hex SHA-256 -> data
+	failures  map[string]int              // method suffix -> Unavailable answers still to give
+	deny      bool
+	BlocksPut int // blocks uploaded over HTTP
+
+	grpc  *grpc.Server
+	http  *http.Server
+	blobs string // base URL of the block store
+	clock uint64
+}
+
+// Start serves a fake on the loopback. Close stops it.
+func Start() (*Server, error) {
+	s := &Server{volumes: map[string]string{}, files: map[string]map[string]*file{}, blocks: map[string][]byte{},
+		failures: map[string]int{}, clock: uint64(time.Now().Unix())}
+	gl, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	hl, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		gl.Close()
+		return nil, err
+	}
+	s.grpc = grpc.NewServer(grpc.UnaryInterceptor(s.check), grpc.StreamInterceptor(s.checkStream))
+	pb.RegisterModalClientServer(s.grpc, s)
+	s.http = &http.Server{Handler: http.HandlerFunc(s.serveBlock)}
+	s.URL = "http://" + gl.Addr().String()
+	s.blobs = "http://" + hl.Addr().String()
+	go s.grpc.Serve(gl)
+	go s.http.Serve(hl)
+	return s, nil
+}
+
+// Close stops the fake.
+func (s *Server) Close() {
+	s.grpc.Stop()
+	s.http.Close()
+}
+
+// FailNext makes the next n calls of method (e.g. "VolumePutFiles2") answer Unavailable.
+func (s *Server) FailNext(method string, n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.failures[method] = n
+}
+
+// Deny makes every call answer PermissionDenied.
+func (s *Server) Deny(on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.deny = on
+}
+
+// Files lists the paths of a volume, sorted.
+func (s *Server) Files(name string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for p := range s.files[s.volumes[name]] {
+		out = append(out, p)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Write stores a file in a volume as a sandbox's write would (durable when the sandbox ends), with a new mtime.
+func (s *Server) Write(name, path string, data []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f := &file{size: uint64(len(data)), mode: 0o644, mtime: s.tick()}
+	for off := 0; off < len(data) || off == 0; off += 8 << 20 {
+		end := min(off+8<<20, len(data))
+		sum := sha256.Sum256(data[off:end])
+		h := hex.EncodeToString(sum[:])
+		s.blocks[h] = append([]byte(nil), data[off:end]...)
+		f.blocks = append(f.blocks, h)
+		if end == len(data) {
+			break
+		}
+	}
+	s.files[s.volumes[name]][strings.TrimPrefix(path, "/")] = f
+}
+
+// Remove deletes a file from a volume, as a sandbox's rm would.
+func (s *Server) Remove(name, path string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.files[s.volumes[name]], path)
+}
+
+// Read returns a file's content from a volume.
+func (s *Server) Read(name, path string) ([]byte, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f, ok := s.files[s.volumes[name]][path]
+	if !ok {
+		return nil, false
+	}
+	var out []byte
+	for _, h := range f.blocks {
+		out = append(out, s.blocks[h]...)
+	}
+	return out, true
+}
+
+func (s *Server) tick() uint64 { s.clock++; return s.clock }
+
+// check enforces the credentials and injected failures, as Modal's front end would.
+func (s *Server) check(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	if err := s.gate(ctx, info.FullMethod); err != nil {
+		return nil, err
+	}
+	return handler(ctx, req)
+}
+
+func (s *Server) checkStream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	if err := s.gate(ss.Context(), info.FullMethod); err != nil {
+		return err
+	}
+	return handler(srv, ss)
+}
+
+func (s *Server) gate(ctx context.Context, method string) error {
+	md, _ := metadata.FromIncomingContext(ctx)
+	if first(md, "x-modal-token-id") != TokenID || first(md, "x-modal-token-secret") != TokenSecret {
+		return status.Error(codes.Unauthenticated, "invalid token")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.deny {
+		return status.Error(codes.PermissionDenied, "this token may not use the workspace")
+	}
+	name := method[strings.LastIndex(method, "/")+1:]
+	if s.failures[name] > 0 {
+		s.failures[name]--
+		return status.Error(codes.Unavailable, "try again")
+	}
+	return nil
+}
+
+func first(md metadata.MD, k string) string {
+	if v := md.Get(k); len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
+func (s *Server) VolumeGetOrCreate(ctx context.Context, req *pb.VolumeGetOrCreateRequest) (*pb.VolumeGetOrCreateResponse, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	id, ok := s.volumes[req.GetDeploymentName()]
+	if !ok {
+		if req.GetObjectCreationType() != pb.ObjectCreationType_OBJECT_CREATION_TYPE_CREATE_IF_MISSING {
+			return nil, status.Errorf(codes.NotFound, "Volume %q not found", req.GetDeploymentName())
+		}
+		id = fmt.Sprintf("vo-%d", len(s.volumes)+1)
+		s.volumes[req.GetDeploymentName()] = id
+		s.files[id] = map[string]*file{}
+	}
+	meta := pb.VolumeMetadata_builder{Version: pb.VolumeFsVersion_VOLUME_FS_VERSION_V2}.Build()
+	return pb.VolumeGetOrCreateResponse_builder{VolumeId: id, Version: pb.VolumeFsVersion_VOLUME_FS_VERSION_V2, Metadata: meta}.Build(), nil
+}
+
+// VolumePutFiles2 answers with the blocks it lacks and their upload URLs; once every block is there (each with
+// the upload's response as proof), the files are committed.
+func (s *Server) VolumePutFiles2(ctx context.Context, req *pb.VolumePutFiles2Request) (*pb.VolumePutFiles2Response, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	vol, ok := s.files[req.GetVolumeId()]
+	if !ok {
+		return nil, status.Error(codes.NotFound, "no such volume")
+	}
+	var missing []*pb.VolumePutFiles2Response_MissingBlock
+	for fi, f := range req.GetFiles() {
+		for bi, b := range f.GetBlocks() {
+			h := hex.EncodeToString(b.GetContentsSha256())
+			if _, have := s.blocks[h]; have && (len(b.GetPutResponse()) == 0 || string(b.GetPutResponse()) == "stored "+h) {
+				continue
+			}
+			missing = append(missing, pb.VolumePutFiles2Response_MissingBlock_builder{
+				FileIndex: uint64(fi), BlockIndex: uint64(bi), PutUrl: s.blobs + "/blocks/" + h}.Build())
+		}
+	}
+	if len(missing) > 0 {
+		return pb.VolumePutFiles2Response_builder{MissingBlocks: missing}.Build(), nil
+	}
+	for _, f := range req.GetFiles() {
+		nf := &file{size: f.GetSize(), mode: f.GetMode(), mtime: s.tick()}
+		for _, b := range f.GetBlocks() {
+			nf.blocks = append(nf.blocks, hex.EncodeToString(b.GetContentsSha256()))
+		}
+		vol[strings.TrimPrefix(f.GetPath(), "/")] = nf
+	}
+	return pb.VolumePutFiles2Response_builder{}.Build(), nil
+}
+
+func (s *Server) VolumeGetFile2(ctx context.Context, req *pb.VolumeGetFile2Request) (*pb.VolumeGetFile2Response, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f, ok := s.files[req.GetVolumeId()][strings.TrimPrefix(req.GetPath(), "/")]
+	if !ok {
+		return nil, status.Errorf(codes.NotFound, "%s not found", req.GetPath())
+	}
+	urls := make([]string, len(f.blocks))
+	for i, h := range f.blocks {
+		urls[i] = s.blobs + "/blocks/" + h
+	}
+	return pb.VolumeGetFile2Response_builder{GetUrls: urls, Size: f.size, Len: f.size}.Build(), nil
+}
+
+func (s *Server) VolumeListFiles2(req *pb.VolumeListFiles2Request, stream grpc.ServerStreamingServer[pb.VolumeListFiles2Response]) error {
+	s.mu.Lock()
+	prefix := strings.Trim(req.GetPath(), "/")
+	var entries []*pb.FileEntry
+	for p, f := range s.files[req.GetVolumeId()] {
+		if prefix != "" && !strings.HasPrefix(p, prefix+"/") {
+			continue
+		}
+		entries = append(entries, pb.FileEntry_builder{Path: p, Type: pb.FileEntry_FILE, Size: f.size, Mtime: f.mtime}.Build())
+	}
+	s.mu.Unlock()
+	for len(entries) > 0 { // several messages, as a large listing streams
+		n := min(100, len(entries))
+		if err := stream.Send(pb.VolumeListFiles2Response_builder{Entries: entries[:n]}.Build()); err != nil {
+			return err
+		}
+		entries = entries[n:]
+	}
+	return nil
+}
+
+func (s *Server) VolumeRemoveFile2(ctx context.Context, req *pb.VolumeRemoveFile2Request) (*emptypb.Empty, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	vol := s.files[req.GetVolumeId()]
+	p := strings.TrimPrefix(req.GetPath(), "/")
+	if _, ok := vol[p]; !ok {
+		return nil, status.Errorf(codes.NotFound, "%s not found", p)
+	}
+	delete(vol, p)
+	return &emptypb.Empty{}, nil
+}
+
+// serveBlock is the presigned-URL block store: PUT stores a block (checking its hash), GET returns it.
+func (s *Server) serveBlock(w http.ResponseWriter, r *http.Request) {
+	h := strings.TrimPrefix(r.URL.Path, "/blocks/")
+	switch r.Method {
+	case http.MethodPut:
+		data, err := io.ReadAll(r.Body)
+		sum := sha256.Sum256(data)
+		if err != nil || hex.EncodeToString(sum[:]) != h {
+			http.Error(w, "content does not match its hash", http.StatusBadRequest)
+			return
+		}
+		s.mu.Lock()
+		s.blocks[h] = data
+		s.BlocksPut++
+		s.mu.Unlock()
+		fmt.Fprint(w, "stored "+h)
+	case http.MethodGet:
+		s.mu.Lock()
+		data, ok := s.blocks[h]
+		s.mu.Unlock()
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		w.Write(data)
+	default:
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+	}
+}

@@ -1,0 +1,423 @@
+package modal
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	modalsdk "github.com/modal-labs/modal-client/go"
+	pb "github.com/modal-labs/modal-client/go/proto/modal_proto"
+	"golang.org/x/sync/errgroup"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/sessionfs/sessionfs/layout"
+)
+
+// VolumeName is the session's Volume: a valid Modal name (at most 64 characters of [A-Za-z0-9._-]) derived from
+// the id; a long id keeps its start and gets a hash of the whole.
+func VolumeName(id string) string {
+	name := "sessionfs-" + id
+	if len(name) <= 64 {
+		return name
+	}
+	sum := sha256.Sum256([]byte(id))
+	return name[:55] + "-" + hex.EncodeToString(sum[:])[:8]
+}
+
+// Syncer moves one session between the store and its Volume.
+type Syncer struct {
+	client   *Client
+	store    *layout.Store
+	id       string
+	root     string
+	http     *http.Client
+	volumeID string
+	// Progress is told of uploaded and downloaded bytes; it may be nil.
+	Progress func(n int64)
+}
+
+// NewSyncer opens (creating if missing) the session's v2 Volume through the SDK.
+func NewSyncer(ctx context.Context, c *Client, store *layout.Store, id string) (*Syncer, error) {
+	if _, err := store.Get(id); err != nil {
+		return nil, err
+	}
+	vol, err := c.SDK.Volumes.FromName(ctx, VolumeName(id), &modalsdk.VolumeFromNameParams{
+		Environment: c.Config.Environment, CreateIfMissing: true, Version: 2})
+	if err != nil {
+		return nil, Explain(err, c.Config)
+	}
+	return &Syncer{client: c, store: store, id: id, root: store.Dir(id), volumeID: vol.VolumeID,
+		http: &http.Client{Timeout: 5 * time.Minute}}, nil
+}
+
+// PushReport says what a push did.
+type PushReport struct {
+	Files, Blocks, Deleted int
+	Bytes                  int64
+}
+
+// Push makes the Volume hold the session as it is: files changed since the last agreed state are offered block
+// by block and only the blocks the Volume lacks are uploaded (in parallel, with retries); files removed locally
+// are removed from the Volume.
+func (s *Syncer) Push(ctx context.Context) (PushReport, error) {
+	var rep PushReport
+	mp := manifestPath(s.store, s.id)
+	m, err := loadManifest(mp)
+	if err != nil {
+		return rep, err
+	}
+	local, err := walk(s.root)
+	if err != nil {
+		return rep, err
+	}
+	changed := map[string]localFile{}
+	for rel, lf := range local {
+		if base, ok := m.Files[rel]; !ok || base.Size != lf.Size || base.Mtime != lf.Mtime {
+			changed[rel] = lf
+		}
+	}
+	var mu sync.Mutex
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(4)
+	for rel, lf := range changed {
+		g.Go(func() error {
+			blocks, sent, n, err := s.putFile(gctx, rel, lf)
+			if err != nil {
+				return fmt.Errorf("push %s: %w", rel, Explain(err, s.client.Config))
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			m.Files[rel] = Entry{Size: lf.Size, Mtime: lf.Mtime, Mode: lf.Mode, Blocks: blocks}
+			rep.Files++
+			rep.Blocks += sent
+			rep.Bytes += n
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return rep, err
+	}
+	for rel := range m.Files {
+		if _, ok := local[rel]; ok {
+			continue
+		}
+		_, err := s.client.CP.VolumeRemoveFile2(ctx, pb.VolumeRemoveFile2Request_builder{VolumeId: s.volumeID, Path: rel}.Build())
+		if err != nil && !isNotFound(err) {
+			return rep, fmt.Errorf("remove %s from the Volume: %w", rel, Explain(err, s.client.Config))
+		}
+		delete(m.Files, rel)
+		rep.Deleted++
+	}
+	if err := s.recordRemote(ctx, m); err != nil {
+		return rep, err
+	}
+	m.Volume = s.volumeID
+	return rep, m.save(mp)
+}
+
+// putFile offers a file's blocks and uploads those the Volume asks for; it returns the block hashes and how many
+// blocks and bytes were sent.
+func (s *Syncer) putFile(ctx context.Context, rel string, lf localFile) ([]string, int, int64, error) {
+	p := filepath.Join(s.root, filepath.FromSlash(rel))
+	hashes, err := hashBlocks(p)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	blocks := make([]*pb.VolumePutFiles2Request_Block, len(hashes))
+	for i, h := range hashes {
+		sum, _ := hex.DecodeString(h)
+		blocks[i] = pb.VolumePutFiles2Request_Block_builder{ContentsSha256: sum}.Build()
+	}
+	file := pb.VolumePutFiles2Request_File_builder{Path: rel, Size: uint64(lf.Size), Mode: &lf.Mode, Blocks: blocks}.Build()
+	req := pb.VolumePutFiles2Request_builder{VolumeId: s.volumeID, Files: []*pb.VolumePutFiles2Request_File{file}}.Build()
+	sent, n := 0, int64(0)
+	for round := 0; round < 3; round++ {
+		resp, err := s.client.CP.VolumePutFiles2(ctx, req)
+		if err != nil {
+			return nil, sent, n, err
+		}
+		missing := resp.GetMissingBlocks()
+		if len(missing) == 0 {
+			return hashes, sent, n, nil
+		}
+		var mu sync.Mutex
+		g, gctx := errgroup.WithContext(ctx)
+		g.SetLimit(8)
+		for _, mb := range missing {
+			g.Go(func() error {
+				data, err := readBlock(p, int(mb.GetBlockIndex()))
+				if err != nil {
+					return err
+				}
+				body, err := s.putBlock(gctx, mb.GetPutUrl(), data)
+				if err != nil {
+					return err
+				}
+				mu.Lock()
+				blocks[mb.GetBlockIndex()].SetPutResponse(body)
+				sent++
+				n += int64(len(data))
+				mu.Unlock()
+				if s.Progress != nil {
+					s.Progress(int64(len(data)))
+				}
+				return nil
+			})
+		}
+		if err := g.Wait(); err != nil {
+			return nil, sent, n, err
+		}
+	}
+	return nil, sent, n, errors.New("the Volume kept asking for the same blocks")
+}
+
+// putBlock uploads one block to its presigned URL, retrying with backoff, and returns the response body, which
+// the Volume wants back as proof of the upload.
+func (s *Syncer) putBlock(ctx context.Context, url string, data []byte) ([]byte, error) {
+	var last error
+	delay := 200 * time.Millisecond
+	for attempt := 0; attempt < 5; attempt++ {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPut, url, bytes.NewReader(data))
+		if err != nil {
+			return nil, err
+		}
+		resp, err := s.http.Do(req)
+		if err == nil {
+			body, rerr := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if rerr == nil && resp.StatusCode/100 == 2 {
+				return body, nil
+			}
+			err = fmt.Errorf("block upload: %s", resp.Status)
+		}
+		last = err
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(delay):
+		}
+		delay *= 2
+	}
+	return nil, last
+}
+
+// remoteFile is a file as the Volume lists it.
+type remoteFile struct {
+	Size  uint64
+	Mtime uint64
+}
+
+func (s *Syncer) listRemote(ctx context.Context) (map[string]remoteFile, error) {
+	stream, err := s.client.CP.VolumeListFiles2(ctx, pb.VolumeListFiles2Request_builder{VolumeId: s.volumeID, Path: "/", Recursive: true}.Build())
+	if err != nil {
+		return nil, Explain(err, s.client.Config)
+	}
+	out := map[string]remoteFile{}
+	for {
+		resp, err := stream.Recv()
+		if err == io.EOF {
+			return out, nil
+		}
+		if err != nil {
+			return nil, Explain(err, s.client.Config)
+		}
+		for _, e := range resp.GetEntries() {
+			if e.GetType() == pb.FileEntry_FILE {
+				out[strings.TrimPrefix(e.GetPath(), "/")] = remoteFile{Size: e.GetSize(), Mtime: e.GetMtime()}
+			}
+		}
+	}
+}
+
+// recordRemote notes the Volume's view (its mtimes) of every agreed file, for the next three-way comparison.
+func (s *Syncer) recordRemote(ctx context.Context, m *Manifest) error {
+	remote, err := s.listRemote(ctx)
+	if err != nil {
+		return err
+	}
+	for rel, e := range m.Files {
+		if r, ok := remote[rel]; ok {
+			e.RemoteMtime = r.Mtime
+			m.Files[rel] = e
+		}
+	}
+	return nil
+}
+
+// PullReport says what a pull did.
+type PullReport struct {
+	Applied, Deleted, Conflicts, Folded int
+}
+
+// Pull brings the Volume's changes into the store by a three-way comparison of the Volume, the last agreed state
+// and the store. A file changed on both sides takes the Volume's (the run's) version, and the local one is kept
+// beside it as <name>.sessionfs-conflict-<run>: nothing is lost. Each file is replaced atomically, so the mount
+// shows it whole at once. Transcript folders the run made for other cwds are folded into the canonical one.
+func (s *Syncer) Pull(ctx context.Context, run string) (PullReport, error) {
+	var rep PullReport
+	mp := manifestPath(s.store, s.id)
+	m, err := loadManifest(mp)
+	if err != nil {
+		return rep, err
+	}
+	remote, err := s.listRemote(ctx)
+	if err != nil {
+		return rep, err
+	}
+	local, err := walk(s.root)
+	if err != nil {
+		return rep, err
+	}
+	for rel, r := range remote {
+		base, known := m.Files[rel]
+		if known && r.Size == uint64(base.Size) && r.Mtime == base.RemoteMtime {
+			continue // the Volume did not change it
+		}
+		lf, exists := local[rel]
+		localChanged := exists && (!known || lf.Size != base.Size || lf.Mtime != base.Mtime)
+		dst := filepath.Join(s.root, filepath.FromSlash(rel))
+		if localChanged {
+			if err := os.Rename(dst, dst+".sessionfs-conflict-"+run); err != nil {
+				return rep, err
+			}
+			rep.Conflicts++
+		}
+		if err := s.download(ctx, rel, dst); err != nil {
+			return rep, err
+		}
+		e, err := s.entryOf(dst)
+		if err != nil {
+			return rep, err
+		}
+		e.RemoteMtime = r.Mtime
+		m.Files[rel] = e
+		rep.Applied++
+	}
+	for rel, base := range m.Files {
+		if _, ok := remote[rel]; ok {
+			continue
+		}
+		// The run removed it: remove it here too, unless it changed here since (then it is kept, and pushed).
+		lf, exists := local[rel]
+		if exists && lf.Size == base.Size && lf.Mtime == base.Mtime {
+			if err := os.Remove(filepath.Join(s.root, filepath.FromSlash(rel))); err != nil {
+				return rep, err
+			}
+			rep.Deleted++
+		}
+		delete(m.Files, rel)
+	}
+	folded, err := s.fold(ctx, m, run)
+	if err != nil {
+		return rep, err
+	}
+	rep.Folded = folded
+	m.Volume = s.volumeID
+	return rep, m.save(mp)
+}
+
+// fold moves transcripts under .claude/projects/<other>/ into the canonical folder: a run whose cwd was not
+// /session/workspace filed them there. They leave the Volume's other folder too, so they are folded once.
+func (s *Syncer) fold(ctx context.Context, m *Manifest, run string) (int, error) {
+	const projects = ".claude/projects/"
+	canonical := projects + layout.CanonicalProject + "/"
+	n := 0
+	for rel := range m.Files {
+		if !strings.HasPrefix(rel, projects) || strings.HasPrefix(rel, canonical) {
+			continue
+		}
+		rest := strings.TrimPrefix(rel, projects)
+		_, inner, ok := strings.Cut(rest, "/")
+		if !ok {
+			continue
+		}
+		src := filepath.Join(s.root, filepath.FromSlash(rel))
+		dst := filepath.Join(s.root, filepath.FromSlash(canonical+inner))
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return n, err
+		}
+		if _, err := os.Lstat(dst); err == nil {
+			dst += ".sessionfs-conflict-" + run
+		}
+		if err := os.Rename(src, dst); err != nil {
+			return n, err
+		}
+		_, err := s.client.CP.VolumeRemoveFile2(ctx, pb.VolumeRemoveFile2Request_builder{VolumeId: s.volumeID, Path: rel}.Build())
+		if err != nil && !isNotFound(err) {
+			return n, Explain(err, s.client.Config)
+		}
+		delete(m.Files, rel)
+		_ = os.Remove(filepath.Dir(src)) // the other folder, once empty
+		n++
+	}
+	return n, nil
+}
+
+// download fetches a file's blocks in order into a temporary file beside dst and renames it over dst.
+func (s *Syncer) download(ctx context.Context, rel, dst string) error {
+	resp, err := s.client.CP.VolumeGetFile2(ctx, pb.VolumeGetFile2Request_builder{VolumeId: s.volumeID, Path: rel}.Build())
+	if err != nil {
+		return fmt.Errorf("pull %s: %w", rel, Explain(err, s.client.Config))
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(dst), "."+path.Base(rel)+".pull-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	for _, url := range resp.GetGetUrls() {
+		if err := s.getBlock(ctx, url, tmp); err != nil {
+			tmp.Close()
+			return fmt.Errorf("pull %s: %w", rel, err)
+		}
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), dst)
+}
+
+func (s *Syncer) getBlock(ctx context.Context, url string, w io.Writer) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := s.http.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("block download: %s", resp.Status)
+	}
+	n, err := io.Copy(w, resp.Body)
+	if s.Progress != nil {
+		s.Progress(n)
+	}
+	return err
+}
+
+func (s *Syncer) entryOf(p string) (Entry, error) {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return Entry{}, err
+	}
+	blocks, err := hashBlocks(p)
+	return Entry{Size: fi.Size(), Mtime: fi.ModTime().UnixNano(), Mode: uint32(fi.Mode().Perm()), Blocks: blocks}, err
+}
+
+func isNotFound(err error) bool { return status.Code(err) == codes.NotFound }

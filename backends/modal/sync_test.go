@@ -1,0 +1,222 @@
+package modal
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sessionfs/sessionfs/backends/modal/modaltest"
+	"github.com/sessionfs/sessionfs/layout"
+)
+
+type fixture struct {
+	fake  *modaltest.Server
+	store *layout.Store
+	sync  *Syncer
+	dir   string
+}
+
+func setup(t *testing.T) *fixture {
+	t.Helper()
+	fake, err := modaltest.Start()
+	require.NoError(t, err)
+	t.Cleanup(fake.Close)
+	store, err := layout.OpenStore(t.TempDir())
+	require.NoError(t, err)
+	_, err = store.Create("s1", layout.CreateOptions{})
+	require.NoError(t, err)
+	c, err := Dial(Config{ServerURL: fake.URL, TokenID: modaltest.TokenID, TokenSecret: modaltest.TokenSecret})
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	s, err := NewSyncer(context.Background(), c, store, "s1")
+	require.NoError(t, err)
+	return &fixture{fake: fake, store: store, sync: s, dir: store.Dir("s1")}
+}
+
+func (f *fixture) write(t *testing.T, rel string, data []byte) {
+	t.Helper()
+	p := filepath.Join(f.dir, rel)
+	require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+	require.NoError(t, os.WriteFile(p, data, 0o644))
+}
+
+func (f *fixture) read(t *testing.T, rel string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(f.dir, rel))
+	require.NoError(t, err)
+	return string(b)
+}
+
+const transcript = ".claude/projects/-session-workspace/u1.jsonl"
+
+func TestPushIsIncrementalByBlock(t *testing.T) {
+	f := setup(t)
+	ctx := context.Background()
+	f.write(t, "workspace/a.txt", []byte("a"))
+	f.write(t, transcript, []byte(`{"type":"user"}`+"\n"))
+	big := bytes.Repeat([]byte("0123456789abcdef"), (20<<20)/16) // 20 MiB: 3 blocks
+	f.write(t, "workspace/big.bin", big)
+
+	rep, err := f.sync.Push(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 4, rep.Files, "a.txt, the transcript, big.bin and session.json")
+	assert.Equal(t, 6, f.fake.BlocksPut, "3 blocks of big.bin, 1 each for the others")
+	vol := VolumeName("s1")
+	assert.Contains(t, f.fake.Files(vol), transcript)
+	got, ok := f.fake.Read(vol, "workspace/big.bin")
+	require.True(t, ok)
+	assert.Equal(t, big, got)
+
+	rep, err = f.sync.Push(ctx)
+	require.NoError(t, err)
+	assert.Zero(t, rep.Files, "nothing changed, nothing sent")
+
+	// An appended transcript costs one block; a grown big file only its changed last block.
+	fh, err := os.OpenFile(filepath.Join(f.dir, transcript), os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = fh.WriteString(`{"type":"assistant"}` + "\n")
+	require.NoError(t, err)
+	require.NoError(t, fh.Close())
+	before := f.fake.BlocksPut
+	rep, err = f.sync.Push(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 1, rep.Files)
+	assert.Equal(t, 1, f.fake.BlocksPut-before, "exactly one block for an appended transcript")
+	f.write(t, "workspace/big.bin", append(big, []byte("tail")...))
+	before = f.fake.BlocksPut
+	_, err = f.sync.Push(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 1, f.fake.BlocksPut-before, "the first two 8 MiB blocks are already there")
+
+	// A local deletion reaches the Volume.
+	require.NoError(t, os.Remove(filepath.Join(f.dir, "workspace/a.txt")))
+	rep, err = f.sync.Push(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 1, rep.Deleted)
+	assert.NotContains(t, f.fake.Files(vol), "workspace/a.txt")
+}
+
+func TestPullThreeWay(t *testing.T) {
+	f := setup(t)
+	ctx := context.Background()
+	vol := VolumeName("s1")
+	f.write(t, transcript, []byte("line1\n"))
+	f.write(t, "workspace/both.txt", []byte("base"))
+	f.write(t, "workspace/gone.txt", []byte("x"))
+	f.write(t, "workspace/keep-local.txt", []byte("x"))
+	_, err := f.sync.Push(ctx)
+	require.NoError(t, err)
+
+	// The run (a sandbox) appends to the transcript, writes a file, removes two, and edits a file we edit too.
+	f.fake.Write(vol, transcript, []byte("line1\nline2\n"))
+	f.fake.Write(vol, "workspace/new.txt", []byte("made by the run"))
+	f.fake.Remove(vol, "workspace/gone.txt")
+	f.fake.Remove(vol, "workspace/keep-local.txt")
+	f.fake.Write(vol, "workspace/both.txt", []byte("theirs"))
+	f.write(t, "workspace/both.txt", []byte("ours"))
+	f.write(t, "workspace/keep-local.txt", []byte("changed here since"))
+	f.fake.Write(vol, ".claude/projects/-home-u-proj/u2.jsonl", []byte("from another cwd\n"))
+
+	rep, err := f.sync.Pull(ctx, "run1")
+	require.NoError(t, err)
+	assert.Equal(t, "line1\nline2\n", f.read(t, transcript))
+	assert.Equal(t, "made by the run", f.read(t, "workspace/new.txt"))
+	assert.NoFileExists(t, filepath.Join(f.dir, "workspace/gone.txt"))
+	assert.Equal(t, "changed here since", f.read(t, "workspace/keep-local.txt"), "a local change is never lost")
+	assert.Equal(t, "theirs", f.read(t, "workspace/both.txt"), "the run's version wins")
+	assert.Equal(t, "ours", f.read(t, "workspace/both.txt.sessionfs-conflict-run1"), "ours is kept beside it")
+	assert.Equal(t, 1, rep.Conflicts)
+	assert.Equal(t, "from another cwd\n", f.read(t, ".claude/projects/-session-workspace/u2.jsonl"), "folded into the canonical folder")
+	assert.NoDirExists(t, filepath.Join(f.dir, ".claude/projects/-home-u-proj"))
+	assert.NotContains(t, f.fake.Files(vol), ".claude/projects/-home-u-proj/u2.jsonl")
+	assert.Equal(t, 1, rep.Folded)
+
+	rep, err = f.sync.Pull(ctx, "run2")
+	require.NoError(t, err)
+	assert.Equal(t, PullReport{}, rep, "a second pull has nothing to do")
+	// The next push agrees the rest: the kept local file, the conflict copy, the folded transcript.
+	_, err = f.sync.Push(ctx)
+	require.NoError(t, err)
+	got, _ := f.fake.Read(vol, "workspace/keep-local.txt")
+	assert.Equal(t, "changed here since", string(got))
+	assert.Contains(t, f.fake.Files(vol), ".claude/projects/-session-workspace/u2.jsonl")
+}
+
+func TestErrors(t *testing.T) {
+	f := setup(t)
+	ctx := context.Background()
+	f.write(t, "workspace/a.txt", []byte("a"))
+	f.fake.FailNext("VolumePutFiles2", 2)
+	_, err := f.sync.Push(ctx)
+	require.NoError(t, err, "Unavailable is retried")
+
+	f.fake.Deny(true)
+	f.write(t, "workspace/b.txt", []byte("b"))
+	_, err = f.sync.Push(ctx)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "Modal refused the credentials")
+	assert.NotContains(t, err.Error(), "\n")
+	f.fake.Deny(false)
+
+	c, err := Dial(Config{ServerURL: f.fake.URL, TokenID: "wrong", TokenSecret: "wrong"})
+	require.NoError(t, err)
+	defer c.Close()
+	_, err = NewSyncer(ctx, c, f.store, "s1")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "refused the credentials")
+
+	dead, err := Dial(Config{ServerURL: "http://127.0.0.1:1", TokenID: "x", TokenSecret: "y"})
+	require.NoError(t, err)
+	defer dead.Close()
+	_, err = NewSyncer(ctx, dead, f.store, "s1")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "cannot reach Modal at http://127.0.0.1:1")
+}
+
+func TestVolumeName(t *testing.T) {
+	assert.Equal(t, "sessionfs-fix-login", VolumeName("fix-login"))
+	long1, long2 := VolumeName(strings.Repeat("a", 128)), VolumeName(strings.Repeat("a", 127)+"b")
+	assert.LessOrEqual(t, len(long1), 64)
+	assert.NotEqual(t, long1, long2)
+	assert.Regexp(t, `^[A-Za-z0-9._-]+$`, long1)
+}
+
+func TestLoadConfig(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "modal.toml")
+	require.NoError(t, os.WriteFile(p, []byte(`
+[other]
+token_id = "ak-other"
+token_secret = "as-other"
+
+[work]
+token_id = "ak-work"
+token_secret = "as-work"
+server_url = "http://127.0.0.1:9"
+active = true
+`), 0o600))
+	t.Setenv("MODAL_CONFIG_PATH", p)
+	for _, k := range []string{"MODAL_TOKEN_ID", "MODAL_TOKEN_SECRET", "MODAL_SERVER_URL", "MODAL_PROFILE", "MODAL_ENVIRONMENT"} {
+		t.Setenv(k, "")
+	}
+	cfg, err := LoadConfig()
+	require.NoError(t, err)
+	assert.Equal(t, Config{ServerURL: "http://127.0.0.1:9", TokenID: "ak-work", TokenSecret: "as-work"}, cfg)
+	t.Setenv("MODAL_PROFILE", "other")
+	t.Setenv("MODAL_TOKEN_SECRET", "from-env")
+	cfg, err = LoadConfig()
+	require.NoError(t, err)
+	assert.Equal(t, "ak-other", cfg.TokenID)
+	assert.Equal(t, "from-env", cfg.TokenSecret, "the environment wins")
+	t.Setenv("MODAL_CONFIG_PATH", filepath.Join(dir, "none.toml"))
+	t.Setenv("MODAL_PROFILE", "")
+	t.Setenv("MODAL_TOKEN_SECRET", "")
+	_, err = LoadConfig()
+	assert.ErrorIs(t, err, ErrNoCredentials)
+}

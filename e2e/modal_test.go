@@ -1,0 +1,56 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sessionfs/sessionfs/backends/modal"
+	"github.com/sessionfs/sessionfs/backends/modal/modaltest"
+)
+
+// TestModalSyncThroughMount: push a session to its Volume through the real SDK and the fake control plane, let
+// "the run" change the Volume, pull: the store and the mount show the run's changes at once.
+func TestModalSyncThroughMount(t *testing.T) {
+	fake, err := modaltest.Start()
+	require.NoError(t, err)
+	defer fake.Close()
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	m := mount(t, store)
+	env := []string{"MODAL_SERVER_URL=" + fake.URL, "MODAL_TOKEN_ID=" + modaltest.TokenID,
+		"MODAL_TOKEN_SECRET=" + modaltest.TokenSecret, "MODAL_CONFIG_PATH=" + filepath.Join(t.TempDir(), "none.toml")}
+	const rel = ".claude/projects/-session-workspace/u1.jsonl"
+	viaMount := filepath.Join(m.session("s1"), ".claude", "projects", "-some-cwd", "u1.jsonl")
+	require.NoError(t, os.WriteFile(viaMount, []byte("{\"n\":1}\n"), 0o600))
+
+	r := cliIn(t, store, "", env, "sync", "push", "s1")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "to Volume "+modal.VolumeName("s1"))
+	assert.Contains(t, fake.Files(modal.VolumeName("s1")), rel)
+
+	fake.Write(modal.VolumeName("s1"), rel, []byte("{\"n\":1}\n{\"n\":2}\n"))
+	fake.Write(modal.VolumeName("s1"), "workspace/out.txt", []byte("made in the sandbox"))
+	r = cliIn(t, store, "", env, "sync", "pull", "s1")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "pulled 2 files")
+	within100ms(t, "a pulled transcript through an alias", func() bool {
+		b, err := os.ReadFile(viaMount)
+		return err == nil && strings.Count(string(b), "\n") == 2
+	})
+	b, err := os.ReadFile(filepath.Join(m.session("s1"), "workspace", "out.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, "made in the sandbox", string(b))
+
+	bad := append(env, "MODAL_TOKEN_SECRET=wrong")
+	r = cliIn(t, store, "", bad, "sync", "push", "s1")
+	assert.NotEqual(t, 0, r.code)
+	assert.Contains(t, r.stderr, "Modal refused the credentials")
+	assert.Equal(t, 1, strings.Count(strings.TrimSpace(r.stderr), "\n")+1)
+	r = cliIn(t, store, "", []string{"MODAL_CONFIG_PATH=/nonexistent", "MODAL_TOKEN_ID=", "MODAL_TOKEN_SECRET="}, "sync", "push", "s1")
+	assert.Contains(t, r.stderr, "no Modal credentials")
+}
