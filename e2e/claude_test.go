@@ -162,3 +162,26 @@ func TestSubagentVisibleThroughEveryAlias(t *testing.T) {
 	_, err = os.Stat(filepath.Join(cfg, "projects", "not.a.claude.name"))
 	assert.ErrorIs(t, err, os.ErrNotExist, "names outside Claude's alphabet do not exist")
 }
+
+// TestUnmountedHistoryIsFoldedIn: a conversation made while the store was not mounted (Claude filed it under the
+// store path's folder) resumes from any cwd once the store is mounted.
+func TestUnmountedHistoryIsFoldedIn(t *testing.T) {
+	claude := claudeBin(t)
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	api := stub(t, "127.0.0.1:0")
+	ws := filepath.Join(store, "sessions", "s1", "workspace")
+	out, err := claudeRun(t, claude, api.URL, filepath.Join(store, "sessions", "s1", ".claude"), ws, "-p", "before the mount")
+	require.NoError(t, err, out)
+	files := transcripts(t, filepath.Join(store, "sessions", "s1", ".claude", "projects", claudeName(ws)))
+	require.Len(t, files, 1)
+	uuid := strings.TrimSuffix(filepath.Base(files[0]), ".jsonl")
+
+	m := mount(t, store)
+	out, err = claudeRun(t, claude, api.URL, filepath.Join(m.session("s1"), ".claude"), t.TempDir(), "-p", "--resume", uuid, "after")
+	require.NoError(t, err, out)
+	assert.NotContains(t, out, "No conversation found")
+	canonical := filepath.Join(store, "sessions", "s1", ".claude", "projects", "-session-workspace")
+	require.Len(t, transcripts(t, canonical), 1, "folded into the canonical folder and resumed there")
+	assert.NoDirExists(t, filepath.Join(store, "sessions", "s1", ".claude", "projects", claudeName(ws)))
+}

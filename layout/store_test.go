@@ -215,3 +215,30 @@ func TestFullStore(t *testing.T) {
 	_, err = s.Get("keep")
 	assert.NoError(t, err, "what was there is kept")
 }
+
+func TestFoldProjects(t *testing.T) {
+	s := newStore(t)
+	_, err := s.Create("s", CreateOptions{})
+	require.NoError(t, err)
+	p := Derive(s.Dir("s"))
+	stray := filepath.Join(p.Projects, "-tmp-st-sessions-s-workspace")
+	require.NoError(t, os.MkdirAll(filepath.Join(stray, "u1", "subagents"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(stray, "u1.jsonl"), []byte("a"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(stray, "u1", "subagents", "agent-1.jsonl"), []byte("b"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(stray, "same.jsonl"), []byte("theirs"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(p.Canonical, "same.jsonl"), []byte("ours"), 0o600))
+
+	folded, err := FoldProjects(s.Dir("s"))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"-tmp-st-sessions-s-workspace"}, folded)
+	assert.NoDirExists(t, stray)
+	b, _ := os.ReadFile(filepath.Join(p.Canonical, "u1", "subagents", "agent-1.jsonl"))
+	assert.Equal(t, "b", string(b))
+	b, _ = os.ReadFile(filepath.Join(p.Canonical, "same.jsonl"))
+	assert.Equal(t, "ours", string(b))
+	b, _ = os.ReadFile(filepath.Join(p.Canonical, "same.jsonl.sessionfs-conflict-fold"))
+	assert.Equal(t, "theirs", string(b), "both are kept")
+	folded, err = FoldProjects(s.Dir("s"))
+	require.NoError(t, err)
+	assert.Empty(t, folded)
+}

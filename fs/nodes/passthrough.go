@@ -130,6 +130,9 @@ func (n *Node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs
 		return nil, fs.ToErrno(err)
 	}
 	if n.role == roleClaude && name == "projects" && st.Mode&syscall.S_IFMT == syscall.S_IFDIR {
+		if n.GetChild(name) == nil {
+			n.tree.fold(n.id) // first sight of this session's projects in this mount
+		}
 		pr := &Projects{tree: n.tree, id: n.id, dir: p}
 		ch := n.NewInode(ctx, pr, stableAttr(&st, gen, 0))
 		n.entry(out, &st, ch)

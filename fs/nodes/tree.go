@@ -70,3 +70,13 @@ func (t *Tree) trashTranscript(id, p string) syscall.Errno {
 	}
 	return storeErrno(t.Store.TrashTranscript(id, rel, time.Now()))
 }
+
+// fold moves transcripts filed under real folders of the session's projects (made while the store was not
+// mounted) into the canonical folder: through the mount every such name is a view of the canonical folder, and
+// would otherwise hide them. The folded names stay in use as aliases.
+func (t *Tree) fold(id string) {
+	folded, _ := layout.FoldProjects(t.Store.Dir(id))
+	for _, name := range folded {
+		t.used(id, name)
+	}
+}
