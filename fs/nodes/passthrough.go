@@ -228,13 +228,14 @@ func (n *Node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn,
 // writes do not cross the daemon. O_APPEND is dropped because the kernel computes append offsets itself.
 func (n *Node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
 	flags &^= syscall.O_APPEND | fuse.FMODE_EXEC
-	fd, err := syscall.Open(n.path(), int(flags)|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	p := n.path()
+	fd, err := syscall.Open(p, int(flags)|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, 0, fs.ToErrno(err)
 	}
 	if flags&syscall.O_ACCMODE != syscall.O_RDONLY {
 		killPriv(ctx, fd)
-		return n.tree.writer(n.path(), fd), 0, 0
+		return n.tree.writer(p, fd), 0, 0
 	}
 	return fs.NewLoopbackFile(fd), 0, 0
 }
