@@ -175,3 +175,35 @@ func TestReadOnlyMount(t *testing.T) {
 	err = os.Mkdir(filepath.Join(m.mnt, "sessions", "new"), 0o755)
 	assert.ErrorIs(t, err, syscall.EROFS)
 }
+
+// TestMountFUSEErrors: no /dev/fuse, or no permission to open it, gives one clear line each.
+func TestMountFUSEErrors(t *testing.T) {
+	need(t, os.Geteuid() == 0, "hiding /dev/fuse and switching users need root")
+	_, err := exec.LookPath("unshare")
+	need(t, err == nil, "unshare (util-linux) is missing")
+	store := t.TempDir()
+	mnt := filepath.Join(t.TempDir(), "mnt")
+	// A private mount namespace whose /dev has no fuse device.
+	cmd := exec.Command("unshare", "--mount", "--propagation", "private", "sh", "-c",
+		`mount -t tmpfs none /dev && exec "$0" mount "$1"`, bin, mnt)
+	cmd.Env = append(os.Environ(), "SESSIONFS_STORE="+store)
+	out, err := cmd.CombinedOutput()
+	require.Error(t, err)
+	assert.Equal(t, "sessionfs: FUSE is not available: /dev/fuse is missing (load the fuse module; in a container, pass --device /dev/fuse)\n", string(out))
+
+	fi, err := os.Stat("/dev/fuse")
+	require.NoError(t, err)
+	require.NoError(t, os.Chmod("/dev/fuse", 0o600))
+	defer os.Chmod("/dev/fuse", fi.Mode().Perm())
+	base, err := os.MkdirTemp("/tmp", "sessionfs-nofuse-")
+	require.NoError(t, err)
+	defer os.RemoveAll(base)
+	require.NoError(t, os.Chown(base, 65534, 65534))
+	cmd = exec.Command(bin, "mount", filepath.Join(base, "mnt"))
+	cmd.Env = append(os.Environ(), "SESSIONFS_STORE="+filepath.Join(base, "store"))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err = cmd.CombinedOutput()
+	require.Error(t, err)
+	assert.Contains(t, string(out), "no permission to open /dev/fuse")
+	assert.Equal(t, 1, strings.Count(strings.TrimSpace(string(out)), "\n")+1, "%s", out)
+}
