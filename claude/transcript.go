@@ -213,6 +213,25 @@ func Conversations(dir string) ([]Conversation, error) {
 	return out, nil
 }
 
+// CountConversations counts the conversations of a session's projects folder without reading them: listing
+// thousands of sessions must not parse every transcript.
+func CountConversations(projectsDir string) int {
+	seen := map[string]bool{}
+	folders, _ := os.ReadDir(projectsDir)
+	for _, f := range folders {
+		if !f.IsDir() {
+			continue
+		}
+		ents, _ := os.ReadDir(filepath.Join(projectsDir, f.Name()))
+		for _, e := range ents {
+			if name, ok := strings.CutSuffix(e.Name(), ".jsonl"); ok && e.Type().IsRegular() {
+				seen[name] = true
+			}
+		}
+	}
+	return len(seen)
+}
+
 // SessionConversations lists the conversations of a session's projects folder, newest first: the canonical
 // folder's, and those in other folders (a session used without the mount files transcripts under the sanitized
 // name of each cwd). A conversation seen in several folders is listed once.

@@ -92,4 +92,6 @@ func TestSessionConversationsAcrossFolders(t *testing.T) {
 	convs, err := SessionConversations(projects)
 	require.NoError(t, err)
 	assert.Len(t, convs, 2, "each conversation once, wherever Claude filed it")
+	assert.Equal(t, 2, CountConversations(projects))
+	assert.Zero(t, CountConversations(filepath.Join(projects, "missing")))
 }

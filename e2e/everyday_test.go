@@ -155,6 +155,13 @@ func TestFindResumeAndByClaudeID(t *testing.T) {
 	assert.DirExists(t, filepath.Join(link, "workspace"), "the link resolves through the mount")
 
 	assert.Equal(t, "s2\n", ok(t, store, "find", uuid))
+	var rows []struct {
+		ID            string `json:"id"`
+		Conversations int    `json:"conversations"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(ok(t, store, "ls", "--json")), &rows))
+	require.Len(t, rows, 2)
+	assert.Equal(t, []int{0, 1}, []int{rows[0].Conversations, rows[1].Conversations}, "ls counts each session's conversations")
 	r := cli(t, store, "find", "0000-not-there")
 	assert.NotEqual(t, 0, r.code)
 	assert.Contains(t, r.stderr, "no session holds that conversation")

@@ -39,8 +39,7 @@ func (a *app) lsCmd() *cobra.Command {
 			}
 			rows := make([]listed, len(infos))
 			for i, in := range infos {
-				convs, _ := claude.SessionConversations(layout.Derive(in.Dir).Projects)
-				rows[i] = listed{Info: in, Conversations: len(convs)}
+				rows[i] = listed{Info: in, Conversations: claude.CountConversations(layout.Derive(in.Dir).Projects)}
 			}
 			if asJSON {
 				return printJSON(cmd.OutOrStdout(), rows)
