@@ -54,3 +54,33 @@ func TestModalSyncThroughMount(t *testing.T) {
 	r = cliIn(t, store, "", []string{"MODAL_CONFIG_PATH=/nonexistent", "MODAL_TOKEN_ID=", "MODAL_TOKEN_SECRET="}, "sync", "push", "s1")
 	assert.Contains(t, r.stderr, "no Modal credentials")
 }
+
+// TestModalRunThroughMount: run --backend modal pushes the session, runs the command in a sandbox (the fake's,
+// with the Volume at /session), returns its exit code and pulls its changes: the mount shows them.
+func TestModalRunThroughMount(t *testing.T) {
+	fake, err := modaltest.Start()
+	require.NoError(t, err)
+	defer fake.Close()
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	m := mount(t, store)
+	env := []string{"MODAL_SERVER_URL=" + fake.URL, "MODAL_TOKEN_ID=" + modaltest.TokenID,
+		"MODAL_TOKEN_SECRET=" + modaltest.TokenSecret, "MODAL_CONFIG_PATH=" + filepath.Join(t.TempDir(), "none.toml")}
+	require.NoError(t, os.WriteFile(filepath.Join(m.session("s1"), ".claude", "projects", "-host-cwd", "t.jsonl"), []byte("{\"n\":1}\n"), 0o600))
+
+	r := cliIn(t, store, "", env, "run", "--backend", "modal", "--image", "debian:bookworm-slim", "s1", "--", "sh", "-c",
+		`echo '{"n":2}' >> "$CLAUDE_CONFIG_DIR/projects/-session-workspace/t.jsonl"; echo from-modal > out.txt; pwd; exit 4`)
+	assert.Equal(t, 4, r.code, r.stderr)
+	// The fake runs the command on this host with /session mapped to a folder it materialised from the Volume.
+	assert.True(t, strings.HasSuffix(r.stdout, "/workspace\n"), "it ran in the workspace: %q", r.stdout)
+	b, err := os.ReadFile(filepath.Join(m.session("s1"), ".claude", "projects", "-host-cwd", "t.jsonl"))
+	require.NoError(t, err)
+	assert.Equal(t, "{\"n\":1}\n{\"n\":2}\n", string(b), "the sandbox's append, through an alias of the mount")
+	b, err = os.ReadFile(filepath.Join(m.session("s1"), "workspace", "out.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, "from-modal\n", string(b))
+	meta, err := os.ReadFile(filepath.Join(store, "sessions", "s1", "session.json"))
+	require.NoError(t, err)
+	assert.Contains(t, string(meta), `"backend": "modal"`)
+	assert.Contains(t, string(meta), `"exit_code": 4`)
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 
@@ -48,6 +49,11 @@ func Dial(cfg Config) (*Client, error) {
 		return nil, fmt.Errorf("connect to Modal at %s: %w", cfg.ServerURL, err)
 	}
 	cp := pb.NewModalClientClient(conn)
+	// Sandboxes run on Modal's stable (V1) backend unless the user chose otherwise: the SDK's default, the V2
+	// backend, is marked experimental. The SDK reads this choice only from its environment variable.
+	if os.Getenv("MODAL_SANDBOX_V2") == "" {
+		_ = os.Setenv("MODAL_SANDBOX_V2", "false")
+	}
 	sdk, err := modalsdk.NewClientWithOptions(&modalsdk.ClientParams{TokenID: cfg.TokenID, TokenSecret: cfg.TokenSecret,
 		Environment: cfg.Environment, ControlPlaneClient: cp})
 	if err != nil {

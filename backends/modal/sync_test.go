@@ -3,6 +3,7 @@ package modal
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/sessionfs/sessionfs/backends/modal/modaltest"
 	"github.com/sessionfs/sessionfs/layout"
@@ -219,4 +222,20 @@ active = true
 	t.Setenv("MODAL_TOKEN_SECRET", "")
 	_, err = LoadConfig()
 	assert.ErrorIs(t, err, ErrNoCredentials)
+}
+
+func TestExplain(t *testing.T) {
+	cfg := Config{ServerURL: "https://api.modal.com:443"}
+	for code, want := range map[codes.Code]string{
+		codes.Unavailable:       "cannot reach Modal at https://api.modal.com:443",
+		codes.PermissionDenied:  "Modal refused the credentials",
+		codes.Unauthenticated:   "Modal refused the credentials",
+		codes.ResourceExhausted: "Modal quota exceeded",
+		codes.InvalidArgument:   "Modal: InvalidArgument",
+	} {
+		err := Explain(fmt.Errorf("wrapped: %w", status.Error(code, "detail\nsecond line")), cfg)
+		assert.Contains(t, err.Error(), want)
+		assert.NotContains(t, err.Error(), "\n", "one line")
+	}
+	assert.Nil(t, Explain(nil, cfg))
 }

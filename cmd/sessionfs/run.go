@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -11,6 +12,7 @@ import (
 	"github.com/sessionfs/sessionfs/backends"
 	"github.com/sessionfs/sessionfs/backends/docker"
 	"github.com/sessionfs/sessionfs/backends/local"
+	"github.com/sessionfs/sessionfs/backends/modal"
 	sfs "github.com/sessionfs/sessionfs/fs"
 )
 
@@ -20,22 +22,26 @@ func (a *app) runCmd() *cobra.Command {
 		env              []string
 		interactive, tty bool
 		dopts            docker.Options
+		timeout          time.Duration
 	)
 	cmd := &cobra.Command{
-		Use:   "run [--backend local|docker] [--image IMG] ID -- CMD [ARG...]",
-		Short: "Run a command for a session where the agent lives: on this host or in a container",
+		Use:   "run [--backend local|docker|modal] [--image IMG] ID -- CMD [ARG...]",
+		Short: "Run a command for a session where the agent lives: on this host, in a container, or on Modal",
 		Long: `run starts CMD for a session with a backend:
 
   local   on this host, in the session's workspace (as "sessionfs exec")
   docker  in a container with the session's folder bound at /session, CLAUDE_CONFIG_DIR=/session/.claude,
           working dir /session/workspace; nothing else of the store is visible. When the store is mounted the
           mounted folder is bound, so transcripts resume from any cwd on the host and in the container.
+  modal   in a Modal Sandbox with the session's Volume at /session: the session is pushed before the run and
+          the run's changes pulled after it (see "sessionfs sync"); one Modal run per session at a time.
 
 The exit code is CMD's. Ctrl-C stops the container; it is removed afterwards unless --keep. Each run is
 recorded in the session's session.json. The engine is found the Docker way (DOCKER_HOST, ...).`,
 		Example: `  sessionfs run --backend docker --image node:22 fix-login -- claude -p "run the tests"
   sessionfs run --backend docker --image my-agent -it --user 1000 fix-login -- claude
-  sessionfs run --backend docker --image my-agent --strict --home fix-login -- ./app/start.sh`,
+  sessionfs run --backend docker --image my-agent --strict --home fix-login -- ./app/start.sh
+  sessionfs run --backend modal --image node:22 --timeout 30m fix-login -- claude -p "run the tests"`,
 		Args:              cobra.MinimumNArgs(2),
 		ValidArgsFunction: a.completeIDs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -75,15 +81,29 @@ recorded in the session's session.json. The engine is found the Docker way (DOCK
 				}
 				defer d.Close()
 				b = d
+			case "modal":
+				cfg, err := modal.LoadConfig()
+				if err != nil {
+					return err
+				}
+				c, err := modal.Dial(cfg)
+				if err != nil {
+					return err
+				}
+				defer c.Close()
+				if b, err = modal.NewBackend(c, s, modal.Options{Image: dopts.Image, Timeout: timeout}); err != nil {
+					return err
+				}
 			default:
-				return usageError(fmt.Sprintf("run: unknown backend %q (want local or docker)", backend))
+				return usageError(fmt.Sprintf("run: unknown backend %q (want local, docker or modal)", backend))
 			}
 			return runBackend(s, b, spec, dopts.Image)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&backend, "backend", "local", "where to run: local or docker")
-	f.StringVar(&dopts.Image, "image", "", "the container image (docker)")
+	f.StringVar(&backend, "backend", "local", "where to run: local, docker or modal")
+	f.StringVar(&dopts.Image, "image", "", "the container image (docker, modal)")
+	f.DurationVar(&timeout, "timeout", 0, "the sandbox's lifetime (modal; default Modal's)")
 	f.StringArrayVarP(&env, "env", "e", nil, "set KEY=VALUE in the command's environment (repeatable)")
 	f.StringVarP(&workdir, "workdir", "w", "", "working directory relative to the session (default workspace)")
 	f.StringVarP(&dopts.User, "user", "u", "", "the container user, as docker run --user takes it")

@@ -47,6 +47,8 @@ type Server struct {
 	files     map[string]map[string]*file // volume id -> path -> file
 	blocks    map[string][]byte           // hex SHA-256 -> data
 	failures  map[string]int              // method suffix -> Unavailable answers still to give
+	secrets   map[string]map[string]string
+	sandboxes map[string]*sandbox
 	deny      bool
 	BlocksPut int // blocks uploaded over HTTP
 
@@ -59,7 +61,8 @@ type Server struct {
 // Start serves a fake on the loopback. Close stops it.
 func Start() (*Server, error) {
 	s := &Server{volumes: map[string]string{}, files: map[string]map[string]*file{}, blocks: map[string][]byte{},
-		failures: map[string]int{}, clock: uint64(time.Now().Unix())}
+		failures: map[string]int{}, secrets: map[string]map[string]string{}, sandboxes: map[string]*sandbox{},
+		clock: uint64(time.Now().Unix())}
 	gl, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err

@@ -1,0 +1,186 @@
+package modal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	modalsdk "github.com/modal-labs/modal-client/go"
+
+	"github.com/sessionfs/sessionfs/backends"
+	"github.com/sessionfs/sessionfs/layout"
+)
+
+// Options shape a Modal run.
+type Options struct {
+	Image   string        // a registry image, e.g. python:3.13-slim; it needs /bin/sh
+	Timeout time.Duration // the sandbox's lifetime; 0 is Modal's default
+	App     string        // the Modal App sandboxes run under (default "sessionfs")
+}
+
+// Backend runs a session's command in a Modal Sandbox with the session's Volume at /session: push before, pull
+// after. One run per session at a time.
+type Backend struct {
+	client *Client
+	store  *layout.Store
+	opts   Options
+	// RunLabel names the run in conflict copies; it defaults to the start time.
+	RunLabel string
+}
+
+var _ backends.Backend = (*Backend)(nil)
+
+// NewBackend runs through client for sessions of store.
+func NewBackend(client *Client, store *layout.Store, opts Options) (*Backend, error) {
+	if opts.Image == "" {
+		return nil, errors.New("modal: --image is required")
+	}
+	if opts.App == "" {
+		opts.App = "sessionfs"
+	}
+	return &Backend{client: client, store: store, opts: opts}, nil
+}
+
+// Name is "modal".
+func (b *Backend) Name() string { return "modal" }
+
+// Run pushes the session, runs spec in a Sandbox (CLAUDE_CONFIG_DIR=/session/.claude, workdir
+// /session/workspace), streams its output, and pulls the run's changes back. Cancelling ctx terminates the
+// sandbox; its changes are still pulled.
+func (b *Backend) Run(ctx context.Context, spec backends.Spec) (int, error) {
+	unlock, err := b.lock(spec.SessionID)
+	if err != nil {
+		return -1, err
+	}
+	defer unlock()
+	run := b.RunLabel
+	if run == "" {
+		run = time.Now().UTC().Format("20060102T150405Z")
+	}
+	// The store folder, not the mount: the sync reads and writes the store itself.
+	sy, err := NewSyncer(ctx, b.client, b.store, spec.SessionID)
+	if err != nil {
+		return -1, err
+	}
+	if _, err := sy.Push(ctx); err != nil {
+		return -1, err
+	}
+	sdk := b.client.SDK
+	app, err := sdk.Apps.FromName(ctx, b.opts.App, &modalsdk.AppFromNameParams{CreateIfMissing: true, Environment: b.client.Config.Environment})
+	if err != nil {
+		return -1, Explain(err, b.client.Config)
+	}
+	vol, err := sdk.Volumes.FromName(ctx, VolumeName(spec.SessionID), &modalsdk.VolumeFromNameParams{
+		Environment: b.client.Config.Environment, CreateIfMissing: true, Version: 2})
+	if err != nil {
+		return -1, Explain(err, b.client.Config)
+	}
+	prelude, err := recreate(b.store.Dir(spec.SessionID))
+	if err != nil {
+		return -1, err
+	}
+	cp := layout.ContainerPaths
+	workdir := cp.Workspace
+	if spec.Workdir != "" {
+		workdir = filepath.Join(cp.Root, spec.Workdir)
+		if _, err := layout.ToHost("/x", workdir); err != nil {
+			return -1, fmt.Errorf("workdir %q: %w", spec.Workdir, err)
+		}
+	}
+	env := map[string]string{"CLAUDE_CONFIG_DIR": cp.Claude, "SESSION_DIR": cp.Root, "SESSIONFS_SESSION": spec.SessionID}
+	for _, kv := range spec.Env {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			env[k] = v
+		}
+	}
+	// Empty folders and symlinks do not travel through the Volume file API: the prelude makes them again, before
+	// changing into the working folder, which may be one of them.
+	command := append([]string{"/bin/sh", "-c", prelude + "cd " + shellQuote(workdir) + ` && exec "$@"`, "sh"}, spec.Argv...)
+	sb, err := sdk.Sandboxes.Create(ctx, app, sdk.Images.FromRegistry(b.opts.Image, nil), &modalsdk.SandboxCreateParams{
+		Command: command, Env: env, Timeout: b.opts.Timeout,
+		Volumes: map[string]*modalsdk.Volume{cp.Root: vol},
+	})
+	if err != nil {
+		return -1, Explain(err, b.client.Config)
+	}
+	var out sync.WaitGroup
+	for _, pair := range []struct {
+		r io.Reader
+		w io.Writer
+	}{{sb.Stdout, spec.Stdout}, {sb.Stderr, spec.Stderr}} {
+		out.Add(1)
+		go func() {
+			defer out.Done()
+			if pair.w == nil {
+				pair.w = io.Discard
+			}
+			_, _ = io.Copy(pair.w, pair.r)
+		}()
+	}
+	code, err := sb.Wait(ctx, nil)
+	if ctx.Err() != nil {
+		// Ctrl-C: end the sandbox, and still bring back what it wrote.
+		code, err = sb.Terminate(context.WithoutCancel(ctx), &modalsdk.SandboxTerminateParams{Wait: true})
+	}
+	out.Wait()
+	if err != nil {
+		return -1, Explain(err, b.client.Config)
+	}
+	if _, err := sy.Pull(context.WithoutCancel(ctx), run); err != nil {
+		return code, fmt.Errorf("the run ended (exit %d) but pulling its changes failed: %w", code, err)
+	}
+	return code, nil
+}
+
+// lock takes the session's run lock: one Modal run per session at a time.
+func (b *Backend) lock(id string) (func(), error) {
+	p := filepath.Join(b.store.Root, "sync", id+".lock")
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("a Modal run of session %q is already going (one at a time)", id)
+	}
+	return func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
+}
+
+// recreate returns shell lines that make the session's empty folders and symlinks under /session.
+func recreate(root string) (string, error) {
+	var b strings.Builder
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || p == root {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		target := shellQuote(filepath.Join(layout.ContainerRoot, rel))
+		switch {
+		case d.Type()&fs.ModeSymlink != 0:
+			link, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(&b, "ln -sfn %s %s; ", shellQuote(link), target)
+		case d.IsDir():
+			if ents, err := os.ReadDir(p); err == nil && len(ents) == 0 {
+				fmt.Fprintf(&b, "mkdir -p %s; ", target)
+			}
+		}
+		return nil
+	})
+	return b.String(), err
+}
+
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }

@@ -1,0 +1,77 @@
+package modal
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sessionfs/sessionfs/backends"
+)
+
+func (f *fixture) backend(t *testing.T, opts Options) *Backend {
+	t.Helper()
+	if opts.Image == "" {
+		opts.Image = "debian:bookworm-slim"
+	}
+	b, err := NewBackend(f.sync.client, f.store, opts)
+	require.NoError(t, err)
+	b.RunLabel = "run1"
+	return b
+}
+
+func TestRunInSandbox(t *testing.T) {
+	f := setup(t)
+	f.write(t, transcript, []byte("line1\n"))
+	require.NoError(t, os.MkdirAll(filepath.Join(f.dir, "workspace", "empty"), 0o755))
+	require.NoError(t, os.Symlink("made.txt", filepath.Join(f.dir, "workspace", "link")))
+	var out, errb bytes.Buffer
+	code, err := f.backend(t, Options{}).Run(context.Background(), backends.Spec{
+		SessionID: "s1", SessionDir: f.dir, Stdout: &out, Stderr: &errb,
+		Argv: []string{"sh", "-c", `echo line2 >> "$CLAUDE_CONFIG_DIR/projects/-session-workspace/u1.jsonl"
+			echo made > /session/workspace/made.txt
+			test -d /session/workspace/empty && test -L /session/workspace/link && echo recreated
+			pwd; echo oops >&2; exit 3`},
+	})
+	require.NoError(t, err, errb.String())
+	assert.Equal(t, 3, code, "the command's exit code")
+	assert.Contains(t, out.String(), "recreated", "empty folders and symlinks are made again in the sandbox")
+	assert.Contains(t, out.String(), "workspace\n", "it runs in /session/workspace")
+	assert.Equal(t, "oops\n", errb.String())
+	assert.Equal(t, "line1\nline2\n", f.read(t, transcript), "the run's append is pulled back")
+	assert.Equal(t, "made\n", f.read(t, "workspace/made.txt"))
+}
+
+func TestRunTimeoutAndCancel(t *testing.T) {
+	f := setup(t)
+	code, err := f.backend(t, Options{Timeout: time.Second}).Run(context.Background(), backends.Spec{
+		SessionID: "s1", SessionDir: f.dir, Argv: []string{"sleep", "30"}})
+	require.NoError(t, err)
+	assert.Equal(t, 124, code, "a sandbox that outlives --timeout ends as a timeout")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(1500*time.Millisecond, cancel)
+	start := time.Now()
+	code, err = f.backend(t, Options{}).Run(ctx, backends.Spec{SessionID: "s1", SessionDir: f.dir,
+		Argv: []string{"sh", "-c", "echo before > /session/workspace/partial.txt; sleep 30"}})
+	require.NoError(t, err)
+	assert.Equal(t, 137, code, "Ctrl-C terminates the sandbox")
+	assert.Less(t, time.Since(start), 10*time.Second)
+	assert.Equal(t, "before\n", f.read(t, "workspace/partial.txt"), "what it wrote is still brought back")
+}
+
+func TestOneRunPerSession(t *testing.T) {
+	f := setup(t)
+	b := f.backend(t, Options{})
+	unlock, err := b.lock("s1")
+	require.NoError(t, err)
+	defer unlock()
+	_, err = b.Run(context.Background(), backends.Spec{SessionID: "s1", SessionDir: f.dir, Argv: []string{"true"}})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "already going")
+}

@@ -1,0 +1,316 @@
+package modaltest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	pb "github.com/modal-labs/modal-client/go/proto/modal_proto"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// The fake's sandboxes run the command on this host against a folder materialised from the mounted Volume: the
+// mount path (/session) is mapped to that folder in the command's arguments, environment and working directory.
+// When the command ends, what it changed is written back to the Volume, as Modal commits a sandbox's writes when
+// it terminates.
+
+type sandbox struct {
+	mu       sync.Mutex
+	out, err bytes.Buffer
+	done     chan struct{}
+	exit     int
+	killed   bool
+	timedOut bool
+	pid      int // the command's process group, once started
+}
+
+func (s *Server) EnvironmentGetOrCreate(ctx context.Context, req *pb.EnvironmentGetOrCreateRequest) (*pb.EnvironmentGetOrCreateResponse, error) {
+	settings := pb.EnvironmentSettings_builder{ImageBuilderVersion: "2025.06"}.Build()
+	meta := pb.EnvironmentMetadata_builder{Name: "main", Settings: settings}.Build()
+	return pb.EnvironmentGetOrCreateResponse_builder{EnvironmentId: "en-1", Metadata: meta}.Build(), nil
+}
+
+func (s *Server) AppGetOrCreate(ctx context.Context, req *pb.AppGetOrCreateRequest) (*pb.AppGetOrCreateResponse, error) {
+	return pb.AppGetOrCreateResponse_builder{AppId: "ap-" + req.GetAppName()}.Build(), nil
+}
+
+func (s *Server) ImageGetOrCreate(ctx context.Context, req *pb.ImageGetOrCreateRequest) (*pb.ImageGetOrCreateResponse, error) {
+	result := pb.GenericResult_builder{Status: pb.GenericResult_GENERIC_STATUS_SUCCESS}.Build()
+	return pb.ImageGetOrCreateResponse_builder{ImageId: "im-1", Result: result}.Build(), nil
+}
+
+func (s *Server) SecretGetOrCreate(ctx context.Context, req *pb.SecretGetOrCreateRequest) (*pb.SecretGetOrCreateResponse, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	id := fmt.Sprintf("st-%d", len(s.secrets)+1)
+	s.secrets[id] = req.GetEnvDict()
+	return pb.SecretGetOrCreateResponse_builder{SecretId: id}.Build(), nil
+}
+
+func (s *Server) SandboxCreate(ctx context.Context, req *pb.SandboxCreateRequest) (*pb.SandboxCreateResponse, error) {
+	def := req.GetDefinition()
+	s.mu.Lock()
+	id := fmt.Sprintf("sb-%022d", len(s.sandboxes)+1) // the V1 id form the SDK recognises
+	env := map[string]string{}
+	for _, sid := range def.GetSecretIds() {
+		for k, v := range s.secrets[sid] {
+			env[k] = v
+		}
+	}
+	var volID, mountPath string
+	for _, m := range def.GetVolumeMounts() {
+		volID, mountPath = m.GetVolumeId(), m.GetMountPath()
+	}
+	sb := &sandbox{done: make(chan struct{})}
+	s.sandboxes[id] = sb
+	s.mu.Unlock()
+	dir, err := os.MkdirTemp("", "modaltest-sandbox-")
+	if err != nil {
+		return nil, status.Error(codes.Internal, err.Error())
+	}
+	snapshot := s.materialise(volID, dir)
+	mapPath := func(v string) string {
+		if mountPath == "" {
+			return v
+		}
+		return strings.ReplaceAll(v, mountPath, dir)
+	}
+	args := make([]string, len(def.GetEntrypointArgs()))
+	for i, a := range def.GetEntrypointArgs() {
+		args[i] = mapPath(a)
+	}
+	if len(args) == 0 {
+		return nil, status.Error(codes.InvalidArgument, "no command")
+	}
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Dir = mapPath(def.GetWorkdir())
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+mapPath(v))
+	}
+	cmd.Stdout, cmd.Stderr = &lockedWriter{&sb.mu, &sb.out}, &lockedWriter{&sb.mu, &sb.err}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // so an end kills the command and its children
+	timeout := time.Duration(def.GetTimeoutSecs()) * time.Second
+	go func() {
+		defer close(sb.done)
+		defer os.RemoveAll(dir)
+		code := 0
+		if err := cmd.Start(); err != nil {
+			code = 127
+		} else {
+			sb.mu.Lock()
+			sb.pid = cmd.Process.Pid
+			killed := sb.killed // terminated before it started
+			sb.mu.Unlock()
+			if killed {
+				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			}
+			var timer *time.Timer
+			if timeout > 0 {
+				timer = time.AfterFunc(timeout, func() {
+					sb.mu.Lock()
+					sb.timedOut = true
+					sb.mu.Unlock()
+					_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+				})
+			}
+			if err := cmd.Wait(); err != nil {
+				code = cmd.ProcessState.ExitCode()
+				if code < 0 {
+					code = 137
+				}
+			}
+			if timer != nil {
+				timer.Stop()
+			}
+		}
+		s.writeBack(volID, dir, snapshot)
+		sb.mu.Lock()
+		sb.exit = code
+		sb.mu.Unlock()
+	}()
+	return pb.SandboxCreateResponse_builder{SandboxId: id}.Build(), nil
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	b  *bytes.Buffer
+}
+
+func (w *lockedWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+// materialise writes a volume's files under dir and returns their contents, to find what the run changed.
+func (s *Server) materialise(volID, dir string) map[string]string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	snap := map[string]string{}
+	for p, f := range s.files[volID] {
+		var data []byte
+		for _, h := range f.blocks {
+			data = append(data, s.blocks[h]...)
+		}
+		target := filepath.Join(dir, p)
+		_ = os.MkdirAll(filepath.Dir(target), 0o755)
+		_ = os.WriteFile(target, data, fs.FileMode(f.mode|0o600))
+		snap[p] = string(data)
+	}
+	return snap
+}
+
+// writeBack commits what the run changed under dir into the volume.
+func (s *Server) writeBack(volID, dir string, before map[string]string) {
+	s.mu.Lock()
+	name := ""
+	for n, id := range s.volumes {
+		if id == volID {
+			name = n
+		}
+	}
+	s.mu.Unlock()
+	if name == "" {
+		return
+	}
+	after := map[string]bool{}
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return nil
+		}
+		rel, _ := filepath.Rel(dir, p)
+		after[rel] = true
+		data, err := os.ReadFile(p)
+		if err == nil && (before[rel] != string(data) || !hasKey(before, rel)) {
+			s.Write(name, rel, data)
+		}
+		return nil
+	})
+	for rel := range before {
+		if !after[rel] {
+			s.Remove(name, rel)
+		}
+	}
+}
+
+func hasKey(m map[string]string, k string) bool { _, ok := m[k]; return ok }
+
+func (s *Server) sandbox(id string) (*sandbox, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sb, ok := s.sandboxes[id]
+	if !ok {
+		return nil, status.Errorf(codes.NotFound, "no sandbox %s", id)
+	}
+	return sb, nil
+}
+
+func (s *Server) SandboxGetTaskId(ctx context.Context, req *pb.SandboxGetTaskIdRequest) (*pb.SandboxGetTaskIdResponse, error) {
+	if _, err := s.sandbox(req.GetSandboxId()); err != nil {
+		return nil, err
+	}
+	task := "ta-" + req.GetSandboxId()
+	return pb.SandboxGetTaskIdResponse_builder{TaskId: &task}.Build(), nil
+}
+
+func (s *Server) SandboxWait(ctx context.Context, req *pb.SandboxWaitRequest) (*pb.SandboxWaitResponse, error) {
+	sb, err := s.sandbox(req.GetSandboxId())
+	if err != nil {
+		return nil, err
+	}
+	select {
+	case <-sb.done:
+	case <-time.After(time.Duration(req.GetTimeout() * float32(time.Second))):
+		return pb.SandboxWaitResponse_builder{}.Build(), nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	sb.mu.Lock()
+	defer sb.mu.Unlock()
+	st := pb.GenericResult_GENERIC_STATUS_SUCCESS
+	switch {
+	case sb.timedOut:
+		st = pb.GenericResult_GENERIC_STATUS_TIMEOUT
+	case sb.killed:
+		st = pb.GenericResult_GENERIC_STATUS_TERMINATED
+	case sb.exit != 0:
+		st = pb.GenericResult_GENERIC_STATUS_FAILURE
+	}
+	return pb.SandboxWaitResponse_builder{Result: pb.GenericResult_builder{Status: st, Exitcode: int32(sb.exit)}.Build()}.Build(), nil
+}
+
+func (s *Server) SandboxTerminate(ctx context.Context, req *pb.SandboxTerminateRequest) (*pb.SandboxTerminateResponse, error) {
+	sb, err := s.sandbox(req.GetSandboxId())
+	if err != nil {
+		return nil, err
+	}
+	sb.mu.Lock()
+	sb.killed = true
+	if sb.pid != 0 {
+		_ = syscall.Kill(-sb.pid, syscall.SIGKILL)
+	}
+	sb.mu.Unlock()
+	<-sb.done
+	return pb.SandboxTerminateResponse_builder{}.Build(), nil
+}
+
+// SandboxGetLogs streams a sandbox's stdout or stderr from lastEntryId on; the last batch carries EOF once the
+// command has ended and everything was sent. Entry ids are byte offsets.
+func (s *Server) SandboxGetLogs(req *pb.SandboxGetLogsRequest, stream grpc.ServerStreamingServer[pb.TaskLogsBatch]) error {
+	sb, err := s.sandbox(req.GetSandboxId())
+	if err != nil {
+		return err
+	}
+	var off int
+	fmt.Sscan(req.GetLastEntryId(), &off)
+	deadline := time.Now().Add(time.Duration(req.GetTimeout() * float32(time.Second)))
+	for {
+		finished := false
+		select {
+		case <-sb.done:
+			finished = true
+		default:
+		}
+		sb.mu.Lock()
+		buf := &sb.out
+		if req.GetFileDescriptor() == pb.FileDescriptor_FILE_DESCRIPTOR_STDERR {
+			buf = &sb.err
+		}
+		data := append([]byte(nil), buf.Bytes()[min(off, buf.Len()):]...)
+		sb.mu.Unlock()
+		if len(data) > 0 || finished {
+			off += len(data)
+			var items []*pb.TaskLogs
+			if len(data) > 0 {
+				items = append(items, pb.TaskLogs_builder{Data: string(data), FileDescriptor: req.GetFileDescriptor()}.Build())
+			}
+			batch := pb.TaskLogsBatch_builder{EntryId: fmt.Sprint(off), Items: items, Eof: finished}.Build()
+			if err := stream.Send(batch); err != nil {
+				return err
+			}
+			if finished {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return nil
+		}
+		select {
+		case <-sb.done:
+		case <-time.After(20 * time.Millisecond):
+		case <-stream.Context().Done():
+			return stream.Context().Err()
+		}
+	}
+}
