@@ -118,3 +118,12 @@ func Explain(err error, cfg Config) error {
 	}
 	return fmt.Errorf("Modal: %s: %s", st.Code(), msg)
 }
+
+// Connect dials Modal with the configuration read the Modal way (LoadConfig).
+func Connect() (*Client, error) {
+	cfg, err := LoadConfig()
+	if err != nil {
+		return nil, err
+	}
+	return Dial(cfg)
+}

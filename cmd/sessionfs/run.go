@@ -82,11 +82,7 @@ recorded in the session's session.json. The engine is found the Docker way (DOCK
 				defer d.Close()
 				b = d
 			case "modal":
-				cfg, err := modal.LoadConfig()
-				if err != nil {
-					return err
-				}
-				c, err := modal.Dial(cfg)
+				c, err := modal.Connect()
 				if err != nil {
 					return err
 				}

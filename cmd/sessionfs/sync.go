@@ -39,11 +39,7 @@ MODAL_SERVER_URL, MODAL_ENVIRONMENT, or the active profile of ~/.modal.toml.`,
 			if err != nil {
 				return err
 			}
-			cfg, err := modal.LoadConfig()
-			if err != nil {
-				return err
-			}
-			c, err := modal.Dial(cfg)
+			c, err := modal.Connect()
 			if err != nil {
 				return err
 			}
