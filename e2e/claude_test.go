@@ -13,6 +13,15 @@ import (
 	"github.com/sessionfs/sessionfs/e2e/apistub"
 )
 
+// claudeSetup gives a test the claude CLI, a store holding session s1, and the stub API.
+func claudeSetup(t *testing.T) (claude, store string, api *apistub.Server) {
+	t.Helper()
+	claude = claudeBin(t)
+	store = t.TempDir()
+	ok(t, store, "new", "s1")
+	return claude, store, stub(t, "127.0.0.1:0")
+}
+
 // transcripts lists the *.jsonl files of a transcript folder.
 func transcripts(t *testing.T, dir string) []string {
 	t.Helper()
@@ -31,11 +40,8 @@ func lineCount(t *testing.T, p string) int {
 // TestClaudeResumesFromAnyCwd is the mission: a conversation started in the session's workspace resumes from a
 // subfolder and from a folder outside the mount, continuing the same file, never "No conversation found".
 func TestClaudeResumesFromAnyCwd(t *testing.T) {
-	claude := claudeBin(t)
-	store := t.TempDir()
-	ok(t, store, "new", "s1")
+	claude, store, api := claudeSetup(t)
 	m := mount(t, store)
-	api := stub(t, "127.0.0.1:0")
 	cfg := filepath.Join(m.session("s1"), ".claude")
 	ws := filepath.Join(m.session("s1"), "workspace")
 	sub := filepath.Join(ws, "pkg", "deep")
@@ -104,10 +110,7 @@ func claudeName(p string) string {
 // TestWithoutMountResumeFails is the control: against the plain store, resume from another cwd fails. It proves
 // the mount is what makes the other test pass, and that the oracle is real.
 func TestWithoutMountResumeFails(t *testing.T) {
-	claude := claudeBin(t)
-	store := t.TempDir()
-	ok(t, store, "new", "s1")
-	api := stub(t, "127.0.0.1:0")
+	claude, store, api := claudeSetup(t)
 	cfg := filepath.Join(store, "sessions", "s1", ".claude")
 	ws := filepath.Join(store, "sessions", "s1", "workspace")
 	out, err := claudeRun(t, claude, api.URL, cfg, ws, "-p", "hello")
@@ -122,11 +125,8 @@ func TestWithoutMountResumeFails(t *testing.T) {
 // TestSubagentVisibleThroughEveryAlias: a subagent transcript, in the conversation's sidecar folder, is the same
 // file under every alias, and folders under different aliases are distinct inodes.
 func TestSubagentVisibleThroughEveryAlias(t *testing.T) {
-	claude := claudeBin(t)
-	store := t.TempDir()
-	ok(t, store, "new", "s1")
+	claude, store, api := claudeSetup(t)
 	m := mount(t, store)
-	api := stub(t, "127.0.0.1:0")
 	cfg := filepath.Join(m.session("s1"), ".claude")
 	out, err := claudeRun(t, claude, api.URL, cfg, filepath.Join(m.session("s1"), "workspace"), "-p", "please "+apistub.AgentTrigger)
 	require.NoError(t, err, out)
@@ -166,10 +166,7 @@ func TestSubagentVisibleThroughEveryAlias(t *testing.T) {
 // TestUnmountedHistoryIsFoldedIn: a conversation made while the store was not mounted (Claude filed it under the
 // store path's folder) resumes from any cwd once the store is mounted.
 func TestUnmountedHistoryIsFoldedIn(t *testing.T) {
-	claude := claudeBin(t)
-	store := t.TempDir()
-	ok(t, store, "new", "s1")
-	api := stub(t, "127.0.0.1:0")
+	claude, store, api := claudeSetup(t)
 	ws := filepath.Join(store, "sessions", "s1", "workspace")
 	out, err := claudeRun(t, claude, api.URL, filepath.Join(store, "sessions", "s1", ".claude"), ws, "-p", "before the mount")
 	require.NoError(t, err, out)

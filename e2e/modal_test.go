@@ -13,17 +13,24 @@ import (
 	"github.com/sessionfs/sessionfs/backends/modal/modaltest"
 )
 
+// modalSetup starts the fake control plane and a mounted store holding session s1, and returns the environment
+// that points the CLI at the fake.
+func modalSetup(t *testing.T) (*modaltest.Server, string, *mounted, []string) {
+	t.Helper()
+	fake, err := modaltest.Start()
+	require.NoError(t, err)
+	t.Cleanup(fake.Close)
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	env := []string{"MODAL_SERVER_URL=" + fake.URL, "MODAL_TOKEN_ID=" + modaltest.TokenID,
+		"MODAL_TOKEN_SECRET=" + modaltest.TokenSecret, "MODAL_CONFIG_PATH=" + filepath.Join(t.TempDir(), "none.toml")}
+	return fake, store, mount(t, store), env
+}
+
 // TestModalSyncThroughMount: push a session to its Volume through the real SDK and the fake control plane, let
 // "the run" change the Volume, pull: the store and the mount show the run's changes at once.
 func TestModalSyncThroughMount(t *testing.T) {
-	fake, err := modaltest.Start()
-	require.NoError(t, err)
-	defer fake.Close()
-	store := t.TempDir()
-	ok(t, store, "new", "s1")
-	m := mount(t, store)
-	env := []string{"MODAL_SERVER_URL=" + fake.URL, "MODAL_TOKEN_ID=" + modaltest.TokenID,
-		"MODAL_TOKEN_SECRET=" + modaltest.TokenSecret, "MODAL_CONFIG_PATH=" + filepath.Join(t.TempDir(), "none.toml")}
+	fake, store, m, env := modalSetup(t)
 	const rel = ".claude/projects/-session-workspace/u1.jsonl"
 	viaMount := filepath.Join(m.session("s1"), ".claude", "projects", "-some-cwd", "u1.jsonl")
 	require.NoError(t, os.WriteFile(viaMount, []byte("{\"n\":1}\n"), 0o600))
@@ -58,14 +65,7 @@ func TestModalSyncThroughMount(t *testing.T) {
 // TestModalRunThroughMount: run --backend modal pushes the session, runs the command in a sandbox (the fake's,
 // with the Volume at /session), returns its exit code and pulls its changes: the mount shows them.
 func TestModalRunThroughMount(t *testing.T) {
-	fake, err := modaltest.Start()
-	require.NoError(t, err)
-	defer fake.Close()
-	store := t.TempDir()
-	ok(t, store, "new", "s1")
-	m := mount(t, store)
-	env := []string{"MODAL_SERVER_URL=" + fake.URL, "MODAL_TOKEN_ID=" + modaltest.TokenID,
-		"MODAL_TOKEN_SECRET=" + modaltest.TokenSecret, "MODAL_CONFIG_PATH=" + filepath.Join(t.TempDir(), "none.toml")}
+	_, store, m, env := modalSetup(t)
 	require.NoError(t, os.WriteFile(filepath.Join(m.session("s1"), ".claude", "projects", "-host-cwd", "t.jsonl"), []byte("{\"n\":1}\n"), 0o600))
 
 	r := cliIn(t, store, "", env, "run", "--backend", "modal", "--image", "debian:bookworm-slim", "s1", "--", "sh", "-c",

@@ -118,16 +118,13 @@ func (m *Mount) Wait() {
 	m.watcher.close()
 }
 
-// Unmount detaches the mount; it retries for a while when the mount is busy.
+// Unmount detaches the mount (go-fuse retries a busy one for a moment; the caller can then detach it lazily
+// with the package's Unmount).
 func (m *Mount) Unmount() error {
-	var err error
-	for i := 0; i < 20; i++ {
-		if err = m.server.Unmount(); err == nil {
-			return nil
-		}
-		time.Sleep(100 * time.Millisecond)
+	if err := m.server.Unmount(); err != nil {
+		return fmt.Errorf("unmount %s: %w", m.Mountpoint, err)
 	}
-	return fmt.Errorf("unmount %s: %w", m.Mountpoint, err)
+	return nil
 }
 
 func checkFUSE() error {

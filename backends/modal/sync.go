@@ -264,7 +264,8 @@ type PullReport struct {
 // Pull brings the Volume's changes into the store by a three-way comparison of the Volume, the last agreed state
 // and the store. A file changed on both sides takes the Volume's (the run's) version, and the local one is kept
 // beside it as <name>.sessionfs-conflict-<run>: nothing is lost. Each file is replaced atomically, so the mount
-// shows it whole at once. Transcript folders the run made for other cwds are folded into the canonical one.
+// shows it whole at once. Transcript folders the run made for other cwds are folded into the canonical one
+// (a name taken there keeps both, the incoming one as <name>.sessionfs-conflict-fold).
 func (s *Syncer) Pull(ctx context.Context, run string) (PullReport, error) {
 	var rep PullReport
 	mp := manifestPath(s.store, s.id)
@@ -319,7 +320,7 @@ func (s *Syncer) Pull(ctx context.Context, run string) (PullReport, error) {
 		}
 		delete(m.Files, rel)
 	}
-	folded, err := s.fold(ctx, m, run)
+	folded, err := s.fold(ctx, m)
 	if err != nil {
 		return rep, err
 	}
@@ -328,38 +329,24 @@ func (s *Syncer) Pull(ctx context.Context, run string) (PullReport, error) {
 	return rep, m.save(mp)
 }
 
-// fold moves transcripts under .claude/projects/<other>/ into the canonical folder: a run whose cwd was not
-// /session/workspace filed them there. They leave the Volume's other folder too, so they are folded once.
-func (s *Syncer) fold(ctx context.Context, m *Manifest, run string) (int, error) {
-	const projects = ".claude/projects/"
+// fold folds transcript folders the run made for other cwds into the canonical one (layout.FoldProjects, as the
+// mount does), then removes the Volume's copies of what it moved, so they are folded once.
+func (s *Syncer) fold(ctx context.Context, m *Manifest) (int, error) {
+	if _, err := layout.FoldProjects(s.root); err != nil {
+		return 0, err
+	}
+	const projects = layout.ProjectsDir + "/"
 	canonical := projects + layout.CanonicalProject + "/"
 	n := 0
 	for rel := range m.Files {
-		if !strings.HasPrefix(rel, projects) || strings.HasPrefix(rel, canonical) {
+		if !strings.HasPrefix(rel, projects) || strings.HasPrefix(rel, canonical) || !strings.Contains(strings.TrimPrefix(rel, projects), "/") {
 			continue
-		}
-		rest := strings.TrimPrefix(rel, projects)
-		_, inner, ok := strings.Cut(rest, "/")
-		if !ok {
-			continue
-		}
-		src := filepath.Join(s.root, filepath.FromSlash(rel))
-		dst := filepath.Join(s.root, filepath.FromSlash(canonical+inner))
-		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-			return n, err
-		}
-		if _, err := os.Lstat(dst); err == nil {
-			dst += ".sessionfs-conflict-" + run
-		}
-		if err := os.Rename(src, dst); err != nil {
-			return n, err
 		}
 		_, err := s.client.CP.VolumeRemoveFile2(ctx, pb.VolumeRemoveFile2Request_builder{VolumeId: s.volumeID, Path: rel}.Build())
 		if err != nil && !isNotFound(err) {
 			return n, Explain(err, s.client.Config)
 		}
 		delete(m.Files, rel)
-		_ = os.Remove(filepath.Dir(src)) // the other folder, once empty
 		n++
 	}
 	return n, nil

@@ -46,10 +46,10 @@ func (a *app) execIn(id string, argv []string, adjust ...func(*backends.Spec)) e
 	if err != nil {
 		return err
 	}
-	if err := seedClaude(s, m.ID); err != nil {
+	dir, mounted := sessionDir(s, m.ID)
+	if err := seedClaude(s, m.ID, dir, mounted); err != nil {
 		warnf("%v", err)
 	}
-	dir, mounted := sessionDir(s, m.ID)
 	if !mounted {
 		warnf("the store is not mounted: running in %s; transcripts resume only from the same cwd", dir)
 	}

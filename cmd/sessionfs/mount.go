@@ -47,7 +47,11 @@ crashed daemon first.`,
 			if len(args) == 1 {
 				mnt = args[0]
 			}
-			opts.OnCreate = func(id string) error { return seedClaude(s, id) }
+			abs, err := filepath.Abs(mnt)
+			if err != nil {
+				return err
+			}
+			opts.OnCreate = func(id string) error { return seedClaude(s, id, sfs.SessionPath(abs, id), true) }
 			if cpuProfile != "" {
 				stop, err := startCPUProfile(cpuProfile)
 				if err != nil {

@@ -41,7 +41,8 @@ func (a *app) newCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := seedClaude(s, id); err != nil {
+			dir, mounted := sessionDir(s, id)
+			if err := seedClaude(s, id, dir, mounted); err != nil {
 				return fmt.Errorf("session %q created, but seeding its .claude failed: %w", id, err)
 			}
 			if shareCreds {
@@ -79,14 +80,16 @@ func parseLabels(kvs []string) (map[string]string, error) {
 }
 
 // seedClaude makes the session's .claude safe for Claude Code: transcripts are never aged out, and the
-// session's workspace paths (in containers, in the store, in the mount) are trusted.
-func seedClaude(s *layout.Store, id string) error {
+// session's workspace paths (in containers, in the store, and dir when mounted) are trusted. Callers pass what
+// sessionDir told them, so seeding never looks the mount up itself (the mount seeds from inside mkdir, where
+// probing its own mount would be a request to itself).
+func seedClaude(s *layout.Store, id, dir string, mounted bool) error {
 	p := layout.Derive(s.Dir(id))
 	if err := claude.SeedSettings(p.Claude); err != nil {
 		return err
 	}
 	cwds := []string{layout.ContainerPaths.Workspace, p.Workspace}
-	if dir, mounted := sessionDir(s, id); mounted {
+	if mounted {
 		cwds = append(cwds, layout.Derive(dir).Workspace)
 	}
 	return claude.SeedTrust(p.Claude, cwds)

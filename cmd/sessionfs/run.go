@@ -52,10 +52,10 @@ recorded in the session's session.json. The engine is found the Docker way (DOCK
 			if err != nil {
 				return err
 			}
-			if err := seedClaude(s, m.ID); err != nil {
+			dir, mounted := sessionDir(s, m.ID)
+			if err := seedClaude(s, m.ID, dir, mounted); err != nil {
 				warnf("%v", err)
 			}
-			dir, mounted := sessionDir(s, m.ID)
 			spec := backends.Spec{SessionID: m.ID, SessionDir: dir, Argv: args[1:], Env: env, Workdir: workdir,
 				Stdout: os.Stdout, Stderr: os.Stderr, TTY: tty}
 			if interactive {
