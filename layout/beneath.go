@@ -1,0 +1,329 @@
+package layout
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// Everything inside a session is written by its (untrusted) processes: any name may be a symlink, a FIFO or a
+// folder swapped for one between two calls. Dir resolves names beneath an open folder with openat2, refusing
+// every symlink and magic link on the way (ELOOP) and any escape (EXDEV), so a name can never lead outside the
+// folder, whatever races the session runs. Names are relative, so a path is never longer than what lies beneath
+// the folder; one longer than PATH_MAX is resolved in pieces.
+
+// Dir is an open folder through which names are resolved safely.
+type Dir struct {
+	fd   int
+	name string // for messages only
+}
+
+// resolveFlags: never follow a symlink (the daemon does not act on a link a session planted), never leave the
+// folder.
+const resolveFlags = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS
+
+// OpenDir opens a trusted folder (the store, given by the administrator) as the base of safe resolution. path
+// itself may be reached through symlinks; what lies beneath it may not.
+func OpenDir(path string) (*Dir, error) {
+	fd, err := unix.Open(path, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	return &Dir{fd: fd, name: path}, nil
+}
+
+// Fd is the folder's descriptor (O_PATH), for *at calls. It stays owned by d.
+func (d *Dir) Fd() int { return d.fd }
+
+// Name is the path the folder was opened by, for messages.
+func (d *Dir) Name() string { return d.name }
+
+// Close releases the folder.
+func (d *Dir) Close() error {
+	if d == nil || d.fd < 0 {
+		return nil
+	}
+	err := unix.Close(d.fd)
+	d.fd = -1
+	return err
+}
+
+// OpenAt opens rel beneath the folder with open(2) flags (O_CLOEXEC is added). Every component, the last one
+// too, must not be a symlink: ELOOP if one is.
+func (d *Dir) OpenAt(rel string, flags int, mode uint32) (int, error) {
+	return OpenBeneath(d.fd, rel, flags, mode)
+}
+
+// Sub opens the folder rel beneath d.
+func (d *Dir) Sub(rel string) (*Dir, error) {
+	fd, err := d.OpenAt(rel, unix.O_PATH|unix.O_DIRECTORY, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: d.name + "/" + rel, Err: err}
+	}
+	return &Dir{fd: fd, name: d.name + "/" + rel}, nil
+}
+
+// Parent opens the folder that holds rel (O_PATH) and returns it with rel's last name, for the *at calls that
+// act on a name without following it (unlinkat, renameat2, fchownat with AT_SYMLINK_NOFOLLOW, ...). The
+// caller closes fd.
+func (d *Dir) Parent(rel string) (fd int, name string, err error) {
+	return ParentBeneath(d.fd, rel)
+}
+
+// OpenBeneath is OpenAt on a raw folder descriptor.
+func OpenBeneath(dirfd int, rel string, flags int, mode uint32) (int, error) {
+	rel = strings.Trim(rel, "/")
+	if rel == "" {
+		rel = "."
+	}
+	how := unix.OpenHow{Flags: uint64(flags | unix.O_CLOEXEC), Resolve: resolveFlags}
+	if flags&(unix.O_CREAT|unix.O_TMPFILE) != 0 {
+		how.Mode = uint64(mode)
+	}
+	if len(rel) < unix.PathMax {
+		return openat2(dirfd, rel, &how)
+	}
+	// Longer than the kernel takes in one call: walk it in pieces, each one beneath the last.
+	cur, own := dirfd, false
+	defer func() {
+		if own {
+			unix.Close(cur)
+		}
+	}()
+	for len(rel) >= unix.PathMax {
+		cut := strings.LastIndexByte(rel[:unix.PathMax-1], '/')
+		if cut <= 0 {
+			return -1, syscall.ENAMETOOLONG
+		}
+		next, err := openat2(cur, rel[:cut], &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: resolveFlags})
+		if err != nil {
+			return -1, err
+		}
+		if own {
+			unix.Close(cur)
+		}
+		cur, own, rel = next, true, rel[cut+1:]
+	}
+	return openat2(cur, rel, &how)
+}
+
+// ParentBeneath is Parent on a raw folder descriptor.
+func ParentBeneath(dirfd int, rel string) (fd int, name string, err error) {
+	rel = strings.Trim(rel, "/")
+	dir, name := ".", rel
+	if i := strings.LastIndexByte(rel, '/'); i >= 0 {
+		dir, name = rel[:i], rel[i+1:]
+	}
+	if name == "" || name == "." || name == ".." {
+		return -1, "", syscall.EINVAL
+	}
+	fd, err = OpenBeneath(dirfd, dir, unix.O_PATH|unix.O_DIRECTORY, 0)
+	return fd, name, err
+}
+
+func openat2(dirfd int, rel string, how *unix.OpenHow) (int, error) {
+	for {
+		fd, err := unix.Openat2(dirfd, rel, how)
+		if err == unix.EINTR || err == unix.EAGAIN && how.Flags&unix.O_NONBLOCK == 0 {
+			continue // EAGAIN: a rename raced the lookup (RESOLVE_BENEATH rechecks); try again
+		}
+		return fd, err
+	}
+}
+
+// MaxMetaSize bounds what is read of a file a session controls (session.json, settings): a hostile session
+// cannot make us read gigabytes.
+const MaxMetaSize = 4 << 20
+
+// ReadRegular reads rel beneath d if it is a regular file no larger than limit. It never blocks on a FIFO or a
+// device (O_NONBLOCK, and anything but a regular file is refused before a byte is read) and never follows a
+// symlink. A missing file is fs.ErrNotExist.
+func (d *Dir) ReadRegular(rel string, limit int64) ([]byte, error) {
+	fd, err := d.OpenAt(rel, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: rel, Err: err}
+	}
+	f := os.NewFile(uintptr(fd), rel)
+	defer f.Close()
+	return readRegular(f, rel, limit)
+}
+
+func readRegular(f *os.File, rel string, limit int64) ([]byte, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, &os.PathError{Op: "read", Path: rel, Err: fmt.Errorf("%w: not a regular file (%s)", ErrDamaged, fi.Mode().Type())}
+	}
+	if fi.Size() > limit {
+		return nil, &os.PathError{Op: "read", Path: rel, Err: fmt.Errorf("%w: %d bytes, more than the %d allowed", ErrDamaged, fi.Size(), limit)}
+	}
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err == nil && int64(len(b)) > limit {
+		err = &os.PathError{Op: "read", Path: rel, Err: fmt.Errorf("%w: grew past %d bytes", ErrDamaged, limit)}
+	}
+	return b, err
+}
+
+// WriteAtomic replaces rel beneath d with data: a temporary file beside it, synced, renamed over it. Whatever
+// rel was (a symlink, a FIFO), it is replaced, never followed. uid/gid >= 0 give the new file an owner.
+func (d *Dir) WriteAtomic(rel string, data []byte, perm uint32, uid, gid int) error {
+	pfd, name, err := d.Parent(rel)
+	if err != nil {
+		return &os.PathError{Op: "write", Path: rel, Err: err}
+	}
+	defer unix.Close(pfd)
+	var tmp string
+	var fd int
+	for i := 0; ; i++ {
+		tmp = fmt.Sprintf(".%s.tmp-%d-%d", name, os.Getpid(), i)
+		fd, err = unix.Openat(pfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, perm)
+		if err != unix.EEXIST || i > 100 {
+			break
+		}
+	}
+	if err != nil {
+		return &os.PathError{Op: "write", Path: rel, Err: err}
+	}
+	f := os.NewFile(uintptr(fd), tmp)
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Chmod(os.FileMode(perm))
+	}
+	if err == nil && (uid >= 0 || gid >= 0) && os.Geteuid() == 0 {
+		err = f.Chown(uid, gid)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = unix.Renameat(pfd, tmp, pfd, name)
+	}
+	if err != nil {
+		_ = unix.Unlinkat(pfd, tmp, 0)
+		var pe *os.PathError
+		if !errors.As(err, &pe) {
+			err = &os.PathError{Op: "write", Path: rel, Err: err}
+		}
+	}
+	return err
+}
+
+// Owner is the uid and gid of the folder itself.
+func (d *Dir) Owner() (uid, gid int, err error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(d.fd, &st); err != nil {
+		return -1, -1, err
+	}
+	return int(st.Uid), int(st.Gid), nil
+}
+
+// MkdirAll makes the folder rel beneath d and its missing parents, none of them through a symlink. New folders
+// get perm and, when uid/gid >= 0 and we are root, that owner (the session's, not the daemon's).
+func (d *Dir) MkdirAll(rel string, perm uint32, uid, gid int) error {
+	rel = strings.Trim(rel, "/")
+	if rel == "" {
+		return nil
+	}
+	cur := 0
+	for cur <= len(rel) {
+		next := strings.IndexByte(rel[cur:], '/')
+		end := len(rel)
+		if next >= 0 {
+			end = cur + next
+		}
+		prefix := rel[:end]
+		pfd, name, err := d.Parent(prefix)
+		if err != nil {
+			return &os.PathError{Op: "mkdir", Path: prefix, Err: err}
+		}
+		err = unix.Mkdirat(pfd, name, perm)
+		if err == nil && (uid >= 0 || gid >= 0) && os.Geteuid() == 0 {
+			err = unix.Fchownat(pfd, name, uid, gid, unix.AT_SYMLINK_NOFOLLOW)
+		}
+		if err == unix.EEXIST {
+			var fd int
+			if fd, err = unix.Openat(pfd, name, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0); err == nil {
+				unix.Close(fd)
+			}
+		}
+		unix.Close(pfd)
+		if err != nil {
+			return &os.PathError{Op: "mkdir", Path: prefix, Err: err}
+		}
+		cur = end + 1
+	}
+	return nil
+}
+
+// ReadDir lists the folder rel beneath d (not through a symlink).
+func (d *Dir) ReadDir(rel string) ([]os.DirEntry, error) {
+	fd, err := d.OpenAt(rel, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: rel, Err: err}
+	}
+	f := os.NewFile(uintptr(fd), rel)
+	defer f.Close()
+	return f.ReadDir(-1)
+}
+
+// Lstat describes rel beneath d without following it.
+func (d *Dir) Lstat(rel string) (unix.Stat_t, error) {
+	var st unix.Stat_t
+	pfd, name, err := d.Parent(rel)
+	if err != nil {
+		if strings.Trim(rel, "/") == "" || rel == "." {
+			return st, unix.Fstat(d.fd, &st)
+		}
+		return st, &os.PathError{Op: "lstat", Path: rel, Err: err}
+	}
+	defer unix.Close(pfd)
+	if err := unix.Fstatat(pfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return st, &os.PathError{Op: "lstat", Path: rel, Err: err}
+	}
+	return st, nil
+}
+
+// Rename moves from to to, both beneath d, never through a symlink; flags are renameat2's.
+func (d *Dir) Rename(from, to string, flags uint) error {
+	ffd, fname, err := d.Parent(from)
+	if err != nil {
+		return &os.PathError{Op: "rename", Path: from, Err: err}
+	}
+	defer unix.Close(ffd)
+	tfd, tname, err := d.Parent(to)
+	if err != nil {
+		return &os.PathError{Op: "rename", Path: to, Err: err}
+	}
+	defer unix.Close(tfd)
+	if err := unix.Renameat2(ffd, fname, tfd, tname, flags); err != nil {
+		return &os.LinkError{Op: "rename", Old: from, New: to, Err: err}
+	}
+	return nil
+}
+
+// Remove removes the file or empty folder rel beneath d.
+func (d *Dir) Remove(rel string) error {
+	pfd, name, err := d.Parent(rel)
+	if err != nil {
+		return &os.PathError{Op: "remove", Path: rel, Err: err}
+	}
+	defer unix.Close(pfd)
+	err = unix.Unlinkat(pfd, name, 0)
+	if err == unix.EISDIR {
+		err = unix.Unlinkat(pfd, name, unix.AT_REMOVEDIR)
+	}
+	if err != nil {
+		return &os.PathError{Op: "remove", Path: rel, Err: err}
+	}
+	return nil
+}
