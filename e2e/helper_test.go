@@ -16,6 +16,8 @@ func init() {
 		return
 	case "append":
 		os.Exit(helperAppend())
+	case "stress":
+		os.Exit(helperStress())
 	}
 }
 

@@ -39,6 +39,7 @@ type Mount struct {
 	Store      *layout.Store
 	server     *fuse.Server
 	watcher    *watcher
+	tree       *nodes.Tree
 }
 
 // DefaultTimeout is how long the kernel may cache names and attributes. It can be long because the store is
@@ -60,7 +61,11 @@ func New(store *layout.Store, mountpoint string, opts Options) (*Mount, error) {
 	if opts.Timeout == 0 {
 		opts.Timeout = DefaultTimeout
 	}
-	tree := nodes.NewTree(store)
+	tree, err := nodes.NewTree(store)
+	if err != nil {
+		return nil, fmt.Errorf("open the store: %w", err)
+	}
+	tree.ReadOnly = opts.ReadOnly
 	tree.OnAlias = func(id, name string) {
 		// Off the request path: a lookup should not wait for session.json's fsync.
 		go func() {
@@ -69,30 +74,38 @@ func New(store *layout.Store, mountpoint string, opts Options) (*Mount, error) {
 	}
 	wa, err := startWatcher(tree)
 	if err != nil {
+		tree.Close()
 		return nil, fmt.Errorf("watch the store: %w", err)
 	}
 	root := nodes.NewRoot(tree, opts.OnCreate)
 	// Modes reach us already masked by the caller's umask; the daemon's own must not mask them again.
 	syscall.Umask(0)
+	direct := os.Geteuid() == 0
 	mo := fuse.MountOptions{
 		FsName:        store.Root,
 		Name:          "sessionfs",
 		AllowOther:    opts.AllowOther,
 		Debug:         opts.Debug,
-		DirectMount:   os.Geteuid() == 0,
 		MaxBackground: 64,
 		// Without it every write asks for security.capability first; with it the nodes clear suid/sgid.
 		ExtraCapabilities: fuse.CAP_HANDLE_KILLPRIV_V2,
 		// The kernel caches ACLs (ls -l asks for one per file) and checks permissions itself.
 		EnableAcl: true,
-		// The store keeps its own atimes; the mount need not ask the kernel to track them again.
-		Options: []string{"noatime"},
 	}
-	if opts.ReadOnly {
-		mo.Options = append(mo.Options, "ro")
-	}
-	if mo.DirectMount {
+	if direct {
+		// Root mounts with mount(2) itself and never falls back to fusermount, which a fresh machine lacks
+		// (and whose fallback would hide a broken direct mount). Flags go as flags: the kernel refuses them as
+		// data options with EINVAL. noatime: the store keeps its own atimes.
+		mo.DirectMountStrict = true
 		mo.DirectMountFlags = syscall.MS_NOSUID | syscall.MS_NODEV | syscall.MS_NOATIME
+		if opts.ReadOnly {
+			mo.DirectMountFlags |= syscall.MS_RDONLY
+		}
+	} else {
+		mo.Options = []string{"noatime"} // fusermount3 turns these into flags
+		if opts.ReadOnly {
+			mo.Options = append(mo.Options, "ro")
+		}
 	}
 	if opts.AllowOther && os.Geteuid() == 0 {
 		// The kernel, not the daemon (which runs as root and could do anything), checks permissions.
@@ -107,15 +120,17 @@ func New(store *layout.Store, mountpoint string, opts Options) (*Mount, error) {
 	})
 	if err != nil {
 		wa.close()
+		tree.Close()
 		return nil, mountError(mnt, err)
 	}
-	return &Mount{Mountpoint: mnt, Store: store, server: server, watcher: wa}, nil
+	return &Mount{Mountpoint: mnt, Store: store, server: server, watcher: wa, tree: tree}, nil
 }
 
 // Wait blocks until the mount is unmounted.
 func (m *Mount) Wait() {
 	m.server.Wait()
 	m.watcher.close()
+	m.tree.Close()
 }
 
 // Unmount detaches the mount (go-fuse retries a busy one for a moment; the caller can then detach it lazily

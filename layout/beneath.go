@@ -83,7 +83,7 @@ func OpenBeneath(dirfd int, rel string, flags int, mode uint32) (int, error) {
 	}
 	how := unix.OpenHow{Flags: uint64(flags | unix.O_CLOEXEC), Resolve: resolveFlags}
 	if flags&(unix.O_CREAT|unix.O_TMPFILE) != 0 {
-		how.Mode = uint64(mode)
+		how.Mode = uint64(mode & 0o7777) // openat2 refuses file-type bits
 	}
 	if len(rel) < unix.PathMax {
 		return openat2(dirfd, rel, &how)

@@ -11,7 +11,7 @@ import (
 )
 
 func TestAliasTarget(t *testing.T) {
-	tree := NewTree(nil)
+	tree := &Tree{}
 	const projects = "/st/sessions/s/.claude/projects"
 	canonical := projects + "/" + layout.CanonicalProject
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -25,9 +26,10 @@ type Watch interface {
 type cache struct {
 	mu    sync.Mutex
 	watch Watch
-	dirs  map[string][]*fs.Inode // store folder -> the inodes showing it (several for alias views)
-	own   map[string]ownChange   // store path -> a change made through the mount, awaiting its event
-	open  map[string]*openFile   // store path -> files open for writing through the mount
+	// Paths are relative to the store's sessions folder, as the nodes know them ("." is that folder).
+	dirs map[string][]*fs.Inode // store folder -> the inodes showing it (several for alias views)
+	own  map[string]ownChange   // store path -> a change made through the mount, awaiting its event
+	open map[string]*openFile   // store path -> files open for writing through the mount
 }
 
 // openFile counts a path's writers; closed is when the last one went, since its events trail it.
@@ -64,7 +66,7 @@ func (t *Tree) showing(path string, in *fs.Inode) {
 		return
 	}
 	if len(c.dirs[path]) == 0 {
-		if c.watch.Add(path) != nil {
+		if c.watch.Add(t.abs(path)) != nil {
 			return // out of watches, or gone: names there stay cached until they time out
 		}
 	}
@@ -85,7 +87,7 @@ func (t *Tree) hidden(path string, in *fs.Inode) {
 		return
 	}
 	delete(c.dirs, path)
-	_ = c.watch.Remove(path)
+	_ = c.watch.Remove(t.abs(path))
 }
 
 // did records a change at store path made through the mount by the folder inode origin (nil: not a change of
@@ -149,23 +151,36 @@ func (w *writer) Release(ctx context.Context) syscall.Errno {
 	return w.LoopbackFile.Release(ctx)
 }
 
+// abs is the absolute path of a store path relative to the sessions folder, for the watcher (inotify takes paths).
+func (t *Tree) abs(rel string) string {
+	if rel == "." {
+		return t.Store.SessionsDir()
+	}
+	return t.Store.SessionsDir() + "/" + rel
+}
+
 // Change is one event from the store watcher.
 type Change struct {
-	Path      string
-	Namespace bool // created, removed or renamed; otherwise content or attributes
+	Path      string // absolute, as the watcher reports it
+	Namespace bool   // created, removed or renamed; otherwise content or attributes
 }
 
 // Changed invalidates what the kernel caches of a store change that the mount did not make itself. It runs in
 // the watcher's goroutine, never inside a FUSE operation.
 func (t *Tree) Changed(ch Change) {
+	rel, ok := strings.CutPrefix(ch.Path, t.Store.SessionsDir()+"/")
+	if !ok {
+		return
+	}
 	c := &t.cache
-	dir, name := filepath.Dir(ch.Path), filepath.Base(ch.Path)
+	dir, name := filepath.Dir(rel), filepath.Base(rel)
 	c.mu.Lock()
 	views := slices.Clone(c.dirs[dir])
 	var origin *fs.Inode
+	attrsOnly := false
 	if ch.Namespace {
-		if own, ok := c.own[ch.Path]; ok {
-			delete(c.own, ch.Path)
+		if own, ok := c.own[rel]; ok {
+			delete(c.own, rel)
 			if time.Since(own.at) < ownTTL {
 				origin = own.origin
 			}
@@ -177,9 +192,12 @@ func (t *Tree) Changed(ch Change) {
 				}
 			}
 		}
-	} else if o := c.open[ch.Path]; o != nil && (o.n > 0 || time.Since(o.closed) < ownTTL) {
-		views = nil // written through the mount: the kernel knows
-	} else if own, ok := c.own[ch.Path]; ok && time.Since(own.at) < ownTTL {
+	} else if o := c.open[rel]; o != nil && (o.n > 0 || time.Since(o.closed) < ownTTL) {
+		// Open for writing through the mount: the kernel knows its own writes, but not those made behind the
+		// mount meanwhile (an append by a process on the store). Its attributes are asked again; its data is
+		// not cached by the kernel (passthrough), so nothing else is dropped.
+		attrsOnly = true
+	} else if own, ok := c.own[rel]; ok && time.Since(own.at) < ownTTL {
 		views = nil // attributes set through the mount
 	}
 	c.mu.Unlock()
@@ -192,7 +210,11 @@ func (t *Tree) Changed(ch Change) {
 			continue
 		}
 		if child := v.GetChild(name); child != nil {
-			child.NotifyContent(0, 0)
+			if attrsOnly {
+				child.NotifyContent(-1, 0) // a negative offset: attributes only
+			} else {
+				child.NotifyContent(0, 0)
+			}
 		}
 	}
 }

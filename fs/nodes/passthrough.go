@@ -2,9 +2,8 @@ package nodes
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 
 	"github.com/hanwen/go-fuse/v2/fs"
@@ -28,11 +27,11 @@ const (
 type Node struct {
 	fs.Inode
 	tree  *Tree
-	base  string // store path of an anchor; empty for other nodes
+	base  string // path of an anchor, relative to the sessions folder; empty for other nodes
 	id    string // the session this node belongs to
 	alias uint64 // view number mixed into folder inode numbers below an alias view; 0 elsewhere
 	role  role
-	shown string // the store folder this node is registered as showing (folders only), for OnForget
+	shown string // the store folder (relative) this node is registered as showing (folders only), for OnForget
 	// transcripts: the node is in an alias view of the transcript folder, where unlink moves to the trash.
 	transcripts bool
 }
@@ -61,8 +60,9 @@ var (
 	_ = (fs.NodeOnForgetter)((*Node)(nil))
 )
 
-// path is the node's path in the store, or "" for a node no longer in the tree (unlinked), which makes path
-// operations fail with ENOENT.
+// path is the node's path relative to the store's sessions folder ("<id>/workspace/x"), or "" for a node no
+// longer in the tree (unlinked), which makes path operations fail with ENOENT. It is resolved only beneath the
+// sessions folder (at.go), so a rename or a planted symlink can never point it outside the store.
 func (n *Node) path() string {
 	if n.base != "" {
 		return n.base
@@ -77,7 +77,7 @@ func (n *Node) path() string {
 		names = append(names, name)
 		if a, ok := parent.Operations().(*Node); ok && a.base != "" {
 			slices.Reverse(names)
-			return filepath.Join(append([]string{a.base}, names...)...)
+			return a.base + "/" + strings.Join(names, "/")
 		}
 		if _, ok := parent.Operations().(*Node); !ok {
 			return "" // reached a synthetic folder without an anchor: not a store path
@@ -86,25 +86,31 @@ func (n *Node) path() string {
 	}
 }
 
-func (n *Node) child(name string) string { return filepath.Join(n.path(), name) }
+func (n *Node) child(name string) string {
+	p := n.path()
+	if p == "" {
+		return ""
+	}
+	return p + "/" + name
+}
 
-// newChild makes the inode for store file p, just looked up or created under n as name.
-func (n *Node) newChild(ctx context.Context, name, p string, st *syscall.Stat_t, gen uint64) *fs.Inode {
+// newChild makes the inode for store file rel, just looked up or created under n as name.
+func (n *Node) newChild(ctx context.Context, name, rel string, st *syscall.Stat_t, gen uint64) *fs.Inode {
 	ch := &Node{tree: n.tree, id: n.id, alias: n.alias, transcripts: n.transcripts}
 	if n.role == roleSession && name == ".claude" {
 		ch.role = roleClaude
 	}
-	in := n.NewInode(ctx, ch, stableAttr(st, gen, n.alias))
+	in := n.NewInode(ctx, ch, n.tree.stableAttr(st, gen, n.alias))
 	if st.Mode&syscall.S_IFMT == syscall.S_IFDIR && in.Operations() == ch {
-		ch.show(p)
+		ch.show(rel)
 	}
 	return in
 }
 
-// show registers a folder node as a kernel-cached view of store folder p.
-func (n *Node) show(p string) {
-	n.shown = p
-	n.tree.showing(p, &n.Inode)
+// show registers a folder node as a kernel-cached view of store folder rel.
+func (n *Node) show(rel string) {
+	n.shown = rel
+	n.tree.showing(rel, &n.Inode)
 }
 
 func (n *Node) OnForget() {
@@ -113,8 +119,8 @@ func (n *Node) OnForget() {
 	}
 }
 
-// did records that n changed its child at store path p itself, so the store watcher does not invalidate it.
-func (n *Node) did(p string) { n.tree.did(p, &n.Inode) }
+// did records that n changed its child at store path rel itself, so the store watcher does not invalidate it.
+func (n *Node) did(rel string) { n.tree.did(rel, &n.Inode) }
 
 func (n *Node) entry(out *fuse.EntryOut, st *syscall.Stat_t, ch *fs.Inode) {
 	out.Attr.FromStat(st)
@@ -125,7 +131,7 @@ func (n *Node) entry(out *fuse.EntryOut, st *syscall.Stat_t, ch *fs.Inode) {
 func (n *Node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	p := n.child(name)
 	var st syscall.Stat_t
-	gen, err := lstat(p, &st)
+	gen, err := n.tree.lstatAt(p, &st)
 	if err != nil {
 		return nil, fs.ToErrno(err)
 	}
@@ -134,7 +140,7 @@ func (n *Node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs
 			n.tree.fold(n.id) // first sight of this session's projects in this mount
 		}
 		pr := &Projects{tree: n.tree, id: n.id, dir: p}
-		ch := n.NewInode(ctx, pr, stableAttr(&st, gen, 0))
+		ch := n.NewInode(ctx, pr, n.tree.stableAttr(&st, gen, 0))
 		n.entry(out, &st, ch)
 		return ch, 0
 	}
@@ -144,12 +150,7 @@ func (n *Node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs
 }
 
 func (n *Node) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
-	var s syscall.Statfs_t
-	if err := syscall.Statfs(n.tree.Store.Root, &s); err != nil {
-		return fs.ToErrno(err)
-	}
-	out.FromStatfsT(&s)
-	return 0
+	return n.tree.statfs(out)
 }
 
 func (n *Node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
@@ -159,7 +160,7 @@ func (n *Node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) 
 		return errno
 	}
 	var st syscall.Stat_t
-	if _, err := lstat(n.path(), &st); err != nil {
+	if _, err := n.tree.lstatAt(n.path(), &st); err != nil {
 		return fs.ToErrno(err)
 	}
 	out.FromStat(&st)
@@ -176,50 +177,8 @@ func (n *Node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn,
 		}
 		return n.Getattr(ctx, f, out)
 	}
-	if m, ok := in.GetMode(); ok {
-		if err := syscall.Chmod(p, m); err != nil {
-			return fs.ToErrno(err)
-		}
-	}
-	uid, uok := in.GetUID()
-	gid, gok := in.GetGID()
-	if uok || gok {
-		su, sg := -1, -1
-		if uok {
-			su = int(uid)
-		}
-		if gok {
-			sg = int(gid)
-		}
-		if err := unix.Fchownat(unix.AT_FDCWD, p, su, sg, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-			return fs.ToErrno(err)
-		}
-	}
-	// Truncate before times, so an explicit mtime is not clobbered by the truncate.
-	if sz, ok := in.GetSize(); ok {
-		if err := syscall.Truncate(p, int64(sz)); err != nil {
-			return fs.ToErrno(err)
-		}
-		if in.Valid&fuse.FATTR_KILL_SUIDGID != 0 {
-			if fd, err := syscall.Open(p, syscall.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0); err == nil {
-				killPriv(ctx, fd)
-				syscall.Close(fd)
-			}
-		}
-	}
-	mtime, mok := in.GetMTime()
-	atime, aok := in.GetATime()
-	if mok || aok {
-		ts := []unix.Timespec{{Nsec: unix.UTIME_OMIT}, {Nsec: unix.UTIME_OMIT}}
-		if aok {
-			ts[0] = unix.NsecToTimespec(atime.UnixNano())
-		}
-		if mok {
-			ts[1] = unix.NsecToTimespec(mtime.UnixNano())
-		}
-		if err := unix.UtimesNanoAt(unix.AT_FDCWD, p, ts, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-			return fs.ToErrno(err)
-		}
+	if errno := n.tree.setattr(ctx, p, in); errno != 0 {
+		return errno
 	}
 	return n.Getattr(ctx, nil, out)
 }
@@ -229,9 +188,14 @@ func (n *Node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn,
 func (n *Node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
 	flags &^= syscall.O_APPEND | fuse.FMODE_EXEC
 	p := n.path()
-	fd, err := syscall.Open(p, int(flags)|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	// O_NONBLOCK: the kernel sends OPEN only for files and folders; should the name have become a FIFO
+	// meanwhile, the daemon must not wait on it.
+	fd, err := n.tree.openAt(p, int(flags)|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, 0, fs.ToErrno(err)
+	}
+	if int(flags)&syscall.O_NONBLOCK == 0 {
+		_, _ = unix.FcntlInt(uintptr(fd), unix.F_SETFL, int(flags)&^(syscall.O_ACCMODE|syscall.O_CREAT|syscall.O_EXCL|syscall.O_TRUNC|syscall.O_NOCTTY))
 	}
 	if flags&syscall.O_ACCMODE != syscall.O_RDONLY {
 		killPriv(ctx, fd)
@@ -248,33 +212,46 @@ func (n *Node) Flush(ctx context.Context, f fs.FileHandle) syscall.Errno { retur
 // negotiates HANDLE_KILLPRIV_V2 (so the kernel does not ask for security.capability before every write), which
 // makes this our job; passthrough writes never reach us, so it is done at open, before any write.
 func killPriv(ctx context.Context, fd int) {
-	caller, ok := fuse.FromContext(ctx)
-	if !ok || caller.Uid == 0 {
-		return
-	}
 	var st syscall.Stat_t
 	if syscall.Fstat(fd, &st) != nil {
 		return
 	}
-	mode := st.Mode &^ syscall.S_IFMT
+	if mode, kill := killPrivMode(ctx, st.Mode); kill {
+		_ = syscall.Fchmod(fd, mode)
+	}
+}
+
+// killPrivMode is the mode a write by the caller leaves a file of mode st_mode with, and whether it changes.
+func killPrivMode(ctx context.Context, stMode uint32) (uint32, bool) {
+	caller, ok := fuse.FromContext(ctx)
+	if !ok || caller.Uid == 0 {
+		return 0, false
+	}
+	mode := stMode &^ syscall.S_IFMT
 	clear := uint32(syscall.S_ISUID)
 	if mode&syscall.S_IXGRP != 0 {
 		clear |= syscall.S_ISGID // without group-exec, S_ISGID means mandatory locking: kept, as the kernel does
 	}
-	if mode&clear != 0 {
-		_ = syscall.Fchmod(fd, mode&^clear)
-	}
+	return mode &^ clear, mode&clear != 0
 }
 
 func (n *Node) Create(ctx context.Context, name string, flags, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
 	p := n.child(name)
 	flags &^= syscall.O_APPEND
 	n.did(p)
-	fd, err := syscall.Open(p, int(flags)|syscall.O_CREAT|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, mode)
+	var fd int
+	err := asCaller(ctx, func() (err error) {
+		// The caller asked for these access flags on a file it creates: granted whatever mode it asked for,
+		// as open(2) does. O_EXCL: never open what a racing process put at the name.
+		fd, err = n.tree.openAt(p, int(flags)|syscall.O_CREAT|syscall.O_EXCL|syscall.O_NOFOLLOW, mode)
+		return err
+	})
+	if err == syscall.EEXIST && flags&syscall.O_EXCL == 0 {
+		fd, err = n.tree.openAt(p, int(flags)|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	}
 	if err != nil {
 		return nil, nil, 0, fs.ToErrno(err)
 	}
-	preserveOwner(ctx, p)
 	var st syscall.Stat_t
 	gen, err := fstat(fd, &st)
 	if err != nil {
@@ -286,46 +263,50 @@ func (n *Node) Create(ctx context.Context, name string, flags, mode uint32, out 
 	return ch, n.tree.writer(p, fd), 0, 0
 }
 
-// made finishes the creation of name at p (a folder, node or link): owner, attributes, inode. On failure it
-// removes what was made with undo.
-func (n *Node) made(ctx context.Context, name, p string, undo func(string) error, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	preserveOwner(ctx, p)
+// made finishes the creation of name at rel (a folder, node or link): attributes, inode. On failure it removes
+// what was made.
+func (n *Node) made(ctx context.Context, name, rel string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	var st syscall.Stat_t
-	gen, err := lstat(p, &st)
+	gen, err := n.tree.lstatAt(rel, &st)
 	if err != nil {
-		undo(p)
+		_ = n.tree.sessions.Remove(rel)
 		return nil, fs.ToErrno(err)
 	}
-	ch := n.newChild(ctx, name, p, &st, gen)
+	ch := n.newChild(ctx, name, rel, &st, gen)
 	n.entry(out, &st, ch)
 	return ch, 0
 }
 
-func (n *Node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+// create makes name under n with mk, as the caller, and returns its inode.
+func (n *Node) create(ctx context.Context, name string, out *fuse.EntryOut, mk func(dirfd int, name string) error) (*fs.Inode, syscall.Errno) {
 	p := n.child(name)
 	n.did(p)
-	if err := syscall.Mkdir(p, mode); err != nil {
+	err := n.tree.atParent(p, func(dirfd int, name string) error {
+		return asCaller(ctx, func() error { return mk(dirfd, name) })
+	})
+	if err != nil {
 		return nil, fs.ToErrno(err)
 	}
-	return n.made(ctx, name, p, syscall.Rmdir, out)
+	return n.made(ctx, name, p, out)
 }
 
+func (n *Node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	return n.create(ctx, name, out, func(dirfd int, name string) error { return unix.Mkdirat(dirfd, name, mode) })
+}
+
+// Mknod makes FIFOs, sockets and files; device nodes are refused: a session's processes (root in a container)
+// must not plant a device in the store that a host process could open.
 func (n *Node) Mknod(ctx context.Context, name string, mode, rdev uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	p := n.child(name)
-	n.did(p)
-	if err := syscall.Mknod(p, mode, int(rdev)); err != nil {
-		return nil, fs.ToErrno(err)
+	switch mode & syscall.S_IFMT {
+	case syscall.S_IFIFO, syscall.S_IFSOCK, syscall.S_IFREG, 0:
+	default:
+		return nil, syscall.EPERM
 	}
-	return n.made(ctx, name, p, syscall.Unlink, out)
+	return n.create(ctx, name, out, func(dirfd int, name string) error { return unix.Mknodat(dirfd, name, mode, 0) })
 }
 
 func (n *Node) Symlink(ctx context.Context, target, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	p := n.child(name)
-	n.did(p)
-	if err := syscall.Symlink(target, p); err != nil {
-		return nil, fs.ToErrno(err)
-	}
-	return n.made(ctx, name, p, syscall.Unlink, out)
+	return n.create(ctx, name, out, func(dirfd int, name string) error { return unix.Symlinkat(target, dirfd, name) })
 }
 
 func (n *Node) Link(ctx context.Context, target fs.InodeEmbedder, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
@@ -339,23 +320,36 @@ func (n *Node) Link(ctx context.Context, target fs.InodeEmbedder, name string, o
 	}
 	p := n.child(name)
 	n.did(p)
-	if err := syscall.Link(src, p); err != nil {
+	err := n.tree.atParent(src, func(sfd int, sname string) error {
+		return n.tree.atParent(p, func(dfd int, dname string) error {
+			return unix.Linkat(sfd, sname, dfd, dname, 0) // the name itself, never what a link points at
+		})
+	})
+	if err != nil {
 		return nil, fs.ToErrno(err)
 	}
-	return n.made(ctx, name, p, syscall.Unlink, out)
+	return n.made(ctx, name, p, out)
 }
 
 func (n *Node) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
-	for size := 256; ; size *= 2 {
-		buf := make([]byte, size)
-		sz, err := syscall.Readlink(n.path(), buf)
-		if err != nil {
-			return nil, fs.ToErrno(err)
+	var out []byte
+	err := n.tree.withPath(n.path(), func(fd int, st *syscall.Stat_t) error {
+		if st.Mode&syscall.S_IFMT != syscall.S_IFLNK {
+			return syscall.EINVAL
 		}
-		if sz < len(buf) {
-			return buf[:sz], 0
+		for size := 256; ; size *= 2 {
+			buf := make([]byte, size)
+			sz, err := unix.Readlinkat(fd, "", buf)
+			if err != nil {
+				return err
+			}
+			if sz < len(buf) {
+				out = buf[:sz]
+				return nil
+			}
 		}
-	}
+	})
+	return out, fs.ToErrno(err)
 }
 
 // Unlink removes a file; in the transcript folder it moves it to the session's transcript trash instead, since
@@ -366,13 +360,15 @@ func (n *Node) Unlink(ctx context.Context, name string) syscall.Errno {
 	if n.transcripts {
 		return n.tree.trashTranscript(n.id, p)
 	}
-	return fs.ToErrno(syscall.Unlink(p))
+	return fs.ToErrno(n.tree.atParent(p, func(dirfd int, name string) error { return unix.Unlinkat(dirfd, name, 0) }))
 }
 
 func (n *Node) Rmdir(ctx context.Context, name string) syscall.Errno {
 	p := n.child(name)
 	n.did(p)
-	return fs.ToErrno(syscall.Rmdir(p))
+	return fs.ToErrno(n.tree.atParent(p, func(dirfd int, name string) error {
+		return unix.Unlinkat(dirfd, name, unix.AT_REMOVEDIR)
+	}))
 }
 
 // Rename moves within the mount's store; a rename onto a synthetic folder (the sessions folder, say) is EXDEV,
@@ -385,44 +381,75 @@ func (n *Node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 	src, dst := n.child(name), np.child(newName)
 	n.did(src)
 	np.did(dst)
-	return fs.ToErrno(unix.Renameat2(unix.AT_FDCWD, src, unix.AT_FDCWD, dst, uint(flags)))
+	return fs.ToErrno(n.tree.atParent(src, func(sfd int, sname string) error {
+		return n.tree.atParent(dst, func(dfd int, dname string) error {
+			return unix.Renameat2(sfd, sname, dfd, dname, uint(flags))
+		})
+	}))
 }
 
 // OpendirHandle lets the kernel keep the listing: it rereads it when the folder's mtime changes (auto
 // invalidation), which a change through the mount or a store event (the watcher invalidates the folder's
 // attributes) always brings.
 func (n *Node) OpendirHandle(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
-	ds, errno := fs.NewLoopbackDirStream(n.path())
+	fd, err := n.tree.openAt(n.path(), syscall.O_RDONLY|syscall.O_DIRECTORY, 0)
+	if err != nil {
+		return nil, 0, fs.ToErrno(err)
+	}
+	ds, errno := fs.NewLoopbackDirStreamFd(fd)
 	if errno != 0 {
+		syscall.Close(fd)
 		return nil, 0, errno
+	}
+	var st syscall.Stat_t
+	if _, err := fstat(fd, &st); err == nil {
+		if dirs, all := n.tree.inoMix(st.Dev, n.alias); dirs|all != 0 {
+			return &viewDirStream{FileHandle: ds, dirs: dirs, all: all}, fuse.FOPEN_CACHE_DIR | fuse.FOPEN_KEEP_CACHE, 0
+		}
 	}
 	return ds, fuse.FOPEN_CACHE_DIR | fuse.FOPEN_KEEP_CACHE, 0
 }
 
 func (n *Node) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, syscall.Errno) {
-	sz, err := unix.Lgetxattr(n.path(), attr, dest)
+	var sz int
+	err := n.tree.withPath(n.path(), func(fd int, st *syscall.Stat_t) (err error) {
+		if st.Mode&syscall.S_IFMT == syscall.S_IFLNK {
+			return syscall.ENODATA
+		}
+		sz, err = unix.Getxattr(procPath(fd), attr, dest)
+		return err
+	})
 	return uint32(sz), fs.ToErrno(err)
 }
 
 func (n *Node) Setxattr(ctx context.Context, attr string, data []byte, flags uint32) syscall.Errno {
-	return fs.ToErrno(unix.Lsetxattr(n.path(), attr, data, int(flags)))
+	n.tree.did(n.path(), nil)
+	return fs.ToErrno(n.tree.withPath(n.path(), func(fd int, st *syscall.Stat_t) error {
+		if st.Mode&syscall.S_IFMT == syscall.S_IFLNK {
+			return syscall.EPERM
+		}
+		return unix.Setxattr(procPath(fd), attr, data, int(flags))
+	}))
 }
 
 func (n *Node) Removexattr(ctx context.Context, attr string) syscall.Errno {
-	return fs.ToErrno(unix.Lremovexattr(n.path(), attr))
+	n.tree.did(n.path(), nil)
+	return fs.ToErrno(n.tree.withPath(n.path(), func(fd int, st *syscall.Stat_t) error {
+		if st.Mode&syscall.S_IFMT == syscall.S_IFLNK {
+			return syscall.ENODATA
+		}
+		return unix.Removexattr(procPath(fd), attr)
+	}))
 }
 
 func (n *Node) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errno) {
-	sz, err := unix.Llistxattr(n.path(), dest)
+	var sz int
+	err := n.tree.withPath(n.path(), func(fd int, st *syscall.Stat_t) (err error) {
+		if st.Mode&syscall.S_IFMT == syscall.S_IFLNK {
+			return nil
+		}
+		sz, err = unix.Listxattr(procPath(fd), dest)
+		return err
+	})
 	return uint32(sz), fs.ToErrno(err)
-}
-
-// preserveOwner gives a file made by the root daemon to the caller, as the kernel would have.
-func preserveOwner(ctx context.Context, path string) {
-	if os.Getuid() != 0 {
-		return
-	}
-	if caller, ok := fuse.FromContext(ctx); ok {
-		_ = syscall.Lchown(path, int(caller.Uid), int(caller.Gid))
-	}
 }

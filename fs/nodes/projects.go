@@ -2,11 +2,11 @@ package nodes
 
 import (
 	"context"
-	"path/filepath"
 	"syscall"
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
 
 	"github.com/sessionfs/sessionfs/claude"
 	"github.com/sessionfs/sessionfs/layout"
@@ -18,15 +18,17 @@ type Projects struct {
 	fs.Inode
 	tree *Tree
 	id   string
-	dir  string // the store's projects folder
+	dir  string // the store's projects folder, relative to the sessions folder
 }
 
 var (
 	_ = (fs.NodeLookuper)((*Projects)(nil))
 	_ = (fs.NodeGetattrer)((*Projects)(nil))
+	_ = (fs.NodeSetattrer)((*Projects)(nil))
 	_ = (fs.NodeReaddirer)((*Projects)(nil))
 	_ = (fs.NodeMkdirer)((*Projects)(nil))
 	_ = (fs.NodeRmdirer)((*Projects)(nil))
+	_ = (fs.NodeStatfser)((*Projects)(nil))
 )
 
 // AliasTarget is the alias rule: the store folder that projects/<name> shows, and the view number its folders'
@@ -35,7 +37,7 @@ func (t *Tree) AliasTarget(projectsDir, name string) (target string, view uint64
 	if !claude.IsFolderName(name) {
 		return "", 0, false
 	}
-	return filepath.Join(projectsDir, layout.CanonicalProject), t.aliasNum(name), true
+	return projectsDir + "/" + layout.CanonicalProject, t.aliasNum(name), true
 }
 
 func (p *Projects) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
@@ -44,20 +46,32 @@ func (p *Projects) Lookup(ctx context.Context, name string, out *fuse.EntryOut) 
 		return nil, syscall.ENOENT
 	}
 	var st syscall.Stat_t
-	gen, err := lstat(target, &st)
-	if err == syscall.ENOENT {
+	gen, err := p.tree.lstatAt(target, &st)
+	if err == syscall.ENOENT && !p.tree.ReadOnly {
 		// The canonical folder was removed (rm -rf of .claude's content, say): make it again, since every
-		// name of the folder leads there.
-		if err = syscall.Mkdir(target, 0o755); err == nil || err == syscall.EEXIST {
-			gen, err = lstat(target, &st)
+		// name of the folder leads there. It belongs to the session's owner, as the rest of the session.
+		err = p.tree.atParent(target, func(dirfd int, name string) error {
+			if err := unix.Mkdirat(dirfd, name, 0o755); err != nil {
+				return err
+			}
+			if uid, gid := p.tree.sessionOwner(p.id); isRoot && uid >= 0 {
+				return unix.Fchownat(dirfd, name, uid, gid, unix.AT_SYMLINK_NOFOLLOW)
+			}
+			return nil
+		})
+		if err == nil || err == syscall.EEXIST {
+			gen, err = p.tree.lstatAt(target, &st)
 		}
 	}
 	if err != nil {
 		return nil, fs.ToErrno(err)
 	}
+	if st.Mode&syscall.S_IFMT != syscall.S_IFDIR {
+		return nil, syscall.ENOTDIR // a session made it something else: never shown as the transcript folder
+	}
 	p.tree.used(p.id, name)
 	n := &Node{tree: p.tree, base: target, id: p.id, alias: view, transcripts: true}
-	ch := p.NewInode(ctx, n, stableAttr(&st, gen, view))
+	ch := p.NewInode(ctx, n, p.tree.stableAttr(&st, gen, view))
 	if ch.Operations() == n {
 		n.show(target)
 	}
@@ -68,12 +82,25 @@ func (p *Projects) Lookup(ctx context.Context, name string, out *fuse.EntryOut) 
 
 func (p *Projects) Getattr(ctx context.Context, _ fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	var st syscall.Stat_t
-	if _, err := lstat(p.dir, &st); err != nil {
+	if _, err := p.tree.lstatAt(p.dir, &st); err != nil {
 		return fs.ToErrno(err)
 	}
 	out.FromStat(&st)
 	out.Ino = p.StableAttr().Ino
 	return 0
+}
+
+// Setattr changes the store's projects folder (touch, chmod), as for any folder.
+func (p *Projects) Setattr(ctx context.Context, _ fs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	p.tree.did(p.dir, nil)
+	if errno := p.tree.setattr(ctx, p.dir, in); errno != 0 {
+		return errno
+	}
+	return p.Getattr(ctx, nil, out)
+}
+
+func (p *Projects) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
+	return p.tree.statfs(out)
 }
 
 // Readdir lists the canonical folder and the aliases the session has used (from session.json).
@@ -83,13 +110,13 @@ func (p *Projects) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
 		names = append(names, m.Aliases...)
 	}
 	var canon syscall.Stat_t
-	if _, err := lstat(filepath.Join(p.dir, layout.CanonicalProject), &canon); err != nil {
+	if _, err := p.tree.lstatAt(p.dir+"/"+layout.CanonicalProject, &canon); err != nil || canon.Mode&syscall.S_IFMT != syscall.S_IFDIR {
 		return fs.NewListDirStream(nil), 0
 	}
 	ents := make([]fuse.DirEntry, 0, len(names))
 	for _, name := range names {
 		if _, view, ok := p.tree.AliasTarget(p.dir, name); ok {
-			ents = append(ents, fuse.DirEntry{Name: name, Mode: syscall.S_IFDIR, Ino: stableAttr(&canon, 0, view).Ino})
+			ents = append(ents, fuse.DirEntry{Name: name, Mode: syscall.S_IFDIR, Ino: p.tree.stableAttr(&canon, 0, view).Ino})
 		}
 	}
 	return fs.NewListDirStream(ents), 0
@@ -104,11 +131,15 @@ func (p *Projects) Mkdir(ctx context.Context, name string, mode uint32, out *fus
 // it when empty.
 func (p *Projects) Rmdir(ctx context.Context, name string) syscall.Errno {
 	if name == layout.CanonicalProject {
-		return fs.ToErrno(syscall.Rmdir(filepath.Join(p.dir, name)))
+		return fs.ToErrno(p.tree.atParent(p.dir+"/"+name, func(dirfd int, name string) error {
+			return unix.Unlinkat(dirfd, name, unix.AT_REMOVEDIR)
+		}))
 	}
 	if !claude.IsFolderName(name) {
 		return syscall.ENOENT
 	}
-	p.tree.forget(p.id, name)
+	if !p.tree.ReadOnly {
+		p.tree.forget(p.id, name)
+	}
 	return 0
 }

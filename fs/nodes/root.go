@@ -28,9 +28,9 @@ func NewRoot(tree *Tree, onCreate func(id string) error) *Root {
 
 func (r *Root) OnAdd(ctx context.Context) {
 	var st syscall.Stat_t
-	gen, _ := lstat(r.tree.Store.SessionsDir(), &st)
+	gen, _ := fstat(r.tree.sessions.Fd(), &st)
 	r.AddChild("sessions", r.NewPersistentInode(ctx, r.sessions, stableAttr(&st, gen, 0)), false)
-	r.tree.showing(r.tree.Store.SessionsDir(), &r.sessions.Inode)
+	r.tree.showing(".", &r.sessions.Inode)
 	r.AddChild("by-claude-id", r.NewPersistentInode(ctx, &ByClaudeID{tree: r.tree}, fs.StableAttr{Mode: syscall.S_IFDIR}), false)
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"syscall"
 
@@ -32,8 +33,6 @@ var (
 	_ = (gofs.NodeStatfser)((*Sessions)(nil))
 )
 
-func (s *Sessions) dir() string { return s.tree.Store.SessionsDir() }
-
 func (s *Sessions) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
 	if layout.ValidateID(name) != nil {
 		return nil, syscall.ENOENT
@@ -42,19 +41,18 @@ func (s *Sessions) Lookup(ctx context.Context, name string, out *fuse.EntryOut) 
 }
 
 func (s *Sessions) session(ctx context.Context, id string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	p := s.tree.Store.Dir(id)
 	var st syscall.Stat_t
-	gen, err := lstat(p, &st)
+	gen, err := s.tree.lstatAt(id, &st)
 	if err != nil {
 		return nil, gofs.ToErrno(err)
 	}
 	if st.Mode&syscall.S_IFMT != syscall.S_IFDIR {
 		return nil, syscall.ENOENT
 	}
-	n := &Node{tree: s.tree, base: p, id: id, role: roleSession}
-	ch := s.NewInode(ctx, n, stableAttr(&st, gen, 0))
+	n := &Node{tree: s.tree, base: id, id: id, role: roleSession}
+	ch := s.NewInode(ctx, n, s.tree.stableAttr(&st, gen, 0))
 	if ch.Operations() == n {
-		n.show(p)
+		n.show(id)
 	}
 	out.Attr.FromStat(&st)
 	return ch, 0
@@ -62,7 +60,7 @@ func (s *Sessions) session(ctx context.Context, id string, out *fuse.EntryOut) (
 
 func (s *Sessions) Getattr(ctx context.Context, _ gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	var st syscall.Stat_t
-	if _, err := lstat(s.dir(), &st); err != nil {
+	if _, err := fstat(s.tree.sessions.Fd(), &st); err != nil {
 		return gofs.ToErrno(err)
 	}
 	out.FromStat(&st)
@@ -71,17 +69,17 @@ func (s *Sessions) Getattr(ctx context.Context, _ gofs.FileHandle, out *fuse.Att
 }
 
 func (s *Sessions) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
-	var st syscall.Statfs_t
-	if err := syscall.Statfs(s.dir(), &st); err != nil {
-		return gofs.ToErrno(err)
-	}
-	out.FromStatfsT(&st)
-	return 0
+	return s.tree.statfs(out)
 }
 
 func (s *Sessions) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
-	ds, errno := gofs.NewLoopbackDirStream(s.dir())
+	fd, err := s.tree.sessions.OpenAt(".", syscall.O_RDONLY|syscall.O_DIRECTORY, 0)
+	if err != nil {
+		return nil, gofs.ToErrno(err)
+	}
+	ds, errno := gofs.NewLoopbackDirStreamFd(fd)
 	if errno != 0 {
+		syscall.Close(fd)
 		return nil, errno
 	}
 	defer ds.Close()
@@ -103,12 +101,17 @@ func (s *Sessions) Mkdir(ctx context.Context, name string, mode uint32, out *fus
 	if layout.ValidateID(name) != nil {
 		return nil, syscall.EINVAL
 	}
-	s.tree.did(filepath.Join(s.dir(), name), &s.Inode)
+	s.tree.did(name, &s.Inode)
 	if _, err := s.tree.Store.Create(name, layout.CreateOptions{}); err != nil {
 		return nil, storeErrno(err)
 	}
 	if s.OnCreate != nil {
 		if err := s.OnCreate(name); err != nil {
+			// All or nothing: a session that could not be seeded (a full disk, say) is not left half made,
+			// so the same mkdir works once there is room.
+			if trashed, rerr := s.tree.Store.Remove(name); rerr == nil {
+				_ = os.RemoveAll(trashed)
+			}
 			return nil, storeErrno(err)
 		}
 	}
@@ -118,7 +121,7 @@ func (s *Sessions) Mkdir(ctx context.Context, name string, mode uint32, out *fus
 
 // Rmdir moves the session to the trash: nothing is lost by a mistaken rm -rf.
 func (s *Sessions) Rmdir(ctx context.Context, name string) syscall.Errno {
-	s.tree.did(filepath.Join(s.dir(), name), &s.Inode)
+	s.tree.did(name, &s.Inode)
 	if _, err := s.tree.Store.Remove(name); err != nil {
 		return storeErrno(err)
 	}

@@ -56,6 +56,35 @@ func stableAttr(st *syscall.Stat_t, gen, alias uint64) fs.StableAttr {
 	return fs.StableAttr{Mode: st.Mode & syscall.S_IFMT, Ino: ino, Gen: gen}
 }
 
+// stableAttr is stableAttr with the file's filesystem mixed in: two filesystems (one mounted inside a workspace)
+// hand out the same inode numbers for different files.
+func (t *Tree) stableAttr(st *syscall.Stat_t, gen, alias uint64) fs.StableAttr {
+	a := stableAttr(st, gen, alias)
+	a.Ino ^= t.devNum(st.Dev) << devShift
+	return a
+}
+
+// inoMix is what is mixed into the inode numbers of the entries of a folder on filesystem dev seen under view
+// alias: into folders' and into every entry's.
+func (t *Tree) inoMix(dev, alias uint64) (dirs, all uint64) {
+	return alias << aliasShift, t.devNum(dev) << devShift
+}
+
+// devNum is 0 for the store's own filesystem and a small number for each other one met.
+func (t *Tree) devNum(dev uint64) uint64 {
+	if dev == t.dev {
+		return 0
+	}
+	if n, ok := t.devs.Load(dev); ok {
+		return n.(uint64)
+	}
+	n, _ := t.devs.LoadOrStore(dev, t.nextDev.Add(1)&0xff)
+	return n.(uint64)
+}
+
 // aliasShift puts view numbers above the inode numbers real filesystems hand out (ext4's are 32-bit; xfs's stay
-// far below 2^40 in practice).
-const aliasShift = 40
+// far below 2^40 in practice); devShift puts filesystem numbers above the view numbers.
+const (
+	aliasShift = 40
+	devShift   = 56
+)

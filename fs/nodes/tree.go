@@ -1,13 +1,15 @@
 package nodes
 
 import (
-	"path/filepath"
 	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
-	"sync"
-	"sync/atomic"
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"github.com/sessionfs/sessionfs/layout"
 )
@@ -18,17 +20,37 @@ type Tree struct {
 	// OnAlias is told when a session first uses a projects folder name other than the canonical one (the
 	// mount records it in session.json). It may be nil.
 	OnAlias func(id, name string)
+	// ReadOnly: the daemon changes nothing in the store on its own (no folding, no canonical folder made again,
+	// no alias records); the kernel refuses the callers' changes.
+	ReadOnly bool
+
+	sessions *layout.Dir // the store's sessions folder: every access is resolved beneath it (at.go)
+	dev      uint64      // its filesystem
 
 	aliasNums sync.Map // alias name -> uint64 view number, stable for the mount's life
 	nextAlias atomic.Uint64
+	devs      sync.Map // st_dev -> uint64 filesystem number (the store's is 0)
+	nextDev   atomic.Uint64
 	seen      sync.Map // id + "/" + name -> struct{}: aliases already reported to OnAlias
 	cache     cache
 }
 
-// NewTree returns the shared state for a mount of store.
-func NewTree(store *layout.Store) *Tree {
-	return &Tree{Store: store}
+// NewTree returns the shared state for a mount of store. It holds the store's sessions folder open.
+func NewTree(store *layout.Store) (*Tree, error) {
+	d, err := openSessions(store)
+	if err != nil {
+		return nil, err
+	}
+	var st syscall.Stat_t
+	if _, err := fstat(d.Fd(), &st); err != nil {
+		d.Close()
+		return nil, err
+	}
+	return &Tree{Store: store, sessions: d, dev: st.Dev}, nil
 }
+
+// Close releases the sessions folder.
+func (t *Tree) Close() error { return t.sessions.Close() }
 
 // aliasNum is the view number of a projects folder name: 0 for the canonical folder, a small number unique to the
 // name otherwise. It goes into the inode numbers of folders seen through the view.
@@ -45,7 +67,7 @@ func (t *Tree) aliasNum(name string) uint64 {
 
 // used notes that session id used alias name, telling OnAlias the first time.
 func (t *Tree) used(id, name string) {
-	if name == layout.CanonicalProject || t.OnAlias == nil {
+	if name == layout.CanonicalProject || t.OnAlias == nil || t.ReadOnly {
 		return
 	}
 	if _, loaded := t.seen.LoadOrStore(id+"/"+name, struct{}{}); !loaded {
@@ -62,21 +84,36 @@ func (t *Tree) forget(id, name string) {
 	})
 }
 
-// trashTranscript moves store file p, inside session id's canonical transcript folder, to the transcript trash.
-func (t *Tree) trashTranscript(id, p string) syscall.Errno {
-	rel, err := filepath.Rel(layout.Derive(t.Store.Dir(id)).Canonical, p)
-	if err != nil {
+// canonical is the path of session id's canonical transcript folder, relative to the sessions folder.
+func canonical(id string) string { return id + "/" + layout.ProjectsDir + "/" + layout.CanonicalProject }
+
+// trashTranscript moves rel, inside session id's canonical transcript folder, to the transcript trash.
+func (t *Tree) trashTranscript(id, rel string) syscall.Errno {
+	in, ok := strings.CutPrefix(rel, canonical(id)+"/")
+	if !ok || in == "" {
 		return syscall.EINVAL
 	}
-	return storeErrno(t.Store.TrashTranscript(id, rel, time.Now()))
+	return storeErrno(t.Store.TrashTranscript(id, in, time.Now()))
 }
 
 // fold moves transcripts filed under real folders of the session's projects (made while the store was not
 // mounted) into the canonical folder: through the mount every such name is a view of the canonical folder, and
-// would otherwise hide them. The folded names stay in use as aliases.
+// would otherwise hide them. The folded names stay in use as aliases. A read-only mount leaves them.
 func (t *Tree) fold(id string) {
-	folded, _ := layout.FoldProjects(t.Store.Dir(id))
+	if t.ReadOnly {
+		return
+	}
+	folded, _ := layout.FoldProjects(t.Store.Dir(id)) // TEMP
 	for _, name := range folded {
 		t.used(id, name)
 	}
+}
+
+func (t *Tree) statfs(out *fuse.StatfsOut) syscall.Errno {
+	var s syscall.Statfs_t
+	if err := syscall.Fstatfs(t.sessions.Fd(), &s); err != nil {
+		return fs.ToErrno(err)
+	}
+	out.FromStatfsT(&s)
+	return 0
 }
