@@ -11,7 +11,7 @@ import (
 // viewDirStream lists a store folder seen under an alias view (or on another filesystem than the store's), giving
 // its sub-folders the same inode numbers that lookup gives them, so readdir and stat agree.
 type viewDirStream struct {
-	fs.FileHandle // the loopback folder stream
+	fs.FileHandle        // the loopback folder stream
 	dirs, all     uint64 // mixed into sub-folders' inode numbers, and into every entry's
 }
 

@@ -85,7 +85,9 @@ func (t *Tree) forget(id, name string) {
 }
 
 // canonical is the path of session id's canonical transcript folder, relative to the sessions folder.
-func canonical(id string) string { return id + "/" + layout.ProjectsDir + "/" + layout.CanonicalProject }
+func canonical(id string) string {
+	return id + "/" + layout.ProjectsDir + "/" + layout.CanonicalProject
+}
 
 // trashTranscript moves rel, inside session id's canonical transcript folder, to the transcript trash.
 func (t *Tree) trashTranscript(id, rel string) syscall.Errno {
