@@ -117,6 +117,8 @@ func New(store *layout.Store, mountpoint string, opts Options) (*Mount, error) {
 		EntryTimeout:    &timeout,
 		AttrTimeout:     &timeout,
 		NegativeTimeout: &timeout,
+		// A file of mode 0000 is shown as 0000 (go-fuse would show 0644).
+		NullPermissions: true,
 	})
 	if err != nil {
 		wa.close()

@@ -3,8 +3,9 @@ package layout
 import (
 	"errors"
 	"io/fs"
-	"os"
-	"path/filepath"
+	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // FoldProjects moves what Claude Code filed under other folders of a session's .claude/projects (a session used
@@ -12,8 +13,38 @@ import (
 // name already taken in the canonical folder keeps both: the incoming one gets a .sessionfs-conflict-fold
 // suffix. It returns the names of the folders it emptied, which were aliases in use.
 func FoldProjects(sessionDir string) (folded []string, err error) {
-	p := Derive(sessionDir)
-	ents, err := os.ReadDir(p.Projects)
+	d, err := OpenDir(sessionDir)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	return FoldProjectsIn(d)
+}
+
+// Fold is FoldProjects for session id of the store.
+func (s *Store) Fold(id string) ([]string, error) {
+	if err := ValidateID(id); err != nil {
+		return nil, err
+	}
+	sessions, err := OpenDir(s.SessionsDir())
+	if err != nil {
+		return nil, err
+	}
+	defer sessions.Close()
+	d, err := sessions.Sub(id)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	return FoldProjectsIn(d)
+}
+
+// FoldProjectsIn folds the session open as sess. Everything is resolved beneath sess and no symlink is followed:
+// a session that made its canonical folder (or any folder on the way) a link out of itself gets an error, and
+// nothing is moved.
+func FoldProjectsIn(sess *Dir) (folded []string, err error) {
+	canonical := ProjectsDir + "/" + CanonicalProject
+	ents, err := sess.ReadDir(ProjectsDir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -21,47 +52,51 @@ func FoldProjects(sessionDir string) (folded []string, err error) {
 		return nil, err
 	}
 	for _, e := range ents {
-		if !e.IsDir() || e.Name() == CanonicalProject {
+		if e.Type() != fs.ModeDir || e.Name() == CanonicalProject {
 			continue
 		}
-		src := filepath.Join(p.Projects, e.Name())
-		if err := moveInto(src, p.Canonical); err != nil {
+		src := ProjectsDir + "/" + e.Name()
+		if err := moveInto(sess, src, canonical); err != nil {
 			return folded, err
 		}
-		if os.Remove(src) == nil {
+		if sess.Remove(src) == nil {
 			folded = append(folded, e.Name())
 		}
 	}
 	return folded, nil
 }
 
-// moveInto moves the entries of src into dst, merging folders and keeping both of two files of one name.
-func moveInto(src, dst string) error {
-	if err := os.MkdirAll(dst, 0o755); err != nil {
+// moveInto moves the entries of src into dst (both beneath sess), merging folders and keeping both of two files
+// of one name.
+func moveInto(sess *Dir, src, dst string) error {
+	if err := sess.MkdirAll(dst, 0o755, -1, -1); err != nil {
 		return err
 	}
-	ents, err := os.ReadDir(src)
+	ents, err := sess.ReadDir(src)
 	if err != nil {
 		return err
 	}
 	for _, e := range ents {
-		from, to := filepath.Join(src, e.Name()), filepath.Join(dst, e.Name())
-		st, err := os.Lstat(to)
+		from, to := src+"/"+e.Name(), dst+"/"+e.Name()
+		st, err := sess.Lstat(to)
 		switch {
+		case errors.Is(err, syscall.ENOENT):
+			if err := sess.Rename(from, to, unix.RENAME_NOREPLACE); err != nil {
+				return err
+			}
 		case err != nil:
-			if err := os.Rename(from, to); err != nil {
+			return err
+		case e.Type() == fs.ModeDir && st.Mode&syscall.S_IFMT == syscall.S_IFDIR:
+			if err := moveInto(sess, from, to); err != nil {
 				return err
 			}
-		case e.IsDir() && st.IsDir():
-			if err := moveInto(from, to); err != nil {
-				return err
-			}
-			_ = os.Remove(from)
+			_ = sess.Remove(from)
 		default:
-			if err := os.Rename(from, to+".sessionfs-conflict-fold"); err != nil {
+			if err := sess.Rename(from, to+".sessionfs-conflict-fold", unix.RENAME_NOREPLACE); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
 }
+

@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Transcripts removed through the mount wait in <store>/trash/transcripts/<id>/<batch>/<path in the canonical
@@ -25,21 +27,48 @@ const batchLayout = "20060102T150405Z"
 // TrashTranscript moves rel (a path inside the session's canonical transcript folder) into the session's
 // transcript trash, keeping its place in the folder.
 func (s *Store) TrashTranscript(id, rel string, now time.Time) error {
-	p, err := s.Paths(id)
-	if err != nil {
+	if err := ValidateID(id); err != nil {
 		return err
 	}
 	if rel == "" || rel == "." || strings.HasPrefix(rel, "..") || filepath.IsAbs(rel) {
 		return &Error{Op: "trash transcript", ID: id, Path: printable(rel), Kind: ErrOutside}
 	}
-	dst := filepath.Join(s.TranscriptTrashDir(id), now.UTC().Format(batchLayout), rel)
-	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
+	// The trash holds what sessions made (a removed symlink among it): it is resolved like a session, beneath
+	// its folder and through no symlink.
+	dst := "transcripts/" + id + "/" + now.UTC().Format(batchLayout) + "/" + rel
+	trash, err := OpenDir(s.TrashDir())
+	if err != nil {
+		return wrap("trash transcript", id, s.TrashDir(), err)
+	}
+	defer trash.Close()
+	if err := trash.MkdirAll(filepath.Dir(dst), 0o700, -1, -1); err != nil {
 		return wrap("trash transcript", id, dst, err)
 	}
-	if _, err := os.Lstat(dst); err == nil {
+	if _, err := trash.Lstat(dst); err == nil {
 		dst += fmt.Sprintf(".%d", now.UnixNano()) // removed twice within a second
 	}
-	return wrap("trash transcript", id, rel, os.Rename(filepath.Join(p.Canonical, rel), dst))
+	return wrap("trash transcript", id, rel, s.renameOut(id, ProjectsDir+"/"+CanonicalProject+"/"+rel, trash, dst))
+}
+
+// renameOut moves rel, inside session id, to dst beneath the store folder to. Both are resolved beneath their
+// folders and never through a symlink: a session cannot make us move a file from or to outside the store.
+func (s *Store) renameOut(id, rel string, to *Dir, dst string) error {
+	sessions, err := OpenDir(s.SessionsDir())
+	if err != nil {
+		return err
+	}
+	defer sessions.Close()
+	pfd, name, err := sessions.Parent(id + "/" + rel)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(pfd)
+	tfd, tname, err := to.Parent(dst)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(tfd)
+	return unix.Renameat2(pfd, name, tfd, tname, unix.RENAME_NOREPLACE)
 }
 
 // TrashedTranscript is a conversation waiting in a session's transcript trash.

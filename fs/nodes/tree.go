@@ -105,7 +105,7 @@ func (t *Tree) fold(id string) {
 	if t.ReadOnly {
 		return
 	}
-	folded, _ := layout.FoldProjects(t.Store.Dir(id)) // TEMP
+	folded, _ := t.Store.Fold(id)
 	for _, name := range folded {
 		t.used(id, name)
 	}
