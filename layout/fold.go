@@ -99,4 +99,3 @@ func moveInto(sess *Dir, src, dst string) error {
 	}
 	return nil
 }
-
