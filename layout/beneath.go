@@ -141,16 +141,68 @@ func openat2(dirfd int, rel string, how *unix.OpenHow) (int, error) {
 const MaxMetaSize = 4 << 20
 
 // ReadRegular reads rel beneath d if it is a regular file no larger than limit. It never blocks on a FIFO or a
-// device (O_NONBLOCK, and anything but a regular file is refused before a byte is read) and never follows a
-// symlink. A missing file is fs.ErrNotExist.
+// device and never opens one for reading: the name is first opened O_PATH (which opens nothing), checked with
+// fstat, and only a regular file is then reopened through its descriptor, so a rename racing the check cannot
+// swap in something else. It never follows a symlink: a symlink (ELOOP), a FIFO, a device, a socket, a folder
+// or a file over limit is ErrDamaged. A missing file is fs.ErrNotExist.
 func (d *Dir) ReadRegular(rel string, limit int64) ([]byte, error) {
-	fd, err := d.OpenAt(rel, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
+	pfd, err := d.OpenAt(rel, unix.O_PATH, 0)
+	if err != nil {
+		if err == unix.ELOOP {
+			err = fmt.Errorf("%w: a symlink: %w", ErrDamaged, err)
+		}
+		return nil, &os.PathError{Op: "open", Path: rel, Err: err}
+	}
+	defer unix.Close(pfd)
+	var st unix.Stat_t
+	if err := unix.Fstat(pfd, &st); err != nil {
+		return nil, &os.PathError{Op: "stat", Path: rel, Err: err}
+	}
+	if err := checkRegular(&st, rel, limit); err != nil {
+		return nil, err
+	}
+	fd, err := reopen(pfd, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY)
+	if err == unix.ENOENT {
+		// No /proc (a bare chroot): open the name again, still never following a link nor blocking, and check
+		// it is the inode we looked at.
+		var st2 unix.Stat_t
+		if fd, err = d.OpenAt(rel, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY, 0); err == nil {
+			if err = unix.Fstat(fd, &st2); err == nil && (st2.Dev != st.Dev || st2.Ino != st.Ino) {
+				err = fmt.Errorf("%w: replaced while being read", ErrDamaged)
+			}
+			if err != nil {
+				unix.Close(fd)
+			}
+		}
+	}
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: rel, Err: err}
 	}
 	f := os.NewFile(uintptr(fd), rel)
 	defer f.Close()
 	return readRegular(f, rel, limit)
+}
+
+// reopen opens the file an O_PATH descriptor refers to, the same inode whatever happened to its name since,
+// through /proc's magic link (the one link we do follow: it is the kernel's, not the session's).
+func reopen(pathfd int, flags int) (int, error) {
+	for {
+		fd, err := unix.Open(fmt.Sprintf("/proc/self/fd/%d", pathfd), flags|unix.O_CLOEXEC, 0)
+		if err == unix.EINTR {
+			continue
+		}
+		return fd, err
+	}
+}
+
+func checkRegular(st *unix.Stat_t, rel string, limit int64) error {
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return &os.PathError{Op: "read", Path: rel, Err: fmt.Errorf("%w: not a regular file (mode %#o)", ErrDamaged, st.Mode&unix.S_IFMT)}
+	}
+	if st.Size > limit {
+		return &os.PathError{Op: "read", Path: rel, Err: fmt.Errorf("%w: %d bytes, more than the %d allowed", ErrDamaged, st.Size, limit)}
+	}
+	return nil
 }
 
 func readRegular(f *os.File, rel string, limit int64) ([]byte, error) {
@@ -247,12 +299,14 @@ func (d *Dir) MkdirAll(rel string, perm uint32, uid, gid int) error {
 			return &os.PathError{Op: "mkdir", Path: prefix, Err: err}
 		}
 		err = unix.Mkdirat(pfd, name, perm)
-		if err == nil && (uid >= 0 || gid >= 0) && os.Geteuid() == 0 {
-			err = unix.Fchownat(pfd, name, uid, gid, unix.AT_SYMLINK_NOFOLLOW)
-		}
-		if err == unix.EEXIST {
+		created := err == nil
+		if err == nil || err == unix.EEXIST {
+			// Whatever is there now must be a folder, not a link to one (it may have been swapped since mkdir).
 			var fd int
 			if fd, err = unix.Openat(pfd, name, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0); err == nil {
+				if created && (uid >= 0 || gid >= 0) && os.Geteuid() == 0 {
+					err = unix.Fchownat(fd, "", uid, gid, unix.AT_EMPTY_PATH)
+				}
 				unix.Close(fd)
 			}
 		}
@@ -324,6 +378,58 @@ func (d *Dir) Remove(rel string) error {
 	}
 	if err != nil {
 		return &os.PathError{Op: "remove", Path: rel, Err: err}
+	}
+	return nil
+}
+
+// RenameTo moves from, beneath d, to to, beneath dst (another folder of the same filesystem), never through a
+// symlink on either side; flags are renameat2's. The entry itself is moved, whatever it is (a symlink too).
+func (d *Dir) RenameTo(from string, dst *Dir, to string, flags uint) error {
+	ffd, fname, err := d.Parent(from)
+	if err != nil {
+		return &os.PathError{Op: "rename", Path: from, Err: err}
+	}
+	defer unix.Close(ffd)
+	tfd, tname, err := dst.Parent(to)
+	if err != nil {
+		return &os.PathError{Op: "rename", Path: to, Err: err}
+	}
+	defer unix.Close(tfd)
+	if err := unix.Renameat2(ffd, fname, tfd, tname, flags); err != nil {
+		return &os.LinkError{Op: "rename", Old: d.name + "/" + from, New: dst.name + "/" + to, Err: err}
+	}
+	return nil
+}
+
+// Readlink reads the symlink rel beneath d (never following it).
+func (d *Dir) Readlink(rel string) (string, error) {
+	pfd, name, err := d.Parent(rel)
+	if err != nil {
+		return "", &os.PathError{Op: "readlink", Path: rel, Err: err}
+	}
+	defer unix.Close(pfd)
+	buf := make([]byte, unix.PathMax)
+	n, err := unix.Readlinkat(pfd, name, buf)
+	if err != nil {
+		return "", &os.PathError{Op: "readlink", Path: rel, Err: err}
+	}
+	return string(buf[:n]), nil
+}
+
+// Symlink makes the symlink rel beneath d pointing to target (which is not resolved), owned by uid/gid when
+// they are >= 0 and we are root.
+func (d *Dir) Symlink(target, rel string, uid, gid int) error {
+	pfd, name, err := d.Parent(rel)
+	if err != nil {
+		return &os.PathError{Op: "symlink", Path: rel, Err: err}
+	}
+	defer unix.Close(pfd)
+	err = unix.Symlinkat(target, pfd, name)
+	if err == nil && (uid >= 0 || gid >= 0) && os.Geteuid() == 0 {
+		err = unix.Fchownat(pfd, name, uid, gid, unix.AT_SYMLINK_NOFOLLOW)
+	}
+	if err != nil {
+		return &os.PathError{Op: "symlink", Path: rel, Err: err}
 	}
 	return nil
 }

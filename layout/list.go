@@ -2,11 +2,13 @@ package layout
 
 import (
 	"errors"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
+	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Info describes a session for listings. A session whose session.json is missing or malformed is still listed,
@@ -14,15 +16,19 @@ import (
 type Info struct {
 	Meta
 	Dir          string    `json:"dir"`
-	Size         int64     `json:"size"`          // bytes on disk, symlinks not followed
+	Size         int64     `json:"size"`          // bytes on disk, symlinks not followed, other filesystems not counted
 	LastActivity time.Time `json:"last_activity"` // newest mtime in the session
 	Damaged      string    `json:"damaged,omitempty"`
 }
 
 // IDs lists the ids of the store's sessions, sorted. Names that are not valid ids (staging folders, stray files)
-// are skipped.
+// and anything that is not a folder (a symlink among them) are skipped.
 func (s *Store) IDs() ([]string, error) {
-	ents, err := os.ReadDir(s.SessionsDir())
+	sessions, err := s.Sessions()
+	if err != nil {
+		return nil, err
+	}
+	ents, err := sessions.ReadDir(".")
 	if err != nil {
 		return nil, wrap("list", "", s.SessionsDir(), err)
 	}
@@ -36,7 +42,7 @@ func (s *Store) IDs() ([]string, error) {
 	return ids, nil
 }
 
-// List describes every session, with size and last activity.
+// List describes every session, with size and last activity. Each appears once, under its folder's name.
 func (s *Store) List() ([]Info, error) {
 	ids, err := s.IDs()
 	if err != nil {
@@ -49,60 +55,143 @@ func (s *Store) List() ([]Info, error) {
 	return out, nil
 }
 
-// Describe gathers one session's Info. It never fails: problems are reported in Damaged.
+// Describe gathers one session's Info. It never fails: problems are reported in Damaged. Its ID is id, the
+// folder's name, whatever session.json says.
 func (s *Store) Describe(id string) Info {
 	info := Info{Dir: s.Dir(id)}
-	m, err := s.Get(id)
+	info.ID = id
+	d, err := s.OpenSession(id)
 	if err != nil {
-		info.ID = id
+		info.Damaged = err.Error()
+		return info
+	}
+	defer d.Close()
+	if m, err := s.get(d, id); err != nil {
 		info.Damaged = err.Error()
 	} else {
 		info.Meta = *m
 	}
-	info.Size, info.LastActivity = Usage(info.Dir)
+	info.Size, info.LastActivity = UsageIn(d)
 	return info
 }
 
 // Usage walks a folder without following symlinks and returns the bytes it occupies on disk and the newest
-// modification time in it. Unreadable parts are skipped: this is for display and idle detection.
+// modification time in it. It stays on the folder's own mount: a filesystem mounted inside (a bind mount in a
+// workspace, say) is not walked. Unreadable parts are skipped: this is for display and idle detection. dir
+// itself may be reached through symlinks (it is the caller's); sessions use UsageIn.
 func Usage(dir string) (size int64, last time.Time) {
-	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if d != nil && d.IsDir() {
-				return fs.SkipDir
-			}
-			return nil
-		}
-		fi, err := d.Info()
-		if err != nil {
-			return nil
-		}
-		size += diskBytes(fi)
-		if mt := fi.ModTime(); mt.After(last) {
-			last = mt
-		}
-		return nil
-	})
-	return size, last
+	d, err := OpenDir(dir)
+	if err != nil {
+		return 0, time.Time{}
+	}
+	defer d.Close()
+	return UsageIn(d)
 }
 
-// Remove moves sessions to the trash. Nothing is deleted: gc does that.
+// maxUsageDepth bounds the walk (and the descriptors it holds, one a level): deeper folders are not counted.
+const maxUsageDepth = 256
+
+// UsageIn is Usage of the open folder d. Everything is resolved one name at a time from its parent's
+// descriptor, never following a symlink, so renames racing the walk cannot lead it out of d.
+func UsageIn(d *Dir) (size int64, last time.Time) {
+	var root unix.Statx_t
+	if err := unix.Statx(d.Fd(), "", unix.AT_EMPTY_PATH|unix.AT_SYMLINK_NOFOLLOW, unix.STATX_BASIC_STATS|unix.STATX_MNT_ID, &root); err != nil {
+		return 0, time.Time{}
+	}
+	u := usage{dev: devOf(&root), mnt: root.Mnt_id, useMnt: root.Mask&unix.STATX_MNT_ID != 0}
+	u.add(&root)
+	fd, err := unix.Openat(d.Fd(), ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return u.size, u.last
+	}
+	u.walk(fd, 0)
+	return u.size, u.last
+}
+
+type usage struct {
+	dev    uint64
+	mnt    uint64
+	useMnt bool
+	size   int64
+	last   time.Time
+}
+
+func devOf(st *unix.Statx_t) uint64 { return unix.Mkdev(st.Dev_major, st.Dev_minor) }
+
+func (u *usage) add(st *unix.Statx_t) {
+	u.size += int64(st.Blocks) * 512 // what du counts: allocated blocks, so sparse files are not overstated
+	if mt := time.Unix(st.Mtime.Sec, int64(st.Mtime.Nsec)); mt.After(u.last) {
+		u.last = mt
+	}
+}
+
+// sameMount: a folder on another filesystem, or another mount of this one, is not ours to walk.
+func (u *usage) sameMount(st *unix.Statx_t) bool {
+	return devOf(st) == u.dev && (!u.useMnt || st.Mask&unix.STATX_MNT_ID == 0 || st.Mnt_id == u.mnt)
+}
+
+// walk adds what the folder open as fd holds, and closes fd.
+func (u *usage) walk(fd int, depth int) {
+	f := os.NewFile(uintptr(fd), "")
+	defer f.Close()
+	for {
+		names, err := f.Readdirnames(1024)
+		for _, name := range names {
+			var st unix.Statx_t
+			if unix.Statx(fd, name, unix.AT_SYMLINK_NOFOLLOW|unix.AT_NO_AUTOMOUNT, unix.STATX_BASIC_STATS|unix.STATX_MNT_ID, &st) != nil {
+				continue
+			}
+			if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+				u.add(&st)
+				continue
+			}
+			if !u.sameMount(&st) {
+				continue
+			}
+			u.add(&st)
+			if depth >= maxUsageDepth {
+				continue
+			}
+			sub, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+			if err != nil {
+				continue
+			}
+			// The name may have been swapped for another folder (on another mount) since statx: check again.
+			var again unix.Statx_t
+			if unix.Statx(sub, "", unix.AT_EMPTY_PATH, unix.STATX_BASIC_STATS|unix.STATX_MNT_ID, &again) != nil || !u.sameMount(&again) {
+				unix.Close(sub)
+				continue
+			}
+			u.walk(sub, depth+1)
+		}
+		if err != nil || len(names) == 0 {
+			return
+		}
+	}
+}
+
+// Remove moves a session to the trash. Nothing is deleted: gc does that. The entry sessions/<id> is renamed
+// from the sessions folder's descriptor to the trash's, whatever it is, never followed.
 func (s *Store) Remove(id string) (trashed string, err error) {
-	p, err := s.Paths(id)
+	if err := ValidateID(id); err != nil {
+		return "", err
+	}
+	sessions, err := s.Sessions()
 	if err != nil {
 		return "", err
 	}
-	if _, err := os.Lstat(p.Root); err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
+	trash, err := s.Trash()
+	if err != nil {
+		return "", err
+	}
+	name := id + "." + time.Now().UTC().Format("20060102T150405.000000000Z")
+	if err := sessions.RenameTo(id, trash, name, unix.RENAME_NOREPLACE); err != nil {
+		if errors.Is(err, syscall.ENOENT) {
 			return "", &Error{Op: "remove", ID: id, Kind: ErrNotFound}
 		}
-		return "", wrap("remove", id, p.Root, err)
+		return "", wrap("remove", id, s.Dir(id), err)
 	}
-	dst := filepath.Join(s.TrashDir(), id+"."+time.Now().UTC().Format("20060102T150405.000000000Z"))
-	if err := os.Rename(p.Root, dst); err != nil {
-		return "", wrap("remove", id, p.Root, err)
-	}
-	return dst, nil
+	return filepath.Join(s.TrashDir(), name), nil
 }
 
 // GCOptions say what gc may delete for good.
@@ -114,7 +203,8 @@ type GCOptions struct {
 	OnRemoved func(what, path string) // told of each action, for the CLI
 }
 
-// GC empties the trash and trashes idle sessions, as asked.
+// GC empties the trash and trashes idle sessions, as asked. The trash's transcripts folder is emptied but kept:
+// it is where a transcript goes when the disk is too full to make a folder.
 func (s *Store) GC(opts GCOptions) error {
 	if opts.Now.IsZero() {
 		opts.Now = time.Now()
@@ -142,19 +232,52 @@ func (s *Store) GC(opts GCOptions) error {
 		}
 	}
 	if opts.Trash {
-		ents, err := os.ReadDir(s.TrashDir())
+		trash, err := s.Trash()
+		if err != nil {
+			return err
+		}
+		ents, err := trash.ReadDir(".")
 		if err != nil {
 			return wrap("gc", "", s.TrashDir(), err)
 		}
 		for _, e := range ents {
-			p := filepath.Join(s.TrashDir(), e.Name())
-			note("delete", p)
-			if !opts.DryRun {
-				if err := os.RemoveAll(p); err != nil {
-					return wrap("gc", "", p, err)
+			if e.Name() == transcriptTrash && e.IsDir() {
+				if err := s.emptyFolder(trash, transcriptTrash, opts.DryRun, note); err != nil {
+					return err
 				}
+				continue
+			}
+			if err := s.removeAll(e.Name(), opts.DryRun, note); err != nil {
+				return err
 			}
 		}
+	}
+	return nil
+}
+
+func (s *Store) emptyFolder(trash *Dir, rel string, dryRun bool, note func(what, path string)) error {
+	ents, err := trash.ReadDir(rel)
+	if err != nil {
+		return wrap("gc", "", filepath.Join(s.TrashDir(), rel), err)
+	}
+	for _, e := range ents {
+		if err := s.removeAll(rel+"/"+e.Name(), dryRun, note); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// removeAll deletes rel beneath the trash for good. os.RemoveAll works from descriptors and never follows a
+// symlink; the path is the trash's own (the store's, trusted) up to rel, whose parts are daemon-made.
+func (s *Store) removeAll(rel string, dryRun bool, note func(what, path string)) error {
+	p := filepath.Join(s.TrashDir(), rel)
+	note("delete", p)
+	if dryRun {
+		return nil
+	}
+	if err := os.RemoveAll(p); err != nil {
+		return wrap("gc", "", p, err)
 	}
 	return nil
 }

@@ -3,9 +3,11 @@ package layout
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -33,9 +35,29 @@ type Run struct {
 	Error    string    `json:"error,omitempty"`
 }
 
-// AddAlias records a projects folder name; it reports whether the name was new.
+// Bounds on what a session.json may make us hold: it is written by the session, which may be hostile. Past
+// them, the oldest runs and the newest aliases, cwds and labels are dropped.
+const (
+	MaxAliases = 1024
+	MaxCwds    = 1024
+	MaxRuns    = 1000
+	MaxLabels  = 256
+	// MaxNameLen is the longest folder name (NAME_MAX).
+	MaxNameLen = 255
+	// MaxCwdLen is the longest recorded cwd (PATH_MAX).
+	MaxCwdLen = 4096
+)
+
+// ValidAlias reports whether name can be a folder under .claude/projects: one path component, no NUL, not "."
+// or "..", at most MaxNameLen bytes. Claude's own names are [A-Za-z0-9-], but any such name is harmless.
+func ValidAlias(name string) bool {
+	return name != "" && name != "." && name != ".." && len(name) <= MaxNameLen && !strings.ContainsAny(name, "/\x00")
+}
+
+// AddAlias records a projects folder name; it reports whether the name was new. Names that cannot be a folder
+// name (ValidAlias) are refused.
 func (m *Meta) AddAlias(name string) bool {
-	if name == CanonicalProject || slices.Contains(m.Aliases, name) {
+	if name == CanonicalProject || !ValidAlias(name) || slices.Contains(m.Aliases, name) || len(m.Aliases) >= MaxAliases {
 		return false
 	}
 	m.Aliases = append(m.Aliases, name)
@@ -44,15 +66,46 @@ func (m *Meta) AddAlias(name string) bool {
 
 // AddCwd records a working directory; it reports whether it was new.
 func (m *Meta) AddCwd(cwd string) bool {
-	if cwd == "" || slices.Contains(m.Cwds, cwd) {
+	if !validCwd(cwd) || slices.Contains(m.Cwds, cwd) || len(m.Cwds) >= MaxCwds {
 		return false
 	}
 	m.Cwds = append(m.Cwds, cwd)
 	return true
 }
 
-func readMeta(path string) (*Meta, error) {
-	b, err := os.ReadFile(path)
+func validCwd(cwd string) bool {
+	return cwd != "" && len(cwd) <= MaxCwdLen && !strings.ContainsRune(cwd, 0)
+}
+
+// sanitize drops what a hostile session.json may hold that we must not act on or hold: alias names that are not
+// folder names, duplicates, and lists past their bounds.
+func (m *Meta) sanitize() {
+	aliases := m.Aliases
+	m.Aliases = nil
+	for _, a := range aliases {
+		m.AddAlias(a)
+	}
+	cwds := m.Cwds
+	m.Cwds = nil
+	for _, c := range cwds {
+		m.AddCwd(c)
+	}
+	if len(m.Runs) > MaxRuns {
+		m.Runs = slices.Clone(m.Runs[len(m.Runs)-MaxRuns:])
+	}
+	if len(m.Labels) > MaxLabels {
+		keys := slices.Sorted(maps.Keys(m.Labels))
+		for _, k := range keys[MaxLabels:] {
+			delete(m.Labels, k)
+		}
+	}
+}
+
+// readMeta reads the session.json of the session open as d, whose folder is named id. It reads only a regular
+// file, never through a symlink, never blocking on a FIFO, at most MaxMetaSize bytes; anything else is
+// ErrDamaged. The session's identity is its folder's name: the ID the file claims is ignored.
+func readMeta(d *Dir, id string) (*Meta, error) {
+	b, err := d.ReadRegular(MetaFile, MaxMetaSize)
 	if err != nil {
 		return nil, err
 	}
@@ -60,20 +113,30 @@ func readMeta(path string) (*Meta, error) {
 	if err := json.Unmarshal(b, &m); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrDamaged, err)
 	}
+	m.ID = id
+	m.sanitize()
 	return &m, nil
 }
 
-// writeMeta replaces path atomically (temp file, fsync, rename), so a crash leaves the old or the new file, never
-// half of one.
-func writeMeta(path string, m *Meta) error {
+// writeMeta replaces the session.json of the session open as d atomically (temp file, fsync, rename), so a crash
+// leaves the old or the new file, never half of one. Whatever the name held (a symlink, a FIFO) is replaced, not
+// followed. The file gets the session folder's owner: a root daemon never leaves a root-owned file in a user's
+// session.
+func writeMeta(d *Dir, m *Meta) error {
 	b, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return err
 	}
-	return WriteFileAtomic(path, append(b, '\n'), 0o644)
+	uid, gid, err := d.Owner()
+	if err != nil {
+		return err
+	}
+	return d.WriteAtomic(MetaFile, append(b, '\n'), 0o644, uid, gid)
 }
 
-// WriteFileAtomic writes data to a temporary file beside path, syncs it and renames it over path.
+// WriteFileAtomic writes data to a temporary file beside path, syncs it and renames it over path. path is
+// joined as a string: use it only for files outside sessions (the store's own, the user's). Inside a session use
+// Dir.WriteAtomic.
 func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {

@@ -3,15 +3,32 @@ package layout
 import (
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
+
+	"golang.org/x/sys/unix"
 )
 
 // CopyProfile materialises a .claude template (CLAUDE.md, settings.json, .mcp.json, skills/, commands/, hooks/,
-// agents/, ...) into dst, keeping modes. Symlinks in the template are copied as links, never followed, so a profile
-// cannot pull files from outside itself into a session.
+// agents/, ...) into the folder dst (made if need be), keeping modes. Symlinks in the template are copied as
+// links, never followed, so a profile cannot pull files from outside itself into a session. New sessions use
+// CopyProfileInto, which writes beneath an open folder.
 func CopyProfile(src, dst string) error {
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return err
+	}
+	d, err := OpenDir(dst)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return CopyProfileInto(src, d, -1, -1)
+}
+
+// CopyProfileInto is CopyProfile into the open folder dst. Both sides are resolved beneath their folders with no
+// symlink followed (a template swapped for links while copied still cannot leak a file from outside it); only
+// folders, regular files and symlinks are copied. What is made gets uid/gid when they are >= 0 and we are root.
+func CopyProfileInto(src string, dst *Dir, uid, gid int) error {
 	st, err := os.Stat(src)
 	if err != nil {
 		return fmt.Errorf("profile: %w", err)
@@ -19,48 +36,76 @@ func CopyProfile(src, dst string) error {
 	if !st.IsDir() {
 		return fmt.Errorf("profile %s: not a folder", src)
 	}
-	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+	sd, err := OpenDir(src)
+	if err != nil {
+		return fmt.Errorf("profile: %w", err)
+	}
+	defer sd.Close()
+	return copyTree(sd, dst, "", uid, gid)
+}
+
+func copyTree(src, dst *Dir, rel string, uid, gid int) error {
+	ents, err := src.ReadDir(rel)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		p := filepath.Join(rel, e.Name())
+		st, err := src.Lstat(p)
 		if err != nil {
 			return err
 		}
-		rel, err := filepath.Rel(src, p)
-		if err != nil {
-			return err
-		}
-		target := filepath.Join(dst, rel)
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		switch {
-		case d.IsDir():
-			return os.MkdirAll(target, info.Mode().Perm()|0o700)
-		case d.Type()&fs.ModeSymlink != 0:
-			link, err := os.Readlink(p)
+		perm := uint32(st.Mode & 0o777) // no setuid, setgid or sticky bit from a template
+		switch st.Mode & unix.S_IFMT {
+		case unix.S_IFDIR:
+			if err := dst.MkdirAll(p, perm|0o700, uid, gid); err != nil {
+				return err
+			}
+			if err := copyTree(src, dst, p, uid, gid); err != nil {
+				return err
+			}
+		case unix.S_IFLNK:
+			target, err := src.Readlink(p)
 			if err != nil {
 				return err
 			}
-			return os.Symlink(link, target)
-		case d.Type().IsRegular():
-			return copyFile(p, target, info.Mode().Perm())
+			if err := dst.Symlink(target, p, uid, gid); err != nil {
+				return err
+			}
+		case unix.S_IFREG:
+			if err := copyRegular(src, dst, p, perm, uid, gid); err != nil {
+				return err
+			}
 		}
-		return nil // sockets, devices: not part of a profile
-	})
+		// sockets, devices, FIFOs: not part of a profile
+	}
+	return nil
 }
 
-func copyFile(src, dst string, perm fs.FileMode) error {
-	in, err := os.Open(src)
+func copyRegular(src, dst *Dir, rel string, perm uint32, uid, gid int) error {
+	ifd, err := src.OpenAt(rel, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
 	if err != nil {
-		return err
+		return &os.PathError{Op: "open", Path: rel, Err: err}
 	}
+	in := os.NewFile(uintptr(ifd), rel)
 	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if fi, err := in.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return &os.PathError{Op: "copy", Path: rel, Err: fmt.Errorf("not a regular file any more")}
+	}
+	ofd, err := dst.OpenAt(rel, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, perm)
 	if err != nil {
-		return err
+		return &os.PathError{Op: "create", Path: rel, Err: err}
 	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
+	out := os.NewFile(uintptr(ofd), rel)
+	_, err = io.Copy(out, in)
+	if err == nil {
+		err = unix.Fchmod(ofd, perm) // the template's mode, whatever the umask
 	}
-	return out.Close()
+	if err == nil && (uid >= 0 || gid >= 0) && os.Geteuid() == 0 {
+		err = out.Chown(uid, gid)
+	}
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }

@@ -18,6 +18,7 @@ func newStore(t *testing.T) *Store {
 	t.Helper()
 	s, err := OpenStore(t.TempDir())
 	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() })
 	return s
 }
 
@@ -88,7 +89,8 @@ func TestGetListRemoveGC(t *testing.T) {
 	}}))
 	assert.Equal(t, []string{"trash idle session", "delete", "delete"}, actions)
 	ents, _ := os.ReadDir(s.TrashDir())
-	assert.Empty(t, ents)
+	require.Len(t, ents, 1, "only the transcripts folder is kept")
+	assert.Equal(t, "transcripts", ents[0].Name())
 	ids, _ := s.IDs()
 	assert.Empty(t, ids)
 }
@@ -172,6 +174,7 @@ func TestReadOnlyStore(t *testing.T) {
 			t.Skipf("cannot make a read-only bind mount: %v", err)
 		}
 		t.Cleanup(func() { _ = exec.Command("umount", root).Run() })
+		t.Cleanup(func() { s.Close() })
 		_, err = s.Create("x", CreateOptions{})
 		require.Error(t, err)
 		assert.ErrorIs(t, err, ErrReadOnly)
@@ -198,6 +201,7 @@ func TestFullStore(t *testing.T) {
 	t.Cleanup(func() { _ = exec.Command("umount", root).Run() })
 	s, err := OpenStore(root)
 	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() }) // before the umount: the store holds its folders open
 	_, err = s.Create("keep", CreateOptions{})
 	require.NoError(t, err)
 	// Fill the disk, then try to create a session.

@@ -4,71 +4,171 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
+	"net/url"
+	"path"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 )
 
-// Transcripts removed through the mount wait in <store>/trash/transcripts/<id>/<batch>/<path in the canonical
-// folder>, one batch per second of removal, until `gc --trash`. Claude Code deletes old transcripts at start-up,
-// and people rm the wrong thing: nothing is lost.
+// Transcripts removed through the mount wait in the trash until `gc --trash`: Claude Code deletes old
+// transcripts at start-up, and people rm the wrong thing; nothing is lost. Each lands in
+//
+//	<store>/trash/transcripts/<id>/<batch>/<path in the canonical folder>
+//
+// one batch per second of removal (<batch> is 20060102T150405Z, with -N added when a name was removed twice in
+// that second). When the disk is too full to make those folders, the removal must still succeed (the file is
+// already written; a rename needs no space), so it lands flat in the transcripts folder, which always exists:
+//
+//	<store>/trash/transcripts/<id>~<batch>~<path with %, ~ and / escaped as %25, %7E, %2F>
+//
+// Listing and restoring understand both. Moves are renames between the session's descriptor and the trash's:
+// nothing in the session is followed, and the trash only ever receives what the session held.
 
-// TranscriptTrashDir is where session id's removed transcripts wait.
+// TranscriptTrashDir is where session id's removed transcripts wait (in folders; see above for the flat form).
 func (s *Store) TranscriptTrashDir(id string) string {
-	return filepath.Join(s.TrashDir(), "transcripts", id)
+	return filepath.Join(s.TrashDir(), transcriptTrash, id)
 }
 
 const batchLayout = "20060102T150405Z"
 
+// maxBatchTries bounds the -N suffixes tried for one name within one second.
+const maxBatchTries = 1000
+
+func batchName(base string, i int) string {
+	if i == 0 {
+		return base
+	}
+	return base + "-" + strconv.Itoa(i)
+}
+
+// parseBatch reads a batch name: its time and its -N (0 without one).
+func parseBatch(b string) (removed time.Time, seq int, ok bool) {
+	if len(b) < len(batchLayout) {
+		return time.Time{}, 0, false
+	}
+	removed, err := time.Parse(batchLayout, b[:len(batchLayout)])
+	if err != nil {
+		return time.Time{}, 0, false
+	}
+	if rest := b[len(batchLayout):]; rest != "" {
+		n, err := strconv.Atoi(strings.TrimPrefix(rest, "-"))
+		if !strings.HasPrefix(rest, "-") || err != nil || n <= 0 {
+			return time.Time{}, 0, false
+		}
+		seq = n
+	}
+	return removed, seq, true
+}
+
+var flatEscaper = strings.NewReplacer("%", "%25", "~", "%7E", "/", "%2F")
+
+func flatName(id, batch, rel string) string { return id + "~" + batch + "~" + flatEscaper.Replace(rel) }
+
+// parseFlat reads a flat trash name of session id.
+func parseFlat(id, name string) (batch, rel string, ok bool) {
+	rest, ok := strings.CutPrefix(name, id+"~")
+	if !ok {
+		return "", "", false
+	}
+	batch, esc, ok := strings.Cut(rest, "~")
+	if !ok {
+		return "", "", false
+	}
+	rel, err := url.PathUnescape(esc)
+	if err != nil || !validRel(rel) {
+		return "", "", false
+	}
+	return batch, rel, true
+}
+
+// validRel accepts a relative path of plain names: no empty, "." or ".." part, no NUL, not absolute.
+func validRel(rel string) bool {
+	if rel == "" || strings.ContainsRune(rel, 0) {
+		return false
+	}
+	for _, part := range strings.Split(rel, "/") {
+		if part == "" || part == "." || part == ".." {
+			return false
+		}
+	}
+	return true
+}
+
+// transcriptTrashDir opens <root>/trash/transcripts, making it if an older store lacks it.
+func (s *Store) transcriptTrashDir() (*Dir, error) {
+	trash, err := s.Trash()
+	if err != nil {
+		return nil, err
+	}
+	d, err := trash.Sub(transcriptTrash)
+	if errors.Is(err, syscall.ENOENT) {
+		if err = trash.MkdirAll(transcriptTrash, 0o700, -1, -1); err == nil {
+			d, err = trash.Sub(transcriptTrash)
+		}
+	}
+	return d, err
+}
+
+func noSpace(err error) bool { return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) }
+
 // TrashTranscript moves rel (a path inside the session's canonical transcript folder) into the session's
-// transcript trash, keeping its place in the folder.
+// transcript trash, keeping its place in the folder. It works on a full disk too (see above). rel is resolved
+// beneath the session with no symlink followed; the entry itself is moved, whatever it is.
 func (s *Store) TrashTranscript(id, rel string, now time.Time) error {
 	if err := ValidateID(id); err != nil {
 		return err
 	}
-	if rel == "" || rel == "." || strings.HasPrefix(rel, "..") || filepath.IsAbs(rel) {
+	if !validRel(rel) {
 		return &Error{Op: "trash transcript", ID: id, Path: printable(rel), Kind: ErrOutside}
 	}
-	// The trash holds what sessions made (a removed symlink among it): it is resolved like a session, beneath
-	// its folder and through no symlink.
-	dst := "transcripts/" + id + "/" + now.UTC().Format(batchLayout) + "/" + rel
-	trash, err := OpenDir(s.TrashDir())
+	sess, err := s.OpenSession(id)
 	if err != nil {
-		return wrap("trash transcript", id, s.TrashDir(), err)
+		return err
 	}
-	defer trash.Close()
-	if err := trash.MkdirAll(filepath.Dir(dst), 0o700, -1, -1); err != nil {
-		return wrap("trash transcript", id, dst, err)
+	defer sess.Close()
+	src := ProjectsDir + "/" + CanonicalProject + "/" + rel
+	if _, err := sess.Lstat(src); err != nil {
+		return wrap("trash transcript", id, rel, err)
 	}
-	if _, err := trash.Lstat(dst); err == nil {
-		dst += fmt.Sprintf(".%d", now.UnixNano()) // removed twice within a second
+	tt, err := s.transcriptTrashDir()
+	if err != nil {
+		return wrap("trash transcript", id, s.TranscriptTrashDir(id), err)
 	}
-	return wrap("trash transcript", id, rel, s.renameOut(id, ProjectsDir+"/"+CanonicalProject+"/"+rel, trash, dst))
+	defer tt.Close()
+	base := now.UTC().Format(batchLayout)
+	for i := 0; i < maxBatchTries; i++ {
+		dst := id + "/" + batchName(base, i) + "/" + rel
+		err := tt.MkdirAll(path.Dir(dst), 0o700, -1, -1)
+		if noSpace(err) {
+			return wrap("trash transcript", id, rel, s.trashFlat(sess, src, tt, id, base, rel))
+		}
+		if err == nil {
+			err = sess.RenameTo(src, tt, dst, unix.RENAME_NOREPLACE)
+			if noSpace(err) { // a folder that needs a new block for one more name
+				return wrap("trash transcript", id, rel, s.trashFlat(sess, src, tt, id, base, rel))
+			}
+		}
+		if !errors.Is(err, syscall.EEXIST) {
+			return wrap("trash transcript", id, rel, err)
+		}
+	}
+	return &Error{Op: "trash transcript", ID: id, Path: printable(rel), Err: errors.New("removed too often within one second")}
 }
 
-// renameOut moves rel, inside session id, to dst beneath the store folder to. Both are resolved beneath their
-// folders and never through a symlink: a session cannot make us move a file from or to outside the store.
-func (s *Store) renameOut(id, rel string, to *Dir, dst string) error {
-	sessions, err := OpenDir(s.SessionsDir())
-	if err != nil {
-		return err
+func (s *Store) trashFlat(sess *Dir, src string, tt *Dir, id, base, rel string) error {
+	for i := 0; i < maxBatchTries; i++ {
+		err := sess.RenameTo(src, tt, flatName(id, batchName(base, i), rel), unix.RENAME_NOREPLACE)
+		if !errors.Is(err, syscall.EEXIST) {
+			return err
+		}
 	}
-	defer sessions.Close()
-	pfd, name, err := sessions.Parent(id + "/" + rel)
-	if err != nil {
-		return err
-	}
-	defer unix.Close(pfd)
-	tfd, tname, err := to.Parent(dst)
-	if err != nil {
-		return err
-	}
-	defer unix.Close(tfd)
-	return unix.Renameat2(pfd, name, tfd, tname, unix.RENAME_NOREPLACE)
+	return syscall.EEXIST
 }
 
 // TrashedTranscript is a conversation waiting in a session's transcript trash.
@@ -80,113 +180,206 @@ type TrashedTranscript struct {
 	Files   int       `json:"files"` // the transcript, and what of its <uuid>/ folder was removed
 }
 
+// trashed is one removed file: where it lies beneath the transcripts trash, and where it was in the canonical
+// folder.
+type trashed struct {
+	batch   string
+	removed time.Time
+	seq     int
+	loc     string // beneath <root>/trash/transcripts
+	rel     string // in the canonical folder
+	size    int64
+}
+
+func (t trashed) uuid() string {
+	first, _, _ := strings.Cut(t.rel, "/")
+	return strings.TrimSuffix(first, ".jsonl")
+}
+
+// trashedFiles lists what session id has in the transcript trash, in both forms, without following anything.
+func (s *Store) trashedFiles(tt *Dir, id string) ([]trashed, error) {
+	var out []trashed
+	batches, err := tt.ReadDir(id)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	for _, b := range batches {
+		removed, seq, ok := parseBatch(b.Name())
+		if !ok || !b.IsDir() {
+			continue
+		}
+		dir := id + "/" + b.Name()
+		walkFiles(tt, dir, "", 0, func(rel string, size int64) {
+			out = append(out, trashed{batch: b.Name(), removed: removed, seq: seq, loc: dir + "/" + rel, rel: rel, size: size})
+		})
+	}
+	flat, err := tt.ReadDir(".")
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range flat {
+		batch, rel, ok := parseFlat(id, e.Name())
+		if !ok {
+			continue
+		}
+		removed, seq, ok := parseBatch(batch)
+		if !ok {
+			continue
+		}
+		t := trashed{batch: batch, removed: removed, seq: seq, loc: e.Name(), rel: rel}
+		if st, err := tt.Lstat(e.Name()); err == nil {
+			t.size = st.Size
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// walkFiles calls fn for everything but folders beneath d/dir (relative to dir), never following a symlink.
+func walkFiles(d *Dir, dir, rel string, depth int, fn func(rel string, size int64)) {
+	if depth > maxUsageDepth {
+		return
+	}
+	ents, err := d.ReadDir(path.Join(dir, rel))
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		r := path.Join(rel, e.Name())
+		if e.IsDir() {
+			walkFiles(d, dir, r, depth+1, fn)
+			continue
+		}
+		var size int64
+		if st, err := d.Lstat(dir + "/" + r); err == nil {
+			size = st.Size
+		}
+		fn(r, size)
+	}
+}
+
 // TrashedTranscripts lists a session's removed conversations, newest first.
 func (s *Store) TrashedTranscripts(id string) ([]TrashedTranscript, error) {
 	if err := ValidateID(id); err != nil {
 		return nil, err
 	}
-	batches, err := os.ReadDir(s.TranscriptTrashDir(id))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+	tt, err := s.transcriptTrashDir()
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, wrap("list transcript trash", id, "", err)
 	}
+	defer tt.Close()
+	files, err := s.trashedFiles(tt, id)
 	if err != nil {
 		return nil, wrap("list transcript trash", id, "", err)
 	}
-	var out []TrashedTranscript
-	for _, b := range batches {
-		removed, err := time.Parse(batchLayout, b.Name())
-		if err != nil {
-			continue
+	type key struct{ batch, uuid string }
+	byKey := map[key]*TrashedTranscript{}
+	seqs := map[key]int{}
+	var keys []key
+	for _, f := range files {
+		k := key{f.batch, f.uuid()}
+		t := byKey[k]
+		if t == nil {
+			t = &TrashedTranscript{UUID: k.uuid, Removed: f.removed, Batch: f.batch}
+			byKey[k], seqs[k] = t, f.seq
+			keys = append(keys, k)
 		}
-		byUUID := map[string]*TrashedTranscript{}
-		dir := filepath.Join(s.TranscriptTrashDir(id), b.Name())
-		_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-			if err != nil || d.IsDir() {
-				return nil
-			}
-			rel, _ := filepath.Rel(dir, p)
-			uuid, _, _ := strings.Cut(rel, string(filepath.Separator))
-			uuid = strings.TrimSuffix(uuid, ".jsonl")
-			t := byUUID[uuid]
-			if t == nil {
-				t = &TrashedTranscript{UUID: uuid, Removed: removed, Batch: b.Name()}
-				byUUID[uuid] = t
-			}
-			if fi, err := d.Info(); err == nil {
-				t.Size += fi.Size()
-			}
-			t.Files++
-			return nil
-		})
-		for _, t := range byUUID {
-			out = append(out, *t)
-		}
+		t.Size += f.size
+		t.Files++
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if !out[i].Removed.Equal(out[j].Removed) {
-			return out[i].Removed.After(out[j].Removed)
+	sort.Slice(keys, func(i, j int) bool {
+		a, b := byKey[keys[i]], byKey[keys[j]]
+		if !a.Removed.Equal(b.Removed) {
+			return a.Removed.After(b.Removed)
 		}
-		return out[i].UUID < out[j].UUID
+		if seqs[keys[i]] != seqs[keys[j]] {
+			return seqs[keys[i]] > seqs[keys[j]]
+		}
+		return a.UUID < b.UUID
 	})
+	out := make([]TrashedTranscript, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, *byKey[k])
+	}
 	return out, nil
 }
 
 // RestoreTranscript moves the newest removed copy of conversation uuid (its transcript and its <uuid>/ folder)
-// back into the canonical folder. Nothing present is overwritten: a name that exists again is an error.
+// back into the canonical folder. Nothing present is overwritten: a name that exists again is an error. The
+// canonical folder is resolved beneath the session with no symlink followed.
 func (s *Store) RestoreTranscript(id, uuid string) (restored []string, err error) {
-	p, err := s.Paths(id)
-	if err != nil {
+	if err := ValidateID(id); err != nil {
 		return nil, err
 	}
 	if uuid == "" || strings.ContainsAny(uuid, "/\x00") || uuid == "." || uuid == ".." {
 		return nil, &Error{Op: "restore", ID: id, Path: printable(uuid), Kind: ErrOutside}
 	}
-	trashed, err := s.TrashedTranscripts(id)
+	list, err := s.TrashedTranscripts(id)
 	if err != nil {
 		return nil, err
 	}
-	for _, t := range trashed {
-		if t.UUID != uuid {
+	batch := ""
+	for _, t := range list {
+		if t.UUID == uuid {
+			batch = t.Batch // the newest: the list is sorted newest first
+			break
+		}
+	}
+	if batch == "" {
+		return nil, &Error{Op: "restore", ID: id, Err: fmt.Errorf("no conversation %q in the session's trash (see sessionfs trash ls %s)", printable(uuid), id)}
+	}
+	sess, err := s.OpenSession(id)
+	if err != nil {
+		return nil, err
+	}
+	defer sess.Close()
+	uid, gid, err := sess.Owner()
+	if err != nil {
+		return nil, wrap("restore", id, "", err)
+	}
+	tt, err := s.transcriptTrashDir()
+	if err != nil {
+		return nil, wrap("restore", id, "", err)
+	}
+	defer tt.Close()
+	files, err := s.trashedFiles(tt, id)
+	if err != nil {
+		return nil, wrap("restore", id, "", err)
+	}
+	canonical := ProjectsDir + "/" + CanonicalProject
+	for _, f := range files {
+		if f.batch != batch || f.uuid() != uuid {
 			continue
 		}
-		batch := filepath.Join(s.TranscriptTrashDir(id), t.Batch)
-		err := filepath.WalkDir(batch, func(src string, d fs.DirEntry, err error) error {
-			if err != nil || d.IsDir() {
-				return err
-			}
-			rel, _ := filepath.Rel(batch, src)
-			if first, _, _ := strings.Cut(rel, string(filepath.Separator)); first != uuid+".jsonl" && first != uuid {
-				return nil
-			}
-			dst := filepath.Join(p.Canonical, rel)
-			if _, err := os.Lstat(dst); err == nil {
-				return &Error{Op: "restore", ID: id, Path: rel, Kind: fs.ErrExist}
-			}
-			if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-				return err
-			}
-			if err := os.Rename(src, dst); err != nil {
-				return err
-			}
-			restored = append(restored, rel)
-			return nil
-		})
-		if err != nil {
-			return restored, wrap("restore", id, "", err)
+		dst := canonical + "/" + f.rel
+		if err := sess.MkdirAll(path.Dir(dst), 0o755, uid, gid); err != nil {
+			return restored, wrap("restore", id, f.rel, err)
 		}
-		removeEmptyDirs(batch)
-		return restored, nil
+		if err := tt.RenameTo(f.loc, sess, dst, unix.RENAME_NOREPLACE); err != nil {
+			if errors.Is(err, syscall.EEXIST) {
+				return restored, &Error{Op: "restore", ID: id, Path: f.rel, Kind: fs.ErrExist}
+			}
+			return restored, wrap("restore", id, f.rel, err)
+		}
+		restored = append(restored, f.rel)
 	}
-	return nil, &Error{Op: "restore", ID: id, Err: fmt.Errorf("no conversation %q in the session's trash (see sessionfs trash ls %s)", printable(uuid), id)}
+	removeEmptyDirs(tt, id+"/"+batch, 0)
+	return restored, nil
 }
 
-// removeEmptyDirs removes dir and the folders under it that are empty.
-func removeEmptyDirs(dir string) {
-	ents, _ := os.ReadDir(dir)
+// removeEmptyDirs removes rel beneath d and the folders under it that are empty.
+func removeEmptyDirs(d *Dir, rel string, depth int) {
+	if depth > maxUsageDepth {
+		return
+	}
+	ents, _ := d.ReadDir(rel)
 	for _, e := range ents {
 		if e.IsDir() {
-			removeEmptyDirs(filepath.Join(dir, e.Name()))
+			removeEmptyDirs(d, rel+"/"+e.Name(), depth+1)
 		}
 	}
-	_ = os.Remove(dir) // fails while not empty, as it should
+	_ = d.Remove(rel) // fails while not empty, as it should
 }
