@@ -5,6 +5,8 @@ package backends
 import (
 	"context"
 	"io"
+
+	"github.com/sessionfs/sessionfs/layout"
 )
 
 // Spec is one command to run for a session.
@@ -13,8 +15,12 @@ type Spec struct {
 	// SessionDir is the session's folder on this host: its path in the mount when the store is mounted (so the
 	// transcript aliases apply), its store folder otherwise.
 	SessionDir string
-	Argv       []string
-	Env        []string // extra K=V pairs, applied over the backend's defaults
+	// Folder is the session's folder in the store, open. Whatever a backend writes into the session (links,
+	// seeds) it writes beneath Folder, never through a path the session could redirect. Nil for backends that
+	// write nothing.
+	Folder *layout.Dir
+	Argv   []string
+	Env    []string // extra K=V pairs, applied over the backend's defaults
 	// Workdir is relative to the session's root; empty means the workspace.
 	Workdir string
 	Stdin   io.Reader

@@ -2,12 +2,12 @@ package claude
 
 import (
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/sessionfs/sessionfs/layout"
@@ -148,20 +148,30 @@ func filterProject(sources []Source, project string) []Source {
 }
 
 func importOne(store *layout.Store, id string, src Source, dryRun bool, rep *ImportReport) error {
-	canonical := layout.Derive(store.Dir(id)).Canonical
 	if !store.Exists(id) {
 		rep.Sessions = append(rep.Sessions, id)
-		if !dryRun {
-			if _, err := store.Create(id, layout.CreateOptions{Labels: map[string]string{"imported-from": src.Folder}}); err != nil {
-				return err
-			}
-			if err := SeedSettings(layout.Derive(store.Dir(id)).Claude); err != nil {
-				return err
-			}
+		if dryRun {
+			rep.Imported = append(rep.Imported, src.UUID)
+			return nil
+		}
+		if _, err := store.Create(id, layout.CreateOptions{Labels: map[string]string{"imported-from": src.Folder}}); err != nil {
+			return err
 		}
 	}
-	dst := filepath.Join(canonical, src.UUID+".jsonl")
-	if same(src.Path, dst) && (src.Sidecar == "" || sameTree(src.Sidecar, filepath.Join(canonical, src.UUID))) {
+	// The session may already exist and hold anything its processes wrote: everything in it is resolved beneath
+	// its folder, never through a symlink.
+	sess, err := store.OpenSession(id)
+	if err != nil {
+		return err
+	}
+	defer sess.Close()
+	if err := SeedSettings(sess); err != nil {
+		return err
+	}
+	canonical := layout.ProjectsDir + "/" + layout.CanonicalProject
+	dst := canonical + "/" + src.UUID + ".jsonl"
+	sidecar := canonical + "/" + src.UUID
+	if same(sess, src.Path, dst) && (src.Sidecar == "" || sameTree(sess, src.Sidecar, sidecar)) {
 		rep.Unchanged = append(rep.Unchanged, src.UUID)
 		return nil
 	}
@@ -169,15 +179,19 @@ func importOne(store *layout.Store, id string, src Source, dryRun bool, rep *Imp
 	if dryRun {
 		return nil
 	}
-	if err := copyKeepingTime(src.Path, dst); err != nil {
+	uid, gid, err := sess.Owner()
+	if err != nil {
+		return err
+	}
+	if err := copyKeepingTime(src.Path, sess, dst, uid, gid); err != nil {
 		return fmt.Errorf("import %s: %w", src.Path, err)
 	}
 	if src.Sidecar != "" {
-		if err := copyTree(src.Sidecar, filepath.Join(canonical, src.UUID)); err != nil {
+		if err := copyTree(src.Sidecar, sess, sidecar, uid, gid); err != nil {
 			return fmt.Errorf("import %s: %w", src.Sidecar, err)
 		}
 	}
-	_, err := store.Update(id, func(m *layout.Meta) error {
+	_, err = store.Update(id, func(m *layout.Meta) error {
 		for _, cwd := range src.Cwds {
 			m.AddCwd(cwd)
 			m.AddAlias(Sanitize(cwd))
@@ -188,21 +202,26 @@ func importOne(store *layout.Store, id string, src Source, dryRun bool, rep *Imp
 	return err
 }
 
-// same reports whether dst is already a copy of src: same size and modification time.
-func same(src, dst string) bool {
-	a, err1 := os.Stat(src)
-	b, err2 := os.Stat(dst)
-	return err1 == nil && err2 == nil && a.Size() == b.Size() && a.ModTime().Equal(b.ModTime())
+// same reports whether rel beneath sess is already a copy of src: a regular file of the same size and
+// modification time.
+func same(sess *layout.Dir, src, rel string) bool {
+	a, err := os.Stat(src)
+	if err != nil {
+		return false
+	}
+	b, err := sess.Lstat(rel)
+	return err == nil && b.Mode&syscall.S_IFMT == syscall.S_IFREG && a.Size() == b.Size &&
+		a.ModTime().Equal(time.Unix(b.Mtim.Unix()))
 }
 
-func sameTree(src, dst string) bool {
+func sameTree(sess *layout.Dir, src, rel string) bool {
 	equal := true
 	_ = filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || !d.Type().IsRegular() {
 			return nil
 		}
-		rel, _ := filepath.Rel(src, p)
-		if !same(p, filepath.Join(dst, rel)) {
+		r, _ := filepath.Rel(src, p)
+		if !same(sess, p, rel+"/"+filepath.ToSlash(r)) {
 			equal = false
 			return fs.SkipAll
 		}
@@ -211,31 +230,34 @@ func sameTree(src, dst string) bool {
 	return equal
 }
 
-// copyTree copies the regular files and folders of src into dst. Symlinks are not followed: a transcript folder
-// holds none, and following one could pull files from anywhere into a session.
-func copyTree(src, dst string) error {
+// copyTree copies the regular files and folders of src into rel beneath sess. Symlinks are not followed: a
+// transcript folder holds none, and following one could pull files from anywhere into a session.
+func copyTree(src string, sess *layout.Dir, rel string, uid, gid int) error {
 	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		rel, _ := filepath.Rel(src, p)
-		target := filepath.Join(dst, rel)
+		r, _ := filepath.Rel(src, p)
+		target := rel
+		if r != "." {
+			target += "/" + filepath.ToSlash(r)
+		}
 		switch {
 		case d.IsDir():
-			return os.MkdirAll(target, 0o755)
+			return sess.MkdirAll(target, 0o755, uid, gid)
 		case d.Type().IsRegular():
-			if same(p, target) {
+			if same(sess, p, target) {
 				return nil
 			}
-			return copyKeepingTime(p, target)
+			return copyKeepingTime(p, sess, target, uid, gid)
 		}
 		return nil
 	})
 }
 
-// copyKeepingTime copies src over dst through a temporary file (a reader never sees half a transcript) and
-// gives it src's mode and modification time.
-func copyKeepingTime(src, dst string) error {
+// copyKeepingTime copies src over rel beneath sess through a temporary file (a reader never sees half a
+// transcript), with src's mode and modification time and the session's owner.
+func copyKeepingTime(src string, sess *layout.Dir, rel string, uid, gid int) error {
 	in, err := os.Open(src)
 	if err != nil {
 		return err
@@ -245,29 +267,10 @@ func copyKeepingTime(src, dst string) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		return err
+	if i := strings.LastIndexByte(rel, '/'); i > 0 {
+		if err := sess.MkdirAll(rel[:i], 0o755, uid, gid); err != nil {
+			return err
+		}
 	}
-	out, err := os.CreateTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".import-*")
-	if err != nil {
-		return err
-	}
-	_, err = io.Copy(out, in)
-	if cerr := out.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(out.Name(), st.Mode().Perm())
-	}
-	if err == nil {
-		err = os.Chtimes(out.Name(), st.ModTime(), st.ModTime())
-	}
-	if err == nil {
-		err = os.Rename(out.Name(), dst)
-	}
-	if err != nil {
-		os.Remove(out.Name())
-		return err
-	}
-	return nil
+	return sess.WriteAtomicFrom(rel, in, uint32(st.Mode().Perm()), uid, gid, st.ModTime())
 }

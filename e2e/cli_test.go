@@ -67,7 +67,7 @@ func TestCLIOverTheStore(t *testing.T) {
 	// rm moves to the trash; gc --trash deletes for good.
 	assert.Contains(t, ok(t, store, "rm", "fix-login"), "trash")
 	assert.NotContains(t, ok(t, store, "ls"), "fix-login")
-	trash, _ := os.ReadDir(filepath.Join(store, "trash"))
+	trash := trashedSessions(t, store)
 	require.Len(t, trash, 1)
 	assert.FileExists(t, filepath.Join(store, "trash", trash[0].Name(), "workspace", "made.txt"))
 	assert.Contains(t, ok(t, store, "gc", "--trash", "--dry-run"), "would delete")

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -261,4 +262,13 @@ func eventually(t *testing.T, timeout time.Duration, cond func() bool, msg strin
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// trashedSessions lists the sessions waiting in the store's trash (trash/transcripts, which always exists, holds
+// removed transcripts, not sessions).
+func trashedSessions(t *testing.T, store string) []os.DirEntry {
+	t.Helper()
+	ents, err := os.ReadDir(filepath.Join(store, "trash"))
+	require.NoError(t, err)
+	return slices.DeleteFunc(ents, func(e os.DirEntry) bool { return e.Name() == "transcripts" })
 }

@@ -102,7 +102,7 @@ func TestShellToolsOnTheMount(t *testing.T) {
 
 	sh(t, m.mnt, "rm -rf sessions/made-by-mkdir")
 	assert.NoDirExists(t, filepath.Join(store, "sessions", "made-by-mkdir"))
-	trash, _ := os.ReadDir(filepath.Join(store, "trash"))
+	trash := trashedSessions(t, store)
 	require.Len(t, trash, 1)
 	assert.True(t, strings.HasPrefix(trash[0].Name(), "made-by-mkdir."))
 	assert.NotContains(t, sh(t, m.mnt, "ls sessions"), "made-by-mkdir")

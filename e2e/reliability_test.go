@@ -180,9 +180,7 @@ func TestParallelSessionsCreateRemove(t *testing.T) {
 	ents, err := os.ReadDir(filepath.Join(m.mnt, "sessions"))
 	require.NoError(t, err)
 	assert.Empty(t, ents, "every session was removed")
-	trash, err := os.ReadDir(filepath.Join(store, "trash"))
-	require.NoError(t, err)
-	assert.Len(t, trash, 8*10+8*5, "every removed session waits in the trash")
+	assert.Len(t, trashedSessions(t, store), 8*10+8*5, "every removed session waits in the trash")
 	assert.Equal(t, "ID  CREATED  LAST ACTIVE  SIZE  CONVERSATIONS  LABELS\n", ok(t, store, "ls"))
 }
 

@@ -1,12 +1,14 @@
 package layout
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strings"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -146,6 +148,17 @@ const MaxMetaSize = 4 << 20
 // swap in something else. It never follows a symlink: a symlink (ELOOP), a FIFO, a device, a socket, a folder
 // or a file over limit is ErrDamaged. A missing file is fs.ErrNotExist.
 func (d *Dir) ReadRegular(rel string, limit int64) ([]byte, error) {
+	f, err := d.OpenRegular(rel, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return readRegular(f, rel, limit)
+}
+
+// OpenRegular opens rel beneath d for reading as ReadRegular does: only a regular file of at most limit bytes
+// (limit < 0: any size), never through a symlink, never opening a FIFO or a device. The caller closes the file.
+func (d *Dir) OpenRegular(rel string, limit int64) (*os.File, error) {
 	pfd, err := d.OpenAt(rel, unix.O_PATH, 0)
 	if err != nil {
 		if err == unix.ELOOP {
@@ -157,6 +170,9 @@ func (d *Dir) ReadRegular(rel string, limit int64) ([]byte, error) {
 	var st unix.Stat_t
 	if err := unix.Fstat(pfd, &st); err != nil {
 		return nil, &os.PathError{Op: "stat", Path: rel, Err: err}
+	}
+	if limit < 0 {
+		limit = 1<<63 - 1
 	}
 	if err := checkRegular(&st, rel, limit); err != nil {
 		return nil, err
@@ -178,9 +194,7 @@ func (d *Dir) ReadRegular(rel string, limit int64) ([]byte, error) {
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: rel, Err: err}
 	}
-	f := os.NewFile(uintptr(fd), rel)
-	defer f.Close()
-	return readRegular(f, rel, limit)
+	return os.NewFile(uintptr(fd), rel), nil
 }
 
 // reopen opens the file an O_PATH descriptor refers to, the same inode whatever happened to its name since,
@@ -226,6 +240,12 @@ func readRegular(f *os.File, rel string, limit int64) ([]byte, error) {
 // WriteAtomic replaces rel beneath d with data: a temporary file beside it, synced, renamed over it. Whatever
 // rel was (a symlink, a FIFO), it is replaced, never followed. uid/gid >= 0 give the new file an owner.
 func (d *Dir) WriteAtomic(rel string, data []byte, perm uint32, uid, gid int) error {
+	return d.WriteAtomicFrom(rel, bytes.NewReader(data), perm, uid, gid, time.Time{})
+}
+
+// WriteAtomicFrom is WriteAtomic with the content read from r, and the modification time set to mtime unless it
+// is zero.
+func (d *Dir) WriteAtomicFrom(rel string, r io.Reader, perm uint32, uid, gid int, mtime time.Time) error {
 	pfd, name, err := d.Parent(rel)
 	if err != nil {
 		return &os.PathError{Op: "write", Path: rel, Err: err}
@@ -244,7 +264,7 @@ func (d *Dir) WriteAtomic(rel string, data []byte, perm uint32, uid, gid int) er
 		return &os.PathError{Op: "write", Path: rel, Err: err}
 	}
 	f := os.NewFile(uintptr(fd), tmp)
-	_, err = f.Write(data)
+	_, err = io.Copy(f, r)
 	if err == nil {
 		err = f.Chmod(os.FileMode(perm))
 	}
@@ -253,6 +273,10 @@ func (d *Dir) WriteAtomic(rel string, data []byte, perm uint32, uid, gid int) er
 	}
 	if err == nil {
 		err = f.Sync()
+	}
+	if err == nil && !mtime.IsZero() {
+		ts := unix.NsecToTimespec(mtime.UnixNano())
+		err = unix.UtimesNanoAt(pfd, tmp, []unix.Timespec{ts, ts}, unix.AT_SYMLINK_NOFOLLOW)
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr

@@ -93,7 +93,9 @@ func (b *Backend) Run(ctx context.Context, spec backends.Spec) (int, error) {
 	if err := b.ensureImage(ctx); err != nil {
 		return -1, err
 	}
-	cfg, host, err := b.config(spec)
+	var st stage
+	defer st.release()
+	cfg, host, err := b.config(spec, &st)
 	if err != nil {
 		return -1, err
 	}
@@ -147,8 +149,9 @@ func (b *Backend) ensureImage(ctx context.Context) error {
 	return fmt.Errorf("image %q is not on this machine and pulling it failed: %v", b.opts.Image, oneLine(perr))
 }
 
-// config builds the container: the session at /session and nothing else of the store.
-func (b *Backend) config(spec backends.Spec) (*container.Config, *container.HostConfig, error) {
+// config builds the container: the session at /session and nothing else of the store. Every bind of the
+// session's folders is resolved by descriptor (see stage).
+func (b *Backend) config(spec backends.Spec, st *stage) (*container.Config, *container.HostConfig, error) {
 	cp := layout.ContainerPaths
 	workdir := cp.Workspace
 	if spec.Workdir != "" {
@@ -162,17 +165,29 @@ func (b *Backend) config(spec backends.Spec) (*container.Config, *container.Host
 	}
 	env := []string{"SESSIONFS_SESSION=" + spec.SessionID, "SESSION_DIR=" + cp.Root}
 	if b.opts.Home {
-		if err := linkHome(spec.SessionDir); err != nil {
+		if err := linkHome(spec); err != nil {
 			return nil, nil, fmt.Errorf("prepare home/: %w", err)
 		}
 		env = append(env, "HOME="+filepath.Join(cp.Root, "home"))
 	}
 	env = claude.Env(env, cp.Claude, spec.Env...)
-	mounts := []mount.Mount{{Type: mount.TypeBind, Source: spec.SessionDir, Target: cp.Root}}
+	sess, err := layout.OpenDir(spec.SessionDir)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer sess.Close()
+	root, err := st.source(sess, spec.SessionDir, ".")
+	if err != nil {
+		return nil, nil, err
+	}
+	mounts := []mount.Mount{{Type: mount.TypeBind, Source: root, Target: cp.Root}}
 	if b.opts.Strict {
 		for _, sub := range []string{layout.AppDir, layout.MCPDir} {
-			mounts = append(mounts, mount.Mount{Type: mount.TypeBind, ReadOnly: true,
-				Source: filepath.Join(spec.SessionDir, sub), Target: filepath.Join(cp.Root, sub)})
+			src, err := st.source(sess, spec.SessionDir, sub)
+			if err != nil {
+				return nil, nil, err
+			}
+			mounts = append(mounts, mount.Mount{Type: mount.TypeBind, ReadOnly: true, Source: src, Target: filepath.Join(cp.Root, sub)})
 		}
 	}
 	cfg := &container.Config{
@@ -194,18 +209,32 @@ func (b *Backend) config(spec backends.Spec) (*container.Config, *container.Host
 }
 
 // linkHome makes home/.claude and home/.claude.json lead to the session's .claude and .claude/.claude.json.
-// The links are relative, so they hold on the host, in the mount and in the container alike.
-func linkHome(sessionDir string) error {
-	home := filepath.Join(sessionDir, "home")
-	if err := os.MkdirAll(home, 0o755); err != nil {
+// The links are relative, so they hold on the host, in the mount and in the container alike. They are made in
+// the store beneath the session's folder, owned like it: a home/ the session made a symlink is refused, never
+// followed.
+func linkHome(spec backends.Spec) error {
+	sess := spec.Folder
+	if sess == nil {
+		d, err := layout.OpenDir(spec.SessionDir)
+		if err != nil {
+			return err
+		}
+		defer d.Close()
+		sess = d
+	}
+	uid, gid, err := sess.Owner()
+	if err != nil {
 		return err
 	}
-	for name, target := range map[string]string{".claude": "../.claude", ".claude.json": "../.claude/.claude.json"} {
-		p := filepath.Join(home, name)
-		if cur, err := os.Readlink(p); err == nil && cur == target {
+	if err := sess.MkdirAll("home", 0o755, uid, gid); err != nil {
+		return err
+	}
+	for _, l := range []struct{ name, target string }{{".claude", "../.claude"}, {".claude.json", "../.claude/.claude.json"}} {
+		rel := "home/" + l.name
+		if cur, err := sess.Readlink(rel); err == nil && cur == l.target {
 			continue
 		}
-		if err := os.Symlink(target, p); err != nil {
+		if err := sess.Symlink(l.target, rel, uid, gid); err != nil {
 			return err
 		}
 	}

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -16,6 +16,8 @@ import (
 	modalsdk "github.com/modal-labs/modal-client/go"
 
 	"github.com/sessionfs/sessionfs/backends"
+	"golang.org/x/sys/unix"
+
 	"github.com/sessionfs/sessionfs/layout"
 )
 
@@ -83,7 +85,12 @@ func (b *Backend) Run(ctx context.Context, spec backends.Spec) (int, error) {
 	if err != nil {
 		return -1, Explain(err, b.client.Config)
 	}
-	prelude, err := recreate(b.store.Dir(spec.SessionID))
+	sess, err := b.store.OpenSession(spec.SessionID)
+	if err != nil {
+		return -1, err
+	}
+	prelude, err := recreate(sess)
+	sess.Close()
 	if err != nil {
 		return -1, err
 	}
@@ -157,29 +164,35 @@ func (b *Backend) lock(id string) (func(), error) {
 	return func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
 }
 
-// recreate returns shell lines that make the session's empty folders and symlinks under /session.
-func recreate(root string) (string, error) {
+// recreate returns shell lines that make the session's empty folders and symlinks under /session. The session
+// is walked beneath its folder's descriptor (no symlink followed), and links are read, never resolved.
+func recreate(d *layout.Dir) (string, error) {
 	var b strings.Builder
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || p == root {
-			return err
+	var dirs []string
+	full := map[string]bool{} // folders holding something
+	err := d.Walk(func(rel string, st *unix.Stat_t) error {
+		if i := strings.LastIndexByte(rel, '/'); i > 0 {
+			full[rel[:i]] = true
 		}
-		rel, _ := filepath.Rel(root, p)
-		target := shellQuote(filepath.Join(layout.ContainerRoot, rel))
-		switch {
-		case d.Type()&fs.ModeSymlink != 0:
-			link, err := os.Readlink(p)
+		target := shellQuote(path.Join(layout.ContainerRoot, rel))
+		switch st.Mode & unix.S_IFMT {
+		case unix.S_IFLNK:
+			link, err := d.Readlink(rel)
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(&b, "ln -sfn %s %s; ", shellQuote(link), target)
-		case d.IsDir():
-			if ents, err := os.ReadDir(p); err == nil && len(ents) == 0 {
-				fmt.Fprintf(&b, "mkdir -p %s; ", target)
-			}
+			parent := shellQuote(path.Dir(path.Join(layout.ContainerRoot, rel)))
+			fmt.Fprintf(&b, "mkdir -p %s; ln -sfn %s %s; ", parent, shellQuote(link), target)
+		case unix.S_IFDIR:
+			dirs = append(dirs, rel)
 		}
 		return nil
 	})
+	for _, rel := range dirs {
+		if !full[rel] {
+			fmt.Fprintf(&b, "mkdir -p %s; ", shellQuote(path.Join(layout.ContainerRoot, rel)))
+		}
+	}
 	return b.String(), err
 }
 

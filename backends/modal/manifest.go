@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/sessionfs/sessionfs/layout"
 )
 
@@ -73,31 +75,24 @@ type localFile struct {
 	Mode  uint32
 }
 
-// walk lists the session's regular files by slash path. Symlinks are not followed (nothing outside the session
-// is ever sent); the Volume file API carries neither symlinks nor empty folders.
-func walk(root string) (map[string]localFile, error) {
+// walk lists the session's regular files by slash path, beneath its folder's descriptor (layout.Dir.Walk): no
+// symlink is followed, even one swapped in while the walk runs, so nothing outside the session is ever sent. The
+// Volume file API carries neither symlinks nor empty folders.
+func walk(d *layout.Dir) (map[string]localFile, error) {
 	out := map[string]localFile{}
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
+	err := d.Walk(func(rel string, st *unix.Stat_t) error {
+		if st.Mode&unix.S_IFMT == unix.S_IFREG {
+			out[rel] = localFile{Size: st.Size, Mtime: st.Mtim.Nano(), Mode: st.Mode & 0o777}
 		}
-		if !d.Type().IsRegular() {
-			return nil
-		}
-		fi, err := d.Info()
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, p)
-		out[filepath.ToSlash(rel)] = localFile{Size: fi.Size(), Mtime: fi.ModTime().UnixNano(), Mode: uint32(fi.Mode().Perm())}
 		return nil
 	})
 	return out, err
 }
 
-// hashBlocks returns the SHA-256 of each BlockSize block of the file.
-func hashBlocks(p string) ([]string, error) {
-	f, err := os.Open(p)
+// hashBlocks returns the SHA-256 of each BlockSize block of the file rel beneath d, read only if it is a regular
+// file reached with no symlink.
+func hashBlocks(d *layout.Dir, rel string) ([]string, error) {
+	f, err := d.OpenRegular(rel, -1)
 	if err != nil {
 		return nil, err
 	}
@@ -119,8 +114,8 @@ func hashBlocks(p string) ([]string, error) {
 	}
 }
 
-func readBlock(p string, i int) ([]byte, error) {
-	f, err := os.Open(p)
+func readBlock(d *layout.Dir, rel string, i int) ([]byte, error) {
+	f, err := d.OpenRegular(rel, -1)
 	if err != nil {
 		return nil, err
 	}

@@ -9,9 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"path"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -78,7 +76,12 @@ func (s *Syncer) Push(ctx context.Context) (PushReport, error) {
 	if err != nil {
 		return rep, err
 	}
-	local, err := walk(s.root)
+	d, err := s.store.OpenSession(s.id)
+	if err != nil {
+		return rep, err
+	}
+	defer d.Close()
+	local, err := walk(d)
 	if err != nil {
 		return rep, err
 	}
@@ -93,7 +96,7 @@ func (s *Syncer) Push(ctx context.Context) (PushReport, error) {
 	g.SetLimit(4)
 	for rel, lf := range changed {
 		g.Go(func() error {
-			blocks, sent, n, err := s.putFile(gctx, rel, lf)
+			blocks, sent, n, err := s.putFile(gctx, d, rel, lf)
 			if err != nil {
 				return fmt.Errorf("push %s: %w", rel, Explain(err, s.client.Config))
 			}
@@ -129,9 +132,8 @@ func (s *Syncer) Push(ctx context.Context) (PushReport, error) {
 
 // putFile offers a file's blocks and uploads those the Volume asks for; it returns the block hashes and how many
 // blocks and bytes were sent.
-func (s *Syncer) putFile(ctx context.Context, rel string, lf localFile) ([]string, int, int64, error) {
-	p := filepath.Join(s.root, filepath.FromSlash(rel))
-	hashes, err := hashBlocks(p)
+func (s *Syncer) putFile(ctx context.Context, d *layout.Dir, rel string, lf localFile) ([]string, int, int64, error) {
+	hashes, err := hashBlocks(d, rel)
 	if err != nil {
 		return nil, 0, 0, err
 	}
@@ -157,7 +159,7 @@ func (s *Syncer) putFile(ctx context.Context, rel string, lf localFile) ([]strin
 		g.SetLimit(8)
 		for _, mb := range missing {
 			g.Go(func() error {
-				data, err := readBlock(p, int(mb.GetBlockIndex()))
+				data, err := readBlock(d, rel, int(mb.GetBlockIndex()))
 				if err != nil {
 					return err
 				}
@@ -234,11 +236,19 @@ func (s *Syncer) listRemote(ctx context.Context) (map[string]remoteFile, error) 
 			return nil, Explain(err, s.client.Config)
 		}
 		for _, e := range resp.GetEntries() {
-			if e.GetType() == pb.FileEntry_FILE {
-				out[strings.TrimPrefix(e.GetPath(), "/")] = remoteFile{Size: e.GetSize(), Mtime: e.GetMtime()}
+			rel := strings.TrimPrefix(e.GetPath(), "/")
+			if e.GetType() == pb.FileEntry_FILE && cleanRel(rel) {
+				out[rel] = remoteFile{Size: e.GetSize(), Mtime: e.GetMtime()}
 			}
 		}
 	}
+}
+
+// cleanRel reports whether a path the Volume lists is a plain relative path (the sandbox wrote it and may be
+// hostile): no "..", no "." or empty part, no NUL. Others are never pulled.
+func cleanRel(rel string) bool {
+	return rel != "" && !strings.ContainsRune(rel, 0) && path.Clean(rel) == rel && rel != "." && rel != ".." &&
+		!strings.HasPrefix(rel, "../") && !strings.HasPrefix(rel, "/")
 }
 
 // recordRemote notes the Volume's view (its mtimes) of every agreed file, for the next three-way comparison.
@@ -277,7 +287,14 @@ func (s *Syncer) Pull(ctx context.Context, run string) (PullReport, error) {
 	if err != nil {
 		return rep, err
 	}
-	local, err := walk(s.root)
+	// Everything local is resolved beneath the session's descriptor: a name the session made a symlink is
+	// replaced or refused, never written through.
+	d, err := s.store.OpenSession(s.id)
+	if err != nil {
+		return rep, err
+	}
+	defer d.Close()
+	local, err := walk(d)
 	if err != nil {
 		return rep, err
 	}
@@ -288,17 +305,16 @@ func (s *Syncer) Pull(ctx context.Context, run string) (PullReport, error) {
 		}
 		lf, exists := local[rel]
 		localChanged := exists && (!known || lf.Size != base.Size || lf.Mtime != base.Mtime)
-		dst := filepath.Join(s.root, filepath.FromSlash(rel))
 		if localChanged {
-			if err := os.Rename(dst, dst+".sessionfs-conflict-"+run); err != nil {
+			if err := d.Rename(rel, rel+".sessionfs-conflict-"+run, 0); err != nil {
 				return rep, err
 			}
 			rep.Conflicts++
 		}
-		if err := s.download(ctx, rel, dst); err != nil {
+		if err := s.download(ctx, d, rel); err != nil {
 			return rep, err
 		}
-		e, err := s.entryOf(dst)
+		e, err := entryOf(d, rel)
 		if err != nil {
 			return rep, err
 		}
@@ -313,14 +329,14 @@ func (s *Syncer) Pull(ctx context.Context, run string) (PullReport, error) {
 		// The run removed it: remove it here too, unless it changed here since (then it is kept, and pushed).
 		lf, exists := local[rel]
 		if exists && lf.Size == base.Size && lf.Mtime == base.Mtime {
-			if err := os.Remove(filepath.Join(s.root, filepath.FromSlash(rel))); err != nil {
+			if err := d.Remove(rel); err != nil {
 				return rep, err
 			}
 			rep.Deleted++
 		}
 		delete(m.Files, rel)
 	}
-	folded, err := s.fold(ctx, m)
+	folded, err := s.fold(ctx, d, m)
 	if err != nil {
 		return rep, err
 	}
@@ -331,8 +347,8 @@ func (s *Syncer) Pull(ctx context.Context, run string) (PullReport, error) {
 
 // fold folds transcript folders the run made for other cwds into the canonical one (layout.FoldProjects, as the
 // mount does), then removes the Volume's copies of what it moved, so they are folded once.
-func (s *Syncer) fold(ctx context.Context, m *Manifest) (int, error) {
-	if _, err := layout.FoldProjects(s.root); err != nil {
+func (s *Syncer) fold(ctx context.Context, d *layout.Dir, m *Manifest) (int, error) {
+	if _, err := layout.FoldProjectsIn(d); err != nil {
 		return 0, err
 	}
 	const projects = layout.ProjectsDir + "/"
@@ -352,30 +368,38 @@ func (s *Syncer) fold(ctx context.Context, m *Manifest) (int, error) {
 	return n, nil
 }
 
-// download fetches a file's blocks in order into a temporary file beside dst and renames it over dst.
-func (s *Syncer) download(ctx context.Context, rel, dst string) error {
+// download fetches a file's blocks in order into a temporary file beside rel (beneath d, its folders made with
+// the session's owner) and renames it over rel: whatever rel was, a symlink too, is replaced, never followed.
+func (s *Syncer) download(ctx context.Context, d *layout.Dir, rel string) error {
 	resp, err := s.client.CP.VolumeGetFile2(ctx, pb.VolumeGetFile2Request_builder{VolumeId: s.volumeID, Path: rel}.Build())
 	if err != nil {
 		return fmt.Errorf("pull %s: %w", rel, Explain(err, s.client.Config))
 	}
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(dst), "."+path.Base(rel)+".pull-*")
+	uid, gid, err := d.Owner()
 	if err != nil {
 		return err
 	}
-	defer os.Remove(tmp.Name())
-	for _, url := range resp.GetGetUrls() {
-		if err := s.getBlock(ctx, url, tmp); err != nil {
-			tmp.Close()
+	if dir := path.Dir(rel); dir != "." {
+		if err := d.MkdirAll(dir, 0o755, uid, gid); err != nil {
 			return fmt.Errorf("pull %s: %w", rel, err)
 		}
 	}
-	if err := tmp.Close(); err != nil {
-		return err
+	pr, pw := io.Pipe()
+	go func() {
+		for _, url := range resp.GetGetUrls() {
+			if err := s.getBlock(ctx, url, pw); err != nil {
+				pw.CloseWithError(err)
+				return
+			}
+		}
+		pw.Close()
+	}()
+	err = d.WriteAtomicFrom(rel, pr, 0o600, uid, gid, time.Time{})
+	pr.CloseWithError(io.ErrClosedPipe) // ends the fetcher if the write stopped early
+	if err != nil {
+		return fmt.Errorf("pull %s: %w", rel, err)
 	}
-	return os.Rename(tmp.Name(), dst)
+	return nil
 }
 
 func (s *Syncer) getBlock(ctx context.Context, url string, w io.Writer) error {
@@ -398,13 +422,13 @@ func (s *Syncer) getBlock(ctx context.Context, url string, w io.Writer) error {
 	return err
 }
 
-func (s *Syncer) entryOf(p string) (Entry, error) {
-	fi, err := os.Stat(p)
+func entryOf(d *layout.Dir, rel string) (Entry, error) {
+	st, err := d.Lstat(rel)
 	if err != nil {
 		return Entry{}, err
 	}
-	blocks, err := hashBlocks(p)
-	return Entry{Size: fi.Size(), Mtime: fi.ModTime().UnixNano(), Mode: uint32(fi.Mode().Perm()), Blocks: blocks}, err
+	blocks, err := hashBlocks(d, rel)
+	return Entry{Size: st.Size, Mtime: st.Mtim.Nano(), Mode: st.Mode & 0o777, Blocks: blocks}, err
 }
 
 func isNotFound(err error) bool { return status.Code(err) == codes.NotFound }

@@ -46,7 +46,7 @@ func (a *app) newCmd() *cobra.Command {
 				return fmt.Errorf("session %q created, but seeding its .claude failed: %w", id, err)
 			}
 			if shareCreds {
-				if err := shareCredentials(s.Dir(id)); err != nil {
+				if err := shareCredentials(s, id); err != nil {
 					return fmt.Errorf("session %q created, but sharing credentials failed: %w", id, err)
 				}
 			}
@@ -84,20 +84,27 @@ func parseLabels(kvs []string) (map[string]string, error) {
 // sessionDir told them, so seeding never looks the mount up itself (the mount seeds from inside mkdir, where
 // probing its own mount would be a request to itself).
 func seedClaude(s *layout.Store, id, dir string, mounted bool) error {
-	p := layout.Derive(s.Dir(id))
-	if err := claude.SeedSettings(p.Claude); err != nil {
+	// Seeding writes into the store, beneath the session's folder fd (never through the mount, nor a path the
+	// session could redirect with a symlink).
+	sess, err := s.OpenSession(id)
+	if err != nil {
 		return err
 	}
-	cwds := []string{layout.ContainerPaths.Workspace, p.Workspace}
+	defer sess.Close()
+	if err := claude.SeedSettings(sess); err != nil {
+		return err
+	}
+	cwds := []string{layout.ContainerPaths.Workspace, layout.Derive(s.Dir(id)).Workspace}
 	if mounted {
 		cwds = append(cwds, layout.Derive(dir).Workspace)
 	}
-	return claude.SeedTrust(p.Claude, cwds)
+	return claude.SeedTrust(sess, cwds)
 }
 
 // shareCredentials links the session's .claude/.credentials.json to the user's, so a session is not a new login.
-// A link rather than a copy: a refreshed token is seen by every session at once.
-func shareCredentials(sessionDir string) error {
+// A link rather than a copy: a refreshed token is seen by every session at once. The link is made beneath the
+// session's folder fd, owned like the session.
+func shareCredentials(s *layout.Store, id string) error {
 	home, err := os.UserHomeDir()
 	if err != nil {
 		return err
@@ -106,5 +113,14 @@ func shareCredentials(sessionDir string) error {
 	if _, err := os.Stat(src); err != nil {
 		warnf("%s does not exist yet (log in with claude once); the link will work when it does", src)
 	}
-	return os.Symlink(src, filepath.Join(layout.Derive(sessionDir).Claude, ".credentials.json"))
+	sess, err := s.OpenSession(id)
+	if err != nil {
+		return err
+	}
+	defer sess.Close()
+	uid, gid, err := sess.Owner()
+	if err != nil {
+		return err
+	}
+	return sess.Symlink(src, layout.ClaudeDir+"/.credentials.json", uid, gid)
 }

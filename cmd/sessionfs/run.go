@@ -56,7 +56,12 @@ recorded in the session's session.json. The engine is found the Docker way (DOCK
 			if err := seedClaude(s, m.ID, dir, mounted); err != nil {
 				warnf("%v", err)
 			}
-			spec := backends.Spec{SessionID: m.ID, SessionDir: dir, Argv: args[1:], Env: env, Workdir: workdir,
+			folder, err := s.OpenSession(m.ID)
+			if err != nil {
+				return err
+			}
+			defer folder.Close()
+			spec := backends.Spec{SessionID: m.ID, SessionDir: dir, Folder: folder, Argv: args[1:], Env: env, Workdir: workdir,
 				Stdout: os.Stdout, Stderr: os.Stderr, TTY: tty}
 			if interactive {
 				spec.Stdin = os.Stdin
