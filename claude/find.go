@@ -3,8 +3,11 @@ package claude
 import (
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/sessionfs/sessionfs/layout"
 )
@@ -12,19 +15,146 @@ import (
 // ErrNoConversation is returned by Find when no session holds the conversation.
 var ErrNoConversation = errors.New("no session holds that conversation")
 
-// Find returns the session whose transcript folder holds conversation uuid.
-func Find(store *layout.Store, uuid string) (string, error) {
+// Holder is a session that holds a conversation's transcript.
+type Holder struct {
+	ID   string    `json:"session"`
+	Rel  string    `json:"path"` // the transcript, relative to the session's folder
+	Born time.Time `json:"born"` // when the transcript file was made (its birth time, else its change time)
+}
+
+// Which session owns a conversation is decided by the store, not by what any session writes: a uuid is any
+// session's to write into its own transcript folder, so a session can copy another's transcript, or plant a file
+// named after a uuid it wants to capture. The owner is the session whose transcript file was born first
+// (statx birth time, which no process can set; the change time where the filesystem keeps no birth time), then
+// the smaller session id. A copy is always born after its original, so the original keeps the conversation:
+// by-claude-id, find and resume all follow this rule, and find lists the others.
+func less(a, b Holder) bool {
+	if !a.Born.Equal(b.Born) {
+		return a.Born.Before(b.Born)
+	}
+	if a.ID != b.ID {
+		return a.ID < b.ID
+	}
+	return a.Rel < b.Rel
+}
+
+// Holders returns every session that holds conversation uuid, in any of its transcript folders (folded or not),
+// the owner first. It reads the store beneath each session's descriptor, following no symlink.
+func Holders(store *layout.Store, uuid string) ([]Holder, error) {
 	if layout.ValidateID(uuid) != nil {
-		return "", fmt.Errorf("%q: %w", uuid, ErrNoConversation)
+		return nil, fmt.Errorf("%q: %w", uuid, ErrNoConversation)
 	}
 	ids, err := store.IDs()
 	if err != nil {
+		return nil, err
+	}
+	var out []Holder
+	for _, id := range ids {
+		sess, err := store.OpenSession(id)
+		if err != nil {
+			continue
+		}
+		for _, folder := range projectFolders(sess) {
+			rel := folder + "/" + uuid + ".jsonl"
+			if born, ok := transcriptBorn(sess, rel); ok {
+				out = append(out, Holder{ID: id, Rel: rel, Born: born})
+			}
+		}
+		sess.Close()
+	}
+	sort.Slice(out, func(i, j int) bool { return less(out[i], out[j]) })
+	return out, nil
+}
+
+// Find returns the session that owns conversation uuid (see Holders).
+func Find(store *layout.Store, uuid string) (string, error) {
+	h, err := Holders(store, uuid)
+	if err != nil {
 		return "", err
 	}
+	if len(h) == 0 {
+		return "", fmt.Errorf("conversation %s: %w", uuid, ErrNoConversation)
+	}
+	return h[0].ID, nil
+}
+
+// Index maps every conversation in the store to its owner (see Holders).
+func Index(store *layout.Store) (map[string]Holder, error) {
+	ids, err := store.IDs()
+	if err != nil {
+		return nil, err
+	}
+	index := map[string]Holder{}
 	for _, id := range ids {
-		if _, err := os.Stat(filepath.Join(layout.Derive(store.Dir(id)).Canonical, uuid+".jsonl")); err == nil {
-			return id, nil
+		sess, err := store.OpenSession(id)
+		if err != nil {
+			continue
+		}
+		for _, folder := range projectFolders(sess) {
+			ents, _ := sess.ReadDir(folder)
+			for _, e := range ents {
+				uuid, ok := strings.CutSuffix(e.Name(), ".jsonl")
+				if !ok || !e.Type().IsRegular() || layout.ValidateID(uuid) != nil {
+					continue
+				}
+				rel := folder + "/" + e.Name()
+				born, ok := transcriptBorn(sess, rel)
+				if !ok {
+					continue
+				}
+				h := Holder{ID: id, Rel: rel, Born: born}
+				if cur, dup := index[uuid]; !dup || less(h, cur) {
+					index[uuid] = h
+				}
+			}
+		}
+		sess.Close()
+	}
+	return index, nil
+}
+
+// Holds reports whether h's transcript is still in its session.
+func Holds(store *layout.Store, h Holder) bool {
+	sess, err := store.OpenSession(h.ID)
+	if err != nil {
+		return false
+	}
+	defer sess.Close()
+	_, ok := transcriptBorn(sess, h.Rel)
+	return ok
+}
+
+// projectFolders lists the session's transcript folders: the canonical one first, then those not yet folded
+// into it. Only real folders count (a symlink is never followed).
+func projectFolders(sess *layout.Dir) []string {
+	canonical := layout.ProjectsDir + "/" + layout.CanonicalProject
+	out := []string{canonical}
+	ents, _ := sess.ReadDir(layout.ProjectsDir)
+	for _, e := range ents {
+		if e.IsDir() && e.Name() != layout.CanonicalProject {
+			out = append(out, layout.ProjectsDir+"/"+e.Name())
 		}
 	}
-	return "", fmt.Errorf("conversation %s: %w", uuid, ErrNoConversation)
+	return out
+}
+
+// transcriptBorn returns when rel, a regular file beneath sess, was made.
+func transcriptBorn(sess *layout.Dir, rel string) (time.Time, bool) {
+	pfd, name, err := sess.Parent(rel)
+	if err != nil {
+		return time.Time{}, false
+	}
+	defer unix.Close(pfd)
+	var st unix.Statx_t
+	if err := unix.Statx(pfd, name, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_TYPE|unix.STATX_BTIME|unix.STATX_CTIME, &st); err != nil {
+		return time.Time{}, false
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return time.Time{}, false
+	}
+	t := st.Ctime
+	if st.Mask&unix.STATX_BTIME != 0 {
+		t = st.Btime
+	}
+	return time.Unix(t.Sec, int64(t.Nsec)), true
 }

@@ -4,12 +4,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
 	"github.com/sessionfs/sessionfs/claude"
+	"github.com/sessionfs/sessionfs/layout"
 )
 
 func (a *app) importCmd() *cobra.Command {
@@ -80,8 +82,13 @@ skipped.`,
 func (a *app) findCmd() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:     "find UUID",
-		Short:   "Print the session that holds a Claude conversation",
+		Use:   "find UUID",
+		Short: "Print the session that holds a Claude conversation",
+		Long: `find prints the session that holds conversation UUID, in its transcript folder, folded or not.
+
+When several sessions hold a transcript of that uuid (a copy, a fork, or a session that planted one), the
+session whose transcript was made first owns it: find prints it, resume resumes it, by-claude-id/ points at it.
+The others are named on stderr (and under "also" with --json).`,
 		Example: `  sessionfs find 2fe2d21b-be8f-4b12-b46b-12e68f6e9f01`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -89,13 +96,18 @@ func (a *app) findCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			id, err := claude.Find(s, args[0])
+			holders, err := conversationHolders(s, args[0])
 			if err != nil {
 				return err
 			}
+			id := holders[0].ID
 			dir, _ := sessionDir(s, id)
 			if asJSON {
-				return printJSON(cmd.OutOrStdout(), map[string]string{"session": id, "dir": dir, "conversation": args[0]})
+				also := []string{}
+				for _, h := range holders[1:] {
+					also = append(also, h.ID)
+				}
+				return printJSON(cmd.OutOrStdout(), map[string]any{"session": id, "dir": dir, "conversation": args[0], "also": also})
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), id)
 			return nil
@@ -129,9 +141,11 @@ through the mount when the store is mounted.`,
 			argv := []string{claudeBin, "--continue"}
 			id := target
 			if !s.Exists(target) {
-				if id, err = claude.Find(s, target); err != nil {
+				holders, err := conversationHolders(s, target)
+				if err != nil {
 					return err
 				}
+				id = holders[0].ID
 				argv = []string{claudeBin, "--resume", target}
 			}
 			return a.execIn(id, append(argv, extra...))
@@ -139,4 +153,25 @@ through the mount when the store is mounted.`,
 	}
 	cmd.Flags().StringVar(&claudeBin, "claude", "claude", "the claude command")
 	return cmd
+}
+
+// conversationHolders returns the sessions holding conversation uuid, the owner first, and names the others on
+// stderr: a uuid in two sessions is never resolved silently.
+func conversationHolders(s *layout.Store, uuid string) ([]claude.Holder, error) {
+	holders, err := claude.Holders(s, uuid)
+	if err != nil {
+		return nil, err
+	}
+	if len(holders) == 0 {
+		return nil, fmt.Errorf("conversation %s: %w", uuid, claude.ErrNoConversation)
+	}
+	if len(holders) > 1 {
+		var others []string
+		for _, h := range holders[1:] {
+			others = append(others, h.ID)
+		}
+		warnf("conversation %s is also in session(s) %s; using %s, whose transcript was made first",
+			uuid, strings.Join(others, ", "), holders[0].ID)
+	}
+	return holders, nil
 }

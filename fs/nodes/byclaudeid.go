@@ -2,8 +2,8 @@ package nodes
 
 import (
 	"context"
-	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -13,18 +13,17 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"github.com/sessionfs/sessionfs/claude"
-	"github.com/sessionfs/sessionfs/layout"
 )
 
 // ByClaudeID is by-claude-id/: for every conversation in the store, <uuid> is a symlink to ../sessions/<id>,
-// the session that holds it. It reads the store on each lookup and listing, and its answers are cached only
-// briefly, so it stays current as transcripts appear.
+// the session that owns it (claude.Holders says which, when several hold the uuid). It reads the store on each
+// lookup and listing, and its answers are cached only briefly, so it stays current as transcripts appear.
 type ByClaudeID struct {
 	fs.Inode
 	tree *Tree
 
 	mu    sync.Mutex
-	index map[string]string // conversation uuid -> session id, from the last listing
+	index map[string]claude.Holder // conversation uuid -> its owner, from the last listing
 	built time.Time
 }
 
@@ -58,34 +57,25 @@ func (b *ByClaudeID) Lookup(ctx context.Context, name string, out *fuse.EntryOut
 // ls -l of the folder then costs one scan of the store, not one per entry.
 func (b *ByClaudeID) indexed(uuid string) (string, bool) {
 	b.mu.Lock()
-	id, ok := b.index[uuid]
+	h, ok := b.index[uuid]
 	fresh := time.Since(b.built) < byIDTimeout
 	b.mu.Unlock()
 	if !ok || !fresh {
 		return "", false
 	}
-	_, err := os.Stat(filepath.Join(layout.Derive(b.tree.Store.Dir(id)).Canonical, uuid+".jsonl"))
-	return id, err == nil
+	return h.ID, claude.Holds(b.tree.Store, h)
 }
 
 func (b *ByClaudeID) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
-	ids, err := b.tree.Store.IDs()
+	index, err := claude.Index(b.tree.Store)
 	if err != nil {
 		return nil, storeErrno(err)
 	}
-	index := map[string]string{}
-	var ents []fuse.DirEntry
-	for _, id := range ids {
-		files, _ := os.ReadDir(layout.Derive(b.tree.Store.Dir(id)).Canonical)
-		for _, f := range files {
-			if name, ok := strings.CutSuffix(f.Name(), ".jsonl"); ok && f.Type().IsRegular() {
-				if _, dup := index[name]; !dup {
-					index[name] = id
-					ents = append(ents, fuse.DirEntry{Name: name, Mode: syscall.S_IFLNK})
-				}
-			}
-		}
+	ents := make([]fuse.DirEntry, 0, len(index))
+	for uuid := range index {
+		ents = append(ents, fuse.DirEntry{Name: uuid, Mode: syscall.S_IFLNK})
 	}
+	slices.SortFunc(ents, func(x, y fuse.DirEntry) int { return strings.Compare(x.Name, y.Name) })
 	b.mu.Lock()
 	b.index, b.built = index, time.Now()
 	b.mu.Unlock()
