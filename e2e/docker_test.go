@@ -258,7 +258,8 @@ func TestDockerIsolation(t *testing.T) {
 	assert.NoFileExists(t, filepath.Join(store, "planted"))
 }
 
-// TestDockerDaemonCrash: a container started with the bind before the daemon dies gets clear errors, not a hang.
+// TestDockerDaemonCrash: a container started before the daemon dies gets clear errors on the views, not a hang, and
+// its workspace (bound from the store) keeps working.
 func TestDockerDaemonCrash(t *testing.T) {
 	cli := needDocker(t)
 	images(t, cli, "")
@@ -266,7 +267,7 @@ func TestDockerDaemonCrash(t *testing.T) {
 	ok(t, store, "new", "s1")
 	m := mount(t, store)
 	cmd := exec.Command(bin, "run", "--backend", "docker", "--image", busyboxImage, "s1", "--", "sh", "-c",
-		`echo up; while ls /session/workspace >/dev/null; do sleep 0.1; done; exit 9`)
+		`echo up; while ls /session/.claude/projects/-other-cwd >/dev/null; do sleep 0.1; done; test -d /session/workspace && exit 9`)
 	cmd.Env = append(os.Environ(), "SESSIONFS_STORE="+store)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr

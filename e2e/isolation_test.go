@@ -212,6 +212,13 @@ func TestMountAsNormalUser(t *testing.T) {
 	var st syscall.Stat_t
 	require.NoError(t, syscall.Stat(filepath.Join(store, "sessions", "mine", "workspace", "f"), &st))
 	assert.Equal(t, uint32(65534), st.Uid)
+
+	// A normal user's exec on the mount works on the store's own folders (a user namespace of its own), as
+	// itself and with no capability.
+	out := as(bin + ` exec mine -- sh -c 'id -u; grep CapEff /proc/self/status; grep " ` + mnt + `/sessions/mine/workspace " /proc/self/mountinfo | wc -l; echo n > native'`)
+	assert.Equal(t, "65534\nCapEff:\t0000000000000000\n1\n", out)
+	require.NoError(t, syscall.Stat(filepath.Join(store, "sessions", "mine", "workspace", "native"), &st))
+	assert.Equal(t, uint32(65534), st.Uid)
 	as(bin + " unmount " + mnt)
 	assert.False(t, isFUSEMount(mnt), "the user unmounted it with fusermount3")
 }

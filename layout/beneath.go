@@ -457,3 +457,9 @@ func (d *Dir) Symlink(target, rel string, uid, gid int) error {
 	}
 	return nil
 }
+
+// SameFolder reports whether a and b are one folder.
+func SameFolder(a, b *Dir) bool {
+	var sa, sb unix.Stat_t
+	return unix.Fstat(a.fd, &sa) == nil && unix.Fstat(b.fd, &sb) == nil && sa.Dev == sb.Dev && sa.Ino == sb.Ino
+}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"time"
@@ -181,15 +182,11 @@ func (b *Backend) config(spec backends.Spec, st *stage) (*container.Config, *con
 		return nil, nil, err
 	}
 	mounts := []mount.Mount{{Type: mount.TypeBind, Source: root, Target: cp.Root}}
-	if b.opts.Strict {
-		for _, sub := range []string{layout.AppDir, layout.MCPDir} {
-			src, err := st.source(sess, spec.SessionDir, sub)
-			if err != nil {
-				return nil, nil, err
-			}
-			mounts = append(mounts, mount.Mount{Type: mount.TypeBind, ReadOnly: true, Source: src, Target: filepath.Join(cp.Root, sub)})
-		}
+	binds, err := b.storeBinds(spec, sess, st)
+	if err != nil {
+		return nil, nil, err
 	}
+	mounts = append(mounts, binds...)
 	cfg := &container.Config{
 		Image:        b.opts.Image,
 		Cmd:          spec.Argv,
@@ -206,6 +203,31 @@ func (b *Backend) config(spec backends.Spec, st *stage) (*container.Config, *con
 	}
 	host := &container.HostConfig{Mounts: mounts, Binds: b.opts.Volumes, NetworkMode: container.NetworkMode(b.opts.Network)}
 	return cfg, host, nil
+}
+
+// storeBinds returns the binds laid over /session. When /session comes from the mount, the heavy folders are
+// bound from the store (spec.Folder) over it: native speed, while /session and /session/.claude stay the mount's
+// so every other cwd's transcript folder is still a view of the canonical one. When /session is the store folder
+// itself, only --strict's read-only binds are added.
+func (b *Backend) storeBinds(spec backends.Spec, sess *layout.Dir, st *stage) ([]mount.Mount, error) {
+	cp := layout.ContainerPaths
+	src, srcPath := sess, spec.SessionDir
+	if spec.Folder != nil && !layout.SameFolder(sess, spec.Folder) {
+		src, srcPath = spec.Folder, spec.Folder.Name()
+	}
+	strict := map[string]bool{layout.AppDir: b.opts.Strict, layout.MCPDir: b.opts.Strict}
+	var out []mount.Mount
+	for _, rel := range backends.NativeDirs {
+		if src == sess && !strict[rel] {
+			continue // already native: /session is the store folder
+		}
+		source, err := st.source(src, srcPath, rel)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, mount.Mount{Type: mount.TypeBind, Source: source, Target: path.Join(cp.Root, rel), ReadOnly: strict[rel]})
+	}
+	return out, nil
 }
 
 // linkHome makes home/.claude and home/.claude.json lead to the session's .claude and .claude/.claude.json.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
 
@@ -15,6 +16,30 @@ import (
 	"github.com/sessionfs/sessionfs/claude"
 	"github.com/sessionfs/sessionfs/layout"
 )
+
+// nativeFolders reports whether spec runs on the mount with its heavy folders bound from the store (see
+// nsexec.go), or else why not ("" when there is nothing to say: the session is the store folder itself).
+func nativeFolders(spec backends.Spec) (bool, string) {
+	if spec.Folder == nil {
+		return false, ""
+	}
+	d, err := layout.OpenDir(spec.SessionDir)
+	if err != nil {
+		return false, ""
+	}
+	defer d.Close()
+	if layout.SameFolder(d, spec.Folder) {
+		return false, "" // not mounted: the command works on the store itself
+	}
+	return true, ""
+}
+
+var noted sync.Once
+
+// noteOnce tells the user, once per process, why the command runs on the mount.
+func noteOnce(why string) {
+	noted.Do(func() { fmt.Fprintln(os.Stderr, "sessionfs: note: "+why) })
+}
 
 // Backend spawns processes directly.
 type Backend struct{}
@@ -39,6 +64,21 @@ func (Backend) Run(ctx context.Context, spec backends.Spec) (int, error) {
 		}
 	}
 	cmd := exec.CommandContext(ctx, spec.Argv[0], spec.Argv[1:]...)
+	if cmd.Err != nil {
+		return 127, fmt.Errorf("run %s: %w", spec.Argv[0], cmd.Err)
+	}
+	if native, why := nativeFolders(spec); native {
+		self, err := os.Executable()
+		if err != nil {
+			return -1, err
+		}
+		argv := append([]string{cmd.Path}, spec.Argv[1:]...)
+		args := helperArgs(self, filepath.Dir(spec.Folder.Name()), spec.SessionID, spec.SessionDir, dir, argv)
+		cmd = exec.CommandContext(ctx, self, args[1:]...)
+		cmd.SysProcAttr = nsAttr()
+	} else if why != "" {
+		noteOnce(why)
+	}
 	cmd.Dir = dir
 	cmd.Env = claude.ProcessEnv(p.Claude, append([]string{"SESSIONFS_SESSION=" + spec.SessionID,
 		"SESSION_DIR=" + p.Root}, spec.Env...)...)
@@ -46,6 +86,13 @@ func (Backend) Run(ctx context.Context, spec backends.Spec) (int, error) {
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = 10 * time.Second
 	err := cmd.Run()
+	if err != nil && cmd.SysProcAttr != nil && cmd.ProcessState == nil {
+		// The namespace could not be made (user namespaces disabled, say): run on the mount.
+		noteOnce(fmt.Sprintf("no private mount namespace (%v): the session's folders are used through the mount, slower", err))
+		plain := spec
+		plain.Folder = nil
+		return Backend{}.Run(ctx, plain)
+	}
 	var exit *exec.ExitError
 	switch {
 	case err == nil:

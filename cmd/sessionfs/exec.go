@@ -53,7 +53,12 @@ func (a *app) execIn(id string, argv []string, adjust ...func(*backends.Spec)) e
 	if !mounted {
 		warnf("the store is not mounted: running in %s; transcripts resume only from the same cwd", dir)
 	}
-	spec := backends.Spec{SessionID: m.ID, SessionDir: dir, Argv: argv, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}
+	folder, err := s.OpenSession(m.ID)
+	if err != nil {
+		return err
+	}
+	defer folder.Close()
+	spec := backends.Spec{SessionID: m.ID, SessionDir: dir, Folder: folder, Argv: argv, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}
 	for _, f := range adjust {
 		f(&spec)
 	}

@@ -6,9 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
+
+	"github.com/sessionfs/sessionfs/backends/local"
 )
 
 func main() {
+	local.RunHelper() // the namespace helper of local runs, when asked: it never returns then
 	err := newRootCmd().Execute()
 	var exit exitCode
 	var coded codedError

@@ -1,0 +1,113 @@
+package local
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sessionfs/sessionfs/backends"
+	"github.com/sessionfs/sessionfs/layout"
+)
+
+// A run on the mount sees the session at its mounted path, so every cwd's transcript folder is a view of the
+// canonical one. Its heavy work would then go through FUSE, several times slower than the disk. So the command
+// runs in a private mount namespace in which the store's own folders (backends.NativeDirs) are bound over the
+// mount's paths: the same paths, the store's speed. The binds are made by a helper, the sessionfs binary itself
+// started with HelperArg in the new namespace, which then execs the command: as root the namespace is a plain
+// private one; as anyone else it is owned by a new user namespace that maps the user to itself (the command
+// keeps its uid, and loses the namespace's capabilities at exec). Where neither can be made, the command runs
+// on the mount, and the user is told once.
+
+// HelperArg, as the first argument, makes the sessionfs binary the namespace helper (see RunHelper).
+const HelperArg = "__sessionfs-nsexec"
+
+// helperExit is the helper's own failure, as docker reports its own (the command never ran).
+const helperExit = 125
+
+// helperArgs builds the helper's command line: the store's sessions folder, the session id, the session's
+// mounted path, the working directory, then the command (its first word already resolved).
+func helperArgs(self, sessionsDir, id, mounted, cwd string, argv []string) []string {
+	return append([]string{self, HelperArg, sessionsDir, id, mounted, cwd, "--"}, argv...)
+}
+
+// nsAttr is the namespace the helper is started in.
+func nsAttr() *syscall.SysProcAttr {
+	if os.Geteuid() == 0 {
+		return &syscall.SysProcAttr{Unshareflags: syscall.CLONE_NEWNS} // Go makes / private in the child
+	}
+	uid, gid := os.Getuid(), os.Getgid()
+	return &syscall.SysProcAttr{
+		Cloneflags:   syscall.CLONE_NEWUSER,
+		Unshareflags: syscall.CLONE_NEWNS,
+		UidMappings:  []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}},
+		GidMappings:  []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}},
+		// The helper keeps its uid, so exec would drop the namespace's capabilities: CAP_SYS_ADMIN is kept
+		// ambient for the binds, and cleared before the command is exec'd.
+		AmbientCaps: []uintptr{unix.CAP_SYS_ADMIN},
+	}
+}
+
+// RunHelper runs the helper when os.Args asks for it, and never returns then; otherwise it returns at once.
+// main calls it first.
+func RunHelper() {
+	if len(os.Args) < 2 || os.Args[1] != HelperArg {
+		return
+	}
+	err := helper(os.Args[2:])
+	fmt.Fprintf(os.Stderr, "sessionfs: %v\n", err)
+	os.Exit(helperExit)
+}
+
+func helper(args []string) error {
+	if len(args) < 6 || args[4] != "--" {
+		return errors.New("internal: bad helper arguments")
+	}
+	sessionsDir, id, mounted, cwd, argv := args[0], args[1], args[2], args[3], args[5:]
+	if err := layout.ValidateID(id); err != nil {
+		return err
+	}
+	sessions, err := layout.OpenDir(sessionsDir)
+	if err != nil {
+		return err
+	}
+	sess, err := sessions.Sub(id)
+	if err != nil {
+		return fmt.Errorf("session %s: %w", id, err)
+	}
+	for _, rel := range backends.NativeDirs {
+		if err := bindOver(sess, rel, filepath.Join(mounted, rel)); err != nil {
+			return err
+		}
+	}
+	// The cwd was the mount's folder; taken again, it is the bind laid over it.
+	if err := os.Chdir(cwd); err != nil {
+		return err
+	}
+	// The command gets no capability: the ambient set is cleared on the thread that execs.
+	runtime.LockOSThread()
+	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {
+		return fmt.Errorf("drop capabilities: %w", err)
+	}
+	return unix.Exec(argv[0], argv, os.Environ())
+}
+
+// bindOver binds rel, a folder beneath the store's session folder reached with no symlink, over target.
+func bindOver(sess *layout.Dir, rel, target string) error {
+	fd, err := sess.OpenAt(rel, unix.O_PATH|unix.O_DIRECTORY, 0)
+	if err != nil {
+		if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.EXDEV) {
+			return fmt.Errorf("%s/%s is not a folder of the session (a symlink or a file): refusing to run with it", sess.Name(), rel)
+		}
+		return fmt.Errorf("%s/%s: %w", sess.Name(), rel, err)
+	}
+	defer unix.Close(fd)
+	if err := unix.Mount(fmt.Sprintf("/proc/self/fd/%d", fd), target, "", unix.MS_BIND, ""); err != nil {
+		return fmt.Errorf("bind %s/%s over %s: %w", sess.Name(), rel, target, err)
+	}
+	return nil
+}
