@@ -28,11 +28,12 @@ type bench struct {
 	store   string
 	targets []*target // native first
 	mount   *target
-	Results []result `json:"results"`
-	Figures []figure `json:"figures"`
-	Skipped []string `json:"skipped,omitempty"`
-	Machine string   `json:"machine"`
-	Date    string   `json:"date"`
+	Results []result     `json:"results"`
+	Agent   *agentResult `json:"agent,omitempty"`
+	Figures []figure     `json:"figures"`
+	Skipped []string     `json:"skipped,omitempty"`
+	Machine string       `json:"machine"`
+	Date    string       `json:"date"`
 }
 
 // result is the median time of one workload on each target.
@@ -180,6 +181,7 @@ func (b *bench) runAll() {
 	}
 	b.sessionsWalk()
 	b.dockerRun()
+	b.agentWorkload()
 }
 
 // sessionsWalk is du over c.duWalk sessions on every target, then the daemon's RSS after walking them all.

@@ -16,8 +16,10 @@ type config struct {
 	runs      int
 	files     int // small files, and files of the walked tree
 	appends   int
-	sessions  int // sessions in the store for the start-up and RSS figures
-	duWalk    int // sessions walked by the du workload
+	sessions  int    // sessions in the store for the start-up and RSS figures
+	duWalk    int    // sessions walked by the du workload
+	treeSrc   string // the source tree of the agent workload (default: the Go module cache)
+	treeFiles int    // files of it in the agent workload's tarball
 	jsonOut   string
 	dir       string
 }
@@ -31,6 +33,8 @@ func main() {
 	flag.IntVar(&c.appends, "appends", 100000, "JSONL appends (open O_APPEND, write a line, close)")
 	flag.IntVar(&c.duWalk, "du-sessions", 1000, "sessions walked by the du workload")
 	flag.IntVar(&c.sessions, "sessions", 10000, "sessions in the store for mount start-up and daemon RSS")
+	flag.StringVar(&c.treeSrc, "tree-src", "", "the source tree the agent workload untars (default: the Go module cache)")
+	flag.IntVar(&c.treeFiles, "tree-files", 12000, "files in the agent workload's tree")
 	flag.StringVar(&c.jsonOut, "json", "bench.json", "where to write the figures as JSON")
 	flag.StringVar(&c.dir, "dir", "", "a folder on the disk to measure (default: a new temporary folder)")
 	flag.Parse()
@@ -62,5 +66,6 @@ func run(c config) error {
 	defer b.close()
 	b.runAll()
 	b.report(os.Stdout)
+	b.reportAgent(os.Stdout)
 	return b.writeJSON(c.jsonOut)
 }
