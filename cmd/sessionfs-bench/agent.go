@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -29,12 +30,18 @@ import (
 const agentScript = `#!/bin/sh
 set -e
 T=$1 D=$2
+# The same GNU tools everywhere: a busybox sh would otherwise run its own applets first.
+for t in tar git grep du find rm date mkdir; do
+	if [ -x /usr/bin/$t ]; then eval "$t() { /usr/bin/$t \"\$@\"; }"; fi
+done
 step() { name=$1; shift; s=$(date +%s%N); "$@" >/dev/null 2>&1 || { echo "step $name failed" >&2; exit 1; }; e=$(date +%s%N); echo "$name $((e - s))"; }
+gitadd() { git init -q . && git add -A && git -c user.name=bench -c user.email=bench@localhost commit -qm tree; }
+grepr() { grep -r sessionfs-needle . || true; }
 rm -rf "$D"; mkdir -p "$D"; cd "$D"
 step untar tar xf "$T"
-step git-add sh -c 'git init -q . && git add -A && git -c user.name=bench -c user.email=bench@localhost commit -qm tree'
+step git-add gitadd
 step git-status git status --porcelain
-step grep-r sh -c 'grep -r sessionfs-needle . ; true'
+step grep-r grepr
 step du-s du -s .
 step find find . -type f
 cd ..
@@ -58,7 +65,8 @@ func agentTree(src, dst string, n int) (files int, size int64, err error) {
 		return 0, 0, err
 	}
 	defer f.Close()
-	tw := tar.NewWriter(bufio.NewWriterSize(f, 1<<20))
+	bw := bufio.NewWriterSize(f, 1<<20)
+	tw := tar.NewWriter(bw)
 	err = filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || files >= n {
 			if files >= n {
@@ -95,6 +103,9 @@ func agentTree(src, dst string, n int) (files int, size int64, err error) {
 		return files, size, fmt.Errorf("%s holds only %d files (want %d; -tree-src names another tree)", src, files, n)
 	}
 	if err := tw.Close(); err != nil {
+		return files, size, err
+	}
+	if err := bw.Flush(); err != nil {
 		return files, size, err
 	}
 	return files, size, f.Sync()
@@ -155,6 +166,7 @@ func (b *bench) agentWorkload() {
 	for run := 0; run < b.c.runs; run++ {
 		for _, p := range places {
 			fmt.Fprintf(os.Stderr, "agent workload, run %d, %s\n", run+1, p.name)
+			syscall.Sync() // the last place's writeback is not this one's to pay
 			cmd := p.run(p.root+"/app/agent.sh", p.root+"/app/agent-tree.tar", p.root+"/workspace/agent-"+p.name)
 			cmd.Env = env
 			var stderr strings.Builder

@@ -20,6 +20,7 @@ type config struct {
 	duWalk    int    // sessions walked by the du workload
 	treeSrc   string // the source tree of the agent workload (default: the Go module cache)
 	treeFiles int    // files of it in the agent workload's tarball
+	agentOnly bool
 	jsonOut   string
 	dir       string
 }
@@ -35,6 +36,7 @@ func main() {
 	flag.IntVar(&c.sessions, "sessions", 10000, "sessions in the store for mount start-up and daemon RSS")
 	flag.StringVar(&c.treeSrc, "tree-src", "", "the source tree the agent workload untars (default: the Go module cache)")
 	flag.IntVar(&c.treeFiles, "tree-files", 12000, "files in the agent workload's tree")
+	flag.BoolVar(&c.agentOnly, "agent-only", false, "run only the agent workload")
 	flag.StringVar(&c.jsonOut, "json", "bench.json", "where to write the figures as JSON")
 	flag.StringVar(&c.dir, "dir", "", "a folder on the disk to measure (default: a new temporary folder)")
 	flag.Parse()
