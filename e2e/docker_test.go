@@ -267,7 +267,7 @@ func TestDockerDaemonCrash(t *testing.T) {
 	ok(t, store, "new", "s1")
 	m := mount(t, store)
 	cmd := exec.Command(bin, "run", "--backend", "docker", "--image", busyboxImage, "s1", "--", "sh", "-c",
-		`echo up; while ls /session/.claude/projects/-other-cwd >/dev/null; do sleep 0.1; done; test -d /session/workspace && exit 9`)
+		`echo up; while ls /session/.claude/projects/-other-cwd >/dev/null; do sleep 0.1; done; ls . >/dev/null && exit 9`) // the cwd, the workspace bind, still works
 	cmd.Env = append(os.Environ(), "SESSIONFS_STORE="+store)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr

@@ -30,7 +30,13 @@ type cache struct {
 	dirs map[string][]*fs.Inode // store folder -> the inodes showing it (several for alias views)
 	own  map[string]ownChange   // store path -> a change made through the mount, awaiting its event
 	open map[string]*openFile   // store path -> files open for writing through the mount
+	// store path -> an attributes-only invalidation due: the events of one burst of writes are coalesced
+	attrsDue map[string]bool
 }
+
+// attrsDelay coalesces the attribute invalidations of a file open for writing: a burst of writes (each an
+// event) costs one kernel notification, sent this long after the first.
+const attrsDelay = 2 * time.Millisecond
 
 // openFile counts a path's writers; closed is when the last one went, since its events trail it.
 type openFile struct {
@@ -55,6 +61,7 @@ func (t *Tree) SetWatch(w Watch) {
 	t.cache.dirs = map[string][]*fs.Inode{}
 	t.cache.own = map[string]ownChange{}
 	t.cache.open = map[string]*openFile{}
+	t.cache.attrsDue = map[string]bool{}
 }
 
 // showing registers in as a kernel-cached view of store folder path.
@@ -177,7 +184,6 @@ func (t *Tree) Changed(ch Change) {
 	c.mu.Lock()
 	views := slices.Clone(c.dirs[dir])
 	var origin *fs.Inode
-	attrsOnly := false
 	if ch.Namespace {
 		if own, ok := c.own[rel]; ok {
 			delete(c.own, rel)
@@ -194,9 +200,14 @@ func (t *Tree) Changed(ch Change) {
 		}
 	} else if o := c.open[rel]; o != nil && (o.n > 0 || time.Since(o.closed) < ownTTL) {
 		// Open for writing through the mount: the kernel knows its own writes, but not those made behind the
-		// mount meanwhile (an append by a process on the store). Its attributes are asked again; its data is
-		// not cached by the kernel (passthrough), so nothing else is dropped.
-		attrsOnly = true
+		// mount meanwhile (an append by a process on the store). Its attributes are asked again, once for a
+		// burst of events; its data is not cached by the kernel (passthrough), so nothing else is dropped.
+		if !c.attrsDue[rel] {
+			c.attrsDue[rel] = true
+			time.AfterFunc(attrsDelay, func() { t.invalidateAttrs(dir, name, rel) })
+		}
+		c.mu.Unlock()
+		return
 	} else if own, ok := c.own[rel]; ok && time.Since(own.at) < ownTTL {
 		views = nil // attributes set through the mount
 	}
@@ -210,11 +221,22 @@ func (t *Tree) Changed(ch Change) {
 			continue
 		}
 		if child := v.GetChild(name); child != nil {
-			if attrsOnly {
-				child.NotifyContent(-1, 0) // a negative offset: attributes only
-			} else {
-				child.NotifyContent(0, 0)
-			}
+			child.NotifyContent(0, 0)
+		}
+	}
+}
+
+// invalidateAttrs drops the kernel's attributes of name in every view of folder dir (a coalesced invalidation
+// of a file open for writing).
+func (t *Tree) invalidateAttrs(dir, name, rel string) {
+	c := &t.cache
+	c.mu.Lock()
+	delete(c.attrsDue, rel)
+	views := slices.Clone(c.dirs[dir])
+	c.mu.Unlock()
+	for _, v := range views {
+		if child := v.GetChild(name); child != nil {
+			child.NotifyContent(-1, 0) // a negative offset: attributes only
 		}
 	}
 }
