@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -53,6 +54,9 @@ func New(store *layout.Store, mountpoint string, opts Options) (*Mount, error) {
 		return nil, err
 	}
 	if err := checkFUSE(); err != nil {
+		return nil, err
+	}
+	if err := checkPlaces(store, mnt); err != nil {
 		return nil, err
 	}
 	if err := prepareMountpoint(mnt); err != nil {
@@ -188,6 +192,45 @@ func prepareMountpoint(mnt string) error {
 	if isMountpoint(mnt) {
 		return fmt.Errorf("%s is already mounted (sessionfs unmount %s)", mnt, mnt)
 	}
+	// Mounting over a folder hides what it holds: refuse, rather than make files vanish without a word.
+	if f, err := os.Open(mnt); err == nil {
+		names, _ := f.Readdirnames(1)
+		f.Close()
+		if len(names) > 0 {
+			return fmt.Errorf("mountpoint %s is not empty (mounting would hide what it holds): empty it or pick another folder", mnt)
+		}
+	}
+	return nil
+}
+
+// checkPlaces refuses a mountpoint inside the store (the daemon would serve its own mount back to itself,
+// without end) or a store inside the mountpoint, and a store that is already mounted elsewhere (two daemons
+// would race each other's caches).
+func checkPlaces(store *layout.Store, mnt string) error {
+	real := func(p string) string {
+		// The mountpoint may not exist yet: resolve its nearest existing parent.
+		for dir, rest := p, ""; ; dir, rest = filepath.Dir(dir), filepath.Join(filepath.Base(dir), rest) {
+			if r, err := filepath.EvalSymlinks(dir); err == nil {
+				return filepath.Join(r, rest)
+			}
+			if dir == "/" || dir == "." {
+				return p
+			}
+		}
+	}
+	root, m := real(store.Root), real(mnt)
+	within := func(a, b string) bool { return a == b || strings.HasPrefix(a, strings.TrimSuffix(b, "/")+"/") }
+	switch {
+	case within(m, root):
+		return fmt.Errorf("mountpoint %s is inside the store %s: pick a folder outside it", mnt, store.Root)
+	case within(root, m):
+		return fmt.Errorf("the store %s is inside the mountpoint %s: pick a folder outside it", store.Root, mnt)
+	}
+	if other, ok := FindMount(store.Root); ok && other.Mountpoint != mnt {
+		if err := probe(other.Mountpoint); !isStale(err) {
+			return fmt.Errorf("the store %s is already mounted at %s (sessionfs unmount %s first)", store.Root, other.Mountpoint, other.Mountpoint)
+		}
+	}
 	return nil
 }
 
@@ -198,18 +241,26 @@ func isMountpoint(mnt string) bool {
 	return err == nil && len(mounts) > 0
 }
 
+// ErrBusy is returned (wrapped) by Unmount when the mount was busy and was detached lazily: it is gone from the
+// namespace now, and the kernel finishes when the last process using it leaves.
+var ErrBusy = errors.New("busy: detached lazily; the kernel finishes when the last process using it leaves")
+
 // Unmount detaches the sessionfs (or stale) mount at mountpoint, as root with umount(2), otherwise with
-// fusermount3.
+// fusermount3. Any other filesystem mounted there is refused.
 func Unmount(mountpoint string) error {
 	mnt, err := filepath.Abs(mountpoint)
 	if err != nil {
 		return err
 	}
-	if !isMountpoint(mnt) {
+	mounts, err := mountinfo.GetMounts(mountinfo.SingleEntryFilter(mnt))
+	if err != nil || len(mounts) == 0 {
 		if _, err := os.Stat(mnt); err != nil {
 			return fmt.Errorf("unmount %s: %w", mnt, err)
 		}
 		return fmt.Errorf("%s is not mounted", mnt)
+	}
+	if top := mounts[len(mounts)-1]; top.FSType != FSType {
+		return fmt.Errorf("%s is a %s mount, not a sessionfs one: not unmounting it", mnt, top.FSType)
 	}
 	if err := probe(mnt); isStale(err) {
 		return forceUnmount(mnt, err)
@@ -222,7 +273,10 @@ func Unmount(mountpoint string) error {
 		return nil
 	}
 	// Busy (a shell's cwd is inside): detach now, the kernel finishes when the last user leaves.
-	return forceUnmount(mnt, nil)
+	if err := forceUnmount(mnt, nil); err != nil {
+		return err
+	}
+	return fmt.Errorf("%s: %w", mnt, ErrBusy)
 }
 
 // forceUnmount lazily detaches mnt, aborting its connection first when probed reports it hung.

@@ -294,7 +294,7 @@ func (b *Backend) attachAndWait(ctx, cancelled context.Context, id string, spec 
 		}()
 	}
 	if err := b.cli.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
-		return -1, fmt.Errorf("docker: start: %v", oneLine(err))
+		return startExit(err), fmt.Errorf("docker: start: %v", oneLine(err))
 	}
 	b.resize(ctx, id, spec)
 	select {
@@ -342,6 +342,19 @@ func (b *Backend) resize(ctx context.Context, id string, spec backends.Spec) {
 	if w, h, err := term.GetSize(int(f.Fd())); err == nil {
 		_ = b.cli.ContainerResize(ctx, id, container.ResizeOptions{Width: uint(w), Height: uint(h)})
 	}
+}
+
+// startExit is the exit code of a command the runtime could not start, as docker run reports it: 127 when it
+// is not found, 126 when it cannot be executed, 125 otherwise (the failure is docker's).
+func startExit(err error) int {
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "executable file not found"), strings.Contains(msg, "no such file or directory"):
+		return 127
+	case strings.Contains(msg, "permission denied"), strings.Contains(msg, "exec format error"):
+		return 126
+	}
+	return 125
 }
 
 func orDiscard(w io.Writer) io.Writer {

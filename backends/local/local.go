@@ -65,6 +65,9 @@ func (Backend) Run(ctx context.Context, spec backends.Spec) (int, error) {
 	}
 	cmd := exec.CommandContext(ctx, spec.Argv[0], spec.Argv[1:]...)
 	if cmd.Err != nil {
+		if errors.Is(cmd.Err, os.ErrPermission) {
+			return 126, fmt.Errorf("run %s: %w", spec.Argv[0], cmd.Err)
+		}
 		return 127, fmt.Errorf("run %s: %w", spec.Argv[0], cmd.Err)
 	}
 	if native, why := nativeFolders(spec); native {
@@ -104,6 +107,8 @@ func (Backend) Run(ctx context.Context, spec backends.Spec) (int, error) {
 		return exit.ExitCode(), nil
 	case errors.Is(err, exec.ErrNotFound), errors.Is(err, os.ErrNotExist):
 		return 127, fmt.Errorf("run %s: %w", spec.Argv[0], err)
+	case errors.Is(err, os.ErrPermission), errors.Is(err, syscall.ENOEXEC):
+		return 126, fmt.Errorf("run %s: %w", spec.Argv[0], err)
 	}
 	return -1, fmt.Errorf("run %s: %w", spec.Argv[0], err)
 }

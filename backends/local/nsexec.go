@@ -60,6 +60,12 @@ func RunHelper() {
 	}
 	err := helper(os.Args[2:])
 	fmt.Fprintf(os.Stderr, "sessionfs: %v\n", err)
+	switch {
+	case errors.Is(err, unix.ENOENT):
+		os.Exit(127) // as a shell says: not found
+	case errors.Is(err, unix.EACCES), errors.Is(err, unix.ENOEXEC):
+		os.Exit(126) // cannot execute
+	}
 	os.Exit(helperExit)
 }
 
@@ -93,7 +99,10 @@ func helper(args []string) error {
 	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {
 		return fmt.Errorf("drop capabilities: %w", err)
 	}
-	return unix.Exec(argv[0], argv, os.Environ())
+	if err := unix.Exec(argv[0], argv, os.Environ()); err != nil {
+		return fmt.Errorf("run %s: %w", argv[0], err)
+	}
+	return nil
 }
 
 // bindOver binds rel, a folder beneath the store's session folder reached with no symlink, over target.

@@ -81,7 +81,7 @@ func (a *app) diagnose() []check {
 
 	s, err := a.openStore()
 	if err != nil {
-		add("store", "FAIL", err.Error(), "check --store / SESSIONFS_STORE")
+		add("store", "WARN", err.Error(), "")
 	} else {
 		probe := filepath.Join(s.Root, ".doctor-probe")
 		if err := os.WriteFile(probe, nil, 0o600); err != nil {

@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -32,10 +34,14 @@ whatever cwd the command moves to. The exit code is CMD's.`,
 			if cmd.ArgsLenAtDash() != 1 {
 				return usageError("exec: want ID -- CMD [ARG...]")
 			}
-			return a.execIn(args[0], args[1:], func(sp *backends.Spec) { sp.Env, sp.Workdir = env, workdir })
+			vars, err := parseEnv(env)
+			if err != nil {
+				return err
+			}
+			return a.execIn(args[0], args[1:], func(sp *backends.Spec) { sp.Env, sp.Workdir = vars, workdir })
 		},
 	}
-	cmd.Flags().StringArrayVarP(&env, "env", "e", nil, "set KEY=VALUE in the command's environment (repeatable)")
+	cmd.Flags().StringArrayVarP(&env, "env", "e", nil, envHelp)
 	cmd.Flags().StringVarP(&workdir, "workdir", "w", "", "working directory relative to the session (default workspace)")
 	return cmd
 }
@@ -97,3 +103,25 @@ func runBackend(s *layout.Store, b backends.Backend, spec backends.Spec, image s
 type usageError string
 
 func (e usageError) Error() string { return string(e) }
+
+const envHelp = "set KEY=VALUE in the command's environment; KEY alone passes this shell's value (repeatable)"
+
+// parseEnv checks -e values as docker takes them: KEY=VALUE sets KEY; KEY alone passes this process's value of
+// KEY, or nothing when it has none. An empty key, or one holding '=', whitespace or NUL, is refused.
+func parseEnv(vals []string) ([]string, error) {
+	out := make([]string, 0, len(vals))
+	for _, kv := range vals {
+		k, v, hasValue := strings.Cut(kv, "=")
+		if k == "" || strings.ContainsAny(k, " \t\n\x00") || strings.ContainsRune(v, 0) {
+			return nil, usageError(fmt.Sprintf("-e %q: want KEY=VALUE, or KEY to pass this shell's value", kv))
+		}
+		if !hasValue {
+			if v, ok := os.LookupEnv(k); ok {
+				out = append(out, k+"="+v)
+			}
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out, nil
+}

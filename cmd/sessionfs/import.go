@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -30,7 +31,7 @@ skipped.`,
   sessionfs import --from /backup/.claude --dry-run`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, err := a.openStore()
+			s, err := a.createStore()
 			if err != nil {
 				return err
 			}
@@ -138,17 +139,20 @@ through the mount when the store is mounted.`,
 				return err
 			}
 			target, extra := args[0], args[1:]
-			argv := []string{claudeBin, "--continue"}
-			id := target
-			if !s.Exists(target) {
-				holders, err := conversationHolders(s, target)
-				if err != nil {
-					return err
-				}
-				id = holders[0].ID
-				argv = []string{claudeBin, "--resume", target}
+			// A conversation first: an imported session is named after its conversation's uuid, and
+			// "resume UUID" must resume that conversation, not the session's newest one.
+			holders, err := claude.Holders(s, target)
+			if err != nil && !errors.Is(err, claude.ErrNoConversation) {
+				return err
 			}
-			return a.execIn(id, append(argv, extra...))
+			if len(holders) > 0 {
+				holders, _ = conversationHolders(s, target) // names the other holders, if any
+				return a.execIn(holders[0].ID, append([]string{claudeBin, "--resume", target}, extra...))
+			}
+			if !s.Exists(target) {
+				return fmt.Errorf("no session or conversation is called %q (sessionfs ls; sessionfs find UUID)", target)
+			}
+			return a.execIn(target, append([]string{claudeBin, "--continue"}, extra...))
 		},
 	}
 	cmd.Flags().StringVar(&claudeBin, "claude", "claude", "the claude command")

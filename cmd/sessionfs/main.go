@@ -24,9 +24,14 @@ func main() {
 		os.Exit(coded.code)
 	default:
 		fmt.Fprintln(os.Stderr, "sessionfs: "+oneLine(err.Error()))
-		os.Exit(1)
+		os.Exit(ownFailure)
 	}
 }
+
+// ownFailure is the exit code of sessionfs's own failures (bad usage, a missing session, an unreachable
+// engine), as docker reports its own: a command sessionfs runs keeps its own codes (126: it cannot be executed,
+// 127: not found), so a script can tell the two apart.
+const ownFailure = 125
 
 // exitCode ends the program with a code and no message: the exit status of a command the CLI ran for the user.
 type exitCode int

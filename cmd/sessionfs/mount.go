@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -39,7 +40,7 @@ crashed daemon first.`,
   sessionfs unmount ~/agent-sessions`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := a.openStore()
+			s, err := a.createStore()
 			if err != nil {
 				return err
 			}
@@ -104,7 +105,12 @@ func unmountCmd() *cobra.Command {
 			if len(args) == 1 {
 				mnt = args[0]
 			}
-			return sfs.Unmount(mnt)
+			err := sfs.Unmount(mnt)
+			if errors.Is(err, sfs.ErrBusy) {
+				fmt.Fprintln(cmd.ErrOrStderr(), "sessionfs: note: "+err.Error())
+				return nil
+			}
+			return err
 		},
 	}
 }

@@ -25,7 +25,7 @@ func (a *app) newCmd() *cobra.Command {
   ID=$(sessionfs new) && sessionfs exec "$ID" -- claude`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := a.openStore()
+			s, err := a.createStore()
 			if err != nil {
 				return err
 			}

@@ -3,6 +3,8 @@ package main
 import (
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -32,7 +34,16 @@ func (a *app) rmCmd() *cobra.Command {
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "%s -> %s\n", id, dst)
 			}
-			return errors.Join(errs...)
+			if len(errs) > 1 {
+				// One line each: main prints a single line.
+				for _, err := range errs[:len(errs)-1] {
+					fmt.Fprintln(cmd.ErrOrStderr(), "sessionfs: "+oneLine(err.Error()))
+				}
+			}
+			if len(errs) > 0 {
+				return errs[len(errs)-1]
+			}
+			return nil
 		},
 	}
 	return cmd
@@ -40,7 +51,7 @@ func (a *app) rmCmd() *cobra.Command {
 
 func (a *app) gcCmd() *cobra.Command {
 	var opts layout.GCOptions
-	var idle time.Duration
+	var idle idleFlag
 	cmd := &cobra.Command{
 		Use:   "gc",
 		Short: "Empty the trash and/or trash sessions idle for longer than --idle",
@@ -57,7 +68,7 @@ rm -rf through the mount); --idle D first moves sessions with no activity for D 
 			if err != nil {
 				return err
 			}
-			opts.IdleFor = idle
+			opts.IdleFor = time.Duration(idle)
 			prefix := ""
 			if opts.DryRun {
 				prefix = "would "
@@ -67,7 +78,47 @@ rm -rf through the mount); --idle D first moves sessions with no activity for D 
 		},
 	}
 	cmd.Flags().BoolVar(&opts.Trash, "trash", false, "delete everything in the trash")
-	cmd.Flags().DurationVar(&idle, "idle", 0, "move sessions idle for longer than this to the trash (e.g. 720h)")
+	cmd.Flags().Var(&idle, "idle", "move sessions idle for longer than this to the trash (e.g. 30d, 12h, 90m)")
 	cmd.Flags().BoolVarP(&opts.DryRun, "dry-run", "n", false, "say what would be done, do nothing")
 	return cmd
+}
+
+// idleFlag is a positive duration that also takes days ("30d", "1d12h"), as people say idle times.
+type idleFlag time.Duration
+
+func (f *idleFlag) String() string {
+	if *f == 0 {
+		return "0"
+	}
+	return time.Duration(*f).String()
+}
+
+func (f *idleFlag) Type() string { return "duration" }
+
+func (f *idleFlag) Set(s string) error {
+	var days int64
+	rest := s
+	if i := strings.IndexByte(s, 'd'); i > 0 {
+		n, err := strconv.ParseInt(s[:i], 10, 64)
+		if err != nil {
+			return fmt.Errorf("%q: want a duration such as 30d, 12h or 1d12h", s)
+		}
+		days, rest = n, s[i+1:]
+	}
+	var d time.Duration
+	if rest != "" {
+		var err error
+		if d, err = time.ParseDuration(rest); err != nil {
+			return fmt.Errorf("%q: want a duration such as 30d, 12h or 1d12h", s)
+		}
+	}
+	if days < 0 || d < 0 || days > 100*365 {
+		return fmt.Errorf("%q: want a positive duration", s)
+	}
+	total := time.Duration(days)*24*time.Hour + d
+	if total <= 0 {
+		return fmt.Errorf("%q: want a positive duration", s)
+	}
+	*f = idleFlag(total)
+	return nil
 }

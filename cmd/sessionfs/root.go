@@ -2,8 +2,10 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strings"
 
@@ -41,8 +43,19 @@ filesystem where every .claude/projects/<cwd> name leads to the session's one tr
 	return root
 }
 
-// openStore opens the store named by --store or the environment, once.
+// openStore opens the store named by --store or the environment, once. A store folder that does not exist is an
+// error (a mistyped --store must not become an empty store): only commands that make sessions make a store
+// (createStore).
 func (a *app) openStore() (*layout.Store, error) {
+	return a.open(false)
+}
+
+// createStore is openStore for commands that make sessions (new, import, mount): a missing store is made.
+func (a *app) createStore() (*layout.Store, error) {
+	return a.open(true)
+}
+
+func (a *app) open(create bool) (*layout.Store, error) {
 	if a.store != nil {
 		return a.store, nil
 	}
@@ -51,6 +64,11 @@ func (a *app) openStore() (*layout.Store, error) {
 		var err error
 		if root, err = layout.DefaultStoreRoot(); err != nil {
 			return nil, err
+		}
+	}
+	if !create {
+		if _, err := os.Stat(root); errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("no store at %s (sessionfs new, import or mount make one; check --store and $%s)", root, layout.EnvStore)
 		}
 	}
 	s, err := layout.OpenStore(root)

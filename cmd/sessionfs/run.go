@@ -52,6 +52,10 @@ recorded in the session's session.json. The engine is found the Docker way (DOCK
 			if err != nil {
 				return err
 			}
+			vars, err := parseEnv(env)
+			if err != nil {
+				return err
+			}
 			dir, mounted := sessionDir(s, m.ID)
 			if err := seedClaude(s, m.ID, dir, mounted); err != nil {
 				warnf("%v", err)
@@ -61,7 +65,7 @@ recorded in the session's session.json. The engine is found the Docker way (DOCK
 				return err
 			}
 			defer folder.Close()
-			spec := backends.Spec{SessionID: m.ID, SessionDir: dir, Folder: folder, Argv: args[1:], Env: env, Workdir: workdir,
+			spec := backends.Spec{SessionID: m.ID, SessionDir: dir, Folder: folder, Argv: args[1:], Env: vars, Workdir: workdir,
 				Stdout: os.Stdout, Stderr: os.Stderr, TTY: tty}
 			if interactive {
 				spec.Stdin = os.Stdin
@@ -105,7 +109,7 @@ recorded in the session's session.json. The engine is found the Docker way (DOCK
 	f.StringVar(&backend, "backend", "local", "where to run: local, docker or modal")
 	f.StringVar(&dopts.Image, "image", "", "the container image (docker, modal)")
 	f.DurationVar(&timeout, "timeout", 0, "the sandbox's lifetime (modal; default Modal's)")
-	f.StringArrayVarP(&env, "env", "e", nil, "set KEY=VALUE in the command's environment (repeatable)")
+	f.StringArrayVarP(&env, "env", "e", nil, envHelp)
 	f.StringVarP(&workdir, "workdir", "w", "", "working directory relative to the session (default workspace)")
 	f.StringVarP(&dopts.User, "user", "u", "", "the container user, as docker run --user takes it")
 	f.StringVar(&dopts.Network, "network", "", "the container's network (docker run --network)")

@@ -1,0 +1,161 @@
+package e2e
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Defects a new user tripped over (the everyday-use issue), each as the user met it.
+
+// A mountpoint inside the store, a store inside the mountpoint, a store mounted twice and a mountpoint that
+// holds files are refused with one line each, and nothing is mounted.
+func TestMountPlacesRefused(t *testing.T) {
+	needFUSE(t)
+	store := t.TempDir()
+	ok(t, store, "new", "j1")
+	inside := filepath.Join(store, "sessions", "j1", "workspace", "loop")
+	r := cli(t, store, "mount", inside)
+	assert.Equal(t, 125, r.code)
+	assert.Contains(t, r.stderr, "is inside the store")
+	assert.False(t, isFUSEMount(inside))
+
+	outer := t.TempDir()
+	r = cliWith(t, filepath.Join(outer, "store"), "", nil, nil, "mount", outer)
+	assert.Equal(t, 125, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "is inside the mountpoint")
+
+	m := mount(t, store)
+	second := filepath.Join(t.TempDir(), "again")
+	r = cli(t, store, "mount", second)
+	assert.Equal(t, 125, r.code)
+	assert.Contains(t, r.stderr, "already mounted at "+m.mnt)
+	assert.False(t, isFUSEMount(second))
+
+	full := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(full, "mine.txt"), []byte("keep"), 0o644))
+	m.stop(t)
+	r = cli(t, store, "mount", full)
+	assert.Equal(t, 125, r.code)
+	assert.Contains(t, r.stderr, "is not empty")
+	assert.FileExists(t, filepath.Join(full, "mine.txt"))
+}
+
+// unmount touches only sessionfs mounts.
+func TestUnmountOnlyOurs(t *testing.T) {
+	need(t, os.Geteuid() == 0, "mounting a tmpfs needs root")
+	dir := t.TempDir()
+	require.NoError(t, exec.Command("mount", "-t", "tmpfs", "tmpfs", dir).Run())
+	t.Cleanup(func() { _ = exec.Command("umount", "-l", dir).Run() })
+	r := cli(t, t.TempDir(), "unmount", dir)
+	assert.Equal(t, 125, r.code)
+	assert.Contains(t, r.stderr, "is a tmpfs mount, not a sessionfs one")
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	require.NoError(t, err)
+	assert.Contains(t, string(b), " "+dir+" ", "the tmpfs is still mounted")
+
+	// A busy sessionfs mount is detached lazily, and the user is told.
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	m := mount(t, store)
+	busy := exec.Command("sleep", "30")
+	busy.Dir = filepath.Join(m.session("s1"), ".claude")
+	require.NoError(t, busy.Start())
+	t.Cleanup(func() { _ = busy.Process.Kill(); _ = busy.Wait() })
+	r = cli(t, store, "unmount", m.mnt)
+	assert.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "detached lazily")
+	assert.False(t, isFUSEMount(m.mnt))
+}
+
+// Exit codes follow docker's: 125 for sessionfs's own failures, 126 for a command that cannot be executed,
+// 127 for one that is not found, and the command's own code otherwise.
+func TestExitCodes(t *testing.T) {
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	for _, c := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"show", "nope"}, 125},
+		{[]string{"--no-such-flag"}, 125},
+		{[]string{"exec", "s1", "--", "/etc/passwd"}, 126},
+		{[]string{"exec", "s1", "--", "no-such-command-xyz"}, 127},
+		{[]string{"exec", "s1", "--", "sh", "-c", "exit 1"}, 1},
+		{[]string{"gc", "--idle", "-5h"}, 125},
+	} {
+		r := cli(t, store, c.args...)
+		assert.Equal(t, c.code, r.code, "%v: %s", c.args, r.stderr)
+	}
+	mount(t, store)
+	assert.Equal(t, 126, cli(t, store, "exec", "s1", "--", "/etc/passwd").code, "through the namespace helper too")
+	assert.Equal(t, 127, cli(t, store, "exec", "s1", "--", "no-such-command-xyz").code)
+}
+
+func TestDockerExitCodes(t *testing.T) {
+	images(t, needDocker(t), "")
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	assert.Equal(t, 127, dockerRun(t, store, "--image", busyboxImage, "s1", "--", "no-such-command-xyz").code)
+	assert.Equal(t, 126, dockerRun(t, store, "--image", busyboxImage, "s1", "--", "/etc/passwd").code)
+	assert.Equal(t, 125, dockerRun(t, store, "--image", "no-such-image-xyz:never", "s1", "--", "true").code)
+}
+
+// -e KEY passes the shell's value as docker does; -e =x is refused; gc --idle takes days and refuses negatives.
+func TestEnvAndIdleFlags(t *testing.T) {
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	r := cliIn(t, store, "", []string{"SFS_FROM_SHELL=passed"}, "exec", "-e", "SFS_FROM_SHELL", "-e", "SFS_UNSET_XYZ", "-e", "A=1", "s1", "--",
+		"sh", "-c", `echo "$SFS_FROM_SHELL ${SFS_UNSET_XYZ-unset} $A"`)
+	assert.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, "passed unset 1\n", r.stdout)
+	r = cli(t, store, "exec", "-e", "=x", "s1", "--", "true")
+	assert.Equal(t, 125, r.code)
+	assert.Contains(t, r.stderr, "want KEY=VALUE")
+
+	assert.Equal(t, 0, cli(t, store, "gc", "--idle", "30d", "--dry-run").code)
+	r = cli(t, store, "gc", "--idle", "-5h")
+	assert.Contains(t, r.stderr, "positive duration")
+}
+
+// A mistyped --store is an error, never a new empty store; commands that make sessions still make one.
+func TestMistypedStore(t *testing.T) {
+	typo := filepath.Join(t.TempDir(), "no-such-store")
+	for _, args := range [][]string{{"ls"}, {"show", "x"}, {"rm", "x"}, {"gc", "--trash"}} {
+		r := cli(t, typo, args...)
+		assert.Equal(t, 125, r.code, "%v", args)
+		assert.Contains(t, r.stderr, "no store at "+typo, "%v", args)
+		assert.NoDirExists(t, typo, "%v made the store", args)
+	}
+	ok(t, typo, "new", "first")
+	assert.DirExists(t, filepath.Join(typo, "sessions", "first"))
+}
+
+// resume UUID resumes that conversation, also when a session (an imported one) is named after the uuid.
+func TestResumeUUIDOfImportedSession(t *testing.T) {
+	store := t.TempDir()
+	const uuid = "2fe2d21b-be8f-4b12-b46b-12e68f6e9f01"
+	ok(t, store, "new", uuid)
+	canon := filepath.Join(store, "sessions", uuid, ".claude", "projects", "-session-workspace")
+	require.NoError(t, os.WriteFile(filepath.Join(canon, uuid+".jsonl"), []byte(`{"type":"user"}`+"\n"), 0o600))
+	r := cli(t, store, "resume", "--claude", "echo", uuid)
+	assert.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, "--resume "+uuid+"\n", lastLineOf(r.stdout))
+
+	ok(t, store, "new", "plain")
+	r = cli(t, store, "resume", "--claude", "echo", "plain")
+	assert.Equal(t, "--continue\n", lastLineOf(r.stdout))
+	r = cli(t, store, "resume", "--claude", "echo", "nope")
+	assert.Equal(t, 125, r.code)
+	assert.Contains(t, r.stderr, `no session or conversation is called "nope"`)
+}
+
+func lastLineOf(s string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return lines[len(lines)-1] + "\n"
+}
