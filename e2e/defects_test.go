@@ -88,10 +88,13 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"exec", "s1", "--", "no-such-command-xyz"}, 127},
 		{[]string{"exec", "s1", "--", "sh", "-c", "exit 1"}, 1},
 		{[]string{"gc", "--idle", "-5h"}, 125},
+		{[]string{"exec", "-w", "/etc", "s1", "--", "pwd"}, 125},
 	} {
 		r := cli(t, store, c.args...)
 		assert.Equal(t, c.code, r.code, "%v: %s", c.args, r.stderr)
 	}
+	r := cli(t, store, "exec", "-w", "/session/workspace", "s1", "--", "pwd")
+	assert.Equal(t, filepath.Join(store, "sessions", "s1", "workspace")+"\n", r.stdout, "a /session path is the session's")
 	mount(t, store)
 	assert.Equal(t, 126, cli(t, store, "exec", "s1", "--", "/etc/passwd").code, "through the namespace helper too")
 	assert.Equal(t, 127, cli(t, store, "exec", "s1", "--", "no-such-command-xyz").code)

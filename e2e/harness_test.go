@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -29,7 +30,31 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		os.Exit(1)
 	}
+	reportSkips()
 	os.Exit(code)
+}
+
+var (
+	skipsMu sync.Mutex
+	skips   []string
+)
+
+// reportSkips writes the tests skipped and why to $SESSIONFS_SKIPS (go test shows a passing package's output to
+// no one; make test prints the file at the end), and to stderr.
+func reportSkips() {
+	skipsMu.Lock()
+	defer skipsMu.Unlock()
+	slices.Sort(skips)
+	text := ""
+	for _, s := range skips {
+		text += s + "\n"
+	}
+	if p := os.Getenv("SESSIONFS_SKIPS"); p != "" {
+		_ = os.WriteFile(p, []byte(text), 0o644)
+	}
+	if text != "" {
+		fmt.Fprint(os.Stderr, "skipped e2e tests:\n"+text)
+	}
 }
 
 func run(m *testing.M) (int, error) {
@@ -58,6 +83,9 @@ func need(t *testing.T, ok bool, why string) {
 	if os.Getenv("CI") == "true" {
 		t.Fatalf("requirement missing under CI: %s", why)
 	}
+	skipsMu.Lock()
+	skips = append(skips, t.Name()+": "+why)
+	skipsMu.Unlock()
 	t.Skip("skipped: " + why)
 }
 

@@ -30,3 +30,15 @@ func TestIdleFlag(t *testing.T) {
 		assert.Error(t, f.Set(bad), bad)
 	}
 }
+
+func TestSessionWorkdir(t *testing.T) {
+	for in, want := range map[string]string{"": "", "workspace/api": "workspace/api", "/session": ".", "/session/workspace/x": "workspace/x", "/session/": "."} {
+		got, err := sessionWorkdir(in)
+		require.NoError(t, err, in)
+		assert.Equal(t, want, got, in)
+	}
+	for _, bad := range []string{"/etc", "/sessionx", "/"} {
+		_, err := sessionWorkdir(bad)
+		assert.ErrorContains(t, err, "outside the session", bad)
+	}
+}

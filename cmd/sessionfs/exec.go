@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path"
 	"strings"
 	"syscall"
 	"time"
@@ -38,7 +39,11 @@ whatever cwd the command moves to. The exit code is CMD's.`,
 			if err != nil {
 				return err
 			}
-			return a.execIn(args[0], args[1:], func(sp *backends.Spec) { sp.Env, sp.Workdir = vars, workdir })
+			wd, err := sessionWorkdir(workdir)
+			if err != nil {
+				return err
+			}
+			return a.execIn(args[0], args[1:], func(sp *backends.Spec) { sp.Env, sp.Workdir = vars, wd })
 		},
 	}
 	cmd.Flags().StringArrayVarP(&env, "env", "e", nil, envHelp)
@@ -124,4 +129,22 @@ func parseEnv(vals []string) ([]string, error) {
 		out = append(out, kv)
 	}
 	return out, nil
+}
+
+// sessionWorkdir checks -w: a folder relative to the session, or an absolute path under /session (as the
+// session's processes see it). Any other absolute path (-w /etc) is refused rather than silently taken as
+// relative to the session.
+func sessionWorkdir(w string) (string, error) {
+	if !path.IsAbs(w) {
+		return w, nil
+	}
+	clean := path.Clean(w)
+	if clean == layout.ContainerRoot {
+		return ".", nil
+	}
+	rel, ok := strings.CutPrefix(clean, layout.ContainerRoot+"/")
+	if !ok {
+		return "", usageError(fmt.Sprintf("-w %s: outside the session (give a folder relative to the session, e.g. workspace/api, or one under %s)", w, layout.ContainerRoot))
+	}
+	return rel, nil
 }

@@ -56,6 +56,9 @@ recorded in the session's session.json. The engine is found the Docker way (DOCK
 			if err != nil {
 				return err
 			}
+			if workdir, err = sessionWorkdir(workdir); err != nil {
+				return err
+			}
 			dir, mounted := sessionDir(s, m.ID)
 			if err := seedClaude(s, m.ID, dir, mounted); err != nil {
 				warnf("%v", err)
