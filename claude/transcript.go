@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -11,6 +12,10 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sessionfs/sessionfs/layout"
 )
 
 // Conversation summarises one Claude Code conversation: <uuid>.jsonl and its <uuid>/ sidecar folder.
@@ -145,17 +150,30 @@ func trimNewline(b []byte) []byte {
 	return b
 }
 
-// ReadConversation summarises the transcript at path and counts its subagents.
+// ReadConversation summarises the transcript at path and counts its subagents. The file is read only if it is a
+// regular file reached with no final symlink (a FIFO never blocks it).
 func ReadConversation(path string) (Conversation, error) {
 	c := Conversation{ID: strings.TrimSuffix(filepath.Base(path), ".jsonl"), Path: path}
-	f, err := os.Open(path)
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOFOLLOW|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return c, err
+		return c, &os.PathError{Op: "open", Path: path, Err: err}
 	}
+	f := os.NewFile(uintptr(fd), path)
 	defer f.Close()
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		return c, fmt.Errorf("%s: not a regular file", path)
+	}
+	err = summarise(&c, f)
+	c.Subagents = countSubagents(filepath.Join(filepath.Dir(path), c.ID, "subagents"))
+	return c, err
+}
+
+// summarise reads a transcript into c.
+func summarise(c *Conversation, f *os.File) error {
 	if st, err := f.Stat(); err == nil {
 		c.Size = st.Size()
 	}
+	var err error
 	c.Malformed, err = ScanEntries(f, func(e *Entry) {
 		if !e.Timestamp.IsZero() {
 			if c.First.IsZero() || e.Timestamp.Before(c.First) {
@@ -176,8 +194,7 @@ func ReadConversation(path string) (Conversation, error) {
 			c.FirstPrompt = e.Text()
 		}
 	})
-	c.Subagents = countSubagents(filepath.Join(filepath.Dir(path), c.ID, "subagents"))
-	return c, err
+	return err
 }
 
 func countSubagents(dir string) int {
@@ -213,16 +230,12 @@ func Conversations(dir string) ([]Conversation, error) {
 	return out, nil
 }
 
-// CountConversations counts the conversations of a session's projects folder without reading them: listing
-// thousands of sessions must not parse every transcript.
-func CountConversations(projectsDir string) int {
+// CountConversations counts the conversations of the session open as sess without reading them: listing
+// thousands of sessions must not parse every transcript. Everything is resolved beneath sess, no symlink followed.
+func CountConversations(sess *layout.Dir) int {
 	seen := map[string]bool{}
-	folders, _ := os.ReadDir(projectsDir)
-	for _, f := range folders {
-		if !f.IsDir() {
-			continue
-		}
-		ents, _ := os.ReadDir(filepath.Join(projectsDir, f.Name()))
+	for _, folder := range projectFolders(sess) {
+		ents, _ := sess.ReadDir(folder)
 		for _, e := range ents {
 			if name, ok := strings.CutSuffix(e.Name(), ".jsonl"); ok && e.Type().IsRegular() {
 				seen[name] = true
@@ -232,32 +245,36 @@ func CountConversations(projectsDir string) int {
 	return len(seen)
 }
 
-// SessionConversations lists the conversations of a session's projects folder, newest first: the canonical
+// SessionConversations lists the conversations of the session open as sess, newest first: the canonical
 // folder's, and those in other folders (a session used without the mount files transcripts under the sanitized
-// name of each cwd). A conversation seen in several folders is listed once.
-func SessionConversations(projectsDir string) ([]Conversation, error) {
-	folders, err := os.ReadDir(projectsDir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
+// name of each cwd). A conversation seen in several folders is listed once. The session wrote every file: each
+// is resolved beneath sess with no symlink, and read only if it is a regular file (a FIFO never blocks).
+func SessionConversations(sess *layout.Dir) ([]Conversation, error) {
 	seen := map[string]bool{}
 	var out []Conversation
-	for _, f := range folders {
-		if !f.IsDir() {
-			continue
-		}
-		convs, err := Conversations(filepath.Join(projectsDir, f.Name()))
-		if err != nil {
-			return nil, err
-		}
-		for _, c := range convs {
-			if !seen[c.ID] {
-				seen[c.ID] = true
-				out = append(out, c)
+	for _, folder := range projectFolders(sess) {
+		ents, _ := sess.ReadDir(folder)
+		for _, e := range ents {
+			id, ok := strings.CutSuffix(e.Name(), ".jsonl")
+			if !ok || !e.Type().IsRegular() || seen[id] {
+				continue
 			}
+			rel := folder + "/" + e.Name()
+			c := Conversation{ID: id, Path: filepath.Join(sess.Name(), rel)}
+			f, err := sess.OpenRegular(rel, -1)
+			if err != nil {
+				continue
+			}
+			_ = summarise(&c, f)
+			f.Close()
+			subs, _ := sess.ReadDir(folder + "/" + id + "/subagents")
+			for _, s := range subs {
+				if s.Type().IsRegular() && strings.HasSuffix(s.Name(), ".jsonl") {
+					c.Subagents++
+				}
+			}
+			seen[id] = true
+			out = append(out, c)
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Last.After(out[j].Last) })

@@ -4,10 +4,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sessionfs/sessionfs/layout"
 )
 
 // testdata/projects/-tmp-wd holds transcripts written by the real claude CLI 2.1.197 against the e2e stub API: a
@@ -77,7 +80,8 @@ func FuzzScanEntries(f *testing.F) {
 }
 
 func TestSessionConversationsAcrossFolders(t *testing.T) {
-	projects := t.TempDir()
+	root := t.TempDir()
+	projects := filepath.Join(root, ".claude", "projects")
 	for _, folder := range []string{"-session-workspace", "-tmp-wd", "-other"} {
 		require.NoError(t, os.MkdirAll(filepath.Join(projects, folder), 0o755))
 	}
@@ -89,9 +93,19 @@ func TestSessionConversationsAcrossFolders(t *testing.T) {
 	copyFile("a9591006-baa7-4a7a-bbe2-fc4551896ce7.jsonl", "-session-workspace")
 	copyFile("a9591006-baa7-4a7a-bbe2-fc4551896ce7.jsonl", "-other") // the same conversation twice
 	copyFile("efa92ef9-e802-408b-8900-34b6a9691f2b.jsonl", "-tmp-wd")
-	convs, err := SessionConversations(projects)
+	// A FIFO and a link to a host transcript are neither read nor counted.
+	require.NoError(t, syscall.Mkfifo(filepath.Join(projects, "-other", "0fe2d21b-be8f-4b12-b46b-12e68f6e9f01.jsonl"), 0o644))
+	require.NoError(t, os.Symlink(filepath.Join(realDir, "efa92ef9-e802-408b-8900-34b6a9691f2b.jsonl"),
+		filepath.Join(projects, "-other", "1fe2d21b-be8f-4b12-b46b-12e68f6e9f01.jsonl")))
+	sess, err := layout.OpenDir(root)
+	require.NoError(t, err)
+	defer sess.Close()
+	convs, err := SessionConversations(sess)
 	require.NoError(t, err)
 	assert.Len(t, convs, 2, "each conversation once, wherever Claude filed it")
-	assert.Equal(t, 2, CountConversations(projects))
-	assert.Zero(t, CountConversations(filepath.Join(projects, "missing")))
+	assert.Equal(t, 2, CountConversations(sess))
+	empty, err := layout.OpenDir(t.TempDir())
+	require.NoError(t, err)
+	defer empty.Close()
+	assert.Zero(t, CountConversations(empty))
 }

@@ -269,3 +269,23 @@ func TestNoLostSessionUpdates(t *testing.T) {
 		return len(meta.Runs) == n && aliases == n
 	}, "every run and every alias recorded")
 }
+
+// show and ls read a session's transcripts as hostile input: a FIFO named like a transcript blocks nothing, and
+// a transcript folder the session made a link to a host folder is not read.
+func TestAttackShowTranscripts(t *testing.T) {
+	dockerContainment(t)
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	host := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(host, "2fe2d21b-be8f-4b12-b46b-12e68f6e9f01.jsonl"),
+		[]byte(`{"type":"user","message":{"role":"user","content":"`+hostMarker+`"}}`+"\n"), 0o600))
+	r := inContainer(t, store, "s1", fmt.Sprintf(`P=/session/.claude/projects
+mkfifo $P/-session-workspace/0fe2d21b-be8f-4b12-b46b-12e68f6e9f01.jsonl && ln -s %s $P/-linked`, host))
+	require.Equal(t, 0, r.code, r.stderr)
+	t.Setenv("SESSIONFS_STORE", store)
+	out, err := withTimeout(t, 20*time.Second, bin, "show", "s1")
+	require.NoError(t, err, out)
+	assert.NotContains(t, out, hostMarker)
+	out, err = withTimeout(t, 20*time.Second, bin, "ls")
+	require.NoError(t, err, out)
+}

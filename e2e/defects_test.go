@@ -162,3 +162,34 @@ func lastLineOf(s string) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	return lines[len(lines)-1] + "\n"
 }
+
+// find, resume and by-claude-id/ see a conversation made without the mount (filed under another cwd's folder,
+// not folded yet), as ls and show do.
+func TestFindUnfoldedConversation(t *testing.T) {
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	const uuid = "2fe2d21b-be8f-4b12-b46b-12e68f6e9f01"
+	folder := filepath.Join(store, "sessions", "s1", ".claude", "projects", "-home-u-proj")
+	require.NoError(t, os.MkdirAll(folder, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(folder, uuid+".jsonl"), []byte(`{"type":"user"}`+"\n"), 0o600))
+	assert.Equal(t, "s1\n", ok(t, store, "find", uuid))
+	r := cli(t, store, "resume", "--claude", "echo", uuid)
+	assert.Equal(t, "--resume "+uuid+"\n", lastLineOf(r.stdout), r.stderr)
+	m := mount(t, store, "--read-only") // read-only: nothing folds it first
+	link, err := os.Readlink(filepath.Join(m.mnt, "by-claude-id", uuid))
+	require.NoError(t, err)
+	assert.Equal(t, "../sessions/s1", link)
+}
+
+// Several rm errors are one line each.
+func TestRmErrorsOneALine(t *testing.T) {
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	r := cli(t, store, "rm", "nope1", "s1", "nope2")
+	assert.Equal(t, 125, r.code)
+	lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+	require.Len(t, lines, 2, r.stderr)
+	assert.Contains(t, lines[0], "nope1")
+	assert.Contains(t, lines[1], "nope2")
+	assert.Contains(t, r.stdout, "s1 -> ", "the good one is removed")
+}

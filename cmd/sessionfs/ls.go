@@ -39,7 +39,11 @@ func (a *app) lsCmd() *cobra.Command {
 			}
 			rows := make([]listed, len(infos))
 			for i, in := range infos {
-				rows[i] = listed{Info: in, Conversations: claude.CountConversations(layout.Derive(in.Dir).Projects)}
+				rows[i] = listed{Info: in}
+				if sess, err := s.OpenSession(in.ID); err == nil {
+					rows[i].Conversations = claude.CountConversations(sess)
+					sess.Close()
+				}
 			}
 			if asJSON {
 				return printJSON(cmd.OutOrStdout(), rows)

@@ -41,8 +41,14 @@ func (a *app) showCmd() *cobra.Command {
 				p := layout.Derive(dir)
 				out.Mounted = &p
 			}
-			out.Size, out.LastActivity = layout.Usage(out.Store.Root)
-			if out.Conversations, err = claude.SessionConversations(out.Store.Projects); err != nil {
+			info := s.Describe(m.ID) // sizes walked beneath the session's fd, on its own filesystem
+			out.Size, out.LastActivity = info.Size, info.LastActivity
+			sess, err := s.OpenSession(m.ID)
+			if err != nil {
+				return err
+			}
+			defer sess.Close()
+			if out.Conversations, err = claude.SessionConversations(sess); err != nil {
 				return err
 			}
 			if asJSON {
