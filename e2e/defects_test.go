@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -192,4 +193,46 @@ func TestRmErrorsOneALine(t *testing.T) {
 	assert.Contains(t, lines[0], "nope1")
 	assert.Contains(t, lines[1], "nope2")
 	assert.Contains(t, r.stdout, "s1 -> ", "the good one is removed")
+}
+
+// Every --json output parses, prints [] (never null) for an empty list, omits times it does not know, and
+// uses snake_case keys.
+func TestJSONOutputs(t *testing.T) {
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	ok(t, store, "new", "s2")
+	require.NoError(t, os.WriteFile(filepath.Join(store, "sessions", "s2", "session.json"), []byte("{broken"), 0o644))
+	const uuid = "2fe2d21b-be8f-4b12-b46b-12e68f6e9f01"
+	canon := filepath.Join(store, "sessions", "s1", ".claude", "projects", "-session-workspace")
+	require.NoError(t, os.WriteFile(filepath.Join(canon, uuid+".jsonl"), []byte(`{"type":"user"}`+"\n"), 0o600))
+	emptyHome := t.TempDir()
+	require.NoError(t, os.Mkdir(filepath.Join(emptyHome, "projects"), 0o755))
+	for _, args := range [][]string{
+		{"ls", "--json"}, {"show", "s1", "--json"}, {"trash", "ls", "s1", "--json"},
+		{"find", uuid, "--json"}, {"import", "--from", emptyHome, "--dry-run", "--json"}, {"new", "s3", "--json"},
+		{"doctor", "--json"},
+	} {
+		r := cli(t, store, args...)
+		var v any
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &v), "%v: %s %s", args, r.stdout, r.stderr)
+		assert.NotContains(t, r.stdout, "null", "%v", args)
+		assert.NotContains(t, r.stdout, "0001-01-01", "%v: an unknown time is absent, not zero", args)
+		checkKeys(t, args, v)
+	}
+}
+
+func checkKeys(t *testing.T, args []string, v any) {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, sub := range x {
+			assert.Regexp(t, `^[a-z0-9_]+$`, k, "%v: key %q", args, k)
+			if k != "labels" {
+				checkKeys(t, args, sub)
+			}
+		}
+	case []any:
+		for _, sub := range x {
+			checkKeys(t, args, sub)
+		}
+	}
 }

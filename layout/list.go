@@ -16,8 +16,8 @@ import (
 type Info struct {
 	Meta
 	Dir          string    `json:"dir"`
-	Size         int64     `json:"size"`          // bytes on disk, symlinks not followed, other filesystems not counted
-	LastActivity time.Time `json:"last_activity"` // newest mtime in the session
+	Size         int64     `json:"size"`                   // bytes on disk, symlinks not followed, other filesystems not counted
+	LastActivity time.Time `json:"last_activity,omitzero"` // newest mtime in the session; absent when unknown
 	Damaged      string    `json:"damaged,omitempty"`
 }
 

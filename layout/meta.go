@@ -14,7 +14,7 @@ import (
 // Meta is a session's session.json: what cannot be derived from the folders themselves.
 type Meta struct {
 	ID      string            `json:"id"`
-	Created time.Time         `json:"created"`
+	Created time.Time         `json:"created,omitzero"` // absent when unknown (a damaged session)
 	Labels  map[string]string `json:"labels,omitempty"`
 	// Cwds are the working directories the session's processes are known to have used (raw paths).
 	Cwds []string `json:"cwds,omitempty"`

@@ -25,14 +25,14 @@ const (
 
 // Paths are the folders of one session, derived from its root by convention.
 type Paths struct {
-	Root      string
-	App       string
-	Workspace string
-	MCPs      string
-	Claude    string // CLAUDE_CONFIG_DIR
-	Projects  string
-	Canonical string // Projects/CanonicalProject: where every transcript lives
-	Meta      string
+	Root      string `json:"root"`
+	App       string `json:"app"`
+	Workspace string `json:"workspace"`
+	MCPs      string `json:"mcps"`
+	Claude    string `json:"claude"` // CLAUDE_CONFIG_DIR
+	Projects  string `json:"projects"`
+	Canonical string `json:"canonical"` // Projects/CanonicalProject: where every transcript lives
+	Meta      string `json:"meta"`
 }
 
 // Derive returns the conventional paths below a session folder (on the host, or ContainerRoot in a container).

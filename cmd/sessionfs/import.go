@@ -56,6 +56,8 @@ skipped.`,
 				return err
 			}
 			if asJSON {
+				rep.Sessions, rep.Imported = orEmpty(rep.Sessions), orEmpty(rep.Imported)
+				rep.Unchanged, rep.Malformed = orEmpty(rep.Unchanged), orEmpty(rep.Malformed)
 				return printJSON(cmd.OutOrStdout(), rep)
 			}
 			w := cmd.OutOrStdout()

@@ -98,6 +98,14 @@ func sessionDir(s *layout.Store, id string) (dir string, mounted bool) {
 	return s.Dir(id), false
 }
 
+// orEmpty makes a nil list an empty one, so --json prints [] rather than null.
+func orEmpty[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
 func printJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")

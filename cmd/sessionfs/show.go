@@ -18,7 +18,7 @@ type shown struct {
 	Mounted       *layout.Paths         `json:"mounted,omitempty"`
 	Container     layout.Paths          `json:"container"`
 	Size          int64                 `json:"size"`
-	LastActivity  time.Time             `json:"last_activity"`
+	LastActivity  time.Time             `json:"last_activity,omitzero"`
 	Conversations []claude.Conversation `json:"conversations"`
 }
 
@@ -52,6 +52,7 @@ func (a *app) showCmd() *cobra.Command {
 				return err
 			}
 			if asJSON {
+				out.Conversations = orEmpty(out.Conversations)
 				return printJSON(cmd.OutOrStdout(), out)
 			}
 			w := cmd.OutOrStdout()

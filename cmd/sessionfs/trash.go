@@ -35,7 +35,7 @@ cleanupPeriodDays at start-up, and people rm the wrong thing. "sessionfs gc --tr
 				return err
 			}
 			if asJSON {
-				return printJSON(cmd.OutOrStdout(), trashed)
+				return printJSON(cmd.OutOrStdout(), orEmpty(trashed))
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "UUID\tREMOVED\tFILES\tSIZE")
