@@ -236,3 +236,26 @@ func checkKeys(t *testing.T, args []string, v any) {
 		}
 	}
 }
+
+// Completion offers what fits where the cursor is: no session ids for the command after --, backends for
+// --backend, push/pull then ids for sync, trashed uuids for trash restore.
+func TestCompletionInContext(t *testing.T) {
+	store := t.TempDir()
+	ok(t, store, "new", "demo")
+	complete := func(args ...string) []string {
+		out := ok(t, store, append([]string{"__complete"}, args...)...)
+		var words []string
+		for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+			if !strings.HasPrefix(l, ":") {
+				words = append(words, l)
+			}
+		}
+		return words
+	}
+	assert.NotContains(t, complete("exec", "demo", "--", ""), "demo")
+	assert.Equal(t, []string{"local", "docker", "modal"}, complete("run", "--backend", ""))
+	assert.Equal(t, []string{"push", "pull"}, complete("sync", ""))
+	assert.Equal(t, []string{"demo"}, complete("sync", "push", ""))
+	assert.Empty(t, complete("trash", "restore", "demo", ""), "nothing in the trash: no session ids offered")
+	assert.Equal(t, []string{"demo"}, complete("rm", "x", ""), "rm takes many ids")
+}

@@ -6,11 +6,24 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// completeIDs completes session ids for the shell completion cobra generates.
+// completeIDs completes a session id as the command's first argument; after it (a command to run, say) the
+// shell completes as it would without sessionfs.
 func (a *app) completeIDs(_ *cobra.Command, args []string, prefix string) ([]string, cobra.ShellCompDirective) {
+	if len(args) > 0 {
+		return nil, cobra.ShellCompDirectiveDefault
+	}
+	return a.matchingIDs(prefix), cobra.ShellCompDirectiveNoFileComp
+}
+
+// completeManyIDs completes session ids in every position (rm ID...).
+func (a *app) completeManyIDs(_ *cobra.Command, _ []string, prefix string) ([]string, cobra.ShellCompDirective) {
+	return a.matchingIDs(prefix), cobra.ShellCompDirectiveNoFileComp
+}
+
+func (a *app) matchingIDs(prefix string) []string {
 	s, err := a.openStore()
 	if err != nil {
-		return nil, cobra.ShellCompDirectiveNoFileComp
+		return nil
 	}
 	ids, _ := s.IDs()
 	var out []string
@@ -19,5 +32,45 @@ func (a *app) completeIDs(_ *cobra.Command, args []string, prefix string) ([]str
 			out = append(out, id)
 		}
 	}
-	return out, cobra.ShellCompDirectiveNoFileComp
+	return out
+}
+
+// completeTrashed completes trash restore: a session id, then the uuids waiting in its transcript trash.
+func (a *app) completeTrashed(cmd *cobra.Command, args []string, prefix string) ([]string, cobra.ShellCompDirective) {
+	switch len(args) {
+	case 0:
+		return a.matchingIDs(prefix), cobra.ShellCompDirectiveNoFileComp
+	case 1:
+		s, err := a.openStore()
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		trashed, _ := s.TrashedTranscripts(args[0])
+		var out []string
+		for _, t := range trashed {
+			if strings.HasPrefix(t.UUID, prefix) {
+				out = append(out, t.UUID)
+			}
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp
+	}
+	return nil, cobra.ShellCompDirectiveNoFileComp
+}
+
+// completeSync completes sync: push or pull, then a session id.
+func (a *app) completeSync(_ *cobra.Command, args []string, prefix string) ([]string, cobra.ShellCompDirective) {
+	if len(args) == 0 {
+		return []string{"push", "pull"}, cobra.ShellCompDirectiveNoFileComp
+	}
+	if len(args) == 1 {
+		return a.matchingIDs(prefix), cobra.ShellCompDirectiveNoFileComp
+	}
+	return nil, cobra.ShellCompDirectiveNoFileComp
+}
+
+// fixedValues completes a flag from a fixed list.
+func fixedValues(vals ...string) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+	return func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		return vals, cobra.ShellCompDirectiveNoFileComp
+	}
 }

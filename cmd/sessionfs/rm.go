@@ -19,7 +19,7 @@ func (a *app) rmCmd() *cobra.Command {
 		Example: `  sessionfs rm fix-login old-experiment
   sessionfs gc --trash   # later, to free the space`,
 		Args:              cobra.MinimumNArgs(1),
-		ValidArgsFunction: a.completeIDs,
+		ValidArgsFunction: a.completeManyIDs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			s, err := a.openStore()
 			if err != nil {

@@ -122,6 +122,7 @@ recorded in the session's session.json. The engine is found the Docker way (DOCK
 	f.BoolVar(&dopts.Home, "home", false, "HOME=/session/home, whose .claude and .claude.json lead to the session's (docker)")
 	f.StringArrayVarP(&dopts.Volumes, "volume", "v", nil, "an extra bind SRC:DST[:ro], as docker run -v takes it (repeatable)")
 	f.BoolVar(&dopts.Keep, "keep", false, "keep the container after it exits (docker)")
+	_ = cmd.RegisterFlagCompletionFunc("backend", fixedValues("local", "docker", "modal"))
 	return cmd
 }
 

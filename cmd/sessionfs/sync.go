@@ -28,8 +28,8 @@ folded into the session's canonical one. Credentials are read the Modal way: MOD
 MODAL_SERVER_URL, MODAL_ENVIRONMENT, or the active profile of ~/.modal.toml.`,
 		Example: `  sessionfs sync push fix-login
   sessionfs sync pull fix-login`,
-		Args:      cobra.ExactArgs(2),
-		ValidArgs: []string{"push", "pull"},
+		Args:              cobra.ExactArgs(2),
+		ValidArgsFunction: a.completeSync,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir, id := args[0], args[1]
 			if dir != "push" && dir != "pull" {

@@ -51,7 +51,7 @@ cleanupPeriodDays at start-up, and people rm the wrong thing. "sessionfs gc --tr
 		Short:             "Put a removed conversation back (its newest removed copy)",
 		Example:           `  sessionfs trash restore fix-login 2fe2d21b-be8f-4b12-b46b-12e68f6e9f01`,
 		Args:              cobra.ExactArgs(2),
-		ValidArgsFunction: a.completeIDs,
+		ValidArgsFunction: a.completeTrashed,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			s, m, err := a.session(args[0])
 			if err != nil {
