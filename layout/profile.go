@@ -1,6 +1,7 @@
 package layout
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -10,7 +11,8 @@ import (
 )
 
 // CopyProfile materialises a .claude template (CLAUDE.md, settings.json, .mcp.json, skills/, commands/, hooks/,
-// agents/, ...) into the folder dst (made if need be), keeping modes. Symlinks in the template are copied as
+// agents/, ...) into the folder dst (made if need be), keeping modes. A user's state found in the template
+// (projects/, .credentials.json, history.jsonl, todos/, ...: profileState) is not copied. Symlinks in the template are copied as
 // links, never followed, so a profile cannot pull files from outside itself into a session. New sessions use
 // CopyProfileInto, which writes beneath an open folder.
 func CopyProfile(src, dst string) error {
@@ -31,7 +33,11 @@ func CopyProfile(src, dst string) error {
 func CopyProfileInto(src string, dst *Dir, uid, gid int) error {
 	st, err := os.Stat(src)
 	if err != nil {
-		return fmt.Errorf("profile: %w", err)
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return fmt.Errorf("profile %s: %w", src, err)
 	}
 	if !st.IsDir() {
 		return fmt.Errorf("profile %s: not a folder", src)
@@ -44,12 +50,23 @@ func CopyProfileInto(src string, dst *Dir, uid, gid int) error {
 	return copyTree(sd, dst, "", uid, gid)
 }
 
+// profileState are the names at the top of a Claude Code config folder that are a user's state, not a
+// template: conversations, credentials, history. A profile made by copying ~/.claude must not hand them to
+// every new session.
+var profileState = map[string]bool{
+	"projects": true, ".credentials.json": true, "history.jsonl": true, "todos": true, "shell-snapshots": true,
+	"statsig": true, "session-env": true, "file-history": true, "debug": true, ".claude.json": true,
+}
+
 func copyTree(src, dst *Dir, rel string, uid, gid int) error {
 	ents, err := src.ReadDir(rel)
 	if err != nil {
 		return err
 	}
 	for _, e := range ents {
+		if rel == "" && profileState[e.Name()] {
+			continue
+		}
 		p := filepath.Join(rel, e.Name())
 		st, err := src.Lstat(p)
 		if err != nil {

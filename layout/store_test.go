@@ -146,6 +146,11 @@ func TestProfileIsCopied(t *testing.T) {
 	require.NoError(t, os.MkdirAll(filepath.Join(prof, "skills", "x"), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(prof, "skills", "x", "SKILL.md"), []byte("s"), 0o644))
 	require.NoError(t, os.Symlink("/etc/passwd", filepath.Join(prof, "link")))
+	// A profile made by copying ~/.claude: its conversations and credentials stay behind.
+	require.NoError(t, os.MkdirAll(filepath.Join(prof, "projects", "-home-me"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(prof, "projects", "-home-me", "a.jsonl"), []byte("{}\n"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(prof, ".credentials.json"), []byte("{}"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(prof, "history.jsonl"), []byte("{}\n"), 0o600))
 	s := newStore(t)
 	_, err := s.Create("p", CreateOptions{Profile: prof})
 	require.NoError(t, err)
@@ -157,9 +162,13 @@ func TestProfileIsCopied(t *testing.T) {
 	target, err := os.Readlink(filepath.Join(c, "link"))
 	require.NoError(t, err)
 	assert.Equal(t, "/etc/passwd", target, "links are copied as links, not followed")
+	assert.NoFileExists(t, filepath.Join(c, ".credentials.json"))
+	assert.NoFileExists(t, filepath.Join(c, "history.jsonl"))
+	assert.NoFileExists(t, filepath.Join(c, "projects", "-home-me", "a.jsonl"))
 
 	_, err = s.Create("q", CreateOptions{Profile: filepath.Join(prof, "missing")})
 	require.Error(t, err)
+	assert.Contains(t, err.Error(), filepath.Join(prof, "missing"), "the error names the profile")
 	assert.False(t, s.Exists("q"), "a failed create leaves no session")
 	assertNoStaging(t, s)
 }

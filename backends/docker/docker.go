@@ -109,7 +109,7 @@ func (b *Backend) Run(ctx context.Context, spec backends.Spec) (int, error) {
 		defer func() {
 			rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 			defer cancel()
-			_ = b.cli.ContainerRemove(rctx, id, container.RemoveOptions{Force: true})
+			_ = b.cli.ContainerRemove(rctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true}) // anonymous volumes (-v /path) too
 		}()
 	}
 	if cancelled.Err() != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -48,6 +49,9 @@ recorded in the session's session.json. The engine is found the Docker way (DOCK
 			if cmd.ArgsLenAtDash() != 1 {
 				return usageError("run: want ID -- CMD [ARG...]")
 			}
+			if err := checkBackendFlags(cmd, backend); err != nil {
+				return err
+			}
 			s, m, err := a.session(args[0])
 			if err != nil {
 				return err
@@ -79,6 +83,9 @@ recorded in the session's session.json. The engine is found the Docker way (DOCK
 			var b backends.Backend
 			switch backend {
 			case "local":
+				if !mounted {
+					warnf("the store is not mounted: running in %s; transcripts resume only from the same cwd", dir)
+				}
 				b = local.Backend{}
 			case "docker":
 				if err := checkDockerUser(s.Root, mounted, dopts.User); err != nil {
@@ -141,4 +148,25 @@ func checkDockerUser(storeRoot string, mounted bool, user string) error {
 func isRootUser(user string) bool {
 	name, _, _ := strings.Cut(user, ":")
 	return name == "" || name == "0" || name == "root"
+}
+
+// backendFlags are the flags only some backends take; any other backend refuses them rather than ignore them.
+var backendFlags = map[string][]string{
+	"image":   {"docker", "modal"},
+	"timeout": {"modal"},
+	"user":    {"docker"},
+	"network": {"docker"},
+	"strict":  {"docker"},
+	"home":    {"docker"},
+	"volume":  {"docker"},
+	"keep":    {"docker"},
+}
+
+func checkBackendFlags(cmd *cobra.Command, backend string) error {
+	for flag, backends := range backendFlags {
+		if cmd.Flags().Changed(flag) && !slices.Contains(backends, backend) {
+			return usageError(fmt.Sprintf("run: --%s applies to --backend %s, not %s", flag, strings.Join(backends, " or "), backend))
+		}
+	}
+	return nil
 }
