@@ -293,3 +293,20 @@ func TestRunFlagsAndProfile(t *testing.T) {
 	assert.Equal(t, 125, r.code)
 	assert.Contains(t, r.stderr, filepath.Join(prof, "missing"))
 }
+
+// A run with an anonymous volume (-v /path) leaves no volume behind.
+func TestDockerRunLeavesNoVolume(t *testing.T) {
+	cli := needDocker(t)
+	images(t, cli, "")
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	count := func() int {
+		out, err := exec.Command("docker", "volume", "ls", "-q").Output()
+		require.NoError(t, err)
+		return len(strings.Fields(string(out)))
+	}
+	before := count()
+	r := dockerRun(t, store, "--image", busyboxImage, "-v", "/scratch", "s1", "--", "touch", "/scratch/x")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, before, count(), "the anonymous volume went with the container")
+}
