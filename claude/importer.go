@@ -109,12 +109,18 @@ func Import(store *layout.Store, opts ImportOptions) (ImportReport, error) {
 	}
 	rep.Malformed = malformed
 	sources = filterProject(sources, opts.Project)
+	planned := map[string]bool{} // sessions a dry run would have made by now
 	for i, src := range sources {
 		id := opts.Into
 		if id == "" {
+			// One session per conversation, unless a session holds it already (gathered with --into, say):
+			// then that session is brought up to date, and no second copy is made.
 			id = src.UUID
+			if owner, err := Find(store, src.UUID); err == nil {
+				id = owner
+			}
 		}
-		if err := importOne(store, id, src, opts.DryRun, &rep); err != nil {
+		if err := importOne(store, id, src, opts.DryRun, planned, &rep); err != nil {
 			return rep, err
 		}
 		if opts.Progress != nil {
@@ -147,10 +153,15 @@ func filterProject(sources []Source, project string) []Source {
 	return out
 }
 
-func importOne(store *layout.Store, id string, src Source, dryRun bool, rep *ImportReport) error {
+func importOne(store *layout.Store, id string, src Source, dryRun bool, planned map[string]bool, rep *ImportReport) error {
+	if dryRun && planned[id] {
+		rep.Imported = append(rep.Imported, src.UUID)
+		return nil
+	}
 	if !store.Exists(id) {
 		rep.Sessions = append(rep.Sessions, id)
 		if dryRun {
+			planned[id] = true
 			rep.Imported = append(rep.Imported, src.UUID)
 			return nil
 		}

@@ -106,6 +106,16 @@ func TestImport(t *testing.T) {
 		"imported 1 conversations (0 unchanged) into 1 new sessions")
 	convs, _ := filepath.Glob(filepath.Join(other, "sessions", "api", ".claude", "projects", "-session-workspace", "*.jsonl"))
 	assert.Len(t, convs, 1)
+	// A plain import afterwards brings the gathered conversation up to date in api: no second copy of it.
+	assert.Contains(t, ok(t, other, "import", "--from", claudeDir), "imported 1 conversations (1 unchanged) into 1 new sessions")
+	ids, _ = os.ReadDir(filepath.Join(other, "sessions"))
+	assert.Len(t, ids, 2, "api and one session for the other conversation")
+	// A dry run with --into counts the one session the run would make.
+	var rep struct {
+		Sessions []string `json:"sessions"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(ok(t, t.TempDir(), "import", "--from", claudeDir, "--into", "all", "--dry-run", "--json")), &rep))
+	assert.Equal(t, []string{"all"}, rep.Sessions)
 
 	// An imported conversation resumes from any cwd through the mount.
 	m := mount(t, store)
