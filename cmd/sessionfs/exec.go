@@ -25,7 +25,10 @@ func (a *app) execCmd() *cobra.Command {
 		Short: "Run a command on this host in a session (cwd: its workspace; CLAUDE_CONFIG_DIR: its .claude)",
 		Long: `exec runs CMD in the session's workspace with CLAUDE_CONFIG_DIR set to the session's .claude. When the
 store is mounted, it runs in the mounted path, so transcripts land in the session's one transcript folder
-whatever cwd the command moves to. The exit code is CMD's.`,
+whatever cwd the command moves to, in a private mount namespace where workspace/, app/, mcps/ and the
+canonical transcript folder are the store's own folders (same paths, the disk's speed; for a normal user a
+user namespace mapping it to itself, so set-user-ID programs such as sudo do not work there). The exit code
+is CMD's; sessionfs's own failures exit 125, a command that cannot be executed 126, one not found 127.`,
 		Example: `  sessionfs exec fix-login -- claude
   sessionfs exec fix-login -- claude --continue
   sessionfs exec fix-login --workdir workspace/api -- make test`,

@@ -32,9 +32,12 @@ func (a *app) mountCmd() *cobra.Command {
 		Long: `mount shows the store at MOUNTPOINT as sessions/<id>/{app,workspace,mcps,.claude}. Under each session's
 .claude/projects/, every folder name Claude Code can make from a cwd ([A-Za-z0-9-], up to 255 bytes) is a
 view of the session's one transcript folder, so "claude --resume <uuid>" and "claude --continue" work from
-any working directory. mkdir sessions/<id> creates a session; rm -rf sessions/<id> moves it to the trash.
+any working directory. mkdir sessions/<id> creates a session. rm -rf sessions/<id> deletes its files as on
+any filesystem (removed transcripts still wait in the transcript trash: "sessionfs trash") and moves the
+emptied folder to the trash; "sessionfs rm ID" moves a whole session to the trash instead, recoverable.
 It runs in the foreground until SIGINT/SIGTERM or "sessionfs unmount", and clears a stale mount left by a
-crashed daemon first.`,
+crashed daemon first. A mountpoint inside the store, a store already mounted, or a folder that is not empty
+is refused.`,
 		Example: `  sessionfs mount                       # ~/agent-sessions
   sessionfs mount /mnt/sessions --allow-other   # containers running as other users
   sessionfs unmount ~/agent-sessions`,

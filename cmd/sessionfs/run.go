@@ -33,12 +33,16 @@ func (a *app) runCmd() *cobra.Command {
   local   on this host, in the session's workspace (as "sessionfs exec")
   docker  in a container with the session's folder bound at /session, CLAUDE_CONFIG_DIR=/session/.claude,
           working dir /session/workspace; nothing else of the store is visible. When the store is mounted the
-          mounted folder is bound, so transcripts resume from any cwd on the host and in the container.
+          mounted folder is bound, so transcripts resume from any cwd on the host and in the container, and
+          workspace/, app/, mcps/ and the canonical transcript folder are bound from the store over it, so the
+          agent's own work runs at the disk's speed. A folder the session made a symlink is refused.
   modal   in a Modal Sandbox with the session's Volume at /session: the session is pushed before the run and
           the run's changes pulled after it (see "sessionfs sync"); one Modal run per session at a time.
 
-The exit code is CMD's. Ctrl-C stops the container; it is removed afterwards unless --keep. Each run is
-recorded in the session's session.json. The engine is found the Docker way (DOCKER_HOST, ...).`,
+The exit code is CMD's; sessionfs's own failures exit 125, a command that cannot be executed 126, one that is
+not found 127 (as docker run). Ctrl-C stops the container; it is removed afterwards (with its anonymous
+volumes) unless --keep. Each run is recorded in the session's session.json. The engine is found the Docker way
+(DOCKER_HOST, ...). Flags of other backends are refused.`,
 		Example: `  sessionfs run --backend docker --image node:22 fix-login -- claude -p "run the tests"
   sessionfs run --backend docker --image my-agent -it --user 1000 fix-login -- claude
   sessionfs run --backend docker --image my-agent --strict --home fix-login -- ./app/start.sh
