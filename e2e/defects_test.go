@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -309,4 +310,17 @@ func TestDockerRunLeavesNoVolume(t *testing.T) {
 	r := dockerRun(t, store, "--image", busyboxImage, "-v", "/scratch", "s1", "--", "touch", "/scratch/x")
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Equal(t, before, count(), "the anonymous volume went with the container")
+}
+
+// rmdir of a session that holds anything is ENOTEMPTY, as for any folder; rm -rf (which empties it first)
+// still removes it.
+func TestRmdirOfASession(t *testing.T) {
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	m := mount(t, store)
+	err := syscall.Rmdir(m.session("s1"))
+	assert.ErrorIs(t, err, syscall.ENOTEMPTY)
+	assert.DirExists(t, filepath.Join(store, "sessions", "s1", "workspace"), "nothing was removed")
+	require.NoError(t, os.RemoveAll(m.session("s1")))
+	assert.NoDirExists(t, filepath.Join(store, "sessions", "s1"))
 }

@@ -34,7 +34,8 @@ func (a *app) mountCmd() *cobra.Command {
 view of the session's one transcript folder, so "claude --resume <uuid>" and "claude --continue" work from
 any working directory. mkdir sessions/<id> creates a session. rm -rf sessions/<id> deletes its files as on
 any filesystem (removed transcripts still wait in the transcript trash: "sessionfs trash") and moves the
-emptied folder to the trash; "sessionfs rm ID" moves a whole session to the trash instead, recoverable.
+emptied folder to the trash (rmdir of a session that still holds anything is ENOTEMPTY); "sessionfs rm ID"
+moves a whole session to the trash instead, recoverable.
 It runs in the foreground until SIGINT/SIGTERM or "sessionfs unmount", and clears a stale mount left by a
 crashed daemon first. A mountpoint inside the store, a store already mounted, or a folder that is not empty
 is refused.`,

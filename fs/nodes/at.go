@@ -2,6 +2,8 @@ package nodes
 
 import (
 	"context"
+	"io"
+	"os"
 	"runtime"
 	"strconv"
 	"syscall"
@@ -196,4 +198,19 @@ func (t *Tree) setattr(ctx context.Context, rel string, in *fuse.SetAttrIn) sysc
 		}
 	}
 	return 0
+}
+
+// emptyFolder reports whether the folder rel holds nothing.
+func (t *Tree) emptyFolder(rel string) (bool, error) {
+	fd, err := t.openAt(rel, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return false, err
+	}
+	f := os.NewFile(uintptr(fd), rel)
+	defer f.Close()
+	names, err := f.Readdirnames(1)
+	if err != nil && err != io.EOF {
+		return false, err
+	}
+	return len(names) == 0, nil
 }

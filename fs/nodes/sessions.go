@@ -119,8 +119,15 @@ func (s *Sessions) Mkdir(ctx context.Context, name string, mode uint32, out *fus
 	return s.session(ctx, name, out)
 }
 
-// Rmdir moves the session to the trash: nothing is lost by a mistaken rm -rf.
+// Rmdir removes a session folder that is empty (the last step of rm -rf, which deleted what it held) by moving
+// it to the trash; a session that still holds anything is ENOTEMPTY, as rmdir of any folder ("sessionfs rm"
+// moves a whole session to the trash).
 func (s *Sessions) Rmdir(ctx context.Context, name string) syscall.Errno {
+	if empty, err := s.tree.emptyFolder(name); err != nil {
+		return gofs.ToErrno(err)
+	} else if !empty {
+		return syscall.ENOTEMPTY
+	}
 	s.tree.did(name, &s.Inode)
 	if _, err := s.tree.Store.Remove(name); err != nil {
 		return storeErrno(err)
