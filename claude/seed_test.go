@@ -113,5 +113,5 @@ func TestSeedFollowsNothing(t *testing.T) {
 
 func TestEnv(t *testing.T) {
 	env := Env([]string{"PATH=/bin", "CLAUDE_CONFIG_DIR=/old", "A=1"}, "/s/.claude", "A=2", "B=3")
-	assert.Equal(t, []string{"PATH=/bin", "CLAUDE_CONFIG_DIR=/s/.claude", "A=2", "B=3"}, env)
+	assert.Equal(t, []string{"PATH=/bin", "CLAUDE_CONFIG_DIR=/s/.claude", "A=2", "CLAUDE_CODE_PROJECT_DIR_NAME=-session-workspace", "B=3"}, env)
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/sessionfs/sessionfs/backends"
 	"golang.org/x/sys/unix"
 
+	"github.com/sessionfs/sessionfs/claude"
 	"github.com/sessionfs/sessionfs/layout"
 )
 
@@ -102,7 +103,8 @@ func (b *Backend) Run(ctx context.Context, spec backends.Spec) (int, error) {
 			return -1, fmt.Errorf("workdir %q: %w", spec.Workdir, err)
 		}
 	}
-	env := map[string]string{"CLAUDE_CONFIG_DIR": cp.Claude, "SESSION_DIR": cp.Root, "SESSIONFS_SESSION": spec.SessionID}
+	env := map[string]string{claude.EnvConfigDir: cp.Claude, claude.EnvProjectDirName: claude.ProjectDirName,
+		"SESSION_DIR": cp.Root, "SESSIONFS_SESSION": spec.SessionID}
 	for _, kv := range spec.Env {
 		if k, v, ok := strings.Cut(kv, "="); ok {
 			env[k] = v

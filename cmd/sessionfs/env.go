@@ -32,6 +32,7 @@ func (a *app) envCmd() *cobra.Command {
 				{"SESSIONFS_SESSION", m.ID},
 				{"SESSION_DIR", p.Root},
 				{claude.EnvConfigDir, p.Claude},
+				{claude.EnvProjectDirName, claude.ProjectDirName},
 			} {
 				fmt.Fprintf(cmd.OutOrStdout(), "export %s=%s\n", kv[0], shellQuote(kv[1]))
 			}
