@@ -239,3 +239,35 @@ func TestExplain(t *testing.T) {
 	}
 	assert.Nil(t, Explain(nil, cfg))
 }
+
+// A session may make any folder of its own a symlink to a host folder, and a sandbox may list any path: push
+// never reads through the link, pull never writes through it, and a listed path with ".." is never pulled.
+func TestSyncFollowsNoSymlink(t *testing.T) {
+	f := setup(t)
+	ctx := context.Background()
+	vol := VolumeName("s1")
+	host := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(host, "secret"), []byte("host secret"), 0o600))
+	require.NoError(t, os.Symlink(host, filepath.Join(f.dir, "workspace", "out")))
+	f.write(t, "workspace/real.txt", []byte("mine"))
+
+	_, err := f.sync.Push(ctx)
+	require.NoError(t, err)
+	for _, p := range f.fake.Files(vol) {
+		assert.NotContains(t, p, "secret", "nothing is read through the link")
+	}
+	assert.Contains(t, f.fake.Files(vol), "workspace/real.txt")
+
+	f.fake.Write(vol, "workspace/out/planted", []byte("from the sandbox"))
+	f.fake.Write(vol, "workspace/out/secret", []byte("overwritten"))
+	f.fake.Write(vol, "../escape.txt", []byte("from the sandbox"))
+	_, _ = f.sync.Pull(ctx, "run1") // an error is fine; a write outside the session is not
+	ents, err := os.ReadDir(host)
+	require.NoError(t, err)
+	require.Len(t, ents, 1, "nothing was written into the host folder")
+	b, err := os.ReadFile(filepath.Join(host, "secret"))
+	require.NoError(t, err)
+	assert.Equal(t, "host secret", string(b))
+	assert.NoFileExists(t, filepath.Join(filepath.Dir(f.dir), "escape.txt"))
+	assert.NoFileExists(t, filepath.Join(f.dir, "..", "..", "escape.txt"))
+}
