@@ -343,3 +343,23 @@ func TestDockerProjectDirName(t *testing.T) {
 	r := dockerRun(t, store, "--image", busyboxImage, "s1", "--", "sh", "-c", `echo "$CLAUDE_CODE_PROJECT_DIR_NAME"`)
 	assert.Equal(t, "-session-workspace\n", r.stdout, r.stderr)
 }
+
+// --version works as on other CLIs; a usage mistake names the command and points at its --help, on one line.
+func TestVersionAndUsageErrors(t *testing.T) {
+	store := t.TempDir()
+	assert.Regexp(t, `^sessionfs \S+\n$`, ok(t, store, "--version"))
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"ls", "--bogus"}, "(see sessionfs ls --help)"},
+		{[]string{"show"}, "(see sessionfs show --help)"},
+		{[]string{"run", "x"}, "(see sessionfs run --help)"},
+		{[]string{"frob"}, "(see sessionfs --help)"},
+	} {
+		r := cli(t, store, c.args...)
+		assert.Equal(t, 125, r.code, "%v", c.args)
+		assert.Contains(t, r.stderr, c.want, "%v", c.args)
+		assert.Equal(t, 1, strings.Count(strings.TrimSpace(r.stderr), "\n")+1, "%v: %q", c.args, r.stderr)
+	}
+}

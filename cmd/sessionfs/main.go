@@ -6,13 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/sessionfs/sessionfs/backends/local"
 )
 
 func main() {
 	local.RunHelper() // the namespace helper of local runs, when asked: it never returns then
-	err := newRootCmd().Execute()
+	cmd, err := newRootCmd().ExecuteC()
 	var exit exitCode
 	var coded codedError
 	switch {
@@ -23,9 +24,31 @@ func main() {
 		fmt.Fprintln(os.Stderr, "sessionfs: "+oneLine(coded.err.Error()))
 		os.Exit(coded.code)
 	default:
-		fmt.Fprintln(os.Stderr, "sessionfs: "+oneLine(err.Error()))
+		msg := oneLine(err.Error())
+		if isUsage(err) && cmd != nil {
+			msg += " (see " + cmd.CommandPath() + " --help)"
+		}
+		fmt.Fprintln(os.Stderr, "sessionfs: "+msg)
 		os.Exit(ownFailure)
 	}
+}
+
+// isUsage reports whether err is a mistake in how the command was called (ours, or cobra's about flags and
+// arguments), which the command's --help answers.
+func isUsage(err error) bool {
+	var u usageError
+	if errors.As(err, &u) {
+		return true
+	}
+	msg := err.Error()
+	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand flag", "invalid argument",
+		"accepts ", "requires at least", "requires at most", "flag needs an argument", "required flag",
+		"bad flag syntax"} {
+		if strings.HasPrefix(msg, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // ownFailure is the exit code of sessionfs's own failures (bad usage, a missing session, an unreachable

@@ -32,7 +32,9 @@ filesystem where every .claude/projects/<cwd> name leads to the session's one tr
 "claude --resume" works from any working directory, on the host or in a container.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       versionString(),
 	}
+	root.SetVersionTemplate("sessionfs {{.Version}}\n")
 	root.PersistentFlags().StringVar(&a.storeFlag, "store", "",
 		"the store folder (default $"+layout.EnvStore+", else ~/.local/share/sessionfs)")
 	root.AddCommand(

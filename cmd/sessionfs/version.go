@@ -17,11 +17,16 @@ func versionCmd() *cobra.Command {
 		Example: `  sessionfs version`,
 		Args:    cobra.NoArgs,
 		Run: func(cmd *cobra.Command, _ []string) {
-			v := version
-			if bi, ok := debug.ReadBuildInfo(); ok && v == "dev" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-				v = bi.Main.Version
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "sessionfs %s\n", v)
+			fmt.Fprintf(cmd.OutOrStdout(), "sessionfs %s\n", versionString())
 		},
 	}
+}
+
+// versionString is the build's version: the Makefile's, else the module's, else "dev".
+func versionString() string {
+	v := version
+	if bi, ok := debug.ReadBuildInfo(); ok && v == "dev" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		v = bi.Main.Version
+	}
+	return v
 }
