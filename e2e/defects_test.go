@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -181,6 +182,9 @@ func TestFindUnfoldedConversation(t *testing.T) {
 	link, err := os.Readlink(filepath.Join(m.mnt, "by-claude-id", uuid))
 	require.NoError(t, err)
 	assert.Equal(t, "../sessions/s1", link)
+	fi, err := os.Lstat(filepath.Join(m.mnt, "by-claude-id", uuid))
+	require.NoError(t, err)
+	assert.WithinDuration(t, time.Now(), fi.ModTime(), time.Hour, "the entry carries the conversation's time, not 1970")
 }
 
 // Several rm errors are one line each.

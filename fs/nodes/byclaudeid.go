@@ -39,31 +39,35 @@ const byIDTimeout = time.Second
 func (b *ByClaudeID) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	out.SetEntryTimeout(byIDTimeout)
 	out.SetAttrTimeout(byIDTimeout)
-	id, ok := b.indexed(name)
+	h, ok := b.indexed(name)
 	if !ok {
-		var err error
-		if id, err = claude.Find(b.tree.Store, name); err != nil {
+		holders, err := claude.Holders(b.tree.Store, name)
+		if err != nil || len(holders) == 0 {
 			return nil, syscall.ENOENT
 		}
+		h = holders[0]
 	}
-	target := []byte("../sessions/" + id)
-	link := &fs.MemSymlink{Data: target}
-	out.Attr.Mode = syscall.S_IFLNK | 0o777
-	out.Attr.Size = uint64(len(target))
+	target := []byte("../sessions/" + h.ID)
+	// The link carries the conversation's time (when its transcript was made), not 1970.
+	attr := fuse.Attr{Mode: syscall.S_IFLNK | 0o777, Size: uint64(len(target))}
+	t := uint64(h.Born.Unix())
+	attr.Mtime, attr.Ctime, attr.Atime = t, t, t
+	link := &fs.MemSymlink{Data: target, Attr: attr}
+	out.Attr = attr
 	return b.NewInode(ctx, link, fs.StableAttr{Mode: syscall.S_IFLNK}), 0
 }
 
 // indexed answers from the last listing's index while it is fresh, checking that the transcript is still there:
 // ls -l of the folder then costs one scan of the store, not one per entry.
-func (b *ByClaudeID) indexed(uuid string) (string, bool) {
+func (b *ByClaudeID) indexed(uuid string) (claude.Holder, bool) {
 	b.mu.Lock()
 	h, ok := b.index[uuid]
 	fresh := time.Since(b.built) < byIDTimeout
 	b.mu.Unlock()
 	if !ok || !fresh {
-		return "", false
+		return claude.Holder{}, false
 	}
-	return h.ID, claude.Holds(b.tree.Store, h)
+	return h, claude.Holds(b.tree.Store, h)
 }
 
 func (b *ByClaudeID) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
