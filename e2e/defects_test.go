@@ -12,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sessionfs/sessionfs/layout"
 )
 
 // Defects a new user tripped over (the everyday-use issue), each as the user met it.
@@ -366,4 +368,20 @@ func TestVersionAndUsageErrors(t *testing.T) {
 		assert.Contains(t, r.stderr, c.want, "%v", c.args)
 		assert.Equal(t, 1, strings.Count(strings.TrimSpace(r.stderr), "\n")+1, "%v: %q", c.args, r.stderr)
 	}
+}
+
+// show prints lists as text, not Go slices, and the session's runs.
+func TestShowText(t *testing.T) {
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	st, err := layout.OpenStore(store)
+	require.NoError(t, err)
+	defer st.Close()
+	_, err = st.Update("s1", func(m *layout.Meta) error { m.AddAlias("-home-a"); m.AddAlias("-home-b"); return nil })
+	require.NoError(t, err)
+	ok(t, store, "exec", "s1", "--", "true")
+	out := ok(t, store, "show", "s1")
+	assert.Contains(t, out, "Aliases     -home-a, -home-b\n")
+	assert.Regexp(t, `(?m)^Runs\s+1, the last .* on local, exit 0$`, out)
+	assert.NotContains(t, out, "[")
 }

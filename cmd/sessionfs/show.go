@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/dustin/go-humanize"
@@ -68,14 +70,19 @@ func (a *app) showCmd() *cobra.Command {
 			fmt.Fprintf(w, "Container   %s (workspace %s, CLAUDE_CONFIG_DIR=%s)\n", out.Container.Root,
 				out.Container.Workspace, out.Container.Claude)
 			if len(m.Aliases) > 0 {
-				fmt.Fprintf(w, "Aliases     %v\n", m.Aliases)
+				fmt.Fprintf(w, "Aliases     %s\n", strings.Join(m.Aliases, ", "))
+			}
+			if len(m.Runs) > 0 {
+				r := m.Runs[len(m.Runs)-1]
+				fmt.Fprintf(w, "Runs        %d, the last %s on %s, exit %d\n", len(m.Runs), ago(r.Start), r.Backend, r.ExitCode)
 			}
 			fmt.Fprintf(w, "\nConversations (%d)\n", len(out.Conversations))
+			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 			for _, c := range out.Conversations {
-				fmt.Fprintf(w, "  %s  %s  %d messages, %d subagents  %q\n", c.ID, ago(c.Last), c.Messages,
+				fmt.Fprintf(tw, "  %s\t%s\t%d messages\t%d subagents\t%q\n", c.ID, ago(c.Last), c.Messages,
 					c.Subagents, truncate(c.FirstPrompt, 60))
 			}
-			return nil
+			return tw.Flush()
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
