@@ -247,7 +247,7 @@ func TestWatch(t *testing.T) {
 			}
 			continue
 		}
-		assert.Regexp(t, `\d\d:\d\d:\d\d user\s+watch me`, all)
+		assert.Regexp(t, `(?m)^[0-9a-f]{8} \d\d:\d\d:\d\d user\s+watch me`, all)
 		assert.Contains(t, all, "→ Agent(")
 		assert.Contains(t, all, "[agent-", "subagent messages are marked")
 		assert.Contains(t, all, "assistant "+apistub.Reply)

@@ -24,8 +24,9 @@ func (a *app) watchCmd() *cobra.Command {
 		Use:   "watch ID",
 		Short: "Follow a session's conversations live, one line per message",
 		Long: `watch follows every transcript of the session (subagents' too) and prints each new message as one line:
-time, role, then the text or the tool call; subagent messages are marked [agent-...]. --json prints the raw
-entries, one per line, for tools. It starts at the current end of the transcripts, like tail -f.`,
+the conversation's short id (the first 8 characters of its uuid), time, role, then the text or the tool call;
+subagent messages are marked [agent-...]. --json prints the raw entries, one per line, for tools. It starts at
+the current end of the transcripts, like tail -f.`,
 		Example: `  sessionfs watch fix-login
   sessionfs watch fix-login --json | jq -r .type`,
 		Args:              cobra.ExactArgs(1),
@@ -106,11 +107,15 @@ func (f *follower) add(dir string, atEnd bool) error {
 
 // read prints the complete lines appended to p since the last read.
 func (f *follower) read(p string) {
-	fh, err := os.Open(p)
+	// The session's files are its processes' to write: never block on a FIFO, never follow a link out.
+	fh, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
 	if err != nil {
 		return
 	}
 	defer fh.Close()
+	if fi, err := fh.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return
+	}
 	if _, err := fh.Seek(f.offsets[p], io.SeekStart); err != nil {
 		return
 	}
@@ -122,9 +127,12 @@ func (f *follower) read(p string) {
 	data = append(f.partial[p], data...)
 	end := bytes.LastIndexByte(data, '\n')
 	f.partial[p] = append([]byte(nil), data[end+1:]...)
-	agent := ""
+	agent, conv := "", strings.TrimSuffix(filepath.Base(p), ".jsonl")
 	if filepath.Base(filepath.Dir(p)) == "subagents" {
-		agent = strings.TrimSuffix(filepath.Base(p), ".jsonl")
+		agent, conv = conv, filepath.Base(filepath.Dir(filepath.Dir(p)))
+	}
+	if len(conv) > 8 {
+		conv = conv[:8]
 	}
 	for _, line := range bytes.Split(data[:end+1], []byte("\n")) {
 		if len(bytes.TrimSpace(line)) == 0 {
@@ -141,7 +149,7 @@ func (f *follower) read(p string) {
 			continue
 		}
 		if s := claude.Line(&e, agent); s != "" {
-			fmt.Fprintln(f.out, s)
+			fmt.Fprintln(f.out, conv, s)
 		}
 	}
 }
