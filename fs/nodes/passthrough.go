@@ -378,6 +378,14 @@ func (n *Node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 	if !ok {
 		return syscall.EXDEV
 	}
+	if n.base != "" && n.transcripts && np.transcripts && np.base == n.base && isSetAside(name, newName) {
+		// Claude Code's /cd moves a transcript to the new cwd's projects folder, first setting aside a same-named
+		// file found there as <name>.superseded-<ms>. Here every projects folder is a view of one folder, so the
+		// file "found there" is the very one being moved: setting it aside would move it from under the move.
+		// ENOENT is what Claude Code takes for "nothing to set aside"; the move that follows, a file renamed onto
+		// itself, is then a no-op.
+		return syscall.ENOENT
+	}
 	src, dst := n.child(name), np.child(newName)
 	n.did(src)
 	np.did(dst)
@@ -386,6 +394,12 @@ func (n *Node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 			return unix.Renameat2(sfd, sname, dfd, dname, uint(flags))
 		})
 	}))
+}
+
+// isSetAside: newName is name set aside by Claude Code, name + ".superseded-" + milliseconds.
+func isSetAside(name, newName string) bool {
+	ms, ok := strings.CutPrefix(newName, name+".superseded-")
+	return ok && ms != "" && strings.Trim(ms, "0123456789") == ""
 }
 
 // OpendirHandle lets the kernel keep the listing: it rereads it when the folder's mtime changes (auto
