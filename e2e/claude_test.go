@@ -124,10 +124,11 @@ func TestWithoutMountResumeFails(t *testing.T) {
 		files := transcripts(t, filepath.Join(cfg, "projects", claudeName(ws)))
 		require.Len(t, files, 1)
 		uuid := strings.TrimSuffix(filepath.Base(files[0]), ".jsonl")
-		if !c.atLeast("2.1.223") {
-			out, _ = claudeRun(t, c.path, api.URL, cfg, t.TempDir(), "-p", "--resume", uuid, "x")
+		out, _ = claudeRun(t, c.path, api.URL, cfg, t.TempDir(), "-p", "--resume", uuid, "x")
+		if c.atLeast("2.1.223") {
+			assert.NotContains(t, out, "No conversation found", "new CLIs scan every projects folder")
+		} else {
 			assert.Contains(t, out, "No conversation found")
-			return
 		}
 		out, err = claudeRun(t, c.path, api.URL, cfg, t.TempDir(), "-p", "--continue", "x")
 		require.NoError(t, err, out)
