@@ -120,7 +120,12 @@ func (n *Node) OnForget() {
 }
 
 // did records that n changed its child at store path rel itself, so the store watcher does not invalidate it.
-func (n *Node) did(rel string) { n.tree.did(rel, &n.Inode) }
+func (n *Node) did(rel string) {
+	n.tree.did(rel, &n.Inode)
+	if n.transcripts {
+		n.tree.wroteThrough(n.id, n.alias) // a name made, removed or renamed in the view
+	}
+}
 
 func (n *Node) entry(out *fuse.EntryOut, st *syscall.Stat_t, ch *fs.Inode) {
 	out.Attr.FromStat(st)
@@ -145,6 +150,9 @@ func (n *Node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs
 		return ch, 0
 	}
 	ch := n.newChild(ctx, name, p, &st, gen)
+	if n.transcripts {
+		n.tree.lookedUpIn.Store(p, n.alias)
+	}
 	n.entry(out, &st, ch)
 	return ch, 0
 }
@@ -198,6 +206,9 @@ func (n *Node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 		_, _ = unix.FcntlInt(uintptr(fd), unix.F_SETFL, int(flags)&^(syscall.O_ACCMODE|syscall.O_CREAT|syscall.O_EXCL|syscall.O_TRUNC|syscall.O_NOCTTY))
 	}
 	if flags&syscall.O_ACCMODE != syscall.O_RDONLY {
+		if view, ok := n.tree.lookedUpIn.Load(p); ok && n.transcripts {
+			n.tree.wroteThrough(n.id, view.(uint64))
+		}
 		killPriv(ctx, fd)
 		return n.tree.writer(p, fd), 0, 0
 	}
