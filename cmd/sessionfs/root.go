@@ -19,6 +19,7 @@ import (
 type app struct {
 	storeFlag string
 	store     *layout.Store
+	wait      bool // --wait of the commands that run in a session: wait for its lease
 }
 
 func newRootCmd() *cobra.Command {

@@ -116,7 +116,7 @@ volumes) unless --keep. Each run is recorded in the session's session.json. The 
 			default:
 				return usageError(fmt.Sprintf("run: unknown backend %q (want local, docker or modal)", backend))
 			}
-			return runBackend(s, b, spec, dopts.Image)
+			return a.runBackend(s, b, spec, dopts.Image)
 		},
 	}
 	f := cmd.Flags()
@@ -133,6 +133,7 @@ volumes) unless --keep. Each run is recorded in the session's session.json. The 
 	f.BoolVar(&dopts.Home, "home", false, "HOME=/session/home, whose .claude and .claude.json lead to the session's (docker)")
 	f.StringArrayVarP(&dopts.Volumes, "volume", "v", nil, "an extra bind SRC:DST[:ro], as docker run -v takes it (repeatable)")
 	f.BoolVar(&dopts.Keep, "keep", false, "keep the container after it exits (docker)")
+	a.waitFlag(cmd)
 	_ = cmd.RegisterFlagCompletionFunc("backend", fixedValues("local", "docker", "modal"))
 	return cmd
 }
