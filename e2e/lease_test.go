@@ -77,20 +77,20 @@ func (r *runner) exited(within time.Duration) bool {
 // refusal is the line a second runner prints, and its exit code.
 var refusal = regexp.MustCompile(`(?m)^sessionfs: session web is running on host \S+ \(pid (\d+)\) since \d\d:\d\d \(--wait waits for it\)$`)
 
-// waitRefused waits until a second runner of session web is refused (the first one holds the lease), and checks
-// the refusal names the holder.
-func waitRefused(t *testing.T, store string, holderPID int) {
+// holding is what a holder's command says first: it runs, so it has the lease.
+const holding = "echo holding the lease"
+
+// waitRefused waits until holder (whose command starts with holding) runs, then checks that a second runner of
+// session web is refused, naming the holder.
+func waitRefused(t *testing.T, store string, holder *runner) {
 	t.Helper()
-	var r result
-	eventually(t, 20*time.Second, func() bool {
-		r = cli(t, store, "exec", "web", "--", "true")
-		return r.code == 125
-	}, "a second runner was never refused")
+	eventually(t, 20*time.Second, func() bool { return strings.Contains(holder.out.String(), "holding the lease") },
+		"the holder never ran: %s", holder.out)
+	r := cli(t, store, "exec", "web", "--", "true")
+	require.Equal(t, 125, r.code, "a second runner is refused: %s", r.stderr)
 	m := refusal.FindStringSubmatch(r.stderr)
 	require.NotNil(t, m, "refusal: %q", r.stderr)
-	if holderPID > 0 {
-		assert.Equal(t, strconv.Itoa(holderPID), m[1], "the refusal names the holder's pid")
-	}
+	assert.Equal(t, strconv.Itoa(holder.cmd.Process.Pid), m[1], "the refusal names the holder's pid")
 }
 
 // One runner per session: exec, run and resume share the lease; --wait waits for it; a killed runner frees it.
@@ -99,8 +99,8 @@ func TestLeaseOneRunnerPerSession(t *testing.T) {
 	ok(t, store, "new", "web")
 	ok(t, store, "new", "api")
 
-	first := startRunner(t, store, nil, "exec", "web", "--", "sleep", "60")
-	waitRefused(t, store, first.cmd.Process.Pid)
+	first := startRunner(t, store, nil, "exec", "web", "--", "sh", "-c", holding+"; exec sleep 60")
+	waitRefused(t, store, first)
 	for _, args := range [][]string{
 		{"run", "web", "--", "true"},
 		{"resume", "web", "--claude", "true"},
