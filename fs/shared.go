@@ -51,24 +51,24 @@ func SharedStore(root string) (fstype string, shared bool) {
 	if m == nil {
 		return "", false
 	}
-	return m.FSType, sharedFUSEMount(m.FSType, m.Source)
+	return sharedFUSEMount(m.FSType, m.Source)
 }
 
 // sharedFUSEMount tells a shared FUSE filesystem by its mountinfo type ("fuse.juicefs") or, for clients that
-// set no subtype, by its source ("mfs#host:port", "JuiceFS:vol").
-func sharedFUSEMount(fstype, source string) bool {
+// set no subtype, by its source ("mfs#host:port", "JuiceFS:vol"), and names it.
+func sharedFUSEMount(fstype, source string) (name string, shared bool) {
 	sub, _ := strings.CutPrefix(fstype, "fuse.")
 	sub, _ = strings.CutPrefix(sub, "fuseblk.")
 	if slices.Contains(sharedFUSE, strings.ToLower(sub)) {
-		return true
+		return fstype, true
 	}
 	src := strings.ToLower(source)
 	for _, name := range sharedFUSE {
 		if strings.HasPrefix(src, name+"#") || strings.HasPrefix(src, name+":") {
-			return true
+			return fstype + " (" + name + ")", true
 		}
 	}
-	return false
+	return fstype, false
 }
 
 // mountOf is the mount that holds path: the one with the longest mountpoint containing it.

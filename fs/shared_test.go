@@ -21,8 +21,11 @@ func TestSharedFUSEMount(t *testing.T) {
 		{"fuse", "something", false},
 		{"fuse.rclone", "remote:", true},
 	} {
-		assert.Equal(t, c.shared, sharedFUSEMount(c.fstype, c.source), "%s %s", c.fstype, c.source)
+		_, shared := sharedFUSEMount(c.fstype, c.source)
+		assert.Equal(t, c.shared, shared, "%s %s", c.fstype, c.source)
 	}
+	name, _ := sharedFUSEMount("fuse", "mfs#192.0.2.1:9421")
+	assert.Equal(t, "fuse (mfs)", name)
 }
 
 func TestSharedStoreLocalIsNot(t *testing.T) {
