@@ -13,7 +13,7 @@ import (
 )
 
 // leasePoll is how often --wait tries the lease again.
-const leasePoll = 500 * time.Millisecond
+const leasePoll = 250 * time.Millisecond
 
 // waitFlag gives a command that runs something in a session (exec, run, resume) the --wait flag.
 func (a *app) waitFlag(cmd *cobra.Command) {
