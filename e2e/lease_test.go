@@ -88,6 +88,7 @@ func waitRefused(t *testing.T, store string, holder *runner) {
 		"the holder never ran: %s", holder.out)
 	r := cli(t, store, "exec", "web", "--", "true")
 	require.Equal(t, 125, r.code, "a second runner is refused: %s", r.stderr)
+	assert.Equal(t, 1, strings.Count(r.stderr, "\n"), "refused before it does anything else: %q", r.stderr)
 	m := refusal.FindStringSubmatch(r.stderr)
 	require.NotNil(t, m, "refusal: %q", r.stderr)
 	assert.Equal(t, strconv.Itoa(holder.cmd.Process.Pid), m[1], "the refusal names the holder's pid")

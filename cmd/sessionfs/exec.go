@@ -63,6 +63,10 @@ func (a *app) execIn(id string, argv []string, adjust ...func(*backends.Spec)) e
 	if err != nil {
 		return err
 	}
+	if err := a.lockSession(context.Background(), s, m.ID); err != nil {
+		return err
+	}
+	defer a.unlockSession()
 	dir, mounted := sessionDir(s, m.ID)
 	if err := seedClaude(s, m.ID, dir, mounted); err != nil {
 		warnf("%v", err)
@@ -88,11 +92,10 @@ func (a *app) execIn(id string, argv []string, adjust ...func(*backends.Spec)) e
 func (a *app) runBackend(s *layout.Store, b backends.Backend, spec backends.Spec, image string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	lease, err := a.takeLease(ctx, s, spec.SessionID)
-	if err != nil {
+	if err := a.lockSession(ctx, s, spec.SessionID); err != nil {
 		return err
 	}
-	defer lease.Release()
+	defer a.unlockSession()
 	run := layout.Run{Backend: b.Name(), Image: image, Command: spec.Argv, Start: time.Now().UTC()}
 	code, err := b.Run(ctx, spec)
 	run.End, run.ExitCode = time.Now().UTC(), code

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"slices"
@@ -60,6 +61,10 @@ volumes) unless --keep. Each run is recorded in the session's session.json. The 
 			if err != nil {
 				return err
 			}
+			if err := a.lockSession(context.Background(), s, m.ID); err != nil {
+				return err
+			}
+			defer a.unlockSession()
 			vars, err := parseEnv(env)
 			if err != nil {
 				return err
