@@ -28,7 +28,9 @@ store is mounted, it runs in the mounted path, so transcripts land in the sessio
 whatever cwd the command moves to, in a private mount namespace where workspace/, app/, mcps/ and the
 canonical transcript folder are the store's own folders (same paths, the disk's speed; for a normal user a
 user namespace mapping it to itself, so set-user-ID programs such as sudo do not work there). The exit code
-is CMD's; sessionfs's own failures exit 125, a command that cannot be executed 126, one not found 127.`,
+is CMD's; sessionfs's own failures exit 125, a command that cannot be executed 126, one not found 127.
+One runner per session, on every host that shares the store: while exec, run or resume runs in a session,
+another one fails at once, naming the host, pid and start of the holder (exit 125), or waits with --wait.`,
 		Example: `  sessionfs exec fix-login -- claude
   sessionfs exec fix-login -- claude --continue
   sessionfs exec fix-login --workdir workspace/api -- make test`,
@@ -51,6 +53,7 @@ is CMD's; sessionfs's own failures exit 125, a command that cannot be executed 1
 	}
 	cmd.Flags().StringArrayVarP(&env, "env", "e", nil, envHelp)
 	cmd.Flags().StringVarP(&workdir, "workdir", "w", "", "working directory relative to the session (default workspace)")
+	a.waitFlag(cmd)
 	return cmd
 }
 
@@ -60,6 +63,10 @@ func (a *app) execIn(id string, argv []string, adjust ...func(*backends.Spec)) e
 	if err != nil {
 		return err
 	}
+	if err := a.lockSession(context.Background(), s, m.ID); err != nil {
+		return err
+	}
+	defer a.unlockSession()
 	dir, mounted := sessionDir(s, m.ID)
 	if err := seedClaude(s, m.ID, dir, mounted); err != nil {
 		warnf("%v", err)
@@ -76,14 +83,19 @@ func (a *app) execIn(id string, argv []string, adjust ...func(*backends.Spec)) e
 	for _, f := range adjust {
 		f(&spec)
 	}
-	return runBackend(s, local.Backend{}, spec, "")
+	return a.runBackend(s, local.Backend{}, spec, "")
 }
 
-// runBackend runs spec, records the run in session.json, and turns the command's exit code into the CLI's.
-// SIGINT and SIGTERM cancel the run (the backend stops the command) instead of killing the CLI.
-func runBackend(s *layout.Store, b backends.Backend, spec backends.Spec, image string) error {
+// runBackend runs spec under the session's run lease, records the run in session.json, and turns the command's
+// exit code into the CLI's. SIGINT and SIGTERM cancel the run (the backend stops the command) instead of killing
+// the CLI.
+func (a *app) runBackend(s *layout.Store, b backends.Backend, spec backends.Spec, image string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if err := a.lockSession(ctx, s, spec.SessionID); err != nil {
+		return err
+	}
+	defer a.unlockSession()
 	run := layout.Run{Backend: b.Name(), Image: image, Command: spec.Argv, Start: time.Now().UTC()}
 	code, err := b.Run(ctx, spec)
 	run.End, run.ExitCode = time.Now().UTC(), code

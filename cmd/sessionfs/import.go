@@ -158,6 +158,7 @@ through the mount when the store is mounted.`,
 		},
 	}
 	cmd.Flags().StringVar(&claudeBin, "claude", "claude", "the claude command")
+	a.waitFlag(cmd)
 	return cmd
 }
 

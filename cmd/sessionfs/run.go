@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"slices"
@@ -60,6 +61,10 @@ volumes) unless --keep. Each run is recorded in the session's session.json. The 
 			if err != nil {
 				return err
 			}
+			if err := a.lockSession(context.Background(), s, m.ID); err != nil {
+				return err
+			}
+			defer a.unlockSession()
 			vars, err := parseEnv(env)
 			if err != nil {
 				return err
@@ -116,7 +121,7 @@ volumes) unless --keep. Each run is recorded in the session's session.json. The 
 			default:
 				return usageError(fmt.Sprintf("run: unknown backend %q (want local, docker or modal)", backend))
 			}
-			return runBackend(s, b, spec, dopts.Image)
+			return a.runBackend(s, b, spec, dopts.Image)
 		},
 	}
 	f := cmd.Flags()
@@ -133,6 +138,7 @@ volumes) unless --keep. Each run is recorded in the session's session.json. The 
 	f.BoolVar(&dopts.Home, "home", false, "HOME=/session/home, whose .claude and .claude.json lead to the session's (docker)")
 	f.StringArrayVarP(&dopts.Volumes, "volume", "v", nil, "an extra bind SRC:DST[:ro], as docker run -v takes it (repeatable)")
 	f.BoolVar(&dopts.Keep, "keep", false, "keep the container after it exits (docker)")
+	a.waitFlag(cmd)
 	_ = cmd.RegisterFlagCompletionFunc("backend", fixedValues("local", "docker", "modal"))
 	return cmd
 }
