@@ -244,8 +244,10 @@ func (t *Tree) recheck(dir, name, rel string) {
 		ctime = st.Ctim.Nano()
 	}
 	for _, child := range shown {
-		if n, ok := child.Operations().(*Node); ok && ctime >= 0 && n.ctime.Load() == ctime {
-			continue
+		if n, ok := child.Operations().(*Node); ok && ctime >= 0 {
+			if told := n.ctime.Load(); told == ctime || told == kernelAsks {
+				continue
+			}
 		}
 		if writing {
 			child.NotifyContent(-1, 0) // a negative offset: attributes only
@@ -254,6 +256,9 @@ func (t *Tree) recheck(dir, name, rel string) {
 		}
 	}
 }
+
+// kernelAsks in Node.ctime: the kernel dropped the node's attributes itself and asks for them when next used.
+const kernelAsks = -2
 
 // told records the attributes given to the kernel for in (see Node.ctime).
 func told(in *fs.Inode, a *fuse.Attr) {

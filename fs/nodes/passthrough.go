@@ -406,9 +406,22 @@ func (n *Node) Unlink(ctx context.Context, name string) syscall.Errno {
 	p := n.child(name)
 	n.did(p)
 	if n.transcripts {
-		return n.tree.trashTranscript(n.id, p)
+		return n.refreshes(name, n.tree.trashTranscript(n.id, p))
 	}
-	return fs.ToErrno(n.tree.atParent(p, func(dirfd int, name string) error { return unix.Unlinkat(dirfd, name, 0) }))
+	return n.refreshes(name, fs.ToErrno(n.tree.atParent(p, func(dirfd int, name string) error { return unix.Unlinkat(dirfd, name, 0) })))
+}
+
+// refreshes notes, after an unlink or rename of name that succeeded, that the kernel dropped the file's
+// attributes itself (its link count and ctime changed): the store events of that change need no invalidation.
+func (n *Node) refreshes(name string, errno syscall.Errno) syscall.Errno {
+	if errno == 0 {
+		if ch := n.GetChild(name); ch != nil {
+			if cn, ok := ch.Operations().(*Node); ok {
+				cn.ctime.Store(kernelAsks)
+			}
+		}
+	}
+	return errno
 }
 
 func (n *Node) Rmdir(ctx context.Context, name string) syscall.Errno {
@@ -437,11 +450,11 @@ func (n *Node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 	src, dst := n.child(name), np.child(newName)
 	n.did(src)
 	np.did(dst)
-	return fs.ToErrno(n.tree.atParent(src, func(sfd int, sname string) error {
+	return n.refreshes(name, fs.ToErrno(n.tree.atParent(src, func(sfd int, sname string) error {
 		return n.tree.atParent(dst, func(dfd int, dname string) error {
 			return unix.Renameat2(sfd, sname, dfd, dname, uint(flags))
 		})
-	}))
+	})))
 }
 
 // isSetAside: newName is name set aside by Claude Code, name + ".superseded-" + milliseconds.
