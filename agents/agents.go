@@ -51,7 +51,7 @@ var (
 	// resume by id works from any cwd, so it needs only its own CODEX_HOME.
 	Codex = &Agent{Name: "codex", Dir: ".codex", Var: "CODEX_HOME"}
 	// Gemini CLI names a project folder after the cwd's base name (projects.json maps each cwd to its slug;
-	// older versions used sha256 of the path) and writes the cwd into <slug>/.project_root to claim the name.
+	// versions before it used sha256 of the path) and writes the cwd into <slug>/.project_root to claim the name.
 	Gemini = &Agent{Name: "gemini", Dir: ".gemini", Var: "GEMINI_CLI_HOME", VarIsParent: true, Views: []Views{
 		{Dir: "tmp", Canonical: GeminiSlug(CanonicalCwd), Name: IsGeminiProject, Own: GeminiOwner},
 		{Dir: "history", Canonical: GeminiSlug(CanonicalCwd), Name: IsGeminiProject, Own: GeminiOwner},
@@ -178,10 +178,12 @@ func GeminiSlug(cwd string) string {
 // geminiShared are folders Gemini CLI keeps in tmp/ for every project at once; they are never views.
 var geminiShared = map[string]bool{"bin": true, "background-processes": true}
 
-// IsGeminiProject reports whether name could be a Gemini project folder: 1 to 255 bytes of [a-z0-9-] (a slug, or
-// the sha256 name older versions used), and not one of the folders tmp/ holds for all projects.
+// IsGeminiProject reports whether name could be a Gemini project folder: 1 to 255 bytes of [a-z0-9-], and not one
+// of the folders tmp/ holds for all projects. The sha256 names of versions before projects.json are left out: a
+// current Gemini moves such a folder's content to the slug's when it sees one (StorageMigration), and through a
+// view both would be the same folder.
 func IsGeminiProject(name string) bool {
-	if len(name) == 0 || len(name) > 255 || geminiShared[name] {
+	if len(name) == 0 || len(name) > 255 || geminiShared[name] || isHash(name) {
 		return false
 	}
 	for i := 0; i < len(name); i++ {
