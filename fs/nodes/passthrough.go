@@ -87,6 +87,9 @@ func (n *Node) path() string {
 }
 
 func (n *Node) child(name string) string {
+	if own, ok := n.ownChild(name); ok {
+		return own
+	}
 	p := n.path()
 	if p == "" {
 		return ""
@@ -97,9 +100,7 @@ func (n *Node) child(name string) string {
 // newChild makes the inode for store file rel, just looked up or created under n as name.
 func (n *Node) newChild(ctx context.Context, name, rel string, st *syscall.Stat_t, gen uint64) *fs.Inode {
 	ch := &Node{tree: n.tree, id: n.id, alias: n.alias, transcripts: n.transcripts}
-	if n.role == roleSession && name == ".claude" {
-		ch.role = roleClaude
-	}
+	n.adopt(ch, name, rel) // the special folders of a session, by name (views.go)
 	in := n.NewInode(ctx, ch, n.tree.stableAttr(st, gen, n.alias))
 	if st.Mode&syscall.S_IFMT == syscall.S_IFDIR && in.Operations() == ch {
 		ch.show(rel)
@@ -129,6 +130,9 @@ func (n *Node) entry(out *fuse.EntryOut, st *syscall.Stat_t, ch *fs.Inode) {
 
 // Lookup finds name in the store; in a session's .claude, "projects" is the folder of alias views.
 func (n *Node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	if ch, errno, ok := n.lookupView(ctx, name, out); ok {
+		return ch, errno
+	}
 	p := n.child(name)
 	var st syscall.Stat_t
 	gen, err := n.tree.lstatAt(p, &st)
@@ -238,6 +242,7 @@ func killPrivMode(ctx context.Context, stMode uint32) (uint32, bool) {
 func (n *Node) Create(ctx context.Context, name string, flags, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
 	p := n.child(name)
 	flags &^= syscall.O_APPEND
+	n.ownFolder(name, p)
 	n.did(p)
 	var fd int
 	err := asCaller(ctx, func() (err error) {
@@ -355,6 +360,9 @@ func (n *Node) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
 // Unlink removes a file; in the transcript folder it moves it to the session's transcript trash instead, since
 // Claude Code ages transcripts out at start-up and people rm the wrong thing.
 func (n *Node) Unlink(ctx context.Context, name string) syscall.Errno {
+	if errno, ok := n.removeView(name); ok {
+		return errno
+	}
 	p := n.child(name)
 	n.did(p)
 	if n.transcripts {
@@ -364,6 +372,9 @@ func (n *Node) Unlink(ctx context.Context, name string) syscall.Errno {
 }
 
 func (n *Node) Rmdir(ctx context.Context, name string) syscall.Errno {
+	if errno, ok := n.removeView(name); ok {
+		return errno
+	}
 	p := n.child(name)
 	n.did(p)
 	return fs.ToErrno(n.tree.atParent(p, func(dirfd int, name string) error {

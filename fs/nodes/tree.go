@@ -32,7 +32,9 @@ type Tree struct {
 	devs      sync.Map // st_dev -> uint64 filesystem number (the store's is 0)
 	nextDev   atomic.Uint64
 	seen      sync.Map // id + "/" + name -> struct{}: aliases already reported to OnAlias
-	cache     cache
+	// viewsFolded: the store paths of the agents' cwd-keyed folders already folded in this mount (views.go)
+	viewsFolded sync.Map
+	cache       cache
 }
 
 // NewTree returns the shared state for a mount of store. It holds the store's sessions folder open.
