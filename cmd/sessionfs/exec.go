@@ -19,18 +19,23 @@ import (
 
 func (a *app) execCmd() *cobra.Command {
 	var env []string
-	var workdir string
+	var workdir, agent string
 	cmd := &cobra.Command{
-		Use:   "exec ID -- CMD [ARG...]",
+		Use:   "exec ID [--agent AGENT] -- CMD [ARG...]",
 		Short: "Run a command on this host in a session (cwd: its workspace; CLAUDE_CONFIG_DIR: its .claude)",
 		Long: `exec runs CMD in the session's workspace with CLAUDE_CONFIG_DIR set to the session's .claude. When the
 store is mounted, it runs in the mounted path, so transcripts land in the session's one transcript folder
 whatever cwd the command moves to, in a private mount namespace where workspace/, app/, mcps/ and the
 canonical transcript folder are the store's own folders (same paths, the disk's speed; for a normal user a
 user namespace mapping it to itself, so set-user-ID programs such as sudo do not work there). The exit code
-is CMD's; sessionfs's own failures exit 125, a command that cannot be executed 126, one not found 127.`,
+is CMD's; sessionfs's own failures exit 125, a command that cannot be executed 126, one not found 127.
+
+--agent codex|gemini|qwen also points that agent at its own folder in the session (CODEX_HOME=.codex,
+GEMINI_CLI_HOME=the session, whose .gemini it uses, QWEN_HOME=.qwen), made on demand; the API settings
+(OPENAI_BASE_URL, GOOGLE_GEMINI_BASE_URL, keys) stay this shell's.`,
 		Example: `  sessionfs exec fix-login -- claude
   sessionfs exec fix-login -- claude --continue
+  sessionfs exec fix-login --agent codex -- codex exec resume --all --last
   sessionfs exec fix-login --workdir workspace/api -- make test`,
 		Args:              cobra.MinimumNArgs(2),
 		ValidArgsFunction: a.completeIDs,
@@ -46,11 +51,15 @@ is CMD's; sessionfs's own failures exit 125, a command that cannot be executed 1
 			if err != nil {
 				return err
 			}
-			return a.execIn(args[0], args[1:], func(sp *backends.Spec) { sp.Env, sp.Workdir = vars, wd })
+			if _, err := checkAgent(agent); err != nil {
+				return err
+			}
+			return a.execIn(args[0], args[1:], func(sp *backends.Spec) { sp.Env, sp.Workdir, sp.Agent = vars, wd, agent })
 		},
 	}
 	cmd.Flags().StringArrayVarP(&env, "env", "e", nil, envHelp)
 	cmd.Flags().StringVarP(&workdir, "workdir", "w", "", "working directory relative to the session (default workspace)")
+	agentFlag(cmd, &agent)
 	return cmd
 }
 
@@ -75,6 +84,9 @@ func (a *app) execIn(id string, argv []string, adjust ...func(*backends.Spec)) e
 	spec := backends.Spec{SessionID: m.ID, SessionDir: dir, Folder: folder, Argv: argv, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}
 	for _, f := range adjust {
 		f(&spec)
+	}
+	if ag, err := checkAgent(spec.Agent); err == nil {
+		prepareAgent(s, m.ID, dir, mounted, ag)
 	}
 	return runBackend(s, local.Backend{}, spec, "")
 }

@@ -1,0 +1,53 @@
+package main
+
+import (
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sessionfs/sessionfs/agents"
+	"github.com/sessionfs/sessionfs/layout"
+)
+
+const agentHelp = "the coding agent the command runs (claude, codex, gemini, qwen): its variables point it at its folder in the session"
+
+// agentFlag adds --agent to cmd.
+func agentFlag(cmd *cobra.Command, name *string) {
+	cmd.Flags().StringVar(name, "agent", agents.Claude.Name, agentHelp)
+	_ = cmd.RegisterFlagCompletionFunc("agent", fixedValues(agents.Names()...))
+}
+
+// checkAgent refuses an unknown --agent as a usage mistake.
+func checkAgent(name string) (*agents.Agent, error) {
+	a, err := agents.ByName(name)
+	if err != nil {
+		return nil, usageError("--agent: " + strings.TrimPrefix(err.Error(), "unknown agent "))
+	}
+	return a, nil
+}
+
+// prepareAgent makes agent a's folder in session id on demand (written in the store beneath the session's folder
+// fd) and seeds what it needs to start there: the same workspaces are trusted as for Claude.
+func prepareAgent(s *layout.Store, id, dir string, mounted bool, a *agents.Agent) {
+	if a == agents.Claude {
+		return
+	}
+	sess, err := s.OpenSession(id)
+	if err != nil {
+		warnf("prepare %s: %v", a.Dir, err)
+		return
+	}
+	defer sess.Close()
+	if err := agents.Prepare(sess, a, workspaces(s, id, dir, mounted)); err != nil {
+		warnf("prepare %s: %v", a.Dir, err)
+	}
+}
+
+// workspaces are the paths a session's workspace is known by: in containers, in the store, in the mount.
+func workspaces(s *layout.Store, id, dir string, mounted bool) []string {
+	ws := []string{layout.ContainerPaths.Workspace, layout.Derive(s.Dir(id)).Workspace}
+	if mounted {
+		ws = append(ws, layout.Derive(dir).Workspace)
+	}
+	return ws
+}
