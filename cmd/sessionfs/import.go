@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/sessionfs/sessionfs/agents"
 	"github.com/sessionfs/sessionfs/claude"
 	"github.com/sessionfs/sessionfs/layout"
 )
@@ -86,20 +87,22 @@ func (a *app) findCmd() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "find UUID",
-		Short: "Print the session that holds a Claude conversation",
-		Long: `find prints the session that holds conversation UUID, in its transcript folder, folded or not.
+		Short: "Print the session that holds a conversation of any agent",
+		Long: `find prints the session that holds conversation UUID: a Claude transcript, folded or not, else a Codex,
+Gemini CLI or Qwen Code session of that id (the id each prints, and the one "sessionfs show" lists).
 
 When several sessions hold a transcript of that uuid (a copy, a fork, or a session that planted one), the
 session whose transcript was made first owns it: find prints it, resume resumes it, by-claude-id/ points at it.
 The others are named on stderr (and under "also" with --json).`,
-		Example: `  sessionfs find 2fe2d21b-be8f-4b12-b46b-12e68f6e9f01`,
-		Args:    cobra.ExactArgs(1),
+		Example: `  sessionfs find 2fe2d21b-be8f-4b12-b46b-12e68f6e9f01
+  sessionfs find 019a2c1e-7f3d-7c41-9b2e-3f1d0c8e5a7b --json   # a Codex session id: "agent": "codex"`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			s, err := a.openStore()
 			if err != nil {
 				return err
 			}
-			holders, err := conversationHolders(s, args[0])
+			holders, agent, err := anyHolders(s, args[0])
 			if err != nil {
 				return err
 			}
@@ -110,7 +113,8 @@ The others are named on stderr (and under "also" with --json).`,
 				for _, h := range holders[1:] {
 					also = append(also, h.ID)
 				}
-				return printJSON(cmd.OutOrStdout(), map[string]any{"session": id, "dir": dir, "conversation": args[0], "also": also})
+				return printJSON(cmd.OutOrStdout(), map[string]any{"session": id, "dir": dir, "conversation": args[0],
+					"agent": agent, "also": also})
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), id)
 			return nil
@@ -159,6 +163,32 @@ through the mount when the store is mounted.`,
 	}
 	cmd.Flags().StringVar(&claudeBin, "claude", "claude", "the claude command")
 	return cmd
+}
+
+// anyHolders is conversationHolders for a conversation of any agent: Claude's first, then the others' (a uuid
+// is one agent's).
+func anyHolders(s *layout.Store, uuid string) ([]claude.Holder, string, error) {
+	holders, err := conversationHolders(s, uuid)
+	if !errors.Is(err, claude.ErrNoConversation) {
+		return holders, agents.Claude.Name, err
+	}
+	others, aerr := agents.Holders(s, uuid)
+	if aerr != nil || len(others) == 0 {
+		return nil, "", err
+	}
+	holders = nil
+	for _, h := range others {
+		holders = append(holders, h.Holder)
+	}
+	if len(holders) > 1 {
+		var ids []string
+		for _, h := range holders[1:] {
+			ids = append(ids, h.ID)
+		}
+		warnf("conversation %s is also in session(s) %s; using %s, whose file was made first",
+			uuid, strings.Join(ids, ", "), holders[0].ID)
+	}
+	return holders, others[0].Agent, nil
 }
 
 // conversationHolders returns the sessions holding conversation uuid, the owner first, and names the others on
