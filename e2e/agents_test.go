@@ -1,0 +1,319 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sessionfs/sessionfs/agents"
+	"github.com/sessionfs/sessionfs/e2e/geministub"
+	"github.com/sessionfs/sessionfs/e2e/openaistub"
+)
+
+// The other agents' real CLIs (make e2e installs the pinned versions into e2e/.cache), each run offline against a
+// stub of its API on 127.0.0.1, through sessionfs exec/env --agent, so their variables are the ones sessionfs
+// hands out.
+
+// agentCLI is the real CLI of an agent: $SESSIONFS_<AGENT> (make e2e installs it), else PATH.
+func agentCLI(t *testing.T, name string) string {
+	t.Helper()
+	v := "SESSIONFS_" + strings.ToUpper(name)
+	if p := os.Getenv(v); p != "" {
+		_, err := os.Stat(p)
+		need(t, err == nil, name+" CLI: "+p+" is missing (make "+name+" installs it)")
+		return p
+	}
+	p, err := exec.LookPath(name)
+	need(t, err == nil, name+" CLI not found (make "+name+" installs it; or set "+v+")")
+	return p
+}
+
+// agentEnv is an offline environment for the agents: a throwaway HOME, none of this machine's API settings or
+// agent homes, and the given pairs.
+func agentEnv(t *testing.T, extra ...string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		switch {
+		case k == "HOME", strings.HasPrefix(k, "OPENAI_"), strings.HasPrefix(k, "GEMINI_"), strings.HasPrefix(k, "GOOGLE_"),
+			strings.HasPrefix(k, "QWEN_"), strings.HasPrefix(k, "CODEX_"), strings.HasPrefix(k, "SESSIONFS_"):
+			continue
+		}
+		env = append(env, kv)
+	}
+	return append(env, append([]string{"HOME=" + t.TempDir(), "NO_COLOR=1"}, extra...)...)
+}
+
+// agentExec runs CMD through "sessionfs exec --agent" (in the session's workspace, or -w DIR), with env.
+func agentExec(t *testing.T, store, agent string, env []string, workdir string, argv ...string) result {
+	t.Helper()
+	args := []string{"exec", "s1", "--agent", agent}
+	if workdir != "" {
+		args = append(args, "-w", workdir)
+	}
+	return cliWith(t, store, "", env, nil, append(append(args, "--"), argv...)...)
+}
+
+// agentOutside runs argv in dir (a cwd outside the session) with the variables "sessionfs env --agent" prints,
+// as a user who evals them would.
+func agentOutside(t *testing.T, store, agent, dir string, env []string, argv ...string) (string, error) {
+	t.Helper()
+	r := cli(t, store, "env", "s1", "--agent", agent)
+	require.Equal(t, 0, r.code, r.stderr)
+	env = append([]string{}, env...)
+	for _, line := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+		kv := strings.TrimPrefix(line, "export ")
+		k, v, _ := strings.Cut(kv, "=")
+		env = append(env, k+"="+strings.Trim(v, "'"))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Dir, cmd.Env = dir, env
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+func lines(t *testing.T, p string) int {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	require.NoError(t, err)
+	return strings.Count(string(b), "\n")
+}
+
+func glob(t *testing.T, pattern string) []string {
+	t.Helper()
+	m, err := filepath.Glob(pattern)
+	require.NoError(t, err)
+	return m
+}
+
+// findAgent is what "sessionfs find --json" says of a conversation.
+func findAgent(t *testing.T, store, id string) (session, agent string) {
+	t.Helper()
+	var got struct{ Session, Agent string }
+	require.NoError(t, json.Unmarshal([]byte(ok(t, store, "find", id, "--json")), &got))
+	return got.Session, got.Agent
+}
+
+// shown lists what "sessionfs show --json" says of the session's conversations: agent/id -> first prompt.
+func shownConversations(t *testing.T, store string) map[string]string {
+	t.Helper()
+	var got struct {
+		Conversations []struct {
+			Agent, ID   string
+			FirstPrompt string `json:"first_prompt"`
+		}
+	}
+	require.NoError(t, json.Unmarshal([]byte(ok(t, store, "show", "s1", "--json")), &got))
+	out := map[string]string{}
+	for _, c := range got.Conversations {
+		out[c.Agent+"/"+c.ID] = c.FirstPrompt
+	}
+	return out
+}
+
+var codexRollout = regexp.MustCompile(`rollout-.*-([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.jsonl$`)
+
+// TestCodexResumesFromAnyCwd: the Codex CLI keeps its sessions in the session's .codex (CODEX_HOME), files them by
+// date, and resumes one by id from any cwd; --last looks only at the cwd's own sessions unless --all.
+func TestCodexResumesFromAnyCwd(t *testing.T) {
+	codex := agentCLI(t, "codex")
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	mount(t, store)
+	api, err := openaistub.Start("127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { api.Close() })
+	// A provider of its own: the stub speaks the Responses API over HTTP (no WebSocket), with this key.
+	provider := []string{"-c", `model_provider="stub"`, "-c", `model_providers.stub={name="stub",base_url="` + api.URL +
+		`",wire_api="responses",env_key="OPENAI_API_KEY",supports_websockets=false}`}
+	env := agentEnv(t, "OPENAI_API_KEY=sk-test")
+	run := func(args ...string) []string {
+		return append(append([]string{codex, "exec", "--skip-git-repo-check"}, provider...), args...)
+	}
+
+	r := agentExec(t, store, "codex", env, "", run("hello from the workspace")...)
+	require.Equal(t, 0, r.code, "%s\n%s\nstub saw %v", r.stdout, r.stderr, api.Paths())
+	assert.Contains(t, r.stdout, openaistub.Reply)
+	files := glob(t, filepath.Join(store, "sessions", "s1", ".codex", "sessions", "*", "*", "*", "rollout-*.jsonl"))
+	require.Len(t, files, 1, "the rollout lands in the session's .codex, in the store")
+	id := codexRollout.FindStringSubmatch(files[0])[1]
+	n := lines(t, files[0])
+
+	outside := t.TempDir()
+	out, err := agentOutside(t, store, "codex", outside, env, run("resume", id, "again from outside")...)
+	require.NoError(t, err, out)
+	assert.Contains(t, out, openaistub.Reply)
+	assert.Len(t, glob(t, filepath.Join(store, "sessions", "s1", ".codex", "sessions", "*", "*", "*", "rollout-*.jsonl")), 1,
+		"resume by id continues the same file")
+	assert.Greater(t, lines(t, files[0]), n)
+	n = lines(t, files[0])
+
+	// --last --all takes the newest session whatever its cwd; --last alone only the cwd's, so from a cwd that never
+	// ran Codex it starts a new one.
+	other := t.TempDir()
+	out, err = agentOutside(t, store, "codex", other, env, run("resume", "--last", "--all", "and the newest")...)
+	require.NoError(t, err, out)
+	assert.Greater(t, lines(t, files[0]), n, "--last --all continued it")
+	out, err = agentOutside(t, store, "codex", t.TempDir(), env, run("resume", "--last", "from a fresh cwd")...)
+	require.NoError(t, err, out)
+	assert.Len(t, glob(t, filepath.Join(store, "sessions", "s1", ".codex", "sessions", "*", "*", "*", "rollout-*.jsonl")), 2,
+		"--last without --all filters by cwd: a new session")
+
+	session, agent := findAgent(t, store, id)
+	assert.Equal(t, "s1", session)
+	assert.Equal(t, "codex", agent)
+	assert.Equal(t, "hello from the workspace", shownConversations(t, store)["codex/"+id])
+}
+
+// geminiSetup makes session s1 with Gemini's folder and the settings that pick API-key auth (the stub's base URL
+// alone would select Gemini's gateway auth, which a headless run refuses).
+func geminiSetup(t *testing.T, store, sessionDir string) {
+	t.Helper()
+	ok(t, store, "env", "s1", "--agent", "gemini") // makes .gemini, seeded
+	require.NoError(t, os.WriteFile(filepath.Join(sessionDir, ".gemini", "settings.json"),
+		[]byte(`{"security":{"auth":{"selectedType":"gemini-api-key"}}}`), 0o644))
+}
+
+// TestGeminiResumesFromAnyCwd: Gemini CLI names a project folder after the cwd (through projects.json and a claim
+// file in it); through the mount every such name is a view of the session's one project folder, each keeping its
+// own claim, so a chat started in the workspace resumes from a subfolder and from outside the session.
+func TestGeminiResumesFromAnyCwd(t *testing.T) {
+	gemini := agentCLI(t, "gemini")
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	m := mount(t, store)
+	api, err := geministub.Start("127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { api.Close() })
+	geminiSetup(t, store, m.session("s1"))
+	env := agentEnv(t, "GEMINI_API_KEY=test", "GOOGLE_GEMINI_BASE_URL="+api.URL)
+	run := func(args ...string) []string {
+		return append([]string{gemini, "-m", "gemini-2.5-flash"}, args...)
+	}
+
+	r := agentExec(t, store, "gemini", env, "", run("-p", "hello from the workspace")...)
+	require.Equal(t, 0, r.code, "%s\n%s\nstub saw %v", r.stdout, r.stderr, api.Paths())
+	assert.Contains(t, r.stdout, geministub.Reply)
+	tmp := filepath.Join(store, "sessions", "s1", ".gemini", "tmp")
+	chats := filepath.Join(tmp, "workspace", "chats")
+	files := glob(t, filepath.Join(chats, "session-*.jsonl"))
+	require.Len(t, files, 1, "the chat lands in the canonical project folder, in the store")
+	var head struct{ SessionID string }
+	b, err := os.ReadFile(files[0])
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal([]byte(strings.SplitN(string(b), "\n", 2)[0]), &head))
+	id := head.SessionID
+	n := lines(t, files[0])
+	// The mount's workspace path got a name of its own ("workspace" is /session/workspace's): a view, holding only
+	// its claim in the store.
+	ws := filepath.Join(m.session("s1"), "workspace")
+	claims := glob(t, filepath.Join(tmp, "*", agents.GeminiOwner))
+	var owners []string
+	for _, c := range claims {
+		b, _ := os.ReadFile(c)
+		owners = append(owners, string(b))
+	}
+	assert.ElementsMatch(t, []string{"/session/workspace", ws}, owners, "each name keeps its own claim")
+
+	// From a subfolder of the workspace (exec -w) and from outside the session, by id and as "latest".
+	require.NoError(t, os.MkdirAll(filepath.Join(ws, "pkg"), 0o755))
+	r = agentExec(t, store, "gemini", env, "workspace/pkg", run("--resume", id, "-p", "again from a subfolder")...)
+	require.Equal(t, 0, r.code, "%s\n%s", r.stdout, r.stderr)
+	assert.NotContains(t, r.stdout+r.stderr, "No previous sessions")
+	assert.Greater(t, lines(t, files[0]), n, "the same chat grows")
+	n = lines(t, files[0])
+	outside := t.TempDir()
+	out, err := agentOutside(t, store, "gemini", outside, env, run("--skip-trust", "--resume", "latest", "-p", "again from outside")...)
+	require.NoError(t, err, out)
+	assert.Contains(t, out, geministub.Reply)
+	assert.NotContains(t, out, "No previous sessions")
+	b, err = os.ReadFile(filepath.Join(chats, filepath.Base(files[0])))
+	require.NoError(t, err)
+	assert.Contains(t, string(b), "again from outside", "the resumed turn is in the session's chat")
+	for _, f := range glob(t, filepath.Join(chats, "session-*.jsonl")) {
+		b, _ := os.ReadFile(f)
+		assert.Contains(t, strings.SplitN(string(b), "\n", 2)[0], id, "no other conversation was started")
+	}
+
+	session, agent := findAgent(t, store, id)
+	assert.Equal(t, "s1", session)
+	assert.Equal(t, "gemini", agent)
+	assert.Equal(t, "hello from the workspace", shownConversations(t, store)["gemini/"+id])
+
+	// rm -rf of the agent's folder through the mount removes it, views and claims included.
+	require.NoError(t, os.RemoveAll(filepath.Join(m.session("s1"), ".gemini")))
+	assert.NoDirExists(t, filepath.Join(store, "sessions", "s1", ".gemini"))
+}
+
+// TestGeminiWithoutMountResumeFails is the control: on the plain store, the chat is not found from another cwd.
+func TestGeminiWithoutMountResumeFails(t *testing.T) {
+	gemini := agentCLI(t, "gemini")
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	api, err := geministub.Start("127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { api.Close() })
+	geminiSetup(t, store, filepath.Join(store, "sessions", "s1"))
+	env := agentEnv(t, "GEMINI_API_KEY=test", "GOOGLE_GEMINI_BASE_URL="+api.URL)
+	r := agentExec(t, store, "gemini", env, "", gemini, "-m", "gemini-2.5-flash", "-p", "hello")
+	require.Equal(t, 0, r.code, "%s\n%s", r.stdout, r.stderr)
+	out, _ := agentOutside(t, store, "gemini", t.TempDir(), env, gemini, "--skip-trust", "-m", "gemini-2.5-flash", "--resume", "latest", "-p", "x")
+	assert.Contains(t, out, "No previous sessions found for this project")
+}
+
+// TestQwenKeepsChatsInTheSession: Qwen Code files chats under projects/<sanitized cwd>/chats of the session's .qwen
+// (QWEN_HOME), and through the mount that folder is a view of the session's one folder from any cwd. But Qwen also
+// binds each chat to the cwd it started in (the first line's cwd must hash like the current one), so it resumes
+// only from that cwd: from another one it says "No saved session found" although the file is right there, and
+// --continue starts a new chat. The test checks both halves.
+func TestQwenKeepsChatsInTheSession(t *testing.T) {
+	qwen := agentCLI(t, "qwen")
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	m := mount(t, store)
+	api, err := openaistub.Start("127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { api.Close() })
+	env := agentEnv(t, "OPENAI_API_KEY=sk-test", "OPENAI_BASE_URL="+api.URL, "OPENAI_MODEL=stub-model")
+	run := func(args ...string) []string { return append([]string{qwen, "--auth-type", "openai"}, args...) }
+
+	r := agentExec(t, store, "qwen", env, "", run("hello from the workspace")...)
+	require.Equal(t, 0, r.code, "%s\n%s\nstub saw %v", r.stdout, r.stderr, api.Paths())
+	assert.Contains(t, r.stdout, openaistub.Reply)
+	chats := filepath.Join(store, "sessions", "s1", ".qwen", "projects", agents.QwenFolder(agents.CanonicalCwd), "chats")
+	files := glob(t, filepath.Join(chats, "*.jsonl"))
+	require.Len(t, files, 1, "the chat lands in the canonical folder, in the store")
+	id := strings.TrimSuffix(filepath.Base(files[0]), ".jsonl")
+	n := lines(t, files[0])
+
+	r = agentExec(t, store, "qwen", env, "", run("--resume", id, "again from the workspace")...)
+	require.Equal(t, 0, r.code, "%s\n%s", r.stdout, r.stderr)
+	assert.Greater(t, lines(t, files[0]), n, "resumed from its own cwd through the mount")
+	n = lines(t, files[0])
+
+	outside := t.TempDir()
+	view := filepath.Join(m.session("s1"), ".qwen", "projects", agents.QwenFolder(outside), "chats", id+".jsonl")
+	assert.FileExists(t, view, "the mount shows the chat in the folder of the other cwd")
+	out, _ := agentOutside(t, store, "qwen", outside, env, run("--resume", id, "from outside")...)
+	assert.Contains(t, out, "No saved session found", "Qwen refuses a chat begun in another cwd")
+	assert.Equal(t, n, lines(t, files[0]))
+	out, err = agentOutside(t, store, "qwen", outside, env, run("--continue", "continue from outside")...)
+	require.NoError(t, err, out)
+	assert.Len(t, glob(t, filepath.Join(chats, "*.jsonl")), 2, "--continue from another cwd starts a new chat")
+
+	session, agent := findAgent(t, store, id)
+	assert.Equal(t, "s1", session)
+	assert.Equal(t, "qwen", agent)
+	assert.Equal(t, "hello from the workspace", shownConversations(t, store)["qwen/"+id])
+}
