@@ -3,10 +3,12 @@ GO        ?= go
 BIN       := bin/sessionfs
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS   := -X main.version=$(VERSION)
-# The real Claude Code CLI the e2e tests drive, pinned: the stricter resume behaviour (README, "Worked example").
-CLAUDE_VERSION ?= 2.1.197
-CLAUDE_DIR     := $(CURDIR)/e2e/.cache/claude-$(CLAUDE_VERSION)
-CLAUDE_BIN     := $(CLAUDE_DIR)/node_modules/.bin/claude
+# The real Claude Code CLIs the e2e tests drive, pinned: an old one with the stricter resume behaviour, and the
+# newest the registry served when last checked (README, "Claude Code versions").
+CLAUDE_VERSION     ?= 2.1.197
+CLAUDE_NEW_VERSION ?= 2.1.330
+CLAUDE_BIN         := $(CURDIR)/e2e/.cache/claude-$(CLAUDE_VERSION)/node_modules/.bin/claude
+CLAUDE_NEW_BIN     := $(CURDIR)/e2e/.cache/claude-$(CLAUDE_NEW_VERSION)/node_modules/.bin/claude
 # An execution count, not a duration: a duration races Go's fuzz coordinator at its deadline (golang/go#75804)
 # and fails a run that found nothing.
 FUZZTIME  ?= 200000x
@@ -27,7 +29,7 @@ unit:
 # Skipped tests (a missing requirement outside CI) are listed at the end, with why.
 e2e: build claude
 	@mkdir -p e2e/.cache; rm -f e2e/.cache/skips.txt
-	SESSIONFS_BIN=$(CURDIR)/$(BIN) SESSIONFS_CLAUDE=$(CLAUDE_BIN) SESSIONFS_SKIPS=$(CURDIR)/e2e/.cache/skips.txt \
+	SESSIONFS_BIN=$(CURDIR)/$(BIN) SESSIONFS_CLAUDE=$(CLAUDE_BIN) SESSIONFS_CLAUDE_NEW=$(CLAUDE_NEW_BIN) SESSIONFS_SKIPS=$(CURDIR)/e2e/.cache/skips.txt \
 		$(GO) test -race -count=1 -timeout 30m ./e2e/...; status=$$?; \
 		if [ -s e2e/.cache/skips.txt ]; then echo "skipped e2e tests:"; cat e2e/.cache/skips.txt; fi; exit $$status
 
@@ -38,11 +40,11 @@ fuzz:
 	$(GO) test ./claude/ -run '^$$' -fuzz '^FuzzSanitize$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./claude/ -run '^$$' -fuzz '^FuzzScanEntries$$' -fuzztime $(FUZZTIME)
 
-claude: $(CLAUDE_BIN)
+claude: $(CLAUDE_BIN) $(CLAUDE_NEW_BIN)
 
-$(CLAUDE_BIN):
-	mkdir -p $(CLAUDE_DIR)
-	npm install --prefix $(CLAUDE_DIR) --no-audit --no-fund @anthropic-ai/claude-code@$(CLAUDE_VERSION)
+$(CURDIR)/e2e/.cache/claude-%/node_modules/.bin/claude:
+	mkdir -p $(CURDIR)/e2e/.cache/claude-$*
+	npm install --prefix $(CURDIR)/e2e/.cache/claude-$* --no-audit --no-fund @anthropic-ai/claude-code@$*
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

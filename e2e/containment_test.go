@@ -250,7 +250,8 @@ func TestNoLostSessionUpdates(t *testing.T) {
 		}()
 		go func() {
 			defer wg.Done()
-			_ = os.Mkdir(filepath.Join(m.session("s1"), ".claude", "projects", fmt.Sprintf("-cwd-%d", i)), 0o755)
+			view := filepath.Join(m.session("s1"), ".claude", "projects", fmt.Sprintf("-cwd-%d", i))
+			_ = os.WriteFile(filepath.Join(view, fmt.Sprintf("note-%d", i)), nil, 0o600) // written through: recorded
 		}()
 	}
 	wg.Wait()

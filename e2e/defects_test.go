@@ -385,3 +385,32 @@ func TestShowText(t *testing.T) {
 	assert.Regexp(t, `(?m)^Runs\s+1, the last .* on local, exit 0$`, out)
 	assert.NotContains(t, out, "[")
 }
+
+// Defect 17: an alias is recorded in session.json when something is written through it (a file created, renamed
+// or removed there, a transcript opened for writing after being looked up there), never when it is only looked
+// at: listing, stat, reading.
+func TestAliasesRecordedWhenWritten(t *testing.T) {
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	const uuid = "2fe2d21b-be8f-4b12-b46b-12e68f6e9f01"
+	canonical := filepath.Join(store, "sessions", "s1", ".claude", "projects", "-session-workspace")
+	require.NoError(t, os.WriteFile(filepath.Join(canonical, uuid+".jsonl"), []byte("{}\n"), 0o600))
+	m := mount(t, store)
+	projects := filepath.Join(m.session("s1"), ".claude", "projects")
+	aliases := func() []string {
+		var meta layout.Meta
+		raw, err := os.ReadFile(filepath.Join(store, "sessions", "s1", "session.json"))
+		require.NoError(t, err)
+		require.NoError(t, json.Unmarshal(raw, &meta))
+		return meta.Aliases
+	}
+
+	sh(t, projects, "ls -la -- -looked; ls -- -looked/; stat -- -looked/"+uuid+".jsonl; cat -- -read/"+uuid+".jsonl; ls -d -- -x -y")
+	time.Sleep(200 * time.Millisecond)
+	assert.Empty(t, aliases(), "looking records nothing")
+
+	sh(t, projects, "echo '{}' >> -appended/"+uuid+".jsonl; touch -- -created/new.jsonl; mkdir -- -mkdir/"+uuid)
+	eventually(t, 5*time.Second, func() bool { return len(aliases()) == 3 }, "three aliases written through: %v", aliases())
+	assert.ElementsMatch(t, []string{"-appended", "-created", "-mkdir"}, aliases())
+	assert.Equal(t, 2, lineCount(t, filepath.Join(canonical, uuid+".jsonl")))
+}

@@ -118,57 +118,59 @@ func TestDockerOtherUser(t *testing.T) {
 // TestDockerCrossEnvironmentResume: a conversation started in a container resumes on the host from the host
 // path of the workspace, and one started on the host resumes in a container.
 func TestDockerCrossEnvironmentResume(t *testing.T) {
-	claude := claudeBin(t)
-	cli := needDocker(t)
-	real, err := filepath.EvalSymlinks(claude)
-	require.NoError(t, err)
-	images(t, cli, real)
-	store := t.TempDir()
-	ok(t, store, "new", "s1")
-	m := mount(t, store)
-	// The container shares the host's network namespace, so it reaches the stub on the loopback.
-	api := stub(t, "127.0.0.1:0")
-	inContainer := func(args ...string) result {
-		base := []string{"--image", claudeImage, "--network", "host", "-v", real + ":/usr/local/bin/claude:ro",
-			"-e", "ANTHROPIC_BASE_URL=" + api.URL, "-e", "ANTHROPIC_API_KEY=sk-ant-test",
-			"-e", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "-e", "HOME=/tmp", "s1", "--", "/usr/local/bin/claude"}
-		return dockerRun(t, store, append(base, args...)...)
-	}
-	cfg := filepath.Join(m.session("s1"), ".claude")
-	ws := filepath.Join(m.session("s1"), "workspace")
-	canonical := filepath.Join(store, "sessions", "s1", ".claude", "projects", "-session-workspace")
+	forEachClaude(t, func(t *testing.T, c claudeCLI) {
+		claude := c.path
+		cli := needDocker(t)
+		real, err := filepath.EvalSymlinks(claude)
+		require.NoError(t, err)
+		images(t, cli, real)
+		store := t.TempDir()
+		ok(t, store, "new", "s1")
+		m := mount(t, store)
+		// The container shares the host's network namespace, so it reaches the stub on the loopback.
+		api := stub(t, "127.0.0.1:0")
+		inContainer := func(args ...string) result {
+			base := []string{"--image", claudeImage, "--network", "host", "-v", real + ":/usr/local/bin/claude:ro",
+				"-e", "ANTHROPIC_BASE_URL=" + api.URL, "-e", "ANTHROPIC_API_KEY=sk-ant-test",
+				"-e", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "-e", "HOME=/tmp", "s1", "--", "/usr/local/bin/claude"}
+			return dockerRun(t, store, append(base, args...)...)
+		}
+		cfg := filepath.Join(m.session("s1"), ".claude")
+		ws := filepath.Join(m.session("s1"), "workspace")
+		canonical := filepath.Join(store, "sessions", "s1", ".claude", "projects", "-session-workspace")
 
-	// Container first, then the host.
-	r := inContainer("-p", "hello from the container")
-	require.Equal(t, 0, r.code, "%s %s", r.stdout, r.stderr)
-	assert.Contains(t, r.stdout, apistub.Reply)
-	files := transcripts(t, canonical)
-	require.Len(t, files, 1)
-	uuid := strings.TrimSuffix(filepath.Base(files[0]), ".jsonl")
-	n := lineCount(t, files[0])
-	out, err := claudeRun(t, claude, api.URL, cfg, ws, "-p", "--resume", uuid, "now on the host")
-	require.NoError(t, err, out)
-	assert.NotContains(t, out, "No conversation found")
-	require.Len(t, transcripts(t, canonical), 1)
-	assert.Greater(t, lineCount(t, files[0]), n, "the host resumed the container's conversation")
+		// Container first, then the host.
+		r := inContainer("-p", "hello from the container")
+		require.Equal(t, 0, r.code, "%s %s", r.stdout, r.stderr)
+		assert.Contains(t, r.stdout, apistub.Reply)
+		files := transcripts(t, canonical)
+		require.Len(t, files, 1)
+		uuid := strings.TrimSuffix(filepath.Base(files[0]), ".jsonl")
+		n := lineCount(t, files[0])
+		out, err := claudeRun(t, claude, api.URL, cfg, ws, "-p", "--resume", uuid, "now on the host")
+		require.NoError(t, err, out)
+		assert.NotContains(t, out, "No conversation found")
+		require.Len(t, transcripts(t, canonical), 1)
+		assert.Greater(t, lineCount(t, files[0]), n, "the host resumed the container's conversation")
 
-	// Host first, then a container.
-	require.NoError(t, os.Remove(files[0]))
-	out, err = claudeRun(t, claude, api.URL, cfg, ws, "-p", "hello from the host")
-	require.NoError(t, err, out)
-	files = transcripts(t, canonical)
-	require.Len(t, files, 1)
-	uuid = strings.TrimSuffix(filepath.Base(files[0]), ".jsonl")
-	n = lineCount(t, files[0])
-	r = inContainer("-p", "--resume", uuid, "now in the container")
-	require.Equal(t, 0, r.code, "%s %s", r.stdout, r.stderr)
-	assert.NotContains(t, r.stdout+r.stderr, "No conversation found")
-	require.Len(t, transcripts(t, canonical), 1)
-	assert.Greater(t, lineCount(t, files[0]), n, "the container resumed the host's conversation")
-	b, err := os.ReadFile(files[0])
-	require.NoError(t, err)
-	assert.Contains(t, string(b), `"cwd":"/session/workspace"`)
-	assert.Contains(t, string(b), `"cwd":"`+ws+`"`)
+		// Host first, then a container.
+		require.NoError(t, os.Remove(files[0]))
+		out, err = claudeRun(t, claude, api.URL, cfg, ws, "-p", "hello from the host")
+		require.NoError(t, err, out)
+		files = transcripts(t, canonical)
+		require.Len(t, files, 1)
+		uuid = strings.TrimSuffix(filepath.Base(files[0]), ".jsonl")
+		n = lineCount(t, files[0])
+		r = inContainer("-p", "--resume", uuid, "now in the container")
+		require.Equal(t, 0, r.code, "%s %s", r.stdout, r.stderr)
+		assert.NotContains(t, r.stdout+r.stderr, "No conversation found")
+		require.Len(t, transcripts(t, canonical), 1)
+		assert.Greater(t, lineCount(t, files[0]), n, "the container resumed the host's conversation")
+		b, err := os.ReadFile(files[0])
+		require.NoError(t, err)
+		assert.Contains(t, string(b), `"cwd":"/session/workspace"`)
+		assert.Contains(t, string(b), `"cwd":"`+ws+`"`)
+	})
 }
 
 // TestDockerErrors: a stopped engine, a missing image and a missing session each give one clear line.

@@ -55,73 +55,75 @@ func uuidsIn(t *testing.T, claudeDir string) []string {
 // TestImport: existing Claude Code history becomes sessions, the originals untouched, and a second import adds
 // only what is new.
 func TestImport(t *testing.T) {
-	claude := claudeBin(t)
-	api := stub(t, "127.0.0.1:0")
-	claudeDir, projects := fakeHome(t, claude, api.URL)
-	uuids := uuidsIn(t, claudeDir)
-	require.Len(t, uuids, 2)
-	before := snapshot(t, claudeDir)
-	store := t.TempDir()
+	forEachClaude(t, func(t *testing.T, c claudeCLI) {
+		claude := c.path
+		api := stub(t, "127.0.0.1:0")
+		claudeDir, projects := fakeHome(t, claude, api.URL)
+		uuids := uuidsIn(t, claudeDir)
+		require.Len(t, uuids, 2)
+		before := snapshot(t, claudeDir)
+		store := t.TempDir()
 
-	r := cli(t, store, "import", "--from", claudeDir, "--dry-run")
-	require.Equal(t, 0, r.code, r.stderr)
-	assert.Contains(t, r.stdout, "would import 2 conversations")
-	ids, _ := os.ReadDir(filepath.Join(store, "sessions"))
-	assert.Empty(t, ids, "a dry run changes nothing")
+		r := cli(t, store, "import", "--from", claudeDir, "--dry-run")
+		require.Equal(t, 0, r.code, r.stderr)
+		assert.Contains(t, r.stdout, "would import 2 conversations")
+		ids, _ := os.ReadDir(filepath.Join(store, "sessions"))
+		assert.Empty(t, ids, "a dry run changes nothing")
 
-	r = cli(t, store, "import", "--from", claudeDir)
-	require.Equal(t, 0, r.code, r.stderr)
-	assert.Contains(t, r.stdout, "imported 2 conversations (0 unchanged) into 2 new sessions; 1 files skipped")
-	assert.Contains(t, r.stderr, "broken.jsonl", "the malformed file is reported")
-	for _, u := range uuids {
-		canon := filepath.Join(store, "sessions", u, ".claude", "projects", "-session-workspace")
-		src, _ := filepath.Glob(filepath.Join(claudeDir, "projects", "*", u+".jsonl"))
-		require.Len(t, src, 1)
-		a, err := os.Stat(src[0])
+		r = cli(t, store, "import", "--from", claudeDir)
+		require.Equal(t, 0, r.code, r.stderr)
+		assert.Contains(t, r.stdout, "imported 2 conversations (0 unchanged) into 2 new sessions; 1 files skipped")
+		assert.Contains(t, r.stderr, "broken.jsonl", "the malformed file is reported")
+		for _, u := range uuids {
+			canon := filepath.Join(store, "sessions", u, ".claude", "projects", "-session-workspace")
+			src, _ := filepath.Glob(filepath.Join(claudeDir, "projects", "*", u+".jsonl"))
+			require.Len(t, src, 1)
+			a, err := os.Stat(src[0])
+			require.NoError(t, err)
+			b, err := os.Stat(filepath.Join(canon, u+".jsonl"))
+			require.NoError(t, err, "the transcript is in the session's canonical folder")
+			assert.Equal(t, a.Size(), b.Size())
+			assert.True(t, a.ModTime().Equal(b.ModTime()), "the mtime is kept")
+		}
+		var meta layout.Meta
+		raw, err := os.ReadFile(filepath.Join(store, "sessions", uuids[0], "session.json"))
 		require.NoError(t, err)
-		b, err := os.Stat(filepath.Join(canon, u+".jsonl"))
-		require.NoError(t, err, "the transcript is in the session's canonical folder")
-		assert.Equal(t, a.Size(), b.Size())
-		assert.True(t, a.ModTime().Equal(b.ModTime()), "the mtime is kept")
-	}
-	var meta layout.Meta
-	raw, err := os.ReadFile(filepath.Join(store, "sessions", uuids[0], "session.json"))
-	require.NoError(t, err)
-	require.NoError(t, json.Unmarshal(raw, &meta))
-	assert.NotEmpty(t, meta.Cwds, "the conversation's cwd is recorded")
-	assert.Contains(t, projects, meta.Cwds[0])
-	agents, _ := filepath.Glob(filepath.Join(store, "sessions", "*", ".claude", "projects", "-session-workspace", "*", "subagents", "agent-*.jsonl"))
-	assert.Len(t, agents, 1, "the sidecar folder comes along")
-	assert.Equal(t, before, snapshot(t, claudeDir), "the originals are untouched")
+		require.NoError(t, json.Unmarshal(raw, &meta))
+		assert.NotEmpty(t, meta.Cwds, "the conversation's cwd is recorded")
+		assert.Contains(t, projects, meta.Cwds[0])
+		agents, _ := filepath.Glob(filepath.Join(store, "sessions", "*", ".claude", "projects", "-session-workspace", "*", "subagents", "agent-*.jsonl"))
+		assert.Len(t, agents, 1, "the sidecar folder comes along")
+		assert.Equal(t, before, snapshot(t, claudeDir), "the originals are untouched")
 
-	assert.Contains(t, ok(t, store, "import", "--from", claudeDir), "imported 0 conversations (2 unchanged)")
-	// A conversation that grew is copied again.
-	out, err := claudeRun(t, claude, api.URL, claudeDir, projects[0], "-p", "--continue", "more")
-	require.NoError(t, err, out)
-	assert.Contains(t, ok(t, store, "import", "--from", claudeDir), "imported 1 conversations (1 unchanged)")
+		assert.Contains(t, ok(t, store, "import", "--from", claudeDir), "imported 0 conversations (2 unchanged)")
+		// A conversation that grew is copied again.
+		out, err := claudeRun(t, claude, api.URL, claudeDir, projects[0], "-p", "--continue", "more")
+		require.NoError(t, err, out)
+		assert.Contains(t, ok(t, store, "import", "--from", claudeDir), "imported 1 conversations (1 unchanged)")
 
-	// --project and --into gather one project's conversations into one session.
-	other := t.TempDir()
-	assert.Contains(t, ok(t, other, "import", "--from", claudeDir, "--project", projects[1], "--into", "api"),
-		"imported 1 conversations (0 unchanged) into 1 new sessions")
-	convs, _ := filepath.Glob(filepath.Join(other, "sessions", "api", ".claude", "projects", "-session-workspace", "*.jsonl"))
-	assert.Len(t, convs, 1)
-	// A plain import afterwards brings the gathered conversation up to date in api: no second copy of it.
-	assert.Contains(t, ok(t, other, "import", "--from", claudeDir), "imported 1 conversations (1 unchanged) into 1 new sessions")
-	ids, _ = os.ReadDir(filepath.Join(other, "sessions"))
-	assert.Len(t, ids, 2, "api and one session for the other conversation")
-	// A dry run with --into counts the one session the run would make.
-	var rep struct {
-		Sessions []string `json:"sessions"`
-	}
-	require.NoError(t, json.Unmarshal([]byte(ok(t, t.TempDir(), "import", "--from", claudeDir, "--into", "all", "--dry-run", "--json")), &rep))
-	assert.Equal(t, []string{"all"}, rep.Sessions)
+		// --project and --into gather one project's conversations into one session.
+		other := t.TempDir()
+		assert.Contains(t, ok(t, other, "import", "--from", claudeDir, "--project", projects[1], "--into", "api"),
+			"imported 1 conversations (0 unchanged) into 1 new sessions")
+		convs, _ := filepath.Glob(filepath.Join(other, "sessions", "api", ".claude", "projects", "-session-workspace", "*.jsonl"))
+		assert.Len(t, convs, 1)
+		// A plain import afterwards brings the gathered conversation up to date in api: no second copy of it.
+		assert.Contains(t, ok(t, other, "import", "--from", claudeDir), "imported 1 conversations (1 unchanged) into 1 new sessions")
+		ids, _ = os.ReadDir(filepath.Join(other, "sessions"))
+		assert.Len(t, ids, 2, "api and one session for the other conversation")
+		// A dry run with --into counts the one session the run would make.
+		var rep struct {
+			Sessions []string `json:"sessions"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(ok(t, t.TempDir(), "import", "--from", claudeDir, "--into", "all", "--dry-run", "--json")), &rep))
+		assert.Equal(t, []string{"all"}, rep.Sessions)
 
-	// An imported conversation resumes from any cwd through the mount.
-	m := mount(t, store)
-	out, err = claudeRun(t, claude, api.URL, filepath.Join(m.session(uuids[0]), ".claude"), t.TempDir(), "-p", "--resume", uuids[0], "resumed")
-	require.NoError(t, err, out)
-	assert.NotContains(t, out, "No conversation found")
+		// An imported conversation resumes from any cwd through the mount.
+		m := mount(t, store)
+		out, err = claudeRun(t, claude, api.URL, filepath.Join(m.session(uuids[0]), ".claude"), t.TempDir(), "-p", "--resume", uuids[0], "resumed")
+		require.NoError(t, err, out)
+		assert.NotContains(t, out, "No conversation found")
+	})
 }
 
 // snapshot maps every file under dir to its size and mtime.
@@ -140,118 +142,122 @@ func snapshot(t *testing.T, dir string) map[string]string {
 // TestFindResumeAndByClaudeID: by-claude-id/<uuid> leads to the session; find prints it; resume runs claude
 // there, by conversation or by session.
 func TestFindResumeAndByClaudeID(t *testing.T) {
-	claude := claudeBin(t)
-	api := stub(t, "127.0.0.1:0")
-	store := t.TempDir()
-	ok(t, store, "new", "s1")
-	ok(t, store, "new", "s2")
-	m := mount(t, store)
-	out, err := claudeRun(t, claude, api.URL, filepath.Join(m.session("s2"), ".claude"), filepath.Join(m.session("s2"), "workspace"), "-p", "hi")
-	require.NoError(t, err, out)
-	canon := filepath.Join(store, "sessions", "s2", ".claude", "projects", "-session-workspace")
-	files := transcripts(t, canon)
-	require.Len(t, files, 1)
-	uuid := strings.TrimSuffix(filepath.Base(files[0]), ".jsonl")
+	forEachClaude(t, func(t *testing.T, c claudeCLI) {
+		claude := c.path
+		api := stub(t, "127.0.0.1:0")
+		store := t.TempDir()
+		ok(t, store, "new", "s1")
+		ok(t, store, "new", "s2")
+		m := mount(t, store)
+		out, err := claudeRun(t, claude, api.URL, filepath.Join(m.session("s2"), ".claude"), filepath.Join(m.session("s2"), "workspace"), "-p", "hi")
+		require.NoError(t, err, out)
+		canon := filepath.Join(store, "sessions", "s2", ".claude", "projects", "-session-workspace")
+		files := transcripts(t, canon)
+		require.Len(t, files, 1)
+		uuid := strings.TrimSuffix(filepath.Base(files[0]), ".jsonl")
 
-	link := filepath.Join(m.mnt, "by-claude-id", uuid)
-	eventually(t, 2*time.Second, func() bool {
-		target, err := os.Readlink(link)
-		return err == nil && target == "../sessions/s2"
-	}, "by-claude-id/%s does not lead to the session", uuid)
-	ents, err := os.ReadDir(filepath.Join(m.mnt, "by-claude-id"))
-	require.NoError(t, err)
-	require.Len(t, ents, 1)
-	assert.Equal(t, uuid, ents[0].Name())
-	assert.DirExists(t, filepath.Join(link, "workspace"), "the link resolves through the mount")
+		link := filepath.Join(m.mnt, "by-claude-id", uuid)
+		eventually(t, 2*time.Second, func() bool {
+			target, err := os.Readlink(link)
+			return err == nil && target == "../sessions/s2"
+		}, "by-claude-id/%s does not lead to the session", uuid)
+		ents, err := os.ReadDir(filepath.Join(m.mnt, "by-claude-id"))
+		require.NoError(t, err)
+		require.Len(t, ents, 1)
+		assert.Equal(t, uuid, ents[0].Name())
+		assert.DirExists(t, filepath.Join(link, "workspace"), "the link resolves through the mount")
 
-	assert.Equal(t, "s2\n", ok(t, store, "find", uuid))
-	var rows []struct {
-		ID            string `json:"id"`
-		Conversations int    `json:"conversations"`
-	}
-	require.NoError(t, json.Unmarshal([]byte(ok(t, store, "ls", "--json")), &rows))
-	require.Len(t, rows, 2)
-	assert.Equal(t, []int{0, 1}, []int{rows[0].Conversations, rows[1].Conversations}, "ls counts each session's conversations")
-	r := cli(t, store, "find", "0000-not-there")
-	assert.NotEqual(t, 0, r.code)
-	assert.Contains(t, r.stderr, "no session holds that conversation")
+		assert.Equal(t, "s2\n", ok(t, store, "find", uuid))
+		var rows []struct {
+			ID            string `json:"id"`
+			Conversations int    `json:"conversations"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(ok(t, store, "ls", "--json")), &rows))
+		require.Len(t, rows, 2)
+		assert.Equal(t, []int{0, 1}, []int{rows[0].Conversations, rows[1].Conversations}, "ls counts each session's conversations")
+		r := cli(t, store, "find", "0000-not-there")
+		assert.NotEqual(t, 0, r.code)
+		assert.Contains(t, r.stderr, "no session holds that conversation")
 
-	env := append(claudeEnv(t, api.URL), "SESSIONFS_STORE="+store)
-	n := lineCount(t, files[0])
-	cmd := exec.Command(bin, "resume", uuid, "--claude", claude, "--", "-p", "by uuid")
-	cmd.Dir, cmd.Env = t.TempDir(), env
-	b, err := cmd.CombinedOutput()
-	require.NoError(t, err, "%s", b)
-	assert.Contains(t, string(b), apistub.Reply)
-	assert.Greater(t, lineCount(t, files[0]), n)
-	n = lineCount(t, files[0])
-	cmd = exec.Command(bin, "resume", "s2", "--claude", claude, "--", "-p", "by session")
-	cmd.Env = env
-	b, err = cmd.CombinedOutput()
-	require.NoError(t, err, "%s", b)
-	assert.Greater(t, lineCount(t, files[0]), n, "--continue picked the same conversation")
-	require.Len(t, transcripts(t, canon), 1)
+		env := append(claudeEnv(t, api.URL), "SESSIONFS_STORE="+store)
+		n := lineCount(t, files[0])
+		cmd := exec.Command(bin, "resume", uuid, "--claude", claude, "--", "-p", "by uuid")
+		cmd.Dir, cmd.Env = t.TempDir(), env
+		b, err := cmd.CombinedOutput()
+		require.NoError(t, err, "%s", b)
+		assert.Contains(t, string(b), apistub.Reply)
+		assert.Greater(t, lineCount(t, files[0]), n)
+		n = lineCount(t, files[0])
+		cmd = exec.Command(bin, "resume", "s2", "--claude", claude, "--", "-p", "by session")
+		cmd.Env = env
+		b, err = cmd.CombinedOutput()
+		require.NoError(t, err, "%s", b)
+		assert.Greater(t, lineCount(t, files[0]), n, "--continue picked the same conversation")
+		require.Len(t, transcripts(t, canon), 1)
+	})
 }
 
 // TestWatch: watch prints each new message of a session as one readable line, subagents marked.
 func TestWatch(t *testing.T) {
-	claude := claudeBin(t)
-	api := stub(t, "127.0.0.1:0")
-	store := t.TempDir()
-	ok(t, store, "new", "s1")
-	for _, asJSON := range []bool{false, true} {
-		args := []string{"watch", "s1"}
-		if asJSON {
-			args = append(args, "--json")
-		}
-		cmd := exec.Command(bin, args...)
-		cmd.Env = append(os.Environ(), "SESSIONFS_STORE="+store)
-		pr, pw := io.Pipe()
-		cmd.Stdout = pw
-		require.NoError(t, cmd.Start())
-		lines := make(chan string, 100)
-		go func() {
-			sc := bufio.NewScanner(pr)
-			for sc.Scan() {
-				lines <- sc.Text()
+	forEachClaude(t, func(t *testing.T, c claudeCLI) {
+		claude := c.path
+		api := stub(t, "127.0.0.1:0")
+		store := t.TempDir()
+		ok(t, store, "new", "s1")
+		for _, asJSON := range []bool{false, true} {
+			args := []string{"watch", "s1"}
+			if asJSON {
+				args = append(args, "--json")
 			}
-		}()
-		time.Sleep(300 * time.Millisecond) // let it start watching
-		p := filepath.Join(store, "sessions", "s1")
-		out, err := claudeRun(t, claude, api.URL, filepath.Join(p, ".claude"), filepath.Join(p, "workspace"), "-p", "watch me "+apistub.AgentTrigger)
-		require.NoError(t, err, out)
-		var seen []string
-		deadline := time.After(10 * time.Second)
-	collect:
-		for {
-			select {
-			case l := <-lines:
-				seen = append(seen, l)
-				all := strings.Join(seen, "\n")
-				if strings.Contains(all, "[agent-") && strings.Contains(all, "assistant "+apistub.Reply) && strings.Count(all, apistub.Reply) >= 2 ||
-					asJSON && len(seen) >= 6 {
+			cmd := exec.Command(bin, args...)
+			cmd.Env = append(os.Environ(), "SESSIONFS_STORE="+store)
+			pr, pw := io.Pipe()
+			cmd.Stdout = pw
+			require.NoError(t, cmd.Start())
+			lines := make(chan string, 100)
+			go func() {
+				sc := bufio.NewScanner(pr)
+				for sc.Scan() {
+					lines <- sc.Text()
+				}
+			}()
+			time.Sleep(300 * time.Millisecond) // let it start watching
+			p := filepath.Join(store, "sessions", "s1")
+			out, err := claudeRun(t, claude, api.URL, filepath.Join(p, ".claude"), filepath.Join(p, "workspace"), "-p", "watch me "+apistub.AgentTrigger)
+			require.NoError(t, err, out)
+			var seen []string
+			deadline := time.After(10 * time.Second)
+		collect:
+			for {
+				select {
+				case l := <-lines:
+					seen = append(seen, l)
+					all := strings.Join(seen, "\n")
+					if strings.Contains(all, "[agent-") && strings.Contains(all, "assistant "+apistub.Reply) && strings.Count(all, apistub.Reply) >= 2 ||
+						asJSON && len(seen) >= 6 {
+						break collect
+					}
+				case <-deadline:
 					break collect
 				}
-			case <-deadline:
-				break collect
 			}
-		}
-		_ = cmd.Process.Signal(os.Interrupt)
-		_ = cmd.Wait()
-		pw.Close()
-		all := strings.Join(seen, "\n")
-		if asJSON {
-			require.NotEmpty(t, seen)
-			for _, l := range seen {
-				assert.True(t, json.Valid([]byte(l)), "%q", l)
+			_ = cmd.Process.Signal(os.Interrupt)
+			_ = cmd.Wait()
+			pw.Close()
+			all := strings.Join(seen, "\n")
+			if asJSON {
+				require.NotEmpty(t, seen)
+				for _, l := range seen {
+					assert.True(t, json.Valid([]byte(l)), "%q", l)
+				}
+				continue
 			}
-			continue
+			assert.Regexp(t, `(?m)^[0-9a-f]{8} \d\d:\d\d:\d\d user\s+watch me`, all)
+			assert.Contains(t, all, "→ Agent(")
+			assert.Contains(t, all, "[agent-", "subagent messages are marked")
+			assert.Contains(t, all, "assistant "+apistub.Reply)
 		}
-		assert.Regexp(t, `(?m)^[0-9a-f]{8} \d\d:\d\d:\d\d user\s+watch me`, all)
-		assert.Contains(t, all, "→ Agent(")
-		assert.Contains(t, all, "[agent-", "subagent messages are marked")
-		assert.Contains(t, all, "assistant "+apistub.Reply)
-	}
+	})
 }
 
 // TestDoctor: each check is one OK/WARN/FAIL line, and a stale mount is a FAIL with the fix.

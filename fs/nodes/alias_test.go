@@ -77,3 +77,12 @@ func TestAgentViewRoles(t *testing.T) {
 	assert.Equal(t, rolePlain, codex.childRole("sessions"), "Codex keys nothing by the cwd")
 	assert.Equal(t, rolePlain, (&Node{}).childRole(".gemini"), "only a session's own folder")
 }
+
+func TestIsSetAside(t *testing.T) {
+	const uuid = "2fe2d21b-be8f-4b12-b46b-12e68f6e9f01"
+	assert.True(t, isSetAside(uuid+".jsonl", uuid+".jsonl.superseded-1795417231194"))
+	assert.True(t, isSetAside(uuid, uuid+".superseded-1"), "the sidecar folder too")
+	for _, to := range []string{uuid + ".jsonl.superseded-", uuid + ".jsonl.superseded-12x", uuid + ".jsonl.bak", "x.jsonl.superseded-1"} {
+		assert.False(t, isSetAside(uuid+".jsonl", to), to)
+	}
+}

@@ -121,7 +121,12 @@ func (n *Node) OnForget() {
 }
 
 // did records that n changed its child at store path rel itself, so the store watcher does not invalidate it.
-func (n *Node) did(rel string) { n.tree.did(rel, &n.Inode) }
+func (n *Node) did(rel string) {
+	n.tree.did(rel, &n.Inode)
+	if n.transcripts {
+		n.tree.wroteThrough(n.id, n.alias) // a name made, removed or renamed in the view
+	}
+}
 
 func (n *Node) entry(out *fuse.EntryOut, st *syscall.Stat_t, ch *fs.Inode) {
 	out.Attr.FromStat(st)
@@ -149,6 +154,9 @@ func (n *Node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs
 		return ch, 0
 	}
 	ch := n.newChild(ctx, name, p, &st, gen)
+	if n.transcripts {
+		n.tree.lookedUpIn.Store(p, n.alias)
+	}
 	n.entry(out, &st, ch)
 	return ch, 0
 }
@@ -202,6 +210,9 @@ func (n *Node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 		_, _ = unix.FcntlInt(uintptr(fd), unix.F_SETFL, int(flags)&^(syscall.O_ACCMODE|syscall.O_CREAT|syscall.O_EXCL|syscall.O_TRUNC|syscall.O_NOCTTY))
 	}
 	if flags&syscall.O_ACCMODE != syscall.O_RDONLY {
+		if view, ok := n.tree.lookedUpIn.Load(p); ok && n.transcripts {
+			n.tree.wroteThrough(n.id, view.(uint64))
+		}
 		killPriv(ctx, fd)
 		return n.tree.writer(p, fd), 0, 0
 	}
@@ -389,6 +400,14 @@ func (n *Node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 	if !ok {
 		return syscall.EXDEV
 	}
+	if n.base != "" && n.transcripts && np.transcripts && np.base == n.base && isSetAside(name, newName) {
+		// Claude Code's /cd moves a transcript to the new cwd's projects folder, first setting aside a same-named
+		// file found there as <name>.superseded-<ms>. Here every projects folder is a view of one folder, so the
+		// file "found there" is the very one being moved: setting it aside would move it from under the move.
+		// ENOENT is what Claude Code takes for "nothing to set aside"; the move that follows, a file renamed onto
+		// itself, is then a no-op.
+		return syscall.ENOENT
+	}
 	src, dst := n.child(name), np.child(newName)
 	n.did(src)
 	np.did(dst)
@@ -397,6 +416,12 @@ func (n *Node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 			return unix.Renameat2(sfd, sname, dfd, dname, uint(flags))
 		})
 	}))
+}
+
+// isSetAside: newName is name set aside by Claude Code, name + ".superseded-" + milliseconds.
+func isSetAside(name, newName string) bool {
+	ms, ok := strings.CutPrefix(newName, name+".superseded-")
+	return ok && ms != "" && strings.Trim(ms, "0123456789") == ""
 }
 
 // OpendirHandle lets the kernel keep the listing: it rereads it when the folder's mtime changes (auto

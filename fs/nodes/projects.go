@@ -73,7 +73,6 @@ func (p *Projects) Lookup(ctx context.Context, name string, out *fuse.EntryOut) 
 	if st.Mode&syscall.S_IFMT != syscall.S_IFDIR {
 		return nil, syscall.ENOTDIR // a session made it something else: never shown as the transcript folder
 	}
-	p.tree.used(p.id, name)
 	n := &Node{tree: p.tree, base: target, id: p.id, alias: view, transcripts: true}
 	ch := p.NewInode(ctx, n, p.tree.stableAttr(&st, gen, view))
 	if ch.Operations() == n {

@@ -27,11 +27,15 @@ type Tree struct {
 	sessions *layout.Dir // the store's sessions folder: every access is resolved beneath it (at.go)
 	dev      uint64      // its filesystem
 
-	aliasNums sync.Map // alias name -> uint64 view number, stable for the mount's life
-	nextAlias atomic.Uint64
-	devs      sync.Map // st_dev -> uint64 filesystem number (the store's is 0)
-	nextDev   atomic.Uint64
-	seen      sync.Map // id + "/" + name -> struct{}: aliases already reported to OnAlias
+	aliasNums  sync.Map // alias name -> uint64 view number, stable for the mount's life
+	aliasNames sync.Map // uint64 view number -> alias name
+	// lookedUpIn: store path of a file in a transcript folder -> the view it was last looked up through. A file
+	// is one inode under every view, so opening it for writing is put down to that view.
+	lookedUpIn sync.Map
+	nextAlias  atomic.Uint64
+	devs       sync.Map // st_dev -> uint64 filesystem number (the store's is 0)
+	nextDev    atomic.Uint64
+	seen       sync.Map // id + "/" + name -> struct{}: aliases already reported to OnAlias
 	// viewsFolded: the store paths of the agents' cwd-keyed folders already folded in this mount (views.go)
 	viewsFolded sync.Map
 	cache       cache
@@ -63,8 +67,22 @@ func (t *Tree) aliasNum(name string) uint64 {
 	if n, ok := t.aliasNums.Load(name); ok {
 		return n.(uint64)
 	}
-	n, _ := t.aliasNums.LoadOrStore(name, t.nextAlias.Add(1))
+	n, loaded := t.aliasNums.LoadOrStore(name, t.nextAlias.Add(1))
+	if !loaded {
+		t.aliasNames.Store(n, name)
+	}
 	return n.(uint64)
+}
+
+// wroteThrough notes that something was written through view number view of session id: an alias is recorded
+// when it is written through, never when it is only looked at (a listing, a stat).
+func (t *Tree) wroteThrough(id string, view uint64) {
+	if view == 0 {
+		return
+	}
+	if name, ok := t.aliasNames.Load(view); ok {
+		t.used(id, name.(string))
+	}
 }
 
 // used notes that session id used alias name, telling OnAlias the first time.
