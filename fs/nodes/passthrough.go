@@ -307,6 +307,9 @@ func (n *Node) create(ctx context.Context, name string, out *fuse.EntryOut, mk f
 }
 
 func (n *Node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	if ch, errno, ok := n.mkdirView(ctx, name, out); ok {
+		return ch, errno
+	}
 	return n.create(ctx, name, out, func(dirfd int, name string) error { return unix.Mkdirat(dirfd, name, mode) })
 }
 
@@ -371,7 +374,7 @@ func (n *Node) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
 // Unlink removes a file; in the transcript folder it moves it to the session's transcript trash instead, since
 // Claude Code ages transcripts out at start-up and people rm the wrong thing.
 func (n *Node) Unlink(ctx context.Context, name string) syscall.Errno {
-	if errno, ok := n.removeView(name); ok {
+	if errno, ok := n.removeView(name, false); ok {
 		return errno
 	}
 	p := n.child(name)
@@ -383,7 +386,7 @@ func (n *Node) Unlink(ctx context.Context, name string) syscall.Errno {
 }
 
 func (n *Node) Rmdir(ctx context.Context, name string) syscall.Errno {
-	if errno, ok := n.removeView(name); ok {
+	if errno, ok := n.removeView(name, true); ok {
 		return errno
 	}
 	p := n.child(name)

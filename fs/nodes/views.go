@@ -124,8 +124,10 @@ func (n *Node) ownFolder(name, rel string) {
 }
 
 // lookupView answers a lookup in an agent's cwd-keyed folder: a view name (other than the canonical one, which
-// is the folder's own entry) leads to the canonical entry, made if missing, as projects/ does for Claude. ok is
-// false for every other lookup, which passes through.
+// is the folder's own entry) leads to the canonical entry, as projects/ does for Claude. While there is no
+// canonical entry, ok is false and the name is the folder's own entry (none, or a name's claim left behind):
+// a lookup never makes the canonical entry, so rm -rf of the agent's folder does not bring it back while it
+// removes the views. mkdir of a view name makes it (mkdirView). ok is false for every other lookup too.
 func (n *Node) lookupView(ctx context.Context, name string, out *fuse.EntryOut) (ch *fs.Inode, errno syscall.Errno, ok bool) {
 	if n.role < roleViews || n.role >= roleOwnView {
 		return nil, 0, false
@@ -148,19 +150,8 @@ func (n *Node) lookupView(ctx context.Context, name string, out *fuse.EntryOut) 
 	target := dir + "/" + v.Canonical
 	var st syscall.Stat_t
 	gen, err := t.lstatAt(target, &st)
-	if err == syscall.ENOENT && !t.ReadOnly {
-		err = t.atParent(target, func(dirfd int, name string) error {
-			if err := unix.Mkdirat(dirfd, name, 0o755); err != nil {
-				return err
-			}
-			if uid, gid := t.sessionOwner(n.id); isRoot && uid >= 0 {
-				return unix.Fchownat(dirfd, name, uid, gid, unix.AT_SYMLINK_NOFOLLOW)
-			}
-			return nil
-		})
-		if err == nil || err == syscall.EEXIST {
-			gen, err = t.lstatAt(target, &st)
-		}
+	if err == syscall.ENOENT {
+		return nil, 0, false
 	}
 	if err != nil {
 		return nil, fs.ToErrno(err), true
@@ -182,14 +173,50 @@ func (n *Node) lookupView(ctx context.Context, name string, out *fuse.EntryOut) 
 	return ch, 0, true
 }
 
+// mkdirView answers mkdir of a view name in an agent's cwd-keyed folder (the agent's first run in a cwd): the
+// canonical entry is made, and the name is its view. ok is false for other names.
+func (n *Node) mkdirView(ctx context.Context, name string, out *fuse.EntryOut) (ch *fs.Inode, errno syscall.Errno, ok bool) {
+	if n.role < roleViews || n.role >= roleOwnView || n.tree.ReadOnly {
+		return nil, 0, false
+	}
+	v := viewFolders[n.role-roleViews]
+	if name == v.Canonical || !v.Name(name) {
+		return nil, 0, false
+	}
+	dir := n.path()
+	if dir == "" {
+		return nil, syscall.ENOENT, true
+	}
+	t := n.tree
+	err := t.atParent(dir+"/"+v.Canonical, func(dirfd int, name string) error {
+		err := unix.Mkdirat(dirfd, name, 0o755)
+		if uid, gid := t.sessionOwner(n.id); err == nil && isRoot && uid >= 0 {
+			return unix.Fchownat(dirfd, name, uid, gid, unix.AT_SYMLINK_NOFOLLOW)
+		}
+		return err
+	})
+	if err != nil && err != syscall.EEXIST {
+		return nil, fs.ToErrno(err), true
+	}
+	if ch, errno, ok = n.lookupView(ctx, name, out); !ok {
+		return nil, syscall.ENOENT, true // the canonical entry went again at once
+	}
+	return ch, errno, true
+}
+
 // removeView answers rmdir (or unlink) of a view name in an agent's cwd-keyed folder: the name's own folder (its
-// claim, if any) goes and the canonical entry stays, as rmdir of an alias of .claude/projects forgets it. So rm -rf
-// of an agent's folder works whatever order it meets the names in. ok is false for other names.
-func (n *Node) removeView(name string) (errno syscall.Errno, ok bool) {
+// claim, if any) goes and the canonical entry stays, as rmdir of an alias of .claude/projects forgets it. rmdir of
+// the canonical entry takes the views' claims with it (every view was that entry), since a view met after it can
+// no longer be opened and rm -rf skips it. So rm -rf of an agent's folder works whatever order it meets the names
+// in. ok is false for other names.
+func (n *Node) removeView(name string, rmdir bool) (errno syscall.Errno, ok bool) {
 	if n.role < roleViews || n.role >= roleOwnView {
 		return 0, false
 	}
 	v := viewFolders[n.role-roleViews]
+	if name == v.Canonical && rmdir && v.Own != "" {
+		return n.removeCanonical(name, v), true
+	}
 	if name == v.Canonical || !v.Name(name) {
 		return 0, false
 	}
@@ -207,4 +234,32 @@ func (n *Node) removeView(name string) (errno syscall.Errno, ok bool) {
 		err = nil // a view with no claim of its own: nothing to remove
 	}
 	return fs.ToErrno(err), true
+}
+
+// removeCanonical removes the (empty) canonical entry, then every view name's folder in the store that holds
+// nothing but its claim.
+func (n *Node) removeCanonical(name string, v viewFolder) syscall.Errno {
+	p := n.child(name)
+	n.did(p)
+	err := n.tree.atParent(p, func(dirfd int, name string) error { return unix.Unlinkat(dirfd, name, unix.AT_REMOVEDIR) })
+	if err != nil {
+		return fs.ToErrno(err)
+	}
+	dir := n.path()
+	ents, err := n.tree.sessions.ReadDir(dir)
+	if err != nil {
+		return 0
+	}
+	for _, e := range ents {
+		if !e.IsDir() || e.Name() == v.Canonical || !v.Name(e.Name()) {
+			continue
+		}
+		own := dir + "/" + e.Name()
+		if in, err := n.tree.sessions.ReadDir(own); err != nil || len(in) != 1 || in[0].Name() != v.Own {
+			continue // not only a claim: left to the agent's own rm
+		}
+		_ = n.tree.sessions.Remove(own + "/" + v.Own)
+		_ = n.tree.sessions.Remove(own)
+	}
+	return 0
 }
