@@ -1,9 +1,11 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 
 	"github.com/sessionfs/sessionfs/agents"
 	"github.com/sessionfs/sessionfs/layout"
@@ -19,6 +21,9 @@ func agentFlag(cmd *cobra.Command, name *string) {
 
 // checkAgent refuses an unknown --agent as a usage mistake.
 func checkAgent(name string) (*agents.Agent, error) {
+	if name == "" {
+		return nil, usageError("--agent: empty (want " + strings.Join(agents.Names(), ", ") + ")")
+	}
 	a, err := agents.ByName(name)
 	if err != nil {
 		return nil, usageError("--agent: " + strings.TrimPrefix(err.Error(), "unknown agent "))
@@ -27,20 +32,25 @@ func checkAgent(name string) (*agents.Agent, error) {
 }
 
 // prepareAgent makes agent a's folder in session id on demand (written in the store beneath the session's folder
-// fd) and seeds what it needs to start there: the same workspaces are trusted as for Claude.
-func prepareAgent(s *layout.Store, id, dir string, mounted bool, a *agents.Agent) {
+// fd) and seeds what it needs to start there: the same workspaces are trusted as for Claude. A folder the session
+// made something else (a symlink out of it) is refused: the agent would follow it. A seed that cannot be written
+// is only a warning.
+func prepareAgent(s *layout.Store, id, dir string, mounted bool, a *agents.Agent) error {
 	if a == agents.Claude {
-		return
+		return nil
 	}
 	sess, err := s.OpenSession(id)
 	if err != nil {
-		warnf("prepare %s: %v", a.Dir, err)
-		return
+		return err
 	}
 	defer sess.Close()
+	if st, err := sess.Lstat(a.Dir); err == nil && st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return fmt.Errorf("session %s: its %s is not a folder (a link?); the %s agent would follow it: refused", id, a.Dir, a.Name)
+	}
 	if err := agents.Prepare(sess, a, workspaces(s, id, dir, mounted)); err != nil {
 		warnf("prepare %s: %v", a.Dir, err)
 	}
+	return nil
 }
 
 // workspaces are the paths a session's workspace is known by: in containers, in the store, in the mount.

@@ -42,7 +42,9 @@ folder is made in the session if it has none yet.`,
 			vars := []string{"SESSIONFS_SESSION=" + m.ID, "SESSION_DIR=" + p.Root, claude.EnvConfigDir + "=" + p.Claude,
 				claude.EnvProjectDirName + "=" + claude.ProjectDirName}
 			if ag != agents.Claude {
-				prepareAgent(s, m.ID, dir, mounted, ag)
+				if err := prepareAgent(s, m.ID, dir, mounted, ag); err != nil {
+					return err
+				}
 				vars = append(vars, ag.Env(p.Root)...)
 			}
 			for _, kv := range vars {

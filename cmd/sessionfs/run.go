@@ -78,7 +78,9 @@ volumes) unless --keep. Each run is recorded in the session's session.json. The 
 			if err := seedClaude(s, m.ID, dir, mounted); err != nil {
 				warnf("%v", err)
 			}
-			prepareAgent(s, m.ID, dir, mounted, ag)
+			if err := prepareAgent(s, m.ID, dir, mounted, ag); err != nil {
+				return err
+			}
 			folder, err := s.OpenSession(m.ID)
 			if err != nil {
 				return err
