@@ -35,7 +35,10 @@ type Agent struct {
 	// folder holding Dir, as GEMINI_CLI_HOME names the parent of .gemini.
 	Var         string
 	VarIsParent bool
-	Views       []Views // its cwd-keyed folders, if any
+	// Also are variables that move part of the agent's state (its index, its chats) elsewhere when set: set to
+	// the agent's folder too, so a value in the caller's environment does not take that part out of the session.
+	Also  []string
+	Views []Views // its cwd-keyed folders, if any
 }
 
 // CanonicalCwd is the cwd whose names are the canonical ones: the session's workspace as containers see it.
@@ -49,7 +52,8 @@ var (
 	}}}
 	// Codex files sessions by date (sessions/YYYY/MM/DD/rollout-*-<id>.jsonl, indexed in state_*.sqlite):
 	// resume by id works from any cwd, so it needs only its own CODEX_HOME.
-	Codex = &Agent{Name: "codex", Dir: ".codex", Var: "CODEX_HOME"}
+	// CODEX_SQLITE_HOME moves the index (state_*.sqlite), which lives in CODEX_HOME by default.
+	Codex = &Agent{Name: "codex", Dir: ".codex", Var: "CODEX_HOME", Also: []string{"CODEX_SQLITE_HOME"}}
 	// Gemini CLI names a project folder after the cwd's base name (projects.json maps each cwd to its slug;
 	// versions before it used sha256 of the path) and writes the cwd into <slug>/.project_root to claim the name.
 	Gemini = &Agent{Name: "gemini", Dir: ".gemini", Var: "GEMINI_CLI_HOME", VarIsParent: true, Views: []Views{
@@ -57,7 +61,8 @@ var (
 		{Dir: "history", Canonical: GeminiSlug(CanonicalCwd), Name: IsGeminiProject, Own: GeminiOwner},
 	}}
 	// Qwen Code keeps conversations in projects/<sanitized cwd>/chats and scratch files in tmp/<sha256 of cwd>.
-	Qwen = &Agent{Name: "qwen", Dir: ".qwen", Var: "QWEN_HOME", Views: []Views{
+	// QWEN_RUNTIME_DIR, when set, takes projects/ and tmp/ (the chats) out of QWEN_HOME.
+	Qwen = &Agent{Name: "qwen", Dir: ".qwen", Var: "QWEN_HOME", Also: []string{"QWEN_RUNTIME_DIR"}, Views: []Views{
 		{Dir: "projects", Canonical: QwenFolder(CanonicalCwd), Name: claude.IsFolderName},
 		{Dir: "tmp", Canonical: PathHash(CanonicalCwd), Name: isHash},
 	}}
@@ -101,10 +106,15 @@ func ByDir(dir string) *Agent {
 // Env is what points the agent at its folder in a session whose root a process sees as root ("/session" in a
 // container): K=V pairs. Claude's (CLAUDE_CONFIG_DIR and its project folder name) every run gets anyway.
 func (a *Agent) Env(root string) []string {
+	dir := filepath.Join(root, a.Dir)
+	env := []string{a.Var + "=" + dir}
 	if a.VarIsParent {
-		return []string{a.Var + "=" + root}
+		env[0] = a.Var + "=" + root
 	}
-	return []string{a.Var + "=" + filepath.Join(root, a.Dir)}
+	for _, v := range a.Also {
+		env = append(env, v+"="+dir)
+	}
+	return env
 }
 
 // Path is the agent's folder below a session root.

@@ -51,8 +51,10 @@ func TestViewNames(t *testing.T) {
 }
 
 func TestEnvAndNames(t *testing.T) {
-	assert.Equal(t, []string{"CODEX_HOME=/session/.codex"}, Codex.Env("/session"))
-	assert.Equal(t, []string{"QWEN_HOME=/session/.qwen"}, Qwen.Env("/session"))
+	assert.Equal(t, []string{"CODEX_HOME=/session/.codex", "CODEX_SQLITE_HOME=/session/.codex"}, Codex.Env("/session"),
+		"a caller's CODEX_SQLITE_HOME would take the index out of the session")
+	assert.Equal(t, []string{"QWEN_HOME=/session/.qwen", "QWEN_RUNTIME_DIR=/session/.qwen"}, Qwen.Env("/session"),
+		"a caller's QWEN_RUNTIME_DIR would take the chats out of the session")
 	assert.Equal(t, []string{"GEMINI_CLI_HOME=/session"}, Gemini.Env("/session"), "the parent of .gemini")
 	assert.Equal(t, []string{"CLAUDE_CONFIG_DIR=/m/s/.claude"}, Claude.Env("/m/s"))
 	a, err := ByName("")

@@ -357,9 +357,12 @@ func TestAgentFlag(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "/session/workspace", string(b), "the canonical name is claimed as Gemini claims one")
 
-	r := cli(t, store, "exec", "s1", "--agent", "qwen", "--", "sh", "-c", `echo "$QWEN_HOME"; pwd`)
+	// A QWEN_RUNTIME_DIR of the caller's would take Qwen's chats out of the session: it is the session's too.
+	r := cliWith(t, store, "", append(os.Environ(), "QWEN_RUNTIME_DIR=/tmp/elsewhere"), nil,
+		"exec", "s1", "--agent", "qwen", "--", "sh", "-c", `echo "$QWEN_HOME"; echo "$QWEN_RUNTIME_DIR"; pwd`)
 	require.Equal(t, 0, r.code, r.stderr)
-	assert.Equal(t, filepath.Join(sess, ".qwen")+"\n"+filepath.Join(sess, "workspace")+"\n", r.stdout)
+	qwen := filepath.Join(sess, ".qwen")
+	assert.Equal(t, qwen+"\n"+qwen+"\n"+filepath.Join(sess, "workspace")+"\n", r.stdout)
 
 	for _, args := range [][]string{{"env", "s1", "--agent", "aider"}, {"exec", "s1", "--agent=", "--", "true"},
 		{"run", "--agent", "CODEX", "s1", "--", "true"}} {
