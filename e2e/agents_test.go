@@ -437,3 +437,90 @@ func TestAgentFlagDocker(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Equal(t, "/session\n", r.stdout)
 }
+
+// TestWatchOtherAgents: watch follows the other agents' conversations too, their folders made after it started,
+// each message one line marked with its agent. The files are the ones the pinned CLIs wrote (agents/testdata),
+// appended a line at a time as the CLIs append them.
+func TestWatchOtherAgents(t *testing.T) {
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	sess := filepath.Join(store, "sessions", "s1")
+	cmd := exec.Command(bin, "watch", "s1")
+	cmd.Env = append(os.Environ(), "SESSIONFS_STORE="+store)
+	var out strings.Builder
+	pr, pw, err := os.Pipe()
+	require.NoError(t, err)
+	cmd.Stdout = pw
+	require.NoError(t, cmd.Start())
+	pw.Close()
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	got := make(chan string, 100)
+	go func() {
+		b := make([]byte, 4096)
+		for {
+			n, err := pr.Read(b)
+			if n > 0 {
+				got <- string(b[:n])
+			}
+			if err != nil {
+				close(got)
+				return
+			}
+		}
+	}()
+	time.Sleep(300 * time.Millisecond) // let it start watching
+
+	src := filepath.Join("..", "agents", "testdata", "session")
+	for _, glob := range []string{".codex/sessions/*/*/*/*.jsonl", ".gemini/tmp/*/chats/session-2026-11-23T07-00-*.jsonl", ".qwen/projects/*/chats/*.jsonl"} {
+		files, err := filepath.Glob(filepath.Join(src, glob))
+		require.NoError(t, err)
+		require.Len(t, files, 1, glob)
+		rel, err := filepath.Rel(src, files[0])
+		require.NoError(t, err)
+		dst := filepath.Join(sess, rel)
+		require.NoError(t, os.MkdirAll(filepath.Dir(dst), 0o755))
+		time.Sleep(200 * time.Millisecond)
+		b, err := os.ReadFile(files[0])
+		require.NoError(t, err)
+		f, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		require.NoError(t, err)
+		for _, line := range strings.SplitAfter(string(b), "\n") {
+			_, err := f.WriteString(line)
+			require.NoError(t, err)
+		}
+		require.NoError(t, f.Close())
+	}
+	want := []string{`(?m)^01a20739 \d\d:\d\d:\d\d \[codex\] user hello there$`, `(?m)^01a20739 \d\d:\d\d:\d\d \[codex\] assistant stub reply$`,
+		`(?m)^9ab916a9 \d\d:\d\d:\d\d \[gemini\] user hello there$`, `(?m)^9ab916a9 \d\d:\d\d:\d\d \[gemini\] assistant stub reply$`,
+		`(?m)^6ff0322b \d\d:\d\d:\d\d \[qwen\] user hello there$`, `(?m)^6ff0322b \d\d:\d\d:\d\d \[qwen\] assistant stub reply$`}
+	deadline := time.After(10 * time.Second)
+	done := func() bool {
+		for _, re := range want {
+			if !regexp.MustCompile(re).MatchString(out.String()) {
+				return false
+			}
+		}
+		return true
+	}
+	for !done() {
+		select {
+		case s, open := <-got:
+			require.True(t, open, "watch ended:\n%s", out.String())
+			out.WriteString(s)
+		case <-deadline:
+			t.Fatalf("watch printed:\n%s", out.String())
+		}
+	}
+	for settle := time.After(500 * time.Millisecond); ; { // anything more it would print
+		select {
+		case s := <-got:
+			out.WriteString(s)
+			continue
+		case <-settle:
+		}
+		break
+	}
+	assert.NotContains(t, out.String(), "session_context", "the context the agents add is not a message")
+	assert.NotContains(t, out.String(), "environment_context")
+	assert.Equal(t, 10, strings.Count(out.String(), "\n"), "one line per message, Gemini's history rewrite not repeated:\n%s", out.String())
+}
