@@ -15,7 +15,7 @@ import (
 func TestFileOf(t *testing.T) {
 	for rel, want := range map[string]string{
 		".codex/sessions/2026/11/23/rollout-2026-11-23T07-05-15-01A20739-265b-7793-acee-f94fce8f06e3.jsonl": "codex 01a20739",
-		".gemini/tmp/workspace/chats/session-2026-11-23T07-00-9ab916a9.jsonl":                              "gemini 9ab916a9",
+		".gemini/tmp/workspace/chats/session-2026-11-23T07-00-9ab916a9.jsonl":                               "gemini 9ab916a9",
 		".qwen/projects/-session-workspace/chats/6ff0322b-05c7-4854-be6e-8e9ae644122e.jsonl":                "qwen 6ff0322b",
 	} {
 		a, conv, ok := FileOf(rel)
