@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -47,24 +48,37 @@ type file struct {
 // sess, no symlink followed; a session's folders are bounded only by its disk, like Claude's.
 func files(sess *layout.Dir) []file {
 	var out []file
-	for _, day := range subdirs(sess, Codex.Dir+"/sessions", 3) {
-		ents, _ := sess.ReadDir(day)
-		for _, e := range ents {
-			if m := codexFile.FindStringSubmatch(e.Name()); m != nil && e.Type().IsRegular() {
-				out = append(out, file{Codex, day + "/" + e.Name(), m[1]})
-			}
+	for _, a := range All {
+		if a != Claude {
+			out = append(out, agentFiles(sess, a, a.Dir)...)
 		}
 	}
-	for _, a := range []struct {
-		agent *Agent
-		dir   string
-		re    *regexp.Regexp
-	}{{Gemini, "tmp", geminiFile}, {Qwen, "projects", qwenFile}} {
-		for _, project := range subdirs(sess, a.agent.Dir+"/"+a.dir, 1) {
-			ents, _ := sess.ReadDir(project + "/chats")
+	return out
+}
+
+// agentFiles lists agent a's conversation files in its folder base beneath d ("" for d itself).
+func agentFiles(d *layout.Dir, a *Agent, base string) []file {
+	var out []file
+	switch a {
+	case Codex:
+		for _, day := range subdirs(d, path.Join(base, "sessions"), 3) {
+			ents, _ := d.ReadDir(day)
 			for _, e := range ents {
-				if m := a.re.FindStringSubmatch(e.Name()); m != nil && e.Type().IsRegular() {
-					out = append(out, file{a.agent, project + "/chats/" + e.Name(), m[1]})
+				if m := codexFile.FindStringSubmatch(e.Name()); m != nil && e.Type().IsRegular() {
+					out = append(out, file{Codex, day + "/" + e.Name(), m[1]})
+				}
+			}
+		}
+	case Gemini, Qwen:
+		dir, re := "tmp", geminiFile
+		if a == Qwen {
+			dir, re = "projects", qwenFile
+		}
+		for _, project := range subdirs(d, path.Join(base, dir), 1) {
+			ents, _ := d.ReadDir(project + "/chats")
+			for _, e := range ents {
+				if m := re.FindStringSubmatch(e.Name()); m != nil && e.Type().IsRegular() {
+					out = append(out, file{a, project + "/chats/" + e.Name(), m[1]})
 				}
 			}
 		}

@@ -524,3 +524,89 @@ func TestWatchOtherAgents(t *testing.T) {
 	assert.NotContains(t, out.String(), "environment_context")
 	assert.Equal(t, 10, strings.Count(out.String(), "\n"), "one line per message, Gemini's history rewrite not repeated:\n%s", out.String())
 }
+
+// TestAgentImportResumes: history an agent made in its own home before sessionfs (run by the real CLI, outside
+// any session) is imported into a session with "import --agent", and the CLI resumes it there by id.
+func TestAgentImportResumes(t *testing.T) {
+	t.Run("codex", func(t *testing.T) {
+		codex := agentCLI(t, "codex")
+		api, err := openaistub.Start("127.0.0.1:0")
+		require.NoError(t, err)
+		t.Cleanup(func() { api.Close() })
+		provider := []string{"-c", `model_provider="stub"`, "-c", `model_providers.stub={name="stub",base_url="` + api.URL +
+			`",wire_api="responses",env_key="OPENAI_API_KEY",supports_websockets=false}`}
+		run := func(args ...string) []string {
+			return append(append([]string{codex, "exec", "--skip-git-repo-check"}, provider...), args...)
+		}
+		home, project := t.TempDir(), t.TempDir()
+		cmd := exec.Command(run("before sessionfs")[0], run("before sessionfs")[1:]...)
+		cmd.Dir, cmd.Env = project, agentEnv(t, "OPENAI_API_KEY=sk-test", "CODEX_HOME="+home)
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		orig := glob(t, filepath.Join(home, "sessions", "*", "*", "*", "rollout-*.jsonl"))
+		require.Len(t, orig, 1)
+		id := codexRollout.FindStringSubmatch(orig[0])[1]
+		before := lines(t, orig[0])
+
+		store := t.TempDir()
+		ok(t, store, "new", "s1")
+		mount(t, store)
+		r := cli(t, store, "import", "--agent", "codex", "--from", home, "--project", project, "--into", "s1")
+		require.Equal(t, 0, r.code, r.stderr)
+		assert.Contains(t, r.stdout, "imported 1 codex conversations")
+		files := glob(t, filepath.Join(store, "sessions", "s1", ".codex", "sessions", "*", "*", "*", "rollout-*.jsonl"))
+		require.Len(t, files, 1)
+		n := lines(t, files[0])
+
+		env := agentEnv(t, "OPENAI_API_KEY=sk-test")
+		r = agentExec(t, store, "codex", env, "", run("resume", id, "after the import")...)
+		require.Equal(t, 0, r.code, "%s\n%s", r.stdout, r.stderr)
+		assert.Greater(t, lines(t, files[0]), n, "the imported rollout was continued in the session")
+		assert.Len(t, glob(t, filepath.Join(store, "sessions", "s1", ".codex", "sessions", "*", "*", "*", "rollout-*.jsonl")), 1)
+		assert.Equal(t, before, lines(t, orig[0]), "the original is only read")
+		session, agent := findAgent(t, store, id)
+		assert.Equal(t, "s1/codex", session+"/"+agent)
+	})
+	t.Run("gemini", func(t *testing.T) {
+		gemini := agentCLI(t, "gemini")
+		api, err := geministub.Start("127.0.0.1:0")
+		require.NoError(t, err)
+		t.Cleanup(func() { api.Close() })
+		home, project := t.TempDir(), filepath.Join(t.TempDir(), "webapp")
+		require.NoError(t, os.MkdirAll(filepath.Join(home, ".gemini"), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(home, ".gemini", "settings.json"),
+			[]byte(`{"security":{"auth":{"selectedType":"gemini-api-key"}}}`), 0o644))
+		require.NoError(t, os.MkdirAll(project, 0o755))
+		env := agentEnv(t, "GEMINI_API_KEY=test", "GOOGLE_GEMINI_BASE_URL="+api.URL)
+		cmd := exec.Command(gemini, "--skip-trust", "-m", "gemini-2.5-flash", "-p", "before sessionfs")
+		cmd.Dir, cmd.Env = project, append(env, "GEMINI_CLI_HOME="+home)
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		orig := glob(t, filepath.Join(home, ".gemini", "tmp", "*", "chats", "session-*.jsonl"))
+		require.Len(t, orig, 1, "%s", out)
+
+		store := t.TempDir()
+		ok(t, store, "new", "s1")
+		m := mount(t, store)
+		geminiSetup(t, store, m.session("s1"))
+		r := cli(t, store, "import", "--agent", "gemini", "--from", filepath.Join(home, ".gemini"), "--project", project, "--into", "s1", "--json")
+		require.Equal(t, 0, r.code, r.stderr)
+		var rep struct{ Imported []string }
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &rep))
+		require.Len(t, rep.Imported, 1, r.stdout)
+		id := rep.Imported[0]
+		files := glob(t, filepath.Join(store, "sessions", "s1", ".gemini", "tmp", "workspace", "chats", "session-*.jsonl"))
+		require.Len(t, files, 1)
+		n := lines(t, files[0])
+
+		r = agentExec(t, store, "gemini", env, "", gemini, "-m", "gemini-2.5-flash", "--resume", id, "-p", "after the import")
+		require.Equal(t, 0, r.code, "%s\n%s", r.stdout, r.stderr)
+		assert.NotContains(t, r.stdout+r.stderr, "No previous sessions")
+		b, err := os.ReadFile(files[0])
+		require.NoError(t, err)
+		assert.Greater(t, lines(t, files[0]), n, "the imported chat was continued in the session")
+		assert.Contains(t, string(b), "after the import")
+		session, agent := findAgent(t, store, id)
+		assert.Equal(t, "s1/gemini", session+"/"+agent)
+	})
+}

@@ -2,20 +2,26 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
 	"github.com/sessionfs/sessionfs/agents"
+	"github.com/sessionfs/sessionfs/claude"
 	"github.com/sessionfs/sessionfs/layout"
 )
 
 const agentHelp = "the coding agent the command runs (claude, codex, gemini, qwen): its variables point it at its folder in the session"
 
-// agentFlag adds --agent to cmd.
-func agentFlag(cmd *cobra.Command, name *string) {
-	cmd.Flags().StringVar(name, "agent", agents.Claude.Name, agentHelp)
+// agentFlag adds --agent to cmd, with help if given.
+func agentFlag(cmd *cobra.Command, name *string, help ...string) {
+	h := agentHelp
+	if len(help) > 0 {
+		h = help[0]
+	}
+	cmd.Flags().StringVar(name, "agent", agents.Claude.Name, h)
 	_ = cmd.RegisterFlagCompletionFunc("agent", fixedValues(agents.Names()...))
 }
 
@@ -60,4 +66,36 @@ func workspaces(s *layout.Store, id, dir string, mounted bool) []string {
 		ws = append(ws, layout.Derive(dir).Workspace)
 	}
 	return ws
+}
+
+// importAgent is "import --agent": agent a's conversations, reported as Claude's are.
+func importAgent(cmd *cobra.Command, s *layout.Store, a *agents.Agent, copts claude.ImportOptions, asJSON bool) error {
+	opts := agents.ImportOptions{Agent: a, From: copts.From, Project: copts.Project, Into: copts.Into, DryRun: copts.DryRun,
+		Workspaces: func(id string) []string { dir, mounted := sessionDir(s, id); return workspaces(s, id, dir, mounted) }}
+	if opts.From == "" {
+		home, err := a.Home()
+		if err != nil {
+			return err
+		}
+		opts.From = home
+	}
+	rep, err := agents.Import(s, opts)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		rep.Sessions, rep.Imported = orEmpty(rep.Sessions), orEmpty(rep.Imported)
+		rep.Unchanged, rep.Malformed = orEmpty(rep.Unchanged), orEmpty(rep.Malformed)
+		return printJSON(cmd.OutOrStdout(), rep)
+	}
+	for _, m := range rep.Malformed {
+		fmt.Fprintf(os.Stderr, "sessionfs: skipped %s\n", oneLine(m))
+	}
+	verb := "imported"
+	if opts.DryRun {
+		verb = "would import"
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "%s %d %s conversations (%d unchanged) into %d new sessions; %d files skipped\n",
+		verb, len(rep.Imported), a.Name, len(rep.Unchanged), len(rep.Sessions), len(rep.Malformed))
+	return nil
 }

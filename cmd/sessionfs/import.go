@@ -19,22 +19,35 @@ import (
 func (a *app) importCmd() *cobra.Command {
 	var opts claude.ImportOptions
 	var asJSON bool
+	var agent string
 	cmd := &cobra.Command{
-		Use:   "import [--from ~/.claude] [--project PATH] [--into ID] [--dry-run]",
+		Use:   "import [--agent AGENT] [--from ~/.claude] [--project PATH] [--into ID] [--dry-run]",
 		Short: "Adopt existing Claude Code history: each conversation becomes a session",
 		Long: `import copies each conversation (projects/<folder>/<uuid>.jsonl with its <uuid>/ folder) of a Claude Code
 config dir into a session's transcript folder, keeping modification times, and records the cwds it ran in.
 Each conversation gets a session named by its uuid, or all go into one with --into. The originals are only
 read. Running it again copies only what is new or has grown. Files that are not transcripts are reported and
-skipped.`,
+skipped.
+
+--agent codex|gemini|qwen imports that agent's conversations instead, from its folder (default: its variable's,
+else ~/.codex, ~/.gemini, ~/.qwen): Codex's rollouts by date as they were, Gemini's and Qwen's chats into the
+folder of /session/workspace. --project keeps those run in PATH or below (Gemini's: filed under PATH's folder).`,
 		Example: `  sessionfs import                              # all of ~/.claude
   sessionfs import --project ~/src/webapp --into webapp
-  sessionfs import --from /backup/.claude --dry-run`,
+  sessionfs import --from /backup/.claude --dry-run
+  sessionfs import --agent codex --project ~/src/webapp --into webapp`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			ag, err := checkAgent(agent)
+			if err != nil {
+				return err
+			}
 			s, err := a.createStore()
 			if err != nil {
 				return err
+			}
+			if ag != agents.Claude {
+				return importAgent(cmd, s, ag, opts, asJSON)
 			}
 			if opts.From == "" {
 				home, err := os.UserHomeDir()
@@ -75,11 +88,12 @@ skipped.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&opts.From, "from", "", "the Claude Code config dir to read (default ~/.claude)")
+	f.StringVar(&opts.From, "from", "", "the Claude Code config dir to read (default ~/.claude), or the agent's folder")
 	f.StringVar(&opts.Project, "project", "", "only conversations of this project folder")
 	f.StringVar(&opts.Into, "into", "", "gather the conversations into this session")
 	f.BoolVarP(&opts.DryRun, "dry-run", "n", false, "say what would be imported, change nothing")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
+	agentFlag(cmd, &agent, "whose history to import (claude, codex, gemini, qwen)")
 	return cmd
 }
 
