@@ -117,6 +117,15 @@ func (a *Agent) Env(root string) []string {
 	return env
 }
 
+// Resume is the command line that resumes the agent's conversation id in the cwd (interactive, unless the
+// arguments that follow ask otherwise): "codex resume ID", "gemini --resume ID", "qwen --resume ID".
+func (a *Agent) Resume(id string) []string {
+	if a == Codex {
+		return []string{a.Name, "resume", id}
+	}
+	return []string{a.Name, "--resume", id}
+}
+
 // Path is the agent's folder below a session root.
 func (a *Agent) Path(root string) string { return filepath.Join(root, a.Dir) }
 

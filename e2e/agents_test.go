@@ -84,6 +84,17 @@ func agentOutside(t *testing.T, store, agent, dir string, env []string, argv ...
 	return string(out), err
 }
 
+// withPath puts the folder of the CLI bin first in env's PATH ("sessionfs resume" runs the agent from PATH).
+func withPath(env []string, bin string) []string {
+	out := []string{"PATH=" + filepath.Dir(bin) + ":" + os.Getenv("PATH")}
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, "PATH=") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
 func lines(t *testing.T, p string) int {
 	t.Helper()
 	b, err := os.ReadFile(p)
@@ -301,6 +312,11 @@ func TestQwenKeepsChatsInTheSession(t *testing.T) {
 	r = agentExec(t, store, "qwen", env, "", run("--resume", id, "again from the workspace")...)
 	require.Equal(t, 0, r.code, "%s\n%s", r.stdout, r.stderr)
 	assert.Greater(t, lines(t, files[0]), n, "resumed from its own cwd through the mount")
+	n = lines(t, files[0])
+	// "sessionfs resume ID" runs Qwen's own resume in the session's workspace, the chat's cwd.
+	r = cliWith(t, store, "", withPath(env, qwen), nil, "resume", id, "--", "--auth-type", "openai", "via sessionfs resume")
+	require.Equal(t, 0, r.code, "%s\n%s", r.stdout, r.stderr)
+	assert.Greater(t, lines(t, files[0]), n, "resumed by sessionfs resume")
 	n = lines(t, files[0])
 
 	outside := t.TempDir()
@@ -608,5 +624,12 @@ func TestAgentImportResumes(t *testing.T) {
 		assert.Contains(t, string(b), "after the import")
 		session, agent := findAgent(t, store, id)
 		assert.Equal(t, "s1/gemini", session+"/"+agent)
+
+		// "sessionfs resume ID" finds the session and runs the agent's own resume there.
+		r = cliWith(t, store, "", withPath(env, gemini), nil, "resume", id, "--", "-m", "gemini-2.5-flash", "-p", "via sessionfs resume")
+		require.Equal(t, 0, r.code, "%s\n%s", r.stdout, r.stderr)
+		b, err = os.ReadFile(files[0])
+		require.NoError(t, err)
+		assert.Contains(t, string(b), "via sessionfs resume")
 	})
 }

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/sessionfs/sessionfs/agents"
+	"github.com/sessionfs/sessionfs/backends"
 	"github.com/sessionfs/sessionfs/claude"
 	"github.com/sessionfs/sessionfs/layout"
 )
@@ -145,7 +146,9 @@ func (a *app) resumeCmd() *cobra.Command {
 		Short: "Resume a conversation (by its uuid) or a session's newest one (by the session id)",
 		Long: `resume runs claude in the right session with the right environment: "claude --resume UUID" in the session
 that holds conversation UUID, or "claude --continue" in session ID. It runs in the session's workspace,
-through the mount when the store is mounted.`,
+through the mount when the store is mounted. A conversation of another agent is resumed with that agent, from
+PATH, with its variables set as exec --agent sets them: "codex resume UUID", "gemini --resume UUID",
+"qwen --resume UUID".`,
 		Example: `  sessionfs resume 2fe2d21b-be8f-4b12-b46b-12e68f6e9f01
   sessionfs resume fix-login -- -p "carry on"`,
 		Args:              cobra.MinimumNArgs(1),
@@ -168,6 +171,11 @@ through the mount when the store is mounted.`,
 			if len(holders) > 0 {
 				holders, _ = conversationHolders(s, target) // names the other holders, if any
 				return a.execIn(holders[0].ID, append([]string{claudeBin, "--resume", target}, extra...))
+			}
+			if others, err := agents.Holders(s, target); err == nil && len(others) > 0 {
+				holders, name, _ := anyHolders(s, target) // names the other holders, if any
+				ag, _ := agents.ByName(name)
+				return a.execIn(holders[0].ID, append(ag.Resume(target), extra...), func(sp *backends.Spec) { sp.Agent = ag.Name })
 			}
 			if !s.Exists(target) {
 				return fmt.Errorf("no session or conversation is called %q (sessionfs ls; sessionfs find UUID)", target)
