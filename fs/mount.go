@@ -31,6 +31,9 @@ type Options struct {
 	Timeout time.Duration
 	// OnCreate runs after mkdir through the mount made a session (the CLI seeds its .claude).
 	OnCreate func(id string) error
+	// MaxNodes is how many files and folders the daemon keeps for the kernel before it asks the kernel to
+	// forget the least recently used sessions' (0: nodes.DefaultMaxNodes; negative: never).
+	MaxNodes int64
 }
 
 // Mount serves store at mountpoint until Unmount. A stale mount left at mountpoint by a crashed daemon is
@@ -41,6 +44,7 @@ type Mount struct {
 	server     *fuse.Server
 	watcher    *watcher
 	tree       *nodes.Tree
+	done       chan struct{} // stops the pruner
 }
 
 // DefaultTimeout is how long the kernel may cache names and attributes. It can be long because the store is
@@ -70,6 +74,7 @@ func New(store *layout.Store, mountpoint string, opts Options) (*Mount, error) {
 		return nil, fmt.Errorf("open the store: %w", err)
 	}
 	tree.ReadOnly = opts.ReadOnly
+	tree.AttrTimeout = opts.Timeout
 	tree.OnAlias = func(id, name string) {
 		// Off the request path: a lookup should not wait for session.json's fsync.
 		go func() {
@@ -129,12 +134,18 @@ func New(store *layout.Store, mountpoint string, opts Options) (*Mount, error) {
 		tree.Close()
 		return nil, mountError(mnt, err)
 	}
-	return &Mount{Mountpoint: mnt, Store: store, server: server, watcher: wa, tree: tree}, nil
+	if opts.MaxNodes == 0 {
+		opts.MaxNodes = nodes.DefaultMaxNodes
+	}
+	done := make(chan struct{})
+	go tree.Prune(root.Sessions(), opts.MaxNodes, done)
+	return &Mount{Mountpoint: mnt, Store: store, server: server, watcher: wa, tree: tree, done: done}, nil
 }
 
 // Wait blocks until the mount is unmounted.
 func (m *Mount) Wait() {
 	m.server.Wait()
+	close(m.done)
 	m.watcher.close()
 	m.tree.Close()
 }

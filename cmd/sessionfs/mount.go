@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	sfs "github.com/sessionfs/sessionfs/fs"
+	"github.com/sessionfs/sessionfs/fs/nodes"
 )
 
 // defaultMountpoint is ~/agent-sessions.
@@ -26,6 +27,7 @@ func defaultMountpoint() string {
 func (a *app) mountCmd() *cobra.Command {
 	var opts sfs.Options
 	var cpuProfile string
+	var maxNodes int64
 	cmd := &cobra.Command{
 		Use:   "mount [MOUNTPOINT]",
 		Short: "Serve the store as a filesystem (default ~/agent-sessions), in the foreground",
@@ -55,6 +57,9 @@ is refused.`,
 			abs, err := filepath.Abs(mnt)
 			if err != nil {
 				return err
+			}
+			if opts.MaxNodes = maxNodes; maxNodes <= 0 {
+				opts.MaxNodes = -1 // never prune
 			}
 			opts.OnCreate = func(id string) error { return seedClaude(s, id, sfs.SessionPath(abs, id), true) }
 			if cpuProfile != "" {
@@ -91,6 +96,7 @@ is refused.`,
 	cmd.Flags().BoolVar(&opts.ReadOnly, "read-only", false, "mount read-only")
 	cmd.Flags().BoolVar(&opts.Debug, "debug", false, "log every FUSE request")
 	cmd.Flags().DurationVar(&opts.Timeout, "cache-timeout", sfs.DefaultTimeout, "how long the kernel caches names and attributes")
+	cmd.Flags().Int64Var(&maxNodes, "max-nodes", nodes.DefaultMaxNodes, "files and folders the daemon keeps for the kernel; past it, the kernel is asked to forget those of idle sessions (0: never)")
 	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the daemon to this file (for performance work)")
 	_ = cmd.Flags().MarkHidden("cpuprofile")
 	return cmd

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/hanwen/go-fuse/v2/fs"
@@ -32,6 +33,9 @@ type Node struct {
 	alias uint64 // view number mixed into folder inode numbers below an alias view; 0 elsewhere
 	role  role
 	shown string // the store folder (relative) this node is registered as showing (folders only), for OnForget
+	// ctime (ns) of the attributes last given to the kernel: a store event that leaves it unchanged changed
+	// nothing the kernel holds, so it costs no invalidation (cache.go).
+	ctime atomic.Int64
 	// transcripts: the node is in an alias view of the transcript folder, where unlink moves to the trash.
 	transcripts bool
 }
@@ -99,13 +103,28 @@ func (n *Node) child(name string) string {
 
 // newChild makes the inode for store file rel, just looked up or created under n as name.
 func (n *Node) newChild(ctx context.Context, name, rel string, st *syscall.Stat_t, gen uint64) *fs.Inode {
+	attr := n.tree.stableAttr(st, gen, n.alias)
+	if old := known(&n.Inode, name, attr); old != nil {
+		return old
+	}
 	ch := &Node{tree: n.tree, id: n.id, alias: n.alias, transcripts: n.transcripts}
+	n.tree.nodeMade()
 	n.adopt(ch, name, rel) // the special folders of a session, by name (views.go)
-	in := n.NewInode(ctx, ch, n.tree.stableAttr(st, gen, n.alias))
-	if st.Mode&syscall.S_IFMT == syscall.S_IFDIR && in.Operations() == ch {
+	in := n.NewInode(ctx, ch, attr)
+	if st.Mode&syscall.S_IFMT == syscall.S_IFDIR {
 		ch.show(rel)
 	}
 	return in
+}
+
+// known is parent's child name if it is already the inode of attr. A new inode for a file the kernel already
+// knows would be dropped by go-fuse in favour of the known one, after it was registered with the watcher: never
+// forgotten, it would keep a watch and draw invalidations nobody needs.
+func known(parent *fs.Inode, name string, attr fs.StableAttr) *fs.Inode {
+	if old := parent.GetChild(name); old != nil && old.StableAttr() == attr {
+		return old
+	}
+	return nil
 }
 
 // show registers a folder node as a kernel-cached view of store folder rel.
@@ -115,6 +134,7 @@ func (n *Node) show(rel string) {
 }
 
 func (n *Node) OnForget() {
+	n.tree.nodeGone()
 	if n.shown != "" {
 		n.tree.hidden(n.shown, &n.Inode)
 	}
@@ -131,10 +151,12 @@ func (n *Node) did(rel string) {
 func (n *Node) entry(out *fuse.EntryOut, st *syscall.Stat_t, ch *fs.Inode) {
 	out.Attr.FromStat(st)
 	out.Attr.Ino = ch.StableAttr().Ino
+	told(ch, &out.Attr)
 }
 
 // Lookup finds name in the store; in a session's .claude, "projects" is the folder of alias views.
 func (n *Node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	n.tree.touch(n.id)
 	if ch, errno, ok := n.lookupView(ctx, name, out); ok {
 		return ch, errno
 	}
@@ -166,9 +188,13 @@ func (n *Node) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
 }
 
 func (n *Node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	n.tree.touch(n.id)
 	if fga, ok := f.(fs.FileGetattrer); ok && f != nil {
 		errno := fga.Getattr(ctx, out)
 		out.Ino = n.StableAttr().Ino
+		if errno == 0 {
+			told(&n.Inode, &out.Attr)
+		}
 		return errno
 	}
 	var st syscall.Stat_t
@@ -177,27 +203,38 @@ func (n *Node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) 
 	}
 	out.FromStat(&st)
 	out.Ino = n.StableAttr().Ino
+	told(&n.Inode, &out.Attr)
 	return 0
 }
 
 func (n *Node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
 	p := n.path()
-	n.tree.did(p, nil)
 	if fsa, ok := f.(fs.FileSetattrer); ok && f != nil {
 		if errno := fsa.Setattr(ctx, in, out); errno != 0 {
 			return errno
 		}
-		return n.Getattr(ctx, f, out)
+		return n.tree.setattrDone(out, n.Getattr(ctx, f, out))
 	}
 	if errno := n.tree.setattr(ctx, p, in); errno != 0 {
 		return errno
 	}
-	return n.Getattr(ctx, nil, out)
+	return n.tree.setattrDone(out, n.Getattr(ctx, nil, out))
+}
+
+// setattrDone gives the answer to SETATTR the mount's attribute timeout (go-fuse leaves it 0, which would cost
+// the next stat a round trip). A later change behind the mount moves the file's ctime, which the watcher
+// catches (cache.go).
+func (t *Tree) setattrDone(out *fuse.AttrOut, errno syscall.Errno) syscall.Errno {
+	if errno == 0 && out.Timeout() == 0 {
+		out.SetTimeout(t.AttrTimeout)
+	}
+	return errno
 }
 
 // Open opens the store file; go-fuse hands its descriptor to the kernel for FUSE passthrough, so reads and
 // writes do not cross the daemon. O_APPEND is dropped because the kernel computes append offsets itself.
 func (n *Node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	n.tree.touch(n.id)
 	flags &^= syscall.O_APPEND | fuse.FMODE_EXEC
 	p := n.path()
 	// O_NONBLOCK: the kernel sends OPEN only for files and folders; should the name have become a FIFO
@@ -431,6 +468,7 @@ func isSetAside(name, newName string) bool {
 // invalidation), which a change through the mount or a store event (the watcher invalidates the folder's
 // attributes) always brings.
 func (n *Node) OpendirHandle(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	n.tree.touch(n.id)
 	fd, err := n.tree.openAt(n.path(), syscall.O_RDONLY|syscall.O_DIRECTORY, 0)
 	if err != nil {
 		return nil, 0, fs.ToErrno(err)
@@ -462,7 +500,6 @@ func (n *Node) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, 
 }
 
 func (n *Node) Setxattr(ctx context.Context, attr string, data []byte, flags uint32) syscall.Errno {
-	n.tree.did(n.path(), nil)
 	return fs.ToErrno(n.tree.withPath(n.path(), func(fd int, st *syscall.Stat_t) error {
 		if st.Mode&syscall.S_IFMT == syscall.S_IFLNK {
 			return syscall.EPERM
@@ -472,7 +509,6 @@ func (n *Node) Setxattr(ctx context.Context, attr string, data []byte, flags uin
 }
 
 func (n *Node) Removexattr(ctx context.Context, attr string) syscall.Errno {
-	n.tree.did(n.path(), nil)
 	return fs.ToErrno(n.tree.withPath(n.path(), func(fd int, st *syscall.Stat_t) error {
 		if st.Mode&syscall.S_IFMT == syscall.S_IFLNK {
 			return syscall.ENODATA

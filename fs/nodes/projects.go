@@ -73,13 +73,17 @@ func (p *Projects) Lookup(ctx context.Context, name string, out *fuse.EntryOut) 
 	if st.Mode&syscall.S_IFMT != syscall.S_IFDIR {
 		return nil, syscall.ENOTDIR // a session made it something else: never shown as the transcript folder
 	}
-	n := &Node{tree: p.tree, base: target, id: p.id, alias: view, transcripts: true}
-	ch := p.NewInode(ctx, n, p.tree.stableAttr(&st, gen, view))
-	if ch.Operations() == n {
+	attr := p.tree.stableAttr(&st, gen, view)
+	ch := known(&p.Inode, name, attr)
+	if ch == nil {
+		n := &Node{tree: p.tree, base: target, id: p.id, alias: view, transcripts: true}
+		p.tree.nodeMade()
+		ch = p.NewInode(ctx, n, attr)
 		n.show(target)
 	}
 	out.Attr.FromStat(&st)
 	out.Attr.Ino = ch.StableAttr().Ino
+	told(ch, &out.Attr)
 	return ch, 0
 }
 
@@ -95,11 +99,10 @@ func (p *Projects) Getattr(ctx context.Context, _ fs.FileHandle, out *fuse.AttrO
 
 // Setattr changes the store's projects folder (touch, chmod), as for any folder.
 func (p *Projects) Setattr(ctx context.Context, _ fs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
-	p.tree.did(p.dir, nil)
 	if errno := p.tree.setattr(ctx, p.dir, in); errno != 0 {
 		return errno
 	}
-	return p.Getattr(ctx, nil, out)
+	return p.tree.setattrDone(out, p.Getattr(ctx, nil, out))
 }
 
 func (p *Projects) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {

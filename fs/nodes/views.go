@@ -160,16 +160,19 @@ func (n *Node) lookupView(ctx context.Context, name string, out *fuse.EntryOut) 
 		return nil, syscall.ENOTDIR, true // never shown as the agent's folder
 	}
 	view := t.aliasNum(v.agent.Name + "/" + name)
-	node := &Node{tree: t, base: target, id: n.id, alias: view}
-	if v.Own != "" {
-		node.role = roleOwnView + j
-	}
-	ch = n.NewInode(ctx, node, t.stableAttr(&st, gen, view))
-	if ch.Operations() == node {
+	attr := t.stableAttr(&st, gen, view)
+	if ch = known(&n.Inode, name, attr); ch == nil {
+		node := &Node{tree: t, base: target, id: n.id, alias: view}
+		if v.Own != "" {
+			node.role = roleOwnView + j
+		}
+		t.nodeMade()
+		ch = n.NewInode(ctx, node, attr)
 		node.show(target)
 	}
 	out.Attr.FromStat(&st)
 	out.Attr.Ino = ch.StableAttr().Ino
+	told(ch, &out.Attr)
 	return ch, 0, true
 }
 
