@@ -268,7 +268,8 @@ func TestGeminiResumesFromAnyCwd(t *testing.T) {
 	assert.NoDirExists(t, filepath.Join(store, "sessions", "s1", ".gemini"))
 }
 
-// TestGeminiWithoutMountResumeFails is the control: on the plain store, the chat is not found from another cwd.
+// TestGeminiWithoutMountResumeFails is the control: on the plain store, the chat is not found from another cwd;
+// once the store is mounted, it is.
 func TestGeminiWithoutMountResumeFails(t *testing.T) {
 	gemini := agentCLI(t, "gemini")
 	store := t.TempDir()
@@ -280,8 +281,28 @@ func TestGeminiWithoutMountResumeFails(t *testing.T) {
 	env := agentEnv(t, "GEMINI_API_KEY=test", "GOOGLE_GEMINI_BASE_URL="+api.URL)
 	r := agentExec(t, store, "gemini", env, "", gemini, "-m", "gemini-2.5-flash", "-p", "hello")
 	require.Equal(t, 0, r.code, "%s\n%s", r.stdout, r.stderr)
+	first := glob(t, filepath.Join(store, "sessions", "s1", ".gemini", "tmp", "*", "chats", "session-*.jsonl"))
+	require.Len(t, first, 1)
+	var head struct{ SessionID string }
+	b, err := os.ReadFile(first[0])
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal([]byte(strings.SplitN(string(b), "\n", 2)[0]), &head))
 	out, _ := agentOutside(t, store, "gemini", t.TempDir(), env, gemini, "--skip-trust", "-m", "gemini-2.5-flash", "--resume", "latest", "-p", "x")
 	assert.Contains(t, out, "No previous sessions found for this project")
+
+	// (Gemini then ran "x" as a new chat of that cwd's project.) Mounted afterwards: the chats Gemini filed under
+	// the store path's and that cwd's project names are folded into the canonical folder the first time a view is
+	// looked up, and resume from anywhere.
+	mount(t, store)
+	out, err = agentOutside(t, store, "gemini", t.TempDir(), env, gemini, "--skip-trust", "-m", "gemini-2.5-flash", "--resume", head.SessionID, "-p", "after mounting")
+	require.NoError(t, err, out)
+	assert.NotContains(t, out, "No previous sessions")
+	files := glob(t, filepath.Join(store, "sessions", "s1", ".gemini", "tmp", "workspace", "chats", "session-*.jsonl"))
+	assert.Len(t, files, 2, "both chats, folded into the canonical folder")
+	b, err = os.ReadFile(filepath.Join(filepath.Dir(files[0]), filepath.Base(first[0])))
+	require.NoError(t, err)
+	assert.Contains(t, string(b), "after mounting", "the first chat was resumed")
+	assert.Len(t, glob(t, filepath.Join(store, "sessions", "s1", ".gemini", "tmp", "*", "chats")), 1, "no chats left under other names")
 }
 
 // TestQwenKeepsChatsInTheSession: Qwen Code files chats under projects/<sanitized cwd>/chats of the session's .qwen
