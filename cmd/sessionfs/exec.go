@@ -30,6 +30,8 @@ whatever cwd the command moves to, in a private mount namespace where workspace/
 canonical transcript folder are the store's own folders (same paths, the disk's speed; for a normal user a
 user namespace mapping it to itself, so set-user-ID programs such as sudo do not work there). The exit code
 is CMD's; sessionfs's own failures exit 125, a command that cannot be executed 126, one not found 127.
+One runner per session, on every host that shares the store: while exec, run or resume runs in a session,
+another one fails at once, naming the host, pid and start of the holder (exit 125), or waits with --wait.
 
 --agent codex|gemini|qwen also points that agent at its own folder in the session (CODEX_HOME=.codex,
 GEMINI_CLI_HOME=the session, whose .gemini it uses, QWEN_HOME=.qwen), made on demand; the API settings
@@ -61,6 +63,7 @@ GEMINI_CLI_HOME=the session, whose .gemini it uses, QWEN_HOME=.qwen), made on de
 	cmd.Flags().StringArrayVarP(&env, "env", "e", nil, envHelp)
 	cmd.Flags().StringVarP(&workdir, "workdir", "w", "", "working directory relative to the session (default workspace)")
 	agentFlag(cmd, &agent)
+	a.waitFlag(cmd)
 	return cmd
 }
 
@@ -70,6 +73,10 @@ func (a *app) execIn(id string, argv []string, adjust ...func(*backends.Spec)) e
 	if err != nil {
 		return err
 	}
+	if err := a.lockSession(context.Background(), s, m.ID); err != nil {
+		return err
+	}
+	defer a.unlockSession()
 	dir, mounted := sessionDir(s, m.ID)
 	if err := seedClaude(s, m.ID, dir, mounted); err != nil {
 		warnf("%v", err)
@@ -91,14 +98,19 @@ func (a *app) execIn(id string, argv []string, adjust ...func(*backends.Spec)) e
 			return err
 		}
 	}
-	return runBackend(s, local.Backend{}, spec, "")
+	return a.runBackend(s, local.Backend{}, spec, "")
 }
 
-// runBackend runs spec, records the run in session.json, and turns the command's exit code into the CLI's.
-// SIGINT and SIGTERM cancel the run (the backend stops the command) instead of killing the CLI.
-func runBackend(s *layout.Store, b backends.Backend, spec backends.Spec, image string) error {
+// runBackend runs spec under the session's run lease, records the run in session.json, and turns the command's
+// exit code into the CLI's. SIGINT and SIGTERM cancel the run (the backend stops the command) instead of killing
+// the CLI.
+func (a *app) runBackend(s *layout.Store, b backends.Backend, spec backends.Spec, image string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if err := a.lockSession(ctx, s, spec.SessionID); err != nil {
+		return err
+	}
+	defer a.unlockSession()
 	run := layout.Run{Backend: b.Name(), Image: image, Command: spec.Argv, Start: time.Now().UTC()}
 	code, err := b.Run(ctx, spec)
 	run.End, run.ExitCode = time.Now().UTC(), code

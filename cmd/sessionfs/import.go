@@ -184,6 +184,7 @@ PATH, with its variables set as exec --agent sets them: "codex resume UUID", "ge
 		},
 	}
 	cmd.Flags().StringVar(&claudeBin, "claude", "claude", "the claude command")
+	a.waitFlag(cmd)
 	return cmd
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"slices"
@@ -59,19 +60,23 @@ volumes) unless --keep. Each run is recorded in the session's session.json. The 
 			if err := checkBackendFlags(cmd, backend); err != nil {
 				return err
 			}
+			ag, err := checkAgent(agent)
+			if err != nil {
+				return err
+			}
 			s, m, err := a.session(args[0])
 			if err != nil {
 				return err
 			}
+			if err := a.lockSession(context.Background(), s, m.ID); err != nil {
+				return err
+			}
+			defer a.unlockSession()
 			vars, err := parseEnv(env)
 			if err != nil {
 				return err
 			}
 			if workdir, err = sessionWorkdir(workdir); err != nil {
-				return err
-			}
-			ag, err := checkAgent(agent)
-			if err != nil {
 				return err
 			}
 			dir, mounted := sessionDir(s, m.ID)
@@ -126,7 +131,7 @@ volumes) unless --keep. Each run is recorded in the session's session.json. The 
 			default:
 				return usageError(fmt.Sprintf("run: unknown backend %q (want local, docker or modal)", backend))
 			}
-			return runBackend(s, b, spec, dopts.Image)
+			return a.runBackend(s, b, spec, dopts.Image)
 		},
 	}
 	f := cmd.Flags()
@@ -144,6 +149,7 @@ volumes) unless --keep. Each run is recorded in the session's session.json. The 
 	f.StringArrayVarP(&dopts.Volumes, "volume", "v", nil, "an extra bind SRC:DST[:ro], as docker run -v takes it (repeatable)")
 	f.BoolVar(&dopts.Keep, "keep", false, "keep the container after it exits (docker)")
 	agentFlag(cmd, &agent)
+	a.waitFlag(cmd)
 	_ = cmd.RegisterFlagCompletionFunc("backend", fixedValues("local", "docker", "modal"))
 	return cmd
 }
