@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sessionfs/sessionfs/agents"
 	"github.com/sessionfs/sessionfs/backends"
 	"github.com/sessionfs/sessionfs/backends/local"
 	"github.com/sessionfs/sessionfs/layout"
@@ -19,9 +20,9 @@ import (
 
 func (a *app) execCmd() *cobra.Command {
 	var env []string
-	var workdir string
+	var workdir, agent string
 	cmd := &cobra.Command{
-		Use:   "exec ID -- CMD [ARG...]",
+		Use:   "exec ID [--agent AGENT] -- CMD [ARG...]",
 		Short: "Run a command on this host in a session (cwd: its workspace; CLAUDE_CONFIG_DIR: its .claude)",
 		Long: `exec runs CMD in the session's workspace with CLAUDE_CONFIG_DIR set to the session's .claude. When the
 store is mounted, it runs in the mounted path, so transcripts land in the session's one transcript folder
@@ -30,9 +31,14 @@ canonical transcript folder are the store's own folders (same paths, the disk's 
 user namespace mapping it to itself, so set-user-ID programs such as sudo do not work there). The exit code
 is CMD's; sessionfs's own failures exit 125, a command that cannot be executed 126, one not found 127.
 One runner per session, on every host that shares the store: while exec, run or resume runs in a session,
-another one fails at once, naming the host, pid and start of the holder (exit 125), or waits with --wait.`,
+another one fails at once, naming the host, pid and start of the holder (exit 125), or waits with --wait.
+
+--agent codex|gemini|qwen also points that agent at its own folder in the session (CODEX_HOME=.codex,
+GEMINI_CLI_HOME=the session, whose .gemini it uses, QWEN_HOME=.qwen), made on demand; the API settings
+(OPENAI_BASE_URL, GOOGLE_GEMINI_BASE_URL, keys) stay this shell's.`,
 		Example: `  sessionfs exec fix-login -- claude
   sessionfs exec fix-login -- claude --continue
+  sessionfs exec fix-login --agent codex -- codex exec resume --all --last
   sessionfs exec fix-login --workdir workspace/api -- make test`,
 		Args:              cobra.MinimumNArgs(2),
 		ValidArgsFunction: a.completeIDs,
@@ -48,11 +54,15 @@ another one fails at once, naming the host, pid and start of the holder (exit 12
 			if err != nil {
 				return err
 			}
-			return a.execIn(args[0], args[1:], func(sp *backends.Spec) { sp.Env, sp.Workdir = vars, wd })
+			if _, err := checkAgent(agent); err != nil {
+				return err
+			}
+			return a.execIn(args[0], args[1:], func(sp *backends.Spec) { sp.Env, sp.Workdir, sp.Agent = vars, wd, agent })
 		},
 	}
 	cmd.Flags().StringArrayVarP(&env, "env", "e", nil, envHelp)
 	cmd.Flags().StringVarP(&workdir, "workdir", "w", "", "working directory relative to the session (default workspace)")
+	agentFlag(cmd, &agent)
 	a.waitFlag(cmd)
 	return cmd
 }
@@ -82,6 +92,11 @@ func (a *app) execIn(id string, argv []string, adjust ...func(*backends.Spec)) e
 	spec := backends.Spec{SessionID: m.ID, SessionDir: dir, Folder: folder, Argv: argv, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}
 	for _, f := range adjust {
 		f(&spec)
+	}
+	if ag, err := agents.ByName(spec.Agent); err == nil {
+		if err := prepareAgent(s, m.ID, dir, mounted, ag); err != nil {
+			return err
+		}
 	}
 	return a.runBackend(s, local.Backend{}, spec, "")
 }

@@ -91,6 +91,9 @@ func (n *Node) path() string {
 }
 
 func (n *Node) child(name string) string {
+	if own, ok := n.ownChild(name); ok {
+		return own
+	}
 	p := n.path()
 	if p == "" {
 		return ""
@@ -106,9 +109,7 @@ func (n *Node) newChild(ctx context.Context, name, rel string, st *syscall.Stat_
 	}
 	ch := &Node{tree: n.tree, id: n.id, alias: n.alias, transcripts: n.transcripts}
 	n.tree.nodeMade()
-	if n.role == roleSession && name == ".claude" {
-		ch.role = roleClaude
-	}
+	n.adopt(ch, name, rel) // the special folders of a session, by name (views.go)
 	in := n.NewInode(ctx, ch, attr)
 	if st.Mode&syscall.S_IFMT == syscall.S_IFDIR {
 		ch.show(rel)
@@ -156,6 +157,9 @@ func (n *Node) entry(out *fuse.EntryOut, st *syscall.Stat_t, ch *fs.Inode) {
 // Lookup finds name in the store; in a session's .claude, "projects" is the folder of alias views.
 func (n *Node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	n.tree.touch(n.id)
+	if ch, errno, ok := n.lookupView(ctx, name, out); ok {
+		return ch, errno
+	}
 	p := n.child(name)
 	var st syscall.Stat_t
 	gen, err := n.tree.lstatAt(p, &st)
@@ -286,6 +290,7 @@ func killPrivMode(ctx context.Context, stMode uint32) (uint32, bool) {
 func (n *Node) Create(ctx context.Context, name string, flags, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
 	p := n.child(name)
 	flags &^= syscall.O_APPEND
+	n.ownFolder(name, p)
 	n.did(p)
 	var fd int
 	err := asCaller(ctx, func() (err error) {
@@ -339,6 +344,9 @@ func (n *Node) create(ctx context.Context, name string, out *fuse.EntryOut, mk f
 }
 
 func (n *Node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	if ch, errno, ok := n.mkdirView(ctx, name, out); ok {
+		return ch, errno
+	}
 	return n.create(ctx, name, out, func(dirfd int, name string) error { return unix.Mkdirat(dirfd, name, mode) })
 }
 
@@ -403,6 +411,9 @@ func (n *Node) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
 // Unlink removes a file; in the transcript folder it moves it to the session's transcript trash instead, since
 // Claude Code ages transcripts out at start-up and people rm the wrong thing.
 func (n *Node) Unlink(ctx context.Context, name string) syscall.Errno {
+	if errno, ok := n.removeView(name, false); ok {
+		return errno
+	}
 	p := n.child(name)
 	n.did(p)
 	if n.transcripts {
@@ -425,6 +436,9 @@ func (n *Node) refreshes(name string, errno syscall.Errno) syscall.Errno {
 }
 
 func (n *Node) Rmdir(ctx context.Context, name string) syscall.Errno {
+	if errno, ok := n.removeView(name, true); ok {
+		return errno
+	}
 	p := n.child(name)
 	n.did(p)
 	return fs.ToErrno(n.tree.atParent(p, func(dirfd int, name string) error {

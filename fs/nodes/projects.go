@@ -8,7 +8,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
 
-	"github.com/sessionfs/sessionfs/claude"
+	"github.com/sessionfs/sessionfs/agents"
 	"github.com/sessionfs/sessionfs/layout"
 )
 
@@ -31,14 +31,18 @@ var (
 	_ = (fs.NodeStatfser)((*Projects)(nil))
 )
 
-// AliasTarget is the alias rule: the store folder that projects/<name> shows, and the view number its folders'
-// inode numbers carry; ok is false for a name Claude Code could never make, which does not exist.
+// AliasTarget is the alias rule (Claude's row of the agents' table, agents.Claude.Views): the store folder that
+// projects/<name> shows, and the view number its folders' inode numbers carry; ok is false for a name Claude Code
+// could never make, which does not exist.
 func (t *Tree) AliasTarget(projectsDir, name string) (target string, view uint64, ok bool) {
-	if !claude.IsFolderName(name) {
+	if !claudeViews.Name(name) {
 		return "", 0, false
 	}
-	return projectsDir + "/" + layout.CanonicalProject, t.aliasNum(name), true
+	return projectsDir + "/" + claudeViews.Canonical, t.aliasNum(name), true
 }
+
+// claudeViews is Claude's rule: every name of its alphabet is a view of the canonical folder, nothing else exists.
+var claudeViews = agents.Claude.Views[0]
 
 func (p *Projects) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	target, view, ok := p.tree.AliasTarget(p.dir, name)
@@ -137,7 +141,7 @@ func (p *Projects) Rmdir(ctx context.Context, name string) syscall.Errno {
 			return unix.Unlinkat(dirfd, name, unix.AT_REMOVEDIR)
 		}))
 	}
-	if !claude.IsFolderName(name) {
+	if !claudeViews.Name(name) {
 		return syscall.ENOENT
 	}
 	if !p.tree.ReadOnly {

@@ -41,6 +41,8 @@ type Tree struct {
 	cache      cache
 	live       atomic.Int64 // nodes of sessions the kernel may hold (prune.go)
 	lastUse    sync.Map     // session id -> *atomic.Int64: when it was last used, for pruning
+	// viewsFolded: the store paths of the agents' cwd-keyed folders already folded in this mount (views.go)
+	viewsFolded sync.Map
 }
 
 // NewTree returns the shared state for a mount of store. It holds the store's sessions folder open.
