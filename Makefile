@@ -24,7 +24,7 @@ run: build
 test: vet unit fuzz e2e
 
 unit:
-	$(GO) test -race -count=1 ./layout/... ./claude/... ./fs/... ./backends/... ./cmd/...
+	$(GO) test -race -count=1 ./layout/... ./claude/... ./fs/... ./backends/... ./cmd/... ./travel/...
 
 # Skipped tests (a missing requirement outside CI) are listed at the end, with why.
 e2e: build claude
