@@ -19,6 +19,12 @@ type Counts struct {
 	Bytes int64 `json:"bytes"` // file content
 }
 
+// walked is an entry of a session met by a walk, with its lstat.
+type walked struct {
+	rel string
+	st  unix.Stat_t
+}
+
 // credentialFiles are the known places of credentials in a session, as (folder, file name) anywhere in it: the
 // agents' logins and the usual tools' tokens. They are left out of an export unless asked for.
 var credentialFiles = []struct{ dir, name string }{

@@ -50,15 +50,11 @@ func Export(store *layout.Store, id string, w io.Writer, opts ExportOptions) (*E
 	defer sess.Close()
 	rep := &ExportReport{ID: id, Credentials: []string{}, Skipped: []string{}}
 
-	type entry struct {
-		rel string
-		st  unix.Stat_t
-	}
 	var root unix.Stat_t
 	if err := unix.Fstat(sess.Fd(), &root); err != nil {
 		return nil, fmt.Errorf("export %s: %w", id, err)
 	}
-	entries := []entry{{".", root}}
+	entries := []walked{{".", root}}
 	var total Counts
 	total.Files = 1
 	err = sess.Walk(func(rel string, st *unix.Stat_t) error {
@@ -68,7 +64,7 @@ func Export(store *layout.Store, id string, w io.Writer, opts ExportOptions) (*E
 				return nil
 			}
 		}
-		entries = append(entries, entry{rel, *st})
+		entries = append(entries, walked{rel, *st})
 		total.Files++
 		if st.Mode&unix.S_IFMT == unix.S_IFREG {
 			total.Bytes += st.Size
