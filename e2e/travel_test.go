@@ -148,3 +148,58 @@ func TestImportRefusesHostileArchive(t *testing.T) {
 		})
 	}
 }
+
+// TestForkResumesInBoth: after a real claude turn, fork the session; the conversation resumes in both, and the
+// two transcripts grow apart. find names both sessions, by-claude-id/ keeps pointing at the origin, show marks
+// the fork.
+func TestForkResumesInBoth(t *testing.T) {
+	forEachClaude(t, func(t *testing.T, c claudeCLI) {
+		store, api := claudeSetup(t)
+		m := mount(t, store)
+		out, err := claudeRun(t, c.path, api.URL, filepath.Join(m.session("s1"), ".claude"),
+			filepath.Join(m.session("s1"), "workspace"), "-p", "hello")
+		require.NoError(t, err, out)
+		canonical := func(id string) string {
+			return filepath.Join(store, "sessions", id, ".claude", "projects", "-session-workspace")
+		}
+		files := transcripts(t, canonical("s1"))
+		require.Len(t, files, 1)
+		uuid := strings.TrimSuffix(filepath.Base(files[0]), ".jsonl")
+		n := lineCount(t, files[0])
+
+		forked := ok(t, store, "fork", "s1", "s2")
+		assert.Contains(t, forked, "forked s1 into s2")
+		t.Log(strings.TrimSpace(forked))
+		forkFile := filepath.Join(canonical("s2"), uuid+".jsonl")
+		require.Equal(t, n, lineCount(t, forkFile), "the fork starts where the origin is")
+
+		for _, id := range []string{"s1", "s2"} {
+			out, err := claudeRun(t, c.path, api.URL, filepath.Join(m.session(id), ".claude"), t.TempDir(),
+				"-p", "--resume", uuid, "carry on in "+id)
+			require.NoError(t, err, "resume in %s: %s", id, out)
+			assert.NotContains(t, out, "No conversation found")
+			assert.Contains(t, out, apistub.Reply)
+			require.Len(t, transcripts(t, canonical(id)), 1, "%s: one transcript", id)
+		}
+		origin, err := os.ReadFile(files[0])
+		require.NoError(t, err)
+		fork, err := os.ReadFile(forkFile)
+		require.NoError(t, err)
+		assert.Greater(t, lineCount(t, files[0]), n)
+		assert.Greater(t, lineCount(t, forkFile), n)
+		assert.Contains(t, string(origin), "carry on in s1")
+		assert.NotContains(t, string(origin), "carry on in s2", "the two grow apart")
+		assert.Contains(t, string(fork), "carry on in s2")
+		assert.NotContains(t, string(fork), "carry on in s1")
+
+		r := cli(t, store, "find", uuid)
+		require.Equal(t, 0, r.code, r.stderr)
+		assert.Equal(t, "s1\n", r.stdout, "the origin keeps the conversation")
+		assert.Contains(t, r.stderr, "also in session(s) s2")
+		link, err := os.Readlink(filepath.Join(m.mnt, "by-claude-id", uuid))
+		require.NoError(t, err)
+		assert.Equal(t, "../sessions/s1", link)
+		assert.Contains(t, ok(t, store, "show", "s2"), "Forked from s1")
+		assert.Contains(t, ok(t, store, "show", "s2", "--json"), `"forked_from": "s1"`)
+	})
+}
