@@ -3,10 +3,13 @@ package e2e
 import (
 	"archive/tar"
 	"bytes"
+	"crypto/rand"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/klauspost/compress/zstd"
@@ -202,4 +205,56 @@ func TestForkResumesInBoth(t *testing.T) {
 		assert.Contains(t, ok(t, store, "show", "s2"), "Forked from s1")
 		assert.Contains(t, ok(t, store, "show", "s2", "--json"), `"forked_from": "s1"`)
 	})
+}
+
+// TestForkClonesWhereTheFilesystemCan: on a filesystem with reflinks (XFS, on a loop device), a fork shares its
+// files' blocks with the origin (the disk barely fills) until one side writes, and says it cloned.
+func TestForkClonesWhereTheFilesystemCan(t *testing.T) {
+	need(t, os.Geteuid() == 0, "root, to mount an XFS image on a loop device")
+	mkfs, err := exec.LookPath("mkfs.xfs")
+	need(t, err == nil, "mkfs.xfs (apt-get install xfsprogs)")
+	img := filepath.Join(t.TempDir(), "xfs.img")
+	require.NoError(t, os.WriteFile(img, nil, 0o600))
+	require.NoError(t, os.Truncate(img, 512<<20))
+	out, err := exec.Command(mkfs, "-q", img).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	mnt := t.TempDir()
+	out, err = exec.Command("mount", "-o", "loop", img, mnt).CombinedOutput()
+	need(t, err == nil, "a loop device to mount an XFS image: "+strings.TrimSpace(string(out)))
+	t.Cleanup(func() {
+		if exec.Command("umount", mnt).Run() != nil {
+			_ = exec.Command("umount", "-l", mnt).Run()
+		}
+	})
+
+	store := filepath.Join(mnt, "store")
+	ok(t, store, "new", "s1")
+	data := make([]byte, 64<<20)
+	_, _ = rand.Read(data)
+	big := filepath.Join(store, "sessions", "s1", "workspace", "big.bin")
+	require.NoError(t, os.WriteFile(big, data, 0o644))
+	free := func() int64 {
+		syscall.Sync()
+		var st syscall.Statfs_t
+		require.NoError(t, syscall.Statfs(mnt, &st))
+		return int64(st.Bfree) * st.Bsize
+	}
+	before := free()
+	forked := ok(t, store, "fork", "s1", "s2")
+	assert.Contains(t, forked, "files cloned (reflinks)")
+	used := before - free()
+	assert.Less(t, used, int64(16<<20), "the fork shares the origin's blocks: %d bytes used for 64 MiB", used)
+	clone := filepath.Join(store, "sessions", "s2", "workspace", "big.bin")
+	got, err := os.ReadFile(clone)
+	require.NoError(t, err)
+	assert.True(t, bytes.Equal(data, got), "the clone holds the same bytes")
+
+	f, err := os.OpenFile(clone, os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = f.WriteAt([]byte("fork's own"), 0)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	orig, err := os.ReadFile(big)
+	require.NoError(t, err)
+	assert.True(t, bytes.Equal(data, orig), "writing the fork leaves the origin as it was")
 }
