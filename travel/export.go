@@ -2,10 +2,12 @@ package travel
 
 import (
 	"archive/tar"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"sort"
 	"time"
 
@@ -26,6 +28,8 @@ type ExportOptions struct {
 	WithCredentials bool
 	// Progress, when set, is called as entries are written, with what is done and the total to do.
 	Progress func(done, total Counts)
+	// Output is the file the archive goes to, if any: should it lie in the session, it is not packed into itself.
+	Output *os.File
 }
 
 // ExportReport says what an export packed and what it did not.
@@ -42,7 +46,8 @@ type ExportReport struct {
 // Export writes session id of store to w as one archive. Everything is read beneath the session's descriptor,
 // never through a symlink, never opening a FIFO or a device (they are skipped and reported). A transcript being
 // written is packed up to its last whole line.
-func Export(store *layout.Store, id string, w io.Writer, opts ExportOptions) (*ExportReport, error) {
+// Cancelling ctx stops it between two entries.
+func Export(ctx context.Context, store *layout.Store, id string, w io.Writer, opts ExportOptions) (*ExportReport, error) {
 	sess, err := store.OpenSession(id)
 	if err != nil {
 		return nil, err
@@ -54,10 +59,17 @@ func Export(store *layout.Store, id string, w io.Writer, opts ExportOptions) (*E
 	if err := unix.Fstat(sess.Fd(), &root); err != nil {
 		return nil, fmt.Errorf("export %s: %w", id, err)
 	}
+	var out unix.Stat_t
+	if opts.Output == nil || unix.Fstat(int(opts.Output.Fd()), &out) != nil {
+		out.Ino = 0
+	}
 	entries := []walked{{".", root}}
 	var total Counts
 	total.Files = 1
 	err = sess.Walk(func(rel string, st *unix.Stat_t) error {
+		if out.Ino != 0 && st.Dev == out.Dev && st.Ino == out.Ino {
+			return nil
+		}
 		if t := st.Mode & unix.S_IFMT; IsCredential(rel) && (t == unix.S_IFREG || t == unix.S_IFLNK) {
 			rep.Credentials = append(rep.Credentials, rel)
 			if !opts.WithCredentials {
@@ -84,6 +96,10 @@ func Export(store *layout.Store, id string, w io.Writer, opts ExportOptions) (*E
 	tw := tar.NewWriter(zw)
 	x := exporter{sess: sess, tw: tw, id: id, rep: rep, links: map[[2]uint64]string{}}
 	for _, e := range entries {
+		if err := ctx.Err(); err != nil {
+			zw.Close()
+			return nil, err
+		}
 		if err := x.add(e.rel, &e.st); err != nil {
 			zw.Close()
 			return nil, fmt.Errorf("export %s: %w", id, err)

@@ -1,6 +1,7 @@
 package travel
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -37,7 +38,8 @@ type ForkReport struct {
 // where the store's filesystem can, copied elsewhere. A transcript being written is copied up to its last whole
 // line. The fork's session.json records forked_from; the origin keeps the conversations both hold (claude.Holders).
 // Like Import, it is all or nothing: assembled in a hidden folder, renamed into place when whole.
-func Fork(store *layout.Store, id, newID string, opts ForkOptions) (rep *ForkReport, err error) {
+// Cancelling ctx stops it between two entries, leaving nothing behind.
+func Fork(ctx context.Context, store *layout.Store, id, newID string, opts ForkOptions) (rep *ForkReport, err error) {
 	if err := layout.ValidateID(newID); err != nil {
 		return nil, err
 	}
@@ -94,6 +96,9 @@ func Fork(store *layout.Store, id, newID string, opts ForkOptions) (rep *ForkRep
 	rep = &ForkReport{ID: newID, From: id, Skipped: []string{}}
 	f := &forker{src: sess, dst: dst, rep: rep, clone: true, links: map[[2]uint64]string{}}
 	for _, e := range entries {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		if err := f.add(e.rel, &e.st); err != nil {
 			return nil, fmt.Errorf("fork %s: %s: %w", id, e.rel, err)
 		}

@@ -1,6 +1,7 @@
 package travel
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -20,7 +21,7 @@ func TestForkCopiesTheSessionAsItIs(t *testing.T) {
 	var rep *ForkReport
 	promptly(t, func() { // the FIFO is skipped, never opened
 		var err error
-		rep, err = Fork(s, "s1", "s2", ForkOptions{})
+		rep, err = Fork(context.Background(), s, "s1", "s2", ForkOptions{})
 		require.NoError(t, err)
 	})
 	assert.Positive(t, rep.Cloned+rep.Copied)
@@ -95,16 +96,16 @@ func TestForkRefusals(t *testing.T) {
 	fill(t, s, "s1")
 	_, err := s.Create("taken", layout.CreateOptions{})
 	require.NoError(t, err)
-	_, err = Fork(s, "s1", "taken", ForkOptions{})
+	_, err = Fork(context.Background(), s, "s1", "taken", ForkOptions{})
 	assert.ErrorIs(t, err, layout.ErrExists)
-	_, err = Fork(s, "s1", "../x", ForkOptions{})
+	_, err = Fork(context.Background(), s, "s1", "../x", ForkOptions{})
 	assert.ErrorIs(t, err, layout.ErrInvalidID)
-	_, err = Fork(s, "nope", "x", ForkOptions{})
+	_, err = Fork(context.Background(), s, "nope", "x", ForkOptions{})
 	assert.ErrorIs(t, err, layout.ErrNotFound)
 	// A session whose session.json is a link (planted by the session) is damaged: not forked.
 	require.NoError(t, os.Remove(filepath.Join(s.Dir("s1"), "session.json")))
 	require.NoError(t, os.Symlink("/etc/passwd", filepath.Join(s.Dir("s1"), "session.json")))
-	_, err = Fork(s, "s1", "x", ForkOptions{})
+	_, err = Fork(context.Background(), s, "s1", "x", ForkOptions{})
 	assert.ErrorIs(t, err, layout.ErrDamaged)
 	assert.False(t, s.Exists("x"))
 	assertClean(t, s)

@@ -2,6 +2,7 @@ package travel
 
 import (
 	"archive/tar"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -70,7 +71,8 @@ type ImportOptions struct {
 // Every write is made beneath the staging folder's descriptor, never through a symlink (not even one the
 // archive made a moment before). Modes keep their permission bits only (no setuid, setgid or sticky bit), and
 // only user.* extended attributes are restored.
-func Import(store *layout.Store, r io.Reader, opts ImportOptions) (id string, done Counts, err error) {
+// Cancelling ctx stops it between two entries, leaving nothing behind.
+func Import(ctx context.Context, store *layout.Store, r io.Reader, opts ImportOptions) (id string, done Counts, err error) {
 	if opts.MaxBytes <= 0 {
 		opts.MaxBytes = DefaultMaxBytes
 	}
@@ -126,6 +128,9 @@ func Import(store *layout.Store, r io.Reader, opts ImportOptions) (id string, do
 	x.dirs = append(x.dirs, dirAttrs{rel: ".", mode: 0o755, hdr: hdr})
 	x.done.Files = 1
 	for {
+		if err := ctx.Err(); err != nil {
+			return "", x.done, err
+		}
 		hdr, err := tr.Next()
 		if err == io.EOF {
 			break

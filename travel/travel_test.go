@@ -3,6 +3,7 @@ package travel
 import (
 	"archive/tar"
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -84,7 +85,7 @@ func export(t *testing.T, s *layout.Store, id string, opts ExportOptions) ([]byt
 	var rep *ExportReport
 	promptly(t, func() {
 		var err error
-		rep, err = Export(s, id, &buf, opts)
+		rep, err = Export(context.Background(), s, id, &buf, opts)
 		require.NoError(t, err)
 	})
 	return buf.Bytes(), rep
@@ -106,7 +107,7 @@ func TestExportImportRoundTrip(t *testing.T) {
 	assert.Contains(t, skipped, "workspace/climb")
 
 	dst := newStore(t)
-	id, done, err := Import(dst, bytes.NewReader(archive), ImportOptions{As: "moved"})
+	id, done, err := Import(context.Background(), dst, bytes.NewReader(archive), ImportOptions{As: "moved"})
 	require.NoError(t, err)
 	assert.Equal(t, "moved", id)
 	assert.Equal(t, rep.Files, done.Files)
@@ -163,10 +164,10 @@ func TestExportImportRoundTrip(t *testing.T) {
 	assertClean(t, dst)
 
 	// Importing again under the same id is refused, and leaves the first import as it was.
-	_, _, err = Import(dst, bytes.NewReader(archive), ImportOptions{As: "moved"})
+	_, _, err = Import(context.Background(), dst, bytes.NewReader(archive), ImportOptions{As: "moved"})
 	assert.ErrorIs(t, err, layout.ErrExists)
 	// Without --as, the archive's own id.
-	id, _, err = Import(dst, bytes.NewReader(archive), ImportOptions{})
+	id, _, err = Import(context.Background(), dst, bytes.NewReader(archive), ImportOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, "s1", id)
 	assertClean(t, dst)
@@ -178,7 +179,7 @@ func TestExportWithCredentials(t *testing.T) {
 	archive, rep := export(t, src, "s1", ExportOptions{WithCredentials: true})
 	assert.Len(t, rep.Credentials, 2, "listed even when packed")
 	dst := newStore(t)
-	_, _, err := Import(dst, bytes.NewReader(archive), ImportOptions{})
+	_, _, err := Import(context.Background(), dst, bytes.NewReader(archive), ImportOptions{})
 	require.NoError(t, err)
 	b, err := os.ReadFile(filepath.Join(dst.Dir("s1"), ".claude/.credentials.json"))
 	require.NoError(t, err)
@@ -365,7 +366,7 @@ func TestImportRefusesHostileArchives(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			s := newStore(t)
 			promptly(t, func() {
-				_, _, err := Import(s, bytes.NewReader(c.archive), c.opts)
+				_, _, err := Import(context.Background(), s, bytes.NewReader(c.archive), c.opts)
 				require.Error(t, err)
 				assert.ErrorIs(t, err, ErrRefused)
 				assert.Contains(t, err.Error(), c.why)
@@ -389,7 +390,7 @@ func TestImportStripsPrivilegeBits(t *testing.T) {
 	suid.hdr.Mode = 0o4755
 	suid.hdr.PAXRecords = map[string]string{"SCHILY.xattr.security.capability": "\x01\x00\x00\x02", "SCHILY.xattr.user.ok": "yes"}
 	s := newStore(t)
-	_, _, err := Import(s, bytes.NewReader(pack(t, session(suid)...)), ImportOptions{})
+	_, _, err := Import(context.Background(), s, bytes.NewReader(pack(t, session(suid)...)), ImportOptions{})
 	require.NoError(t, err)
 	p := filepath.Join(s.Dir("s1"), "workspace/su")
 	st, err := os.Stat(p)
@@ -401,4 +402,51 @@ func TestImportStripsPrivilegeBits(t *testing.T) {
 	for _, d := range []string{"app", "mcps", ".claude/projects/-session-workspace"} {
 		assert.DirExists(t, filepath.Join(s.Dir("s1"), d))
 	}
+}
+
+// Cancelled (Ctrl-C at the CLI), an import or a fork stops and leaves nothing behind.
+func TestCancelLeavesNothing(t *testing.T) {
+	s := newStore(t)
+	fill(t, s, "s1")
+	archive, _ := export(t, s, "s1", ExportOptions{})
+	ctx, cancel := context.WithCancel(context.Background())
+	n := 0
+	_, _, err := Import(ctx, s, bytes.NewReader(archive), ImportOptions{As: "s2", Progress: func(Counts) {
+		if n++; n == 3 {
+			cancel()
+		}
+	}})
+	assert.ErrorIs(t, err, context.Canceled)
+	assert.False(t, s.Exists("s2"))
+	ctx, cancel = context.WithCancel(context.Background())
+	n = 0
+	_, err = Fork(ctx, s, "s1", "s3", ForkOptions{Progress: func(Counts, Counts) {
+		if n++; n == 3 {
+			cancel()
+		}
+	}})
+	assert.ErrorIs(t, err, context.Canceled)
+	assert.False(t, s.Exists("s3"))
+	assertClean(t, s)
+	ents, err := os.ReadDir(s.SessionsDir())
+	require.NoError(t, err)
+	assert.Len(t, ents, 1)
+}
+
+// An archive written into the session it packs is not packed into itself.
+func TestExportSkipsItsOwnOutput(t *testing.T) {
+	s := newStore(t)
+	fill(t, s, "s1")
+	f, err := os.Create(filepath.Join(s.Dir("s1"), "workspace", "self.tar.zst"))
+	require.NoError(t, err)
+	defer f.Close()
+	_, err = Export(context.Background(), s, "s1", f, ExportOptions{Output: f})
+	require.NoError(t, err)
+	_, err = f.Seek(0, io.SeekStart)
+	require.NoError(t, err)
+	dst := newStore(t)
+	_, _, err = Import(context.Background(), dst, f, ImportOptions{})
+	require.NoError(t, err)
+	assert.NoFileExists(t, filepath.Join(dst.Dir("s1"), "workspace", "self.tar.zst"))
+	assert.FileExists(t, filepath.Join(dst.Dir("s1"), "workspace", "main.go"))
 }

@@ -1,11 +1,14 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/dustin/go-humanize"
@@ -63,13 +66,18 @@ session are left out and named. A transcript being written is packed up to its l
 				}()
 				w = f
 			}
+			ctx, stop := interruptible()
+			defer stop()
 			bar := newBar("exporting")
 			start := time.Now()
-			rep, err := travel.Export(s, id, w, travel.ExportOptions{WithCredentials: withCreds,
+			rep, err := travel.Export(ctx, s, id, w, travel.ExportOptions{WithCredentials: withCreds, Output: f,
 				Progress: func(done, total travel.Counts) {
 					bar.update(done, total.Bytes, total.Files)
 				}})
 			bar.finish()
+			if errors.Is(err, context.Canceled) {
+				return fmt.Errorf("export %s: interrupted; no archive was written", id)
+			}
 			if err != nil {
 				return err
 			}
@@ -135,9 +143,14 @@ func (a *app) importArchive(cmd *cobra.Command, file string, opts travel.ImportO
 	read := &countingReader{r: r}
 	bar := newBar("importing")
 	opts.Progress = func(done travel.Counts) { bar.updateRead(read.n, total, done) }
+	ctx, stop := interruptible()
+	defer stop()
 	start := time.Now()
-	id, done, err := travel.Import(s, read, opts)
+	id, done, err := travel.Import(ctx, s, read, opts)
 	bar.finish()
+	if errors.Is(err, context.Canceled) {
+		return fmt.Errorf("import %s: interrupted; nothing was imported", file)
+	}
 	if err != nil {
 		if errors.Is(err, travel.ErrRefused) {
 			return fmt.Errorf("import %s: %w; nothing was imported", file, err)
@@ -147,6 +160,12 @@ func (a *app) importArchive(cmd *cobra.Command, file string, opts travel.ImportO
 	fmt.Fprintf(cmd.OutOrStdout(), "imported %s: %d entries, %s in %s\n", id, done.Files,
 		humanize.IBytes(uint64(done.Bytes)), time.Since(start).Round(time.Millisecond))
 	return nil
+}
+
+// interruptible is a context that Ctrl-C or SIGTERM cancels: a long export, import or fork then stops between two
+// entries and cleans up after itself.
+func interruptible() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 }
 
 type countingReader struct {

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -30,12 +32,17 @@ the origin keeps it: by-claude-id/ and "resume UUID" lead to ID.`,
 			if err != nil {
 				return err
 			}
+			ctx, stop := interruptible()
+			defer stop()
 			bar := newBar("forking")
 			start := time.Now()
-			rep, err := travel.Fork(s, args[0], args[1], travel.ForkOptions{Progress: func(done, total travel.Counts) {
+			rep, err := travel.Fork(ctx, s, args[0], args[1], travel.ForkOptions{Progress: func(done, total travel.Counts) {
 				bar.update(done, total.Bytes, total.Files)
 			}})
 			bar.finish()
+			if errors.Is(err, context.Canceled) {
+				return fmt.Errorf("fork %s: interrupted; %s was not made", args[0], args[1])
+			}
 			if err != nil {
 				return err
 			}
