@@ -2,6 +2,7 @@ package travel
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
 	"os"
@@ -39,6 +40,37 @@ var credentialFiles = []struct{ dir, name string }{
 	{"", ".netrc"},
 	{"", ".pypirc"},
 	{"", ".npmrc"}, // may hold an auth token
+}
+
+// stateKeys are the credentials Claude Code may keep in its state file (.claude.json) beside settings a session
+// needs (trust, onboarding): an export drops these keys from the file, not the file.
+var stateKeys = []string{"primaryApiKey"}
+
+// isStateFile reports whether rel is Claude Code's state file.
+func isStateFile(rel string) bool { return path.Base(rel) == ".claude.json" }
+
+// withoutCredentials returns the state file data without its credential keys, and the keys it dropped; data
+// that is not a JSON object is returned as it is.
+func withoutCredentials(data []byte) ([]byte, []string) {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(data, &m) != nil {
+		return data, nil
+	}
+	var dropped []string
+	for _, k := range stateKeys {
+		if _, ok := m[k]; ok {
+			delete(m, k)
+			dropped = append(dropped, k)
+		}
+	}
+	if dropped == nil {
+		return data, nil
+	}
+	out, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return data, nil
+	}
+	return append(out, '\n'), dropped
 }
 
 // sshKeys are private key names under .ssh/.

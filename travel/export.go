@@ -2,6 +2,7 @@ package travel
 
 import (
 	"archive/tar"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -66,13 +67,21 @@ func Export(ctx context.Context, store *layout.Store, id string, w io.Writer, op
 	entries := []walked{{".", root}}
 	var total Counts
 	total.Files = 1
+	secret := map[[2]uint64]string{} // credential files left out: their other names are left out too
+	state := map[[2]uint64]bool{}    // Claude's state files, under any of their names
 	err = sess.Walk(func(rel string, st *unix.Stat_t) error {
 		if out.Ino != 0 && st.Dev == out.Dev && st.Ino == out.Ino {
 			return nil
 		}
+		if isStateFile(rel) && st.Mode&unix.S_IFMT == unix.S_IFREG {
+			state[[2]uint64{st.Dev, st.Ino}] = true
+		}
 		if t := st.Mode & unix.S_IFMT; IsCredential(rel) && (t == unix.S_IFREG || t == unix.S_IFLNK) {
 			rep.Credentials = append(rep.Credentials, rel)
 			if !opts.WithCredentials {
+				if st.Nlink > 1 {
+					secret[[2]uint64{st.Dev, st.Ino}] = rel
+				}
 				return nil
 			}
 		}
@@ -86,6 +95,17 @@ func Export(ctx context.Context, store *layout.Store, id string, w io.Writer, op
 	if err != nil {
 		return nil, fmt.Errorf("export %s: %w", id, err)
 	}
+	if len(secret) > 0 {
+		kept := entries[:0]
+		for _, e := range entries {
+			if c, ok := secret[[2]uint64{e.st.Dev, e.st.Ino}]; ok && e.st.Mode&unix.S_IFMT == unix.S_IFREG {
+				rep.Skipped = append(rep.Skipped, e.rel+": a hard link to the credential "+c)
+				continue
+			}
+			kept = append(kept, e)
+		}
+		entries = kept
+	}
 	// Sorted names put every folder before what it holds (a name sorts before the names it prefixes).
 	sort.Slice(entries[1:], func(i, j int) bool { return entries[1+i].rel < entries[1+j].rel })
 
@@ -94,7 +114,8 @@ func Export(ctx context.Context, store *layout.Store, id string, w io.Writer, op
 		return nil, err
 	}
 	tw := tar.NewWriter(zw)
-	x := exporter{sess: sess, tw: tw, id: id, rep: rep, links: map[[2]uint64]string{}}
+	x := exporter{sess: sess, tw: tw, id: id, rep: rep, links: map[[2]uint64]string{}, withCreds: opts.WithCredentials,
+		state: state}
 	for _, e := range entries {
 		if err := ctx.Err(); err != nil {
 			zw.Close()
@@ -119,11 +140,13 @@ func Export(ctx context.Context, store *layout.Store, id string, w io.Writer, op
 }
 
 type exporter struct {
-	sess  *layout.Dir
-	tw    *tar.Writer
-	id    string
-	rep   *ExportReport
-	links map[[2]uint64]string // (dev, ino) of a file with several names -> the name it was packed under
+	sess      *layout.Dir
+	tw        *tar.Writer
+	id        string
+	rep       *ExportReport
+	links     map[[2]uint64]string // (dev, ino) of a file with several names -> the name it was packed under
+	withCreds bool
+	state     map[[2]uint64]bool
 }
 
 func (x *exporter) skip(rel, why string) {
@@ -192,6 +215,25 @@ func (x *exporter) file(rel string, hdr *tar.Header) error {
 		x.links[key] = hdr.Name
 	}
 	size := st.Size
+	if x.state[[2]uint64{st.Dev, st.Ino}] && size <= layout.MaxMetaSize {
+		data := make([]byte, size)
+		n, err := io.ReadFull(f, data)
+		if err != nil && err != io.ErrUnexpectedEOF { // shrunk meanwhile: what there is
+			return err
+		}
+		data = data[:n]
+		if clean, dropped := withoutCredentials(data); dropped != nil {
+			for _, k := range dropped {
+				x.rep.Credentials = append(x.rep.Credentials, rel+" ("+k+")")
+			}
+			if !x.withCreds {
+				data = clean
+			}
+		}
+		hdr.Typeflag, hdr.Size = tar.TypeReg, int64(len(data))
+		hdr.PAXRecords = paxXattrs(userXattrs(int(f.Fd())))
+		return x.write(hdr, bytes.NewReader(data))
+	}
 	if isTranscript(rel) {
 		if size, err = wholeLines(f, size); err != nil {
 			return err

@@ -232,7 +232,7 @@ func (x *importer) entry(hdr *tar.Header, body io.Reader, src *reader) error {
 		return err
 	}
 	switch hdr.Typeflag {
-	case tar.TypeReg, tar.TypeRegA:
+	case tar.TypeReg:
 	case tar.TypeDir, tar.TypeSymlink, tar.TypeLink:
 		if hdr.Size != 0 {
 			return refused(hdr.Name, "is damaged: a %s with %d bytes of content", kind(hdr.Typeflag), hdr.Size)

@@ -450,3 +450,34 @@ func TestExportSkipsItsOwnOutput(t *testing.T) {
 	assert.NoFileExists(t, filepath.Join(dst.Dir("s1"), "workspace", "self.tar.zst"))
 	assert.FileExists(t, filepath.Join(dst.Dir("s1"), "workspace", "main.go"))
 }
+
+// Claude's state file travels without the API key it may hold; a credential's other names stay home too.
+func TestExportDropsCredentialsInsideFiles(t *testing.T) {
+	s := newStore(t)
+	root := fill(t, s, "s1")
+	state := filepath.Join(root, ".claude", ".claude.json")
+	require.NoError(t, os.WriteFile(state, []byte(`{"primaryApiKey":"sk-ant-secret","projects":{"/x":{"hasTrustDialogAccepted":true}}}`), 0o600))
+	require.NoError(t, os.Link(state, filepath.Join(root, "workspace", "a-state-link")))
+	require.NoError(t, os.Link(filepath.Join(root, ".claude", ".credentials.json"), filepath.Join(root, "app", "creds-link")))
+	archive, rep := export(t, s, "s1", ExportOptions{})
+	assert.Contains(t, rep.Credentials, ".claude/.claude.json (primaryApiKey)")
+	assert.Contains(t, rep.Skipped, "app/creds-link: a hard link to the credential .claude/.credentials.json")
+	dst := newStore(t)
+	_, _, err := Import(context.Background(), dst, bytes.NewReader(archive), ImportOptions{})
+	require.NoError(t, err)
+	for _, rel := range []string{".claude/.claude.json", "workspace/a-state-link"} {
+		b, err := os.ReadFile(filepath.Join(dst.Dir("s1"), rel))
+		require.NoError(t, err)
+		assert.NotContains(t, string(b), "sk-ant-secret", rel)
+		assert.Contains(t, string(b), "hasTrustDialogAccepted", rel)
+	}
+	assert.NoFileExists(t, filepath.Join(dst.Dir("s1"), "app", "creds-link"))
+
+	archive, _ = export(t, s, "s1", ExportOptions{WithCredentials: true})
+	dst = newStore(t)
+	_, _, err = Import(context.Background(), dst, bytes.NewReader(archive), ImportOptions{})
+	require.NoError(t, err)
+	b, err := os.ReadFile(filepath.Join(dst.Dir("s1"), ".claude/.claude.json"))
+	require.NoError(t, err)
+	assert.Contains(t, string(b), "sk-ant-secret", "--with-credentials packs it as it is")
+}
