@@ -1,12 +1,16 @@
 package travel
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -109,4 +113,57 @@ func TestForkRefusals(t *testing.T) {
 	assert.ErrorIs(t, err, layout.ErrDamaged)
 	assert.False(t, s.Exists("x"))
 	assertClean(t, s)
+}
+
+// A writer appending to a transcript while it is forked and exported (each line in two writes, so there is
+// always a half line to catch) never leaves half a line in the copy.
+func TestRunningWriterIsNotCopiedMidLine(t *testing.T) {
+	s := newStore(t)
+	_, err := s.Create("s1", layout.CreateOptions{})
+	require.NoError(t, err)
+	p := filepath.Join(s.Dir("s1"), ".claude/projects/-session-workspace/u1.jsonl")
+	w, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	require.NoError(t, err)
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			_, _ = fmt.Fprintf(w, `{"n":%d,"pad":"`, i)
+			time.Sleep(100 * time.Microsecond) // a half line waits in the file
+			_, _ = fmt.Fprintf(w, "%s\"}\n", strings.Repeat("x", i%300))
+		}
+	}()
+	check := func(b []byte) {
+		require.True(t, len(b) == 0 || b[len(b)-1] == '\n', "ends with a whole line")
+		for _, line := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
+			if line != "" {
+				require.True(t, json.Valid([]byte(line)), "a whole JSON line: %q", line)
+			}
+		}
+	}
+	for i := range 5 {
+		id := fmt.Sprintf("f%d", i)
+		_, err := Fork(context.Background(), s, "s1", id, ForkOptions{})
+		require.NoError(t, err)
+		b, err := os.ReadFile(filepath.Join(s.Dir(id), ".claude/projects/-session-workspace/u1.jsonl"))
+		require.NoError(t, err)
+		check(b)
+
+		archive, _ := export(t, s, "s1", ExportOptions{})
+		dst := newStore(t)
+		_, _, err = Import(context.Background(), dst, bytes.NewReader(archive), ImportOptions{})
+		require.NoError(t, err)
+		b, err = os.ReadFile(filepath.Join(dst.Dir("s1"), ".claude/projects/-session-workspace/u1.jsonl"))
+		require.NoError(t, err)
+		check(b)
+	}
+	close(stop)
+	<-done
+	require.NoError(t, w.Close())
 }
