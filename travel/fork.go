@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"sort"
 	"time"
 
@@ -78,20 +77,16 @@ func Fork(ctx context.Context, store *layout.Store, id, newID string, opts ForkO
 	}
 	sort.Slice(entries, func(i, j int) bool { return entries[i].rel < entries[j].rel })
 
-	stage, err := os.MkdirTemp(store.SessionsDir(), ".fork-"+newID+"-")
+	stage, dst, remove, err := newStage(store, forkStage, newID)
 	if err != nil {
 		return nil, fmt.Errorf("fork %s: %w", id, err)
 	}
+	defer dst.Close()
 	defer func() {
 		if err != nil {
-			os.RemoveAll(stage)
+			remove()
 		}
 	}()
-	dst, err := sessions.Sub(filepath.Base(stage))
-	if err != nil {
-		return nil, err
-	}
-	defer dst.Close()
 
 	rep = &ForkReport{ID: newID, From: id, Skipped: []string{}}
 	f := &forker{src: sess, dst: dst, rep: rep, clone: true, links: map[[2]uint64]string{}}
@@ -142,7 +137,7 @@ func Fork(ctx context.Context, store *layout.Store, id, newID string, opts ForkO
 	if err != nil {
 		return nil, fmt.Errorf("fork %s: %w", id, err)
 	}
-	if err := sessions.Rename(filepath.Base(stage), newID, unix.RENAME_NOREPLACE); err != nil {
+	if err := sessions.Rename(stage, newID, unix.RENAME_NOREPLACE); err != nil {
 		if errors.Is(err, os.ErrExist) {
 			return nil, &layout.Error{Op: "fork", ID: newID, Kind: layout.ErrExists}
 		}

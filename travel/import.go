@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"path"
-	"path/filepath"
 	"strings"
 
 	"github.com/dustin/go-humanize"
@@ -87,20 +86,16 @@ func Import(ctx context.Context, store *layout.Store, r io.Reader, opts ImportOp
 	if err != nil {
 		return "", done, err
 	}
-	stage, err := os.MkdirTemp(store.SessionsDir(), ".import-"+id+"-")
+	stage, dst, remove, err := newStage(store, importStage, id)
 	if err != nil {
 		return "", done, fmt.Errorf("import %s: %w", id, err)
 	}
+	defer dst.Close()
 	defer func() {
 		if err != nil {
-			os.RemoveAll(stage) // the store's own folder, named by us: nothing beneath it is followed
+			remove()
 		}
 	}()
-	dst, err := sessions.Sub(filepath.Base(stage))
-	if err != nil {
-		return "", done, err
-	}
-	defer dst.Close()
 
 	x := &importer{dst: dst, top: top + "/", opts: opts, files: map[string]bool{}, progress: opts.Progress}
 	x.dirs = append(x.dirs, dirAttrs{rel: ".", mode: 0o755, hdr: hdr})
@@ -126,7 +121,7 @@ func Import(ctx context.Context, store *layout.Store, r io.Reader, opts ImportOp
 	if err := x.finish(id); err != nil {
 		return "", x.done, err
 	}
-	if err := sessions.Rename(filepath.Base(stage), id, unix.RENAME_NOREPLACE); err != nil {
+	if err := sessions.Rename(stage, id, unix.RENAME_NOREPLACE); err != nil {
 		if errors.Is(err, os.ErrExist) {
 			return "", x.done, &layout.Error{Op: "import", ID: id, Kind: layout.ErrExists}
 		}

@@ -481,3 +481,20 @@ func TestExportDropsCredentialsInsideFiles(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, string(b), "sk-ant-secret", "--with-credentials packs it as it is")
 }
+
+// What a killed import or fork left (a day old) is swept by the next one; a running one's folder is not.
+func TestStaleStagingIsSwept(t *testing.T) {
+	s := newStore(t)
+	fill(t, s, "s1")
+	old := filepath.Join(s.SessionsDir(), ".import-x-123")
+	fresh := filepath.Join(s.SessionsDir(), ".fork-y-456")
+	for _, d := range []string{old, fresh} {
+		require.NoError(t, os.MkdirAll(filepath.Join(d, "workspace"), 0o755))
+	}
+	day := time.Now().Add(-25 * time.Hour)
+	require.NoError(t, os.Chtimes(old, day, day))
+	_, err := Fork(context.Background(), s, "s1", "s2", ForkOptions{})
+	require.NoError(t, err)
+	assert.NoDirExists(t, old)
+	assert.DirExists(t, fresh)
+}
