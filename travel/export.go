@@ -46,8 +46,7 @@ type ExportReport struct {
 
 // Export writes session id of store to w as one archive. Everything is read beneath the session's descriptor,
 // never through a symlink, never opening a FIFO or a device (they are skipped and reported). A transcript being
-// written is packed up to its last whole line.
-// Cancelling ctx stops it between two entries.
+// written is packed up to its last whole line. Cancelling ctx stops it between two entries.
 func Export(ctx context.Context, store *layout.Store, id string, w io.Writer, opts ExportOptions) (*ExportReport, error) {
 	sess, err := store.OpenSession(id)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/sessionfs/sessionfs/layout"
 	"github.com/sessionfs/sessionfs/travel"
 )
 
@@ -154,6 +155,9 @@ func (a *app) importArchive(cmd *cobra.Command, file string, opts travel.ImportO
 	if err != nil {
 		if errors.Is(err, travel.ErrRefused) {
 			return fmt.Errorf("import %s: %w; nothing was imported", file, err)
+		}
+		if errors.Is(err, layout.ErrExists) {
+			return fmt.Errorf("%w (--as NEW imports it under another id)", err)
 		}
 		return fmt.Errorf("import %s: %w", file, err)
 	}
