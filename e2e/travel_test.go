@@ -258,3 +258,26 @@ func TestForkClonesWhereTheFilesystemCan(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, bytes.Equal(data, orig), "writing the fork leaves the origin as it was")
 }
+
+// TestExportPipesIntoImport: export -o - | import --archive - (the ssh pipe of the README), with the credentials
+// named on stderr and left out.
+func TestExportPipesIntoImport(t *testing.T) {
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	root := filepath.Join(store, "sessions", "s1")
+	require.NoError(t, os.WriteFile(filepath.Join(root, "workspace", "main.go"), []byte("package main\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(root, ".claude", ".credentials.json"), []byte(`{"t":"secret"}`), 0o600))
+	exp := cli(t, store, "export", "s1", "-o", "-")
+	require.Equal(t, 0, exp.code, exp.stderr)
+	assert.Contains(t, exp.stderr, "left out the credential .claude/.credentials.json (--with-credentials packs it)")
+	assert.Contains(t, exp.stderr, "exported s1")
+
+	store2 := t.TempDir()
+	imp := cliStdin(t, store2, strings.NewReader(exp.stdout), "import", "--archive", "-", "--as", "piped")
+	require.Equal(t, 0, imp.code, imp.stderr)
+	b, err := os.ReadFile(filepath.Join(store2, "sessions", "piped", "workspace", "main.go"))
+	require.NoError(t, err)
+	assert.Equal(t, "package main\n", string(b))
+	assert.NoFileExists(t, filepath.Join(store2, "sessions", "piped", ".claude", ".credentials.json"))
+	assert.Contains(t, ok(t, store2, "show", "piped", "--json"), `"id": "piped"`)
+}
