@@ -33,12 +33,13 @@ e2e: build claude
 		$(GO) test -race -count=1 -timeout 30m ./e2e/...; status=$$?; \
 		if [ -s e2e/.cache/skips.txt ]; then echo "skipped e2e tests:"; cat e2e/.cache/skips.txt; fi; exit $$status
 
-# Short fuzz runs of the targets over hostile input: ids, container paths, the sanitizer, transcripts.
+# Short fuzz runs of the targets over hostile input: ids, container paths, the sanitizer, transcripts, archives.
 fuzz:
 	$(GO) test ./layout/ -run '^$$' -fuzz '^FuzzValidateID$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./layout/ -run '^$$' -fuzz '^FuzzContainerMapping$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./claude/ -run '^$$' -fuzz '^FuzzSanitize$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./claude/ -run '^$$' -fuzz '^FuzzScanEntries$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./travel/ -run '^$$' -fuzz '^FuzzImport$$' -fuzztime $(FUZZTIME)
 
 claude: $(CLAUDE_BIN) $(CLAUDE_NEW_BIN)
 
