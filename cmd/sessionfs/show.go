@@ -9,7 +9,7 @@ import (
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
 
-	"github.com/sessionfs/sessionfs/claude"
+	"github.com/sessionfs/sessionfs/agents"
 	"github.com/sessionfs/sessionfs/layout"
 )
 
@@ -21,14 +21,14 @@ type shown struct {
 	Container     layout.Paths          `json:"container"`
 	Size          int64                 `json:"size"`
 	LastActivity  time.Time             `json:"last_activity,omitzero"`
-	Conversations []claude.Conversation `json:"conversations"`
+	Conversations []agents.Conversation `json:"conversations"` // every agent's: Claude's, Codex's, Gemini's, Qwen's
 }
 
 func (a *app) showCmd() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "show ID",
-		Short: "Show a session: its paths on the host and in containers, and its conversations",
+		Short: "Show a session: its paths on the host and in containers, and every agent's conversations",
 		Example: `  sessionfs show fix-login
   sessionfs show fix-login --json | jq -r '.conversations[0].id'`,
 		Args:              cobra.ExactArgs(1),
@@ -50,7 +50,7 @@ func (a *app) showCmd() *cobra.Command {
 				return err
 			}
 			defer sess.Close()
-			if out.Conversations, err = claude.SessionConversations(sess); err != nil {
+			if out.Conversations, err = agents.SessionConversations(sess); err != nil {
 				return err
 			}
 			if asJSON {
@@ -82,7 +82,7 @@ func (a *app) showCmd() *cobra.Command {
 			fmt.Fprintf(w, "\nConversations (%d)\n", len(out.Conversations))
 			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 			for _, c := range out.Conversations {
-				fmt.Fprintf(tw, "  %s\t%s\t%d messages\t%d subagents\t%q\n", c.ID, ago(c.Last), c.Messages,
+				fmt.Fprintf(tw, "  %s\t%s\t%s\t%d messages\t%d subagents\t%q\n", c.Agent, c.ID, ago(c.Last), c.Messages,
 					c.Subagents, truncate(c.FirstPrompt, 60))
 			}
 			return tw.Flush()
