@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sessionfs/sessionfs/agents"
 	"github.com/sessionfs/sessionfs/layout"
 )
 
@@ -29,10 +30,12 @@ type walked struct {
 // credentialFiles are the known places of credentials in a session, as (folder, file name) anywhere in it: the
 // agents' logins and the usual tools' tokens. They are left out of an export unless asked for.
 var credentialFiles = []struct{ dir, name string }{
-	{".claude", ".credentials.json"}, // Claude Code's OAuth login
-	{".codex", "auth.json"},          // Codex
-	{".gemini", "oauth_creds.json"},  // Gemini CLI
-	{".qwen", "oauth_creds.json"},    // Qwen Code
+	{".claude", ".credentials.json"},     // Claude Code's OAuth login
+	{".codex", "auth.json"},              // Codex
+	{".gemini", "oauth_creds.json"},      // Gemini CLI
+	{".qwen", "oauth_creds.json"},        // Qwen Code
+	{".gemini", "mcp-oauth-tokens.json"}, // MCP servers' OAuth tokens
+	{".qwen", "mcp-oauth-tokens.json"},
 	{".aws", "credentials"},
 	{".docker", "config.json"},
 	{"gh", "hosts.yml"},      // GitHub CLI (.config/gh)
@@ -114,10 +117,14 @@ func LinkInside(rel, target string) bool {
 	return j != ".." && !strings.HasPrefix(j, "../")
 }
 
-// isTranscript reports whether rel is a conversation's JSONL (a transcript, or a subagent's in its sidecar
-// folder): one whose writer may be mid-line while we copy it.
+// isTranscript reports whether rel is a JSONL file of an agent's folder (Claude's transcripts and their
+// subagents', Codex's rollouts, Qwen's chats...): one whose writer may be mid-line while we copy it.
 func isTranscript(rel string) bool {
-	return strings.HasPrefix(rel, layout.ProjectsDir+"/") && strings.HasSuffix(rel, ".jsonl")
+	if !strings.HasSuffix(rel, ".jsonl") {
+		return false
+	}
+	top, _, _ := strings.Cut(rel, "/")
+	return agents.ByDir(top) != nil
 }
 
 // wholeLines returns the length of the first size bytes of f up to and including their last newline: a

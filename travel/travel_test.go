@@ -498,3 +498,16 @@ func TestStaleStagingIsSwept(t *testing.T) {
 	assert.NoDirExists(t, old)
 	assert.DirExists(t, fresh)
 }
+
+func TestIsTranscript(t *testing.T) {
+	for rel, want := range map[string]bool{
+		".claude/projects/-session-workspace/u.jsonl":                   true,
+		".claude/projects/-session-workspace/u/subagents/agent-1.jsonl": true,
+		".codex/sessions/2026/03/04/rollout-x.jsonl":                    true,
+		".qwen/projects/-session-workspace/chats/c.jsonl":               true,
+		"workspace/data.jsonl":                                          false, // the user's own file, copied as it is
+		".claude/settings.json":                                         false,
+	} {
+		assert.Equal(t, want, isTranscript(rel), rel)
+	}
+}

@@ -32,7 +32,8 @@ attributes are kept. "sessionfs import --archive FILE" restores it, on this mach
 
 Credentials found in known places (.claude/.credentials.json, .codex/auth.json, ~/.ssh keys, .netrc, ...)
 are listed and left out unless --with-credentials. FIFOs, sockets, devices and symlinks leading out of the
-session are left out and named. A transcript being written is packed up to its last whole line.`,
+session are left out and named. A conversation being written (any JSONL of an agent's folder) is packed up to
+its last whole line.`,
 		Example: `  sessionfs export fix-login                       # writes fix-login.tar.zst
   sessionfs export fix-login -o - | ssh host2 sessionfs import --archive -
   sessionfs export fix-login -o /backup/fix-login.tar.zst --with-credentials`,

@@ -18,7 +18,7 @@ func (a *app) forkCmd() *cobra.Command {
 		Short: "Make session NEW a copy of session ID as it is now (reflinks where the filesystem can)",
 		Long: `fork makes a new session with the same content as ID at this instant: workspace, app, mcps, every agent's
 config folder and conversations. Files are cloned (reflinks, sharing their blocks until one side writes) where
-the store's filesystem can (btrfs, XFS, ...), copied elsewhere. A transcript being written is copied up to its
+the store's filesystem can (btrfs, XFS, ...), copied elsewhere. A conversation being written is copied up to its
 last whole line. Both sessions resume their conversations and grow apart from there.
 
 NEW's session.json records forked_from; "show" says so. For a conversation both hold, "find" names both and
