@@ -19,6 +19,8 @@ QWEN_BIN       := $(CURDIR)/e2e/.cache/qwen-$(QWEN_VERSION)/node_modules/.bin/qw
 # An execution count, not a duration: a duration races Go's fuzz coordinator at its deadline (golang/go#75804)
 # and fails a run that found nothing.
 FUZZTIME  ?= 200000x
+# Each import makes a store on disk: fewer runs in the same time.
+FUZZTIME_IMPORT ?= 5000x
 
 .PHONY: build run test unit e2e fuzz bench fmt vet claude agents clean
 
@@ -31,7 +33,7 @@ run: build
 test: vet unit fuzz e2e
 
 unit:
-	$(GO) test -race -count=1 ./layout/... ./claude/... ./agents/... ./fs/... ./backends/... ./cmd/...
+	$(GO) test -race -count=1 ./layout/... ./claude/... ./agents/... ./fs/... ./backends/... ./cmd/... ./travel/...
 
 # Skipped tests (a missing requirement outside CI) are listed at the end, with why.
 e2e: build claude agents
@@ -41,12 +43,13 @@ e2e: build claude agents
 		$(GO) test -race -count=1 -timeout 30m ./e2e/...; status=$$?; \
 		if [ -s e2e/.cache/skips.txt ]; then echo "skipped e2e tests:"; cat e2e/.cache/skips.txt; fi; exit $$status
 
-# Short fuzz runs of the targets over hostile input: ids, container paths, the sanitizer, transcripts.
+# Short fuzz runs of the targets over hostile input: ids, container paths, the sanitizer, transcripts, archives.
 fuzz:
 	$(GO) test ./layout/ -run '^$$' -fuzz '^FuzzValidateID$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./layout/ -run '^$$' -fuzz '^FuzzContainerMapping$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./claude/ -run '^$$' -fuzz '^FuzzSanitize$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./claude/ -run '^$$' -fuzz '^FuzzScanEntries$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./travel/ -run '^$$' -fuzz '^FuzzImport$$' -fuzztime $(FUZZTIME_IMPORT)
 
 claude: $(CLAUDE_BIN) $(CLAUDE_NEW_BIN)
 

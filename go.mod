@@ -6,6 +6,7 @@ require (
 	github.com/docker/docker v28.5.2+incompatible
 	github.com/dustin/go-humanize v1.0.1
 	github.com/hanwen/go-fuse/v2 v2.12.1
+	github.com/klauspost/compress v1.20.3
 	github.com/moby/sys/mountinfo v0.7.2
 	github.com/spf13/cobra v1.10.1
 	github.com/stretchr/testify v1.12.1

@@ -27,7 +27,8 @@ type Holder struct {
 // named after a uuid it wants to capture. The owner is the session whose transcript file was born first
 // (statx birth time, which no process can set; the change time where the filesystem keeps no birth time), then
 // the smaller session id. A copy is always born after its original, so the original keeps the conversation:
-// by-claude-id, find and resume all follow this rule, and find lists the others.
+// by-claude-id, find and resume all follow this rule, and find lists the others. Before birth comes the fork
+// rule (ordered): a fork's copies never take a conversation from the session it was forked from.
 func less(a, b Holder) bool {
 	if !a.Born.Equal(b.Born) {
 		return a.Born.Before(b.Born)
@@ -62,8 +63,59 @@ func Holders(store *layout.Store, uuid string) ([]Holder, error) {
 		}
 		sess.Close()
 	}
-	sort.Slice(out, func(i, j int) bool { return less(out[i], out[j]) })
-	return out, nil
+	return ordered(out, forkedFrom(store)), nil
+}
+
+// forkedFrom returns a function that reads which session a session was forked from, each session.json once.
+func forkedFrom(store *layout.Store) func(id string) string {
+	memo := map[string]string{}
+	return func(id string) string {
+		p, ok := memo[id]
+		if !ok {
+			if m, err := store.Get(id); err == nil {
+				p = m.ForkedFrom
+			}
+			memo[id] = p
+		}
+		return p
+	}
+}
+
+// ordered sorts the holders of one conversation, the owner first. A session forked from another holder comes
+// after it, a fork of that fork after both (the depth of its fork chain among the holders), then birth decides:
+// so the origin keeps its conversations whatever the filesystem says of birth times (where there are none, the
+// change time of an appended transcript moves). forked_from is read from each fork's own session.json, so a
+// session can only give a conversation away by it, never take one.
+func ordered(hs []Holder, forkedFrom func(id string) string) []Holder {
+	if len(hs) < 2 {
+		return hs
+	}
+	parent := map[string]string{}
+	for _, h := range hs {
+		parent[h.ID] = forkedFrom(h.ID)
+	}
+	depth := func(id string) int {
+		d, seen := 0, map[string]bool{id: true}
+		for {
+			p := parent[id]
+			if _, holds := parent[p]; !holds || seen[p] {
+				return d
+			}
+			id, d = p, d+1
+			seen[id] = true
+		}
+	}
+	depths := map[string]int{}
+	for id := range parent {
+		depths[id] = depth(id)
+	}
+	sort.Slice(hs, func(i, j int) bool {
+		if di, dj := depths[hs[i].ID], depths[hs[j].ID]; di != dj {
+			return di < dj
+		}
+		return less(hs[i], hs[j])
+	})
+	return hs
 }
 
 // Find returns the session that owns conversation uuid (see Holders).
@@ -85,6 +137,7 @@ func Index(store *layout.Store) (map[string]Holder, error) {
 		return nil, err
 	}
 	index := map[string]Holder{}
+	dups := map[string][]Holder{} // conversations held by several sessions, for ordered
 	for _, id := range ids {
 		sess, err := store.OpenSession(id)
 		if err != nil {
@@ -103,12 +156,21 @@ func Index(store *layout.Store) (map[string]Holder, error) {
 					continue
 				}
 				h := Holder{ID: id, Rel: rel, Born: born}
-				if cur, dup := index[uuid]; !dup || less(h, cur) {
-					index[uuid] = h
+				if cur, dup := index[uuid]; dup {
+					if dups[uuid] == nil {
+						dups[uuid] = []Holder{cur}
+					}
+					dups[uuid] = append(dups[uuid], h)
+					continue
 				}
+				index[uuid] = h
 			}
 		}
 		sess.Close()
+	}
+	parents := forkedFrom(store)
+	for uuid, hs := range dups {
+		index[uuid] = ordered(hs, parents)[0]
 	}
 	return index, nil
 }

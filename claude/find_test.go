@@ -72,3 +72,50 @@ func TestConversationOwnerIsTheFirstBorn(t *testing.T) {
 	_, err = Find(store, "../x")
 	assert.ErrorIs(t, err, ErrNoConversation)
 }
+
+// A fork never takes a conversation from its origin, even when its copy is born first (an origin that rewrote its
+// transcript, a filesystem with no birth time); a fork of a fork comes after both; forked_from, written by the
+// fork itself, only ever gives a conversation away.
+func TestForkOriginKeepsTheConversation(t *testing.T) {
+	store, err := layout.OpenStore(t.TempDir())
+	require.NoError(t, err)
+	t.Cleanup(func() { store.Close() })
+	for _, id := range []string{"origin", "fork", "fork2", "liar"} {
+		_, err := store.Create(id, layout.CreateOptions{})
+		require.NoError(t, err)
+	}
+	for _, id := range []string{"fork2", "fork", "origin"} { // born in the wrong order on purpose
+		writeTranscript(t, store, id, layout.CanonicalProject)
+		time.Sleep(20 * time.Millisecond)
+	}
+	for id, from := range map[string]string{"fork": "origin", "fork2": "fork"} {
+		_, err := store.Update(id, func(m *layout.Meta) error { m.ForkedFrom = from; return nil })
+		require.NoError(t, err)
+	}
+	ids := func() []string {
+		holders, err := Holders(store, convo)
+		require.NoError(t, err)
+		var ids []string
+		for _, h := range holders {
+			ids = append(ids, h.ID)
+		}
+		index, err := Index(store)
+		require.NoError(t, err)
+		assert.Equal(t, ids[0], index[convo].ID, "by-claude-id's index agrees with find")
+		return ids
+	}
+	assert.Equal(t, []string{"origin", "fork", "fork2"}, ids())
+
+	// A session planting the uuid later takes nothing; one claiming to be a fork only gives its own rank away.
+	writeTranscript(t, store, "liar", layout.CanonicalProject)
+	assert.Equal(t, []string{"origin", "liar", "fork", "fork2"}, ids())
+	_, err = store.Update("liar", func(m *layout.Meta) error { m.ForkedFrom = "fork2"; return nil })
+	require.NoError(t, err)
+	assert.Equal(t, []string{"origin", "fork", "fork2", "liar"}, ids())
+	_, err = store.Update("liar", func(m *layout.Meta) error { m.ForkedFrom = ""; return nil })
+	require.NoError(t, err)
+
+	// The origin gone, its fork owns the conversation, before the fork's fork.
+	require.NoError(t, os.Remove(filepath.Join(store.Dir("origin"), layout.ProjectsDir, layout.CanonicalProject, convo+".jsonl")))
+	assert.Equal(t, []string{"fork", "liar", "fork2"}, ids())
+}

@@ -22,6 +22,8 @@ type Meta struct {
 	// transcript folder when the store is mounted.
 	Aliases []string `json:"aliases,omitempty"`
 	Runs    []Run    `json:"runs,omitempty"`
+	// ForkedFrom is the session this one was forked from (sessionfs fork), which keeps the conversations both hold.
+	ForkedFrom string `json:"forked_from,omitempty"`
 }
 
 // Run records one process run for the session by a backend.
@@ -80,6 +82,9 @@ func validCwd(cwd string) bool {
 // sanitize drops what a hostile session.json may hold that we must not act on or hold: alias names that are not
 // folder names, duplicates, and lists past their bounds.
 func (m *Meta) sanitize() {
+	if m.ForkedFrom != "" && ValidateID(m.ForkedFrom) != nil {
+		m.ForkedFrom = ""
+	}
 	aliases := m.Aliases
 	m.Aliases = nil
 	for _, a := range aliases {

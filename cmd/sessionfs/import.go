@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/dustin/go-humanize"
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -15,15 +16,18 @@ import (
 	"github.com/sessionfs/sessionfs/backends"
 	"github.com/sessionfs/sessionfs/claude"
 	"github.com/sessionfs/sessionfs/layout"
+	"github.com/sessionfs/sessionfs/travel"
 )
 
 func (a *app) importCmd() *cobra.Command {
 	var opts claude.ImportOptions
 	var asJSON bool
 	var agent string
+	var archive, maxBytes string
+	var topts travel.ImportOptions
 	cmd := &cobra.Command{
-		Use:   "import [--agent AGENT] [--from ~/.claude] [--project PATH] [--into ID] [--dry-run]",
-		Short: "Adopt existing Claude Code history: each conversation becomes a session",
+		Use:   "import [--agent AGENT] [--from ~/.claude] [--project PATH] [--into ID] [--dry-run] | --archive FILE [--as ID]",
+		Short: "Adopt existing Claude Code history, or restore a session from an export (--archive)",
 		Long: `import copies each conversation (projects/<folder>/<uuid>.jsonl with its <uuid>/ folder) of a Claude Code
 config dir into a session's transcript folder, keeping modification times, and records the cwds it ran in.
 Each conversation gets a session named by its uuid, or all go into one with --into. The originals are only
@@ -32,13 +36,32 @@ skipped.
 
 --agent codex|gemini|qwen imports that agent's conversations instead, from its folder (default: its variable's,
 else ~/.codex, ~/.gemini, ~/.qwen): Codex's rollouts by date as they were, Gemini's and Qwen's chats into the
-folder of /session/workspace. --project keeps those run in PATH or below (Gemini's: filed under PATH's folder).`,
+folder of /session/workspace. --project keeps those run in PATH or below (Gemini's: filed under PATH's folder).
+
+With --archive, import restores a session written by "sessionfs export" (FILE, or - for stdin), as --as ID
+or under its own id. A damaged or hostile archive (absolute names, "..", links leading out of the session,
+device files, more than --max-bytes of content or --max-files entries) is refused and leaves nothing behind.`,
 		Example: `  sessionfs import                              # all of ~/.claude
   sessionfs import --project ~/src/webapp --into webapp
   sessionfs import --from /backup/.claude --dry-run
-  sessionfs import --agent codex --project ~/src/webapp --into webapp`,
+  sessionfs import --agent codex --project ~/src/webapp --into webapp
+  sessionfs import --archive fix-login.tar.zst --as fix-login-2`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if archive != "" {
+				if cmd.Flags().Changed("agent") || opts.From != "" || opts.Project != "" || opts.Into != "" || opts.DryRun || asJSON {
+					return usageError("import: --archive takes only --as, --max-bytes and --max-files")
+				}
+				n, err := humanize.ParseBytes(maxBytes)
+				if err != nil || n > 1<<62 {
+					return usageError(fmt.Sprintf("import: --max-bytes %q: want a size such as 64GiB", maxBytes))
+				}
+				topts.MaxBytes = int64(n)
+				return a.importArchive(cmd, archive, topts)
+			}
+			if topts.As != "" {
+				return usageError("import: --as goes with --archive (--into gathers conversations)")
+			}
 			ag, err := checkAgent(agent)
 			if err != nil {
 				return err
@@ -95,6 +118,10 @@ folder of /session/workspace. --project keeps those run in PATH or below (Gemini
 	f.BoolVarP(&opts.DryRun, "dry-run", "n", false, "say what would be imported, change nothing")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	agentFlag(cmd, &agent, "whose history to import (claude, codex, gemini, qwen)")
+	f.StringVar(&archive, "archive", "", "restore a session from an archive of sessionfs export (- for stdin)")
+	f.StringVar(&topts.As, "as", "", "the restored session's id (default: the archive's)")
+	f.StringVar(&maxBytes, "max-bytes", humanize.IBytes(travel.DefaultMaxBytes), "refuse an archive holding more content")
+	f.IntVar(&topts.MaxFiles, "max-files", travel.DefaultMaxFiles, "refuse an archive holding more entries")
 	return cmd
 }
 

@@ -60,6 +60,9 @@ func (a *app) showCmd() *cobra.Command {
 			w := cmd.OutOrStdout()
 			fmt.Fprintf(w, "Session     %s\nCreated     %s\nLast active %s\nSize        %s\n", m.ID,
 				m.Created.Local().Format(time.RFC3339), ago(out.LastActivity), humanize.IBytes(uint64(out.Size)))
+			if m.ForkedFrom != "" {
+				fmt.Fprintf(w, "Forked from %s\n", m.ForkedFrom)
+			}
 			if len(m.Labels) > 0 {
 				fmt.Fprintf(w, "Labels      %s\n", labelText(m.Labels))
 			}

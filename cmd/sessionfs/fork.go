@@ -1,0 +1,65 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/dustin/go-humanize"
+	"github.com/spf13/cobra"
+
+	"github.com/sessionfs/sessionfs/travel"
+)
+
+func (a *app) forkCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "fork ID NEW",
+		Short: "Make session NEW a copy of session ID as it is now (reflinks where the filesystem can)",
+		Long: `fork makes a new session with the same content as ID at this instant: workspace, app, mcps, every agent's
+config folder and conversations. Files are cloned (reflinks, sharing their blocks until one side writes) where
+the store's filesystem can (btrfs, XFS, ...), copied elsewhere. A conversation being written is copied up to its
+last whole line. Both sessions resume their conversations and grow apart from there.
+
+NEW's session.json records forked_from; "show" says so. For a conversation both hold, "find" names both and
+the origin keeps it: by-claude-id/ and "resume UUID" lead to ID.`,
+		Example: `  sessionfs fork fix-login fix-login-try2
+  sessionfs exec fix-login-try2 -- claude --continue`,
+		Args:              cobra.ExactArgs(2),
+		ValidArgsFunction: a.completeIDs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, _, err := a.session(args[0])
+			if err != nil {
+				return err
+			}
+			ctx, stop := interruptible()
+			defer stop()
+			bar := newBar("forking")
+			start := time.Now()
+			rep, err := travel.Fork(ctx, s, args[0], args[1], travel.ForkOptions{Progress: func(done, total travel.Counts) {
+				bar.update(done, total.Bytes, total.Files)
+			}})
+			bar.finish()
+			if errors.Is(err, context.Canceled) {
+				return fmt.Errorf("fork %s: interrupted; %s was not made", args[0], args[1])
+			}
+			if err != nil {
+				return err
+			}
+			for _, sk := range rep.Skipped {
+				warnf("left out %s", oneLine(sk))
+			}
+			how := "files cloned (reflinks)"
+			if rep.Copied > 0 {
+				how = "files copied: the store's filesystem cannot clone them"
+				if rep.Cloned > 0 {
+					how = fmt.Sprintf("%d files cloned, %d copied", rep.Cloned, rep.Copied)
+				}
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "forked %s into %s: %d entries, %s in %s; %s\n", args[0], args[1], rep.Files,
+				humanize.IBytes(uint64(rep.Bytes)), time.Since(start).Round(time.Millisecond), how)
+			return nil
+		},
+	}
+	return cmd
+}
