@@ -1,6 +1,7 @@
 package main
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -35,11 +36,21 @@ func (a *app) matchingIDs(prefix string) []string {
 	return out
 }
 
-// completeTrashed completes trash restore: a session id, then the uuids waiting in its transcript trash.
+// completeTrashed completes trash restore: a session id (in the store or the trash), then the uuids waiting in
+// its transcript trash.
 func (a *app) completeTrashed(cmd *cobra.Command, args []string, prefix string) ([]string, cobra.ShellCompDirective) {
 	switch len(args) {
 	case 0:
-		return a.matchingIDs(prefix), cobra.ShellCompDirectiveNoFileComp
+		out := a.matchingIDs(prefix)
+		if s, err := a.openStore(); err == nil {
+			trashed, _ := s.TrashedSessions("")
+			for _, t := range trashed {
+				if strings.HasPrefix(t.ID, prefix) && !slices.Contains(out, t.ID) {
+					out = append(out, t.ID)
+				}
+			}
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp
 	case 1:
 		s, err := a.openStore()
 		if err != nil {

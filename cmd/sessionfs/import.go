@@ -151,10 +151,13 @@ through the mount when the store is mounted.`,
 				holders, _ = conversationHolders(s, target) // names the other holders, if any
 				return a.execIn(holders[0].ID, append([]string{claudeBin, "--resume", target}, extra...))
 			}
-			if !s.Exists(target) {
+			id, err := a.resolveID(target)
+			if errors.Is(err, layout.ErrNotFound) || errors.Is(err, layout.ErrInvalidID) {
 				return fmt.Errorf("no session or conversation is called %q (sessionfs ls; sessionfs find UUID)", target)
+			} else if err != nil {
+				return err
 			}
-			return a.execIn(target, append([]string{claudeBin, "--continue"}, extra...))
+			return a.execIn(id, append([]string{claudeBin, "--continue"}, extra...))
 		},
 	}
 	cmd.Flags().StringVar(&claudeBin, "claude", "claude", "the claude command")

@@ -32,10 +32,13 @@ func (a *app) mountCmd() *cobra.Command {
 		Long: `mount shows the store at MOUNTPOINT as sessions/<id>/{app,workspace,mcps,.claude}. Under each session's
 .claude/projects/, every folder name Claude Code can make from a cwd ([A-Za-z0-9-], up to 255 bytes) is a
 view of the session's one transcript folder, so "claude --resume <uuid>" and "claude --continue" work from
-any working directory. mkdir sessions/<id> creates a session. rm -rf sessions/<id> deletes its files as on
-any filesystem (removed transcripts still wait in the transcript trash: "sessionfs trash") and moves the
-emptied folder to the trash (rmdir of a session that still holds anything is ENOTEMPTY); "sessionfs rm ID"
-moves a whole session to the trash instead, recoverable.
+any working directory. mkdir sessions/<id> creates a session. rm -rf sessions/<id> moves the whole session,
+workspace included, to the trash at once, as "sessionfs rm ID" does: a session's listing starts with
+session.json, and removing session.json through the mount removes the session (other tools that remove in
+listing order, find -delete say, do the same but report the names that vanished with it). "sessionfs trash
+ls" lists removed sessions, "sessionfs trash restore ID" brings one back. rmdir of a session that still holds
+anything is ENOTEMPTY. Inside a session, removing a transcript moves it to the transcript trash; any other
+file is deleted as on any filesystem.
 It runs in the foreground until SIGINT/SIGTERM or "sessionfs unmount", and clears a stale mount left by a
 crashed daemon first. A mountpoint inside the store, a store already mounted, or a folder that is not empty
 is refused.`,

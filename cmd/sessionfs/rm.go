@@ -26,7 +26,12 @@ func (a *app) rmCmd() *cobra.Command {
 				return err
 			}
 			var errs []error
-			for _, id := range args {
+			for _, arg := range args {
+				id, err := a.resolveID(arg)
+				if err != nil {
+					errs = append(errs, err)
+					continue
+				}
 				dst, err := s.Remove(id)
 				if err != nil {
 					errs = append(errs, err)

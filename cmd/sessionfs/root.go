@@ -81,14 +81,14 @@ func (a *app) open(create bool) (*layout.Store, error) {
 	return s, nil
 }
 
-// session opens the store and checks that session id exists.
-func (a *app) session(id string) (*layout.Store, *layout.Meta, error) {
-	s, err := a.openStore()
+// session opens the store and reads session arg (an id, or an unambiguous start of one: resolveID).
+func (a *app) session(arg string) (*layout.Store, *layout.Meta, error) {
+	id, err := a.resolveID(arg)
 	if err != nil {
 		return nil, nil, err
 	}
-	m, err := s.Get(id)
-	return s, m, err
+	m, err := a.store.Get(id)
+	return a.store, m, err
 }
 
 // sessionDir is where processes should see the session: through the mount when the store is mounted, so the
