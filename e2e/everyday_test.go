@@ -333,3 +333,58 @@ func TestShareCredentials(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, `{"token":"t"}`, string(b))
 }
+
+// ls filters by label, prints ids alone (-q) or through a template (--format), as docker ls does; show takes
+// --format too.
+func TestListFilterQuietFormat(t *testing.T) {
+	store := t.TempDir()
+	ok(t, store, "new", "a1", "--label", "team=web", "--label", "stage=review")
+	ok(t, store, "new", "a2", "--label", "team=web")
+	ok(t, store, "new", "b1", "--label", "team=cli")
+	assert.Equal(t, "a1\na2\nb1\n", ok(t, store, "ls", "-q"))
+	assert.Equal(t, "a1\na2\n", ok(t, store, "ls", "-q", "--filter", "label=team=web"))
+	assert.Equal(t, "a1\n", ok(t, store, "ls", "-q", "--filter", "label=team=web", "--filter", "label=stage"))
+	assert.Equal(t, "b1 team=cli 0\n", ok(t, store, "ls", "--filter", "label=team=cli", "--format", "{{.ID}} {{range $k, $v := .Labels}}{{$k}}={{$v}}{{end}} {{.Conversations}}"))
+	assert.Equal(t, filepath.Join(store, "sessions", "a2", "workspace")+"\n", ok(t, store, "show", "a2", "--format", "{{.Store.Workspace}}"))
+	for _, args := range [][]string{
+		{"ls", "--filter", "team=web"}, {"ls", "--format", "{{.Nope"}, {"ls", "-q", "--json"}, {"show", "a1", "--format", "{{", "--json"},
+	} {
+		r := cli(t, store, args...)
+		assert.Equal(t, 125, r.code, "%v", args)
+		assert.Contains(t, r.stderr, "--help)", "%v: a usage error", args)
+	}
+}
+
+// Labels are edited after creation (KEY=VALUE sets, KEY- removes); rename gives a session a new id; runs lists
+// what ran in a session, a run in progress included.
+func TestLabelRenameRuns(t *testing.T) {
+	store := t.TempDir()
+	ok(t, store, "new", "s1", "--label", "team=web")
+	assert.Equal(t, "s1 stage=review\n", ok(t, store, "label", "s1", "stage=review", "team-"))
+	assert.Equal(t, "s1\n", ok(t, store, "ls", "-q", "--filter", "label=stage=review"))
+	r := cli(t, store, "label", "s1", "=x")
+	assert.Equal(t, 125, r.code)
+
+	assert.Equal(t, 3, cli(t, store, "exec", "s1", "--", "sh", "-c", "exit 3").code)
+	marker := filepath.Join(t.TempDir(), "started")
+	done := make(chan result, 1)
+	go func() { done <- cli(t, store, "exec", "s1", "--", "sh", "-c", "touch "+marker+"; sleep 1") }()
+	eventually(t, 10*time.Second, func() bool { _, err := os.Stat(marker); return err == nil }, "the second run never started")
+	out := ok(t, store, "runs", "s1")
+	assert.Regexp(t, `(?m)^\S+ \S+\s+local\s+\d\S*s\s+3\s+sh -c exit 3$`, out)
+	assert.Regexp(t, `(?m)^\S+ \S+\s+local\s+running\s+-\s+sh -c touch`, out, "a run in progress is listed")
+	<-done
+	var runs []layout.Run
+	require.NoError(t, json.Unmarshal([]byte(ok(t, store, "runs", "s1", "--json")), &runs))
+	require.Len(t, runs, 2, "one record per run")
+	assert.False(t, runs[1].End.IsZero(), "the record is completed when the run ends")
+	ok(t, store, "new", "s2")
+	assert.Equal(t, "[]\n", ok(t, store, "runs", "s2", "--json"))
+
+	assert.Equal(t, "s1 -> fix-login\n", ok(t, store, "rename", "s1", "fix-login"))
+	assert.Equal(t, "fix-login\ns2\n", ok(t, store, "ls", "-q"))
+	r = cli(t, store, "rename", "fix-login", "s2")
+	assert.Equal(t, 125, r.code)
+	assert.Contains(t, r.stderr, "already exists")
+	assert.Contains(t, ok(t, store, "show", "fix-login"), "Runs        2,")
+}
