@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -387,4 +388,43 @@ func TestLabelRenameRuns(t *testing.T) {
 	assert.Equal(t, 125, r.code)
 	assert.Contains(t, r.stderr, "already exists")
 	assert.Contains(t, ok(t, store, "show", "fix-login"), "Runs        2,")
+}
+
+// mount --daemon returns once the mount serves and prints the daemon's pid; the daemon logs to --log and ends
+// with sessionfs unmount. A mount that cannot come up returns its error, not a pid.
+func TestMountDaemon(t *testing.T) {
+	needFUSE(t)
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	mnt := filepath.Join(t.TempDir(), "mnt")
+	logPath := filepath.Join(t.TempDir(), "state", "mount.log")
+	r := cli(t, store, "mount", "--daemon", "--log", logPath, mnt)
+	pid := 0
+	_, _ = fmt.Sscan(r.stdout, &pid)
+	t.Cleanup(func() {
+		if isFUSEMount(mnt) || staleMount(mnt) {
+			_ = syscall.Unmount(mnt, syscall.MNT_DETACH)
+		}
+		if pid > 0 {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Greater(t, pid, 0, "stdout is the pid: %q", r.stdout)
+	assert.Contains(t, r.stderr, logPath)
+	assert.True(t, isFUSEMount(mnt), "the mount serves when mount --daemon returns")
+	assert.DirExists(t, filepath.Join(mnt, "sessions", "s1", "workspace"))
+	assert.NoError(t, syscall.Kill(pid, 0), "the daemon runs")
+	b, err := os.ReadFile(logPath)
+	require.NoError(t, err)
+	assert.Contains(t, string(b), "serving "+store)
+
+	r = cli(t, store, "mount", "--daemon", "--log", logPath, filepath.Join(t.TempDir(), "again"))
+	assert.Equal(t, 125, r.code)
+	assert.Contains(t, r.stderr, "already mounted at "+mnt)
+	assert.Empty(t, r.stdout)
+
+	ok(t, store, "unmount", mnt)
+	eventually(t, 10*time.Second, func() bool { return syscall.Kill(pid, 0) != nil }, "the daemon outlived its mount")
+	assert.False(t, isFUSEMount(mnt))
 }

@@ -25,10 +25,11 @@ func defaultMountpoint() string {
 
 func (a *app) mountCmd() *cobra.Command {
 	var opts sfs.Options
-	var cpuProfile string
+	var cpuProfile, logPath string
+	var daemon bool
 	cmd := &cobra.Command{
 		Use:   "mount [MOUNTPOINT]",
-		Short: "Serve the store as a filesystem (default ~/agent-sessions), in the foreground",
+		Short: "Serve the store as a filesystem (default ~/agent-sessions), in the foreground or with --daemon",
 		Long: `mount shows the store at MOUNTPOINT as sessions/<id>/{app,workspace,mcps,.claude}. Under each session's
 .claude/projects/, every folder name Claude Code can make from a cwd ([A-Za-z0-9-], up to 255 bytes) is a
 view of the session's one transcript folder, so "claude --resume <uuid>" and "claude --continue" work from
@@ -39,14 +40,19 @@ listing order, find -delete say, do the same but report the names that vanished 
 ls" lists removed sessions, "sessionfs trash restore ID" brings one back. rmdir of a session that still holds
 anything is ENOTEMPTY. Inside a session, removing a transcript moves it to the transcript trash; any other
 file is deleted as on any filesystem.
-It runs in the foreground until SIGINT/SIGTERM or "sessionfs unmount", and clears a stale mount left by a
-crashed daemon first. A mountpoint inside the store, a store already mounted, or a folder that is not empty
+It runs in the foreground until SIGINT/SIGTERM or "sessionfs unmount"; with --daemon it returns once the
+mount serves, printing the daemon's pid, and the daemon logs to --log until "sessionfs unmount". It clears a
+stale mount left by a crashed daemon first. A mountpoint inside the store, a store already mounted, or a folder that is not empty
 is refused.`,
 		Example: `  sessionfs mount                       # ~/agent-sessions
   sessionfs mount /mnt/sessions --allow-other   # containers running as other users
+  sessionfs mount --daemon                      # in the background; prints the pid
   sessionfs unmount ~/agent-sessions`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if daemon {
+				return daemonize(cmd.OutOrStdout(), cmd.ErrOrStderr(), logPath)
+			}
 			s, err := a.createStore()
 			if err != nil {
 				return err
@@ -86,6 +92,9 @@ is refused.`,
 			if err := sfs.NotifyReady(); err != nil {
 				warnf("tell systemd the mount is ready: %v", err)
 			}
+			if err := tellReady(); err != nil {
+				warnf("tell mount --daemon the mount is ready: %v", err)
+			}
 			m.Wait()
 			return nil
 		},
@@ -94,6 +103,8 @@ is refused.`,
 	cmd.Flags().BoolVar(&opts.ReadOnly, "read-only", false, "mount read-only")
 	cmd.Flags().BoolVar(&opts.Debug, "debug", false, "log every FUSE request")
 	cmd.Flags().DurationVar(&opts.Timeout, "cache-timeout", sfs.DefaultTimeout, "how long the kernel caches names and attributes")
+	cmd.Flags().BoolVarP(&daemon, "daemon", "d", false, "run in the background once the mount serves; print the daemon's pid")
+	cmd.Flags().StringVar(&logPath, "log", defaultMountLog(), "with --daemon, where the daemon's output goes (appended)")
 	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the daemon to this file (for performance work)")
 	_ = cmd.Flags().MarkHidden("cpuprofile")
 	return cmd
