@@ -488,3 +488,16 @@ func TestUniquePrefixIDs(t *testing.T) {
 	assert.Contains(t, ok(t, store, "rm", "webapp-a"), "webapp-api -> ")
 	assert.Contains(t, ok(t, store, "show", "webapp"), "Session     webapp-login\n", "one left: no longer ambiguous")
 }
+
+// A store whose mount's daemon died is reported as stale, with the way out, not as "not mounted".
+func TestStaleMountReported(t *testing.T) {
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	m := mount(t, store)
+	m.kill(t)
+	require.True(t, staleMount(m.mnt))
+	r := cli(t, store, "exec", "s1", "--", "true")
+	assert.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "the store's mount at "+m.mnt+" is stale (its daemon is gone; sessionfs mount serves it again)")
+	assert.NotContains(t, r.stderr, "not mounted")
+}

@@ -65,7 +65,7 @@ func (a *app) execIn(id string, argv []string, adjust ...func(*backends.Spec)) e
 		warnf("%v", err)
 	}
 	if !mounted {
-		warnf("the store is not mounted: running in %s; transcripts resume only from the same cwd", dir)
+		warnf("%s: running in %s; transcripts resume only from the same cwd", notMounted(s), dir)
 	}
 	folder, err := s.OpenSession(m.ID)
 	if err != nil {

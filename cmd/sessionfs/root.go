@@ -127,3 +127,12 @@ func shellQuote(s string) string {
 func warnf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "sessionfs: warning: "+format+"\n", args...)
 }
+
+// notMounted is what to tell a user whose store is not served: that it is not mounted, or that its mount is
+// stale (its daemon gone), which "sessionfs mount" clears.
+func notMounted(s *layout.Store) string {
+	if mnt, ok := sfs.FindStale(s.Root); ok {
+		return "the store's mount at " + mnt + " is stale (its daemon is gone; sessionfs mount serves it again)"
+	}
+	return "the store is not mounted"
+}
