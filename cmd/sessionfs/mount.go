@@ -38,7 +38,8 @@ workspace included, to the trash at once, as "sessionfs rm ID" does: a session's
 session.json, and removing session.json through the mount removes the session (other tools that remove in
 listing order, find -delete say, do the same but report the names that vanished with it). "sessionfs trash
 ls" lists removed sessions, "sessionfs trash restore ID" brings one back. rmdir of a session that still holds
-anything is ENOTEMPTY. Inside a session, removing a transcript moves it to the transcript trash; any other
+anything is ENOTEMPTY; mv of a session is refused (EPERM: its id is in running containers' binds), "sessionfs
+rename" renames one. Inside a session, removing a transcript moves it to the transcript trash; any other
 file is deleted as on any filesystem.
 It runs in the foreground until SIGINT/SIGTERM or "sessionfs unmount"; with --daemon it returns once the
 mount serves, printing the daemon's pid, and the daemon logs to --log until "sessionfs unmount". It clears a
