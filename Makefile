@@ -9,11 +9,18 @@ CLAUDE_VERSION     ?= 2.1.197
 CLAUDE_NEW_VERSION ?= 2.1.330
 CLAUDE_BIN         := $(CURDIR)/e2e/.cache/claude-$(CLAUDE_VERSION)/node_modules/.bin/claude
 CLAUDE_NEW_BIN     := $(CURDIR)/e2e/.cache/claude-$(CLAUDE_NEW_VERSION)/node_modules/.bin/claude
+# The other agents' real CLIs (README, "Other agents"), pinned to the newest the registry served when last checked.
+CODEX_VERSION  ?= 0.169.0
+GEMINI_VERSION ?= 0.61.0
+QWEN_VERSION   ?= 0.24.4
+CODEX_BIN      := $(CURDIR)/e2e/.cache/codex-$(CODEX_VERSION)/node_modules/.bin/codex
+GEMINI_BIN     := $(CURDIR)/e2e/.cache/gemini-$(GEMINI_VERSION)/node_modules/.bin/gemini
+QWEN_BIN       := $(CURDIR)/e2e/.cache/qwen-$(QWEN_VERSION)/node_modules/.bin/qwen
 # An execution count, not a duration: a duration races Go's fuzz coordinator at its deadline (golang/go#75804)
 # and fails a run that found nothing.
 FUZZTIME  ?= 200000x
 
-.PHONY: build run test unit e2e fuzz bench fmt vet claude clean
+.PHONY: build run test unit e2e fuzz bench fmt vet claude agents clean
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/sessionfs
@@ -24,12 +31,13 @@ run: build
 test: vet unit fuzz e2e
 
 unit:
-	$(GO) test -race -count=1 ./layout/... ./claude/... ./fs/... ./backends/... ./cmd/...
+	$(GO) test -race -count=1 ./layout/... ./claude/... ./agents/... ./fs/... ./backends/... ./cmd/...
 
 # Skipped tests (a missing requirement outside CI) are listed at the end, with why.
-e2e: build claude
+e2e: build claude agents
 	@mkdir -p e2e/.cache; rm -f e2e/.cache/skips.txt
 	SESSIONFS_BIN=$(CURDIR)/$(BIN) SESSIONFS_CLAUDE=$(CLAUDE_BIN) SESSIONFS_CLAUDE_NEW=$(CLAUDE_NEW_BIN) SESSIONFS_SKIPS=$(CURDIR)/e2e/.cache/skips.txt \
+		SESSIONFS_CODEX=$(CODEX_BIN) SESSIONFS_GEMINI=$(GEMINI_BIN) SESSIONFS_QWEN=$(QWEN_BIN) \
 		$(GO) test -race -count=1 -timeout 30m ./e2e/...; status=$$?; \
 		if [ -s e2e/.cache/skips.txt ]; then echo "skipped e2e tests:"; cat e2e/.cache/skips.txt; fi; exit $$status
 
@@ -45,6 +53,18 @@ claude: $(CLAUDE_BIN) $(CLAUDE_NEW_BIN)
 $(CURDIR)/e2e/.cache/claude-%/node_modules/.bin/claude:
 	mkdir -p $(CURDIR)/e2e/.cache/claude-$*
 	npm install --prefix $(CURDIR)/e2e/.cache/claude-$* --no-audit --no-fund @anthropic-ai/claude-code@$*
+
+agents: $(CODEX_BIN) $(GEMINI_BIN) $(QWEN_BIN)
+
+$(CODEX_BIN):
+	mkdir -p $(CURDIR)/e2e/.cache/codex-$(CODEX_VERSION)
+	npm install --prefix $(CURDIR)/e2e/.cache/codex-$(CODEX_VERSION) --no-audit --no-fund @openai/codex@$(CODEX_VERSION)
+$(GEMINI_BIN):
+	mkdir -p $(CURDIR)/e2e/.cache/gemini-$(GEMINI_VERSION)
+	npm install --prefix $(CURDIR)/e2e/.cache/gemini-$(GEMINI_VERSION) --no-audit --no-fund @google/gemini-cli@$(GEMINI_VERSION)
+$(QWEN_BIN):
+	mkdir -p $(CURDIR)/e2e/.cache/qwen-$(QWEN_VERSION)
+	npm install --prefix $(CURDIR)/e2e/.cache/qwen-$(QWEN_VERSION) --no-audit --no-fund @qwen-code/qwen-code@$(QWEN_VERSION)
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

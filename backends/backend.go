@@ -6,6 +6,7 @@ import (
 	"context"
 	"io"
 
+	"github.com/sessionfs/sessionfs/agents"
 	"github.com/sessionfs/sessionfs/layout"
 )
 
@@ -20,7 +21,10 @@ type Spec struct {
 	// write nothing.
 	Folder *layout.Dir
 	Argv   []string
-	Env    []string // extra K=V pairs, applied over the backend's defaults
+	// Agent is the coding agent the command runs (agents.Names; "" is Claude): its variables point it at its
+	// folder in the session, as the command sees the session. Claude's are set for every agent.
+	Agent string
+	Env   []string // extra K=V pairs, applied over the backend's defaults
 	// Workdir is relative to the session's root; empty means the workspace.
 	Workdir string
 	Stdin   io.Reader
@@ -41,3 +45,13 @@ type Backend interface {
 // work never reaches the FUSE daemon. Everything else (/session, .claude, every other cwd's transcript folder)
 // stays the mount's.
 var NativeDirs = []string{layout.WorkspaceDir, layout.AppDir, layout.MCPDir, layout.ProjectsDir + "/" + layout.CanonicalProject}
+
+// AgentEnv is the environment the spec's agent needs in a session a process sees at root ("/session" in a
+// container), before the user's own -e pairs. An unknown agent gets none (the CLI refuses it first).
+func (s Spec) AgentEnv(root string) []string {
+	a, err := agents.ByName(s.Agent)
+	if err != nil || a == agents.Claude {
+		return nil
+	}
+	return a.Env(root)
+}

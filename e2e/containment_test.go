@@ -234,8 +234,8 @@ func TestAttackConversationHijack(t *testing.T) {
 	assert.Len(t, ents, 1)
 }
 
-// Finding 7: session.json updates hold across processes: runs recorded by parallel execs and aliases recorded
-// by the daemon at the same time are all kept.
+// Finding 7: session.json updates hold across processes: runs recorded by parallel execs (taking turns at the
+// session's lease with --wait) and aliases recorded by the daemon at the same time are all kept.
 func TestNoLostSessionUpdates(t *testing.T) {
 	store := t.TempDir()
 	ok(t, store, "new", "s1")
@@ -246,7 +246,7 @@ func TestNoLostSessionUpdates(t *testing.T) {
 		wg.Add(2)
 		go func() {
 			defer wg.Done()
-			cli(t, store, "exec", "s1", "--", "true")
+			cli(t, store, "exec", "--wait", "s1", "--", "true")
 		}()
 		go func() {
 			defer wg.Done()

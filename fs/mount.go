@@ -27,10 +27,16 @@ type Options struct {
 	ReadOnly bool
 	// Debug logs every FUSE request.
 	Debug bool
-	// Timeout is how long the kernel may cache names and attributes.
+	// Timeout is how long the kernel may cache names and attributes; 0 means DefaultTimeout, or SharedTimeout
+	// when the store is shared with other hosts.
 	Timeout time.Duration
+	// Shared says the store is shared with other hosts even when its filesystem is not recognised as such.
+	Shared bool
 	// OnCreate runs after mkdir through the mount made a session (the CLI seeds its .claude).
 	OnCreate func(id string) error
+	// MaxNodes is how many files and folders the daemon keeps for the kernel before it asks the kernel to
+	// forget the least recently used sessions' (0: nodes.DefaultMaxNodes; negative: never).
+	MaxNodes int64
 }
 
 // Mount serves store at mountpoint until Unmount. A stale mount left at mountpoint by a crashed daemon is
@@ -41,6 +47,12 @@ type Mount struct {
 	server     *fuse.Server
 	watcher    *watcher
 	tree       *nodes.Tree
+	// Shared names the store's filesystem when other hosts may change it ("fuse.juicefs", "nfs", "--shared");
+	// empty when only this host does.
+	Shared string
+	// Timeout is how long the kernel caches names and attributes.
+	Timeout time.Duration
+	done    chan struct{} // stops the pruner
 }
 
 // DefaultTimeout is how long the kernel may cache names and attributes. It can be long because the store is
@@ -62,7 +74,18 @@ func New(store *layout.Store, mountpoint string, opts Options) (*Mount, error) {
 	if err := prepareMountpoint(mnt); err != nil {
 		return nil, err
 	}
-	if opts.Timeout == 0 {
+	shared, isShared := SharedStore(store.Root)
+	if opts.Shared && !isShared {
+		shared, isShared = "--shared", true
+	}
+	if !isShared {
+		shared = ""
+	}
+	switch {
+	case opts.Timeout != 0:
+	case isShared:
+		opts.Timeout = SharedTimeout
+	default:
 		opts.Timeout = DefaultTimeout
 	}
 	tree, err := nodes.NewTree(store)
@@ -70,6 +93,7 @@ func New(store *layout.Store, mountpoint string, opts Options) (*Mount, error) {
 		return nil, fmt.Errorf("open the store: %w", err)
 	}
 	tree.ReadOnly = opts.ReadOnly
+	tree.AttrTimeout = opts.Timeout
 	tree.OnAlias = func(id, name string) {
 		// Off the request path: a lookup should not wait for session.json's fsync.
 		go func() {
@@ -129,12 +153,18 @@ func New(store *layout.Store, mountpoint string, opts Options) (*Mount, error) {
 		tree.Close()
 		return nil, mountError(mnt, err)
 	}
-	return &Mount{Mountpoint: mnt, Store: store, server: server, watcher: wa, tree: tree}, nil
+	if opts.MaxNodes == 0 {
+		opts.MaxNodes = nodes.DefaultMaxNodes
+	}
+	done := make(chan struct{})
+	go tree.Prune(root.Sessions(), opts.MaxNodes, done)
+	return &Mount{Mountpoint: mnt, Store: store, server: server, watcher: wa, tree: tree, Shared: shared, Timeout: timeout, done: done}, nil
 }
 
 // Wait blocks until the mount is unmounted.
 func (m *Mount) Wait() {
 	m.server.Wait()
+	close(m.done)
 	m.watcher.close()
 	m.tree.Close()
 }

@@ -383,7 +383,7 @@ func (d *Dir) Rename(from, to string, flags uint) error {
 		return &os.PathError{Op: "rename", Path: to, Err: err}
 	}
 	defer unix.Close(tfd)
-	if err := unix.Renameat2(ffd, fname, tfd, tname, flags); err != nil {
+	if err := renameat2(ffd, fname, tfd, tname, flags); err != nil {
 		return &os.LinkError{Op: "rename", Old: from, New: to, Err: err}
 	}
 	return nil
@@ -419,8 +419,46 @@ func (d *Dir) RenameTo(from string, dst *Dir, to string, flags uint) error {
 		return &os.PathError{Op: "rename", Path: to, Err: err}
 	}
 	defer unix.Close(tfd)
-	if err := unix.Renameat2(ffd, fname, tfd, tname, flags); err != nil {
+	if err := renameat2(ffd, fname, tfd, tname, flags); err != nil {
 		return &os.LinkError{Op: "rename", Old: d.name + "/" + from, New: dst.name + "/" + to, Err: err}
+	}
+	return nil
+}
+
+// renameat2 is renameat2(2), with RENAME_NOREPLACE made of older calls on filesystems that refuse rename flags
+// (EINVAL: some shared filesystems' FUSE clients, MooseFS's among them). A file or link is hard-linked to its new
+// name (which fails if the name is taken) and then unlinked from its old one: a crash between the two leaves
+// both names, never none. A folder takes a new empty folder's place: mkdir claims the name, and a rename over an
+// empty folder is atomic.
+func renameat2(ffd int, fname string, tfd int, tname string, flags uint) error {
+	err := unix.Renameat2(ffd, fname, tfd, tname, flags)
+	if err != unix.EINVAL || flags != unix.RENAME_NOREPLACE {
+		return err
+	}
+	return renameNoReplace(ffd, fname, tfd, tname)
+}
+
+// renameNoReplace is RENAME_NOREPLACE without rename flags.
+func renameNoReplace(ffd int, fname string, tfd int, tname string) error {
+	var st unix.Stat_t
+	if err := unix.Fstatat(ffd, fname, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		if err := unix.Linkat(ffd, fname, tfd, tname, 0); err != nil {
+			return err
+		}
+		return unix.Unlinkat(ffd, fname, 0)
+	}
+	if err := unix.Mkdirat(tfd, tname, 0o700); err != nil {
+		return err // EEXIST: the name is taken
+	}
+	if err := unix.Renameat(ffd, fname, tfd, tname); err != nil {
+		_ = unix.Unlinkat(tfd, tname, unix.AT_REMOVEDIR) // only if still our empty folder
+		if err == unix.ENOTEMPTY {
+			err = unix.EEXIST // someone filled the name meanwhile
+		}
+		return err
 	}
 	return nil
 }

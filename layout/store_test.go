@@ -269,3 +269,38 @@ func TestTrashedNameRoundTrip(t *testing.T) {
 		assert.False(t, ok, name)
 	}
 }
+
+// An agent's folders fold the same way, limited to its view names, and each keeps its own claim file.
+func TestFoldViewsKeepsOwnFile(t *testing.T) {
+	s := newStore(t)
+	_, err := s.Create("s", CreateOptions{})
+	require.NoError(t, err)
+	tmp := filepath.Join(s.Dir("s"), ".gemini", "tmp")
+	for name, files := range map[string][]string{
+		"ws":        {".project_root", "chats/session-1.jsonl", "logs.json"},
+		"ws-1":      {".project_root"},
+		"bin":       {"rg"},
+		"workspace": {".project_root", "logs.json"},
+	} {
+		for _, f := range files {
+			require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(tmp, name, f)), 0o755))
+			require.NoError(t, os.WriteFile(filepath.Join(tmp, name, f), []byte(name), 0o644))
+		}
+	}
+	isView := func(n string) bool { return n != "bin" }
+	folded, err := s.FoldViews("s", ".gemini/tmp", "workspace", isView, ".project_root")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"ws"}, folded, "ws-1 holds only its claim: nothing to fold")
+	b, _ := os.ReadFile(filepath.Join(tmp, "workspace", "chats", "session-1.jsonl"))
+	assert.Equal(t, "ws", string(b))
+	b, _ = os.ReadFile(filepath.Join(tmp, "workspace", ".project_root"))
+	assert.Equal(t, "workspace", string(b), "the canonical folder keeps its own claim")
+	b, _ = os.ReadFile(filepath.Join(tmp, "ws", ".project_root"))
+	assert.Equal(t, "ws", string(b), "each name keeps its claim")
+	assert.FileExists(t, filepath.Join(tmp, "workspace", "logs.json.sessionfs-conflict-fold"))
+	assert.NoFileExists(t, filepath.Join(tmp, "ws", "logs.json"))
+	assert.FileExists(t, filepath.Join(tmp, "bin", "rg"), "a folder that is no view is left alone")
+	folded, err = s.FoldViews("s", ".gemini/tmp", "workspace", isView, ".project_root")
+	require.NoError(t, err)
+	assert.Empty(t, folded)
+}

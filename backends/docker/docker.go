@@ -171,7 +171,7 @@ func (b *Backend) config(spec backends.Spec, st *stage) (*container.Config, *con
 		}
 		env = append(env, "HOME="+filepath.Join(cp.Root, "home"))
 	}
-	env = claude.Env(env, cp.Claude, spec.Env...)
+	env = claude.Env(append(env, spec.AgentEnv(cp.Root)...), cp.Claude, spec.Env...)
 	sess, err := layout.OpenDir(spec.SessionDir)
 	if err != nil {
 		return nil, nil, err

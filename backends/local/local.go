@@ -83,8 +83,8 @@ func (Backend) Run(ctx context.Context, spec backends.Spec) (int, error) {
 		noteOnce(why)
 	}
 	cmd.Dir = dir
-	cmd.Env = claude.ProcessEnv(p.Claude, append([]string{"SESSIONFS_SESSION=" + spec.SessionID,
-		"SESSION_DIR=" + p.Root}, spec.Env...)...)
+	cmd.Env = claude.ProcessEnv(p.Claude, append(append([]string{"SESSIONFS_SESSION=" + spec.SessionID,
+		"SESSION_DIR=" + p.Root}, spec.AgentEnv(p.Root)...), spec.Env...)...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = spec.Stdin, spec.Stdout, spec.Stderr
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = 10 * time.Second

@@ -105,7 +105,7 @@ func (b *Backend) Run(ctx context.Context, spec backends.Spec) (int, error) {
 	}
 	env := map[string]string{claude.EnvConfigDir: cp.Claude, claude.EnvProjectDirName: claude.ProjectDirName,
 		"SESSION_DIR": cp.Root, "SESSIONFS_SESSION": spec.SessionID}
-	for _, kv := range spec.Env {
+	for _, kv := range append(spec.AgentEnv(cp.Root), spec.Env...) {
 		if k, v, ok := strings.Cut(kv, "="); ok {
 			env[k] = v
 		}

@@ -75,10 +75,11 @@ func parseLabelEdits(args []string) (set map[string]string, unset []string, err 
 func (a *app) renameCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "rename OLD NEW",
-		Short: "Rename a session (not while something runs in it)",
+		Short: "Rename a session (refused while something runs in it)",
 		Long: `rename gives session OLD the id NEW: its folder is renamed in the store, nothing else changes. A
-session's id is in the binds of the containers running in it and in the cwd of its processes: rename it when
-nothing runs in it. NEW must be a free, valid id.`,
+session's id is in the binds of the containers running in it and in the cwd of its processes: a session that
+exec, run or resume runs in is refused (its run lease is held). Processes started in it otherwise (a shell
+that ran eval "$(sessionfs env ID)") keep the old path. NEW must be a free, valid id.`,
 		Example:           `  sessionfs rename 20261122-093000-1a2b3c fix-login`,
 		Args:              cobra.ExactArgs(2),
 		ValidArgsFunction: a.completeIDs,
@@ -87,6 +88,12 @@ nothing runs in it. NEW must be a free, valid id.`,
 			if err != nil {
 				return err
 			}
+			// The run lease keeps runners out while the folder changes name, and refuses a running session.
+			lease, err := a.store.TryLease(id, layout.ThisProcess())
+			if err != nil {
+				return err
+			}
+			defer lease.Release()
 			if err := a.store.Rename(id, args[1]); err != nil {
 				return err
 			}

@@ -2,43 +2,59 @@ package main
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/sessionfs/sessionfs/agents"
 	"github.com/sessionfs/sessionfs/claude"
 	"github.com/sessionfs/sessionfs/layout"
 )
 
 func (a *app) envCmd() *cobra.Command {
 	var container bool
+	var agent string
 	cmd := &cobra.Command{
-		Use:   "env ID",
+		Use:   "env ID [--agent AGENT]",
 		Short: "Print export lines that point a shell at a session (for eval)",
+		Long: `env prints export lines for eval: SESSION_DIR, and the variables that point Claude Code at the session's
+.claude. With --agent codex|gemini|qwen, also that agent's (CODEX_HOME, GEMINI_CLI_HOME, QWEN_HOME), whose
+folder is made in the session if it has none yet.`,
 		Example: `  eval "$(sessionfs env fix-login)" && cd "$SESSION_DIR/workspace" && claude
+  eval "$(sessionfs env fix-login --agent codex)" && codex
   sessionfs env fix-login --container   # the paths a container sees`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: a.completeIDs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			ag, err := checkAgent(agent)
+			if err != nil {
+				return err
+			}
 			s, m, err := a.session(args[0])
 			if err != nil {
 				return err
 			}
+			dir, mounted := sessionDir(s, m.ID)
 			p := layout.ContainerPaths
 			if !container {
-				dir, _ := sessionDir(s, m.ID)
 				p = layout.Derive(dir)
 			}
-			for _, kv := range [][2]string{
-				{"SESSIONFS_SESSION", m.ID},
-				{"SESSION_DIR", p.Root},
-				{claude.EnvConfigDir, p.Claude},
-				{claude.EnvProjectDirName, claude.ProjectDirName},
-			} {
-				fmt.Fprintf(cmd.OutOrStdout(), "export %s=%s\n", kv[0], shellQuote(kv[1]))
+			vars := []string{"SESSIONFS_SESSION=" + m.ID, "SESSION_DIR=" + p.Root, claude.EnvConfigDir + "=" + p.Claude,
+				claude.EnvProjectDirName + "=" + claude.ProjectDirName}
+			if ag != agents.Claude {
+				if err := prepareAgent(s, m.ID, dir, mounted, ag); err != nil {
+					return err
+				}
+				vars = append(vars, ag.Env(p.Root)...)
+			}
+			for _, kv := range vars {
+				k, v, _ := strings.Cut(kv, "=")
+				fmt.Fprintf(cmd.OutOrStdout(), "export %s=%s\n", k, shellQuote(v))
 			}
 			return nil
 		},
 	}
 	cmd.Flags().BoolVar(&container, "container", false, "print the paths as containers and sandboxes see them")
+	agentFlag(cmd, &agent)
 	return cmd
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sessionfs/sessionfs/agents"
 	"github.com/sessionfs/sessionfs/backends"
 	"github.com/sessionfs/sessionfs/backends/local"
 	"github.com/sessionfs/sessionfs/layout"
@@ -19,18 +20,25 @@ import (
 
 func (a *app) execCmd() *cobra.Command {
 	var env []string
-	var workdir string
+	var workdir, agent string
 	cmd := &cobra.Command{
-		Use:   "exec ID -- CMD [ARG...]",
+		Use:   "exec ID [--agent AGENT] -- CMD [ARG...]",
 		Short: "Run a command on this host in a session (cwd: its workspace; CLAUDE_CONFIG_DIR: its .claude)",
 		Long: `exec runs CMD in the session's workspace with CLAUDE_CONFIG_DIR set to the session's .claude. When the
 store is mounted, it runs in the mounted path, so transcripts land in the session's one transcript folder
 whatever cwd the command moves to, in a private mount namespace where workspace/, app/, mcps/ and the
 canonical transcript folder are the store's own folders (same paths, the disk's speed; for a normal user a
 user namespace mapping it to itself, so set-user-ID programs such as sudo do not work there). The exit code
-is CMD's; sessionfs's own failures exit 125, a command that cannot be executed 126, one not found 127.`,
+is CMD's; sessionfs's own failures exit 125, a command that cannot be executed 126, one not found 127.
+One runner per session, on every host that shares the store: while exec, run or resume runs in a session,
+another one fails at once, naming the host, pid and start of the holder (exit 125), or waits with --wait.
+
+--agent codex|gemini|qwen also points that agent at its own folder in the session (CODEX_HOME=.codex,
+GEMINI_CLI_HOME=the session, whose .gemini it uses, QWEN_HOME=.qwen), made on demand; the API settings
+(OPENAI_BASE_URL, GOOGLE_GEMINI_BASE_URL, keys) stay this shell's.`,
 		Example: `  sessionfs exec fix-login -- claude
   sessionfs exec fix-login -- claude --continue
+  sessionfs exec fix-login --agent codex -- codex exec resume --all --last
   sessionfs exec fix-login --workdir workspace/api -- make test`,
 		Args:              cobra.MinimumNArgs(2),
 		ValidArgsFunction: a.completeIDs,
@@ -46,11 +54,16 @@ is CMD's; sessionfs's own failures exit 125, a command that cannot be executed 1
 			if err != nil {
 				return err
 			}
-			return a.execIn(args[0], args[1:], func(sp *backends.Spec) { sp.Env, sp.Workdir = vars, wd })
+			if _, err := checkAgent(agent); err != nil {
+				return err
+			}
+			return a.execIn(args[0], args[1:], func(sp *backends.Spec) { sp.Env, sp.Workdir, sp.Agent = vars, wd, agent })
 		},
 	}
 	cmd.Flags().StringArrayVarP(&env, "env", "e", nil, envHelp)
 	cmd.Flags().StringVarP(&workdir, "workdir", "w", "", "working directory relative to the session (default workspace)")
+	agentFlag(cmd, &agent)
+	a.waitFlag(cmd)
 	return cmd
 }
 
@@ -60,6 +73,10 @@ func (a *app) execIn(id string, argv []string, adjust ...func(*backends.Spec)) e
 	if err != nil {
 		return err
 	}
+	if err := a.lockSession(context.Background(), s, m.ID); err != nil {
+		return err
+	}
+	defer a.unlockSession()
 	dir, mounted := sessionDir(s, m.ID)
 	if err := seedClaude(s, m.ID, dir, mounted); err != nil {
 		warnf("%v", err)
@@ -76,14 +93,24 @@ func (a *app) execIn(id string, argv []string, adjust ...func(*backends.Spec)) e
 	for _, f := range adjust {
 		f(&spec)
 	}
-	return runBackend(s, local.Backend{}, spec, "")
+	if ag, err := agents.ByName(spec.Agent); err == nil {
+		if err := prepareAgent(s, m.ID, dir, mounted, ag); err != nil {
+			return err
+		}
+	}
+	return a.runBackend(s, local.Backend{}, spec, "")
 }
 
-// runBackend runs spec, records the run in session.json, and turns the command's exit code into the CLI's.
-// SIGINT and SIGTERM cancel the run (the backend stops the command) instead of killing the CLI.
-func runBackend(s *layout.Store, b backends.Backend, spec backends.Spec, image string) error {
+// runBackend runs spec under the session's run lease, records the run in session.json, and turns the command's
+// exit code into the CLI's. SIGINT and SIGTERM cancel the run (the backend stops the command) instead of killing
+// the CLI.
+func (a *app) runBackend(s *layout.Store, b backends.Backend, spec backends.Spec, image string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if err := a.lockSession(ctx, s, spec.SessionID); err != nil {
+		return err
+	}
+	defer a.unlockSession()
 	run := layout.Run{Backend: b.Name(), Image: image, Command: spec.Argv, Start: time.Now().UTC()}
 	recordRun(s, spec.SessionID, run) // a run in progress (no end) shows in sessionfs runs
 	code, err := b.Run(ctx, spec)

@@ -11,6 +11,8 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/sessionfs/sessionfs/agents"
+	"github.com/sessionfs/sessionfs/backends"
 	"github.com/sessionfs/sessionfs/claude"
 	"github.com/sessionfs/sessionfs/layout"
 )
@@ -18,22 +20,35 @@ import (
 func (a *app) importCmd() *cobra.Command {
 	var opts claude.ImportOptions
 	var asJSON bool
+	var agent string
 	cmd := &cobra.Command{
-		Use:   "import [--from ~/.claude] [--project PATH] [--into ID] [--dry-run]",
+		Use:   "import [--agent AGENT] [--from ~/.claude] [--project PATH] [--into ID] [--dry-run]",
 		Short: "Adopt existing Claude Code history: each conversation becomes a session",
 		Long: `import copies each conversation (projects/<folder>/<uuid>.jsonl with its <uuid>/ folder) of a Claude Code
 config dir into a session's transcript folder, keeping modification times, and records the cwds it ran in.
 Each conversation gets a session named by its uuid, or all go into one with --into. The originals are only
 read. Running it again copies only what is new or has grown. Files that are not transcripts are reported and
-skipped.`,
+skipped.
+
+--agent codex|gemini|qwen imports that agent's conversations instead, from its folder (default: its variable's,
+else ~/.codex, ~/.gemini, ~/.qwen): Codex's rollouts by date as they were, Gemini's and Qwen's chats into the
+folder of /session/workspace. --project keeps those run in PATH or below (Gemini's: filed under PATH's folder).`,
 		Example: `  sessionfs import                              # all of ~/.claude
   sessionfs import --project ~/src/webapp --into webapp
-  sessionfs import --from /backup/.claude --dry-run`,
+  sessionfs import --from /backup/.claude --dry-run
+  sessionfs import --agent codex --project ~/src/webapp --into webapp`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			ag, err := checkAgent(agent)
+			if err != nil {
+				return err
+			}
 			s, err := a.createStore()
 			if err != nil {
 				return err
+			}
+			if ag != agents.Claude {
+				return importAgent(cmd, s, ag, opts, asJSON)
 			}
 			if opts.From == "" {
 				home, err := os.UserHomeDir()
@@ -74,11 +89,12 @@ skipped.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&opts.From, "from", "", "the Claude Code config dir to read (default ~/.claude)")
+	f.StringVar(&opts.From, "from", "", "the Claude Code config dir to read (default ~/.claude), or the agent's folder")
 	f.StringVar(&opts.Project, "project", "", "only conversations of this project folder")
 	f.StringVar(&opts.Into, "into", "", "gather the conversations into this session")
 	f.BoolVarP(&opts.DryRun, "dry-run", "n", false, "say what would be imported, change nothing")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
+	agentFlag(cmd, &agent, "whose history to import (claude, codex, gemini, qwen)")
 	return cmd
 }
 
@@ -86,20 +102,22 @@ func (a *app) findCmd() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "find UUID",
-		Short: "Print the session that holds a Claude conversation",
-		Long: `find prints the session that holds conversation UUID, in its transcript folder, folded or not.
+		Short: "Print the session that holds a conversation of any agent",
+		Long: `find prints the session that holds conversation UUID: a Claude transcript, folded or not, else a Codex,
+Gemini CLI or Qwen Code session of that id (the id each prints, and the one "sessionfs show" lists).
 
 When several sessions hold a transcript of that uuid (a copy, a fork, or a session that planted one), the
 session whose transcript was made first owns it: find prints it, resume resumes it, by-claude-id/ points at it.
 The others are named on stderr (and under "also" with --json).`,
-		Example: `  sessionfs find 2fe2d21b-be8f-4b12-b46b-12e68f6e9f01`,
-		Args:    cobra.ExactArgs(1),
+		Example: `  sessionfs find 2fe2d21b-be8f-4b12-b46b-12e68f6e9f01
+  sessionfs find 019a2c1e-7f3d-7c41-9b2e-3f1d0c8e5a7b --json   # a Codex session id: "agent": "codex"`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			s, err := a.openStore()
 			if err != nil {
 				return err
 			}
-			holders, err := conversationHolders(s, args[0])
+			holders, agent, err := anyHolders(s, args[0])
 			if err != nil {
 				return err
 			}
@@ -110,7 +128,8 @@ The others are named on stderr (and under "also" with --json).`,
 				for _, h := range holders[1:] {
 					also = append(also, h.ID)
 				}
-				return printJSON(cmd.OutOrStdout(), map[string]any{"session": id, "dir": dir, "conversation": args[0], "also": also})
+				return printJSON(cmd.OutOrStdout(), map[string]any{"session": id, "dir": dir, "conversation": args[0],
+					"agent": agent, "also": also})
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), id)
 			return nil
@@ -127,7 +146,9 @@ func (a *app) resumeCmd() *cobra.Command {
 		Short: "Resume a conversation (by its uuid) or a session's newest one (by the session id)",
 		Long: `resume runs claude in the right session with the right environment: "claude --resume UUID" in the session
 that holds conversation UUID, or "claude --continue" in session ID. It runs in the session's workspace,
-through the mount when the store is mounted.`,
+through the mount when the store is mounted. A conversation of another agent is resumed with that agent, from
+PATH, with its variables set as exec --agent sets them: "codex resume UUID", "gemini --resume UUID",
+"qwen --resume UUID".`,
 		Example: `  sessionfs resume 2fe2d21b-be8f-4b12-b46b-12e68f6e9f01
   sessionfs resume fix-login -- -p "carry on"`,
 		Args:              cobra.MinimumNArgs(1),
@@ -151,6 +172,11 @@ through the mount when the store is mounted.`,
 				holders, _ = conversationHolders(s, target) // names the other holders, if any
 				return a.execIn(holders[0].ID, append([]string{claudeBin, "--resume", target}, extra...))
 			}
+			if others, err := agents.Holders(s, target); err == nil && len(others) > 0 {
+				holders, name, _ := anyHolders(s, target) // names the other holders, if any
+				ag, _ := agents.ByName(name)
+				return a.execIn(holders[0].ID, append(ag.Resume(target), extra...), func(sp *backends.Spec) { sp.Agent = ag.Name })
+			}
 			id, err := a.resolveID(target)
 			if errors.Is(err, layout.ErrNotFound) || errors.Is(err, layout.ErrInvalidID) {
 				return fmt.Errorf("no session or conversation is called %q (sessionfs ls; sessionfs find UUID)", target)
@@ -161,7 +187,34 @@ through the mount when the store is mounted.`,
 		},
 	}
 	cmd.Flags().StringVar(&claudeBin, "claude", "claude", "the claude command")
+	a.waitFlag(cmd)
 	return cmd
+}
+
+// anyHolders is conversationHolders for a conversation of any agent: Claude's first, then the others' (a uuid
+// is one agent's).
+func anyHolders(s *layout.Store, uuid string) ([]claude.Holder, string, error) {
+	holders, err := conversationHolders(s, uuid)
+	if !errors.Is(err, claude.ErrNoConversation) {
+		return holders, agents.Claude.Name, err
+	}
+	others, aerr := agents.Holders(s, uuid)
+	if aerr != nil || len(others) == 0 {
+		return nil, "", err
+	}
+	holders = nil
+	for _, h := range others {
+		holders = append(holders, h.Holder)
+	}
+	if len(holders) > 1 {
+		var ids []string
+		for _, h := range holders[1:] {
+			ids = append(ids, h.ID)
+		}
+		warnf("conversation %s is also in session(s) %s; using %s, whose file was made first",
+			uuid, strings.Join(ids, ", "), holders[0].ID)
+	}
+	return holders, others[0].Agent, nil
 }
 
 // conversationHolders returns the sessions holding conversation uuid, the owner first, and names the others on

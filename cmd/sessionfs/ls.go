@@ -11,14 +11,15 @@ import (
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
 
-	"github.com/sessionfs/sessionfs/claude"
+	"github.com/sessionfs/sessionfs/agents"
 	"github.com/sessionfs/sessionfs/layout"
 )
 
 // listed is one row of ls: the store's view plus the conversations in the session.
 type listed struct {
 	layout.Info
-	Conversations int `json:"conversations"`
+	Conversations int            `json:"conversations"`    // every agent's
+	Agents        map[string]int `json:"agents,omitempty"` // conversations by agent, when an agent other than Claude has some
 }
 
 func (a *app) lsCmd() *cobra.Command {
@@ -70,8 +71,14 @@ Go template.`,
 			for i, in := range infos {
 				rows[i] = listed{Info: in}
 				if sess, err := s.OpenSession(in.ID); err == nil {
-					rows[i].Conversations = claude.CountConversations(sess)
+					by := agents.CountConversations(sess)
 					sess.Close()
+					for _, n := range by {
+						rows[i].Conversations += n
+					}
+					if len(by) > 1 || (len(by) == 1 && by[agents.Claude.Name] == 0) {
+						rows[i].Agents = by
+					}
 				}
 			}
 			if asJSON {

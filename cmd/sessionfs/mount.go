@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	sfs "github.com/sessionfs/sessionfs/fs"
+	"github.com/sessionfs/sessionfs/fs/nodes"
 )
 
 // defaultMountpoint is ~/agent-sessions.
@@ -26,6 +27,7 @@ func defaultMountpoint() string {
 func (a *app) mountCmd() *cobra.Command {
 	var opts sfs.Options
 	var cpuProfile, logPath string
+	var maxNodes int64
 	var daemon bool
 	cmd := &cobra.Command{
 		Use:   "mount [MOUNTPOINT]",
@@ -43,8 +45,10 @@ rename" renames one. Inside a session, removing a transcript moves it to the tra
 file is deleted as on any filesystem.
 It runs in the foreground until SIGINT/SIGTERM or "sessionfs unmount"; with --daemon it returns once the
 mount serves, printing the daemon's pid, and the daemon logs to --log until "sessionfs unmount". It clears a
-stale mount left by a crashed daemon first. A mountpoint inside the store, a store already mounted, or a folder that is not empty
-is refused.`,
+stale mount left by a crashed daemon first. A mountpoint inside the store, a store already mounted, or a
+folder that is not empty is refused.
+A store on a filesystem other hosts mount too (JuiceFS, CephFS, NFS, GlusterFS, MooseFS; or --shared) is
+served with a 1s kernel cache instead of 30s: this host's watcher cannot see the other hosts' changes.`,
 		Example: `  sessionfs mount                       # ~/agent-sessions
   sessionfs mount /mnt/sessions --allow-other   # containers running as other users
   sessionfs mount --daemon                      # in the background; prints the pid
@@ -65,6 +69,9 @@ is refused.`,
 			abs, err := filepath.Abs(mnt)
 			if err != nil {
 				return err
+			}
+			if opts.MaxNodes = maxNodes; maxNodes <= 0 {
+				opts.MaxNodes = -1 // never prune
 			}
 			opts.OnCreate = func(id string) error { return seedClaude(s, id, sfs.SessionPath(abs, id), true) }
 			if cpuProfile != "" {
@@ -90,6 +97,9 @@ is refused.`,
 				}
 			}()
 			fmt.Fprintf(os.Stderr, "sessionfs: serving %s at %s (Ctrl-C to unmount)\n", s.Root, m.Mountpoint)
+			if m.Shared != "" {
+				fmt.Fprintf(os.Stderr, "sessionfs: the store is shared with other hosts (%s): their changes show here within %s (the kernel's cache) plus the filesystem's own cache\n", m.Shared, m.Timeout)
+			}
 			if err := sfs.NotifyReady(); err != nil {
 				warnf("tell systemd the mount is ready: %v", err)
 			}
@@ -103,7 +113,9 @@ is refused.`,
 	cmd.Flags().BoolVar(&opts.AllowOther, "allow-other", false, "let other users (containers running as another uid) use the mount")
 	cmd.Flags().BoolVar(&opts.ReadOnly, "read-only", false, "mount read-only")
 	cmd.Flags().BoolVar(&opts.Debug, "debug", false, "log every FUSE request")
-	cmd.Flags().DurationVar(&opts.Timeout, "cache-timeout", sfs.DefaultTimeout, "how long the kernel caches names and attributes")
+	cmd.Flags().DurationVar(&opts.Timeout, "cache-timeout", 0, fmt.Sprintf("how long the kernel caches names and attributes (default %s, %s on a store shared with other hosts)", sfs.DefaultTimeout, sfs.SharedTimeout))
+	cmd.Flags().BoolVar(&opts.Shared, "shared", false, "the store is shared with other hosts (detected for JuiceFS, CephFS, NFS, GlusterFS, MooseFS, ...): bound the kernel's caches")
+	cmd.Flags().Int64Var(&maxNodes, "max-nodes", nodes.DefaultMaxNodes, "files and folders the daemon keeps for the kernel; past it, the kernel is asked to forget those of idle sessions (0: never)")
 	cmd.Flags().BoolVarP(&daemon, "daemon", "d", false, "run in the background once the mount serves; print the daemon's pid")
 	cmd.Flags().StringVar(&logPath, "log", defaultMountLog(), "with --daemon, where the daemon's output goes (appended)")
 	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the daemon to this file (for performance work)")

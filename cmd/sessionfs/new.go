@@ -94,11 +94,7 @@ func seedClaude(s *layout.Store, id, dir string, mounted bool) error {
 	if err := claude.SeedSettings(sess); err != nil {
 		return err
 	}
-	cwds := []string{layout.ContainerPaths.Workspace, layout.Derive(s.Dir(id)).Workspace}
-	if mounted {
-		cwds = append(cwds, layout.Derive(dir).Workspace)
-	}
-	return claude.SeedTrust(sess, cwds)
+	return claude.SeedTrust(sess, workspaces(s, id, dir, mounted))
 }
 
 // shareCredentials links the session's .claude/.credentials.json to the user's, so a session is not a new login.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"slices"
@@ -19,14 +20,14 @@ import (
 
 func (a *app) runCmd() *cobra.Command {
 	var (
-		backend, workdir string
-		env              []string
-		interactive, tty bool
-		dopts            docker.Options
-		timeout          time.Duration
+		backend, workdir, agent string
+		env                     []string
+		interactive, tty        bool
+		dopts                   docker.Options
+		timeout                 time.Duration
 	)
 	cmd := &cobra.Command{
-		Use:   "run [--backend local|docker|modal] [--image IMG] ID -- CMD [ARG...]",
+		Use:   "run [--backend local|docker|modal] [--image IMG] [--agent AGENT] ID -- CMD [ARG...]",
 		Short: "Run a command for a session where the agent lives: on this host, in a container, or on Modal",
 		Long: `run starts CMD for a session with a backend:
 
@@ -42,7 +43,10 @@ func (a *app) runCmd() *cobra.Command {
 The exit code is CMD's; sessionfs's own failures exit 125, a command that cannot be executed 126, one that is
 not found 127 (as docker run). Ctrl-C stops the container; it is removed afterwards (with its anonymous
 volumes) unless --keep. Each run is recorded in the session's session.json. The engine is found the Docker way
-(DOCKER_HOST, ...). Flags of other backends are refused.`,
+(DOCKER_HOST, ...). Flags of other backends are refused.
+
+--agent codex|gemini|qwen also points that agent at its own folder in the session, as the command sees it
+(CODEX_HOME=/session/.codex in a container), made on demand; see "sessionfs exec --help".`,
 		Example: `  sessionfs run --backend docker --image node:22 fix-login -- claude -p "run the tests"
   sessionfs run --backend docker --image my-agent -it --user 1000 fix-login -- claude
   sessionfs run --backend docker --image my-agent --strict --home fix-login -- ./app/start.sh
@@ -56,10 +60,18 @@ volumes) unless --keep. Each run is recorded in the session's session.json. The 
 			if err := checkBackendFlags(cmd, backend); err != nil {
 				return err
 			}
+			ag, err := checkAgent(agent)
+			if err != nil {
+				return err
+			}
 			s, m, err := a.session(args[0])
 			if err != nil {
 				return err
 			}
+			if err := a.lockSession(context.Background(), s, m.ID); err != nil {
+				return err
+			}
+			defer a.unlockSession()
 			vars, err := parseEnv(env)
 			if err != nil {
 				return err
@@ -71,13 +83,16 @@ volumes) unless --keep. Each run is recorded in the session's session.json. The 
 			if err := seedClaude(s, m.ID, dir, mounted); err != nil {
 				warnf("%v", err)
 			}
+			if err := prepareAgent(s, m.ID, dir, mounted, ag); err != nil {
+				return err
+			}
 			folder, err := s.OpenSession(m.ID)
 			if err != nil {
 				return err
 			}
 			defer folder.Close()
-			spec := backends.Spec{SessionID: m.ID, SessionDir: dir, Folder: folder, Argv: args[1:], Env: vars, Workdir: workdir,
-				Stdout: os.Stdout, Stderr: os.Stderr, TTY: tty}
+			spec := backends.Spec{SessionID: m.ID, SessionDir: dir, Folder: folder, Argv: args[1:], Agent: ag.Name, Env: vars,
+				Workdir: workdir, Stdout: os.Stdout, Stderr: os.Stderr, TTY: tty}
 			if interactive {
 				spec.Stdin = os.Stdin
 			}
@@ -116,7 +131,7 @@ volumes) unless --keep. Each run is recorded in the session's session.json. The 
 			default:
 				return usageError(fmt.Sprintf("run: unknown backend %q (want local, docker or modal)", backend))
 			}
-			return runBackend(s, b, spec, dopts.Image)
+			return a.runBackend(s, b, spec, dopts.Image)
 		},
 	}
 	f := cmd.Flags()
@@ -133,6 +148,8 @@ volumes) unless --keep. Each run is recorded in the session's session.json. The 
 	f.BoolVar(&dopts.Home, "home", false, "HOME=/session/home, whose .claude and .claude.json lead to the session's (docker)")
 	f.StringArrayVarP(&dopts.Volumes, "volume", "v", nil, "an extra bind SRC:DST[:ro], as docker run -v takes it (repeatable)")
 	f.BoolVar(&dopts.Keep, "keep", false, "keep the container after it exits (docker)")
+	agentFlag(cmd, &agent)
+	a.waitFlag(cmd)
 	_ = cmd.RegisterFlagCompletionFunc("backend", fixedValues("local", "docker", "modal"))
 	return cmd
 }

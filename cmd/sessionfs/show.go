@@ -10,7 +10,7 @@ import (
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
 
-	"github.com/sessionfs/sessionfs/claude"
+	"github.com/sessionfs/sessionfs/agents"
 	"github.com/sessionfs/sessionfs/layout"
 )
 
@@ -22,7 +22,7 @@ type shown struct {
 	Container     layout.Paths          `json:"container"`
 	Size          int64                 `json:"size"`
 	LastActivity  time.Time             `json:"last_activity,omitzero"`
-	Conversations []claude.Conversation `json:"conversations"`
+	Conversations []agents.Conversation `json:"conversations"` // every agent's: Claude's, Codex's, Gemini's, Qwen's
 }
 
 func (a *app) showCmd() *cobra.Command {
@@ -30,7 +30,7 @@ func (a *app) showCmd() *cobra.Command {
 	var format string
 	cmd := &cobra.Command{
 		Use:   "show ID",
-		Short: "Show a session: its paths on the host and in containers, and its conversations",
+		Short: "Show a session: its paths on the host and in containers, and every agent's conversations",
 		Example: `  sessionfs show fix-login
   sessionfs show fix-login --format '{{.Store.Workspace}}'
   sessionfs show fix-login --json | jq -r '.conversations[0].id'`,
@@ -63,7 +63,7 @@ func (a *app) showCmd() *cobra.Command {
 				return err
 			}
 			defer sess.Close()
-			if out.Conversations, err = claude.SessionConversations(sess); err != nil {
+			if out.Conversations, err = agents.SessionConversations(sess); err != nil {
 				return err
 			}
 			if asJSON {
@@ -95,7 +95,7 @@ func (a *app) showCmd() *cobra.Command {
 			fmt.Fprintf(w, "\nConversations (%d)\n", len(out.Conversations))
 			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 			for _, c := range out.Conversations {
-				fmt.Fprintf(tw, "  %s\t%s\t%d messages\t%d subagents\t%q\n", c.ID, ago(c.Last), c.Messages,
+				fmt.Fprintf(tw, "  %s\t%s\t%s\t%d messages\t%d subagents\t%q\n", c.Agent, c.ID, ago(c.Last), c.Messages,
 					c.Subagents, truncate(c.FirstPrompt, 60))
 			}
 			return tw.Flush()

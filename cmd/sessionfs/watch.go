@@ -14,6 +14,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 	"github.com/spf13/cobra"
 
+	"github.com/sessionfs/sessionfs/agents"
 	"github.com/sessionfs/sessionfs/claude"
 	"github.com/sessionfs/sessionfs/layout"
 )
@@ -25,8 +26,9 @@ func (a *app) watchCmd() *cobra.Command {
 		Short: "Follow a session's conversations live, one line per message",
 		Long: `watch follows every transcript of the session (subagents' too) and prints each new message as one line:
 the conversation's short id (the first 8 characters of its uuid), time, role, then the text or the tool call;
-subagent messages are marked [agent-...]. --json prints the raw entries, one per line, for tools. It starts at
-the current end of the transcripts, like tail -f.`,
+subagent messages are marked [agent-...]. The other agents' conversations in the session (Codex, Gemini CLI,
+Qwen Code) are followed too, marked [codex], [gemini], [qwen]. --json prints the raw entries, one per line, for
+tools. It starts at the current end of the transcripts, like tail -f.`,
 		Example: `  sessionfs watch fix-login
   sessionfs watch fix-login --json | jq -r .type`,
 		Args:              cobra.ExactArgs(1),
@@ -39,15 +41,18 @@ the current end of the transcripts, like tail -f.`,
 			stop := make(chan os.Signal, 1)
 			signal.Notify(stop, os.Interrupt, syscall.SIGTERM)
 			// All of projects/: used without the mount, Claude files transcripts under other folder names.
-			return follow(layout.Derive(s.Dir(m.ID)).Projects, cmd.OutOrStdout(), asJSON, stop)
+			p := layout.Derive(s.Dir(m.ID))
+			return follow(p.Root, p.Projects, cmd.OutOrStdout(), asJSON, stop)
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print each new transcript entry as JSON")
 	return cmd
 }
 
-// follower tails the transcripts under a canonical folder.
+// follower tails the transcripts of a session: Claude's under its projects folder, the other agents' in theirs.
 type follower struct {
+	root    string // the session's folder
+	claude  string // its .claude/projects
 	w       *fsnotify.Watcher
 	out     io.Writer
 	json    bool
@@ -55,15 +60,23 @@ type follower struct {
 	partial map[string][]byte // an unfinished last line, kept until its newline arrives
 }
 
-func follow(dir string, out io.Writer, asJSON bool, stop <-chan os.Signal) error {
+func follow(root, projects string, out io.Writer, asJSON bool, stop <-chan os.Signal) error {
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
 		return err
 	}
 	defer w.Close()
-	f := &follower{w: w, out: out, json: asJSON, offsets: map[string]int64{}, partial: map[string][]byte{}}
-	if err := f.add(dir, true); err != nil {
+	f := &follower{root: root, claude: projects, w: w, out: out, json: asJSON, offsets: map[string]int64{}, partial: map[string][]byte{}}
+	if err := w.Add(root); err != nil { // itself only: an agent's folder made later is followed from its start
 		return err
+	}
+	if err := f.add(projects, true); err != nil {
+		return err
+	}
+	for _, a := range agents.All {
+		if a != agents.Claude {
+			_ = f.add(filepath.Join(root, a.Dir), true)
+		}
 	}
 	for {
 		select {
@@ -77,7 +90,10 @@ func follow(dir string, out io.Writer, asJSON bool, stop <-chan os.Signal) error
 			case err != nil:
 				delete(f.offsets, ev.Name)
 			case fi.IsDir() && ev.Has(fsnotify.Create):
-				_ = f.add(ev.Name, false) // a new sidecar or subagents folder: read it from the start
+				if filepath.Dir(ev.Name) == f.root && agents.ByDir(filepath.Base(ev.Name)) == nil {
+					continue // of the session's own folders, only the agents' are followed
+				}
+				_ = f.add(ev.Name, false) // a new sidecar, subagents or agent folder: read it from the start
 			case strings.HasSuffix(ev.Name, ".jsonl"):
 				f.read(ev.Name)
 			}
@@ -105,8 +121,12 @@ func (f *follower) add(dir string, atEnd bool) error {
 	})
 }
 
-// read prints the complete lines appended to p since the last read.
+// read prints the complete lines appended to p since the last read, if p is a conversation file of an agent.
 func (f *follower) read(p string) {
+	render, conv, sub := f.kind(p)
+	if render == nil {
+		return
+	}
 	// The session's files are its processes' to write: never block on a FIFO, never follow a link out.
 	fh, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
 	if err != nil {
@@ -127,13 +147,6 @@ func (f *follower) read(p string) {
 	data = append(f.partial[p], data...)
 	end := bytes.LastIndexByte(data, '\n')
 	f.partial[p] = append([]byte(nil), data[end+1:]...)
-	agent, conv := "", strings.TrimSuffix(filepath.Base(p), ".jsonl")
-	if filepath.Base(filepath.Dir(p)) == "subagents" {
-		agent, conv = conv, filepath.Base(filepath.Dir(filepath.Dir(p)))
-	}
-	if len(conv) > 8 {
-		conv = conv[:8]
-	}
 	for _, line := range bytes.Split(data[:end+1], []byte("\n")) {
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
@@ -144,12 +157,35 @@ func (f *follower) read(p string) {
 			}
 			continue
 		}
-		var e claude.Entry
-		if json.Unmarshal(line, &e) != nil {
-			continue
-		}
-		if s := claude.Line(&e, agent); s != "" {
+		if s := render(line, sub); s != "" {
 			fmt.Fprintln(f.out, conv, s)
 		}
 	}
+}
+
+// kind tells how p's lines render and the short id of its conversation (and subagent, for Claude's); render is nil
+// for a file that is no agent's conversation.
+func (f *follower) kind(p string) (render func(line []byte, sub string) string, conv, sub string) {
+	if rel, err := filepath.Rel(f.root, p); err == nil {
+		if a, conv, ok := agents.FileOf(filepath.ToSlash(rel)); ok {
+			return func(line []byte, _ string) string { return agents.Line(a, line) }, conv, ""
+		}
+	}
+	if rel, err := filepath.Rel(f.claude, p); err != nil || !filepath.IsLocal(rel) {
+		return nil, "", ""
+	}
+	conv = strings.TrimSuffix(filepath.Base(p), ".jsonl")
+	if filepath.Base(filepath.Dir(p)) == "subagents" {
+		sub, conv = conv, filepath.Base(filepath.Dir(filepath.Dir(p)))
+	}
+	if len(conv) > 8 {
+		conv = conv[:8]
+	}
+	return func(line []byte, sub string) string {
+		var e claude.Entry
+		if json.Unmarshal(line, &e) != nil {
+			return ""
+		}
+		return claude.Line(&e, sub)
+	}, conv, sub
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/sessionfs/sessionfs/layout"
 )
@@ -46,6 +47,35 @@ func TestStableAttr(t *testing.T) {
 	assert.NotEqual(t, uint64(1234), a, "a folder under a view gets its own inode number")
 	assert.Equal(t, uint64(99), stableAttr(&file, 1, 7).Ino, "a file is one inode under every view")
 	assert.Equal(t, uint32(syscall.S_IFDIR), stableAttr(&dir, 1, 0).Mode)
+}
+
+// The agents' folders are found by name on the way down from a session, as .claude and its projects folder are.
+func TestAgentViewRoles(t *testing.T) {
+	sess := &Node{role: roleSession}
+	assert.Equal(t, roleClaude, sess.childRole(".claude"), "Claude's rule is the Projects node, as before")
+	assert.Equal(t, rolePlain, sess.childRole("workspace"))
+	gemini := &Node{role: sess.childRole(".gemini")}
+	require.True(t, gemini.role >= roleAgent && gemini.role < roleViews)
+	tmp := &Node{role: gemini.childRole("tmp")}
+	require.True(t, tmp.role >= roleViews && tmp.role < roleOwnView)
+	v := viewFolders[tmp.role-roleViews]
+	assert.Equal(t, "gemini", v.agent.Name)
+	assert.Equal(t, "workspace", v.Canonical)
+	assert.Equal(t, ".project_root", v.Own)
+	assert.Equal(t, rolePlain, gemini.childRole("settings.json"))
+	assert.Equal(t, rolePlain, tmp.childRole("ws"), "a view is made by lookupView, not by name on the way down")
+
+	qwen := &Node{role: sess.childRole(".qwen")}
+	var dirs []string
+	for _, name := range []string{"projects", "tmp", "settings.json"} {
+		if r := qwen.childRole(name); r >= roleViews && r < roleOwnView {
+			dirs = append(dirs, viewFolders[r-roleViews].Dir)
+		}
+	}
+	assert.Equal(t, []string{"projects", "tmp"}, dirs)
+	codex := &Node{role: sess.childRole(".codex")}
+	assert.Equal(t, rolePlain, codex.childRole("sessions"), "Codex keys nothing by the cwd")
+	assert.Equal(t, rolePlain, (&Node{}).childRole(".gemini"), "only a session's own folder")
 }
 
 func TestIsSetAside(t *testing.T) {

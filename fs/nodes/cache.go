@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
 )
 
 // The kernel caches names and attributes for a long time; what changes behind the mount (the CLI, a container
@@ -182,62 +183,87 @@ func (t *Tree) Changed(ch Change) {
 	c := &t.cache
 	dir, name := filepath.Dir(rel), filepath.Base(rel)
 	c.mu.Lock()
-	views := slices.Clone(c.dirs[dir])
-	var origin *fs.Inode
-	if ch.Namespace {
-		if own, ok := c.own[rel]; ok {
-			delete(c.own, rel)
-			if time.Since(own.at) < ownTTL {
-				origin = own.origin
-			}
-		}
-		if len(c.own) > 4096 {
-			for p, own := range c.own {
-				if time.Since(own.at) >= ownTTL {
-					delete(c.own, p)
-				}
-			}
-		}
-	} else if o := c.open[rel]; o != nil && (o.n > 0 || time.Since(o.closed) < ownTTL) {
-		// Open for writing through the mount: the kernel knows its own writes, but not those made behind the
-		// mount meanwhile (an append by a process on the store). Its attributes are asked again, once for a
-		// burst of events; its data is not cached by the kernel (passthrough), so nothing else is dropped.
+	if !ch.Namespace {
+		// Content or attributes: checked once for a burst of events, a moment after its first.
 		if !c.attrsDue[rel] {
 			c.attrsDue[rel] = true
-			time.AfterFunc(attrsDelay, func() { t.invalidateAttrs(dir, name, rel) })
+			time.AfterFunc(attrsDelay, func() { t.recheck(dir, name, rel) })
 		}
 		c.mu.Unlock()
 		return
-	} else if own, ok := c.own[rel]; ok && time.Since(own.at) < ownTTL {
-		views = nil // attributes set through the mount
+	}
+	views := slices.Clone(c.dirs[dir])
+	var origin *fs.Inode
+	if own, ok := c.own[rel]; ok {
+		delete(c.own, rel)
+		if time.Since(own.at) < ownTTL {
+			origin = own.origin
+		}
+	}
+	if len(c.own) > 4096 {
+		for p, own := range c.own {
+			if time.Since(own.at) >= ownTTL {
+				delete(c.own, p)
+			}
+		}
 	}
 	c.mu.Unlock()
 	for _, v := range views {
-		if ch.Namespace {
-			if v != origin {
-				v.NotifyEntry(name)
-				v.NotifyContent(0, 0) // the folder's attributes and its cached listing
-			}
-			continue
+		if v != origin {
+			v.NotifyEntry(name)
+			v.NotifyContent(0, 0) // the folder's attributes and its cached listing
 		}
+	}
+}
+
+// recheck drops the kernel's attributes of name in every view of folder dir, unless they are still the store
+// file's: its ctime is the one last given to the kernel. A change made through the mount (a write, a chmod, a
+// utimes) was answered with the new attributes, so its events cost nothing; any other change moves the ctime.
+// A file open for writing through the mount loses its attributes only: its data is the store file's
+// (passthrough), which the kernel does not cache.
+func (t *Tree) recheck(dir, name, rel string) {
+	c := &t.cache
+	c.mu.Lock()
+	delete(c.attrsDue, rel)
+	views := slices.Clone(c.dirs[dir])
+	o := c.open[rel]
+	writing := o != nil && (o.n > 0 || time.Since(o.closed) < ownTTL)
+	c.mu.Unlock()
+	var shown []*fs.Inode
+	for _, v := range views {
 		if child := v.GetChild(name); child != nil {
+			shown = append(shown, child)
+		}
+	}
+	if len(shown) == 0 {
+		return
+	}
+	ctime := int64(-1) // gone or unreadable: whatever the kernel holds is stale
+	var st syscall.Stat_t
+	if _, err := t.lstatAt(rel, &st); err == nil {
+		ctime = st.Ctim.Nano()
+	}
+	for _, child := range shown {
+		if n, ok := child.Operations().(*Node); ok && ctime >= 0 {
+			if told := n.ctime.Load(); told == ctime || told == kernelAsks {
+				continue
+			}
+		}
+		if writing {
+			child.NotifyContent(-1, 0) // a negative offset: attributes only
+		} else {
 			child.NotifyContent(0, 0)
 		}
 	}
 }
 
-// invalidateAttrs drops the kernel's attributes of name in every view of folder dir (a coalesced invalidation
-// of a file open for writing).
-func (t *Tree) invalidateAttrs(dir, name, rel string) {
-	c := &t.cache
-	c.mu.Lock()
-	delete(c.attrsDue, rel)
-	views := slices.Clone(c.dirs[dir])
-	c.mu.Unlock()
-	for _, v := range views {
-		if child := v.GetChild(name); child != nil {
-			child.NotifyContent(-1, 0) // a negative offset: attributes only
-		}
+// kernelAsks in Node.ctime: the kernel dropped the node's attributes itself and asks for them when next used.
+const kernelAsks = -2
+
+// told records the attributes given to the kernel for in (see Node.ctime).
+func told(in *fs.Inode, a *fuse.Attr) {
+	if n, ok := in.Operations().(*Node); ok {
+		n.ctime.Store(int64(a.Ctime)*1e9 + int64(a.Ctimensec))
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/hanwen/go-fuse/v2/fs"
@@ -34,6 +35,9 @@ type Node struct {
 	alias uint64 // view number mixed into folder inode numbers below an alias view; 0 elsewhere
 	role  role
 	shown string // the store folder (relative) this node is registered as showing (folders only), for OnForget
+	// ctime (ns) of the attributes last given to the kernel: a store event that leaves it unchanged changed
+	// nothing the kernel holds, so it costs no invalidation (cache.go).
+	ctime atomic.Int64
 	// transcripts: the node is in an alias view of the transcript folder, where unlink moves to the trash.
 	transcripts bool
 }
@@ -89,6 +93,9 @@ func (n *Node) path() string {
 }
 
 func (n *Node) child(name string) string {
+	if own, ok := n.ownChild(name); ok {
+		return own
+	}
 	p := n.path()
 	if p == "" {
 		return ""
@@ -98,15 +105,28 @@ func (n *Node) child(name string) string {
 
 // newChild makes the inode for store file rel, just looked up or created under n as name.
 func (n *Node) newChild(ctx context.Context, name, rel string, st *syscall.Stat_t, gen uint64) *fs.Inode {
-	ch := &Node{tree: n.tree, id: n.id, alias: n.alias, transcripts: n.transcripts}
-	if n.role == roleSession && name == ".claude" {
-		ch.role = roleClaude
+	attr := n.tree.stableAttr(st, gen, n.alias)
+	if old := known(&n.Inode, name, attr); old != nil {
+		return old
 	}
-	in := n.NewInode(ctx, ch, n.tree.stableAttr(st, gen, n.alias))
-	if st.Mode&syscall.S_IFMT == syscall.S_IFDIR && in.Operations() == ch {
+	ch := &Node{tree: n.tree, id: n.id, alias: n.alias, transcripts: n.transcripts}
+	n.tree.nodeMade()
+	n.adopt(ch, name, rel) // the special folders of a session, by name (views.go)
+	in := n.NewInode(ctx, ch, attr)
+	if st.Mode&syscall.S_IFMT == syscall.S_IFDIR {
 		ch.show(rel)
 	}
 	return in
+}
+
+// known is parent's child name if it is already the inode of attr. A new inode for a file the kernel already
+// knows would be dropped by go-fuse in favour of the known one, after it was registered with the watcher: never
+// forgotten, it would keep a watch and draw invalidations nobody needs.
+func known(parent *fs.Inode, name string, attr fs.StableAttr) *fs.Inode {
+	if old := parent.GetChild(name); old != nil && old.StableAttr() == attr {
+		return old
+	}
+	return nil
 }
 
 // show registers a folder node as a kernel-cached view of store folder rel.
@@ -116,6 +136,7 @@ func (n *Node) show(rel string) {
 }
 
 func (n *Node) OnForget() {
+	n.tree.nodeGone()
 	if n.shown != "" {
 		n.tree.hidden(n.shown, &n.Inode)
 	}
@@ -132,10 +153,15 @@ func (n *Node) did(rel string) {
 func (n *Node) entry(out *fuse.EntryOut, st *syscall.Stat_t, ch *fs.Inode) {
 	out.Attr.FromStat(st)
 	out.Attr.Ino = ch.StableAttr().Ino
+	told(ch, &out.Attr)
 }
 
 // Lookup finds name in the store; in a session's .claude, "projects" is the folder of alias views.
 func (n *Node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	n.tree.touch(n.id)
+	if ch, errno, ok := n.lookupView(ctx, name, out); ok {
+		return ch, errno
+	}
 	p := n.child(name)
 	var st syscall.Stat_t
 	gen, err := n.tree.lstatAt(p, &st)
@@ -164,9 +190,13 @@ func (n *Node) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
 }
 
 func (n *Node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	n.tree.touch(n.id)
 	if fga, ok := f.(fs.FileGetattrer); ok && f != nil {
 		errno := fga.Getattr(ctx, out)
 		out.Ino = n.StableAttr().Ino
+		if errno == 0 {
+			told(&n.Inode, &out.Attr)
+		}
 		return errno
 	}
 	var st syscall.Stat_t
@@ -175,27 +205,38 @@ func (n *Node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) 
 	}
 	out.FromStat(&st)
 	out.Ino = n.StableAttr().Ino
+	told(&n.Inode, &out.Attr)
 	return 0
 }
 
 func (n *Node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
 	p := n.path()
-	n.tree.did(p, nil)
 	if fsa, ok := f.(fs.FileSetattrer); ok && f != nil {
 		if errno := fsa.Setattr(ctx, in, out); errno != 0 {
 			return errno
 		}
-		return n.Getattr(ctx, f, out)
+		return n.tree.setattrDone(out, n.Getattr(ctx, f, out))
 	}
 	if errno := n.tree.setattr(ctx, p, in); errno != 0 {
 		return errno
 	}
-	return n.Getattr(ctx, nil, out)
+	return n.tree.setattrDone(out, n.Getattr(ctx, nil, out))
+}
+
+// setattrDone gives the answer to SETATTR the mount's attribute timeout (go-fuse leaves it 0, which would cost
+// the next stat a round trip). A later change behind the mount moves the file's ctime, which the watcher
+// catches (cache.go).
+func (t *Tree) setattrDone(out *fuse.AttrOut, errno syscall.Errno) syscall.Errno {
+	if errno == 0 && out.Timeout() == 0 {
+		out.SetTimeout(t.AttrTimeout)
+	}
+	return errno
 }
 
 // Open opens the store file; go-fuse hands its descriptor to the kernel for FUSE passthrough, so reads and
 // writes do not cross the daemon. O_APPEND is dropped because the kernel computes append offsets itself.
 func (n *Node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	n.tree.touch(n.id)
 	flags &^= syscall.O_APPEND | fuse.FMODE_EXEC
 	p := n.path()
 	// O_NONBLOCK: the kernel sends OPEN only for files and folders; should the name have become a FIFO
@@ -251,6 +292,7 @@ func killPrivMode(ctx context.Context, stMode uint32) (uint32, bool) {
 func (n *Node) Create(ctx context.Context, name string, flags, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
 	p := n.child(name)
 	flags &^= syscall.O_APPEND
+	n.ownFolder(name, p)
 	n.did(p)
 	var fd int
 	err := asCaller(ctx, func() (err error) {
@@ -304,6 +346,9 @@ func (n *Node) create(ctx context.Context, name string, out *fuse.EntryOut, mk f
 }
 
 func (n *Node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	if ch, errno, ok := n.mkdirView(ctx, name, out); ok {
+		return ch, errno
+	}
 	return n.create(ctx, name, out, func(dirfd int, name string) error { return unix.Mkdirat(dirfd, name, mode) })
 }
 
@@ -369,18 +414,37 @@ func (n *Node) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
 // Claude Code ages transcripts out at start-up and people rm the wrong thing. A session's session.json takes
 // the whole session to the trash with it (sessionrm.go).
 func (n *Node) Unlink(ctx context.Context, name string) syscall.Errno {
+	if errno, ok := n.removeView(name, false); ok {
+		return errno
+	}
 	p := n.child(name)
 	n.did(p)
 	if n.transcripts {
-		return n.tree.trashTranscript(n.id, p)
+		return n.refreshes(name, n.tree.trashTranscript(n.id, p))
 	}
 	if n.role == roleSession && name == layout.MetaFile {
 		return n.tree.removeSession(n.id) // the whole session to the trash (sessionrm.go)
 	}
-	return fs.ToErrno(n.tree.atParent(p, func(dirfd int, name string) error { return unix.Unlinkat(dirfd, name, 0) }))
+	return n.refreshes(name, fs.ToErrno(n.tree.atParent(p, func(dirfd int, name string) error { return unix.Unlinkat(dirfd, name, 0) })))
+}
+
+// refreshes notes, after an unlink or rename of name that succeeded, that the kernel dropped the file's
+// attributes itself (its link count and ctime changed): the store events of that change need no invalidation.
+func (n *Node) refreshes(name string, errno syscall.Errno) syscall.Errno {
+	if errno == 0 {
+		if ch := n.GetChild(name); ch != nil {
+			if cn, ok := ch.Operations().(*Node); ok {
+				cn.ctime.Store(kernelAsks)
+			}
+		}
+	}
+	return errno
 }
 
 func (n *Node) Rmdir(ctx context.Context, name string) syscall.Errno {
+	if errno, ok := n.removeView(name, true); ok {
+		return errno
+	}
 	p := n.child(name)
 	n.did(p)
 	return fs.ToErrno(n.tree.atParent(p, func(dirfd int, name string) error {
@@ -406,11 +470,11 @@ func (n *Node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 	src, dst := n.child(name), np.child(newName)
 	n.did(src)
 	np.did(dst)
-	return fs.ToErrno(n.tree.atParent(src, func(sfd int, sname string) error {
+	return n.refreshes(name, fs.ToErrno(n.tree.atParent(src, func(sfd int, sname string) error {
 		return n.tree.atParent(dst, func(dfd int, dname string) error {
 			return unix.Renameat2(sfd, sname, dfd, dname, uint(flags))
 		})
-	}))
+	})))
 }
 
 // isSetAside: newName is name set aside by Claude Code, name + ".superseded-" + milliseconds.
@@ -423,6 +487,7 @@ func isSetAside(name, newName string) bool {
 // invalidation), which a change through the mount or a store event (the watcher invalidates the folder's
 // attributes) always brings.
 func (n *Node) OpendirHandle(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	n.tree.touch(n.id)
 	fd, err := n.tree.openAt(n.path(), syscall.O_RDONLY|syscall.O_DIRECTORY, 0)
 	if err != nil {
 		return nil, 0, fs.ToErrno(err)
@@ -458,7 +523,6 @@ func (n *Node) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, 
 }
 
 func (n *Node) Setxattr(ctx context.Context, attr string, data []byte, flags uint32) syscall.Errno {
-	n.tree.did(n.path(), nil)
 	return fs.ToErrno(n.tree.withPath(n.path(), func(fd int, st *syscall.Stat_t) error {
 		if st.Mode&syscall.S_IFMT == syscall.S_IFLNK {
 			return syscall.EPERM
@@ -468,7 +532,6 @@ func (n *Node) Setxattr(ctx context.Context, attr string, data []byte, flags uin
 }
 
 func (n *Node) Removexattr(ctx context.Context, attr string) syscall.Errno {
-	n.tree.did(n.path(), nil)
 	return fs.ToErrno(n.tree.withPath(n.path(), func(fd int, st *syscall.Stat_t) error {
 		if st.Mode&syscall.S_IFMT == syscall.S_IFLNK {
 			return syscall.ENODATA

@@ -8,7 +8,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
 
-	"github.com/sessionfs/sessionfs/claude"
+	"github.com/sessionfs/sessionfs/agents"
 	"github.com/sessionfs/sessionfs/layout"
 )
 
@@ -31,14 +31,18 @@ var (
 	_ = (fs.NodeStatfser)((*Projects)(nil))
 )
 
-// AliasTarget is the alias rule: the store folder that projects/<name> shows, and the view number its folders'
-// inode numbers carry; ok is false for a name Claude Code could never make, which does not exist.
+// AliasTarget is the alias rule (Claude's row of the agents' table, agents.Claude.Views): the store folder that
+// projects/<name> shows, and the view number its folders' inode numbers carry; ok is false for a name Claude Code
+// could never make, which does not exist.
 func (t *Tree) AliasTarget(projectsDir, name string) (target string, view uint64, ok bool) {
-	if !claude.IsFolderName(name) {
+	if !claudeViews.Name(name) {
 		return "", 0, false
 	}
-	return projectsDir + "/" + layout.CanonicalProject, t.aliasNum(name), true
+	return projectsDir + "/" + claudeViews.Canonical, t.aliasNum(name), true
 }
+
+// claudeViews is Claude's rule: every name of its alphabet is a view of the canonical folder, nothing else exists.
+var claudeViews = agents.Claude.Views[0]
 
 func (p *Projects) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	target, view, ok := p.tree.AliasTarget(p.dir, name)
@@ -69,13 +73,17 @@ func (p *Projects) Lookup(ctx context.Context, name string, out *fuse.EntryOut) 
 	if st.Mode&syscall.S_IFMT != syscall.S_IFDIR {
 		return nil, syscall.ENOTDIR // a session made it something else: never shown as the transcript folder
 	}
-	n := &Node{tree: p.tree, base: target, id: p.id, alias: view, transcripts: true}
-	ch := p.NewInode(ctx, n, p.tree.stableAttr(&st, gen, view))
-	if ch.Operations() == n {
+	attr := p.tree.stableAttr(&st, gen, view)
+	ch := known(&p.Inode, name, attr)
+	if ch == nil {
+		n := &Node{tree: p.tree, base: target, id: p.id, alias: view, transcripts: true}
+		p.tree.nodeMade()
+		ch = p.NewInode(ctx, n, attr)
 		n.show(target)
 	}
 	out.Attr.FromStat(&st)
 	out.Attr.Ino = ch.StableAttr().Ino
+	told(ch, &out.Attr)
 	return ch, 0
 }
 
@@ -91,11 +99,10 @@ func (p *Projects) Getattr(ctx context.Context, _ fs.FileHandle, out *fuse.AttrO
 
 // Setattr changes the store's projects folder (touch, chmod), as for any folder.
 func (p *Projects) Setattr(ctx context.Context, _ fs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
-	p.tree.did(p.dir, nil)
 	if errno := p.tree.setattr(ctx, p.dir, in); errno != 0 {
 		return errno
 	}
-	return p.Getattr(ctx, nil, out)
+	return p.tree.setattrDone(out, p.Getattr(ctx, nil, out))
 }
 
 func (p *Projects) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
@@ -134,7 +141,7 @@ func (p *Projects) Rmdir(ctx context.Context, name string) syscall.Errno {
 			return unix.Unlinkat(dirfd, name, unix.AT_REMOVEDIR)
 		}))
 	}
-	if !claude.IsFolderName(name) {
+	if !claudeViews.Name(name) {
 		return syscall.ENOENT
 	}
 	if !p.tree.ReadOnly {

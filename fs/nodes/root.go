@@ -21,6 +21,9 @@ var (
 	_ = (fs.NodeStatfser)((*Root)(nil))
 )
 
+// Sessions is the sessions/ folder's inode (for Tree.Prune).
+func (r *Root) Sessions() *fs.Inode { return &r.sessions.Inode }
+
 // NewRoot returns the root node of a mount of tree's store. onCreate runs after mkdir made a session.
 func NewRoot(tree *Tree, onCreate func(id string) error) *Root {
 	return &Root{tree: tree, sessions: &Sessions{tree: tree, OnCreate: onCreate}}

@@ -41,6 +41,7 @@ func (s *Sessions) Lookup(ctx context.Context, name string, out *fuse.EntryOut) 
 }
 
 func (s *Sessions) session(ctx context.Context, id string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	s.tree.touch(id)
 	var st syscall.Stat_t
 	gen, err := s.tree.lstatAt(id, &st)
 	if err != nil {
@@ -49,12 +50,16 @@ func (s *Sessions) session(ctx context.Context, id string, out *fuse.EntryOut) (
 	if st.Mode&syscall.S_IFMT != syscall.S_IFDIR {
 		return nil, syscall.ENOENT
 	}
-	n := &Node{tree: s.tree, base: id, id: id, role: roleSession}
-	ch := s.NewInode(ctx, n, s.tree.stableAttr(&st, gen, 0))
-	if ch.Operations() == n {
+	attr := s.tree.stableAttr(&st, gen, 0)
+	ch := known(&s.Inode, id, attr)
+	if ch == nil {
+		n := &Node{tree: s.tree, base: id, id: id, role: roleSession}
+		s.tree.nodeMade()
+		ch = s.NewInode(ctx, n, attr)
 		n.show(id)
 	}
 	out.Attr.FromStat(&st)
+	told(ch, &out.Attr)
 	return ch, 0
 }
 

@@ -23,6 +23,8 @@ type Tree struct {
 	// ReadOnly: the daemon changes nothing in the store on its own (no folding, no canonical folder made again,
 	// no alias records); the kernel refuses the callers' changes.
 	ReadOnly bool
+	// AttrTimeout is how long the kernel caches attributes (the mount's); the answers to SETATTR carry it too.
+	AttrTimeout time.Duration
 
 	sessions *layout.Dir // the store's sessions folder: every access is resolved beneath it (at.go)
 	dev      uint64      // its filesystem
@@ -37,6 +39,10 @@ type Tree struct {
 	nextDev    atomic.Uint64
 	seen       sync.Map // id + "/" + name -> struct{}: aliases already reported to OnAlias
 	cache      cache
+	live       atomic.Int64 // nodes of sessions the kernel may hold (prune.go)
+	lastUse    sync.Map     // session id -> *atomic.Int64: when it was last used, for pruning
+	// viewsFolded: the store paths of the agents' cwd-keyed folders already folded in this mount (views.go)
+	viewsFolded sync.Map
 }
 
 // NewTree returns the shared state for a mount of store. It holds the store's sessions folder open.

@@ -1,0 +1,5 @@
+package agents
+
+import "syscall"
+
+func syscallMkfifo(p string) error { return syscall.Mkfifo(p, 0o644) }

@@ -1,0 +1,84 @@
+package agents
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestFileOf(t *testing.T) {
+	for rel, want := range map[string]string{
+		".codex/sessions/2026/11/23/rollout-2026-11-23T07-05-15-01A20739-265b-7793-acee-f94fce8f06e3.jsonl": "codex 01a20739",
+		".gemini/tmp/workspace/chats/session-2026-11-23T07-00-9ab916a9.jsonl":                               "gemini 9ab916a9",
+		".qwen/projects/-session-workspace/chats/6ff0322b-05c7-4854-be6e-8e9ae644122e.jsonl":                "qwen 6ff0322b",
+	} {
+		a, conv, ok := FileOf(rel)
+		require.True(t, ok, rel)
+		assert.Equal(t, want, a.Name+" "+conv, rel)
+	}
+	for _, rel := range []string{
+		".codex/sessions/2026/11/rollout-x-01a20739-265b-7793-acee-f94fce8f06e3.jsonl", // not a day folder
+		".codex/history.jsonl",
+		".gemini/tmp/workspace/logs/session-2026-11-23T07-00-9ab916a9.jsonl",
+		".qwen/projects/x/chats/archive/6ff0322b-05c7-4854-be6e-8e9ae644122e.jsonl",
+		".qwen/projects/x/chats/notes.jsonl",
+		".claude/projects/-session-workspace/6ff0322b-05c7-4854-be6e-8e9ae644122e.jsonl",
+		"workspace/.qwen/projects/x/chats/6ff0322b-05c7-4854-be6e-8e9ae644122e.jsonl",
+	} {
+		_, _, ok := FileOf(rel)
+		assert.False(t, ok, rel)
+	}
+}
+
+// Each agent's file, as its CLI wrote it, renders as its messages: the user's words and the replies, never the
+// context the agents add themselves, metadata, or Gemini's rewrite of the whole history on resume.
+func TestLine(t *testing.T) {
+	stamp := regexp.MustCompile(`^\d\d:\d\d:\d\d `)
+	for _, tt := range []struct {
+		agent *Agent
+		glob  string
+		want  []string
+	}{
+		{Codex, ".codex/sessions/*/*/*/*.jsonl", []string{"[codex] user hello there", "[codex] assistant stub reply",
+			"[codex] user again", "[codex] assistant stub reply"}},
+		{Gemini, ".gemini/tmp/ws/chats/session-2026-11-23T07-00-*.jsonl", []string{"[gemini] user hello there",
+			"[gemini] assistant stub reply", "[gemini] user again", "[gemini] assistant stub reply"}},
+		{Qwen, ".qwen/projects/*/chats/*.jsonl", []string{"[qwen] user hello there", "[qwen] assistant stub reply"}},
+	} {
+		files, err := filepath.Glob(filepath.Join("testdata", "session", tt.glob))
+		require.NoError(t, err)
+		require.Len(t, files, 1, tt.glob)
+		b, err := os.ReadFile(files[0])
+		require.NoError(t, err)
+		var got []string
+		for _, l := range bytes.Split(b, []byte("\n")) {
+			if s := Line(tt.agent, l); s != "" {
+				require.Regexp(t, stamp, s)
+				got = append(got, strings.Join(strings.Fields(s[9:]), " "))
+			}
+		}
+		assert.Equal(t, tt.want, got, tt.agent.Name)
+	}
+}
+
+func TestLineToolsAndGarbage(t *testing.T) {
+	assert.Contains(t, Line(Codex, []byte(`{"timestamp":"2026-11-23T07:05:15Z","type":"response_item","payload":{"type":"function_call","name":"shell","arguments":"{\"cmd\":\"ls\"}"}}`)),
+		`[codex] assistant → shell({"cmd":"ls"})`)
+	assert.Contains(t, Line(Qwen, []byte(`{"type":"assistant","message":{"parts":[{"functionCall":{"name":"read_file","args":{"path":"a"}}}]}}`)),
+		`→ read_file({"path":"a"})`)
+	assert.Contains(t, Line(Qwen, []byte(`{"type":"tool_result","message":{"parts":[{"functionResponse":{"name":"read_file"}}]}}`)), "← tool result")
+	assert.Contains(t, Line(Gemini, []byte(`{"id":"1","type":"gemini","content":"","toolCalls":[{"name":"ls","args":{}}]}`)), "→ ls({})")
+	for _, bad := range []string{"", "{", "[]", "null", `{"type":"user"}`, `{"$set":{"messages":[]}}`, `{"id":"x","type":"info","content":"hi"}`} {
+		for _, a := range []*Agent{Codex, Gemini, Qwen} {
+			assert.Empty(t, Line(a, []byte(bad)), "%s %q", a.Name, bad)
+		}
+	}
+	long := `{"type":"user","message":{"parts":[{"text":"` + strings.Repeat("é", 500) + `"}]}}`
+	assert.LessOrEqual(t, len([]rune(Line(Qwen, []byte(long)))), 240)
+}

@@ -1,0 +1,89 @@
+package agents
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sessionfs/sessionfs/layout"
+)
+
+func openSession(t *testing.T) (*layout.Dir, string) {
+	t.Helper()
+	root := t.TempDir()
+	d, err := layout.OpenDir(root)
+	require.NoError(t, err)
+	t.Cleanup(func() { d.Close() })
+	return d, root
+}
+
+func readJSON(t *testing.T, p string) map[string]any {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	require.NoError(t, err)
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(b, &m))
+	return m
+}
+
+func TestPrepareMakesTheFolder(t *testing.T) {
+	sess, root := openSession(t)
+	for _, a := range []*Agent{Codex, Qwen} {
+		require.NoError(t, Prepare(sess, a, nil))
+		st, err := os.Lstat(filepath.Join(root, a.Dir))
+		require.NoError(t, err)
+		assert.True(t, st.IsDir())
+		require.NoError(t, Prepare(sess, a, nil), "again: nothing changes")
+	}
+	require.NoError(t, Prepare(sess, Claude, nil))
+	_, err := os.Lstat(filepath.Join(root, ".claude"))
+	assert.True(t, os.IsNotExist(err), "Claude's folder is package claude's to seed")
+}
+
+// Gemini gets trust in the workspaces and the canonical project folder for /session/workspace, as Gemini itself
+// would claim it; what the session already has is kept.
+func TestPrepareSeedsGemini(t *testing.T) {
+	sess, root := openSession(t)
+	ws := []string{"/session/workspace", "/mnt/sessions/s/workspace"}
+	require.NoError(t, Prepare(sess, Gemini, ws))
+	dir := filepath.Join(root, ".gemini")
+	assert.Equal(t, map[string]any{"/session/workspace": "TRUST_FOLDER", "/mnt/sessions/s/workspace": "TRUST_FOLDER"},
+		readJSON(t, filepath.Join(dir, "trustedFolders.json")))
+	assert.Equal(t, map[string]any{"projects": map[string]any{"/session/workspace": "workspace"}},
+		readJSON(t, filepath.Join(dir, "projects.json")))
+	for _, sub := range []string{"tmp", "history"} {
+		b, err := os.ReadFile(filepath.Join(dir, sub, "workspace", GeminiOwner))
+		require.NoError(t, err)
+		assert.Equal(t, "/session/workspace", string(b))
+	}
+
+	// The user's own choices stay: a distrusted folder, another cwd holding the name "workspace".
+	sess2, root2 := openSession(t)
+	d2 := filepath.Join(root2, ".gemini")
+	require.NoError(t, os.MkdirAll(d2, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(d2, "trustedFolders.json"), []byte(`{"/session/workspace":"DO_NOT_TRUST"}`), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(d2, "projects.json"), []byte(`{"projects":{"/host/workspace":"workspace"}}`), 0o644))
+	require.NoError(t, Prepare(sess2, Gemini, ws))
+	assert.Equal(t, "DO_NOT_TRUST", readJSON(t, filepath.Join(d2, "trustedFolders.json"))["/session/workspace"])
+	assert.Equal(t, map[string]any{"/host/workspace": "workspace"}, readJSON(t, filepath.Join(d2, "projects.json"))["projects"])
+	_, err := os.Lstat(filepath.Join(d2, "tmp", "workspace", GeminiOwner))
+	assert.True(t, os.IsNotExist(err), "no marker for a name another cwd holds")
+
+	// A hostile registry (a link out, not JSON) is left alone, with an error.
+	sess3, root3 := openSession(t)
+	d3 := filepath.Join(root3, ".gemini")
+	require.NoError(t, os.MkdirAll(d3, 0o755))
+	outside := filepath.Join(t.TempDir(), "secret.json")
+	require.NoError(t, os.WriteFile(outside, []byte(`{}`), 0o600))
+	require.NoError(t, os.Symlink(outside, filepath.Join(d3, "trustedFolders.json")))
+	assert.Error(t, Prepare(sess3, Gemini, ws))
+	b, _ := os.ReadFile(outside)
+	assert.Equal(t, `{}`, string(b), "nothing written through the link")
+	require.NoError(t, os.Remove(filepath.Join(d3, "trustedFolders.json")))
+	require.NoError(t, os.WriteFile(filepath.Join(d3, "projects.json"), []byte(`[1]`), 0o644))
+	assert.ErrorContains(t, Prepare(sess3, Gemini, ws), "not a JSON object")
+}

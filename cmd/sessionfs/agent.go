@@ -1,0 +1,101 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
+
+	"github.com/sessionfs/sessionfs/agents"
+	"github.com/sessionfs/sessionfs/claude"
+	"github.com/sessionfs/sessionfs/layout"
+)
+
+const agentHelp = "the coding agent the command runs (claude, codex, gemini, qwen): its variables point it at its folder in the session"
+
+// agentFlag adds --agent to cmd, with help if given.
+func agentFlag(cmd *cobra.Command, name *string, help ...string) {
+	h := agentHelp
+	if len(help) > 0 {
+		h = help[0]
+	}
+	cmd.Flags().StringVar(name, "agent", agents.Claude.Name, h)
+	_ = cmd.RegisterFlagCompletionFunc("agent", fixedValues(agents.Names()...))
+}
+
+// checkAgent refuses an unknown --agent as a usage mistake.
+func checkAgent(name string) (*agents.Agent, error) {
+	if name == "" {
+		return nil, usageError("--agent: empty (want " + strings.Join(agents.Names(), ", ") + ")")
+	}
+	a, err := agents.ByName(name)
+	if err != nil {
+		return nil, usageError("--agent: " + strings.TrimPrefix(err.Error(), "unknown agent "))
+	}
+	return a, nil
+}
+
+// prepareAgent makes agent a's folder in session id on demand (written in the store beneath the session's folder
+// fd) and seeds what it needs to start there: the same workspaces are trusted as for Claude. A folder the session
+// made something else (a symlink out of it) is refused: the agent would follow it. A seed that cannot be written
+// is only a warning.
+func prepareAgent(s *layout.Store, id, dir string, mounted bool, a *agents.Agent) error {
+	if a == agents.Claude {
+		return nil
+	}
+	sess, err := s.OpenSession(id)
+	if err != nil {
+		return err
+	}
+	defer sess.Close()
+	if st, err := sess.Lstat(a.Dir); err == nil && st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return fmt.Errorf("session %s: its %s is not a folder (a link?); the %s agent would follow it: refused", id, a.Dir, a.Name)
+	}
+	if err := agents.Prepare(sess, a, workspaces(s, id, dir, mounted)); err != nil {
+		warnf("prepare %s: %v", a.Dir, err)
+	}
+	return nil
+}
+
+// workspaces are the paths a session's workspace is known by: in containers, in the store, in the mount.
+func workspaces(s *layout.Store, id, dir string, mounted bool) []string {
+	ws := []string{layout.ContainerPaths.Workspace, layout.Derive(s.Dir(id)).Workspace}
+	if mounted {
+		ws = append(ws, layout.Derive(dir).Workspace)
+	}
+	return ws
+}
+
+// importAgent is "import --agent": agent a's conversations, reported as Claude's are.
+func importAgent(cmd *cobra.Command, s *layout.Store, a *agents.Agent, copts claude.ImportOptions, asJSON bool) error {
+	opts := agents.ImportOptions{Agent: a, From: copts.From, Project: copts.Project, Into: copts.Into, DryRun: copts.DryRun,
+		Workspaces: func(id string) []string { dir, mounted := sessionDir(s, id); return workspaces(s, id, dir, mounted) }}
+	if opts.From == "" {
+		home, err := a.Home()
+		if err != nil {
+			return err
+		}
+		opts.From = home
+	}
+	rep, err := agents.Import(s, opts)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		rep.Sessions, rep.Imported = orEmpty(rep.Sessions), orEmpty(rep.Imported)
+		rep.Unchanged, rep.Malformed = orEmpty(rep.Unchanged), orEmpty(rep.Malformed)
+		return printJSON(cmd.OutOrStdout(), rep)
+	}
+	for _, m := range rep.Malformed {
+		fmt.Fprintf(os.Stderr, "sessionfs: skipped %s\n", oneLine(m))
+	}
+	verb := "imported"
+	if opts.DryRun {
+		verb = "would import"
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "%s %d %s conversations (%d unchanged) into %d new sessions; %d files skipped\n",
+		verb, len(rep.Imported), a.Name, len(rep.Unchanged), len(rep.Sessions), len(rep.Malformed))
+	return nil
+}
