@@ -217,7 +217,7 @@ func TestJSONOutputs(t *testing.T) {
 	for _, args := range [][]string{
 		{"ls", "--json"}, {"show", "s1", "--json"}, {"trash", "ls", "s1", "--json"},
 		{"find", uuid, "--json"}, {"import", "--from", emptyHome, "--dry-run", "--json"}, {"new", "s3", "--json"},
-		{"doctor", "--json"},
+		{"doctor", "--json"}, {"trash", "ls", "--json"}, {"runs", "s1", "--json"},
 	} {
 		r := cli(t, store, args...)
 		var v any

@@ -37,8 +37,8 @@ func (a *app) mountCmd() *cobra.Command {
 view of the session's one transcript folder, so "claude --resume <uuid>" and "claude --continue" work from
 any working directory. mkdir sessions/<id> creates a session. rm -rf sessions/<id> moves the whole session,
 workspace included, to the trash at once, as "sessionfs rm ID" does: a session's listing starts with
-session.json, and removing session.json through the mount removes the session (other tools that remove in
-listing order, find -delete say, do the same but report the names that vanished with it). "sessionfs trash
+session.json, and removing session.json through the mount removes the session (so does Node's fs.rm; find
+-delete and Python's shutil.rmtree do too, but then report the names that vanished with it). "sessionfs trash
 ls" lists removed sessions, "sessionfs trash restore ID" brings one back. rmdir of a session that still holds
 anything is ENOTEMPTY; mv of a session is refused (EPERM: its id is in running containers' binds), "sessionfs
 rename" renames one. Inside a session, removing a transcript moves it to the transcript trash; any other

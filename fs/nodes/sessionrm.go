@@ -10,9 +10,10 @@ import (
 	"github.com/sessionfs/sessionfs/layout"
 )
 
-// Removing a session through the mount keeps it whole: rm -rf sessions/<id> (or find -delete, shutil.rmtree, ...)
-// removes entries in listing order, and a session's listing starts with session.json, whose unlink moves the
-// whole session to the trash at once. What the remover does next finds nothing (ENOENT, which rm -f ignores),
+// Removing a session through the mount keeps it whole: rm -rf sessions/<id> (or Node's fs.rm, find -delete,
+// shutil.rmtree) removes entries in listing order, and a session's listing starts with session.json, whose unlink moves the
+// whole session to the trash at once. What the remover does next finds nothing (ENOENT, which rm -f ignores;
+// find and shutil.rmtree report it),
 // and "sessionfs trash restore <id>" brings the session back as it was, workspace included. An empty session
 // folder (nothing left to lose) is trashed by rmdir (Sessions.Rmdir).
 
