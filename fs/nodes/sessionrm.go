@@ -11,11 +11,11 @@ import (
 )
 
 // Removing a session through the mount keeps it whole: rm -rf sessions/<id> (or Node's fs.rm, find -delete,
-// shutil.rmtree) removes entries in listing order, and a session's listing starts with session.json, whose unlink moves the
-// whole session to the trash at once. What the remover does next finds nothing (ENOENT, which rm -f ignores;
-// find and shutil.rmtree report it),
-// and "sessionfs trash restore <id>" brings the session back as it was, workspace included. An empty session
-// folder (nothing left to lose) is trashed by rmdir (Sessions.Rmdir).
+// shutil.rmtree) removes entries in listing order, and a session's listing starts with session.json, whose
+// unlink moves the whole session to the trash at once. What the remover does next finds nothing (ENOENT, which
+// rm -f ignores; find and shutil.rmtree report it), and "sessionfs trash restore <id>" brings the session back
+// as it was, workspace included. An empty session folder (nothing left to lose) is trashed by rmdir
+// (Sessions.Rmdir).
 
 // removeSession moves session id to the trash, for the unlink of its session.json. The sessions folder's entry
 // is not noted as our own change: the store watcher then tells the kernel the session is gone.
