@@ -381,6 +381,14 @@ func TestLabelRenameRuns(t *testing.T) {
 	assert.False(t, runs[1].End.IsZero(), "the record is completed when the run ends")
 	ok(t, store, "new", "s2")
 	assert.Equal(t, "[]\n", ok(t, store, "runs", "s2", "--json"))
+	// A runner killed before it recorded the end leaves its run unfinished, not running forever.
+	killed := exec.Command(bin, "exec", "s2", "--", "sh", "-c", "touch "+marker+"2; sleep 1")
+	killed.Env = append(os.Environ(), "SESSIONFS_STORE="+store)
+	require.NoError(t, killed.Start())
+	eventually(t, 10*time.Second, func() bool { _, err := os.Stat(marker + "2"); return err == nil }, "the run never started")
+	require.NoError(t, killed.Process.Kill())
+	_ = killed.Wait()
+	assert.Regexp(t, `(?m)\s+local\s+unfinished\s+-\s+sh -c touch`, ok(t, store, "runs", "s2"))
 
 	assert.Equal(t, "s1 -> fix-login\n", ok(t, store, "rename", "s1", "fix-login"))
 	assert.Equal(t, "fix-login\ns2\n", ok(t, store, "ls", "-q"))

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"os"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -108,7 +111,10 @@ func (a *app) runsCmd() *cobra.Command {
 	var format string
 	cmd := &cobra.Command{
 		Use:   "runs ID",
-		Short: "List a session's runs (exec, run, resume): backend, start, duration, exit code, command",
+		Short: "List a session's runs (exec, run, resume): start, backend, duration, exit code, command",
+		Long: `runs lists what exec, run and resume ran in the session, oldest first, as session.json records them. A run
+whose end was never recorded shows "running" while its runner holds the session's run lease, "unfinished" when
+that runner died first.`,
 		Example: `  sessionfs runs fix-login
   sessionfs runs fix-login --json | jq '.[-1].exit_code'`,
 		Args:              cobra.ExactArgs(1),
@@ -117,7 +123,7 @@ func (a *app) runsCmd() *cobra.Command {
 			if asJSON && format != "" {
 				return usageError("runs: --json and --format exclude each other")
 			}
-			_, m, err := a.session(args[0])
+			s, m, err := a.session(args[0])
 			if err != nil {
 				return err
 			}
@@ -139,8 +145,12 @@ func (a *app) runsCmd() *cobra.Command {
 			}
 			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "STARTED\tBACKEND\tDURATION\tEXIT\tCOMMAND")
-			for _, r := range m.Runs {
-				dur, exit := "running", "-"
+			running := runningNow(s, m.ID)
+			for i, r := range m.Runs {
+				dur, exit := "unfinished", "-" // its runner died before recording the end
+				if i == len(m.Runs)-1 && running {
+					dur = "running"
+				}
 				if !r.End.IsZero() {
 					dur, exit = r.End.Sub(r.Start).Round(time.Millisecond).String(), fmt.Sprint(r.ExitCode)
 				}
@@ -160,4 +170,16 @@ func (a *app) runsCmd() *cobra.Command {
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	cmd.Flags().StringVar(&format, "format", "", formatHelp)
 	return cmd
+}
+
+// runningNow reports whether a runner holds session id's lease: its record names one, alive if on this host.
+func runningNow(s *layout.Store, id string) bool {
+	h := s.LeaseHolder(id)
+	if h == nil {
+		return false
+	}
+	if host, _ := os.Hostname(); h.Host == host && h.PID > 0 {
+		return syscall.Kill(h.PID, 0) == nil || errors.Is(syscall.Kill(h.PID, 0), syscall.EPERM)
+	}
+	return true
 }
