@@ -382,7 +382,7 @@ func TestShowText(t *testing.T) {
 	ok(t, store, "exec", "s1", "--", "true")
 	out := ok(t, store, "show", "s1")
 	assert.Contains(t, out, "Aliases     -home-a, -home-b\n")
-	assert.Regexp(t, `(?m)^Runs\s+1, the last .* on local, exit 0$`, out)
+	assert.Regexp(t, `(?m)^Runs\s+1, the last .* on local, exit 0 \(sessionfs runs\)$`, out)
 	assert.NotContains(t, out, "[")
 }
 

@@ -90,7 +90,14 @@ func (a *app) showCmd() *cobra.Command {
 			}
 			if len(m.Runs) > 0 {
 				r := m.Runs[len(m.Runs)-1]
-				fmt.Fprintf(w, "Runs        %d, the last %s on %s, exit %d\n", len(m.Runs), ago(r.Start), r.Backend, r.ExitCode)
+				end := fmt.Sprintf("exit %d", r.ExitCode)
+				if r.End.IsZero() {
+					end = "unfinished"
+					if runningNow(s, m.ID) {
+						end = "running"
+					}
+				}
+				fmt.Fprintf(w, "Runs        %d, the last %s on %s, %s (sessionfs runs)\n", len(m.Runs), ago(r.Start), r.Backend, end)
 			}
 			fmt.Fprintf(w, "\nConversations (%d)\n", len(out.Conversations))
 			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
