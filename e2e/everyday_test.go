@@ -362,6 +362,7 @@ func TestLabelRenameRuns(t *testing.T) {
 	store := t.TempDir()
 	ok(t, store, "new", "s1", "--label", "team=web")
 	assert.Equal(t, "s1 stage=review\n", ok(t, store, "label", "s1", "stage=review", "team-"))
+	assert.Equal(t, "stage-\nstage=\n:6\n", ok(t, store, "__complete", "label", "s1", ""), "completion offers its labels")
 	assert.Equal(t, "s1\n", ok(t, store, "ls", "-q", "--filter", "label=stage=review"))
 	r := cli(t, store, "label", "s1", "=x")
 	assert.Equal(t, 125, r.code)

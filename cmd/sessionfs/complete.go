@@ -1,6 +1,7 @@
 package main
 
 import (
+	"maps"
 	"slices"
 	"strings"
 
@@ -84,4 +85,24 @@ func fixedValues(vals ...string) func(*cobra.Command, []string, string) ([]strin
 	return func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return vals, cobra.ShellCompDirectiveNoFileComp
 	}
+}
+
+// completeLabels completes label: a session id, then its labels as KEY- (to remove) and KEY= (to change).
+func (a *app) completeLabels(_ *cobra.Command, args []string, prefix string) ([]string, cobra.ShellCompDirective) {
+	if len(args) == 0 {
+		return a.matchingIDs(prefix), cobra.ShellCompDirectiveNoFileComp
+	}
+	_, m, err := a.session(args[0])
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(m.Labels)) {
+		for _, c := range []string{k + "-", k + "="} {
+			if strings.HasPrefix(c, prefix) {
+				out = append(out, c)
+			}
+		}
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
 }

@@ -21,7 +21,7 @@ func (a *app) labelCmd() *cobra.Command {
 		Example: `  sessionfs label fix-login team=web stage=review
   sessionfs label fix-login stage-`,
 		Args:              cobra.MinimumNArgs(2),
-		ValidArgsFunction: a.completeIDs,
+		ValidArgsFunction: a.completeLabels,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			set, unset, err := parseLabelEdits(args[1:])
 			if err != nil {
@@ -83,9 +83,14 @@ func (a *app) renameCmd() *cobra.Command {
 session's id is in the binds of the containers running in it and in the cwd of its processes: a session that
 exec, run or resume runs in is refused (its run lease is held). Processes started in it otherwise (a shell
 that ran eval "$(sessionfs env ID)") keep the old path. NEW must be a free, valid id.`,
-		Example:           `  sessionfs rename 20261122-093000-1a2b3c fix-login`,
-		Args:              cobra.ExactArgs(2),
-		ValidArgsFunction: a.completeIDs,
+		Example: `  sessionfs rename 20261122-093000-1a2b3c fix-login`,
+		Args:    cobra.ExactArgs(2),
+		ValidArgsFunction: func(cmd *cobra.Command, args []string, prefix string) ([]string, cobra.ShellCompDirective) {
+			if len(args) > 0 {
+				return nil, cobra.ShellCompDirectiveNoFileComp // a new id: nothing to offer
+			}
+			return a.completeIDs(cmd, args, prefix)
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, err := a.resolveID(args[0])
 			if err != nil {
