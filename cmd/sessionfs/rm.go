@@ -15,9 +15,10 @@ import (
 func (a *app) rmCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "rm ID...",
-		Short: "Move sessions to the trash (gc --trash deletes them for good)",
+		Short: "Move sessions to the trash (trash restore brings one back; gc --trash deletes them for good)",
 		Example: `  sessionfs rm fix-login old-experiment
-  sessionfs gc --trash   # later, to free the space`,
+  sessionfs trash restore fix-login   # changed your mind
+  sessionfs gc --trash                # later, to free the space`,
 		Args:              cobra.MinimumNArgs(1),
 		ValidArgsFunction: a.completeManyIDs,
 		RunE: func(cmd *cobra.Command, args []string) error {
