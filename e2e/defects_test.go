@@ -217,7 +217,7 @@ func TestJSONOutputs(t *testing.T) {
 	for _, args := range [][]string{
 		{"ls", "--json"}, {"show", "s1", "--json"}, {"trash", "ls", "s1", "--json"},
 		{"find", uuid, "--json"}, {"import", "--from", emptyHome, "--dry-run", "--json"}, {"new", "s3", "--json"},
-		{"doctor", "--json"},
+		{"doctor", "--json"}, {"trash", "ls", "--json"}, {"runs", "s1", "--json"},
 	} {
 		r := cli(t, store, args...)
 		var v any
@@ -318,8 +318,8 @@ func TestDockerRunLeavesNoVolume(t *testing.T) {
 	assert.Equal(t, before, count(), "the anonymous volume went with the container")
 }
 
-// rmdir of a session that holds anything is ENOTEMPTY, as for any folder; rm -rf (which empties it first)
-// still removes it.
+// rmdir of a session that holds anything is ENOTEMPTY, as for any folder; rm -rf still removes it (whole, to
+// the trash: TestRmRfSessionRecoverable).
 func TestRmdirOfASession(t *testing.T) {
 	store := t.TempDir()
 	ok(t, store, "new", "s1")
@@ -382,7 +382,7 @@ func TestShowText(t *testing.T) {
 	ok(t, store, "exec", "s1", "--", "true")
 	out := ok(t, store, "show", "s1")
 	assert.Contains(t, out, "Aliases     -home-a, -home-b\n")
-	assert.Regexp(t, `(?m)^Runs\s+1, the last .* on local, exit 0$`, out)
+	assert.Regexp(t, `(?m)^Runs\s+1, the last .* on local, exit 0 \(sessionfs runs\)$`, out)
 	assert.NotContains(t, out, "[")
 }
 
@@ -413,4 +413,91 @@ func TestAliasesRecordedWhenWritten(t *testing.T) {
 	eventually(t, 5*time.Second, func() bool { return len(aliases()) == 3 }, "three aliases written through: %v", aliases())
 	assert.ElementsMatch(t, []string{"-appended", "-created", "-mkdir"}, aliases())
 	assert.Equal(t, 2, lineCount(t, filepath.Join(canonical, uuid+".jsonl")))
+}
+
+// Defect 6: a session removed through the mount (rm -rf, find -delete) goes to the trash whole, workspace
+// included, disappears from the mount, and trash ls / trash restore see it and bring it back as it was.
+func TestRmRfSessionRecoverable(t *testing.T) {
+	store := t.TempDir()
+	const uuid = "2fe2d21b-be8f-4b12-b46b-12e68f6e9f01"
+	for _, id := range []string{"s1", "s2"} {
+		ok(t, store, "new", id)
+		ws := filepath.Join(store, "sessions", id, "workspace")
+		require.NoError(t, os.MkdirAll(filepath.Join(ws, "src", "deep"), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(ws, "src", "deep", "main.go"), []byte("package main\n"), 0o644))
+		require.NoError(t, os.WriteFile(filepath.Join(ws, "notes.txt"), []byte("mine"), 0o644))
+		canon := filepath.Join(store, "sessions", id, ".claude", "projects", "-session-workspace")
+		require.NoError(t, os.WriteFile(filepath.Join(canon, uuid+".jsonl"), []byte(`{"type":"user"}`+"\n"), 0o600))
+	}
+	m := mount(t, store)
+	assert.Empty(t, sh(t, m.mnt, "rm -rf sessions/s1"), "rm -rf says nothing")
+	// find -delete takes session.json first too; it then reports the names that vanished with it.
+	find := exec.Command("find", "sessions/s2", "-delete")
+	find.Dir = m.mnt
+	found, _ := find.CombinedOutput()
+	assert.NotContains(t, string(found), "session.json", "session.json went first")
+	for _, id := range []string{"s1", "s2"} {
+		assert.NoDirExists(t, m.session(id), "the mount shows it gone")
+		assert.NoDirExists(t, filepath.Join(store, "sessions", id))
+	}
+	assert.NotContains(t, sh(t, m.mnt, "ls sessions"), "s1")
+	require.Len(t, trashedSessions(t, store), 2, "each session is in the trash, whole")
+
+	out := ok(t, store, "trash", "ls")
+	assert.Regexp(t, `(?m)^s1\s+.*s1\.\d{8}T`, out)
+	assert.Regexp(t, `(?m)^s2\s+`, out)
+	assert.Regexp(t, `(?m)^s1\s+`, ok(t, store, "trash", "ls", "s1"), "trash ls of a removed session lists it")
+	var listed []layout.TrashedSession
+	require.NoError(t, json.Unmarshal([]byte(ok(t, store, "trash", "ls", "--json")), &listed))
+	require.Len(t, listed, 2)
+
+	assert.Contains(t, ok(t, store, "trash", "restore", "s1"), "restored "+filepath.Join(store, "sessions", "s1"))
+	for _, root := range []string{filepath.Join(store, "sessions", "s1"), m.session("s1")} {
+		b, err := os.ReadFile(filepath.Join(root, "workspace", "src", "deep", "main.go"))
+		require.NoError(t, err, "the workspace is back: %s", root)
+		assert.Equal(t, "package main\n", string(b))
+		assert.FileExists(t, filepath.Join(root, "workspace", "notes.txt"))
+		assert.FileExists(t, filepath.Join(root, ".claude", "projects", "-session-workspace", uuid+".jsonl"))
+	}
+	assert.Contains(t, ok(t, store, "show", "s1"), uuid)
+	require.Len(t, trashedSessions(t, store), 1)
+
+	ok(t, store, "new", "s2")
+	r := cli(t, store, "trash", "restore", "s2")
+	assert.Equal(t, 125, r.code)
+	assert.Contains(t, r.stderr, "already exists", "a session of that id again is never overwritten")
+	r = cli(t, store, "trash", "restore", "nope")
+	assert.Equal(t, 125, r.code)
+	assert.Contains(t, r.stderr, "nothing of that id in the trash")
+}
+
+// Any command taking a session id takes an unambiguous start of one; an ambiguous one names the candidates.
+func TestUniquePrefixIDs(t *testing.T) {
+	store := t.TempDir()
+	ok(t, store, "new", "webapp-login")
+	ok(t, store, "new", "webapp-api")
+	ok(t, store, "new", "cli")
+	assert.Contains(t, ok(t, store, "show", "webapp-l"), "Session     webapp-login\n")
+	assert.Equal(t, "hi\n", ok(t, store, "exec", "cl", "--", "echo", "hi"))
+	r := cli(t, store, "show", "webapp")
+	assert.Equal(t, 125, r.code)
+	assert.Contains(t, r.stderr, `"webapp" is the start of 2 sessions: webapp-api, webapp-login`)
+	r = cli(t, store, "show", "zz")
+	assert.Equal(t, 125, r.code)
+	assert.Contains(t, r.stderr, "no such session")
+	assert.Contains(t, ok(t, store, "rm", "webapp-a"), "webapp-api -> ")
+	assert.Contains(t, ok(t, store, "show", "webapp"), "Session     webapp-login\n", "one left: no longer ambiguous")
+}
+
+// A store whose mount's daemon died is reported as stale, with the way out, not as "not mounted".
+func TestStaleMountReported(t *testing.T) {
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	m := mount(t, store)
+	m.kill(t)
+	require.True(t, staleMount(m.mnt))
+	r := cli(t, store, "exec", "s1", "--", "true")
+	assert.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "the store's mount at "+m.mnt+" is stale (its daemon is gone; sessionfs mount serves it again)")
+	assert.NotContains(t, r.stderr, "not mounted")
 }

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -332,4 +333,124 @@ func TestShareCredentials(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(m.session("s1"), ".claude", ".credentials.json"))
 	require.NoError(t, err)
 	assert.Equal(t, `{"token":"t"}`, string(b))
+}
+
+// ls filters by label, prints ids alone (-q) or through a template (--format), as docker ls does; show takes
+// --format too.
+func TestListFilterQuietFormat(t *testing.T) {
+	store := t.TempDir()
+	ok(t, store, "new", "a1", "--label", "team=web", "--label", "stage=review")
+	ok(t, store, "new", "a2", "--label", "team=web")
+	ok(t, store, "new", "b1", "--label", "team=cli")
+	assert.Equal(t, "a1\na2\nb1\n", ok(t, store, "ls", "-q"))
+	assert.Equal(t, "a1\na2\n", ok(t, store, "ls", "-q", "--filter", "label=team=web"))
+	assert.Equal(t, "a1\n", ok(t, store, "ls", "-q", "--filter", "label=team=web", "--filter", "label=stage"))
+	assert.Equal(t, "b1 team=cli 0\n", ok(t, store, "ls", "--filter", "label=team=cli", "--format", "{{.ID}} {{range $k, $v := .Labels}}{{$k}}={{$v}}{{end}} {{.Conversations}}"))
+	assert.Equal(t, filepath.Join(store, "sessions", "a2", "workspace")+"\n", ok(t, store, "show", "a2", "--format", "{{.Store.Workspace}}"))
+	for _, args := range [][]string{
+		{"ls", "--filter", "team=web"}, {"ls", "--format", "{{.Nope"}, {"ls", "-q", "--json"}, {"show", "a1", "--format", "{{", "--json"},
+	} {
+		r := cli(t, store, args...)
+		assert.Equal(t, 125, r.code, "%v", args)
+		assert.Contains(t, r.stderr, "--help)", "%v: a usage error", args)
+	}
+}
+
+// Labels are edited after creation (KEY=VALUE sets, KEY- removes); rename gives a session a new id; runs lists
+// what ran in a session, a run in progress included.
+func TestLabelRenameRuns(t *testing.T) {
+	store := t.TempDir()
+	ok(t, store, "new", "s1", "--label", "team=web")
+	assert.Equal(t, "s1 stage=review\n", ok(t, store, "label", "s1", "stage=review", "team-"))
+	assert.Equal(t, "stage-\nstage=\n:6\n", ok(t, store, "__complete", "label", "s1", ""), "completion offers its labels")
+	assert.Equal(t, "s1\n", ok(t, store, "ls", "-q", "--filter", "label=stage=review"))
+	r := cli(t, store, "label", "s1", "=x")
+	assert.Equal(t, 125, r.code)
+
+	assert.Equal(t, 3, cli(t, store, "exec", "s1", "--", "sh", "-c", "exit 3").code)
+	marker := filepath.Join(t.TempDir(), "started")
+	done := make(chan result, 1)
+	go func() { done <- cli(t, store, "exec", "s1", "--", "sh", "-c", "touch "+marker+"; sleep 1") }()
+	eventually(t, 10*time.Second, func() bool { _, err := os.Stat(marker); return err == nil }, "the second run never started")
+	assert.Regexp(t, `(?m)^Runs\s+2, the last .* on local, running`, ok(t, store, "show", "s1"))
+	out := ok(t, store, "runs", "s1")
+	assert.Regexp(t, `(?m)^\S+ \S+\s+local\s+\d\S*s\s+3\s+sh -c exit 3$`, out)
+	assert.Regexp(t, `(?m)^\S+ \S+\s+local\s+running\s+-\s+sh -c touch`, out, "a run in progress is listed")
+	<-done
+	var runs []layout.Run
+	require.NoError(t, json.Unmarshal([]byte(ok(t, store, "runs", "s1", "--json")), &runs))
+	require.Len(t, runs, 2, "one record per run")
+	assert.False(t, runs[1].End.IsZero(), "the record is completed when the run ends")
+	ok(t, store, "new", "s2")
+	assert.Equal(t, "[]\n", ok(t, store, "runs", "s2", "--json"))
+	// A runner killed before it recorded the end leaves its run unfinished, not running forever.
+	killed := exec.Command(bin, "exec", "s2", "--", "sh", "-c", "touch "+marker+"2; sleep 1")
+	killed.Env = append(os.Environ(), "SESSIONFS_STORE="+store)
+	require.NoError(t, killed.Start())
+	eventually(t, 10*time.Second, func() bool { _, err := os.Stat(marker + "2"); return err == nil }, "the run never started")
+	require.NoError(t, killed.Process.Kill())
+	_ = killed.Wait()
+	assert.Regexp(t, `(?m)\s+local\s+unfinished\s+-\s+sh -c touch`, ok(t, store, "runs", "s2"))
+
+	assert.Equal(t, "s1 -> fix-login\n", ok(t, store, "rename", "s1", "fix-login"))
+	assert.Equal(t, "fix-login\ns2\n", ok(t, store, "ls", "-q"))
+	r = cli(t, store, "rename", "fix-login", "s2")
+	assert.Equal(t, 125, r.code)
+	assert.Contains(t, r.stderr, "already exists")
+	assert.Contains(t, ok(t, store, "show", "fix-login"), "Runs        2,")
+}
+
+// mount --daemon returns once the mount serves and prints the daemon's pid; the daemon logs to --log and ends
+// with sessionfs unmount. A mount that cannot come up returns its error, not a pid.
+func TestMountDaemon(t *testing.T) {
+	needFUSE(t)
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	mnt := filepath.Join(t.TempDir(), "mnt")
+	logPath := filepath.Join(t.TempDir(), "state", "mount.log")
+	r := cli(t, store, "mount", "--daemon", "--log", logPath, mnt)
+	pid := 0
+	_, _ = fmt.Sscan(r.stdout, &pid)
+	t.Cleanup(func() {
+		if isFUSEMount(mnt) || staleMount(mnt) {
+			_ = syscall.Unmount(mnt, syscall.MNT_DETACH)
+		}
+		if pid > 0 {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Greater(t, pid, 0, "stdout is the pid: %q", r.stdout)
+	assert.Contains(t, r.stderr, logPath)
+	assert.True(t, isFUSEMount(mnt), "the mount serves when mount --daemon returns")
+	assert.DirExists(t, filepath.Join(mnt, "sessions", "s1", "workspace"))
+	assert.NoError(t, syscall.Kill(pid, 0), "the daemon runs")
+	b, err := os.ReadFile(logPath)
+	require.NoError(t, err)
+	assert.Contains(t, string(b), "serving "+store)
+
+	r = cli(t, store, "mount", "--daemon", "--log", logPath, filepath.Join(t.TempDir(), "again"))
+	assert.Equal(t, 125, r.code)
+	assert.Contains(t, r.stderr, "already mounted at "+mnt)
+	assert.Empty(t, r.stdout)
+
+	ok(t, store, "unmount", mnt)
+	eventually(t, 10*time.Second, func() bool { return syscall.Kill(pid, 0) != nil }, "the daemon outlived its mount")
+	assert.False(t, isFUSEMount(mnt))
+}
+
+// rename refuses a session something runs in (its run lease is held).
+func TestRenameRefusesARunningSession(t *testing.T) {
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	marker := filepath.Join(t.TempDir(), "started")
+	done := make(chan result, 1)
+	go func() { done <- cli(t, store, "exec", "s1", "--", "sh", "-c", "touch "+marker+"; sleep 2") }()
+	eventually(t, 10*time.Second, func() bool { _, err := os.Stat(marker); return err == nil }, "the run never started")
+	r := cli(t, store, "rename", "s1", "s2")
+	assert.Equal(t, 125, r.code)
+	assert.Contains(t, r.stderr, "session s1 is running")
+	assert.DirExists(t, filepath.Join(store, "sessions", "s1"))
+	assert.Equal(t, 0, (<-done).code)
+	assert.Equal(t, "s1 -> s2\n", ok(t, store, "rename", "s1", "s2"))
 }

@@ -27,6 +27,9 @@ var bin string
 
 func TestMain(m *testing.M) {
 	code, err := run(m)
+	if rerr := removeImages(); rerr != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", rerr)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		os.Exit(1)

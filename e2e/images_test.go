@@ -2,11 +2,14 @@ package e2e
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/client"
 	"github.com/stretchr/testify/require"
 
@@ -14,16 +17,53 @@ import (
 )
 
 // Test images are built here from files of this machine (no registry is reachable): a busybox rootfs, and one
-// that also holds the shared libraries the claude binary needs, which the tests bind in read-only.
-const (
-	busyboxImage = "sessionfs-e2e-busybox:latest"
-	claudeImage  = "sessionfs-e2e-claude:latest"
+// that also holds the shared libraries the claude binary needs, which the tests bind in read-only. Each test run
+// tags its own (test runs in parallel never share one) and removes them when it ends (removeImages).
+var (
+	runTag       = fmt.Sprintf("run-%d-%d", os.Getpid(), time.Now().UnixNano()%1_000_000)
+	busyboxImage = "sessionfs-e2e-busybox:" + runTag
+	claudeImage  = "sessionfs-e2e-claude:" + runTag
 )
 
 var (
 	busyboxOnce, claudeOnce sync.Once
 	busyboxErr, claudeErr   error
+	builtMu                 sync.Mutex
+	built                   []string // images this run imported
 )
+
+// removeImages removes the images this test run built, once its tests are done.
+func removeImages() error {
+	builtMu.Lock()
+	defer builtMu.Unlock()
+	if len(built) == 0 {
+		return nil
+	}
+	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	var errs []error
+	for _, ref := range built {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		_, err := cli.ImageRemove(ctx, ref, image.RemoveOptions{Force: true, PruneChildren: true})
+		cancel()
+		if err != nil && !client.IsErrNotFound(err) {
+			errs = append(errs, fmt.Errorf("remove test image %s: %w", ref, err))
+		}
+	}
+	built = nil
+	return errors.Join(errs...)
+}
+
+// importImage builds ref and notes it for removeImages.
+func importImage(cli *client.Client, ref string, extra []string) error {
+	builtMu.Lock()
+	built = append(built, ref) // noted first: a half-made import is removed too
+	builtMu.Unlock()
+	return testimage.Import(cli, ref, extra)
+}
 
 func needDocker(t *testing.T) *client.Client {
 	t.Helper()
@@ -42,7 +82,7 @@ func needDocker(t *testing.T) *client.Client {
 // images builds the busybox image, and the claude image when claudeBinary is given, once per test run.
 func images(t *testing.T, cli *client.Client, claudeBinary string) {
 	t.Helper()
-	busyboxOnce.Do(func() { busyboxErr = testimage.Import(cli, busyboxImage, nil) })
+	busyboxOnce.Do(func() { busyboxErr = importImage(cli, busyboxImage, nil) })
 	require.NoError(t, busyboxErr)
 	if claudeBinary == "" {
 		return
@@ -50,7 +90,7 @@ func images(t *testing.T, cli *client.Client, claudeBinary string) {
 	claudeOnce.Do(func() {
 		var libs []string
 		if libs, claudeErr = testimage.SharedLibs(claudeBinary); claudeErr == nil {
-			claudeErr = testimage.Import(cli, claudeImage, libs)
+			claudeErr = importImage(cli, claudeImage, libs)
 		}
 	})
 	require.NoError(t, claudeErr)

@@ -41,3 +41,20 @@ func hasOption(opts, name string) bool {
 	}
 	return false
 }
+
+// FindStale returns the mountpoint of a stale sessionfs mount of storeRoot (its daemon gone or hung), if any:
+// what a user is told instead of "not mounted".
+func FindStale(storeRoot string) (string, bool) {
+	mounts, err := mountinfo.GetMounts(func(m *mountinfo.Info) (skip, stop bool) {
+		return m.FSType != FSType || m.Source != storeRoot, false
+	})
+	if err != nil {
+		return "", false
+	}
+	for _, m := range mounts {
+		if Stale(m.Mountpoint) {
+			return m.Mountpoint, true
+		}
+	}
+	return "", false
+}

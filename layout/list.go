@@ -184,7 +184,7 @@ func (s *Store) Remove(id string) (trashed string, err error) {
 	if err != nil {
 		return "", err
 	}
-	name := id + "." + time.Now().UTC().Format("20060102T150405.000000000Z")
+	name := trashedName(id, time.Now())
 	if err := sessions.RenameTo(id, trash, name, unix.RENAME_NOREPLACE); err != nil {
 		if errors.Is(err, syscall.ENOENT) {
 			return "", &Error{Op: "remove", ID: id, Kind: ErrNotFound}

@@ -256,6 +256,20 @@ func TestFoldProjects(t *testing.T) {
 	assert.Empty(t, folded)
 }
 
+func TestTrashedNameRoundTrip(t *testing.T) {
+	now := time.Date(2026, 11, 23, 9, 30, 0, 123456789, time.UTC)
+	for _, id := range []string{"s1", "a.b.c", "20261122-093000-1a2b3c"} {
+		got, removed, ok := parseTrashName(trashedName(id, now))
+		assert.True(t, ok, id)
+		assert.Equal(t, id, got)
+		assert.True(t, removed.Equal(now), id)
+	}
+	for _, name := range []string{"transcripts", "s1", ".20261123T093000.123456789Z", "../x.20261123T093000.123456789Z", "s1.2026"} {
+		_, _, ok := parseTrashName(name)
+		assert.False(t, ok, name)
+	}
+}
+
 // An agent's folders fold the same way, limited to its view names, and each keeps its own claim file.
 func TestFoldViewsKeepsOwnFile(t *testing.T) {
 	s := newStore(t)

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -35,11 +37,21 @@ func (a *app) matchingIDs(prefix string) []string {
 	return out
 }
 
-// completeTrashed completes trash restore: a session id, then the uuids waiting in its transcript trash.
+// completeTrashed completes trash restore: a session id (in the store or the trash), then the uuids waiting in
+// its transcript trash.
 func (a *app) completeTrashed(cmd *cobra.Command, args []string, prefix string) ([]string, cobra.ShellCompDirective) {
 	switch len(args) {
 	case 0:
-		return a.matchingIDs(prefix), cobra.ShellCompDirectiveNoFileComp
+		out := a.matchingIDs(prefix)
+		if s, err := a.openStore(); err == nil {
+			trashed, _ := s.TrashedSessions("")
+			for _, t := range trashed {
+				if strings.HasPrefix(t.ID, prefix) && !slices.Contains(out, t.ID) {
+					out = append(out, t.ID)
+				}
+			}
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp
 	case 1:
 		s, err := a.openStore()
 		if err != nil {
@@ -73,4 +85,24 @@ func fixedValues(vals ...string) func(*cobra.Command, []string, string) ([]strin
 	return func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return vals, cobra.ShellCompDirectiveNoFileComp
 	}
+}
+
+// completeLabels completes label: a session id, then its labels as KEY- (to remove) and KEY= (to change).
+func (a *app) completeLabels(_ *cobra.Command, args []string, prefix string) ([]string, cobra.ShellCompDirective) {
+	if len(args) == 0 {
+		return a.matchingIDs(prefix), cobra.ShellCompDirectiveNoFileComp
+	}
+	_, m, err := a.session(args[0])
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(m.Labels)) {
+		for _, c := range []string{k + "-", k + "="} {
+			if strings.HasPrefix(c, prefix) {
+				out = append(out, c)
+			}
+		}
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
 }

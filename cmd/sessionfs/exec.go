@@ -82,7 +82,7 @@ func (a *app) execIn(id string, argv []string, adjust ...func(*backends.Spec)) e
 		warnf("%v", err)
 	}
 	if !mounted {
-		warnf("the store is not mounted: running in %s; transcripts resume only from the same cwd", dir)
+		warnf("%s: running in %s; transcripts resume only from the same cwd", notMounted(s), dir)
 	}
 	folder, err := s.OpenSession(m.ID)
 	if err != nil {
@@ -112,17 +112,13 @@ func (a *app) runBackend(s *layout.Store, b backends.Backend, spec backends.Spec
 	}
 	defer a.unlockSession()
 	run := layout.Run{Backend: b.Name(), Image: image, Command: spec.Argv, Start: time.Now().UTC()}
+	recordRun(s, spec.SessionID, run) // a run in progress (no end) shows in sessionfs runs
 	code, err := b.Run(ctx, spec)
 	run.End, run.ExitCode = time.Now().UTC(), code
 	if err != nil {
 		run.Error = err.Error()
 	}
-	if _, uerr := s.Update(spec.SessionID, func(m *layout.Meta) error {
-		m.Runs = append(m.Runs, run)
-		return nil
-	}); uerr != nil {
-		warnf("could not record the run: %v", uerr)
-	}
+	recordRun(s, spec.SessionID, run)
 	if err != nil {
 		if code > 0 {
 			return codedError{code, err}
@@ -133,6 +129,23 @@ func (a *app) runBackend(s *layout.Store, b backends.Backend, spec backends.Spec
 		return exitCode(code)
 	}
 	return nil
+}
+
+// recordRun puts run in session.json: it replaces the record of the same run (its start and backend) made when
+// it began, else it is added.
+func recordRun(s *layout.Store, id string, run layout.Run) {
+	if _, err := s.Update(id, func(m *layout.Meta) error {
+		for i := len(m.Runs) - 1; i >= 0; i-- {
+			if m.Runs[i].Start.Equal(run.Start) && m.Runs[i].Backend == run.Backend && m.Runs[i].End.IsZero() {
+				m.Runs[i] = run
+				return nil
+			}
+		}
+		m.Runs = append(m.Runs, run)
+		return nil
+	}); err != nil {
+		warnf("could not record the run: %v", err)
+	}
 }
 
 type usageError string

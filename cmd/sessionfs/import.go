@@ -204,10 +204,13 @@ PATH, with its variables set as exec --agent sets them: "codex resume UUID", "ge
 				ag, _ := agents.ByName(name)
 				return a.execIn(holders[0].ID, append(ag.Resume(target), extra...), func(sp *backends.Spec) { sp.Agent = ag.Name })
 			}
-			if !s.Exists(target) {
+			id, err := a.resolveID(target)
+			if errors.Is(err, layout.ErrNotFound) || errors.Is(err, layout.ErrInvalidID) {
 				return fmt.Errorf("no session or conversation is called %q (sessionfs ls; sessionfs find UUID)", target)
+			} else if err != nil {
+				return err
 			}
-			return a.execIn(target, append([]string{claudeBin, "--continue"}, extra...))
+			return a.execIn(id, append([]string{claudeBin, "--continue"}, extra...))
 		},
 	}
 	cmd.Flags().StringVar(&claudeBin, "claude", "claude", "the claude command")

@@ -2,9 +2,11 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
+	"text/template"
 
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
@@ -21,15 +23,35 @@ type listed struct {
 }
 
 func (a *app) lsCmd() *cobra.Command {
-	var asJSON bool
+	var asJSON, quiet bool
+	var filters []string
+	var format string
 	cmd := &cobra.Command{
 		Use:     "ls",
 		Aliases: []string{"list"},
 		Short:   "List sessions: id, created, last active, size, conversations, labels",
+		Long: `ls lists the store's sessions. --filter label=K=V keeps those whose label K is V, --filter label=K those
+that have label K (repeat --filter: all must hold). -q prints only ids; --format prints each session through a
+Go template.`,
 		Example: `  sessionfs ls
+  sessionfs ls --filter label=team=web -q
+  sessionfs ls --format '{{.ID}} {{.Conversations}}'
   sessionfs ls --json | jq -r '.[] | select(.size > 1e9) | .id'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			keep, err := parseFilters(filters)
+			if err != nil {
+				return err
+			}
+			if n := countTrue(asJSON, quiet, format != ""); n > 1 {
+				return usageError("ls: --json, -q and --format exclude each other")
+			}
+			var tmpl *template.Template
+			if format != "" {
+				if tmpl, err = parseFormat("ls", format); err != nil {
+					return err
+				}
+			}
 			s, err := a.openStore()
 			if err != nil {
 				return err
@@ -37,6 +59,13 @@ func (a *app) lsCmd() *cobra.Command {
 			infos, err := s.List()
 			if err != nil {
 				return err
+			}
+			infos = slices.DeleteFunc(infos, func(in layout.Info) bool { return !keep(in.Labels) })
+			if quiet {
+				for _, in := range infos {
+					fmt.Fprintln(cmd.OutOrStdout(), in.ID)
+				}
+				return nil
 			}
 			rows := make([]listed, len(infos))
 			for i, in := range infos {
@@ -55,6 +84,14 @@ func (a *app) lsCmd() *cobra.Command {
 			if asJSON {
 				return printJSON(cmd.OutOrStdout(), rows)
 			}
+			if tmpl != nil {
+				for _, r := range rows {
+					if err := printFormatted(cmd.OutOrStdout(), tmpl, r); err != nil {
+						return err
+					}
+				}
+				return nil
+			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tCREATED\tLAST ACTIVE\tSIZE\tCONVERSATIONS\tLABELS")
 			for _, r := range rows {
@@ -70,7 +107,46 @@ func (a *app) lsCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "print only session ids")
+	cmd.Flags().StringArrayVar(&filters, "filter", nil, "keep sessions with label=K=V, or label=K (repeatable: all must hold)")
+	cmd.Flags().StringVar(&format, "format", "", formatHelp)
 	return cmd
+}
+
+// parseFilters reads ls --filter values: label=K=V (label K is V) or label=K (label K is set).
+func parseFilters(vals []string) (func(labels map[string]string) bool, error) {
+	type cond struct {
+		key, value string
+		any        bool
+	}
+	var conds []cond
+	for _, f := range vals {
+		kind, rest, _ := strings.Cut(f, "=")
+		if kind != "label" || rest == "" {
+			return nil, usageError(fmt.Sprintf("ls --filter %q: want label=KEY=VALUE or label=KEY", f))
+		}
+		k, v, hasValue := strings.Cut(rest, "=")
+		conds = append(conds, cond{key: k, value: v, any: !hasValue})
+	}
+	return func(labels map[string]string) bool {
+		for _, c := range conds {
+			v, ok := labels[c.key]
+			if !ok || (!c.any && v != c.value) {
+				return false
+			}
+		}
+		return true
+	}, nil
+}
+
+func countTrue(bs ...bool) int {
+	n := 0
+	for _, b := range bs {
+		if b {
+			n++
+		}
+	}
+	return n
 }
 
 func labelText(m map[string]string) string {

@@ -26,28 +26,38 @@ func defaultMountpoint() string {
 
 func (a *app) mountCmd() *cobra.Command {
 	var opts sfs.Options
-	var cpuProfile string
+	var cpuProfile, logPath string
 	var maxNodes int64
+	var daemon bool
 	cmd := &cobra.Command{
 		Use:   "mount [MOUNTPOINT]",
-		Short: "Serve the store as a filesystem (default ~/agent-sessions), in the foreground",
+		Short: "Serve the store as a filesystem (default ~/agent-sessions), in the foreground or with --daemon",
 		Long: `mount shows the store at MOUNTPOINT as sessions/<id>/{app,workspace,mcps,.claude}. Under each session's
 .claude/projects/, every folder name Claude Code can make from a cwd ([A-Za-z0-9-], up to 255 bytes) is a
 view of the session's one transcript folder, so "claude --resume <uuid>" and "claude --continue" work from
-any working directory. mkdir sessions/<id> creates a session. rm -rf sessions/<id> deletes its files as on
-any filesystem (removed transcripts still wait in the transcript trash: "sessionfs trash") and moves the
-emptied folder to the trash (rmdir of a session that still holds anything is ENOTEMPTY); "sessionfs rm ID"
-moves a whole session to the trash instead, recoverable.
-It runs in the foreground until SIGINT/SIGTERM or "sessionfs unmount", and clears a stale mount left by a
-crashed daemon first. A mountpoint inside the store, a store already mounted, or a folder that is not empty
-is refused.
+any working directory. mkdir sessions/<id> creates a session. rm -rf sessions/<id> moves the whole session,
+workspace included, to the trash at once, as "sessionfs rm ID" does: a session's listing starts with
+session.json, and removing session.json through the mount removes the session (so does Node's fs.rm; find
+-delete and Python's shutil.rmtree do too, but then report the names that vanished with it). "sessionfs trash
+ls" lists removed sessions, "sessionfs trash restore ID" brings one back. rmdir of a session that still holds
+anything is ENOTEMPTY; mv of a session is refused (EPERM: its id is in running containers' binds), "sessionfs
+rename" renames one. Inside a session, removing a transcript moves it to the transcript trash; any other
+file is deleted as on any filesystem.
+It runs in the foreground until SIGINT/SIGTERM or "sessionfs unmount"; with --daemon it returns once the
+mount serves, printing the daemon's pid, and the daemon logs to --log until "sessionfs unmount". It clears a
+stale mount left by a crashed daemon first. A mountpoint inside the store, a store already mounted, or a
+folder that is not empty is refused.
 A store on a filesystem other hosts mount too (JuiceFS, CephFS, NFS, GlusterFS, MooseFS; or --shared) is
 served with a 1s kernel cache instead of 30s: this host's watcher cannot see the other hosts' changes.`,
 		Example: `  sessionfs mount                       # ~/agent-sessions
   sessionfs mount /mnt/sessions --allow-other   # containers running as other users
+  sessionfs mount --daemon                      # in the background; prints the pid
   sessionfs unmount ~/agent-sessions`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if daemon {
+				return daemonize(cmd.OutOrStdout(), cmd.ErrOrStderr(), logPath)
+			}
 			s, err := a.createStore()
 			if err != nil {
 				return err
@@ -93,6 +103,9 @@ served with a 1s kernel cache instead of 30s: this host's watcher cannot see the
 			if err := sfs.NotifyReady(); err != nil {
 				warnf("tell systemd the mount is ready: %v", err)
 			}
+			if err := tellReady(); err != nil {
+				warnf("tell mount --daemon the mount is ready: %v", err)
+			}
 			m.Wait()
 			return nil
 		},
@@ -103,6 +116,8 @@ served with a 1s kernel cache instead of 30s: this host's watcher cannot see the
 	cmd.Flags().DurationVar(&opts.Timeout, "cache-timeout", 0, fmt.Sprintf("how long the kernel caches names and attributes (default %s, %s on a store shared with other hosts)", sfs.DefaultTimeout, sfs.SharedTimeout))
 	cmd.Flags().BoolVar(&opts.Shared, "shared", false, "the store is shared with other hosts (detected for JuiceFS, CephFS, NFS, GlusterFS, MooseFS, ...): bound the kernel's caches")
 	cmd.Flags().Int64Var(&maxNodes, "max-nodes", nodes.DefaultMaxNodes, "files and folders the daemon keeps for the kernel; past it, the kernel is asked to forget those of idle sessions (0: never)")
+	cmd.Flags().BoolVarP(&daemon, "daemon", "d", false, "run in the background once the mount serves; print the daemon's pid")
+	cmd.Flags().StringVar(&logPath, "log", defaultMountLog(), "with --daemon, where the daemon's output goes (appended)")
 	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the daemon to this file (for performance work)")
 	_ = cmd.Flags().MarkHidden("cpuprofile")
 	return cmd

@@ -15,9 +15,10 @@ import (
 func (a *app) rmCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "rm ID...",
-		Short: "Move sessions to the trash (gc --trash deletes them for good)",
+		Short: "Move sessions to the trash (trash restore brings one back; gc --trash deletes them for good)",
 		Example: `  sessionfs rm fix-login old-experiment
-  sessionfs gc --trash   # later, to free the space`,
+  sessionfs trash restore fix-login   # changed your mind
+  sessionfs gc --trash                # later, to free the space`,
 		Args:              cobra.MinimumNArgs(1),
 		ValidArgsFunction: a.completeManyIDs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -26,7 +27,12 @@ func (a *app) rmCmd() *cobra.Command {
 				return err
 			}
 			var errs []error
-			for _, id := range args {
+			for _, arg := range args {
+				id, err := a.resolveID(arg)
+				if err != nil {
+					errs = append(errs, err)
+					continue
+				}
 				dst, err := s.Remove(id)
 				if err != nil {
 					errs = append(errs, err)

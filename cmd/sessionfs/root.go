@@ -42,7 +42,7 @@ filesystem where every .claude/projects/<cwd> name leads to the session's one tr
 	root.AddCommand(
 		a.newCmd(), a.lsCmd(), a.showCmd(), a.rmCmd(), a.gcCmd(), a.envCmd(), a.execCmd(), a.runCmd(),
 		a.mountCmd(), unmountCmd(), a.trashCmd(), a.importCmd(), a.findCmd(), a.resumeCmd(), a.watchCmd(), a.doctorCmd(), a.syncCmd(),
-		a.exportCmd(), a.forkCmd(),
+		a.exportCmd(), a.forkCmd(), a.labelCmd(), a.renameCmd(), a.runsCmd(),
 		versionCmd(),
 	)
 	return root
@@ -84,14 +84,14 @@ func (a *app) open(create bool) (*layout.Store, error) {
 	return s, nil
 }
 
-// session opens the store and checks that session id exists.
-func (a *app) session(id string) (*layout.Store, *layout.Meta, error) {
-	s, err := a.openStore()
+// session opens the store and reads session arg (an id, or an unambiguous start of one: resolveID).
+func (a *app) session(arg string) (*layout.Store, *layout.Meta, error) {
+	id, err := a.resolveID(arg)
 	if err != nil {
 		return nil, nil, err
 	}
-	m, err := s.Get(id)
-	return s, m, err
+	m, err := a.store.Get(id)
+	return a.store, m, err
 }
 
 // sessionDir is where processes should see the session: through the mount when the store is mounted, so the
@@ -129,4 +129,13 @@ func shellQuote(s string) string {
 
 func warnf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "sessionfs: warning: "+format+"\n", args...)
+}
+
+// notMounted is what to tell a user whose store is not served: that it is not mounted, or that its mount is
+// stale (its daemon gone), which "sessionfs mount" clears.
+func notMounted(s *layout.Store) string {
+	if mnt, ok := sfs.FindStale(s.Root); ok {
+		return "the store's mount at " + mnt + " is stale (its daemon is gone; sessionfs mount serves it again)"
+	}
+	return "the store is not mounted"
 }

@@ -103,7 +103,7 @@ volumes) unless --keep. Each run is recorded in the session's session.json. The 
 			switch backend {
 			case "local":
 				if !mounted {
-					warnf("the store is not mounted: running in %s; transcripts resume only from the same cwd", dir)
+					warnf("%s: running in %s; transcripts resume only from the same cwd", notMounted(s), dir)
 				}
 				b = local.Backend{}
 			case "docker":
@@ -111,7 +111,7 @@ volumes) unless --keep. Each run is recorded in the session's session.json. The 
 					return err
 				}
 				if !mounted {
-					warnf("the store is not mounted: binding %s; transcripts resume only from /session/workspace (run sessionfs mount)", dir)
+					warnf("%s: binding %s; transcripts resume only from /session/workspace (run sessionfs mount)", notMounted(s), dir)
 				}
 				d, err := docker.New(dopts)
 				if err != nil {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"text/tabwriter"
+	"text/template"
 	"time"
 
 	"github.com/dustin/go-humanize"
@@ -26,14 +27,26 @@ type shown struct {
 
 func (a *app) showCmd() *cobra.Command {
 	var asJSON bool
+	var format string
 	cmd := &cobra.Command{
 		Use:   "show ID",
 		Short: "Show a session: its paths on the host and in containers, and every agent's conversations",
 		Example: `  sessionfs show fix-login
+  sessionfs show fix-login --format '{{.Store.Workspace}}'
   sessionfs show fix-login --json | jq -r '.conversations[0].id'`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: a.completeIDs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if asJSON && format != "" {
+				return usageError("show: --json and --format exclude each other")
+			}
+			var tmpl *template.Template
+			if format != "" {
+				var err error
+				if tmpl, err = parseFormat("show", format); err != nil {
+					return err
+				}
+			}
 			s, m, err := a.session(args[0])
 			if err != nil {
 				return err
@@ -57,6 +70,9 @@ func (a *app) showCmd() *cobra.Command {
 				out.Conversations = orEmpty(out.Conversations)
 				return printJSON(cmd.OutOrStdout(), out)
 			}
+			if tmpl != nil {
+				return printFormatted(cmd.OutOrStdout(), tmpl, out)
+			}
 			w := cmd.OutOrStdout()
 			fmt.Fprintf(w, "Session     %s\nCreated     %s\nLast active %s\nSize        %s\n", m.ID,
 				m.Created.Local().Format(time.RFC3339), ago(out.LastActivity), humanize.IBytes(uint64(out.Size)))
@@ -77,7 +93,14 @@ func (a *app) showCmd() *cobra.Command {
 			}
 			if len(m.Runs) > 0 {
 				r := m.Runs[len(m.Runs)-1]
-				fmt.Fprintf(w, "Runs        %d, the last %s on %s, exit %d\n", len(m.Runs), ago(r.Start), r.Backend, r.ExitCode)
+				end := fmt.Sprintf("exit %d", r.ExitCode)
+				if r.End.IsZero() {
+					end = "unfinished"
+					if runningNow(s, m.ID) {
+						end = "running"
+					}
+				}
+				fmt.Fprintf(w, "Runs        %d, the last %s on %s, %s (sessionfs runs)\n", len(m.Runs), ago(r.Start), r.Backend, end)
 			}
 			fmt.Fprintf(w, "\nConversations (%d)\n", len(out.Conversations))
 			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -89,6 +112,7 @@ func (a *app) showCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().StringVar(&format, "format", "", formatHelp)
 	return cmd
 }
 

@@ -1,58 +1,91 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"text/tabwriter"
 
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
+
+	"github.com/sessionfs/sessionfs/layout"
 )
 
 func (a *app) trashCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "trash",
-		Short: "List and restore conversations removed from a session's transcript folder",
-		Long: `Through the mount, removing a transcript (a <uuid>.jsonl under .claude/projects, or its <uuid>/ folder)
-moves it to the session's transcript trash instead of deleting it: Claude Code deletes transcripts older than
-cleanupPeriodDays at start-up, and people rm the wrong thing. "sessionfs gc --trash" empties the trash.`,
-		Example: `  sessionfs trash ls fix-login
+		Short: "List and restore removed sessions and conversations",
+		Long: `Nothing sessionfs removes is deleted until "sessionfs gc --trash":
+  - a session removed with "sessionfs rm ID", or with rm -rf sessions/ID through the mount, waits whole in
+    <store>/trash/ID.<time>; "trash restore ID" puts it back;
+  - through the mount, removing a transcript (a <uuid>.jsonl under .claude/projects, or its <uuid>/ folder)
+    moves it to the session's transcript trash: Claude Code deletes transcripts older than cleanupPeriodDays at
+    start-up, and people rm the wrong thing; "trash restore ID UUID" puts it back.`,
+		Example: `  sessionfs trash ls
+  sessionfs trash restore fix-login
+  sessionfs trash ls fix-login
   sessionfs trash restore fix-login 2fe2d21b-be8f-4b12-b46b-12e68f6e9f01`,
 	}
 	var asJSON bool
 	ls := &cobra.Command{
-		Use:               "ls ID",
-		Short:             "List a session's removed conversations",
-		Example:           `  sessionfs trash ls fix-login`,
-		Args:              cobra.ExactArgs(1),
+		Use:   "ls [ID]",
+		Short: "List removed sessions, or the removed conversations of session ID",
+		Long: `With no ID, ls lists the removed sessions. With the ID of a session in the store, it lists the
+conversations removed from its transcript folder; with the ID of a removed session, that session's removed
+copies.`,
+		Example: `  sessionfs trash ls
+  sessionfs trash ls fix-login --json`,
+		Args:              cobra.MaximumNArgs(1),
 		ValidArgsFunction: a.completeIDs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, m, err := a.session(args[0])
+			s, err := a.openStore()
 			if err != nil {
 				return err
 			}
-			trashed, err := s.TrashedTranscripts(m.ID)
+			if len(args) == 1 {
+				id, err := a.resolveID(args[0])
+				if err == nil {
+					return listTrashedTranscripts(cmd, s, id, asJSON)
+				}
+				if !errors.Is(err, layout.ErrNotFound) {
+					return err
+				}
+				trashed, terr := s.TrashedSessions(args[0])
+				if terr != nil || len(trashed) == 0 {
+					return err
+				}
+				return listTrashedSessions(cmd, trashed, asJSON)
+			}
+			trashed, err := s.TrashedSessions("")
 			if err != nil {
 				return err
 			}
-			if asJSON {
-				return printJSON(cmd.OutOrStdout(), orEmpty(trashed))
-			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "UUID\tREMOVED\tFILES\tSIZE")
-			for _, t := range trashed {
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", t.UUID, ago(t.Removed), t.Files, humanize.IBytes(uint64(t.Size)))
-			}
-			return tw.Flush()
+			return listTrashedSessions(cmd, trashed, asJSON)
 		},
 	}
 	ls.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	restore := &cobra.Command{
-		Use:               "restore ID UUID",
-		Short:             "Put a removed conversation back (its newest removed copy)",
-		Example:           `  sessionfs trash restore fix-login 2fe2d21b-be8f-4b12-b46b-12e68f6e9f01`,
-		Args:              cobra.ExactArgs(2),
+		Use:   "restore ID [UUID]",
+		Short: "Put back a removed session, or a conversation removed from session ID (the newest copy)",
+		Long: `restore ID puts back the newest removed copy of session ID, unless a session of that id exists again.
+restore ID UUID puts back the newest removed copy of conversation UUID into session ID.`,
+		Example: `  sessionfs trash restore fix-login
+  sessionfs trash restore fix-login 2fe2d21b-be8f-4b12-b46b-12e68f6e9f01`,
+		Args:              cobra.RangeArgs(1, 2),
 		ValidArgsFunction: a.completeTrashed,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				s, err := a.openStore()
+				if err != nil {
+					return err
+				}
+				dir, err := s.RestoreSession(args[0])
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "restored %s\n", dir)
+				return nil
+			}
 			s, m, err := a.session(args[0])
 			if err != nil {
 				return err
@@ -69,4 +102,32 @@ cleanupPeriodDays at start-up, and people rm the wrong thing. "sessionfs gc --tr
 	}
 	cmd.AddCommand(ls, restore)
 	return cmd
+}
+
+func listTrashedSessions(cmd *cobra.Command, trashed []layout.TrashedSession, asJSON bool) error {
+	if asJSON {
+		return printJSON(cmd.OutOrStdout(), orEmpty(trashed))
+	}
+	tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SESSION\tREMOVED\tSIZE\tIN THE TRASH AS")
+	for _, t := range trashed {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.ID, ago(t.Removed), humanize.IBytes(uint64(t.Size)), t.Name)
+	}
+	return tw.Flush()
+}
+
+func listTrashedTranscripts(cmd *cobra.Command, s *layout.Store, id string, asJSON bool) error {
+	trashed, err := s.TrashedTranscripts(id)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		return printJSON(cmd.OutOrStdout(), orEmpty(trashed))
+	}
+	tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "UUID\tREMOVED\tFILES\tSIZE")
+	for _, t := range trashed {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", t.UUID, ago(t.Removed), t.Files, humanize.IBytes(uint64(t.Size)))
+	}
+	return tw.Flush()
 }

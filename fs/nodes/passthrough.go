@@ -10,6 +10,8 @@ import (
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
+
+	"github.com/sessionfs/sessionfs/layout"
 )
 
 // role marks the few passthrough folders whose children are special.
@@ -409,7 +411,8 @@ func (n *Node) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
 }
 
 // Unlink removes a file; in the transcript folder it moves it to the session's transcript trash instead, since
-// Claude Code ages transcripts out at start-up and people rm the wrong thing.
+// Claude Code ages transcripts out at start-up and people rm the wrong thing. A session's session.json takes
+// the whole session to the trash with it (sessionrm.go).
 func (n *Node) Unlink(ctx context.Context, name string) syscall.Errno {
 	if errno, ok := n.removeView(name, false); ok {
 		return errno
@@ -418,6 +421,9 @@ func (n *Node) Unlink(ctx context.Context, name string) syscall.Errno {
 	n.did(p)
 	if n.transcripts {
 		return n.refreshes(name, n.tree.trashTranscript(n.id, p))
+	}
+	if n.role == roleSession && name == layout.MetaFile {
+		return n.tree.removeSession(n.id) // the whole session to the trash (sessionrm.go)
 	}
 	return n.refreshes(name, fs.ToErrno(n.tree.atParent(p, func(dirfd int, name string) error { return unix.Unlinkat(dirfd, name, 0) })))
 }
@@ -485,6 +491,10 @@ func (n *Node) OpendirHandle(ctx context.Context, flags uint32) (fs.FileHandle, 
 	fd, err := n.tree.openAt(n.path(), syscall.O_RDONLY|syscall.O_DIRECTORY, 0)
 	if err != nil {
 		return nil, 0, fs.ToErrno(err)
+	}
+	if n.role == roleSession {
+		h, errno := n.sessionListing(fd)
+		return h, fuse.FOPEN_CACHE_DIR | fuse.FOPEN_KEEP_CACHE, errno
 	}
 	ds, errno := fs.NewLoopbackDirStreamFd(fd)
 	if errno != 0 {

@@ -15,7 +15,7 @@ import (
 )
 
 // Sessions is the sessions/ folder: one entry per session in the store, read live, so a session made with the
-// CLI while mounted appears at once. mkdir makes a session; rmdir (the end of rm -rf) moves it to the trash.
+// CLI while mounted appears at once. mkdir makes a session; rm -rf moves it to the trash whole (sessionrm.go).
 type Sessions struct {
 	gofs.Inode
 	tree *Tree
@@ -124,9 +124,8 @@ func (s *Sessions) Mkdir(ctx context.Context, name string, mode uint32, out *fus
 	return s.session(ctx, name, out)
 }
 
-// Rmdir removes a session folder that is empty (the last step of rm -rf, which deleted what it held) by moving
-// it to the trash; a session that still holds anything is ENOTEMPTY, as rmdir of any folder ("sessionfs rm"
-// moves a whole session to the trash).
+// Rmdir moves an empty session folder to the trash; a session that still holds anything is ENOTEMPTY, as rmdir
+// of any folder (rm -rf, or "sessionfs rm", moves a whole session to the trash).
 func (s *Sessions) Rmdir(ctx context.Context, name string) syscall.Errno {
 	if empty, err := s.tree.emptyFolder(name); err != nil {
 		return gofs.ToErrno(err)

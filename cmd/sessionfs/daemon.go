@@ -1,0 +1,125 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// mount --daemon runs the mount in a detached copy of this program (its own session, output to a log file) and
+// returns once the mount serves, printing the daemon's pid; a mount that fails returns its error instead. The
+// copy says it is ready on the pipe named by readyFdEnv.
+const readyFdEnv = "SESSIONFS_READY_FD"
+
+// daemonReadyTimeout bounds the wait for the detached mount to come up.
+const daemonReadyTimeout = 60 * time.Second
+
+// defaultMountLog is $XDG_STATE_HOME/sessionfs/mount.log (~/.local/state/sessionfs/mount.log).
+func defaultMountLog() string {
+	state := os.Getenv("XDG_STATE_HOME")
+	if state == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "sessionfs-mount.log"
+		}
+		state = filepath.Join(home, ".local", "state")
+	}
+	return filepath.Join(state, "sessionfs", "mount.log")
+}
+
+// daemonize starts this command again without --daemon, detached, and waits until it serves.
+func daemonize(out, errOut io.Writer, logPath string) error {
+	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
+		return fmt.Errorf("mount --daemon: the log: %w", err)
+	}
+	logf, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("mount --daemon: the log: %w", err)
+	}
+	defer logf.Close()
+	start, _ := logf.Seek(0, io.SeekEnd)
+	r, w, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	self, err := os.Executable()
+	if err != nil {
+		w.Close()
+		return err
+	}
+	var args []string
+	for _, a := range os.Args[1:] {
+		if a != "--daemon" && !strings.HasPrefix(a, "--daemon=") {
+			args = append(args, a)
+		}
+	}
+	cmd := exec.Command(self, args...)
+	cmd.Env = append(os.Environ(), readyFdEnv+"=3")
+	cmd.Stdout, cmd.Stderr, cmd.ExtraFiles = logf, logf, []*os.File{w}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		w.Close()
+		return fmt.Errorf("mount --daemon: %w", err)
+	}
+	w.Close() // the child holds the only write end: EOF means it ended without serving
+	ready := make(chan bool, 1)
+	go func() {
+		line, _ := bufio.NewReader(r).ReadString('\n')
+		ready <- line == "ready\n"
+	}()
+	select {
+	case ok := <-ready:
+		if ok {
+			pid := cmd.Process.Pid
+			_ = cmd.Process.Release()
+			fmt.Fprintln(out, pid)
+			fmt.Fprintf(errOut, "sessionfs: the mount runs in the background (pid %d; log %s; sessionfs unmount to stop it)\n", pid, logPath)
+			return nil
+		}
+	case <-time.After(daemonReadyTimeout):
+		_ = cmd.Process.Kill()
+	}
+	_ = cmd.Wait()
+	return fmt.Errorf("mount --daemon: the mount did not come up: %s", lastLogLine(logPath, start))
+}
+
+// lastLogLine is the last line the daemon logged since offset from, with the "sessionfs: " prefix dropped.
+func lastLogLine(path string, from int64) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return "see " + path
+	}
+	defer f.Close()
+	if _, err := f.Seek(from, io.SeekStart); err != nil {
+		return "see " + path
+	}
+	b, _ := io.ReadAll(io.LimitReader(f, 1<<20))
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	last := strings.TrimPrefix(lines[len(lines)-1], "sessionfs: ")
+	if last == "" {
+		return "see " + path
+	}
+	return last
+}
+
+// tellReady tells the process that ran mount --daemon that the mount serves (nothing when not started so).
+func tellReady() error {
+	if os.Getenv(readyFdEnv) != "3" {
+		return nil
+	}
+	f := os.NewFile(3, "ready")
+	if f == nil {
+		return errors.New("no ready pipe")
+	}
+	defer f.Close()
+	_, err := f.WriteString("ready\n")
+	return err
+}
