@@ -297,11 +297,19 @@ func TestGeminiWithoutMountResumeFails(t *testing.T) {
 	out, err = agentOutside(t, store, "gemini", t.TempDir(), env, gemini, "--skip-trust", "-m", "gemini-2.5-flash", "--resume", head.SessionID, "-p", "after mounting")
 	require.NoError(t, err, out)
 	assert.NotContains(t, out, "No previous sessions")
+	// Gemini names a chat's file session-<minute>-<short id>: a resume in a later minute writes a new file of the
+	// same chat, so chats are counted by id.
 	files := glob(t, filepath.Join(store, "sessions", "s1", ".gemini", "tmp", "workspace", "chats", "session-*.jsonl"))
-	assert.Len(t, files, 2, "both chats, folded into the canonical folder")
-	b, err = os.ReadFile(filepath.Join(filepath.Dir(files[0]), filepath.Base(first[0])))
-	require.NoError(t, err)
-	assert.Contains(t, string(b), "after mounting", "the first chat was resumed")
+	chats := map[string]string{}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		require.NoError(t, err)
+		id := f[strings.LastIndex(f, "-")+1:]
+		chats[id] += string(b)
+	}
+	assert.Len(t, chats, 2, "both chats, folded into the canonical folder: %v", files)
+	firstID := first[0][strings.LastIndex(first[0], "-")+1:]
+	assert.Contains(t, chats[firstID], "after mounting", "the first chat was resumed")
 	assert.Len(t, glob(t, filepath.Join(store, "sessions", "s1", ".gemini", "tmp", "*", "chats")), 1, "no chats left under other names")
 }
 
