@@ -226,7 +226,7 @@ func TestGeminiResumesFromAnyCwd(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal([]byte(strings.SplitN(string(b), "\n", 2)[0]), &head))
 	id := head.SessionID
-	n := lines(t, files[0])
+	n := len(strings.Split(geminiChat(t, chats, id), "\n"))
 	// The mount's workspace path got a name of its own ("workspace" is /session/workspace's): a view, holding only
 	// its claim in the store.
 	ws := filepath.Join(m.session("s1"), "workspace")
@@ -243,16 +243,13 @@ func TestGeminiResumesFromAnyCwd(t *testing.T) {
 	r = agentExec(t, store, "gemini", env, "workspace/pkg", run("--resume", id, "-p", "again from a subfolder")...)
 	require.Equal(t, 0, r.code, "%s\n%s", r.stdout, r.stderr)
 	assert.NotContains(t, r.stdout+r.stderr, "No previous sessions")
-	assert.Greater(t, lines(t, files[0]), n, "the same chat grows")
-	n = lines(t, files[0])
+	assert.Greater(t, len(strings.Split(geminiChat(t, chats, id), "\n")), n, "the same chat grows")
 	outside := t.TempDir()
 	out, err := agentOutside(t, store, "gemini", outside, env, run("--skip-trust", "--resume", "latest", "-p", "again from outside")...)
 	require.NoError(t, err, out)
 	assert.Contains(t, out, geministub.Reply)
 	assert.NotContains(t, out, "No previous sessions")
-	b, err = os.ReadFile(filepath.Join(chats, filepath.Base(files[0])))
-	require.NoError(t, err)
-	assert.Contains(t, string(b), "again from outside", "the resumed turn is in the session's chat")
+	assert.Contains(t, geminiChat(t, chats, id), "again from outside", "the resumed turn is in the session's chat")
 	for _, f := range glob(t, filepath.Join(chats, "session-*.jsonl")) {
 		b, _ := os.ReadFile(f)
 		assert.Contains(t, strings.SplitN(string(b), "\n", 2)[0], id, "no other conversation was started")
@@ -270,6 +267,21 @@ func TestGeminiResumesFromAnyCwd(t *testing.T) {
 
 // TestGeminiWithoutMountResumeFails is the control: on the plain store, the chat is not found from another cwd;
 // once the store is mounted, it is.
+// geminiChat is the content of chat id's files in folder chats. Gemini names a chat's file
+// session-<minute>-<short id>.jsonl: a resume in a later minute writes the same chat to a new file.
+func geminiChat(t *testing.T, chats, id string) string {
+	t.Helper()
+	var all string
+	for _, f := range glob(t, filepath.Join(chats, "session-*.jsonl")) {
+		b, err := os.ReadFile(f)
+		require.NoError(t, err)
+		if strings.Contains(strings.SplitN(string(b), "\n", 2)[0], id) {
+			all += string(b)
+		}
+	}
+	return all
+}
+
 func TestGeminiWithoutMountResumeFails(t *testing.T) {
 	gemini := agentCLI(t, "gemini")
 	store := t.TempDir()
