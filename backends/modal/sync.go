@@ -37,6 +37,7 @@ func VolumeName(id string) string {
 // Syncer moves one session between the store and its Volume.
 type Syncer struct {
 	client   *Client
+	cp       pb.ModalClientClient // on the SDK's connection, through its interceptors
 	store    *layout.Store
 	id       string
 	root     string
@@ -56,7 +57,11 @@ func NewSyncer(ctx context.Context, c *Client, store *layout.Store, id string) (
 	if err != nil {
 		return nil, Explain(err, c.Config)
 	}
-	return &Syncer{client: c, store: store, id: id, root: store.Dir(id), volumeID: vol.VolumeID,
+	cp, err := c.control()
+	if err != nil {
+		return nil, err
+	}
+	return &Syncer{client: c, cp: cp, store: store, id: id, root: store.Dir(id), volumeID: vol.VolumeID,
 		http: &http.Client{Timeout: 5 * time.Minute}}, nil
 }
 
@@ -116,7 +121,7 @@ func (s *Syncer) Push(ctx context.Context) (PushReport, error) {
 		if _, ok := local[rel]; ok {
 			continue
 		}
-		_, err := s.client.CP.VolumeRemoveFile2(ctx, pb.VolumeRemoveFile2Request_builder{VolumeId: s.volumeID, Path: rel}.Build())
+		_, err := s.cp.VolumeRemoveFile2(ctx, pb.VolumeRemoveFile2Request_builder{VolumeId: s.volumeID, Path: rel}.Build())
 		if err != nil && !isNotFound(err) {
 			return rep, fmt.Errorf("remove %s from the Volume: %w", rel, Explain(err, s.client.Config))
 		}
@@ -146,7 +151,7 @@ func (s *Syncer) putFile(ctx context.Context, d *layout.Dir, rel string, lf loca
 	req := pb.VolumePutFiles2Request_builder{VolumeId: s.volumeID, Files: []*pb.VolumePutFiles2Request_File{file}}.Build()
 	sent, n := 0, int64(0)
 	for round := 0; round < 3; round++ {
-		resp, err := s.client.CP.VolumePutFiles2(ctx, req)
+		resp, err := s.cp.VolumePutFiles2(ctx, req)
 		if err != nil {
 			return nil, sent, n, err
 		}
@@ -222,7 +227,7 @@ type remoteFile struct {
 }
 
 func (s *Syncer) listRemote(ctx context.Context) (map[string]remoteFile, error) {
-	stream, err := s.client.CP.VolumeListFiles2(ctx, pb.VolumeListFiles2Request_builder{VolumeId: s.volumeID, Path: "/", Recursive: true}.Build())
+	stream, err := s.cp.VolumeListFiles2(ctx, pb.VolumeListFiles2Request_builder{VolumeId: s.volumeID, Path: "/", Recursive: true}.Build())
 	if err != nil {
 		return nil, Explain(err, s.client.Config)
 	}
@@ -358,7 +363,7 @@ func (s *Syncer) fold(ctx context.Context, d *layout.Dir, m *Manifest) (int, err
 		if !strings.HasPrefix(rel, projects) || strings.HasPrefix(rel, canonical) || !strings.Contains(strings.TrimPrefix(rel, projects), "/") {
 			continue
 		}
-		_, err := s.client.CP.VolumeRemoveFile2(ctx, pb.VolumeRemoveFile2Request_builder{VolumeId: s.volumeID, Path: rel}.Build())
+		_, err := s.cp.VolumeRemoveFile2(ctx, pb.VolumeRemoveFile2Request_builder{VolumeId: s.volumeID, Path: rel}.Build())
 		if err != nil && !isNotFound(err) {
 			return n, Explain(err, s.client.Config)
 		}
@@ -371,7 +376,7 @@ func (s *Syncer) fold(ctx context.Context, d *layout.Dir, m *Manifest) (int, err
 // download fetches a file's blocks in order into a temporary file beside rel (beneath d, its folders made with
 // the session's owner) and renames it over rel: whatever rel was, a symlink too, is replaced, never followed.
 func (s *Syncer) download(ctx context.Context, d *layout.Dir, rel string) error {
-	resp, err := s.client.CP.VolumeGetFile2(ctx, pb.VolumeGetFile2Request_builder{VolumeId: s.volumeID, Path: rel}.Build())
+	resp, err := s.cp.VolumeGetFile2(ctx, pb.VolumeGetFile2Request_builder{VolumeId: s.volumeID, Path: rel}.Build())
 	if err != nil {
 		return fmt.Errorf("pull %s: %w", rel, Explain(err, s.client.Config))
 	}

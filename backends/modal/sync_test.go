@@ -30,6 +30,7 @@ func setup(t *testing.T) *fixture {
 	fake, err := modaltest.Start()
 	require.NoError(t, err)
 	t.Cleanup(fake.Close)
+	useServer(t, fake.URL)
 	store, err := layout.OpenStore(t.TempDir())
 	require.NoError(t, err)
 	_, err = store.Create("s1", layout.CreateOptions{})
@@ -40,6 +41,16 @@ func setup(t *testing.T) *fixture {
 	s, err := NewSyncer(context.Background(), c, store, "s1")
 	require.NoError(t, err)
 	return &fixture{fake: fake, store: store, sync: s, dir: store.Dir("s1")}
+}
+
+// useServer points the SDK (which reads its server from the environment or the profile) at url, with no profile.
+func useServer(t *testing.T, url string) {
+	t.Setenv("MODAL_SERVER_URL", url)
+	t.Setenv("MODAL_CONFIG_PATH", filepath.Join(t.TempDir(), "none.toml"))
+	for _, k := range []string{"MODAL_TOKEN_ID", "MODAL_TOKEN_SECRET", "MODAL_PROFILE", "MODAL_ENVIRONMENT", "MODAL_SANDBOX_V2"} {
+		t.Setenv(k, "")
+		os.Unsetenv(k)
+	}
 }
 
 func (f *fixture) write(t *testing.T, rel string, data []byte) {
@@ -174,6 +185,7 @@ func TestErrors(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "refused the credentials")
 
+	useServer(t, "http://127.0.0.1:1")
 	dead, err := Dial(Config{ServerURL: "http://127.0.0.1:1", TokenID: "x", TokenSecret: "y"})
 	require.NoError(t, err)
 	defer dead.Close()

@@ -6,12 +6,15 @@ package modaltest
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -28,6 +31,10 @@ import (
 const (
 	TokenID     = "ak-test"
 	TokenSecret = "as-test"
+	// OAuth credentials the fake accepts too (an OAuth profile of ~/.modal.toml).
+	OAuthRefreshToken = "rt-test"
+	OAuthClientID     = "oc-test"
+	OAuthClientSecret = "ov-test"
 )
 
 type file struct {
@@ -52,6 +59,12 @@ type Server struct {
 	deny      bool
 	BlocksPut int // blocks uploaded over HTTP
 
+	authToken   string
+	headers     map[string]metadata.MD
+	calls       map[string]int
+	replies     map[string]reply
+	lostReplies map[string]int
+
 	grpc  *grpc.Server
 	http  *http.Server
 	blobs string // base URL of the block store
@@ -62,7 +75,8 @@ type Server struct {
 func Start() (*Server, error) {
 	s := &Server{volumes: map[string]string{}, files: map[string]map[string]*file{}, blocks: map[string][]byte{},
 		failures: map[string]int{}, secrets: map[string]map[string]string{}, sandboxes: map[string]*sandbox{},
-		clock: uint64(time.Now().Unix())}
+		clock: uint64(time.Now().Unix()), headers: map[string]metadata.MD{}, calls: map[string]int{},
+		replies: map[string]reply{}, lostReplies: map[string]int{}}
 	gl, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
@@ -156,32 +170,86 @@ func (s *Server) Read(name, path string) ([]byte, bool) {
 
 func (s *Server) tick() uint64 { s.clock++; return s.clock }
 
-// check enforces the credentials and injected failures, as Modal's front end would.
+// check enforces what Modal's front end checks of every call (gate), and answers a retried non-idempotent call
+// (same idempotency key) with the reply of its first execution, as the service deduplicates them.
 func (s *Server) check(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-	if err := s.gate(ctx, info.FullMethod); err != nil {
+	if err := s.gate(ctx, info.FullMethod, true); err != nil {
 		return nil, err
 	}
-	return handler(ctx, req)
+	name := info.FullMethod[strings.LastIndex(info.FullMethod, "/")+1:]
+	key := ""
+	if nonIdempotent[name] {
+		md, _ := metadata.FromIncomingContext(ctx)
+		key = name + "/" + first(md, "x-idempotency-key")
+		s.mu.Lock()
+		r, seen := s.replies[key]
+		s.mu.Unlock()
+		if seen {
+			return r.resp, r.err
+		}
+	}
+	resp, err := handler(ctx, req)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls[name]++
+	if key != "" {
+		s.replies[key] = reply{resp, err}
+	}
+	if s.lostReplies[name] > 0 {
+		s.lostReplies[name]--
+		return nil, status.Error(codes.Internal, "the connection was reset before the reply")
+	}
+	return resp, err
+}
+
+// nonIdempotent are the calls the service deduplicates by x-idempotency-key: done twice, they would make two
+// sandboxes or commit twice.
+var nonIdempotent = map[string]bool{"SandboxCreate": true, "VolumePutFiles2": true, "VolumeRemoveFile2": true}
+
+type reply struct {
+	resp any
+	err  error
 }
 
 func (s *Server) checkStream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-	if err := s.gate(ss.Context(), info.FullMethod); err != nil {
+	if err := s.gate(ss.Context(), info.FullMethod, false); err != nil {
 		return err
 	}
 	return handler(srv, ss)
 }
 
-func (s *Server) gate(ctx context.Context, method string) error {
+// gate checks what the Go SDK sends with every call (injectRequiredHeaders, authTokenInterceptor and
+// retryInterceptor of modal-client/go client.go): its client type (CLIENT_TYPE_LIBMODAL_GO), versions and
+// credentials; on unary calls the idempotency key and retry attempt, and the auth token from AuthTokenGet.
+func (s *Server) gate(ctx context.Context, method string, unary bool) error {
 	md, _ := metadata.FromIncomingContext(ctx)
-	if first(md, "x-modal-token-id") != TokenID || first(md, "x-modal-token-secret") != TokenSecret {
+	name := method[strings.LastIndex(method, "/")+1:]
+	if t := first(md, "x-modal-client-type"); t != strconv.Itoa(int(pb.ClientType_CLIENT_TYPE_LIBMODAL_GO)) {
+		return status.Errorf(codes.FailedPrecondition, "unsupported client type %q", t)
+	}
+	if first(md, "x-modal-client-version") == "" || !strings.HasPrefix(first(md, "x-modal-libmodal-version"), "modal-go/") {
+		return status.Error(codes.FailedPrecondition, "missing client version headers")
+	}
+	token := first(md, "x-modal-token-id") == TokenID && first(md, "x-modal-token-secret") == TokenSecret
+	oauth := first(md, "x-modal-refresh-token") == OAuthRefreshToken && first(md, "x-modal-oauth-client-id") == OAuthClientID &&
+		first(md, "x-modal-oauth-client-secret") == OAuthClientSecret
+	if !token && !oauth {
 		return status.Error(codes.Unauthenticated, "invalid token")
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if unary {
+		if first(md, "x-idempotency-key") == "" || first(md, "x-retry-attempt") == "" {
+			return status.Error(codes.FailedPrecondition, "missing x-idempotency-key or x-retry-attempt")
+		}
+		if name != "AuthTokenGet" && (s.authToken == "" || first(md, "x-modal-auth-token") != s.authToken) {
+			return status.Error(codes.Unauthenticated, "missing or stale x-modal-auth-token")
+		}
+	}
+	s.headers[name] = md.Copy()
 	if s.deny {
 		return status.Error(codes.PermissionDenied, "this token may not use the workspace")
 	}
-	name := method[strings.LastIndex(method, "/")+1:]
 	if s.failures[name] > 0 {
 		s.failures[name]--
 		return status.Error(codes.Unavailable, "try again")
@@ -189,11 +257,36 @@ func (s *Server) gate(ctx context.Context, method string) error {
 	return nil
 }
 
-func first(md metadata.MD, k string) string {
-	if v := md.Get(k); len(v) > 0 {
-		return v[0]
-	}
-	return ""
+// AuthTokenGet issues the short-lived token the SDK sends with every other unary call: a JWT whose exp it reads.
+func (s *Server) AuthTokenGet(ctx context.Context, req *pb.AuthTokenGetRequest) (*pb.AuthTokenGetResponse, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	claims, _ := json.Marshal(map[string]any{"exp": time.Now().Add(time.Hour).Unix()})
+	enc := base64.RawURLEncoding.EncodeToString
+	s.authToken = enc([]byte(`{"alg":"none"}`)) + "." + enc(claims) + "." + enc([]byte(fmt.Sprint(time.Now().UnixNano())))
+	return pb.AuthTokenGetResponse_builder{Token: s.authToken}.Build(), nil
+}
+
+// Headers returns the metadata of the last call of method (e.g. "VolumePutFiles2").
+func (s *Server) Headers(method string) metadata.MD {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.headers[method].Copy()
+}
+
+// Calls counts the executions of method (a retry the service deduplicated is not one).
+func (s *Server) Calls(method string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.calls[method]
+}
+
+// LoseReplies makes the next n calls of method run, then answer Internal as if the reply was lost on the way: the
+// client retries a call the service has already done.
+func (s *Server) LoseReplies(method string, n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lostReplies[method] = n
 }
 
 func (s *Server) VolumeGetOrCreate(ctx context.Context, req *pb.VolumeGetOrCreateRequest) (*pb.VolumeGetOrCreateResponse, error) {
@@ -320,4 +413,11 @@ func (s *Server) serveBlock(w http.ResponseWriter, r *http.Request) {
 	default:
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 	}
+}
+
+func first(md metadata.MD, k string) string {
+	if v := md.Get(k); len(v) > 0 {
+		return v[0]
+	}
+	return ""
 }

@@ -314,3 +314,10 @@ func (s *Server) SandboxGetLogs(req *pb.SandboxGetLogsRequest, stream grpc.Serve
 		}
 	}
 }
+
+// Sandboxes counts the sandboxes created.
+func (s *Server) Sandboxes() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.sandboxes)
+}
