@@ -1,11 +1,8 @@
 package modal
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -68,6 +65,10 @@ func (m *Manifest) save(p string) error {
 	return layout.WriteFileAtomic(p, b, 0o600)
 }
 
+// reservedDir is sessionfs's own folder on the Volume (the run's script and what the run reports): never synced
+// either way; a session's own entry of that name stays local.
+const reservedDir = ".sessionfs-run"
+
 // localFile is a regular file of the session as it is now.
 type localFile struct {
 	Size  int64
@@ -81,49 +82,13 @@ type localFile struct {
 func walk(d *layout.Dir) (map[string]localFile, error) {
 	out := map[string]localFile{}
 	err := d.Walk(func(rel string, st *unix.Stat_t) error {
+		if rel == reservedDir {
+			return layout.SkipDir
+		}
 		if st.Mode&unix.S_IFMT == unix.S_IFREG {
 			out[rel] = localFile{Size: st.Size, Mtime: st.Mtim.Nano(), Mode: st.Mode & 0o777}
 		}
 		return nil
 	})
 	return out, err
-}
-
-// hashBlocks returns the SHA-256 of each BlockSize block of the file rel beneath d, read only if it is a regular
-// file reached with no symlink.
-func hashBlocks(d *layout.Dir, rel string) ([]string, error) {
-	f, err := d.OpenRegular(rel, -1)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var out []string
-	buf := make([]byte, BlockSize)
-	for {
-		n, err := io.ReadFull(f, buf)
-		if n > 0 {
-			sum := sha256.Sum256(buf[:n])
-			out = append(out, hex.EncodeToString(sum[:]))
-		}
-		if err == io.EOF || err == io.ErrUnexpectedEOF {
-			return out, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
-}
-
-func readBlock(d *layout.Dir, rel string, i int) ([]byte, error) {
-	f, err := d.OpenRegular(rel, -1)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	buf := make([]byte, BlockSize)
-	n, err := f.ReadAt(buf, int64(i)*BlockSize)
-	if err != nil && err != io.EOF {
-		return nil, err
-	}
-	return buf[:n], nil
 }

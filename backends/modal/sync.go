@@ -1,22 +1,20 @@
 package modal
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"path"
 	"strings"
-	"sync"
 	"time"
 
 	modalsdk "github.com/modal-labs/modal-client/go"
 	pb "github.com/modal-labs/modal-client/go/proto/modal_proto"
-	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -72,8 +70,8 @@ type PushReport struct {
 }
 
 // Push makes the Volume hold the session as it is: files changed since the last agreed state are offered block
-// by block and only the blocks the Volume lacks are uploaded (in parallel, with retries); files removed locally
-// are removed from the Volume.
+// by block, many files per call, and only the blocks the Volume lacks are uploaded (in parallel, with retries);
+// files removed locally are removed from the Volume.
 func (s *Syncer) Push(ctx context.Context) (PushReport, error) {
 	var rep PushReport
 	mp := manifestPath(s.store, s.id)
@@ -90,32 +88,20 @@ func (s *Syncer) Push(ctx context.Context) (PushReport, error) {
 	if err != nil {
 		return rep, err
 	}
-	changed := map[string]localFile{}
+	var ups []*upload
 	for rel, lf := range local {
-		if base, ok := m.Files[rel]; !ok || base.Size != lf.Size || base.Mtime != lf.Mtime {
-			changed[rel] = lf
+		if base, ok := m.Files[rel]; ok && base.Size == lf.Size && base.Mtime == lf.Mtime && base.Mode == lf.Mode {
+			continue
 		}
-	}
-	var mu sync.Mutex
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(4)
-	for rel, lf := range changed {
-		g.Go(func() error {
-			blocks, sent, n, err := s.putFile(gctx, d, rel, lf)
-			if err != nil {
-				return fmt.Errorf("push %s: %w", rel, Explain(err, s.client.Config))
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			m.Files[rel] = Entry{Size: lf.Size, Mtime: lf.Mtime, Mode: lf.Mode, Blocks: blocks}
-			rep.Files++
-			rep.Blocks += sent
-			rep.Bytes += n
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return rep, err
+		u, err := uploadOfFile(d, rel, lf.Size, lf.Mode)
+		if errors.Is(err, fs.ErrNotExist) {
+			delete(local, rel) // removed since the walk: a deletion
+			continue
+		}
+		if err != nil {
+			return rep, fmt.Errorf("push %s: %w", rel, err)
+		}
+		ups = append(ups, u)
 	}
 	for rel := range m.Files {
 		if _, ok := local[rel]; ok {
@@ -128,6 +114,15 @@ func (s *Syncer) Push(ctx context.Context) (PushReport, error) {
 		delete(m.Files, rel)
 		rep.Deleted++
 	}
+	rep.Blocks, rep.Bytes, err = s.putFiles(ctx, ups)
+	if err != nil {
+		return rep, err
+	}
+	for _, u := range ups {
+		lf := local[u.rel]
+		m.Files[u.rel] = Entry{Size: lf.Size, Mtime: lf.Mtime, Mode: lf.Mode, Blocks: u.blocks}
+		rep.Files++
+	}
 	if err := s.recordRemote(ctx, m); err != nil {
 		return rep, err
 	}
@@ -135,89 +130,10 @@ func (s *Syncer) Push(ctx context.Context) (PushReport, error) {
 	return rep, m.save(mp)
 }
 
-// putFile offers a file's blocks and uploads those the Volume asks for; it returns the block hashes and how many
-// blocks and bytes were sent.
-func (s *Syncer) putFile(ctx context.Context, d *layout.Dir, rel string, lf localFile) ([]string, int, int64, error) {
-	hashes, err := hashBlocks(d, rel)
-	if err != nil {
-		return nil, 0, 0, err
+func (s *Syncer) progress(n int64) {
+	if s.Progress != nil {
+		s.Progress(n)
 	}
-	blocks := make([]*pb.VolumePutFiles2Request_Block, len(hashes))
-	for i, h := range hashes {
-		sum, _ := hex.DecodeString(h)
-		blocks[i] = pb.VolumePutFiles2Request_Block_builder{ContentsSha256: sum}.Build()
-	}
-	file := pb.VolumePutFiles2Request_File_builder{Path: rel, Size: uint64(lf.Size), Mode: &lf.Mode, Blocks: blocks}.Build()
-	req := pb.VolumePutFiles2Request_builder{VolumeId: s.volumeID, Files: []*pb.VolumePutFiles2Request_File{file}}.Build()
-	sent, n := 0, int64(0)
-	for round := 0; round < 3; round++ {
-		resp, err := s.cp.VolumePutFiles2(ctx, req)
-		if err != nil {
-			return nil, sent, n, err
-		}
-		missing := resp.GetMissingBlocks()
-		if len(missing) == 0 {
-			return hashes, sent, n, nil
-		}
-		var mu sync.Mutex
-		g, gctx := errgroup.WithContext(ctx)
-		g.SetLimit(8)
-		for _, mb := range missing {
-			g.Go(func() error {
-				data, err := readBlock(d, rel, int(mb.GetBlockIndex()))
-				if err != nil {
-					return err
-				}
-				body, err := s.putBlock(gctx, mb.GetPutUrl(), data)
-				if err != nil {
-					return err
-				}
-				mu.Lock()
-				blocks[mb.GetBlockIndex()].SetPutResponse(body)
-				sent++
-				n += int64(len(data))
-				mu.Unlock()
-				if s.Progress != nil {
-					s.Progress(int64(len(data)))
-				}
-				return nil
-			})
-		}
-		if err := g.Wait(); err != nil {
-			return nil, sent, n, err
-		}
-	}
-	return nil, sent, n, errors.New("the Volume kept asking for the same blocks")
-}
-
-// putBlock uploads one block to its presigned URL, retrying with backoff, and returns the response body, which
-// the Volume wants back as proof of the upload.
-func (s *Syncer) putBlock(ctx context.Context, url string, data []byte) ([]byte, error) {
-	var last error
-	delay := 200 * time.Millisecond
-	for attempt := 0; attempt < 5; attempt++ {
-		req, err := http.NewRequestWithContext(ctx, http.MethodPut, url, bytes.NewReader(data))
-		if err != nil {
-			return nil, err
-		}
-		resp, err := s.http.Do(req)
-		if err == nil {
-			body, rerr := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if rerr == nil && resp.StatusCode/100 == 2 {
-				return body, nil
-			}
-			err = fmt.Errorf("block upload: %s", resp.Status)
-		}
-		last = err
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(delay):
-		}
-		delay *= 2
-	}
-	return nil, last
 }
 
 // remoteFile is a file as the Volume lists it.
@@ -242,7 +158,7 @@ func (s *Syncer) listRemote(ctx context.Context) (map[string]remoteFile, error) 
 		}
 		for _, e := range resp.GetEntries() {
 			rel := strings.TrimPrefix(e.GetPath(), "/")
-			if e.GetType() == pb.FileEntry_FILE && cleanRel(rel) {
+			if e.GetType() == pb.FileEntry_FILE && cleanRel(rel) && rel != reservedDir && !strings.HasPrefix(rel, reservedDir+"/") {
 				out[rel] = remoteFile{Size: e.GetSize(), Mtime: e.GetMtime()}
 			}
 		}
@@ -421,9 +337,7 @@ func (s *Syncer) getBlock(ctx context.Context, url string, w io.Writer) error {
 		return fmt.Errorf("block download: %s", resp.Status)
 	}
 	n, err := io.Copy(w, resp.Body)
-	if s.Progress != nil {
-		s.Progress(n)
-	}
+	s.progress(n)
 	return err
 }
 
@@ -432,8 +346,11 @@ func entryOf(d *layout.Dir, rel string) (Entry, error) {
 	if err != nil {
 		return Entry{}, err
 	}
-	blocks, err := hashBlocks(d, rel)
-	return Entry{Size: st.Size, Mtime: st.Mtim.Nano(), Mode: st.Mode & 0o777, Blocks: blocks}, err
+	u, err := uploadOfFile(d, rel, st.Size, st.Mode&0o777)
+	if err != nil {
+		return Entry{}, err
+	}
+	return Entry{Size: st.Size, Mtime: st.Mtim.Nano(), Mode: st.Mode & 0o777, Blocks: u.blocks}, nil
 }
 
 func isNotFound(err error) bool { return status.Code(err) == codes.NotFound }

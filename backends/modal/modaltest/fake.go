@@ -65,6 +65,9 @@ type Server struct {
 	replies     map[string]reply
 	lostReplies map[string]int
 
+	commitDelay, backgroundCommits time.Duration
+	committed                      int
+
 	grpc  *grpc.Server
 	http  *http.Server
 	blobs string // base URL of the block store
@@ -76,7 +79,8 @@ func Start() (*Server, error) {
 	s := &Server{volumes: map[string]string{}, files: map[string]map[string]*file{}, blocks: map[string][]byte{},
 		failures: map[string]int{}, secrets: map[string]map[string]string{}, sandboxes: map[string]*sandbox{},
 		clock: uint64(time.Now().Unix()), headers: map[string]metadata.MD{}, calls: map[string]int{},
-		replies: map[string]reply{}, lostReplies: map[string]int{}}
+		replies: map[string]reply{}, lostReplies: map[string]int{},
+		commitDelay: 300 * time.Millisecond, backgroundCommits: 200 * time.Millisecond}
 	gl, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err

@@ -94,16 +94,25 @@ func (s *Server) SandboxCreate(ctx context.Context, req *pb.SandboxCreateRequest
 	}
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Dir = mapPath(def.GetWorkdir())
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+	cmd.Env = nil
 	for k, v := range env {
 		cmd.Env = append(cmd.Env, k+"="+mapPath(v))
 	}
 	cmd.Stdout, cmd.Stderr = &lockedWriter{&sb.mu, &sb.out}, &lockedWriter{&sb.mu, &sb.err}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // so an end kills the command and its children
+	ctl, err := s.syncShim(dir)
+	if err != nil {
+		return nil, status.Error(codes.Internal, err.Error())
+	}
+	cmd.Env = append(cmd.Env, "PATH="+filepath.Join(ctl, "bin")+":"+os.Getenv("PATH"))
 	timeout := time.Duration(def.GetTimeoutSecs()) * time.Second
+	s.mu.Lock()
+	delay, every := s.commitDelay, s.backgroundCommits
+	s.mu.Unlock()
 	go func() {
-		defer close(sb.done)
+		defer os.RemoveAll(ctl)
 		defer os.RemoveAll(dir)
+		commit := func() { snapshot = s.writeBack(volID, dir, snapshot) }
 		code := 0
 		if err := cmd.Start(); err != nil {
 			code = 127
@@ -124,22 +133,82 @@ func (s *Server) SandboxCreate(ctx context.Context, req *pb.SandboxCreateRequest
 					_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 				})
 			}
-			if err := cmd.Wait(); err != nil {
-				code = cmd.ProcessState.ExitCode()
-				if code < 0 {
-					code = 137
+			exited := make(chan error, 1)
+			go func() { exited <- cmd.Wait() }()
+			poll := time.NewTicker(10 * time.Millisecond)
+			last := time.Now()
+		run:
+			for {
+				select {
+				case err := <-exited:
+					if err != nil {
+						code = cmd.ProcessState.ExitCode()
+						if code < 0 {
+							code = 137
+						}
+					}
+					break run
+				case <-poll.C:
+					// A sync of the mountpoint commits now; otherwise, background commits now and then.
+					if _, err := os.Stat(filepath.Join(ctl, "commit")); err == nil {
+						commit()
+						os.Remove(filepath.Join(ctl, "commit"))
+					} else if every > 0 && time.Since(last) >= every {
+						commit()
+						last = time.Now()
+					}
 				}
 			}
+			poll.Stop()
 			if timer != nil {
 				timer.Stop()
 			}
 		}
-		s.writeBack(volID, dir, snapshot)
 		sb.mu.Lock()
 		sb.exit = code
 		sb.mu.Unlock()
+		// The sandbox has ended (Wait answers), and its last writes are committed later, as Modal does when it
+		// tears the sandbox down: nothing promises they are visible when Wait returns.
+		close(sb.done)
+		time.Sleep(delay)
+		commit()
+		s.mu.Lock()
+		s.committed++
+		s.mu.Unlock()
 	}()
 	return pb.SandboxCreateResponse_builder{SandboxId: id}.Build(), nil
+}
+
+// syncShim makes a folder whose bin/sync, first on the command's PATH, commits the Volume when it is given the
+// mountpoint (as sync on a v2 Volume's mountpoint does in a Modal sandbox), and returns once it is committed.
+func (s *Server) syncShim(mount string) (string, error) {
+	ctl, err := os.MkdirTemp("", "modaltest-ctl-")
+	if err != nil {
+		return "", err
+	}
+	q := func(v string) string { return "'" + strings.ReplaceAll(v, "'", `'\''`) + "'" }
+	script := "#!/bin/sh\nfor a in \"$@\"; do\n  case \"$a\" in " + q(mount) + "|" + q(mount+"/") + ")\n" +
+		"    : > " + q(ctl+"/commit") + "\n    while [ -e " + q(ctl+"/commit") + " ]; do sleep 0.01; done;;\n  esac\ndone\n"
+	if err := os.MkdirAll(filepath.Join(ctl, "bin"), 0o755); err != nil {
+		return "", err
+	}
+	return ctl, os.WriteFile(filepath.Join(ctl, "bin", "sync"), []byte(script), 0o755)
+}
+
+// SetCommits sets when a sandbox's writes reach the Volume besides an explicit sync of the mountpoint: delay
+// after the sandbox ends (Wait has answered by then), and every interval while it runs (0: never), as Volumes
+// mounted with background commits do.
+func (s *Server) SetCommits(delay, interval time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.commitDelay, s.backgroundCommits = delay, interval
+}
+
+// Committed counts the sandboxes whose final commit is done.
+func (s *Server) Committed() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.committed
 }
 
 type lockedWriter struct {
@@ -171,8 +240,8 @@ func (s *Server) materialise(volID, dir string) map[string]string {
 	return snap
 }
 
-// writeBack commits what the run changed under dir into the volume.
-func (s *Server) writeBack(volID, dir string, before map[string]string) {
+// writeBack commits what the run changed under dir since before into the volume, and returns what it committed.
+func (s *Server) writeBack(volID, dir string, before map[string]string) map[string]string {
 	s.mu.Lock()
 	name := ""
 	for n, id := range s.volumes {
@@ -182,26 +251,30 @@ func (s *Server) writeBack(volID, dir string, before map[string]string) {
 	}
 	s.mu.Unlock()
 	if name == "" {
-		return
+		return before
 	}
-	after := map[string]bool{}
+	after := map[string]string{}
 	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || !d.Type().IsRegular() {
 			return nil
 		}
 		rel, _ := filepath.Rel(dir, p)
-		after[rel] = true
 		data, err := os.ReadFile(p)
-		if err == nil && (before[rel] != string(data) || !hasKey(before, rel)) {
+		if err != nil {
+			return nil
+		}
+		after[rel] = string(data)
+		if before[rel] != string(data) || !hasKey(before, rel) {
 			s.Write(name, rel, data)
 		}
 		return nil
 	})
 	for rel := range before {
-		if !after[rel] {
+		if !hasKey(after, rel) {
 			s.Remove(name, rel)
 		}
 	}
+	return after
 }
 
 func hasKey(m map[string]string, k string) bool { _, ok := m[k]; return ok }
