@@ -75,6 +75,7 @@ func (b *Backend) Run(ctx context.Context, spec backends.Spec) (int, error) {
 	if err != nil {
 		return -1, err
 	}
+	sy.Label = run
 	if _, err := sy.Push(ctx); err != nil {
 		return -1, err
 	}

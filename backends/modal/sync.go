@@ -43,6 +43,15 @@ type Syncer struct {
 	volumeID string
 	// Progress is told of uploaded and downloaded bytes; it may be nil.
 	Progress func(n int64)
+	// Label names conflict copies (<name>.sessionfs-conflict-<label>); it defaults to the time.
+	Label string
+}
+
+func (s *Syncer) label() string {
+	if s.Label != "" {
+		return s.Label
+	}
+	return time.Now().UTC().Format("20060102T150405Z")
 }
 
 // NewSyncer opens (creating if missing) the session's v2 Volume through the SDK.
@@ -67,6 +76,7 @@ func NewSyncer(ctx context.Context, c *Client, store *layout.Store, id string) (
 type PushReport struct {
 	Files, Blocks, Deleted int
 	Bytes                  int64
+	Merged                 PullReport // the Volume's own changes, brought in first
 }
 
 // Push makes the Volume hold the session as it is: files changed since the last agreed state are offered block
@@ -84,6 +94,15 @@ func (s *Syncer) Push(ctx context.Context) (PushReport, error) {
 		return rep, err
 	}
 	defer d.Close()
+	// What changed on the Volume since the last agreed state (a late commit, a failed pull) is brought in first,
+	// as a pull would, keeping both versions of a file changed on both sides: it is never overwritten.
+	remote, err := s.listSettled(ctx)
+	if err != nil {
+		return rep, err
+	}
+	if err := s.merge(ctx, d, m, remote, s.label(), &rep.Merged); err != nil {
+		return rep, err
+	}
 	local, err := walk(d)
 	if err != nil {
 		return rep, err
@@ -136,18 +155,20 @@ func (s *Syncer) progress(n int64) {
 	}
 }
 
-// remoteFile is a file as the Volume lists it.
-type remoteFile struct {
+// remoteEntry is an entry as the Volume lists it: no mode, whole-second mtimes.
+type remoteEntry struct {
+	Type  pb.FileEntry_FileType
 	Size  uint64
 	Mtime uint64
 }
 
-func (s *Syncer) listRemote(ctx context.Context) (map[string]remoteFile, error) {
+// listRemote lists the Volume (all of it but sessionfs's own folder, and names that are not plain relative paths).
+func (s *Syncer) listRemote(ctx context.Context) (map[string]remoteEntry, error) {
 	stream, err := s.cp.VolumeListFiles2(ctx, pb.VolumeListFiles2Request_builder{VolumeId: s.volumeID, Path: "/", Recursive: true}.Build())
 	if err != nil {
 		return nil, Explain(err, s.client.Config)
 	}
-	out := map[string]remoteFile{}
+	out := map[string]remoteEntry{}
 	for {
 		resp, err := stream.Recv()
 		if err == io.EOF {
@@ -158,11 +179,46 @@ func (s *Syncer) listRemote(ctx context.Context) (map[string]remoteFile, error) 
 		}
 		for _, e := range resp.GetEntries() {
 			rel := strings.TrimPrefix(e.GetPath(), "/")
-			if e.GetType() == pb.FileEntry_FILE && cleanRel(rel) && rel != reservedDir && !strings.HasPrefix(rel, reservedDir+"/") {
-				out[rel] = remoteFile{Size: e.GetSize(), Mtime: e.GetMtime()}
+			if cleanRel(rel) && rel != reservedDir && !strings.HasPrefix(rel, reservedDir+"/") {
+				out[rel] = remoteEntry{Type: e.GetType(), Size: e.GetSize(), Mtime: e.GetMtime()}
 			}
 		}
 	}
+}
+
+// listSettled lists the Volume once no entry has the current second as its mtime: the Volume's mtimes are whole
+// seconds, so a file written again later in the same second, to the same size, would look unchanged. Waiting
+// for the next second (at most one) makes any later write show a later mtime.
+func (s *Syncer) listSettled(ctx context.Context) (map[string]remoteEntry, error) {
+	for attempt := 0; ; attempt++ {
+		remote, err := s.listRemote(ctx)
+		if err != nil || attempt == 1 {
+			return remote, err
+		}
+		now := time.Now()
+		recent := false
+		for _, r := range remote {
+			recent = recent || int64(r.Mtime) >= now.Unix()
+		}
+		if !recent {
+			return remote, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(now.Truncate(time.Second).Add(time.Second + 10*time.Millisecond).Sub(now)):
+		}
+	}
+}
+
+func files(remote map[string]remoteEntry) map[string]remoteEntry {
+	out := map[string]remoteEntry{}
+	for rel, r := range remote {
+		if r.Type == pb.FileEntry_FILE {
+			out[rel] = r
+		}
+	}
+	return out
 }
 
 // cleanRel reports whether a path the Volume lists is a plain relative path (the sandbox wrote it and may be
@@ -174,12 +230,12 @@ func cleanRel(rel string) bool {
 
 // recordRemote notes the Volume's view (its mtimes) of every agreed file, for the next three-way comparison.
 func (s *Syncer) recordRemote(ctx context.Context, m *Manifest) error {
-	remote, err := s.listRemote(ctx)
+	remote, err := s.listSettled(ctx)
 	if err != nil {
 		return err
 	}
 	for rel, e := range m.Files {
-		if r, ok := remote[rel]; ok {
+		if r, ok := remote[rel]; ok && r.Type == pb.FileEntry_FILE {
 			e.RemoteMtime = r.Mtime
 			m.Files[rel] = e
 		}
@@ -204,7 +260,7 @@ func (s *Syncer) Pull(ctx context.Context, run string) (PullReport, error) {
 	if err != nil {
 		return rep, err
 	}
-	remote, err := s.listRemote(ctx)
+	remote, err := s.listSettled(ctx)
 	if err != nil {
 		return rep, err
 	}
@@ -215,10 +271,25 @@ func (s *Syncer) Pull(ctx context.Context, run string) (PullReport, error) {
 		return rep, err
 	}
 	defer d.Close()
-	local, err := walk(d)
+	if err := s.merge(ctx, d, m, remote, run, &rep); err != nil {
+		return rep, err
+	}
+	folded, err := s.fold(ctx, d, m)
 	if err != nil {
 		return rep, err
 	}
+	rep.Folded = folded
+	m.Volume = s.volumeID
+	return rep, m.save(mp)
+}
+
+// merge applies the Volume's changes since the last agreed state m to the session d (see Pull).
+func (s *Syncer) merge(ctx context.Context, d *layout.Dir, m *Manifest, remote map[string]remoteEntry, run string, rep *PullReport) error {
+	local, err := walk(d)
+	if err != nil {
+		return err
+	}
+	remote = files(remote)
 	for rel, r := range remote {
 		base, known := m.Files[rel]
 		if known && r.Size == uint64(base.Size) && r.Mtime == base.RemoteMtime {
@@ -228,16 +299,16 @@ func (s *Syncer) Pull(ctx context.Context, run string) (PullReport, error) {
 		localChanged := exists && (!known || lf.Size != base.Size || lf.Mtime != base.Mtime)
 		if localChanged {
 			if err := d.Rename(rel, rel+".sessionfs-conflict-"+run, 0); err != nil {
-				return rep, err
+				return err
 			}
 			rep.Conflicts++
 		}
 		if err := s.download(ctx, d, rel); err != nil {
-			return rep, err
+			return err
 		}
 		e, err := entryOf(d, rel)
 		if err != nil {
-			return rep, err
+			return err
 		}
 		e.RemoteMtime = r.Mtime
 		m.Files[rel] = e
@@ -251,19 +322,13 @@ func (s *Syncer) Pull(ctx context.Context, run string) (PullReport, error) {
 		lf, exists := local[rel]
 		if exists && lf.Size == base.Size && lf.Mtime == base.Mtime {
 			if err := d.Remove(rel); err != nil {
-				return rep, err
+				return err
 			}
 			rep.Deleted++
 		}
 		delete(m.Files, rel)
 	}
-	folded, err := s.fold(ctx, d, m)
-	if err != nil {
-		return rep, err
-	}
-	rep.Folded = folded
-	m.Volume = s.volumeID
-	return rep, m.save(mp)
+	return nil
 }
 
 // fold folds transcript folders the run made for other cwds into the canonical one (layout.FoldProjects, as the

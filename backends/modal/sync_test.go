@@ -283,3 +283,30 @@ func TestSyncFollowsNoSymlink(t *testing.T) {
 	assert.NoFileExists(t, filepath.Join(filepath.Dir(f.dir), "escape.txt"))
 	assert.NoFileExists(t, filepath.Join(f.dir, "..", "..", "escape.txt"))
 }
+
+// A file changed on the Volume since the last agreed state (a late commit, a failed pull) and changed here is not
+// overwritten by a push: both are kept, as a pull keeps them. The Volume's mtimes are whole seconds and the
+// contents have the same size: only the mtime tells the change.
+func TestPushKeepsVolumeChanges(t *testing.T) {
+	f := setup(t)
+	ctx := context.Background()
+	vol := VolumeName("s1")
+	f.write(t, "workspace/both.txt", []byte("v1"))
+	f.write(t, "workspace/theirs.txt", []byte("v1"))
+	_, err := f.sync.Push(ctx)
+	require.NoError(t, err)
+
+	f.fake.Write(vol, "workspace/both.txt", []byte("v2"))
+	f.fake.Write(vol, "workspace/theirs.txt", []byte("v2"))
+	f.write(t, "workspace/both.txt", []byte("v3"))
+	f.sync.Label = "push1"
+	rep, err := f.sync.Push(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 1, rep.Merged.Conflicts)
+	for rel, want := range map[string]string{"workspace/both.txt": "v2", "workspace/theirs.txt": "v2", "workspace/both.txt.sessionfs-conflict-push1": "v3"} {
+		got, ok := f.fake.Read(vol, rel)
+		assert.True(t, ok, rel)
+		assert.Equal(t, want, string(got), "the Volume's %s", rel)
+		assert.Equal(t, want, f.read(t, rel), "the store's %s", rel)
+	}
+}

@@ -71,14 +71,13 @@ type Server struct {
 	grpc  *grpc.Server
 	http  *http.Server
 	blobs string // base URL of the block store
-	clock uint64
 }
 
 // Start serves a fake on the loopback. Close stops it.
 func Start() (*Server, error) {
 	s := &Server{volumes: map[string]string{}, files: map[string]map[string]*file{}, blocks: map[string][]byte{},
 		failures: map[string]int{}, secrets: map[string]map[string]string{}, sandboxes: map[string]*sandbox{},
-		clock: uint64(time.Now().Unix()), headers: map[string]metadata.MD{}, calls: map[string]int{},
+		headers: map[string]metadata.MD{}, calls: map[string]int{},
 		replies: map[string]reply{}, lostReplies: map[string]int{},
 		commitDelay: 300 * time.Millisecond, backgroundCommits: 200 * time.Millisecond}
 	gl, err := net.Listen("tcp", "127.0.0.1:0")
@@ -172,7 +171,8 @@ func (s *Server) Read(name, path string) ([]byte, bool) {
 	return out, true
 }
 
-func (s *Server) tick() uint64 { s.clock++; return s.clock }
+// tick is a write's mtime: whole seconds, as the Volume lists them (FileEntry.mtime).
+func (s *Server) tick() uint64 { return uint64(time.Now().Unix()) }
 
 // check enforces what Modal's front end checks of every call (gate), and answers a retried non-idempotent call
 // (same idempotency key) with the reply of its first execution, as the service deduplicates them.
