@@ -27,9 +27,16 @@ import (
 // Options shape a Modal run.
 type Options struct {
 	Image   string        // a registry image, e.g. python:3.13-slim; it needs /bin/sh
-	Timeout time.Duration // the sandbox's lifetime; 0 is Modal's default
+	Timeout time.Duration // the sandbox's lifetime; 0 is DefaultTimeout
 	App     string        // the Modal App sandboxes run under (default "sessionfs")
 }
+
+// MaxTimeout is the longest a Modal sandbox may live.
+const MaxTimeout = 24 * time.Hour
+
+// DefaultTimeout is a sandbox's lifetime unless --timeout says otherwise: an agent's run can take hours, and the
+// SDK's own default (5 minutes) would kill most of them; Modal's maximum, so that only --timeout or Ctrl-C ends one.
+const DefaultTimeout = MaxTimeout
 
 // Backend runs a session's command in a Modal Sandbox with the session's Volume at /session: push before, pull
 // after. One run per session at a time.
@@ -50,6 +57,12 @@ func NewBackend(client *Client, store *layout.Store, opts Options) (*Backend, er
 	}
 	if opts.App == "" {
 		opts.App = "sessionfs"
+	}
+	if opts.Timeout == 0 {
+		opts.Timeout = DefaultTimeout
+	}
+	if opts.Timeout < time.Second || opts.Timeout > MaxTimeout || opts.Timeout%time.Second != 0 {
+		return nil, fmt.Errorf("modal: --timeout %s: want whole seconds, from 1s to %s", opts.Timeout, MaxTimeout)
 	}
 	return &Backend{client: client, store: store, opts: opts}, nil
 }

@@ -111,3 +111,18 @@ func TestRunWithManySymlinks(t *testing.T) {
 	require.Equal(t, 0, code, errb.String())
 	assert.Equal(t, "1500\n../some-rather-long-package-name-1499/bin/cli-entry-point.js\n", out.String())
 }
+
+// With no --timeout a sandbox lives as long as Modal allows (the SDK alone would send 5 minutes and kill an
+// agent's run with 124); a timeout Modal would refuse is refused here, in one line.
+func TestRunDefaultTimeout(t *testing.T) {
+	f := setup(t)
+	code, err := f.backend(t, Options{}).Run(context.Background(), backends.Spec{SessionID: "s1", SessionDir: f.dir, Argv: []string{"true"}})
+	require.NoError(t, err)
+	assert.Equal(t, 0, code)
+	assert.Equal(t, 24*time.Hour, f.fake.LastTimeout())
+	for _, bad := range []time.Duration{25 * time.Hour, 1500 * time.Millisecond, -time.Second} {
+		_, err := NewBackend(f.sync.client, f.store, Options{Image: "x", Timeout: bad})
+		require.Error(t, err, bad)
+		assert.Contains(t, err.Error(), "whole seconds, from 1s to 24h")
+	}
+}

@@ -122,7 +122,7 @@ volumes) unless --keep. Each run is recorded in the session's session.json. The 
 	f := cmd.Flags()
 	f.StringVar(&backend, "backend", "local", "where to run: local, docker or modal")
 	f.StringVar(&dopts.Image, "image", "", "the container image (docker, modal)")
-	f.DurationVar(&timeout, "timeout", 0, "the sandbox's lifetime (modal; default Modal's)")
+	f.DurationVar(&timeout, "timeout", modal.DefaultTimeout, "the sandbox's lifetime, whole seconds up to 24h (modal)")
 	f.StringArrayVarP(&env, "env", "e", nil, envHelp)
 	f.StringVarP(&workdir, "workdir", "w", "", "working directory relative to the session (default workspace)")
 	f.StringVarP(&dopts.User, "user", "u", "", "the container user, as docker run --user takes it")

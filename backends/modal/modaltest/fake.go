@@ -67,6 +67,7 @@ type Server struct {
 
 	commitDelay, backgroundCommits time.Duration
 	committed                      int
+	lastTimeout                    time.Duration
 
 	grpc  *grpc.Server
 	http  *http.Server

@@ -107,6 +107,9 @@ func (s *Server) SandboxCreate(ctx context.Context, req *pb.SandboxCreateRequest
 	cmd.Env = append(cmd.Env, "PATH="+filepath.Join(ctl, "bin")+":"+os.Getenv("PATH"))
 	timeout := time.Duration(def.GetTimeoutSecs()) * time.Second
 	s.mu.Lock()
+	s.lastTimeout = timeout
+	s.mu.Unlock()
+	s.mu.Lock()
 	delay, every := s.commitDelay, s.backgroundCommits
 	s.mu.Unlock()
 	go func() {
@@ -393,4 +396,11 @@ func (s *Server) Sandboxes() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.sandboxes)
+}
+
+// LastTimeout is the lifetime the last sandbox was created with.
+func (s *Server) LastTimeout() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lastTimeout
 }
