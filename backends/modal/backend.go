@@ -247,11 +247,12 @@ func runScript(d *layout.Dir) (string, error) {
 	for _, l := range links {
 		b.WriteString(l)
 	}
-	b.WriteString(`cd "$R/$1" || exit 125
+	b.WriteString(`: > "$R/` + reportStarted + `"
+cd "$R/$1" || exit 125
 shift
 "$@"
 code=$?
-sync "$R"
+` + reportScript + `sync "$R"
 exit $code
 `)
 	return b.String(), err

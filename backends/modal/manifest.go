@@ -30,6 +30,9 @@ type Entry struct {
 type Manifest struct {
 	Volume string           `json:"volume"`
 	Files  map[string]Entry `json:"files"`
+	// Links are the session's symlinks as the Volume has them (made there by the run's script): one gone here is
+	// removed there.
+	Links map[string]string `json:"links,omitempty"`
 }
 
 func manifestPath(store *layout.Store, id string) string {
@@ -37,7 +40,7 @@ func manifestPath(store *layout.Store, id string) string {
 }
 
 func loadManifest(p string) (*Manifest, error) {
-	m := &Manifest{Files: map[string]Entry{}}
+	m := &Manifest{Files: map[string]Entry{}, Links: map[string]string{}}
 	b, err := os.ReadFile(p)
 	if errors.Is(err, fs.ErrNotExist) {
 		return m, nil
@@ -50,6 +53,9 @@ func loadManifest(p string) (*Manifest, error) {
 	}
 	if m.Files == nil {
 		m.Files = map[string]Entry{}
+	}
+	if m.Links == nil {
+		m.Links = map[string]string{}
 	}
 	return m, nil
 }

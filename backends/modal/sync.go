@@ -289,11 +289,24 @@ func (s *Syncer) merge(ctx context.Context, d *layout.Dir, m *Manifest, remote m
 	if err != nil {
 		return err
 	}
+	rr, err := s.loadReport(ctx)
+	if err != nil {
+		return err
+	}
 	remote = files(remote)
 	for rel, r := range remote {
 		base, known := m.Files[rel]
 		if known && r.Size == uint64(base.Size) && r.Mtime == base.RemoteMtime {
-			continue // the Volume did not change it
+			// The Volume did not change it; the run may have changed its mode only.
+			if lf, ok := local[rel]; ok && rr != nil && lf.Mode == base.Mode && withExec(base.Mode, rr.exec[rel]) != base.Mode {
+				mode := withExec(base.Mode, rr.exec[rel])
+				if err := chmodRegular(d, rel, mode); err != nil {
+					return err
+				}
+				base.Mode = mode
+				m.Files[rel] = base
+			}
+			continue
 		}
 		lf, exists := local[rel]
 		localChanged := exists && (!known || lf.Size != base.Size || lf.Mtime != base.Mtime)
@@ -303,7 +316,16 @@ func (s *Syncer) merge(ctx context.Context, d *layout.Dir, m *Manifest, remote m
 			}
 			rep.Conflicts++
 		}
-		if err := s.download(ctx, d, rel); err != nil {
+		// The listing has no modes: a known file keeps the mode agreed, a new one is 0644; the run's report says
+		// which it left executable.
+		mode := uint32(0o644)
+		if known {
+			mode = base.Mode
+		}
+		if rr != nil {
+			mode = withExec(mode, rr.exec[rel])
+		}
+		if err := s.download(ctx, d, rel, mode); err != nil {
 			return err
 		}
 		e, err := entryOf(d, rel)
@@ -328,7 +350,13 @@ func (s *Syncer) merge(ctx context.Context, d *layout.Dir, m *Manifest, remote m
 		}
 		delete(m.Files, rel)
 	}
-	return nil
+	if rr == nil {
+		return nil
+	}
+	if err := applyTree(d, m, rr); err != nil {
+		return err
+	}
+	return s.dropReport(ctx)
 }
 
 // fold folds transcript folders the run made for other cwds into the canonical one (layout.FoldProjects, as the
@@ -352,58 +380,6 @@ func (s *Syncer) fold(ctx context.Context, d *layout.Dir, m *Manifest) (int, err
 		n++
 	}
 	return n, nil
-}
-
-// download fetches a file's blocks in order into a temporary file beside rel (beneath d, its folders made with
-// the session's owner) and renames it over rel: whatever rel was, a symlink too, is replaced, never followed.
-func (s *Syncer) download(ctx context.Context, d *layout.Dir, rel string) error {
-	resp, err := s.cp.VolumeGetFile2(ctx, pb.VolumeGetFile2Request_builder{VolumeId: s.volumeID, Path: rel}.Build())
-	if err != nil {
-		return fmt.Errorf("pull %s: %w", rel, Explain(err, s.client.Config))
-	}
-	uid, gid, err := d.Owner()
-	if err != nil {
-		return err
-	}
-	if dir := path.Dir(rel); dir != "." {
-		if err := d.MkdirAll(dir, 0o755, uid, gid); err != nil {
-			return fmt.Errorf("pull %s: %w", rel, err)
-		}
-	}
-	pr, pw := io.Pipe()
-	go func() {
-		for _, url := range resp.GetGetUrls() {
-			if err := s.getBlock(ctx, url, pw); err != nil {
-				pw.CloseWithError(err)
-				return
-			}
-		}
-		pw.Close()
-	}()
-	err = d.WriteAtomicFrom(rel, pr, 0o600, uid, gid, time.Time{})
-	pr.CloseWithError(io.ErrClosedPipe) // ends the fetcher if the write stopped early
-	if err != nil {
-		return fmt.Errorf("pull %s: %w", rel, err)
-	}
-	return nil
-}
-
-func (s *Syncer) getBlock(ctx context.Context, url string, w io.Writer) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := s.http.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("block download: %s", resp.Status)
-	}
-	n, err := io.Copy(w, resp.Body)
-	s.progress(n)
-	return err
 }
 
 func entryOf(d *layout.Dir, rel string) (Entry, error) {

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/sessionfs/sessionfs/backends"
 	"github.com/sessionfs/sessionfs/backends/modal/modaltest"
 	"github.com/sessionfs/sessionfs/layout"
 )
@@ -309,4 +310,41 @@ func TestPushKeepsVolumeChanges(t *testing.T) {
 		assert.Equal(t, want, string(got), "the Volume's %s", rel)
 		assert.Equal(t, want, f.read(t, rel), "the store's %s", rel)
 	}
+}
+
+// Modes travel both ways: the upload carries them; the Volume's listing has none, so a pulled file keeps the mode
+// agreed, a new one is 0644, and the run's report says which files it left executable.
+func TestModesBothWays(t *testing.T) {
+	f := setup(t)
+	ctx := context.Background()
+	vol := VolumeName("s1")
+	f.write(t, "workspace/tool.sh", []byte("#!/bin/sh\necho tool\n"))
+	require.NoError(t, os.Chmod(filepath.Join(f.dir, "workspace/tool.sh"), 0o755))
+	f.write(t, "workspace/private.txt", []byte("p"))
+	require.NoError(t, os.Chmod(filepath.Join(f.dir, "workspace/private.txt"), 0o600))
+	_, err := f.sync.Push(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, uint32(0o755), f.fake.Mode(vol, "workspace/tool.sh"))
+	assert.Equal(t, uint32(0o600), f.fake.Mode(vol, "workspace/private.txt"))
+
+	f.fake.Write(vol, "workspace/tool.sh", []byte("#!/bin/sh\necho tool v2\n"))
+	f.fake.Write(vol, "workspace/new.txt", []byte("n"))
+	_, err = f.sync.Pull(ctx, "run1")
+	require.NoError(t, err)
+	mode := func(rel string) os.FileMode {
+		st, err := os.Stat(filepath.Join(f.dir, rel))
+		require.NoError(t, err)
+		return st.Mode().Perm()
+	}
+	assert.Equal(t, os.FileMode(0o755), mode("workspace/tool.sh"), "a pulled script stays executable")
+	assert.Equal(t, os.FileMode(0o644), mode("workspace/new.txt"))
+
+	code, err := f.backend(t, Options{}).Run(ctx, backends.Spec{SessionID: "s1", SessionDir: f.dir, Argv: []string{"sh", "-c",
+		`test -x tool.sh && ! test -x private.txt && printf '#!/bin/sh\n' > made.sh && chmod +x made.sh new.txt && chmod -x tool.sh`}})
+	require.NoError(t, err)
+	require.Equal(t, 0, code, "the sandbox sees the modes pushed")
+	assert.Equal(t, os.FileMode(0o755), mode("workspace/made.sh"), "made executable by the run")
+	assert.Equal(t, os.FileMode(0o755), mode("workspace/new.txt"), "made executable by the run, content unchanged")
+	assert.Equal(t, os.FileMode(0o644), mode("workspace/tool.sh"), "no longer executable")
+	assert.Equal(t, os.FileMode(0o600), mode("workspace/private.txt"))
 }

@@ -133,19 +133,26 @@ func (s *Server) Files(name string) []string {
 }
 
 // Write stores a file in a volume as a sandbox's write would (durable when the sandbox ends), with a new mtime.
+// Writing over a file keeps its mode, as a sandbox's write does; a new file is 0644.
 func (s *Server) Write(name, path string, data []byte) {
+	mode := s.Mode(name, strings.TrimPrefix(path, "/"))
+	if mode == 0 {
+		mode = 0o644
+	}
+	s.WriteMode(name, path, data, mode)
+}
+
+// WriteMode is Write with the file's mode.
+func (s *Server) WriteMode(name, path string, data []byte, mode uint32) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	f := &file{size: uint64(len(data)), mode: 0o644, mtime: s.tick()}
-	for off := 0; off < len(data) || off == 0; off += 8 << 20 {
+	f := &file{size: uint64(len(data)), mode: mode, mtime: s.tick()}
+	for off := 0; off < len(data); off += 8 << 20 { // an empty file has no block
 		end := min(off+8<<20, len(data))
 		sum := sha256.Sum256(data[off:end])
 		h := hex.EncodeToString(sum[:])
 		s.blocks[h] = append([]byte(nil), data[off:end]...)
 		f.blocks = append(f.blocks, h)
-		if end == len(data) {
-			break
-		}
 	}
 	s.files[s.volumes[name]][strings.TrimPrefix(path, "/")] = f
 }
@@ -155,6 +162,16 @@ func (s *Server) Remove(name, path string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.files[s.volumes[name]], path)
+}
+
+// Mode returns the mode a volume keeps for a file (listings do not show it).
+func (s *Server) Mode(name, path string) uint32 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if f, ok := s.files[s.volumes[name]][path]; ok {
+		return f.mode
+	}
+	return 0
 }
 
 // Read returns a file's content from a volume.

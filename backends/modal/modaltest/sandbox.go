@@ -238,7 +238,8 @@ func (s *Server) materialise(volID, dir string) map[string]string {
 		target := filepath.Join(dir, p)
 		_ = os.MkdirAll(filepath.Dir(target), 0o755)
 		_ = os.WriteFile(target, data, fs.FileMode(f.mode|0o600))
-		snap[p] = string(data)
+		_ = os.Chmod(target, fs.FileMode(f.mode|0o600))
+		snap[p] = fmt.Sprintf("%o:", f.mode|0o600) + string(data)
 	}
 	return snap
 }
@@ -263,12 +264,14 @@ func (s *Server) writeBack(volID, dir string, before map[string]string) map[stri
 		}
 		rel, _ := filepath.Rel(dir, p)
 		data, err := os.ReadFile(p)
-		if err != nil {
+		info, ierr := d.Info()
+		if err != nil || ierr != nil {
 			return nil
 		}
-		after[rel] = string(data)
-		if before[rel] != string(data) || !hasKey(before, rel) {
-			s.Write(name, rel, data)
+		mode := uint32(info.Mode().Perm())
+		after[rel] = fmt.Sprintf("%o:", mode) + string(data)
+		if before[rel] != after[rel] || !hasKey(before, rel) {
+			s.WriteMode(name, rel, data, mode)
 		}
 		return nil
 	})
