@@ -19,6 +19,11 @@ import (
 // the session's owner), with mode perm, and renames it over rel: whatever rel was, a symlink too, is replaced,
 // never followed.
 func (s *Syncer) download(ctx context.Context, d *layout.Dir, rel string, perm uint32) error {
+	return s.downloadAs(ctx, d, rel, rel, perm)
+}
+
+// downloadAs is download of the Volume's file from to rel.
+func (s *Syncer) downloadAs(ctx context.Context, d *layout.Dir, from, rel string, perm uint32) error {
 	uid, gid, err := d.Owner()
 	if err != nil {
 		return err
@@ -29,7 +34,7 @@ func (s *Syncer) download(ctx context.Context, d *layout.Dir, rel string, perm u
 		}
 	}
 	pr, pw := io.Pipe()
-	go func() { pw.CloseWithError(s.fetch(ctx, rel, -1, pw)) }()
+	go func() { pw.CloseWithError(s.fetch(ctx, from, -1, pw)) }()
 	err = d.WriteAtomicFrom(rel, pr, perm, uid, gid, time.Time{})
 	pr.CloseWithError(io.ErrClosedPipe) // ends the fetcher if the write stopped early
 	if err != nil {

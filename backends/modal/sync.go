@@ -18,6 +18,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/sessionfs/sessionfs/layout"
 )
 
@@ -126,12 +128,29 @@ func (s *Syncer) Push(ctx context.Context) (PushReport, error) {
 		if _, ok := local[rel]; ok {
 			continue
 		}
-		_, err := s.cp.VolumeRemoveFile2(ctx, pb.VolumeRemoveFile2Request_builder{VolumeId: s.volumeID, Path: rel}.Build())
-		if err != nil && !isNotFound(err) {
-			return rep, fmt.Errorf("remove %s from the Volume: %w", rel, Explain(err, s.client.Config))
+		if err := s.remove(ctx, rel, false); err != nil {
+			return rep, err
 		}
 		delete(m.Files, rel)
 		rep.Deleted++
+	}
+	// The Volume is a tree that will not put a file where a folder is, nor beneath a file: what is in the way
+	// (left by a type change here, or kept here under a conflict name by the merge) goes first.
+	for _, u := range ups {
+		for q := path.Dir(u.rel); q != "."; q = path.Dir(q) {
+			if r, ok := remote[q]; ok && r.Type != pb.FileEntry_DIRECTORY {
+				if err := s.remove(ctx, q, false); err != nil {
+					return rep, err
+				}
+				delete(remote, q)
+			}
+		}
+		if r, ok := remote[u.rel]; ok && r.Type != pb.FileEntry_FILE {
+			if err := s.remove(ctx, u.rel, r.Type == pb.FileEntry_DIRECTORY); err != nil {
+				return rep, err
+			}
+			delete(remote, u.rel)
+		}
 	}
 	rep.Blocks, rep.Bytes, err = s.putFiles(ctx, ups)
 	if err != nil {
@@ -147,6 +166,15 @@ func (s *Syncer) Push(ctx context.Context) (PushReport, error) {
 	}
 	m.Volume = s.volumeID
 	return rep, m.save(mp)
+}
+
+// remove removes rel from the Volume (a folder with what it holds if recursive); one already gone is fine.
+func (s *Syncer) remove(ctx context.Context, rel string, recursive bool) error {
+	_, err := s.cp.VolumeRemoveFile2(ctx, pb.VolumeRemoveFile2Request_builder{VolumeId: s.volumeID, Path: rel, Recursive: recursive}.Build())
+	if err != nil && !isNotFound(err) {
+		return fmt.Errorf("remove %s from the Volume: %w", rel, Explain(err, s.client.Config))
+	}
+	return nil
 }
 
 func (s *Syncer) progress(n int64) {
@@ -308,6 +336,15 @@ func (s *Syncer) merge(ctx context.Context, d *layout.Dir, m *Manifest, remote m
 			}
 			continue
 		}
+		// A folder here where the Volume has a file, or a file here where it has a folder: the Volume's file is
+		// kept beside, under a conflict name (the next push replaces it there with what is here).
+		if place := clashFree(d, rel, ".sessionfs-conflict-"+run); place != rel {
+			if err := s.downloadAs(ctx, d, rel, place, 0o644); err != nil {
+				return err
+			}
+			rep.Conflicts++
+			continue
+		}
 		lf, exists := local[rel]
 		localChanged := exists && (!known || lf.Size != base.Size || lf.Mtime != base.Mtime)
 		if localChanged {
@@ -392,6 +429,24 @@ func entryOf(d *layout.Dir, rel string) (Entry, error) {
 		return Entry{}, err
 	}
 	return Entry{Size: st.Size, Mtime: st.Mtim.Nano(), Mode: st.Mode & 0o777, Blocks: u.blocks}, nil
+}
+
+// clashFree returns rel, or, when something here of another type is in its way (a folder at rel, a file or a
+// symlink at one of its parents), rel with the first such part renamed with suffix.
+func clashFree(d *layout.Dir, rel, suffix string) string {
+	parts := strings.Split(rel, "/")
+	for i := range parts {
+		q := strings.Join(parts[:i+1], "/")
+		st, err := d.Lstat(q)
+		if err != nil {
+			return rel // nothing there: the rest is free
+		}
+		isDir := st.Mode&unix.S_IFMT == unix.S_IFDIR
+		if (i < len(parts)-1 && !isDir) || (i == len(parts)-1 && isDir) {
+			return q + suffix + rel[len(q):]
+		}
+	}
+	return rel
 }
 
 func isNotFound(err error) bool { return status.Code(err) == codes.NotFound }

@@ -14,6 +14,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	pb "github.com/modal-labs/modal-client/go/proto/modal_proto"
+
 	"github.com/sessionfs/sessionfs/backends"
 	"github.com/sessionfs/sessionfs/backends/modal/modaltest"
 	"github.com/sessionfs/sessionfs/layout"
@@ -347,4 +349,39 @@ func TestModesBothWays(t *testing.T) {
 	assert.Equal(t, os.FileMode(0o755), mode("workspace/new.txt"), "made executable by the run, content unchanged")
 	assert.Equal(t, os.FileMode(0o644), mode("workspace/tool.sh"), "no longer executable")
 	assert.Equal(t, os.FileMode(0o600), mode("workspace/private.txt"))
+}
+
+// The Volume is a tree: it will not put a file where a folder is, nor beneath a file. A file replaced by a folder
+// here, a folder by a file, and a file the Volume gained where a folder is here all push.
+func TestTypeChanges(t *testing.T) {
+	f := setup(t)
+	ctx := context.Background()
+	vol := VolumeName("s1")
+	f.write(t, "workspace/x", []byte("file"))
+	f.write(t, "workspace/y/inner.txt", []byte("in a folder"))
+	_, err := f.sync.Push(ctx)
+	require.NoError(t, err)
+
+	require.NoError(t, os.Remove(filepath.Join(f.dir, "workspace/x")))
+	f.write(t, "workspace/x/inner.txt", []byte("now a folder"))
+	require.NoError(t, os.RemoveAll(filepath.Join(f.dir, "workspace/y")))
+	f.write(t, "workspace/y", []byte("now a file"))
+	f.write(t, "workspace/z/k.txt", []byte("a folder here"))
+	f.fake.Write(vol, "workspace/z", []byte("a file there"))
+	f.sync.Label = "p"
+	rep, err := f.sync.Push(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 1, rep.Merged.Conflicts)
+	for rel, want := range map[string]string{"workspace/x/inner.txt": "now a folder", "workspace/y": "now a file",
+		"workspace/z/k.txt": "a folder here", "workspace/z.sessionfs-conflict-p": "a file there"} {
+		got, ok := f.fake.Read(vol, rel)
+		assert.True(t, ok, rel)
+		assert.Equal(t, want, string(got), rel)
+		assert.Equal(t, want, f.read(t, rel), rel)
+	}
+	kind, _ := f.fake.Entry(vol, "workspace/z")
+	assert.Equal(t, pb.FileEntry_DIRECTORY, kind)
+	rep, err = f.sync.Push(ctx)
+	require.NoError(t, err)
+	assert.Zero(t, rep.Files+rep.Merged.Applied+rep.Merged.Conflicts, "settled")
 }

@@ -37,13 +37,6 @@ const (
 	OAuthClientSecret = "ov-test"
 )
 
-type file struct {
-	blocks []string // hex SHA-256
-	size   uint64
-	mode   uint32
-	mtime  uint64
-}
-
 // Server is a running fake.
 type Server struct {
 	pb.UnimplementedModalClientServer
@@ -51,7 +44,7 @@ type Server struct {
 
 	mu        sync.Mutex
 	volumes   map[string]string           // name -> id
-	files     map[string]map[string]*file // volume id -> path -> file
+	files     map[string]tree // volume id -> its tree
 	blocks    map[string][]byte           // hex SHA-256 -> data
 	failures  map[string]int              // method suffix -> Unavailable answers still to give
 	secrets   map[string]map[string]string
@@ -76,7 +69,7 @@ type Server struct {
 
 // Start serves a fake on the loopback. Close stops it.
 func Start() (*Server, error) {
-	s := &Server{volumes: map[string]string{}, files: map[string]map[string]*file{}, blocks: map[string][]byte{},
+	s := &Server{volumes: map[string]string{}, files: map[string]tree{}, blocks: map[string][]byte{},
 		failures: map[string]int{}, secrets: map[string]map[string]string{}, sandboxes: map[string]*sandbox{},
 		headers: map[string]metadata.MD{}, calls: map[string]int{},
 		replies: map[string]reply{}, lostReplies: map[string]int{},
@@ -120,20 +113,33 @@ func (s *Server) Deny(on bool) {
 	s.deny = on
 }
 
-// Files lists the paths of a volume, sorted.
+// Files lists the files of a volume, sorted.
 func (s *Server) Files(name string) []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []string
-	for p := range s.files[s.volumes[name]] {
-		out = append(out, p)
+	for p, f := range s.files[s.volumes[name]] {
+		if f.kind == pb.FileEntry_FILE {
+			out = append(out, p)
+		}
 	}
 	sort.Strings(out)
 	return out
 }
 
-// Write stores a file in a volume as a sandbox's write would (durable when the sandbox ends), with a new mtime.
-// Writing over a file keeps its mode, as a sandbox's write does; a new file is 0644.
+// Entry returns the type of a volume's entry (UNSPECIFIED if there is none) and a symlink's target.
+func (s *Server) Entry(name, path string) (pb.FileEntry_FileType, string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if f, ok := s.files[s.volumes[name]][path]; ok {
+		return f.kind, f.target
+	}
+	return pb.FileEntry_UNSPECIFIED, ""
+}
+
+// Write stores a file in a volume as a sandbox's write would (durable when the sandbox ends), with a new mtime;
+// whatever is in its way goes, as in the sandbox's filesystem. Writing over a file keeps its mode, as a sandbox's
+// write does; a new file is 0644.
 func (s *Server) Write(name, path string, data []byte) {
 	mode := s.Mode(name, strings.TrimPrefix(path, "/"))
 	if mode == 0 {
@@ -146,7 +152,7 @@ func (s *Server) Write(name, path string, data []byte) {
 func (s *Server) WriteMode(name, path string, data []byte, mode uint32) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	f := &file{size: uint64(len(data)), mode: mode, mtime: s.tick()}
+	f := &file{kind: pb.FileEntry_FILE, size: uint64(len(data)), mode: mode, mtime: s.tick()}
 	for off := 0; off < len(data); off += 8 << 20 { // an empty file has no block
 		end := min(off+8<<20, len(data))
 		sum := sha256.Sum256(data[off:end])
@@ -154,21 +160,35 @@ func (s *Server) WriteMode(name, path string, data []byte, mode uint32) {
 		s.blocks[h] = append([]byte(nil), data[off:end]...)
 		f.blocks = append(f.blocks, h)
 	}
-	s.files[s.volumes[name]][strings.TrimPrefix(path, "/")] = f
+	s.files[s.volumes[name]].force(strings.TrimPrefix(path, "/"), f, s.tick())
 }
 
-// Remove deletes a file from a volume, as a sandbox's rm would.
+// Mkdir makes a folder in a volume as a sandbox's mkdir -p would.
+func (s *Server) Mkdir(name, path string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.files[s.volumes[name]].force(path, &file{kind: pb.FileEntry_DIRECTORY, mode: 0o755, mtime: s.tick()}, s.tick())
+}
+
+// Symlink makes a symlink in a volume as a sandbox's ln -sfn would.
+func (s *Server) Symlink(name, target, path string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.files[s.volumes[name]].force(path, &file{kind: pb.FileEntry_SYMLINK, target: target, size: uint64(len(target)), mode: 0o777, mtime: s.tick()}, s.tick())
+}
+
+// Remove deletes an entry (a folder with what it holds) from a volume, as a sandbox's rm -r would.
 func (s *Server) Remove(name, path string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.files[s.volumes[name]], path)
+	_ = s.files[s.volumes[name]].remove(path, true)
 }
 
 // Mode returns the mode a volume keeps for a file (listings do not show it).
 func (s *Server) Mode(name, path string) uint32 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if f, ok := s.files[s.volumes[name]][path]; ok {
+	if f, ok := s.files[s.volumes[name]][path]; ok && f.kind == pb.FileEntry_FILE {
 		return f.mode
 	}
 	return 0
@@ -179,7 +199,7 @@ func (s *Server) Read(name, path string) ([]byte, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	f, ok := s.files[s.volumes[name]][path]
-	if !ok {
+	if !ok || f.kind != pb.FileEntry_FILE {
 		return nil, false
 	}
 	var out []byte
@@ -321,7 +341,7 @@ func (s *Server) VolumeGetOrCreate(ctx context.Context, req *pb.VolumeGetOrCreat
 		}
 		id = fmt.Sprintf("vo-%d", len(s.volumes)+1)
 		s.volumes[req.GetDeploymentName()] = id
-		s.files[id] = map[string]*file{}
+		s.files[id] = tree{}
 	}
 	meta := pb.VolumeMetadata_builder{Version: pb.VolumeFsVersion_VOLUME_FS_VERSION_V2}.Build()
 	return pb.VolumeGetOrCreateResponse_builder{VolumeId: id, Version: pb.VolumeFsVersion_VOLUME_FS_VERSION_V2, Metadata: meta}.Build(), nil
@@ -350,12 +370,19 @@ func (s *Server) VolumePutFiles2(ctx context.Context, req *pb.VolumePutFiles2Req
 	if len(missing) > 0 {
 		return pb.VolumePutFiles2Response_builder{MissingBlocks: missing}.Build(), nil
 	}
+	for _, f := range req.GetFiles() { // all or nothing: a file in the way fails the whole call
+		if err := vol.check(strings.TrimPrefix(f.GetPath(), "/")); err != nil {
+			return nil, err
+		}
+	}
 	for _, f := range req.GetFiles() {
-		nf := &file{size: f.GetSize(), mode: f.GetMode(), mtime: s.tick()}
+		nf := &file{kind: pb.FileEntry_FILE, size: f.GetSize(), mode: f.GetMode(), mtime: s.tick()}
 		for _, b := range f.GetBlocks() {
 			nf.blocks = append(nf.blocks, hex.EncodeToString(b.GetContentsSha256()))
 		}
-		vol[strings.TrimPrefix(f.GetPath(), "/")] = nf
+		if err := vol.put(strings.TrimPrefix(f.GetPath(), "/"), nf, s.tick()); err != nil {
+			return nil, err
+		}
 	}
 	return pb.VolumePutFiles2Response_builder{}.Build(), nil
 }
@@ -364,7 +391,7 @@ func (s *Server) VolumeGetFile2(ctx context.Context, req *pb.VolumeGetFile2Reque
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	f, ok := s.files[req.GetVolumeId()][strings.TrimPrefix(req.GetPath(), "/")]
-	if !ok {
+	if !ok || f.kind != pb.FileEntry_FILE {
 		return nil, status.Errorf(codes.NotFound, "%s not found", req.GetPath())
 	}
 	urls := make([]string, len(f.blocks))
@@ -382,7 +409,8 @@ func (s *Server) VolumeListFiles2(req *pb.VolumeListFiles2Request, stream grpc.S
 		if prefix != "" && !strings.HasPrefix(p, prefix+"/") {
 			continue
 		}
-		entries = append(entries, pb.FileEntry_builder{Path: p, Type: pb.FileEntry_FILE, Size: f.size, Mtime: f.mtime}.Build())
+		// As Modal lists them: a type, a size, a whole-second mtime; no mode, no symlink target.
+		entries = append(entries, pb.FileEntry_builder{Path: p, Type: f.kind, Size: f.size, Mtime: f.mtime}.Build())
 	}
 	s.mu.Unlock()
 	for len(entries) > 0 { // several messages, as a large listing streams
@@ -398,12 +426,9 @@ func (s *Server) VolumeListFiles2(req *pb.VolumeListFiles2Request, stream grpc.S
 func (s *Server) VolumeRemoveFile2(ctx context.Context, req *pb.VolumeRemoveFile2Request) (*emptypb.Empty, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	vol := s.files[req.GetVolumeId()]
-	p := strings.TrimPrefix(req.GetPath(), "/")
-	if _, ok := vol[p]; !ok {
-		return nil, status.Errorf(codes.NotFound, "%s not found", p)
+	if err := s.files[req.GetVolumeId()].remove(strings.TrimPrefix(req.GetPath(), "/"), req.GetRecursive()); err != nil {
+		return nil, err
 	}
-	delete(vol, p)
 	return &emptypb.Empty{}, nil
 }
 

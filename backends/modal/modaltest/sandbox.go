@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -225,21 +226,35 @@ func (w *lockedWriter) Write(p []byte) (int, error) {
 	return w.b.Write(p)
 }
 
-// materialise writes a volume's files under dir and returns their contents, to find what the run changed.
+// materialise makes a volume's tree under dir and returns it by path ("f<mode>:content", "d", "l:target"), to
+// find what the run changed.
 func (s *Server) materialise(volID, dir string) map[string]string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	snap := map[string]string{}
-	for p, f := range s.files[volID] {
-		var data []byte
-		for _, h := range f.blocks {
-			data = append(data, s.blocks[h]...)
+	paths := make([]string, 0, len(s.files[volID]))
+	for p := range s.files[volID] {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths) // a folder before what it holds
+	for _, p := range paths {
+		f, target := s.files[volID][p], filepath.Join(dir, p)
+		switch f.kind {
+		case pb.FileEntry_DIRECTORY:
+			_ = os.MkdirAll(target, 0o755)
+			snap[p] = "d"
+		case pb.FileEntry_SYMLINK:
+			_ = os.Symlink(f.target, target)
+			snap[p] = "l:" + f.target
+		default:
+			var data []byte
+			for _, h := range f.blocks {
+				data = append(data, s.blocks[h]...)
+			}
+			_ = os.WriteFile(target, data, fs.FileMode(f.mode|0o600))
+			_ = os.Chmod(target, fs.FileMode(f.mode|0o600))
+			snap[p] = fmt.Sprintf("f%o:", f.mode|0o600) + string(data)
 		}
-		target := filepath.Join(dir, p)
-		_ = os.MkdirAll(filepath.Dir(target), 0o755)
-		_ = os.WriteFile(target, data, fs.FileMode(f.mode|0o600))
-		_ = os.Chmod(target, fs.FileMode(f.mode|0o600))
-		snap[p] = fmt.Sprintf("%o:", f.mode|0o600) + string(data)
 	}
 	return snap
 }
@@ -259,19 +274,36 @@ func (s *Server) writeBack(volID, dir string, before map[string]string) map[stri
 	}
 	after := map[string]string{}
 	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || !d.Type().IsRegular() {
+		if err != nil || p == dir {
 			return nil
 		}
 		rel, _ := filepath.Rel(dir, p)
-		data, err := os.ReadFile(p)
-		info, ierr := d.Info()
-		if err != nil || ierr != nil {
-			return nil
-		}
-		mode := uint32(info.Mode().Perm())
-		after[rel] = fmt.Sprintf("%o:", mode) + string(data)
-		if before[rel] != after[rel] || !hasKey(before, rel) {
-			s.WriteMode(name, rel, data, mode)
+		switch {
+		case d.IsDir():
+			after[rel] = "d"
+			if before[rel] != "d" {
+				s.Mkdir(name, rel)
+			}
+		case d.Type()&fs.ModeSymlink != 0:
+			target, err := os.Readlink(p)
+			if err != nil {
+				return nil
+			}
+			after[rel] = "l:" + target
+			if before[rel] != after[rel] {
+				s.Symlink(name, target, rel)
+			}
+		case d.Type().IsRegular():
+			data, err := os.ReadFile(p)
+			info, ierr := d.Info()
+			if err != nil || ierr != nil {
+				return nil
+			}
+			mode := uint32(info.Mode().Perm())
+			after[rel] = fmt.Sprintf("f%o:", mode) + string(data)
+			if before[rel] != after[rel] {
+				s.WriteMode(name, rel, data, mode)
+			}
 		}
 		return nil
 	})
