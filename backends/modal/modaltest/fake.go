@@ -43,10 +43,10 @@ type Server struct {
 	URL string // for MODAL_SERVER_URL
 
 	mu        sync.Mutex
-	volumes   map[string]string           // name -> id
-	files     map[string]tree // volume id -> its tree
-	blocks    map[string][]byte           // hex SHA-256 -> data
-	failures  map[string]int              // method suffix -> Unavailable answers still to give
+	volumes   map[string]string // name -> id
+	files     map[string]tree   // volume id -> its tree
+	blocks    map[string][]byte // hex SHA-256 -> data
+	failures  map[string]int    // method suffix -> Unavailable answers still to give
 	secrets   map[string]map[string]string
 	sandboxes map[string]*sandbox
 	deny      bool
