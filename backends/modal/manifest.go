@@ -1,6 +1,7 @@
 package modal
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"io/fs"
@@ -33,23 +34,34 @@ type Manifest struct {
 	// Links are the session's symlinks as the Volume has them (made there by the run's script): one gone here is
 	// removed there.
 	Links map[string]string `json:"links,omitempty"`
+
+	path    string
+	journal *os.File
 }
 
 func manifestPath(store *layout.Store, id string) string {
 	return filepath.Join(store.Root, "sync", id+".json")
 }
 
+// journalOf is where progress since the manifest was saved is appended, one JSON line per file: an interrupted
+// pull keeps what it applied, and the next one does not see its own work as local changes (false conflicts).
+func journalOf(p string) string { return p + ".journal" }
+
+type journalLine struct {
+	Rel   string `json:"rel"`
+	Entry *Entry `json:"entry,omitempty"` // nil: no longer agreed
+}
+
 func loadManifest(p string) (*Manifest, error) {
-	m := &Manifest{Files: map[string]Entry{}, Links: map[string]string{}}
+	m := &Manifest{Files: map[string]Entry{}, Links: map[string]string{}, path: p}
 	b, err := os.ReadFile(p)
-	if errors.Is(err, fs.ErrNotExist) {
-		return m, nil
-	}
-	if err != nil {
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
-	if err := json.Unmarshal(b, m); err != nil {
-		return nil, err
+	if err == nil {
+		if err := json.Unmarshal(b, m); err != nil {
+			return nil, err
+		}
 	}
 	if m.Files == nil {
 		m.Files = map[string]Entry{}
@@ -57,7 +69,47 @@ func loadManifest(p string) (*Manifest, error) {
 	if m.Links == nil {
 		m.Links = map[string]string{}
 	}
+	j, err := os.ReadFile(journalOf(p))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	for _, line := range bytes.Split(j, []byte("\n")) {
+		var l journalLine
+		if json.Unmarshal(line, &l) != nil || l.Rel == "" {
+			continue // a line cut short by the interruption
+		}
+		if l.Entry != nil {
+			m.Files[l.Rel] = *l.Entry
+		} else {
+			delete(m.Files, l.Rel)
+		}
+	}
 	return m, nil
+}
+
+// note records rel's agreed state (nil: none) in m and appends it to the journal at once.
+func (m *Manifest) note(rel string, e *Entry) error {
+	if e != nil {
+		m.Files[rel] = *e
+	} else {
+		delete(m.Files, rel)
+	}
+	if m.journal == nil {
+		if err := os.MkdirAll(filepath.Dir(m.path), 0o700); err != nil {
+			return err
+		}
+		f, err := os.OpenFile(journalOf(m.path), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			return err
+		}
+		m.journal = f
+	}
+	b, err := json.Marshal(journalLine{Rel: rel, Entry: e})
+	if err != nil {
+		return err
+	}
+	_, err = m.journal.Write(append(b, '\n'))
+	return err
 }
 
 func (m *Manifest) save(p string) error {
@@ -68,7 +120,17 @@ func (m *Manifest) save(p string) error {
 	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 		return err
 	}
-	return layout.WriteFileAtomic(p, b, 0o600)
+	if err := layout.WriteFileAtomic(p, b, 0o600); err != nil {
+		return err
+	}
+	if m.journal != nil {
+		m.journal.Close()
+		m.journal = nil
+	}
+	if err := os.Remove(journalOf(p)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
 }
 
 // reservedDir is sessionfs's own folder on the Volume (the run's script and what the run reports): never synced

@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"net/http"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
@@ -322,7 +324,8 @@ func (s *Syncer) merge(ctx context.Context, d *layout.Dir, m *Manifest, remote m
 		return err
 	}
 	remote = files(remote)
-	for rel, r := range remote {
+	for _, rel := range slices.Sorted(maps.Keys(remote)) {
+		r := remote[rel]
 		base, known := m.Files[rel]
 		if known && r.Size == uint64(base.Size) && r.Mtime == base.RemoteMtime {
 			// The Volume did not change it; the run may have changed its mode only.
@@ -332,7 +335,9 @@ func (s *Syncer) merge(ctx context.Context, d *layout.Dir, m *Manifest, remote m
 					return err
 				}
 				base.Mode = mode
-				m.Files[rel] = base
+				if err := m.note(rel, &base); err != nil {
+					return err
+				}
 			}
 			continue
 		}
@@ -370,7 +375,9 @@ func (s *Syncer) merge(ctx context.Context, d *layout.Dir, m *Manifest, remote m
 			return err
 		}
 		e.RemoteMtime = r.Mtime
-		m.Files[rel] = e
+		if err := m.note(rel, &e); err != nil { // saved at once: an interruption keeps it
+			return err
+		}
 		rep.Applied++
 	}
 	for rel, base := range m.Files {
@@ -385,7 +392,9 @@ func (s *Syncer) merge(ctx context.Context, d *layout.Dir, m *Manifest, remote m
 			}
 			rep.Deleted++
 		}
-		delete(m.Files, rel)
+		if err := m.note(rel, nil); err != nil {
+			return err
+		}
 	}
 	if rr == nil {
 		return nil

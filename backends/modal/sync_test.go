@@ -385,3 +385,34 @@ func TestTypeChanges(t *testing.T) {
 	require.NoError(t, err)
 	assert.Zero(t, rep.Files+rep.Merged.Applied+rep.Merged.Conflicts, "settled")
 }
+
+// An interrupted pull keeps what it applied (saved per file): the next pull does not take its own work for local
+// changes and make false conflict copies.
+func TestInterruptedPullResumes(t *testing.T) {
+	f := setup(t)
+	ctx := context.Background()
+	vol := VolumeName("s1")
+	for _, n := range []string{"a", "b", "c"} {
+		f.write(t, "workspace/"+n, []byte(n+"1"))
+	}
+	_, err := f.sync.Push(ctx)
+	require.NoError(t, err)
+	for _, n := range []string{"a", "b", "c"} {
+		f.fake.Write(vol, "workspace/"+n, []byte(n+"22"))
+	}
+	f.fake.FailRead("workspace/c", 1)
+	_, err = f.sync.Pull(ctx, "run1")
+	require.Error(t, err, "c could not be read")
+	assert.Equal(t, "a22", f.read(t, "workspace/a"), "applied before the interruption")
+
+	rep, err := f.sync.Pull(ctx, "run2")
+	require.NoError(t, err)
+	assert.Zero(t, rep.Conflicts, "no false conflicts")
+	assert.Equal(t, 1, rep.Applied, "only c is left")
+	ents, err := os.ReadDir(filepath.Join(f.dir, "workspace"))
+	require.NoError(t, err)
+	for _, e := range ents {
+		assert.NotContains(t, e.Name(), "conflict")
+	}
+	assert.Equal(t, "c22", f.read(t, "workspace/c"))
+}

@@ -61,6 +61,7 @@ type Server struct {
 	commitDelay, backgroundCommits time.Duration
 	committed                      int
 	lastTimeout                    time.Duration
+	failPaths                      map[string]int
 
 	grpc  *grpc.Server
 	http  *http.Server
@@ -72,7 +73,7 @@ func Start() (*Server, error) {
 	s := &Server{volumes: map[string]string{}, files: map[string]tree{}, blocks: map[string][]byte{},
 		failures: map[string]int{}, secrets: map[string]map[string]string{}, sandboxes: map[string]*sandbox{},
 		headers: map[string]metadata.MD{}, calls: map[string]int{},
-		replies: map[string]reply{}, lostReplies: map[string]int{},
+		replies: map[string]reply{}, lostReplies: map[string]int{}, failPaths: map[string]int{},
 		commitDelay: 300 * time.Millisecond, backgroundCommits: 200 * time.Millisecond}
 	gl, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -104,6 +105,13 @@ func (s *Server) FailNext(method string, n int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.failures[method] = n
+}
+
+// FailRead makes the next n reads (VolumeGetFile2) of path fail.
+func (s *Server) FailRead(path string, n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.failPaths[path] = n
 }
 
 // Deny makes every call answer PermissionDenied.
@@ -390,6 +398,10 @@ func (s *Server) VolumePutFiles2(ctx context.Context, req *pb.VolumePutFiles2Req
 func (s *Server) VolumeGetFile2(ctx context.Context, req *pb.VolumeGetFile2Request) (*pb.VolumeGetFile2Response, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.failPaths[req.GetPath()] > 0 {
+		s.failPaths[req.GetPath()]--
+		return nil, status.Errorf(codes.FailedPrecondition, "%s cannot be read now", req.GetPath())
+	}
 	f, ok := s.files[req.GetVolumeId()][strings.TrimPrefix(req.GetPath(), "/")]
 	if !ok || f.kind != pb.FileEntry_FILE {
 		return nil, status.Errorf(codes.NotFound, "%s not found", req.GetPath())
