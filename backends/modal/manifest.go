@@ -13,8 +13,9 @@ import (
 	"github.com/sessionfs/sessionfs/layout"
 )
 
-// BlockSize is the Volume's block: files are uploaded as 8 MiB blocks named by their SHA-256, and a block the
-// Volume already holds is never sent again (an appended transcript costs one block).
+// BlockSize is the Volume's block: files are uploaded as 8 MiB blocks named by the SHA-256 of their bytes without
+// trailing zeros, and a block the Volume already holds is never sent again (an appended transcript costs one
+// block).
 const BlockSize = 8 << 20
 
 // Entry is a file as the store and the Volume last agreed on it.

@@ -416,3 +416,33 @@ func TestInterruptedPullResumes(t *testing.T) {
 	}
 	assert.Equal(t, "c22", f.read(t, "workspace/c"))
 }
+
+// Blocks are hashed and sent without their trailing zeros, as the official client does: a file the Volume holds
+// already (written in a sandbox) costs no upload, a block of zeros sends nothing, and every byte comes back.
+func TestBlocksWithoutTrailingZeros(t *testing.T) {
+	f := setup(t)
+	ctx := context.Background()
+	vol := VolumeName("s1")
+	padded := append([]byte("header"), make([]byte, 3000)...)
+	f.fake.Write(vol, "workspace/from-sandbox.bin", padded)
+	f.write(t, "workspace/same.bin", padded)
+	sparse := append(make([]byte, 9<<20), 'x') // a block of zeros, then "x" and zeros
+	sparse = append(sparse, make([]byte, 100)...)
+	f.write(t, "workspace/sparse.bin", sparse)
+	before := f.fake.BlocksPut
+	_, err := f.sync.Push(ctx)
+	require.NoError(t, err)
+	got, ok := f.fake.Read(vol, "workspace/same.bin")
+	require.True(t, ok)
+	assert.Equal(t, padded, got)
+	got, _ = f.fake.Read(vol, "workspace/sparse.bin")
+	assert.Equal(t, sparse, got)
+	// session.json, the empty block of zeros, the block "x": same.bin's block was on the Volume already.
+	assert.Equal(t, 3, f.fake.BlocksPut-before)
+
+	require.NoError(t, os.Remove(filepath.Join(f.dir, "workspace/sparse.bin")))
+	f.fake.Write(vol, "workspace/sparse.bin", sparse[1:])
+	_, err = f.sync.Pull(ctx, "r")
+	require.NoError(t, err)
+	assert.Equal(t, string(sparse[1:]), f.read(t, "workspace/sparse.bin"))
+}

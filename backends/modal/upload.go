@@ -56,7 +56,9 @@ func uploadOfData(rel string, data []byte, mode uint32) *upload {
 	return u
 }
 
-// hashBlocks hashes the first size bytes of r by BlockSize blocks.
+// hashBlocks hashes the first size bytes of r by BlockSize blocks, each without its trailing zero bytes, as the
+// official client hashes and sends them (_find_end_of_block in modal/_utils/blob_utils.py): the Volume names blocks
+// so, and pads them back when it is read.
 func hashBlocks(r io.ReaderAt, size int64) ([]string, []int, error) {
 	var hashes []string
 	var lens []int
@@ -66,6 +68,7 @@ func hashBlocks(r io.ReaderAt, size int64) ([]string, []int, error) {
 		if err != nil {
 			return nil, nil, err
 		}
+		data = bytes.TrimRight(data, "\x00")
 		sum := sha256.Sum256(data)
 		hashes = append(hashes, hex.EncodeToString(sum[:]))
 		lens = append(lens, len(data))

@@ -4,6 +4,7 @@
 package modaltest
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
@@ -161,11 +162,11 @@ func (s *Server) WriteMode(name, path string, data []byte, mode uint32) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	f := &file{kind: pb.FileEntry_FILE, size: uint64(len(data)), mode: mode, mtime: s.tick()}
-	for off := 0; off < len(data); off += 8 << 20 { // an empty file has no block
-		end := min(off+8<<20, len(data))
-		sum := sha256.Sum256(data[off:end])
+	for off := 0; off < len(data); off += blockSize { // an empty file has no block
+		block := bytes.TrimRight(data[off:min(off+blockSize, len(data))], "\x00")
+		sum := sha256.Sum256(block)
 		h := hex.EncodeToString(sum[:])
-		s.blocks[h] = append([]byte(nil), data[off:end]...)
+		s.blocks[h] = append([]byte(nil), block...)
 		f.blocks = append(f.blocks, h)
 	}
 	s.files[s.volumes[name]].force(strings.TrimPrefix(path, "/"), f, s.tick())
@@ -210,12 +211,26 @@ func (s *Server) Read(name, path string) ([]byte, bool) {
 	if !ok || f.kind != pb.FileEntry_FILE {
 		return nil, false
 	}
-	var out []byte
-	for _, h := range f.blocks {
-		out = append(out, s.blocks[h]...)
-	}
-	return out, true
+	return s.content(f), true
 }
+
+// content is a file's bytes: each block as stored (without its trailing zeros), padded back to its place.
+func (s *Server) content(f *file) []byte {
+	var out []byte
+	for i, h := range f.blocks {
+		out = append(out, expand(s.blocks[h], logical(f.size, i))...)
+	}
+	return out
+}
+
+// logical is the length of block i of a file of size bytes.
+func logical(size uint64, i int) int { return int(min(blockSize, size-uint64(i)*blockSize)) }
+
+func expand(b []byte, n int) []byte { return append(append([]byte(nil), b...), make([]byte, max(0, n-len(b)))...) }
+
+// blockSize is the Volume's block: 8 MiB, stored and named by the SHA-256 of its bytes without trailing zeros
+// (as the official client hashes and uploads them: _find_end_of_block in modal/_utils/blob_utils.py).
+const blockSize = 8 << 20
 
 // tick is a write's mtime: whole seconds, as the Volume lists them (FileEntry.mtime).
 func (s *Server) tick() uint64 { return uint64(time.Now().Unix()) }
@@ -408,7 +423,7 @@ func (s *Server) VolumeGetFile2(ctx context.Context, req *pb.VolumeGetFile2Reque
 	}
 	urls := make([]string, len(f.blocks))
 	for i, h := range f.blocks {
-		urls[i] = s.blobs + "/blocks/" + h
+		urls[i] = fmt.Sprintf("%s/blocks/%s?len=%d", s.blobs, h, logical(f.size, i))
 	}
 	return pb.VolumeGetFile2Response_builder{GetUrls: urls, Size: f.size, Len: f.size}.Build(), nil
 }
@@ -455,6 +470,10 @@ func (s *Server) serveBlock(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "content does not match its hash", http.StatusBadRequest)
 			return
 		}
+		if len(data) > 0 && data[len(data)-1] == 0 {
+			http.Error(w, "a block is sent without its trailing zeros", http.StatusBadRequest)
+			return
+		}
 		s.mu.Lock()
 		s.blocks[h] = data
 		s.BlocksPut++
@@ -468,7 +487,8 @@ func (s *Server) serveBlock(w http.ResponseWriter, r *http.Request) {
 			http.NotFound(w, r)
 			return
 		}
-		w.Write(data)
+		n, _ := strconv.Atoi(r.URL.Query().Get("len"))
+		w.Write(expand(data, n))
 	default:
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 	}

@@ -247,10 +247,7 @@ func (s *Server) materialise(volID, dir string) map[string]string {
 			_ = os.Symlink(f.target, target)
 			snap[p] = "l:" + f.target
 		default:
-			var data []byte
-			for _, h := range f.blocks {
-				data = append(data, s.blocks[h]...)
-			}
+			data := s.content(f)
 			_ = os.WriteFile(target, data, fs.FileMode(f.mode|0o600))
 			_ = os.Chmod(target, fs.FileMode(f.mode|0o600))
 			snap[p] = fmt.Sprintf("f%o:", f.mode|0o600) + string(data)
