@@ -13,6 +13,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	modalsdk "github.com/modal-labs/modal-client/go"
@@ -20,6 +21,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"golang.org/x/sync/errgroup"
 	"golang.org/x/sys/unix"
 
 	"github.com/sessionfs/sessionfs/layout"
@@ -46,7 +48,8 @@ type Syncer struct {
 	http     *http.Client
 	volumeID string
 	// Progress is told of uploaded and downloaded bytes; it may be nil.
-	Progress func(n int64)
+	Progress  func(n int64)
+	afterWalk func() // a test's hook: the session changes while a push runs
 	// Label names conflict copies (<name>.sessionfs-conflict-<label>); it defaults to the time.
 	Label string
 }
@@ -110,6 +113,9 @@ func (s *Syncer) Push(ctx context.Context) (PushReport, error) {
 	local, err := walk(d)
 	if err != nil {
 		return rep, err
+	}
+	if s.afterWalk != nil {
+		s.afterWalk()
 	}
 	var ups []*upload
 	for rel, lf := range local {
@@ -324,19 +330,29 @@ func (s *Syncer) merge(ctx context.Context, d *layout.Dir, m *Manifest, remote m
 		return err
 	}
 	remote = files(remote)
+	// Files download in parallel (as the official client's do); a failure lets the others finish, and each is
+	// saved as it lands.
+	var g errgroup.Group
+	g.SetLimit(8)
+	var mu sync.Mutex // m and rep, which the downloads update
+	fail := func(err error) error { _ = g.Wait(); return err } // the downloads under way end first
+	bases := maps.Clone(m.Files)
 	for _, rel := range slices.Sorted(maps.Keys(remote)) {
 		r := remote[rel]
-		base, known := m.Files[rel]
+		base, known := bases[rel]
 		if known && r.Size == uint64(base.Size) && r.Mtime == base.RemoteMtime {
 			// The Volume did not change it; the run may have changed its mode only.
 			if lf, ok := local[rel]; ok && rr != nil && lf.Mode == base.Mode && withExec(base.Mode, rr.exec[rel]) != base.Mode {
 				mode := withExec(base.Mode, rr.exec[rel])
 				if err := chmodRegular(d, rel, mode); err != nil {
-					return err
+					return fail(err)
 				}
 				base.Mode = mode
-				if err := m.note(rel, &base); err != nil {
-					return err
+				mu.Lock()
+				err := m.note(rel, &base)
+				mu.Unlock()
+				if err != nil {
+					return fail(err)
 				}
 			}
 			continue
@@ -344,17 +360,15 @@ func (s *Syncer) merge(ctx context.Context, d *layout.Dir, m *Manifest, remote m
 		// A folder here where the Volume has a file, or a file here where it has a folder: the Volume's file is
 		// kept beside, under a conflict name (the next push replaces it there with what is here).
 		if place := clashFree(d, rel, ".sessionfs-conflict-"+run); place != rel {
-			if err := s.downloadAs(ctx, d, rel, place, 0o644); err != nil {
-				return err
-			}
 			rep.Conflicts++
+			g.Go(func() error { return s.downloadAs(ctx, d, rel, place, 0o644) })
 			continue
 		}
 		lf, exists := local[rel]
 		localChanged := exists && (!known || lf.Size != base.Size || lf.Mtime != base.Mtime)
 		if localChanged {
 			if err := d.Rename(rel, rel+".sessionfs-conflict-"+run, 0); err != nil {
-				return err
+				return fail(err)
 			}
 			rep.Conflicts++
 		}
@@ -367,18 +381,23 @@ func (s *Syncer) merge(ctx context.Context, d *layout.Dir, m *Manifest, remote m
 		if rr != nil {
 			mode = withExec(mode, rr.exec[rel])
 		}
-		if err := s.download(ctx, d, rel, mode); err != nil {
-			return err
-		}
-		e, err := entryOf(d, rel)
-		if err != nil {
-			return err
-		}
-		e.RemoteMtime = r.Mtime
-		if err := m.note(rel, &e); err != nil { // saved at once: an interruption keeps it
-			return err
-		}
-		rep.Applied++
+		g.Go(func() error {
+			if err := s.download(ctx, d, rel, mode); err != nil {
+				return err
+			}
+			e, err := entryOf(d, rel)
+			if err != nil {
+				return err
+			}
+			e.RemoteMtime = r.Mtime
+			mu.Lock()
+			defer mu.Unlock()
+			rep.Applied++
+			return m.note(rel, &e) // saved at once: an interruption keeps it
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return err
 	}
 	for rel, base := range m.Files {
 		if _, ok := remote[rel]; ok {

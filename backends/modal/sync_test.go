@@ -446,3 +446,53 @@ func TestBlocksWithoutTrailingZeros(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, string(sparse[1:]), f.read(t, "workspace/sparse.bin"))
 }
+
+// Many files push in one offer and one commit (not two calls per file); downloads are retried.
+func TestBatchesAndRetries(t *testing.T) {
+	f := setup(t)
+	ctx := context.Background()
+	vol := VolumeName("s1")
+	for i := range 50 {
+		f.write(t, fmt.Sprintf("workspace/f%02d.txt", i), []byte(fmt.Sprint(i)))
+	}
+	before := f.fake.Calls("VolumePutFiles2")
+	_, err := f.sync.Push(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 2, f.fake.Calls("VolumePutFiles2")-before, "one offer, one commit with the uploads' proofs")
+
+	for i := range 10 {
+		f.fake.Write(vol, fmt.Sprintf("workspace/f%02d.txt", i), []byte("changed"))
+	}
+	f.fake.FailBlockGets(3)
+	rep, err := f.sync.Pull(ctx, "r")
+	require.NoError(t, err, "a failed block download is tried again")
+	assert.Equal(t, 10, rep.Applied)
+	assert.Equal(t, "changed", f.read(t, "workspace/f09.txt"))
+}
+
+// A file appended while a push runs is sent as it was walked (its blocks match their hashes), the append goes with
+// the next push; a file removed while a push runs is a deletion, not a failure.
+func TestSessionChangesDuringPush(t *testing.T) {
+	f := setup(t)
+	ctx := context.Background()
+	vol := VolumeName("s1")
+	f.write(t, transcript, []byte("line1\n"))
+	f.write(t, "workspace/gone.txt", []byte("x"))
+	f.sync.afterWalk = func() {
+		fh, err := os.OpenFile(filepath.Join(f.dir, transcript), os.O_APPEND|os.O_WRONLY, 0)
+		require.NoError(t, err)
+		_, _ = fh.WriteString("line2\n")
+		fh.Close()
+		require.NoError(t, os.Remove(filepath.Join(f.dir, "workspace/gone.txt")))
+	}
+	_, err := f.sync.Push(ctx)
+	require.NoError(t, err)
+	got, _ := f.fake.Read(vol, transcript)
+	assert.Equal(t, "line1\n", string(got))
+	assert.NotContains(t, f.fake.Files(vol), "workspace/gone.txt")
+	f.sync.afterWalk = nil
+	_, err = f.sync.Push(ctx)
+	require.NoError(t, err)
+	got, _ = f.fake.Read(vol, transcript)
+	assert.Equal(t, "line1\nline2\n", string(got))
+}

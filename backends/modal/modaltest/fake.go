@@ -63,6 +63,7 @@ type Server struct {
 	committed                      int
 	lastTimeout                    time.Duration
 	failPaths                      map[string]int
+	failGets                       int
 
 	grpc  *grpc.Server
 	http  *http.Server
@@ -113,6 +114,13 @@ func (s *Server) FailRead(path string, n int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.failPaths[path] = n
+}
+
+// FailBlockGets makes the next n block downloads answer 503.
+func (s *Server) FailBlockGets(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.failGets = n
 }
 
 // Deny makes every call answer PermissionDenied.
@@ -226,7 +234,9 @@ func (s *Server) content(f *file) []byte {
 // logical is the length of block i of a file of size bytes.
 func logical(size uint64, i int) int { return int(min(blockSize, size-uint64(i)*blockSize)) }
 
-func expand(b []byte, n int) []byte { return append(append([]byte(nil), b...), make([]byte, max(0, n-len(b)))...) }
+func expand(b []byte, n int) []byte {
+	return append(append([]byte(nil), b...), make([]byte, max(0, n-len(b)))...)
+}
 
 // blockSize is the Volume's block: 8 MiB, stored and named by the SHA-256 of its bytes without trailing zeros
 // (as the official client hashes and uploads them: _find_end_of_block in modal/_utils/blob_utils.py).
@@ -481,6 +491,12 @@ func (s *Server) serveBlock(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprint(w, "stored "+h)
 	case http.MethodGet:
 		s.mu.Lock()
+		if s.failGets > 0 {
+			s.failGets--
+			s.mu.Unlock()
+			http.Error(w, "slow down", http.StatusServiceUnavailable)
+			return
+		}
 		data, ok := s.blocks[h]
 		s.mu.Unlock()
 		if !ok {
