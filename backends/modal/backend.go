@@ -46,6 +46,8 @@ type Backend struct {
 	opts   Options
 	// RunLabel names the run in conflict copies; it defaults to the start time.
 	RunLabel string
+	// Progress and Total follow the push before the run and the pull after it (see Syncer).
+	Progress, Total func(n int64)
 }
 
 var _ backends.Backend = (*Backend)(nil)
@@ -88,7 +90,7 @@ func (b *Backend) Run(ctx context.Context, spec backends.Spec) (int, error) {
 	if err != nil {
 		return -1, err
 	}
-	sy.Label = run
+	sy.Label, sy.Progress, sy.Total = run, b.Progress, b.Total
 	if _, err := sy.Push(ctx); err != nil {
 		return -1, err
 	}

@@ -12,6 +12,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	pb "github.com/modal-labs/modal-client/go/proto/modal_proto"
+
 	"github.com/sessionfs/sessionfs/backends"
 )
 
@@ -125,4 +127,32 @@ func TestRunDefaultTimeout(t *testing.T) {
 		require.Error(t, err, bad)
 		assert.Contains(t, err.Error(), "whole seconds, from 1s to 24h")
 	}
+}
+
+// Symlinks and empty folders the run makes come back (the Volume's listing has no link targets: the run's script
+// reports them); a symlink removed here is removed from the Volume too, so the next run does not see it.
+func TestRunSymlinksBothWays(t *testing.T) {
+	f := setup(t)
+	vol := VolumeName("s1")
+	require.NoError(t, os.Symlink("a.txt", filepath.Join(f.dir, "workspace", "old-link")))
+	code, err := f.backend(t, Options{}).Run(context.Background(), backends.Spec{SessionID: "s1", SessionDir: f.dir,
+		Argv: []string{"sh", "-c", `ln -s ../elsewhere new-link && mkdir -p made/empty && test -L old-link`}})
+	require.NoError(t, err)
+	require.Equal(t, 0, code)
+	target, err := os.Readlink(filepath.Join(f.dir, "workspace", "new-link"))
+	require.NoError(t, err, "the run's symlink came back")
+	assert.Equal(t, "../elsewhere", target)
+	assert.DirExists(t, filepath.Join(f.dir, "workspace", "made", "empty"))
+	kind, _ := f.fake.Entry(vol, "workspace/old-link")
+	require.Equal(t, pb.FileEntry_SYMLINK, kind, "the run's script made it on the Volume")
+
+	require.NoError(t, os.Remove(filepath.Join(f.dir, "workspace", "old-link")))
+	_, err = f.sync.Push(context.Background())
+	require.NoError(t, err)
+	kind, _ = f.fake.Entry(vol, "workspace/old-link")
+	assert.Equal(t, pb.FileEntry_UNSPECIFIED, kind, "the deletion reached the Volume")
+	code, err = f.backend(t, Options{}).Run(context.Background(), backends.Spec{SessionID: "s1", SessionDir: f.dir,
+		Argv: []string{"sh", "-c", `! test -e old-link && ! test -L old-link`}})
+	require.NoError(t, err)
+	assert.Equal(t, 0, code, "the next run does not see it")
 }

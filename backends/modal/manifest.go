@@ -145,6 +145,24 @@ type localFile struct {
 	Mode  uint32
 }
 
+// walkLinks lists the session's symlinks (path -> target), beneath its folder's descriptor, never following one.
+func walkLinks(d *layout.Dir) (map[string]string, error) {
+	out := map[string]string{}
+	err := d.Walk(func(rel string, st *unix.Stat_t) error {
+		if rel == reservedDir {
+			return layout.SkipDir
+		}
+		if st.Mode&unix.S_IFMT == unix.S_IFLNK {
+			target, err := d.Readlink(rel)
+			if err == nil {
+				out[rel] = target
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
 // walk lists the session's regular files by slash path, beneath its folder's descriptor (layout.Dir.Walk): no
 // symlink is followed, even one swapped in while the walk runs, so nothing outside the session is ever sent. The
 // Volume file API carries neither symlinks nor empty folders.

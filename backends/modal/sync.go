@@ -47,9 +47,11 @@ type Syncer struct {
 	root     string
 	http     *http.Client
 	volumeID string
-	// Progress is told of uploaded and downloaded bytes; it may be nil.
-	Progress  func(n int64)
-	afterWalk func() // a test's hook: the session changes while a push runs
+	// Progress is told of uploaded and downloaded bytes, and Total, beforehand, of how many more bytes will be
+	// (it adds up); either may be nil.
+	Progress, Total func(n int64)
+	afterWalk       func() // a test's hook: the session changes while a push runs
+	cb              sync.Mutex
 	// Label names conflict copies (<name>.sessionfs-conflict-<label>); it defaults to the time.
 	Label string
 }
@@ -142,6 +144,20 @@ func (s *Syncer) Push(ctx context.Context) (PushReport, error) {
 		delete(m.Files, rel)
 		rep.Deleted++
 	}
+	// A symlink the Volume has (a run's script made it there) and that is gone here goes there too.
+	links, err := walkLinks(d)
+	if err != nil {
+		return rep, err
+	}
+	for rel := range m.Links {
+		if _, ok := links[rel]; !ok {
+			if err := s.remove(ctx, rel, false); err != nil {
+				return rep, err
+			}
+			rep.Deleted++
+		}
+	}
+	m.Links = links
 	// The Volume is a tree that will not put a file where a folder is, nor beneath a file: what is in the way
 	// (left by a type change here, or kept here under a conflict name by the merge) goes first.
 	for _, u := range ups {
@@ -185,8 +201,19 @@ func (s *Syncer) remove(ctx context.Context, rel string, recursive bool) error {
 	return nil
 }
 
+// total and progress call Total and Progress one at a time (transfers run in parallel).
+func (s *Syncer) total(n int64) {
+	if s.Total != nil && n > 0 {
+		s.cb.Lock()
+		defer s.cb.Unlock()
+		s.Total(n)
+	}
+}
+
 func (s *Syncer) progress(n int64) {
 	if s.Progress != nil {
+		s.cb.Lock()
+		defer s.cb.Unlock()
 		s.Progress(n)
 	}
 }
@@ -334,9 +361,16 @@ func (s *Syncer) merge(ctx context.Context, d *layout.Dir, m *Manifest, remote m
 	// saved as it lands.
 	var g errgroup.Group
 	g.SetLimit(8)
-	var mu sync.Mutex // m and rep, which the downloads update
+	var mu sync.Mutex                                          // m and rep, which the downloads update
 	fail := func(err error) error { _ = g.Wait(); return err } // the downloads under way end first
 	bases := maps.Clone(m.Files)
+	var todo int64
+	for rel, r := range remote {
+		if base, known := bases[rel]; !known || r.Size != uint64(base.Size) || r.Mtime != base.RemoteMtime {
+			todo += int64(r.Size)
+		}
+	}
+	s.total(todo)
 	for _, rel := range slices.Sorted(maps.Keys(remote)) {
 		r := remote[rel]
 		base, known := bases[rel]

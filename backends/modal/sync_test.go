@@ -496,3 +496,23 @@ func TestSessionChangesDuringPush(t *testing.T) {
 	got, _ = f.fake.Read(vol, transcript)
 	assert.Equal(t, "line1\nline2\n", string(got))
 }
+
+// Progress has a total: told before the bytes move, it adds up to what moved.
+func TestProgressTotals(t *testing.T) {
+	f := setup(t)
+	ctx := context.Background()
+	var total, done int64
+	f.sync.Total = func(n int64) { total += n }
+	f.sync.Progress = func(n int64) { done += n }
+	f.write(t, "workspace/a.bin", bytes.Repeat([]byte("a"), 3<<20))
+	_, err := f.sync.Push(ctx)
+	require.NoError(t, err)
+	assert.Greater(t, total, int64(3<<20))
+	assert.Equal(t, total, done, "push")
+	total, done = 0, 0
+	f.fake.Write(VolumeName("s1"), "workspace/b.bin", bytes.Repeat([]byte("b"), 1<<20))
+	_, err = f.sync.Pull(ctx, "r")
+	require.NoError(t, err)
+	assert.Equal(t, int64(1<<20), total)
+	assert.Equal(t, total, done, "pull")
+}

@@ -140,6 +140,13 @@ func (s *Syncer) putBatch(ctx context.Context, ups []*upload) (int, int64, error
 		if len(missing) == 0 {
 			return blocks, sent, nil
 		}
+		var todo int64
+		for _, mb := range missing {
+			if fi, bi := int(mb.GetFileIndex()), int(mb.GetBlockIndex()); fi < len(ups) && bi < len(ups[fi].lens) {
+				todo += int64(ups[fi].lens[bi])
+			}
+		}
+		s.total(todo)
 		g, gctx := errgroup.WithContext(ctx)
 		g.SetLimit(8)
 		for _, mb := range missing {
