@@ -50,11 +50,9 @@ MODAL_SERVER_URL, MODAL_ENVIRONMENT, or the active profile of ~/.modal.toml.`,
 			if err != nil {
 				return err
 			}
-			if term.IsTerminal(int(os.Stderr.Fd())) {
-				bar := progressbar.DefaultBytes(-1, dir)
-				sy.Progress = func(n int64) { _ = bar.Add64(n) }
-				defer bar.Finish()
-			}
+			var finish func()
+			sy.Progress, sy.Total, finish = transferBar(dir)
+			defer finish()
 			w := cmd.OutOrStdout()
 			if dir == "push" {
 				rep, err := sy.Push(ctx)
@@ -75,4 +73,17 @@ MODAL_SERVER_URL, MODAL_ENVIRONMENT, or the active profile of ~/.modal.toml.`,
 		},
 	}
 	return cmd
+}
+
+// transferBar is a progress bar on stderr (when it is a terminal) whose total grows as the syncer announces
+// transfers; finish ends it.
+func transferBar(desc string) (progress, total func(int64), finish func()) {
+	if !term.IsTerminal(int(os.Stderr.Fd())) {
+		return nil, nil, func() {}
+	}
+	bar := progressbar.DefaultBytes(-1, desc)
+	var max int64
+	return func(n int64) { _ = bar.Add64(n) },
+		func(n int64) { max += n; bar.ChangeMax64(max) },
+		func() { _ = bar.Finish() }
 }
