@@ -16,8 +16,8 @@ import (
 	"github.com/moby/sys/mountinfo"
 	"github.com/spf13/cobra"
 
-	sfs "github.com/sessionfs/sessionfs/fs"
 	"github.com/sessionfs/sessionfs/backends/modal"
+	sfs "github.com/sessionfs/sessionfs/fs"
 	"github.com/sessionfs/sessionfs/layout"
 )
 
