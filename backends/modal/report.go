@@ -26,11 +26,14 @@ const (
 	reportLimit   = 16 << 20
 )
 
-// reportScript is the end of the run's script: it writes the report (in a subshell, from the mountpoint $R).
+// reportScript is the end of the run's script: it writes the report (in a subshell, from the mountpoint $R), all
+// or nothing: without find (or on any failure) there is no report, rather than one that says nothing is
+// executable.
 const reportScript = `(cd "$R" && P=./` + reservedDir + ` &&
-  find . -path "$P" -prune -o -type f -perm -u+x -print0 > "$P/exec"
-  find . -path "$P" -prune -o -type d -empty -print0 > "$P/empty"
-  find . -path "$P" -prune -o -type l -newer "$P/started" -exec sh -c 'for f do printf "%s\0%s\0" "$f" "$(readlink "$f")"; done' sh {} + > "$P/links"
+  find . -path "$P" -prune -o -type f -perm -u+x -print0 > "$P/x.tmp" &&
+  find . -path "$P" -prune -o -type d -empty -print0 > "$P/e.tmp" &&
+  find . -path "$P" -prune -o -type l -newer "$P/started" -exec sh -c 'for f do printf "%s\0%s\0" "$f" "$(readlink "$f")"; done' sh {} + > "$P/l.tmp" &&
+  mv -f "$P/x.tmp" "$P/exec" && mv -f "$P/e.tmp" "$P/empty" && mv -f "$P/l.tmp" "$P/links"
 ) 2>/dev/null
 `
 
