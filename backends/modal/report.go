@@ -5,12 +5,13 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
+	"slices"
 	"strings"
 
 	pb "github.com/modal-labs/modal-client/go/proto/modal_proto"
-	"golang.org/x/sys/unix"
 
 	"github.com/sessionfs/sessionfs/layout"
 )
@@ -102,7 +103,8 @@ func withExec(mode uint32, exec bool) uint32 {
 }
 
 // applyTree makes here the empty folders and symlinks the run made, where nothing is in their way (a local
-// entry is never replaced by one), beneath d with no symlink followed. It records the links in m.
+// entry is never replaced by one), beneath d with no symlink followed; what cannot be made (a file or a symlink
+// in the way) is left on the Volume only. It records the links in m.
 func applyTree(d *layout.Dir, m *Manifest, rr *runReport) error {
 	uid, gid, err := d.Owner()
 	if err != nil {
@@ -110,25 +112,19 @@ func applyTree(d *layout.Dir, m *Manifest, rr *runReport) error {
 	}
 	for _, rel := range rr.empty {
 		if _, err := d.Lstat(rel); errors.Is(err, fs.ErrNotExist) {
-			if err := d.MkdirAll(rel, 0o755, uid, gid); err != nil && !errors.Is(err, unix.ENOTDIR) {
-				return err
-			}
+			_ = d.MkdirAll(rel, 0o755, uid, gid)
 		}
 	}
-	for rel, target := range rr.links {
-		_, err := d.Lstat(rel)
-		if !errors.Is(err, fs.ErrNotExist) {
+	for _, rel := range slices.Sorted(maps.Keys(rr.links)) {
+		if _, err := d.Lstat(rel); !errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
-		if dir := path.Dir(rel); dir != "." {
-			if err := d.MkdirAll(dir, 0o755, uid, gid); err != nil {
-				continue // a file is in the way: the link stays on the Volume only
-			}
+		if dir := path.Dir(rel); dir != "." && d.MkdirAll(dir, 0o755, uid, gid) != nil {
+			continue
 		}
-		if err := d.Symlink(target, rel, uid, gid); err != nil && !errors.Is(err, os.ErrExist) {
-			return err
+		if d.Symlink(rr.links[rel], rel, uid, gid) == nil {
+			m.Links[rel] = rr.links[rel]
 		}
-		m.Links[rel] = target
 	}
 	return nil
 }

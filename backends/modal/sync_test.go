@@ -516,3 +516,36 @@ func TestProgressTotals(t *testing.T) {
 	assert.Equal(t, int64(1<<20), total)
 	assert.Equal(t, total, done, "pull")
 }
+
+// The run's report is the sandbox's (hostile): a path with "..", a link or folder through a symlink of the
+// session, never reaches outside the session, nor replaces anything here, nor stops the pull.
+func TestHostileReport(t *testing.T) {
+	f := setup(t)
+	ctx := context.Background()
+	vol := VolumeName("s1")
+	host := t.TempDir()
+	require.NoError(t, os.Symlink(host, filepath.Join(f.dir, "workspace", "out")))
+	f.write(t, "workspace/mine.txt", []byte("mine"))
+	_, err := f.sync.Push(ctx)
+	require.NoError(t, err)
+	f.fake.Write(vol, ".sessionfs-run/exec", []byte("./../../x\x00./workspace/mine.txt\x00"))
+	f.fake.Write(vol, ".sessionfs-run/empty", []byte("./../escaped-dir\x00./workspace/out/planted-dir\x00./workspace/made\x00"))
+	f.fake.Write(vol, ".sessionfs-run/links", []byte("./../escaped-link\x00/etc\x00./workspace/out/planted\x00/etc\x00"+
+		"./workspace/mine.txt\x00/etc/passwd\x00./workspace/new-link\x00target\x00"))
+	_, err = f.sync.Pull(ctx, "r")
+	require.NoError(t, err)
+	ents, err := os.ReadDir(host)
+	require.NoError(t, err)
+	assert.Empty(t, ents, "nothing made through the session's symlink")
+	for _, p := range []string{"escaped-dir", "escaped-link"} {
+		_, err := os.Lstat(filepath.Join(filepath.Dir(f.dir), p))
+		assert.True(t, os.IsNotExist(err), p)
+	}
+	assert.Equal(t, "mine", f.read(t, "workspace/mine.txt"), "a file is never replaced by a link")
+	assert.DirExists(t, filepath.Join(f.dir, "workspace/made"))
+	target, err := os.Readlink(filepath.Join(f.dir, "workspace/new-link"))
+	require.NoError(t, err)
+	assert.Equal(t, "target", target)
+	kind, _ := f.fake.Entry(vol, ".sessionfs-run/exec")
+	assert.Equal(t, pb.FileEntry_UNSPECIFIED, kind, "a report is applied once")
+}

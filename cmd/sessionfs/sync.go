@@ -20,7 +20,8 @@ func (a *app) syncCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "sync push|pull ID",
 		Short: "Sync a session with its Modal Volume (one v2 Volume per session)",
-		Long: `sync push makes the session's Modal Volume (sessionfs-<id>) hold the session as it is: only the 8 MiB
+		Long: `sync push makes the session's Modal Volume (sessionfs-<id>) hold the session as it is: what changed on the
+Volume since the last sync is brought in first (a file changed on both sides keeps both), then only the 8 MiB
 blocks the Volume lacks are uploaded, and local deletions are propagated. sync pull brings the Volume's changes
 back by a three-way comparison with the last agreed state: a file changed on both sides takes the Volume's version
 and keeps the local one beside it as <name>.sessionfs-conflict-<run>; transcript folders made for other cwds are
@@ -58,6 +59,10 @@ MODAL_SERVER_URL, MODAL_ENVIRONMENT, or the active profile of ~/.modal.toml.`,
 				rep, err := sy.Push(ctx)
 				if err != nil {
 					return err
+				}
+				if mr := rep.Merged; mr.Applied+mr.Deleted+mr.Conflicts > 0 {
+					fmt.Fprintf(w, "brought in first what changed on the Volume: %d files, removed %d, %d conflicts kept beside\n",
+						mr.Applied, mr.Deleted, mr.Conflicts)
 				}
 				fmt.Fprintf(w, "pushed %d files (%d blocks, %s), removed %d, to Volume %s\n",
 					rep.Files, rep.Blocks, humanize.IBytes(uint64(rep.Bytes)), rep.Deleted, modal.VolumeName(m.ID))
