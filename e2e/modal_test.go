@@ -84,3 +84,21 @@ func TestModalRunThroughMount(t *testing.T) {
 	assert.Contains(t, string(meta), `"backend": "modal"`)
 	assert.Contains(t, string(meta), `"exit_code": 4`)
 }
+
+// TestModalRunFlagsAndDoctor: run --help shows the sandbox's default lifetime; -i/-t are refused for Modal runs,
+// not ignored; doctor asks the server, which accepts the credentials or refuses them.
+func TestModalRunFlagsAndDoctor(t *testing.T) {
+	_, store, _, env := modalSetup(t)
+	r := cliIn(t, store, "", env, "run", "--help")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Regexp(t, `--timeout duration\s+the sandbox's lifetime.*\(default 24h0m0s\)`, r.stdout)
+	for _, flag := range []string{"-i", "-t"} {
+		r = cliIn(t, store, "", env, "run", "--backend", "modal", "--image", "debian:bookworm-slim", flag, "s1", "--", "true")
+		assert.Equal(t, 125, r.code, flag)
+		assert.Contains(t, r.stderr, "applies to --backend local or docker, not modal", flag)
+	}
+	r = cliIn(t, store, "", env, "doctor")
+	assert.Regexp(t, `(?m)^OK\s+modal\s+Modal at http://127\.0\.0\.1:\d+ accepts the credentials`, r.stdout)
+	r = cliIn(t, store, "", append(env, "MODAL_TOKEN_SECRET=wrong"), "doctor")
+	assert.Regexp(t, `(?m)^WARN\s+modal\s+Modal refused the credentials`, r.stdout)
+}

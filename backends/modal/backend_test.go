@@ -3,6 +3,7 @@ package modal
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -10,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	pb "github.com/modal-labs/modal-client/go/proto/modal_proto"
 
 	"github.com/sessionfs/sessionfs/backends"
 )
@@ -74,4 +77,82 @@ func TestOneRunPerSession(t *testing.T) {
 	_, err = b.Run(context.Background(), backends.Spec{SessionID: "s1", SessionDir: f.dir, Argv: []string{"true"}})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "already going")
+}
+
+// Modal commits a sandbox's Volume writes when it tears the sandbox down, which may be after Wait answers (the
+// fake commits 2 s after): the run commits them itself (sync on the mountpoint) before it exits, so the pull that
+// follows Wait has them all.
+func TestRunCommitsBeforeItExits(t *testing.T) {
+	f := setup(t)
+	f.fake.SetCommits(2*time.Second, 0)
+	f.write(t, transcript, []byte("line1\n"))
+	code, err := f.backend(t, Options{}).Run(context.Background(), backends.Spec{SessionID: "s1", SessionDir: f.dir,
+		Argv: []string{"sh", "-c", `echo line2 >> "$CLAUDE_CONFIG_DIR/projects/-session-workspace/u1.jsonl"; echo made > late.txt`}})
+	require.NoError(t, err)
+	assert.Equal(t, 0, code)
+	assert.Zero(t, f.fake.Committed(), "the sandbox's own end-of-run commit has not happened yet")
+	assert.Equal(t, "line1\nline2\n", f.read(t, transcript))
+	assert.Equal(t, "made\n", f.read(t, "workspace/late.txt"))
+}
+
+// A node_modules/.bin of 1,500 symlinks is made again in the sandbox: the script that makes them is a file on the
+// Volume (as one argument it would be about 165 KB, over Linux's 128 KiB limit: exit 127 and no message).
+func TestRunWithManySymlinks(t *testing.T) {
+	f := setup(t)
+	bin := filepath.Join(f.dir, "workspace", "node_modules", ".bin")
+	require.NoError(t, os.MkdirAll(bin, 0o755))
+	for i := range 1500 {
+		name := fmt.Sprintf("some-rather-long-package-command-name-%04d", i)
+		require.NoError(t, os.Symlink("../some-rather-long-package-name-"+fmt.Sprint(i)+"/bin/cli-entry-point.js", filepath.Join(bin, name)))
+	}
+	var out, errb bytes.Buffer
+	code, err := f.backend(t, Options{}).Run(context.Background(), backends.Spec{SessionID: "s1", SessionDir: f.dir,
+		Stdout: &out, Stderr: &errb,
+		Argv: []string{"sh", "-c", `ls node_modules/.bin | wc -l; readlink node_modules/.bin/some-rather-long-package-command-name-1499`}})
+	require.NoError(t, err)
+	require.Equal(t, 0, code, errb.String())
+	assert.Equal(t, "1500\n../some-rather-long-package-name-1499/bin/cli-entry-point.js\n", out.String())
+}
+
+// With no --timeout a sandbox lives as long as Modal allows (the SDK alone would send 5 minutes and kill an
+// agent's run with 124); a timeout Modal would refuse is refused here, in one line.
+func TestRunDefaultTimeout(t *testing.T) {
+	f := setup(t)
+	code, err := f.backend(t, Options{}).Run(context.Background(), backends.Spec{SessionID: "s1", SessionDir: f.dir, Argv: []string{"true"}})
+	require.NoError(t, err)
+	assert.Equal(t, 0, code)
+	assert.Equal(t, 24*time.Hour, f.fake.LastTimeout())
+	for _, bad := range []time.Duration{25 * time.Hour, 1500 * time.Millisecond, -time.Second} {
+		_, err := NewBackend(f.sync.client, f.store, Options{Image: "x", Timeout: bad})
+		require.Error(t, err, bad)
+		assert.Contains(t, err.Error(), "whole seconds, from 1s to 24h")
+	}
+}
+
+// Symlinks and empty folders the run makes come back (the Volume's listing has no link targets: the run's script
+// reports them); a symlink removed here is removed from the Volume too, so the next run does not see it.
+func TestRunSymlinksBothWays(t *testing.T) {
+	f := setup(t)
+	vol := VolumeName("s1")
+	require.NoError(t, os.Symlink("a.txt", filepath.Join(f.dir, "workspace", "old-link")))
+	code, err := f.backend(t, Options{}).Run(context.Background(), backends.Spec{SessionID: "s1", SessionDir: f.dir,
+		Argv: []string{"sh", "-c", `ln -s ../elsewhere new-link && mkdir -p made/empty && test -L old-link`}})
+	require.NoError(t, err)
+	require.Equal(t, 0, code)
+	target, err := os.Readlink(filepath.Join(f.dir, "workspace", "new-link"))
+	require.NoError(t, err, "the run's symlink came back")
+	assert.Equal(t, "../elsewhere", target)
+	assert.DirExists(t, filepath.Join(f.dir, "workspace", "made", "empty"))
+	kind, _ := f.fake.Entry(vol, "workspace/old-link")
+	require.Equal(t, pb.FileEntry_SYMLINK, kind, "the run's script made it on the Volume")
+
+	require.NoError(t, os.Remove(filepath.Join(f.dir, "workspace", "old-link")))
+	_, err = f.sync.Push(context.Background())
+	require.NoError(t, err)
+	kind, _ = f.fake.Entry(vol, "workspace/old-link")
+	assert.Equal(t, pb.FileEntry_UNSPECIFIED, kind, "the deletion reached the Volume")
+	code, err = f.backend(t, Options{}).Run(context.Background(), backends.Spec{SessionID: "s1", SessionDir: f.dir,
+		Argv: []string{"sh", "-c", `! test -e old-link && ! test -L old-link`}})
+	require.NoError(t, err)
+	assert.Equal(t, 0, code, "the next run does not see it")
 }

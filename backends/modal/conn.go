@@ -2,100 +2,104 @@ package modal
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
 	"strings"
-	"time"
+	"sync"
+	"sync/atomic"
 
 	modalsdk "github.com/modal-labs/modal-client/go"
 	pb "github.com/modal-labs/modal-client/go/proto/modal_proto"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 )
 
-// Client is one authenticated connection to Modal's control plane, shared by the SDK and the Volume file RPCs.
+// Client is one connection to Modal's control plane: the SDK's own, with its interceptors (its client headers,
+// auth token, idempotency keys, retries and server retry hints, keepalive, window sizes). The Volume file RPCs the
+// SDK does not wrap go through that same connection, so every RPC is sent exactly as the SDK sends its own.
 type Client struct {
-	CP     pb.ModalClientClient
 	SDK    *modalsdk.Client
 	Config Config
-	conn   *grpc.ClientConn
+
+	target string                          // host:port of the control plane
+	conn   atomic.Pointer[grpc.ClientConn] // the SDK's control-plane connection, once seen
 }
 
-// Dial connects to cfg.ServerURL (http:// means plaintext) and hands the connection to the SDK.
+// sdkEnv serialises the construction of SDK clients: the SDK reads the sandbox backend choice from its
+// environment only, so Dial sets it around the construction and restores it at once.
+var sdkEnv sync.Mutex
+
+// Dial builds the SDK client for cfg (as LoadConfig read it: the SDK resolves the server URL from
+// MODAL_SERVER_URL or the profile, as cfg did). Sandboxes run on Modal's stable (V1) backend unless the user chose
+// otherwise (MODAL_SANDBOX_V2, or sandbox_v2 in the profile): the SDK's default, V2, is still experimental.
 func Dial(cfg Config) (*Client, error) {
 	u, err := url.Parse(cfg.ServerURL)
-	if err != nil || u.Host == "" {
-		return nil, fmt.Errorf("MODAL_SERVER_URL %q is not a URL", cfg.ServerURL)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return nil, fmt.Errorf("MODAL_SERVER_URL %q is not an http(s) URL", cfg.ServerURL)
 	}
-	creds := credentials.NewClientTLSFromCert(nil, "")
-	if u.Scheme == "http" {
-		creds = insecure.NewCredentials()
+	// The target as the SDK dials it (newClient in client.go): the URL without its scheme.
+	target := strings.TrimPrefix(strings.TrimPrefix(cfg.ServerURL, "https://"), "http://")
+	c := &Client{Config: cfg, target: target}
+	params := &modalsdk.ClientParams{Environment: cfg.Environment,
+		GRPCUnaryInterceptors: []grpc.UnaryClientInterceptor{c.seeUnary}}
+	if cfg.OAuth != nil {
+		params.OAuthCredentials = cfg.OAuth
+	} else {
+		params.TokenID, params.TokenSecret = cfg.TokenID, cfg.TokenSecret
 	}
-	headers := metadata.Pairs("x-modal-token-id", cfg.TokenID, "x-modal-token-secret", cfg.TokenSecret,
-		"x-modal-client-type", "4", "x-modal-client-version", "1.0.0")
-	conn, err := grpc.NewClient(u.Host,
-		grpc.WithTransportCredentials(creds),
-		grpc.WithChainUnaryInterceptor(withHeaders(headers), retryUnavailable),
-		grpc.WithChainStreamInterceptor(func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
-			return streamer(metadata.NewOutgoingContext(ctx, metadata.Join(outgoing(ctx), headers)), desc, cc, method, opts...)
-		}),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(100<<20), grpc.MaxCallSendMsgSize(100<<20)))
-	if err != nil {
-		return nil, fmt.Errorf("connect to Modal at %s: %w", cfg.ServerURL, err)
-	}
-	cp := pb.NewModalClientClient(conn)
-	// Sandboxes run on Modal's stable (V1) backend unless the user chose otherwise: the SDK's default, the V2
-	// backend, is marked experimental. The SDK reads this choice only from its environment variable.
-	if os.Getenv("MODAL_SANDBOX_V2") == "" {
+	sdkEnv.Lock()
+	restore := !cfg.SandboxV2Chosen && os.Getenv("MODAL_SANDBOX_V2") == ""
+	if restore {
 		_ = os.Setenv("MODAL_SANDBOX_V2", "false")
 	}
-	sdk, err := modalsdk.NewClientWithOptions(&modalsdk.ClientParams{TokenID: cfg.TokenID, TokenSecret: cfg.TokenSecret,
-		Environment: cfg.Environment, ControlPlaneClient: cp})
+	sdk, err := modalsdk.NewClientWithOptions(params)
+	if restore {
+		_ = os.Unsetenv("MODAL_SANDBOX_V2")
+	}
+	sdkEnv.Unlock()
 	if err != nil {
-		conn.Close()
 		return nil, fmt.Errorf("Modal SDK: %w", err)
 	}
-	return &Client{CP: cp, SDK: sdk, Config: cfg, conn: conn}, nil
+	c.SDK = sdk
+	return c, nil
 }
 
-// Close releases the connection.
+// seeUnary notes the SDK's control-plane connection the first time an RPC passes through it (the interceptor
+// runs after the SDK's own, for every attempt).
+func (c *Client) seeUnary(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	if c.conn.Load() == nil && cc.Target() == c.target {
+		c.conn.CompareAndSwap(nil, cc)
+	}
+	return invoker(ctx, method, req, reply, cc, opts...)
+}
+
+// control returns a client for the RPCs the SDK does not wrap, on the SDK's own connection: each call passes
+// through the SDK's interceptors. It needs one SDK call to have been made first (Volumes.FromName is).
+func (c *Client) control() (pb.ModalClientClient, error) {
+	cc := c.conn.Load()
+	if cc == nil {
+		return nil, errors.New("modal: no control-plane connection yet")
+	}
+	return pb.NewModalClientClient(cc), nil
+}
+
+// Close releases the connections.
 func (c *Client) Close() error {
 	c.SDK.Close()
-	return c.conn.Close()
+	return nil
 }
 
-func outgoing(ctx context.Context) metadata.MD {
-	md, _ := metadata.FromOutgoingContext(ctx)
-	return md
-}
-
-func withHeaders(h metadata.MD) grpc.UnaryClientInterceptor {
-	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-		return invoker(metadata.NewOutgoingContext(ctx, metadata.Join(outgoing(ctx), h)), method, req, reply, cc, opts...)
+// Ping asks the server something harmless (does a Volume exist; it is never created): an answer, found or
+// not, proves the network, the credentials and the environment.
+func (c *Client) Ping(ctx context.Context) error {
+	_, err := c.SDK.Volumes.FromName(ctx, "sessionfs-doctor-probe", &modalsdk.VolumeFromNameParams{Environment: c.Config.Environment})
+	if errors.As(err, new(modalsdk.NotFoundError)) {
+		return nil
 	}
-}
-
-// retryUnavailable retries calls the server could not take (Unavailable, and the like), with backoff.
-func retryUnavailable(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-	delay := 100 * time.Millisecond
-	for attempt := 1; ; attempt++ {
-		err := invoker(ctx, method, req, reply, cc, opts...)
-		code := status.Code(err)
-		if err == nil || attempt == 5 || (code != codes.Unavailable && code != codes.Aborted && code != codes.Internal) {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return err
-		case <-time.After(delay):
-		}
-		delay *= 2
-	}
+	return Explain(err, c.Config)
 }
 
 // Explain turns a Modal error into one line a user can act on.

@@ -1,24 +1,28 @@
 package modal
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"maps"
 	"net/http"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	modalsdk "github.com/modal-labs/modal-client/go"
 	pb "github.com/modal-labs/modal-client/go/proto/modal_proto"
-	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"golang.org/x/sync/errgroup"
+	"golang.org/x/sys/unix"
 
 	"github.com/sessionfs/sessionfs/layout"
 )
@@ -37,13 +41,26 @@ func VolumeName(id string) string {
 // Syncer moves one session between the store and its Volume.
 type Syncer struct {
 	client   *Client
+	cp       pb.ModalClientClient // on the SDK's connection, through its interceptors
 	store    *layout.Store
 	id       string
 	root     string
 	http     *http.Client
 	volumeID string
-	// Progress is told of uploaded and downloaded bytes; it may be nil.
-	Progress func(n int64)
+	// Progress is told of uploaded and downloaded bytes, and Total, beforehand, of how many more bytes will be
+	// (it adds up); either may be nil.
+	Progress, Total func(n int64)
+	afterWalk       func() // a test's hook: the session changes while a push runs
+	cb              sync.Mutex
+	// Label names conflict copies (<name>.sessionfs-conflict-<label>); it defaults to the time.
+	Label string
+}
+
+func (s *Syncer) label() string {
+	if s.Label != "" {
+		return s.Label
+	}
+	return time.Now().UTC().Format("20060102T150405Z")
 }
 
 // NewSyncer opens (creating if missing) the session's v2 Volume through the SDK.
@@ -56,7 +73,11 @@ func NewSyncer(ctx context.Context, c *Client, store *layout.Store, id string) (
 	if err != nil {
 		return nil, Explain(err, c.Config)
 	}
-	return &Syncer{client: c, store: store, id: id, root: store.Dir(id), volumeID: vol.VolumeID,
+	cp, err := c.control()
+	if err != nil {
+		return nil, err
+	}
+	return &Syncer{client: c, cp: cp, store: store, id: id, root: store.Dir(id), volumeID: vol.VolumeID,
 		http: &http.Client{Timeout: 5 * time.Minute}}, nil
 }
 
@@ -64,11 +85,12 @@ func NewSyncer(ctx context.Context, c *Client, store *layout.Store, id string) (
 type PushReport struct {
 	Files, Blocks, Deleted int
 	Bytes                  int64
+	Merged                 PullReport // the Volume's own changes, brought in first
 }
 
 // Push makes the Volume hold the session as it is: files changed since the last agreed state are offered block
-// by block and only the blocks the Volume lacks are uploaded (in parallel, with retries); files removed locally
-// are removed from the Volume.
+// by block, many files per call, and only the blocks the Volume lacks are uploaded (in parallel, with retries);
+// files removed locally are removed from the Volume.
 func (s *Syncer) Push(ctx context.Context) (PushReport, error) {
 	var rep PushReport
 	mp := manifestPath(s.store, s.id)
@@ -81,47 +103,87 @@ func (s *Syncer) Push(ctx context.Context) (PushReport, error) {
 		return rep, err
 	}
 	defer d.Close()
+	// What changed on the Volume since the last agreed state (a late commit, a failed pull) is brought in first,
+	// as a pull would, keeping both versions of a file changed on both sides: it is never overwritten.
+	remote, err := s.listSettled(ctx)
+	if err != nil {
+		return rep, err
+	}
+	if err := s.merge(ctx, d, m, remote, s.label(), &rep.Merged); err != nil {
+		return rep, err
+	}
 	local, err := walk(d)
 	if err != nil {
 		return rep, err
 	}
-	changed := map[string]localFile{}
+	if s.afterWalk != nil {
+		s.afterWalk()
+	}
+	var ups []*upload
 	for rel, lf := range local {
-		if base, ok := m.Files[rel]; !ok || base.Size != lf.Size || base.Mtime != lf.Mtime {
-			changed[rel] = lf
+		if base, ok := m.Files[rel]; ok && base.Size == lf.Size && base.Mtime == lf.Mtime && base.Mode == lf.Mode {
+			continue
 		}
-	}
-	var mu sync.Mutex
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(4)
-	for rel, lf := range changed {
-		g.Go(func() error {
-			blocks, sent, n, err := s.putFile(gctx, d, rel, lf)
-			if err != nil {
-				return fmt.Errorf("push %s: %w", rel, Explain(err, s.client.Config))
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			m.Files[rel] = Entry{Size: lf.Size, Mtime: lf.Mtime, Mode: lf.Mode, Blocks: blocks}
-			rep.Files++
-			rep.Blocks += sent
-			rep.Bytes += n
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return rep, err
+		u, err := uploadOfFile(d, rel, lf.Size, lf.Mode)
+		if errors.Is(err, fs.ErrNotExist) {
+			delete(local, rel) // removed since the walk: a deletion
+			continue
+		}
+		if err != nil {
+			return rep, fmt.Errorf("push %s: %w", rel, err)
+		}
+		ups = append(ups, u)
 	}
 	for rel := range m.Files {
 		if _, ok := local[rel]; ok {
 			continue
 		}
-		_, err := s.client.CP.VolumeRemoveFile2(ctx, pb.VolumeRemoveFile2Request_builder{VolumeId: s.volumeID, Path: rel}.Build())
-		if err != nil && !isNotFound(err) {
-			return rep, fmt.Errorf("remove %s from the Volume: %w", rel, Explain(err, s.client.Config))
+		if err := s.remove(ctx, rel, false); err != nil {
+			return rep, err
 		}
 		delete(m.Files, rel)
 		rep.Deleted++
+	}
+	// A symlink the Volume has (a run's script made it there) and that is gone here goes there too.
+	links, err := walkLinks(d)
+	if err != nil {
+		return rep, err
+	}
+	for rel := range m.Links {
+		if _, ok := links[rel]; !ok {
+			if err := s.remove(ctx, rel, false); err != nil {
+				return rep, err
+			}
+			rep.Deleted++
+		}
+	}
+	m.Links = links
+	// The Volume is a tree that will not put a file where a folder is, nor beneath a file: what is in the way
+	// (left by a type change here, or kept here under a conflict name by the merge) goes first.
+	for _, u := range ups {
+		for q := path.Dir(u.rel); q != "."; q = path.Dir(q) {
+			if r, ok := remote[q]; ok && r.Type != pb.FileEntry_DIRECTORY {
+				if err := s.remove(ctx, q, false); err != nil {
+					return rep, err
+				}
+				delete(remote, q)
+			}
+		}
+		if r, ok := remote[u.rel]; ok && r.Type != pb.FileEntry_FILE {
+			if err := s.remove(ctx, u.rel, r.Type == pb.FileEntry_DIRECTORY); err != nil {
+				return rep, err
+			}
+			delete(remote, u.rel)
+		}
+	}
+	rep.Blocks, rep.Bytes, err = s.putFiles(ctx, ups)
+	if err != nil {
+		return rep, err
+	}
+	for _, u := range ups {
+		lf := local[u.rel]
+		m.Files[u.rel] = Entry{Size: lf.Size, Mtime: lf.Mtime, Mode: lf.Mode, Blocks: u.blocks}
+		rep.Files++
 	}
 	if err := s.recordRemote(ctx, m); err != nil {
 		return rep, err
@@ -130,103 +192,46 @@ func (s *Syncer) Push(ctx context.Context) (PushReport, error) {
 	return rep, m.save(mp)
 }
 
-// putFile offers a file's blocks and uploads those the Volume asks for; it returns the block hashes and how many
-// blocks and bytes were sent.
-func (s *Syncer) putFile(ctx context.Context, d *layout.Dir, rel string, lf localFile) ([]string, int, int64, error) {
-	hashes, err := hashBlocks(d, rel)
-	if err != nil {
-		return nil, 0, 0, err
+// remove removes rel from the Volume (a folder with what it holds if recursive); one already gone is fine.
+func (s *Syncer) remove(ctx context.Context, rel string, recursive bool) error {
+	_, err := s.cp.VolumeRemoveFile2(ctx, pb.VolumeRemoveFile2Request_builder{VolumeId: s.volumeID, Path: rel, Recursive: recursive}.Build())
+	if err != nil && !isNotFound(err) {
+		return fmt.Errorf("remove %s from the Volume: %w", rel, Explain(err, s.client.Config))
 	}
-	blocks := make([]*pb.VolumePutFiles2Request_Block, len(hashes))
-	for i, h := range hashes {
-		sum, _ := hex.DecodeString(h)
-		blocks[i] = pb.VolumePutFiles2Request_Block_builder{ContentsSha256: sum}.Build()
-	}
-	file := pb.VolumePutFiles2Request_File_builder{Path: rel, Size: uint64(lf.Size), Mode: &lf.Mode, Blocks: blocks}.Build()
-	req := pb.VolumePutFiles2Request_builder{VolumeId: s.volumeID, Files: []*pb.VolumePutFiles2Request_File{file}}.Build()
-	sent, n := 0, int64(0)
-	for round := 0; round < 3; round++ {
-		resp, err := s.client.CP.VolumePutFiles2(ctx, req)
-		if err != nil {
-			return nil, sent, n, err
-		}
-		missing := resp.GetMissingBlocks()
-		if len(missing) == 0 {
-			return hashes, sent, n, nil
-		}
-		var mu sync.Mutex
-		g, gctx := errgroup.WithContext(ctx)
-		g.SetLimit(8)
-		for _, mb := range missing {
-			g.Go(func() error {
-				data, err := readBlock(d, rel, int(mb.GetBlockIndex()))
-				if err != nil {
-					return err
-				}
-				body, err := s.putBlock(gctx, mb.GetPutUrl(), data)
-				if err != nil {
-					return err
-				}
-				mu.Lock()
-				blocks[mb.GetBlockIndex()].SetPutResponse(body)
-				sent++
-				n += int64(len(data))
-				mu.Unlock()
-				if s.Progress != nil {
-					s.Progress(int64(len(data)))
-				}
-				return nil
-			})
-		}
-		if err := g.Wait(); err != nil {
-			return nil, sent, n, err
-		}
-	}
-	return nil, sent, n, errors.New("the Volume kept asking for the same blocks")
+	return nil
 }
 
-// putBlock uploads one block to its presigned URL, retrying with backoff, and returns the response body, which
-// the Volume wants back as proof of the upload.
-func (s *Syncer) putBlock(ctx context.Context, url string, data []byte) ([]byte, error) {
-	var last error
-	delay := 200 * time.Millisecond
-	for attempt := 0; attempt < 5; attempt++ {
-		req, err := http.NewRequestWithContext(ctx, http.MethodPut, url, bytes.NewReader(data))
-		if err != nil {
-			return nil, err
-		}
-		resp, err := s.http.Do(req)
-		if err == nil {
-			body, rerr := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if rerr == nil && resp.StatusCode/100 == 2 {
-				return body, nil
-			}
-			err = fmt.Errorf("block upload: %s", resp.Status)
-		}
-		last = err
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(delay):
-		}
-		delay *= 2
+// total and progress call Total and Progress one at a time (transfers run in parallel).
+func (s *Syncer) total(n int64) {
+	if s.Total != nil && n > 0 {
+		s.cb.Lock()
+		defer s.cb.Unlock()
+		s.Total(n)
 	}
-	return nil, last
 }
 
-// remoteFile is a file as the Volume lists it.
-type remoteFile struct {
+func (s *Syncer) progress(n int64) {
+	if s.Progress != nil {
+		s.cb.Lock()
+		defer s.cb.Unlock()
+		s.Progress(n)
+	}
+}
+
+// remoteEntry is an entry as the Volume lists it: no mode, whole-second mtimes.
+type remoteEntry struct {
+	Type  pb.FileEntry_FileType
 	Size  uint64
 	Mtime uint64
 }
 
-func (s *Syncer) listRemote(ctx context.Context) (map[string]remoteFile, error) {
-	stream, err := s.client.CP.VolumeListFiles2(ctx, pb.VolumeListFiles2Request_builder{VolumeId: s.volumeID, Path: "/", Recursive: true}.Build())
+// listRemote lists the Volume (all of it but sessionfs's own folder, and names that are not plain relative paths).
+func (s *Syncer) listRemote(ctx context.Context) (map[string]remoteEntry, error) {
+	stream, err := s.cp.VolumeListFiles2(ctx, pb.VolumeListFiles2Request_builder{VolumeId: s.volumeID, Path: "/", Recursive: true}.Build())
 	if err != nil {
 		return nil, Explain(err, s.client.Config)
 	}
-	out := map[string]remoteFile{}
+	out := map[string]remoteEntry{}
 	for {
 		resp, err := stream.Recv()
 		if err == io.EOF {
@@ -237,11 +242,46 @@ func (s *Syncer) listRemote(ctx context.Context) (map[string]remoteFile, error) 
 		}
 		for _, e := range resp.GetEntries() {
 			rel := strings.TrimPrefix(e.GetPath(), "/")
-			if e.GetType() == pb.FileEntry_FILE && cleanRel(rel) {
-				out[rel] = remoteFile{Size: e.GetSize(), Mtime: e.GetMtime()}
+			if cleanRel(rel) && rel != reservedDir && !strings.HasPrefix(rel, reservedDir+"/") {
+				out[rel] = remoteEntry{Type: e.GetType(), Size: e.GetSize(), Mtime: e.GetMtime()}
 			}
 		}
 	}
+}
+
+// listSettled lists the Volume once no entry has the current second as its mtime: the Volume's mtimes are whole
+// seconds, so a file written again later in the same second, to the same size, would look unchanged. Waiting
+// for the next second (at most one) makes any later write show a later mtime.
+func (s *Syncer) listSettled(ctx context.Context) (map[string]remoteEntry, error) {
+	for attempt := 0; ; attempt++ {
+		remote, err := s.listRemote(ctx)
+		if err != nil || attempt == 1 {
+			return remote, err
+		}
+		now := time.Now()
+		recent := false
+		for _, r := range remote {
+			recent = recent || int64(r.Mtime) >= now.Unix()
+		}
+		if !recent {
+			return remote, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(now.Truncate(time.Second).Add(time.Second + 10*time.Millisecond).Sub(now)):
+		}
+	}
+}
+
+func files(remote map[string]remoteEntry) map[string]remoteEntry {
+	out := map[string]remoteEntry{}
+	for rel, r := range remote {
+		if r.Type == pb.FileEntry_FILE {
+			out[rel] = r
+		}
+	}
+	return out
 }
 
 // cleanRel reports whether a path the Volume lists is a plain relative path (the sandbox wrote it and may be
@@ -253,12 +293,12 @@ func cleanRel(rel string) bool {
 
 // recordRemote notes the Volume's view (its mtimes) of every agreed file, for the next three-way comparison.
 func (s *Syncer) recordRemote(ctx context.Context, m *Manifest) error {
-	remote, err := s.listRemote(ctx)
+	remote, err := s.listSettled(ctx)
 	if err != nil {
 		return err
 	}
 	for rel, e := range m.Files {
-		if r, ok := remote[rel]; ok {
+		if r, ok := remote[rel]; ok && r.Type == pb.FileEntry_FILE {
 			e.RemoteMtime = r.Mtime
 			m.Files[rel] = e
 		}
@@ -283,7 +323,7 @@ func (s *Syncer) Pull(ctx context.Context, run string) (PullReport, error) {
 	if err != nil {
 		return rep, err
 	}
-	remote, err := s.listRemote(ctx)
+	remote, err := s.listSettled(ctx)
 	if err != nil {
 		return rep, err
 	}
@@ -294,33 +334,104 @@ func (s *Syncer) Pull(ctx context.Context, run string) (PullReport, error) {
 		return rep, err
 	}
 	defer d.Close()
-	local, err := walk(d)
+	if err := s.merge(ctx, d, m, remote, run, &rep); err != nil {
+		return rep, err
+	}
+	folded, err := s.fold(ctx, d, m)
 	if err != nil {
 		return rep, err
 	}
+	rep.Folded = folded
+	m.Volume = s.volumeID
+	return rep, m.save(mp)
+}
+
+// merge applies the Volume's changes since the last agreed state m to the session d (see Pull).
+func (s *Syncer) merge(ctx context.Context, d *layout.Dir, m *Manifest, remote map[string]remoteEntry, run string, rep *PullReport) error {
+	local, err := walk(d)
+	if err != nil {
+		return err
+	}
+	rr, err := s.loadReport(ctx)
+	if err != nil {
+		return err
+	}
+	remote = files(remote)
+	// Files download in parallel (as the official client's do); a failure lets the others finish, and each is
+	// saved as it lands.
+	var g errgroup.Group
+	g.SetLimit(8)
+	var mu sync.Mutex                                          // m and rep, which the downloads update
+	fail := func(err error) error { _ = g.Wait(); return err } // the downloads under way end first
+	bases := maps.Clone(m.Files)
+	var todo int64
 	for rel, r := range remote {
-		base, known := m.Files[rel]
+		if base, known := bases[rel]; !known || r.Size != uint64(base.Size) || r.Mtime != base.RemoteMtime {
+			todo += int64(r.Size)
+		}
+	}
+	s.total(todo)
+	for _, rel := range slices.Sorted(maps.Keys(remote)) {
+		r := remote[rel]
+		base, known := bases[rel]
 		if known && r.Size == uint64(base.Size) && r.Mtime == base.RemoteMtime {
-			continue // the Volume did not change it
+			// The Volume did not change it; the run may have changed its mode only.
+			if lf, ok := local[rel]; ok && rr != nil && lf.Mode == base.Mode && withExec(base.Mode, rr.exec[rel]) != base.Mode {
+				mode := withExec(base.Mode, rr.exec[rel])
+				if err := chmodRegular(d, rel, mode); err != nil {
+					return fail(err)
+				}
+				base.Mode = mode
+				mu.Lock()
+				err := m.note(rel, &base)
+				mu.Unlock()
+				if err != nil {
+					return fail(err)
+				}
+			}
+			continue
+		}
+		// A folder here where the Volume has a file, or a file here where it has a folder: the Volume's file is
+		// kept beside, under a conflict name (the next push replaces it there with what is here).
+		if place := clashFree(d, rel, ".sessionfs-conflict-"+run); place != rel {
+			rep.Conflicts++
+			g.Go(func() error { return s.downloadAs(ctx, d, rel, place, 0o644) })
+			continue
 		}
 		lf, exists := local[rel]
 		localChanged := exists && (!known || lf.Size != base.Size || lf.Mtime != base.Mtime)
 		if localChanged {
 			if err := d.Rename(rel, rel+".sessionfs-conflict-"+run, 0); err != nil {
-				return rep, err
+				return fail(err)
 			}
 			rep.Conflicts++
 		}
-		if err := s.download(ctx, d, rel); err != nil {
-			return rep, err
+		// The listing has no modes: a known file keeps the mode agreed, a new one is 0644; the run's report says
+		// which it left executable.
+		mode := uint32(0o644)
+		if known {
+			mode = base.Mode
 		}
-		e, err := entryOf(d, rel)
-		if err != nil {
-			return rep, err
+		if rr != nil {
+			mode = withExec(mode, rr.exec[rel])
 		}
-		e.RemoteMtime = r.Mtime
-		m.Files[rel] = e
-		rep.Applied++
+		g.Go(func() error {
+			if err := s.download(ctx, d, rel, mode); err != nil {
+				return err
+			}
+			e, err := entryOf(d, rel)
+			if err != nil {
+				return err
+			}
+			e.RemoteMtime = r.Mtime
+			mu.Lock()
+			defer mu.Unlock()
+			rep.Applied++
+			return m.note(rel, &e) // saved at once: an interruption keeps it
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return err
 	}
 	for rel, base := range m.Files {
 		if _, ok := remote[rel]; ok {
@@ -330,19 +441,21 @@ func (s *Syncer) Pull(ctx context.Context, run string) (PullReport, error) {
 		lf, exists := local[rel]
 		if exists && lf.Size == base.Size && lf.Mtime == base.Mtime {
 			if err := d.Remove(rel); err != nil {
-				return rep, err
+				return err
 			}
 			rep.Deleted++
 		}
-		delete(m.Files, rel)
+		if err := m.note(rel, nil); err != nil {
+			return err
+		}
 	}
-	folded, err := s.fold(ctx, d, m)
-	if err != nil {
-		return rep, err
+	if rr == nil {
+		return nil
 	}
-	rep.Folded = folded
-	m.Volume = s.volumeID
-	return rep, m.save(mp)
+	if err := applyTree(d, m, rr); err != nil {
+		return err
+	}
+	return s.dropReport(ctx)
 }
 
 // fold folds transcript folders the run made for other cwds into the canonical one (layout.FoldProjects, as the
@@ -358,7 +471,7 @@ func (s *Syncer) fold(ctx context.Context, d *layout.Dir, m *Manifest) (int, err
 		if !strings.HasPrefix(rel, projects) || strings.HasPrefix(rel, canonical) || !strings.Contains(strings.TrimPrefix(rel, projects), "/") {
 			continue
 		}
-		_, err := s.client.CP.VolumeRemoveFile2(ctx, pb.VolumeRemoveFile2Request_builder{VolumeId: s.volumeID, Path: rel}.Build())
+		_, err := s.cp.VolumeRemoveFile2(ctx, pb.VolumeRemoveFile2Request_builder{VolumeId: s.volumeID, Path: rel}.Build())
 		if err != nil && !isNotFound(err) {
 			return n, Explain(err, s.client.Config)
 		}
@@ -368,67 +481,34 @@ func (s *Syncer) fold(ctx context.Context, d *layout.Dir, m *Manifest) (int, err
 	return n, nil
 }
 
-// download fetches a file's blocks in order into a temporary file beside rel (beneath d, its folders made with
-// the session's owner) and renames it over rel: whatever rel was, a symlink too, is replaced, never followed.
-func (s *Syncer) download(ctx context.Context, d *layout.Dir, rel string) error {
-	resp, err := s.client.CP.VolumeGetFile2(ctx, pb.VolumeGetFile2Request_builder{VolumeId: s.volumeID, Path: rel}.Build())
-	if err != nil {
-		return fmt.Errorf("pull %s: %w", rel, Explain(err, s.client.Config))
-	}
-	uid, gid, err := d.Owner()
-	if err != nil {
-		return err
-	}
-	if dir := path.Dir(rel); dir != "." {
-		if err := d.MkdirAll(dir, 0o755, uid, gid); err != nil {
-			return fmt.Errorf("pull %s: %w", rel, err)
-		}
-	}
-	pr, pw := io.Pipe()
-	go func() {
-		for _, url := range resp.GetGetUrls() {
-			if err := s.getBlock(ctx, url, pw); err != nil {
-				pw.CloseWithError(err)
-				return
-			}
-		}
-		pw.Close()
-	}()
-	err = d.WriteAtomicFrom(rel, pr, 0o600, uid, gid, time.Time{})
-	pr.CloseWithError(io.ErrClosedPipe) // ends the fetcher if the write stopped early
-	if err != nil {
-		return fmt.Errorf("pull %s: %w", rel, err)
-	}
-	return nil
-}
-
-func (s *Syncer) getBlock(ctx context.Context, url string, w io.Writer) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := s.http.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("block download: %s", resp.Status)
-	}
-	n, err := io.Copy(w, resp.Body)
-	if s.Progress != nil {
-		s.Progress(n)
-	}
-	return err
-}
-
 func entryOf(d *layout.Dir, rel string) (Entry, error) {
 	st, err := d.Lstat(rel)
 	if err != nil {
 		return Entry{}, err
 	}
-	blocks, err := hashBlocks(d, rel)
-	return Entry{Size: st.Size, Mtime: st.Mtim.Nano(), Mode: st.Mode & 0o777, Blocks: blocks}, err
+	u, err := uploadOfFile(d, rel, st.Size, st.Mode&0o777)
+	if err != nil {
+		return Entry{}, err
+	}
+	return Entry{Size: st.Size, Mtime: st.Mtim.Nano(), Mode: st.Mode & 0o777, Blocks: u.blocks}, nil
+}
+
+// clashFree returns rel, or, when something here of another type is in its way (a folder at rel, a file or a
+// symlink at one of its parents), rel with the first such part renamed with suffix.
+func clashFree(d *layout.Dir, rel, suffix string) string {
+	parts := strings.Split(rel, "/")
+	for i := range parts {
+		q := strings.Join(parts[:i+1], "/")
+		st, err := d.Lstat(q)
+		if err != nil {
+			return rel // nothing there: the rest is free
+		}
+		isDir := st.Mode&unix.S_IFMT == unix.S_IFDIR
+		if (i < len(parts)-1 && !isDir) || (i == len(parts)-1 && isDir) {
+			return q + suffix + rel[len(q):]
+		}
+	}
+	return rel
 }
 
 func isNotFound(err error) bool { return status.Code(err) == codes.NotFound }

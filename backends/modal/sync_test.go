@@ -14,6 +14,9 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	pb "github.com/modal-labs/modal-client/go/proto/modal_proto"
+
+	"github.com/sessionfs/sessionfs/backends"
 	"github.com/sessionfs/sessionfs/backends/modal/modaltest"
 	"github.com/sessionfs/sessionfs/layout"
 )
@@ -30,6 +33,7 @@ func setup(t *testing.T) *fixture {
 	fake, err := modaltest.Start()
 	require.NoError(t, err)
 	t.Cleanup(fake.Close)
+	useServer(t, fake.URL)
 	store, err := layout.OpenStore(t.TempDir())
 	require.NoError(t, err)
 	_, err = store.Create("s1", layout.CreateOptions{})
@@ -40,6 +44,16 @@ func setup(t *testing.T) *fixture {
 	s, err := NewSyncer(context.Background(), c, store, "s1")
 	require.NoError(t, err)
 	return &fixture{fake: fake, store: store, sync: s, dir: store.Dir("s1")}
+}
+
+// useServer points the SDK (which reads its server from the environment or the profile) at url, with no profile.
+func useServer(t *testing.T, url string) {
+	t.Setenv("MODAL_SERVER_URL", url)
+	t.Setenv("MODAL_CONFIG_PATH", filepath.Join(t.TempDir(), "none.toml"))
+	for _, k := range []string{"MODAL_TOKEN_ID", "MODAL_TOKEN_SECRET", "MODAL_PROFILE", "MODAL_ENVIRONMENT", "MODAL_SANDBOX_V2"} {
+		t.Setenv(k, "")
+		os.Unsetenv(k)
+	}
 }
 
 func (f *fixture) write(t *testing.T, rel string, data []byte) {
@@ -174,6 +188,7 @@ func TestErrors(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "refused the credentials")
 
+	useServer(t, "http://127.0.0.1:1")
 	dead, err := Dial(Config{ServerURL: "http://127.0.0.1:1", TokenID: "x", TokenSecret: "y"})
 	require.NoError(t, err)
 	defer dead.Close()
@@ -270,4 +285,267 @@ func TestSyncFollowsNoSymlink(t *testing.T) {
 	assert.Equal(t, "host secret", string(b))
 	assert.NoFileExists(t, filepath.Join(filepath.Dir(f.dir), "escape.txt"))
 	assert.NoFileExists(t, filepath.Join(f.dir, "..", "..", "escape.txt"))
+}
+
+// A file changed on the Volume since the last agreed state (a late commit, a failed pull) and changed here is not
+// overwritten by a push: both are kept, as a pull keeps them. The Volume's mtimes are whole seconds and the
+// contents have the same size: only the mtime tells the change.
+func TestPushKeepsVolumeChanges(t *testing.T) {
+	f := setup(t)
+	ctx := context.Background()
+	vol := VolumeName("s1")
+	f.write(t, "workspace/both.txt", []byte("v1"))
+	f.write(t, "workspace/theirs.txt", []byte("v1"))
+	_, err := f.sync.Push(ctx)
+	require.NoError(t, err)
+
+	f.fake.Write(vol, "workspace/both.txt", []byte("v2"))
+	f.fake.Write(vol, "workspace/theirs.txt", []byte("v2"))
+	f.write(t, "workspace/both.txt", []byte("v3"))
+	f.sync.Label = "push1"
+	rep, err := f.sync.Push(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 1, rep.Merged.Conflicts)
+	for rel, want := range map[string]string{"workspace/both.txt": "v2", "workspace/theirs.txt": "v2", "workspace/both.txt.sessionfs-conflict-push1": "v3"} {
+		got, ok := f.fake.Read(vol, rel)
+		assert.True(t, ok, rel)
+		assert.Equal(t, want, string(got), "the Volume's %s", rel)
+		assert.Equal(t, want, f.read(t, rel), "the store's %s", rel)
+	}
+}
+
+// Modes travel both ways: the upload carries them; the Volume's listing has none, so a pulled file keeps the mode
+// agreed, a new one is 0644, and the run's report says which files it left executable.
+func TestModesBothWays(t *testing.T) {
+	f := setup(t)
+	ctx := context.Background()
+	vol := VolumeName("s1")
+	f.write(t, "workspace/tool.sh", []byte("#!/bin/sh\necho tool\n"))
+	require.NoError(t, os.Chmod(filepath.Join(f.dir, "workspace/tool.sh"), 0o755))
+	f.write(t, "workspace/private.txt", []byte("p"))
+	require.NoError(t, os.Chmod(filepath.Join(f.dir, "workspace/private.txt"), 0o600))
+	_, err := f.sync.Push(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, uint32(0o755), f.fake.Mode(vol, "workspace/tool.sh"))
+	assert.Equal(t, uint32(0o600), f.fake.Mode(vol, "workspace/private.txt"))
+
+	f.fake.Write(vol, "workspace/tool.sh", []byte("#!/bin/sh\necho tool v2\n"))
+	f.fake.Write(vol, "workspace/new.txt", []byte("n"))
+	_, err = f.sync.Pull(ctx, "run1")
+	require.NoError(t, err)
+	mode := func(rel string) os.FileMode {
+		st, err := os.Stat(filepath.Join(f.dir, rel))
+		require.NoError(t, err)
+		return st.Mode().Perm()
+	}
+	assert.Equal(t, os.FileMode(0o755), mode("workspace/tool.sh"), "a pulled script stays executable")
+	assert.Equal(t, os.FileMode(0o644), mode("workspace/new.txt"))
+
+	code, err := f.backend(t, Options{}).Run(ctx, backends.Spec{SessionID: "s1", SessionDir: f.dir, Argv: []string{"sh", "-c",
+		`test -x tool.sh && ! test -x private.txt && printf '#!/bin/sh\n' > made.sh && chmod +x made.sh new.txt && chmod -x tool.sh`}})
+	require.NoError(t, err)
+	require.Equal(t, 0, code, "the sandbox sees the modes pushed")
+	assert.Equal(t, os.FileMode(0o755), mode("workspace/made.sh"), "made executable by the run")
+	assert.Equal(t, os.FileMode(0o755), mode("workspace/new.txt"), "made executable by the run, content unchanged")
+	assert.Equal(t, os.FileMode(0o644), mode("workspace/tool.sh"), "no longer executable")
+	assert.Equal(t, os.FileMode(0o600), mode("workspace/private.txt"))
+}
+
+// The Volume is a tree: it will not put a file where a folder is, nor beneath a file. A file replaced by a folder
+// here, a folder by a file, and a file the Volume gained where a folder is here all push.
+func TestTypeChanges(t *testing.T) {
+	f := setup(t)
+	ctx := context.Background()
+	vol := VolumeName("s1")
+	f.write(t, "workspace/x", []byte("file"))
+	f.write(t, "workspace/y/inner.txt", []byte("in a folder"))
+	_, err := f.sync.Push(ctx)
+	require.NoError(t, err)
+
+	require.NoError(t, os.Remove(filepath.Join(f.dir, "workspace/x")))
+	f.write(t, "workspace/x/inner.txt", []byte("now a folder"))
+	require.NoError(t, os.RemoveAll(filepath.Join(f.dir, "workspace/y")))
+	f.write(t, "workspace/y", []byte("now a file"))
+	f.write(t, "workspace/z/k.txt", []byte("a folder here"))
+	f.fake.Write(vol, "workspace/z", []byte("a file there"))
+	f.sync.Label = "p"
+	rep, err := f.sync.Push(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 1, rep.Merged.Conflicts)
+	for rel, want := range map[string]string{"workspace/x/inner.txt": "now a folder", "workspace/y": "now a file",
+		"workspace/z/k.txt": "a folder here", "workspace/z.sessionfs-conflict-p": "a file there"} {
+		got, ok := f.fake.Read(vol, rel)
+		assert.True(t, ok, rel)
+		assert.Equal(t, want, string(got), rel)
+		assert.Equal(t, want, f.read(t, rel), rel)
+	}
+	kind, _ := f.fake.Entry(vol, "workspace/z")
+	assert.Equal(t, pb.FileEntry_DIRECTORY, kind)
+	rep, err = f.sync.Push(ctx)
+	require.NoError(t, err)
+	assert.Zero(t, rep.Files+rep.Merged.Applied+rep.Merged.Conflicts, "settled")
+}
+
+// An interrupted pull keeps what it applied (saved per file): the next pull does not take its own work for local
+// changes and make false conflict copies.
+func TestInterruptedPullResumes(t *testing.T) {
+	f := setup(t)
+	ctx := context.Background()
+	vol := VolumeName("s1")
+	for _, n := range []string{"a", "b", "c"} {
+		f.write(t, "workspace/"+n, []byte(n+"1"))
+	}
+	_, err := f.sync.Push(ctx)
+	require.NoError(t, err)
+	for _, n := range []string{"a", "b", "c"} {
+		f.fake.Write(vol, "workspace/"+n, []byte(n+"22"))
+	}
+	f.fake.FailRead("workspace/c", 1)
+	_, err = f.sync.Pull(ctx, "run1")
+	require.Error(t, err, "c could not be read")
+	assert.Equal(t, "a22", f.read(t, "workspace/a"), "applied before the interruption")
+
+	rep, err := f.sync.Pull(ctx, "run2")
+	require.NoError(t, err)
+	assert.Zero(t, rep.Conflicts, "no false conflicts")
+	assert.Equal(t, 1, rep.Applied, "only c is left")
+	ents, err := os.ReadDir(filepath.Join(f.dir, "workspace"))
+	require.NoError(t, err)
+	for _, e := range ents {
+		assert.NotContains(t, e.Name(), "conflict")
+	}
+	assert.Equal(t, "c22", f.read(t, "workspace/c"))
+}
+
+// Blocks are hashed and sent without their trailing zeros, as the official client does: a file the Volume holds
+// already (written in a sandbox) costs no upload, a block of zeros sends nothing, and every byte comes back.
+func TestBlocksWithoutTrailingZeros(t *testing.T) {
+	f := setup(t)
+	ctx := context.Background()
+	vol := VolumeName("s1")
+	padded := append([]byte("header"), make([]byte, 3000)...)
+	f.fake.Write(vol, "workspace/from-sandbox.bin", padded)
+	f.write(t, "workspace/same.bin", padded)
+	sparse := append(make([]byte, 9<<20), 'x') // a block of zeros, then "x" and zeros
+	sparse = append(sparse, make([]byte, 100)...)
+	f.write(t, "workspace/sparse.bin", sparse)
+	before := f.fake.BlocksPut
+	_, err := f.sync.Push(ctx)
+	require.NoError(t, err)
+	got, ok := f.fake.Read(vol, "workspace/same.bin")
+	require.True(t, ok)
+	assert.Equal(t, padded, got)
+	got, _ = f.fake.Read(vol, "workspace/sparse.bin")
+	assert.Equal(t, sparse, got)
+	// session.json, the empty block of zeros, the block "x": same.bin's block was on the Volume already.
+	assert.Equal(t, 3, f.fake.BlocksPut-before)
+
+	require.NoError(t, os.Remove(filepath.Join(f.dir, "workspace/sparse.bin")))
+	f.fake.Write(vol, "workspace/sparse.bin", sparse[1:])
+	_, err = f.sync.Pull(ctx, "r")
+	require.NoError(t, err)
+	assert.Equal(t, string(sparse[1:]), f.read(t, "workspace/sparse.bin"))
+}
+
+// Many files push in one offer and one commit (not two calls per file); downloads are retried.
+func TestBatchesAndRetries(t *testing.T) {
+	f := setup(t)
+	ctx := context.Background()
+	vol := VolumeName("s1")
+	for i := range 50 {
+		f.write(t, fmt.Sprintf("workspace/f%02d.txt", i), []byte(fmt.Sprint(i)))
+	}
+	before := f.fake.Calls("VolumePutFiles2")
+	_, err := f.sync.Push(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 2, f.fake.Calls("VolumePutFiles2")-before, "one offer, one commit with the uploads' proofs")
+
+	for i := range 10 {
+		f.fake.Write(vol, fmt.Sprintf("workspace/f%02d.txt", i), []byte("changed"))
+	}
+	f.fake.FailBlockGets(3)
+	rep, err := f.sync.Pull(ctx, "r")
+	require.NoError(t, err, "a failed block download is tried again")
+	assert.Equal(t, 10, rep.Applied)
+	assert.Equal(t, "changed", f.read(t, "workspace/f09.txt"))
+}
+
+// A file appended while a push runs is sent as it was walked (its blocks match their hashes), the append goes with
+// the next push; a file removed while a push runs is a deletion, not a failure.
+func TestSessionChangesDuringPush(t *testing.T) {
+	f := setup(t)
+	ctx := context.Background()
+	vol := VolumeName("s1")
+	f.write(t, transcript, []byte("line1\n"))
+	f.write(t, "workspace/gone.txt", []byte("x"))
+	f.sync.afterWalk = func() {
+		fh, err := os.OpenFile(filepath.Join(f.dir, transcript), os.O_APPEND|os.O_WRONLY, 0)
+		require.NoError(t, err)
+		_, _ = fh.WriteString("line2\n")
+		fh.Close()
+		require.NoError(t, os.Remove(filepath.Join(f.dir, "workspace/gone.txt")))
+	}
+	_, err := f.sync.Push(ctx)
+	require.NoError(t, err)
+	got, _ := f.fake.Read(vol, transcript)
+	assert.Equal(t, "line1\n", string(got))
+	assert.NotContains(t, f.fake.Files(vol), "workspace/gone.txt")
+	f.sync.afterWalk = nil
+	_, err = f.sync.Push(ctx)
+	require.NoError(t, err)
+	got, _ = f.fake.Read(vol, transcript)
+	assert.Equal(t, "line1\nline2\n", string(got))
+}
+
+// Progress has a total: told before the bytes move, it adds up to what moved.
+func TestProgressTotals(t *testing.T) {
+	f := setup(t)
+	ctx := context.Background()
+	var total, done int64
+	f.sync.Total = func(n int64) { total += n }
+	f.sync.Progress = func(n int64) { done += n }
+	f.write(t, "workspace/a.bin", bytes.Repeat([]byte("a"), 3<<20))
+	_, err := f.sync.Push(ctx)
+	require.NoError(t, err)
+	assert.Greater(t, total, int64(3<<20))
+	assert.Equal(t, total, done, "push")
+	total, done = 0, 0
+	f.fake.Write(VolumeName("s1"), "workspace/b.bin", bytes.Repeat([]byte("b"), 1<<20))
+	_, err = f.sync.Pull(ctx, "r")
+	require.NoError(t, err)
+	assert.Equal(t, int64(1<<20), total)
+	assert.Equal(t, total, done, "pull")
+}
+
+// The run's report is the sandbox's (hostile): a path with "..", a link or folder through a symlink of the
+// session, never reaches outside the session, nor replaces anything here, nor stops the pull.
+func TestHostileReport(t *testing.T) {
+	f := setup(t)
+	ctx := context.Background()
+	vol := VolumeName("s1")
+	host := t.TempDir()
+	require.NoError(t, os.Symlink(host, filepath.Join(f.dir, "workspace", "out")))
+	f.write(t, "workspace/mine.txt", []byte("mine"))
+	_, err := f.sync.Push(ctx)
+	require.NoError(t, err)
+	f.fake.Write(vol, ".sessionfs-run/exec", []byte("./../../x\x00./workspace/mine.txt\x00"))
+	f.fake.Write(vol, ".sessionfs-run/empty", []byte("./../escaped-dir\x00./workspace/out/planted-dir\x00./workspace/made\x00"))
+	f.fake.Write(vol, ".sessionfs-run/links", []byte("./../escaped-link\x00/etc\x00./workspace/out/planted\x00/etc\x00"+
+		"./workspace/mine.txt\x00/etc/passwd\x00./workspace/new-link\x00target\x00"))
+	_, err = f.sync.Pull(ctx, "r")
+	require.NoError(t, err)
+	ents, err := os.ReadDir(host)
+	require.NoError(t, err)
+	assert.Empty(t, ents, "nothing made through the session's symlink")
+	for _, p := range []string{"escaped-dir", "escaped-link"} {
+		_, err := os.Lstat(filepath.Join(filepath.Dir(f.dir), p))
+		assert.True(t, os.IsNotExist(err), p)
+	}
+	assert.Equal(t, "mine", f.read(t, "workspace/mine.txt"), "a file is never replaced by a link")
+	assert.DirExists(t, filepath.Join(f.dir, "workspace/made"))
+	target, err := os.Readlink(filepath.Join(f.dir, "workspace/new-link"))
+	require.NoError(t, err)
+	assert.Equal(t, "target", target)
+	kind, _ := f.fake.Entry(vol, ".sessionfs-run/exec")
+	assert.Equal(t, pb.FileEntry_UNSPECIFIED, kind, "a report is applied once")
 }

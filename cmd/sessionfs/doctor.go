@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -15,6 +16,7 @@ import (
 	"github.com/moby/sys/mountinfo"
 	"github.com/spf13/cobra"
 
+	"github.com/sessionfs/sessionfs/backends/modal"
 	sfs "github.com/sessionfs/sessionfs/fs"
 	"github.com/sessionfs/sessionfs/layout"
 )
@@ -123,15 +125,8 @@ func (a *app) diagnose() []check {
 		add("docker", "WARN", "no Docker engine answers ("+oneLine(err.Error())+")", "start dockerd or set DOCKER_HOST, for run --backend docker")
 	}
 
-	home, _ := os.UserHomeDir()
-	switch {
-	case os.Getenv("MODAL_TOKEN_ID") != "" && os.Getenv("MODAL_TOKEN_SECRET") != "":
-		add("modal", "OK", "credentials from MODAL_TOKEN_ID/MODAL_TOKEN_SECRET", "")
-	case fileExists(filepath.Join(home, ".modal.toml")):
-		add("modal", "OK", "credentials in ~/.modal.toml", "")
-	default:
-		add("modal", "WARN", "no Modal credentials", "modal token new, or set MODAL_TOKEN_ID and MODAL_TOKEN_SECRET")
-	}
+	status, detail, fix := checkModal()
+	add("modal", status, detail, fix)
 
 	if p, err := exec.LookPath("claude"); err != nil {
 		add("claude", "WARN", "the claude CLI is not on PATH", "npm install -g @anthropic-ai/claude-code")
@@ -146,6 +141,25 @@ func (a *app) diagnose() []check {
 		}
 	}
 	return out
+}
+
+// checkModal asks Modal something harmless with the credentials found the Modal way: the answer proves the
+// network, the credentials and the environment.
+func checkModal() (status, detail, fix string) {
+	c, err := modal.Connect()
+	if errors.Is(err, modal.ErrNoCredentials) {
+		return "WARN", "no Modal credentials", "modal token new, or set MODAL_TOKEN_ID and MODAL_TOKEN_SECRET"
+	}
+	if err == nil {
+		defer c.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		err = c.Ping(ctx)
+	}
+	if err != nil {
+		return "WARN", oneLine(err.Error()), "for run --backend modal and sync"
+	}
+	return "OK", "Modal at " + c.Config.ServerURL + " accepts the credentials", ""
 }
 
 // checkMounts reports the store's mounts: live, or stale (left by a crashed daemon).

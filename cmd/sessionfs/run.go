@@ -38,7 +38,8 @@ func (a *app) runCmd() *cobra.Command {
           workspace/, app/, mcps/ and the canonical transcript folder are bound from the store over it, so the
           agent's own work runs at the disk's speed. A folder the session made a symlink is refused.
   modal   in a Modal Sandbox with the session's Volume at /session: the session is pushed before the run and
-          the run's changes pulled after it (see "sessionfs sync"); one Modal run per session at a time.
+          the run's changes pulled after it (see "sessionfs sync"); one Modal run per session at a time. The
+          sandbox lives 24h (Modal's maximum) unless --timeout; it gets no stdin, so -i and -t are refused.
 
 The exit code is CMD's; sessionfs's own failures exit 125, a command that cannot be executed 126, one that is
 not found 127 (as docker run). Ctrl-C stops the container; it is removed afterwards (with its anonymous
@@ -125,9 +126,14 @@ volumes) unless --keep. Each run is recorded in the session's session.json. The 
 					return err
 				}
 				defer c.Close()
-				if b, err = modal.NewBackend(c, s, modal.Options{Image: dopts.Image, Timeout: timeout}); err != nil {
+				mb, err := modal.NewBackend(c, s, modal.Options{Image: dopts.Image, Timeout: timeout})
+				if err != nil {
 					return err
 				}
+				var finish func()
+				mb.Progress, mb.Total, finish = transferBar("sync")
+				defer finish()
+				b = mb
 			default:
 				return usageError(fmt.Sprintf("run: unknown backend %q (want local, docker or modal)", backend))
 			}
@@ -137,7 +143,7 @@ volumes) unless --keep. Each run is recorded in the session's session.json. The 
 	f := cmd.Flags()
 	f.StringVar(&backend, "backend", "local", "where to run: local, docker or modal")
 	f.StringVar(&dopts.Image, "image", "", "the container image (docker, modal)")
-	f.DurationVar(&timeout, "timeout", 0, "the sandbox's lifetime (modal; default Modal's)")
+	f.DurationVar(&timeout, "timeout", modal.DefaultTimeout, "the sandbox's lifetime, whole seconds up to 24h (modal)")
 	f.StringArrayVarP(&env, "env", "e", nil, envHelp)
 	f.StringVarP(&workdir, "workdir", "w", "", "working directory relative to the session (default workspace)")
 	f.StringVarP(&dopts.User, "user", "u", "", "the container user, as docker run --user takes it")
@@ -173,14 +179,16 @@ func isRootUser(user string) bool {
 
 // backendFlags are the flags only some backends take; any other backend refuses them rather than ignore them.
 var backendFlags = map[string][]string{
-	"image":   {"docker", "modal"},
-	"timeout": {"modal"},
-	"user":    {"docker"},
-	"network": {"docker"},
-	"strict":  {"docker"},
-	"home":    {"docker"},
-	"volume":  {"docker"},
-	"keep":    {"docker"},
+	"image":       {"docker", "modal"},
+	"interactive": {"local", "docker"}, // a Modal sandbox is given no stdin
+	"tty":         {"local", "docker"},
+	"timeout":     {"modal"},
+	"user":        {"docker"},
+	"network":     {"docker"},
+	"strict":      {"docker"},
+	"home":        {"docker"},
+	"volume":      {"docker"},
+	"keep":        {"docker"},
 }
 
 func checkBackendFlags(cmd *cobra.Command, backend string) error {

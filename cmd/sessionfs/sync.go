@@ -20,7 +20,8 @@ func (a *app) syncCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "sync push|pull ID",
 		Short: "Sync a session with its Modal Volume (one v2 Volume per session)",
-		Long: `sync push makes the session's Modal Volume (sessionfs-<id>) hold the session as it is: only the 8 MiB
+		Long: `sync push makes the session's Modal Volume (sessionfs-<id>) hold the session as it is: what changed on the
+Volume since the last sync is brought in first (a file changed on both sides keeps both), then only the 8 MiB
 blocks the Volume lacks are uploaded, and local deletions are propagated. sync pull brings the Volume's changes
 back by a three-way comparison with the last agreed state: a file changed on both sides takes the Volume's version
 and keeps the local one beside it as <name>.sessionfs-conflict-<run>; transcript folders made for other cwds are
@@ -50,16 +51,18 @@ MODAL_SERVER_URL, MODAL_ENVIRONMENT, or the active profile of ~/.modal.toml.`,
 			if err != nil {
 				return err
 			}
-			if term.IsTerminal(int(os.Stderr.Fd())) {
-				bar := progressbar.DefaultBytes(-1, dir)
-				sy.Progress = func(n int64) { _ = bar.Add64(n) }
-				defer bar.Finish()
-			}
+			var finish func()
+			sy.Progress, sy.Total, finish = transferBar(dir)
+			defer finish()
 			w := cmd.OutOrStdout()
 			if dir == "push" {
 				rep, err := sy.Push(ctx)
 				if err != nil {
 					return err
+				}
+				if mr := rep.Merged; mr.Applied+mr.Deleted+mr.Conflicts > 0 {
+					fmt.Fprintf(w, "brought in first what changed on the Volume: %d files, removed %d, %d conflicts kept beside\n",
+						mr.Applied, mr.Deleted, mr.Conflicts)
 				}
 				fmt.Fprintf(w, "pushed %d files (%d blocks, %s), removed %d, to Volume %s\n",
 					rep.Files, rep.Blocks, humanize.IBytes(uint64(rep.Bytes)), rep.Deleted, modal.VolumeName(m.ID))
@@ -75,4 +78,17 @@ MODAL_SERVER_URL, MODAL_ENVIRONMENT, or the active profile of ~/.modal.toml.`,
 		},
 	}
 	return cmd
+}
+
+// transferBar is a progress bar on stderr (when it is a terminal) whose total grows as the syncer announces
+// transfers; finish ends it.
+func transferBar(desc string) (progress, total func(int64), finish func()) {
+	if !term.IsTerminal(int(os.Stderr.Fd())) {
+		return nil, nil, func() {}
+	}
+	bar := progressbar.DefaultBytes(-1, desc)
+	var max int64
+	return func(n int64) { _ = bar.Add64(n) },
+		func(n int64) { max += n; bar.ChangeMax64(max) },
+		func() { _ = bar.Finish() }
 }

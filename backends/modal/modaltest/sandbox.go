@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -94,16 +95,28 @@ func (s *Server) SandboxCreate(ctx context.Context, req *pb.SandboxCreateRequest
 	}
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Dir = mapPath(def.GetWorkdir())
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+	cmd.Env = nil
 	for k, v := range env {
 		cmd.Env = append(cmd.Env, k+"="+mapPath(v))
 	}
 	cmd.Stdout, cmd.Stderr = &lockedWriter{&sb.mu, &sb.out}, &lockedWriter{&sb.mu, &sb.err}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // so an end kills the command and its children
+	ctl, err := s.syncShim(dir)
+	if err != nil {
+		return nil, status.Error(codes.Internal, err.Error())
+	}
+	cmd.Env = append(cmd.Env, "PATH="+filepath.Join(ctl, "bin")+":"+os.Getenv("PATH"))
 	timeout := time.Duration(def.GetTimeoutSecs()) * time.Second
+	s.mu.Lock()
+	s.lastTimeout = timeout
+	s.mu.Unlock()
+	s.mu.Lock()
+	delay, every := s.commitDelay, s.backgroundCommits
+	s.mu.Unlock()
 	go func() {
-		defer close(sb.done)
+		defer os.RemoveAll(ctl)
 		defer os.RemoveAll(dir)
+		commit := func() { snapshot = s.writeBack(volID, dir, snapshot) }
 		code := 0
 		if err := cmd.Start(); err != nil {
 			code = 127
@@ -124,22 +137,82 @@ func (s *Server) SandboxCreate(ctx context.Context, req *pb.SandboxCreateRequest
 					_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 				})
 			}
-			if err := cmd.Wait(); err != nil {
-				code = cmd.ProcessState.ExitCode()
-				if code < 0 {
-					code = 137
+			exited := make(chan error, 1)
+			go func() { exited <- cmd.Wait() }()
+			poll := time.NewTicker(10 * time.Millisecond)
+			last := time.Now()
+		run:
+			for {
+				select {
+				case err := <-exited:
+					if err != nil {
+						code = cmd.ProcessState.ExitCode()
+						if code < 0 {
+							code = 137
+						}
+					}
+					break run
+				case <-poll.C:
+					// A sync of the mountpoint commits now; otherwise, background commits now and then.
+					if _, err := os.Stat(filepath.Join(ctl, "commit")); err == nil {
+						commit()
+						os.Remove(filepath.Join(ctl, "commit"))
+					} else if every > 0 && time.Since(last) >= every {
+						commit()
+						last = time.Now()
+					}
 				}
 			}
+			poll.Stop()
 			if timer != nil {
 				timer.Stop()
 			}
 		}
-		s.writeBack(volID, dir, snapshot)
 		sb.mu.Lock()
 		sb.exit = code
 		sb.mu.Unlock()
+		// The sandbox has ended (Wait answers), and its last writes are committed later, as Modal does when it
+		// tears the sandbox down: nothing promises they are visible when Wait returns.
+		close(sb.done)
+		time.Sleep(delay)
+		commit()
+		s.mu.Lock()
+		s.committed++
+		s.mu.Unlock()
 	}()
 	return pb.SandboxCreateResponse_builder{SandboxId: id}.Build(), nil
+}
+
+// syncShim makes a folder whose bin/sync, first on the command's PATH, commits the Volume when it is given the
+// mountpoint (as sync on a v2 Volume's mountpoint does in a Modal sandbox), and returns once it is committed.
+func (s *Server) syncShim(mount string) (string, error) {
+	ctl, err := os.MkdirTemp("", "modaltest-ctl-")
+	if err != nil {
+		return "", err
+	}
+	q := func(v string) string { return "'" + strings.ReplaceAll(v, "'", `'\''`) + "'" }
+	script := "#!/bin/sh\nfor a in \"$@\"; do\n  case \"$a\" in " + q(mount) + "|" + q(mount+"/") + ")\n" +
+		"    : > " + q(ctl+"/commit") + "\n    while [ -e " + q(ctl+"/commit") + " ]; do sleep 0.01; done;;\n  esac\ndone\n"
+	if err := os.MkdirAll(filepath.Join(ctl, "bin"), 0o755); err != nil {
+		return "", err
+	}
+	return ctl, os.WriteFile(filepath.Join(ctl, "bin", "sync"), []byte(script), 0o755)
+}
+
+// SetCommits sets when a sandbox's writes reach the Volume besides an explicit sync of the mountpoint: delay
+// after the sandbox ends (Wait has answered by then), and every interval while it runs (0: never), as Volumes
+// mounted with background commits do.
+func (s *Server) SetCommits(delay, interval time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.commitDelay, s.backgroundCommits = delay, interval
+}
+
+// Committed counts the sandboxes whose final commit is done.
+func (s *Server) Committed() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.committed
 }
 
 type lockedWriter struct {
@@ -153,26 +226,38 @@ func (w *lockedWriter) Write(p []byte) (int, error) {
 	return w.b.Write(p)
 }
 
-// materialise writes a volume's files under dir and returns their contents, to find what the run changed.
+// materialise makes a volume's tree under dir and returns it by path ("f<mode>:content", "d", "l:target"), to
+// find what the run changed.
 func (s *Server) materialise(volID, dir string) map[string]string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	snap := map[string]string{}
-	for p, f := range s.files[volID] {
-		var data []byte
-		for _, h := range f.blocks {
-			data = append(data, s.blocks[h]...)
+	paths := make([]string, 0, len(s.files[volID]))
+	for p := range s.files[volID] {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths) // a folder before what it holds
+	for _, p := range paths {
+		f, target := s.files[volID][p], filepath.Join(dir, p)
+		switch f.kind {
+		case pb.FileEntry_DIRECTORY:
+			_ = os.MkdirAll(target, 0o755)
+			snap[p] = "d"
+		case pb.FileEntry_SYMLINK:
+			_ = os.Symlink(f.target, target)
+			snap[p] = "l:" + f.target
+		default:
+			data := s.content(f)
+			_ = os.WriteFile(target, data, fs.FileMode(f.mode|0o600))
+			_ = os.Chmod(target, fs.FileMode(f.mode|0o600))
+			snap[p] = fmt.Sprintf("f%o:", f.mode|0o600) + string(data)
 		}
-		target := filepath.Join(dir, p)
-		_ = os.MkdirAll(filepath.Dir(target), 0o755)
-		_ = os.WriteFile(target, data, fs.FileMode(f.mode|0o600))
-		snap[p] = string(data)
 	}
 	return snap
 }
 
-// writeBack commits what the run changed under dir into the volume.
-func (s *Server) writeBack(volID, dir string, before map[string]string) {
+// writeBack commits what the run changed under dir since before into the volume, and returns what it committed.
+func (s *Server) writeBack(volID, dir string, before map[string]string) map[string]string {
 	s.mu.Lock()
 	name := ""
 	for n, id := range s.volumes {
@@ -182,26 +267,49 @@ func (s *Server) writeBack(volID, dir string, before map[string]string) {
 	}
 	s.mu.Unlock()
 	if name == "" {
-		return
+		return before
 	}
-	after := map[string]bool{}
+	after := map[string]string{}
 	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || !d.Type().IsRegular() {
+		if err != nil || p == dir {
 			return nil
 		}
 		rel, _ := filepath.Rel(dir, p)
-		after[rel] = true
-		data, err := os.ReadFile(p)
-		if err == nil && (before[rel] != string(data) || !hasKey(before, rel)) {
-			s.Write(name, rel, data)
+		switch {
+		case d.IsDir():
+			after[rel] = "d"
+			if before[rel] != "d" {
+				s.Mkdir(name, rel)
+			}
+		case d.Type()&fs.ModeSymlink != 0:
+			target, err := os.Readlink(p)
+			if err != nil {
+				return nil
+			}
+			after[rel] = "l:" + target
+			if before[rel] != after[rel] {
+				s.Symlink(name, target, rel)
+			}
+		case d.Type().IsRegular():
+			data, err := os.ReadFile(p)
+			info, ierr := d.Info()
+			if err != nil || ierr != nil {
+				return nil
+			}
+			mode := uint32(info.Mode().Perm())
+			after[rel] = fmt.Sprintf("f%o:", mode) + string(data)
+			if before[rel] != after[rel] {
+				s.WriteMode(name, rel, data, mode)
+			}
 		}
 		return nil
 	})
 	for rel := range before {
-		if !after[rel] {
+		if !hasKey(after, rel) {
 			s.Remove(name, rel)
 		}
 	}
+	return after
 }
 
 func hasKey(m map[string]string, k string) bool { _, ok := m[k]; return ok }
@@ -313,4 +421,18 @@ func (s *Server) SandboxGetLogs(req *pb.SandboxGetLogsRequest, stream grpc.Serve
 			return stream.Context().Err()
 		}
 	}
+}
+
+// Sandboxes counts the sandboxes created.
+func (s *Server) Sandboxes() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.sandboxes)
+}
+
+// LastTimeout is the lifetime the last sandbox was created with.
+func (s *Server) LastTimeout() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lastTimeout
 }
