@@ -157,7 +157,31 @@ func ok(t *testing.T, store string, args ...string) string {
 type mounted struct {
 	store, mnt string
 	cmd        *exec.Cmd
-	log        *bytes.Buffer
+	log        *syncBuffer
+}
+
+// syncBuffer is an output a test reads while the process still writes it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func (b *syncBuffer) Reset() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf.Reset()
 }
 
 // mount starts the real daemon on a new mountpoint and waits until it serves. Cleanup stops it and makes sure
@@ -165,7 +189,7 @@ type mounted struct {
 func mount(t *testing.T, store string, extra ...string) *mounted {
 	t.Helper()
 	needFUSE(t)
-	m := &mounted{store: store, mnt: filepath.Join(t.TempDir(), "mnt"), log: &bytes.Buffer{}}
+	m := &mounted{store: store, mnt: filepath.Join(t.TempDir(), "mnt"), log: &syncBuffer{}}
 	m.start(t, extra...)
 	t.Cleanup(func() { m.stop(t) })
 	return m
@@ -180,7 +204,9 @@ func (m *mounted) start(t *testing.T, extra ...string) {
 	require.NoError(t, m.cmd.Start())
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
-		if isFUSEMount(m.mnt) && !staleMount(m.mnt) {
+		// Serving, said once the daemon's start-up is over: a test that kills the daemon earlier would kill it in
+		// the middle of go-fuse's poll probe of its own mount, which the kernel then waits on for ever.
+		if strings.Contains(m.log.String(), "sessionfs: serving ") && isFUSEMount(m.mnt) && !staleMount(m.mnt) {
 			return
 		}
 		if m.cmd.ProcessState != nil {

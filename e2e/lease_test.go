@@ -1,13 +1,11 @@
 package e2e
 
 import (
-	"bytes"
 	"os"
 	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -22,24 +20,6 @@ type runner struct {
 	cmd  *exec.Cmd
 	out  *syncBuffer
 	done chan struct{}
-}
-
-// syncBuffer is an output a test reads while the process still writes it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 func startRunner(t *testing.T, store string, env []string, args ...string) *runner {
