@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -140,7 +141,8 @@ func New(store *layout.Store, mountpoint string, opts Options) (*Mount, error) {
 		mo.Options = append(mo.Options, "default_permissions")
 	}
 	timeout := opts.Timeout
-	server, err := gofs.Mount(mnt, root, &gofs.Options{
+	procs := runtime.GOMAXPROCS(0) // what go-fuse sizes its readers by (procs.go)
+	server, err := serve(mnt, root, &gofs.Options{
 		MountOptions:    mo,
 		EntryTimeout:    &timeout,
 		AttrTimeout:     &timeout,
@@ -153,12 +155,26 @@ func New(store *layout.Store, mountpoint string, opts Options) (*Mount, error) {
 		tree.Close()
 		return nil, mountError(mnt, err)
 	}
+	spareProcs(procs)
 	if opts.MaxNodes == 0 {
 		opts.MaxNodes = nodes.DefaultMaxNodes
 	}
 	done := make(chan struct{})
 	go tree.Prune(root.Sessions(), opts.MaxNodes, done)
 	return &Mount{Mountpoint: mnt, Store: store, server: server, watcher: wa, tree: tree, Shared: shared, Timeout: timeout, done: done}, nil
+}
+
+// serve mounts root at mnt and serves it, folders without OPENDIR (opendir.go).
+func serve(mnt string, root gofs.InodeEmbedder, opts *gofs.Options) (*fuse.Server, error) {
+	server, err := fuse.NewServer(newNoOpendir(gofs.NewNodeFS(root, opts)), mnt, &opts.MountOptions)
+	if err != nil {
+		return nil, err
+	}
+	go server.Serve()
+	if err := server.WaitMount(); err != nil {
+		return nil, err // the serve loop ends with the failed mount
+	}
+	return server, nil
 }
 
 // Wait blocks until the mount is unmounted.
