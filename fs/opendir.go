@@ -16,6 +16,7 @@ import (
 // continues on the same handle, so a synthetic folder (the sessions) is listed once per read, not per request.
 type noOpendir struct {
 	fuse.RawFileSystem
+	server *fuse.Server
 
 	mu sync.Mutex
 	// reading holds the handle of a listing read part way, by node id, for the request that continues it.
@@ -36,7 +37,15 @@ func newNoOpendir(fs fuse.RawFileSystem) *noOpendir {
 	return &noOpendir{RawFileSystem: fs, reading: map[uint64]dirRead{}}
 }
 
+func (w *noOpendir) Init(s *fuse.Server) {
+	w.server = s
+	w.RawFileSystem.Init(s)
+}
+
 func (w *noOpendir) OpenDir(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
+	if w.server.KernelSettings().Flags64()&fuse.CAP_NO_OPENDIR_SUPPORT == 0 {
+		return w.RawFileSystem.OpenDir(cancel, in, out) // a kernel older than 5.1 would fail the open
+	}
 	return fuse.ENOSYS
 }
 
