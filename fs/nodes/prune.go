@@ -2,6 +2,7 @@ package nodes
 
 import (
 	"cmp"
+	"runtime/debug"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -24,6 +25,8 @@ const (
 	pruneIdle = 5 * time.Second
 	// pruneBatch bounds one notification's size.
 	pruneBatch = 512
+	// freeAfter is how long after the last prune the daemon returns freed memory to the system.
+	freeAfter = time.Second
 )
 
 // nodeMade and nodeGone count the live nodes of the sessions.
@@ -57,15 +60,25 @@ func (t *Tree) Prune(sessions *fs.Inode, max int64, done <-chan struct{}) {
 	}
 	tick := time.NewTicker(pruneEvery)
 	defer tick.Stop()
+	var pruned time.Time // when nodes were last pruned and their memory not yet handed back
 	for {
 		select {
 		case <-done:
 			return
 		case <-tick.C:
 			if over := t.live.Load() - max; over > 0 {
-				if t.pruneOnce(sessions, over+max/4) == 0 {
+				n := t.pruneOnce(sessions, over+max/4)
+				if n == 0 {
 					return // the kernel cannot prune (older than 6.18): stop asking
 				}
+				if n > 0 {
+					pruned = time.Now()
+				}
+			} else if !pruned.IsZero() && time.Since(pruned) >= freeAfter {
+				// The kernel has forgotten the pruned nodes by now: hand their memory back to the system rather
+				// than keep it for a walk that may never come again.
+				debug.FreeOSMemory()
+				pruned = time.Time{}
 			}
 		}
 	}
