@@ -111,4 +111,19 @@ func TestFolderListingsWithoutOpendir(t *testing.T) {
 	ok(t, store, "new", "s300")
 	eventually(t, 5*time.Second, func() bool { return len(list(filepath.Join(m.mnt, "sessions"))) == 301 },
 		"a new session shows in the listing")
+
+	// Synthetic folders no watcher follows are listed anew each time: the projects views and by-claude-id.
+	proj := filepath.Join(m.session("s000"), ".claude", "projects")
+	assert.Equal(t, []string{"-session-workspace"}, list(proj))
+	// Writing through a cwd's name records it as an alias of the session, which the listing then shows.
+	require.NoError(t, os.WriteFile(filepath.Join(proj, "-home-u-elsewhere", "notes.txt"), []byte("x"), 0o600))
+	eventually(t, 5*time.Second, func() bool { return slices.Contains(list(proj), "-home-u-elsewhere") },
+		"the projects listing shows the new view: %v", list(proj))
+	byID := filepath.Join(m.mnt, "by-claude-id")
+	assert.Empty(t, list(byID))
+	uuid := "0b7c6a1e-1111-2222-3333-444455556666"
+	line := `{"type":"user","sessionId":"` + uuid + `","message":{"role":"user","content":"hi"}}` + "\n"
+	require.NoError(t, os.WriteFile(filepath.Join(store, "sessions", "s001", ".claude", "projects", "-session-workspace", uuid+".jsonl"), []byte(line), 0o600))
+	eventually(t, 5*time.Second, func() bool { return slices.Equal([]string{uuid}, list(byID)) },
+		"by-claude-id lists a conversation made after its first listing: %v", list(byID))
 }

@@ -25,6 +25,7 @@ type ByClaudeID struct {
 	mu    sync.Mutex
 	index map[string]claude.Holder // conversation uuid -> its owner, from the last listing
 	built time.Time
+	listed
 }
 
 var (
@@ -83,7 +84,7 @@ func (b *ByClaudeID) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) 
 	b.mu.Lock()
 	b.index, b.built = index, time.Now()
 	b.mu.Unlock()
-	return fs.NewListDirStream(ents), 0
+	return &uncached{fs.NewListDirStream(ents), &b.Inode, &b.listed}, 0
 }
 
 func (b *ByClaudeID) Getattr(ctx context.Context, _ fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
@@ -93,5 +94,6 @@ func (b *ByClaudeID) Getattr(ctx context.Context, _ fs.FileHandle, out *fuse.Att
 	if _, err := lstat(filepath.Join(b.tree.Store.Root, "sessions"), &st); err == nil {
 		out.Mtime, out.Mtimensec = uint64(st.Mtim.Sec), uint32(st.Mtim.Nsec)
 	}
+	b.mtime(&out.Attr)
 	return 0
 }

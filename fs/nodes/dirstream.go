@@ -2,7 +2,9 @@ package nodes
 
 import (
 	"context"
+	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -43,4 +45,45 @@ func (v *viewDirStream) Releasedir(ctx context.Context, flags uint32) {
 
 func (v *viewDirStream) Fsyncdir(ctx context.Context, flags uint32) syscall.Errno {
 	return v.FileHandle.(fs.FileFsyncdirer).Fsyncdir(ctx, flags)
+}
+
+// uncached is the listing of a synthetic folder no watcher follows (the projects views, by-claude-id). The mount
+// declines OPENDIR, so the kernel keeps every listing it reads, until the folder's mtime changes. Such a folder
+// shows the time of its last listing as its mtime (listed), and when a listing has been read (its handle closes)
+// the kernel is told to ask for the attributes again: the next listing finds a new mtime and is made anew.
+type uncached struct {
+	fs.DirStream
+	in     *fs.Inode
+	listed *listed
+}
+
+var _ = (fs.FileSeekdirer)((*uncached)(nil))
+
+func (u *uncached) Seekdir(ctx context.Context, off uint64) syscall.Errno {
+	if sd, ok := u.DirStream.(fs.FileSeekdirer); ok {
+		return sd.Seekdir(ctx, off)
+	}
+	return syscall.ENOTSUP
+}
+
+// Close marks the listing read; the notification goes off the request path, since the kernel waits for this
+// request's answer.
+func (u *uncached) Close() {
+	u.DirStream.Close()
+	u.listed.at.Store(time.Now().UnixNano())
+	go u.in.NotifyContent(-1, 0) // attributes only: the new mtime resets the cached listing
+}
+
+// listed is when a synthetic folder was last listed (ns; 0: never).
+type listed struct{ at atomic.Int64 }
+
+// mtime shows the last listing's time as a's mtime when it is later than a's own.
+func (l *listed) mtime(a *fuse.Attr) {
+	ns := l.at.Load()
+	if ns <= 0 {
+		return
+	}
+	if sec, nsec := uint64(ns/1e9), uint32(ns%1e9); sec > a.Mtime || sec == a.Mtime && nsec > a.Mtimensec {
+		a.Mtime, a.Mtimensec = sec, nsec
+	}
 }

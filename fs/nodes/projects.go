@@ -19,6 +19,7 @@ type Projects struct {
 	tree *Tree
 	id   string
 	dir  string // the store's projects folder, relative to the sessions folder
+	listed
 }
 
 var (
@@ -94,6 +95,7 @@ func (p *Projects) Getattr(ctx context.Context, _ fs.FileHandle, out *fuse.AttrO
 	}
 	out.FromStat(&st)
 	out.Ino = p.StableAttr().Ino
+	p.mtime(&out.Attr)
 	return 0
 }
 
@@ -117,7 +119,7 @@ func (p *Projects) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
 	}
 	var canon syscall.Stat_t
 	if _, err := p.tree.lstatAt(p.dir+"/"+layout.CanonicalProject, &canon); err != nil || canon.Mode&syscall.S_IFMT != syscall.S_IFDIR {
-		return fs.NewListDirStream(nil), 0
+		return &uncached{fs.NewListDirStream(nil), &p.Inode, &p.listed}, 0
 	}
 	ents := make([]fuse.DirEntry, 0, len(names))
 	for _, name := range names {
@@ -125,7 +127,7 @@ func (p *Projects) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
 			ents = append(ents, fuse.DirEntry{Name: name, Mode: syscall.S_IFDIR, Ino: p.tree.stableAttr(&canon, 0, view).Ino})
 		}
 	}
-	return fs.NewListDirStream(ents), 0
+	return &uncached{fs.NewListDirStream(ents), &p.Inode, &p.listed}, 0
 }
 
 // Mkdir is reached only for names Lookup refused: every valid name already exists.
