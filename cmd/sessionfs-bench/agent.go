@@ -191,9 +191,9 @@ func (b *bench) agentWorkload() {
 	}
 	b.Agent = &agentResult{Files: files, Bytes: size}
 	for _, step := range agentSteps {
-		r := result{Workload: step, Seconds: map[string]float64{}}
+		r := newResult(step)
 		for place, ts := range times[step] {
-			r.Seconds[place] = median(ts).Seconds()
+			r.add(place, ts)
 		}
 		b.Agent.Steps = append(b.Agent.Steps, r)
 	}

@@ -39,7 +39,22 @@ type bench struct {
 // result is the median time of one workload on each target.
 type result struct {
 	Workload string             `json:"workload"`
-	Seconds  map[string]float64 `json:"seconds"`
+	Seconds  map[string]float64 `json:"seconds"` // the median of each place's runs
+	// Runs are each place's runs in the order they ran, to tell a place's own slowness from the disk's noise.
+	Runs map[string][]float64 `json:"runs"`
+}
+
+// newResult starts the result of a workload.
+func newResult(workload string) result {
+	return result{Workload: workload, Seconds: map[string]float64{}, Runs: map[string][]float64{}}
+}
+
+// add records a place's runs and their median.
+func (r *result) add(place string, runs []time.Duration) {
+	r.Seconds[place] = median(runs).Seconds()
+	for _, d := range runs {
+		r.Runs[place] = append(r.Runs[place], d.Seconds())
+	}
 }
 
 // figure is a single measurement with its goal.
@@ -179,9 +194,9 @@ func (b *bench) runAll() {
 				times[t.name] = append(times[t.name], d)
 			}
 		}
-		r := result{Workload: w.name, Seconds: map[string]float64{}}
+		r := newResult(w.name)
 		for name, ts := range times {
-			r.Seconds[name] = median(ts).Seconds()
+			r.add(name, ts)
 		}
 		b.Results = append(b.Results, r)
 		fmt.Fprintf(os.Stderr, " done\n")
@@ -250,7 +265,7 @@ func (b *bench) dockerRun() {
 
 // perTarget times work on every target, runs times each, and records the medians as one result.
 func (b *bench) perTarget(name string, runs int, work func(t *target) error) {
-	r := result{Workload: name, Seconds: map[string]float64{}}
+	r := newResult(name)
 	for _, t := range b.targets {
 		var times []time.Duration
 		for run := 0; run < runs; run++ {
@@ -262,7 +277,7 @@ func (b *bench) perTarget(name string, runs int, work func(t *target) error) {
 			times = append(times, d)
 		}
 		if len(times) > 0 {
-			r.Seconds[t.name] = median(times).Seconds()
+			r.add(t.name, times)
 		}
 	}
 	b.Results = append(b.Results, r)
