@@ -33,6 +33,9 @@ type dirRead struct {
 // readingTTL releases the handle of a reader that stopped part way (ls | head).
 const readingTTL = 5 * time.Second
 
+// maxReading bounds the handles held for listings read part way.
+const maxReading = 256
+
 func newNoOpendir(fs fuse.RawFileSystem) *noOpendir {
 	return &noOpendir{RawFileSystem: fs, reading: map[uint64]dirRead{}}
 }
@@ -105,7 +108,9 @@ func (w *noOpendir) keep(node uint64, r dirRead) {
 	}
 	w.reading[node] = r
 	for n, o := range w.reading {
-		if time.Since(o.at) > readingTTL {
+		// Readers that went away, and beyond maxReading any other: a process stopping part way through many
+		// folders must not make the daemon hold a descriptor for each. A reader whose handle went opens anew.
+		if n != node && (time.Since(o.at) > readingTTL || len(w.reading) > maxReading) {
 			stale, nodes = append(stale, o), append(nodes, n)
 			delete(w.reading, n)
 		}

@@ -87,3 +87,25 @@ func (l *listed) mtime(a *fuse.Attr) {
 		a.Mtime, a.Mtimensec = sec, nsec
 	}
 }
+
+// readEntries reads the folder open as fd (which it takes) whole, keeping the entries keep accepts (it may change
+// them).
+func readEntries(fd int, keep func(*fuse.DirEntry) bool) ([]fuse.DirEntry, syscall.Errno) {
+	ds, errno := fs.NewLoopbackDirStreamFd(fd)
+	if errno != 0 {
+		syscall.Close(fd)
+		return nil, errno
+	}
+	defer ds.Close()
+	var ents []fuse.DirEntry
+	for ds.HasNext() {
+		e, errno := ds.Next()
+		if errno != 0 {
+			return nil, errno
+		}
+		if keep(&e) {
+			ents = append(ents, e)
+		}
+	}
+	return ents, 0
+}

@@ -32,25 +32,17 @@ func (n *Node) sessionListing(fd int) (fs.FileHandle, syscall.Errno) {
 	if _, err := fstat(fd, &st); err == nil {
 		dirs, all = n.tree.inoMix(st.Dev, n.alias)
 	}
-	ds, errno := fs.NewLoopbackDirStreamFd(fd)
-	if errno != 0 {
-		syscall.Close(fd)
-		return nil, errno
-	}
-	defer ds.Close()
-	var ents []fuse.DirEntry
-	for ds.HasNext() {
-		e, errno := ds.Next()
-		if errno != 0 {
-			return nil, errno
-		}
+	ents, errno := readEntries(fd, func(e *fuse.DirEntry) bool {
 		if e.Name != "." && e.Name != ".." {
 			e.Ino ^= all
 			if e.Mode&syscall.S_IFMT == syscall.S_IFDIR {
 				e.Ino ^= dirs
 			}
 		}
-		ents = append(ents, e)
+		return true
+	})
+	if errno != 0 {
+		return nil, errno
 	}
 	slices.SortStableFunc(ents, func(a, b fuse.DirEntry) int { return listRank(a.Name) - listRank(b.Name) })
 	return fs.NewListDirStream(ents).(fs.FileHandle), 0

@@ -82,21 +82,11 @@ func (s *Sessions) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) 
 	if err != nil {
 		return nil, gofs.ToErrno(err)
 	}
-	ds, errno := gofs.NewLoopbackDirStreamFd(fd)
+	ents, errno := readEntries(fd, func(e *fuse.DirEntry) bool {
+		return e.Mode&syscall.S_IFMT == syscall.S_IFDIR && layout.ValidateID(e.Name) == nil
+	})
 	if errno != 0 {
-		syscall.Close(fd)
 		return nil, errno
-	}
-	defer ds.Close()
-	var ents []fuse.DirEntry
-	for ds.HasNext() {
-		e, errno := ds.Next()
-		if errno != 0 {
-			return nil, errno
-		}
-		if e.Mode&syscall.S_IFMT == syscall.S_IFDIR && layout.ValidateID(e.Name) == nil {
-			ents = append(ents, e)
-		}
 	}
 	return gofs.NewListDirStream(ents), 0
 }
