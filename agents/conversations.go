@@ -13,8 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/sessionfs/sessionfs/claude"
 	"github.com/sessionfs/sessionfs/layout"
 )
@@ -431,7 +429,7 @@ func Holders(store *layout.Store, id string) ([]Holder, error) {
 			if !matches(sess, f, id) {
 				continue
 			}
-			born, ok := bornAt(sess, f.rel)
+			born, ok := sess.Born(f.rel)
 			if !ok {
 				continue
 			}
@@ -470,25 +468,4 @@ func matches(sess *layout.Dir, f file, id string) bool {
 	}
 	c, ok := summarise(sess, f)
 	return ok && strings.EqualFold(c.ID, id)
-}
-
-// bornAt returns when rel, a regular file beneath sess, was made (its birth time, else its change time).
-func bornAt(sess *layout.Dir, rel string) (time.Time, bool) {
-	pfd, name, err := sess.Parent(rel)
-	if err != nil {
-		return time.Time{}, false
-	}
-	defer unix.Close(pfd)
-	var st unix.Statx_t
-	if err := unix.Statx(pfd, name, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_TYPE|unix.STATX_BTIME|unix.STATX_CTIME, &st); err != nil {
-		return time.Time{}, false
-	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return time.Time{}, false
-	}
-	t := st.Ctime
-	if st.Mask&unix.STATX_BTIME != 0 {
-		t = st.Btime
-	}
-	return time.Unix(t.Sec, int64(t.Nsec)), true
 }

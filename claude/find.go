@@ -7,8 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/sessionfs/sessionfs/layout"
 )
 
@@ -57,7 +55,7 @@ func Holders(store *layout.Store, uuid string) ([]Holder, error) {
 		}
 		for _, folder := range projectFolders(sess) {
 			rel := folder + "/" + uuid + ".jsonl"
-			if born, ok := transcriptBorn(sess, rel); ok {
+			if born, ok := sess.Born(rel); ok {
 				out = append(out, Holder{ID: id, Rel: rel, Born: born})
 			}
 		}
@@ -151,7 +149,7 @@ func Index(store *layout.Store) (map[string]Holder, error) {
 					continue
 				}
 				rel := folder + "/" + e.Name()
-				born, ok := transcriptBorn(sess, rel)
+				born, ok := sess.Born(rel)
 				if !ok {
 					continue
 				}
@@ -182,7 +180,7 @@ func Holds(store *layout.Store, h Holder) bool {
 		return false
 	}
 	defer sess.Close()
-	_, ok := transcriptBorn(sess, h.Rel)
+	_, ok := sess.Born(h.Rel)
 	return ok
 }
 
@@ -198,25 +196,4 @@ func projectFolders(sess *layout.Dir) []string {
 		}
 	}
 	return out
-}
-
-// transcriptBorn returns when rel, a regular file beneath sess, was made.
-func transcriptBorn(sess *layout.Dir, rel string) (time.Time, bool) {
-	pfd, name, err := sess.Parent(rel)
-	if err != nil {
-		return time.Time{}, false
-	}
-	defer unix.Close(pfd)
-	var st unix.Statx_t
-	if err := unix.Statx(pfd, name, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_TYPE|unix.STATX_BTIME|unix.STATX_CTIME, &st); err != nil {
-		return time.Time{}, false
-	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return time.Time{}, false
-	}
-	t := st.Ctime
-	if st.Mask&unix.STATX_BTIME != 0 {
-		t = st.Btime
-	}
-	return time.Unix(t.Sec, int64(t.Nsec)), true
 }

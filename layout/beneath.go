@@ -501,3 +501,25 @@ func SameFolder(a, b *Dir) bool {
 	var sa, sb unix.Stat_t
 	return unix.Fstat(a.fd, &sa) == nil && unix.Fstat(b.fd, &sb) == nil && sa.Dev == sb.Dev && sa.Ino == sb.Ino
 }
+
+// Born returns when rel, a regular file beneath d reached without following a symlink, was made: its birth
+// time, else (a filesystem that keeps none) its change time.
+func (d *Dir) Born(rel string) (time.Time, bool) {
+	pfd, name, err := d.Parent(rel)
+	if err != nil {
+		return time.Time{}, false
+	}
+	defer unix.Close(pfd)
+	var st unix.Statx_t
+	if err := unix.Statx(pfd, name, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_TYPE|unix.STATX_BTIME|unix.STATX_CTIME, &st); err != nil {
+		return time.Time{}, false
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return time.Time{}, false
+	}
+	t := st.Ctime
+	if st.Mask&unix.STATX_BTIME != 0 {
+		t = st.Btime
+	}
+	return time.Unix(t.Sec, int64(t.Nsec)), true
+}
