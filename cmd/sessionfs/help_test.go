@@ -1,6 +1,8 @@
 package main
 
 import (
+	"io"
+	"path/filepath"
 	"testing"
 
 	"github.com/spf13/cobra"
@@ -20,4 +22,22 @@ func TestEveryCommandHasExamples(t *testing.T) {
 		}
 	}
 	walk(newRootCmd())
+}
+
+// Numbers that make no sense are refused before anything is mounted or handed to a daemon.
+func TestMountRefusesBadNumbers(t *testing.T) {
+	for _, args := range [][]string{
+		{"--max-nodes", "-5"},
+		{"--max-nodes=-1", "--daemon"},
+		{"--cache-timeout", "-1s"},
+	} {
+		root := newRootCmd()
+		dir := t.TempDir()
+		root.SetArgs(append([]string{"--store", filepath.Join(dir, "store"), "mount", filepath.Join(dir, "mnt")}, args...))
+		root.SetOut(io.Discard)
+		root.SetErr(io.Discard)
+		err := root.Execute()
+		assert.True(t, isUsage(err), "%v: %v", args, err)
+		assert.NoDirExists(t, filepath.Join(dir, "store"), "%v made the store", args)
+	}
 }

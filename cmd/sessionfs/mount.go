@@ -55,6 +55,13 @@ served with a 1s kernel cache instead of 30s: this host's watcher cannot see the
   sessionfs unmount ~/agent-sessions`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			// Checked before --daemon hands over, so the user sees the error, not the daemon's log.
+			if maxNodes < 0 {
+				return usageError(fmt.Sprintf("--max-nodes %d: want a count of files and folders (0: never ask the kernel to forget)", maxNodes))
+			}
+			if opts.Timeout < 0 {
+				return usageError(fmt.Sprintf("--cache-timeout %s: want a duration of 0 or more (0: the default)", opts.Timeout))
+			}
 			if daemon {
 				return daemonize(cmd.OutOrStdout(), cmd.ErrOrStderr(), logPath)
 			}
@@ -70,7 +77,7 @@ served with a 1s kernel cache instead of 30s: this host's watcher cannot see the
 			if err != nil {
 				return err
 			}
-			if opts.MaxNodes = maxNodes; maxNodes <= 0 {
+			if opts.MaxNodes = maxNodes; maxNodes == 0 {
 				opts.MaxNodes = -1 // never prune
 			}
 			opts.OnCreate = func(id string) error { return seedClaude(s, id, sfs.SessionPath(abs, id), true) }
