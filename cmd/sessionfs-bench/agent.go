@@ -164,7 +164,7 @@ func (b *bench) agentWorkload() {
 	}
 	times := map[string]map[string][]time.Duration{} // step -> place -> runs
 	for run := 0; run < b.c.runs; run++ {
-		for _, p := range places {
+		for _, p := range rotated(places, run) {
 			fmt.Fprintf(os.Stderr, "agent workload, run %d, %s\n", run+1, p.name)
 			syscall.Sync() // the last place's writeback is not this one's to pay
 			cmd := p.run(p.root+"/app/agent.sh", p.root+"/app/agent-tree.tar", p.root+"/workspace/agent-"+p.name)

@@ -177,7 +177,7 @@ func (b *bench) runAll() {
 		fmt.Fprintf(os.Stderr, "%-45s", w.name)
 		times := map[string][]time.Duration{}
 		for run := 0; run < b.c.runs; run++ {
-			for _, t := range b.targets { // interleaved, so drift hits every target alike
+			for _, t := range rotated(b.targets, run) { // interleaved, so drift hits every target alike
 				dir := b.dir(t)
 				if err := w.prepare(dir); err != nil {
 					b.skip("%s on %s: prepare: %v", w.name, t.name, err)
@@ -363,4 +363,14 @@ func ratio(a, b float64) string {
 func machine() string {
 	release, _ := os.ReadFile("/proc/sys/kernel/osrelease")
 	return fmt.Sprintf("Linux %s, %d cores", strings.TrimSpace(string(release)), runtime.NumCPU())
+}
+
+// rotated is s begun at its k-th element (modulo its length): each run starts with another place, so no place
+// always follows the same one and pays for its writeback, or for its warm-up.
+func rotated[T any](s []T, k int) []T {
+	if len(s) == 0 {
+		return s
+	}
+	k %= len(s)
+	return append(append([]T(nil), s[k:]...), s[:k]...)
 }
