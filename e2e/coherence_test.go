@@ -5,9 +5,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionfs/sessionfs/layout"
@@ -102,4 +104,43 @@ func TestStoreChangesVisibleWithin100ms(t *testing.T) {
 	_, err = st.Remove("later")
 	require.NoError(t, err)
 	within100ms(t, "a removed session", func() bool { return missing(filepath.Join(m.mnt, "sessions", "later")) })
+}
+
+// TestStoreNamesCachedForLongWhileWatched: the kernel is told to keep the store's names and attributes for an
+// hour (a walk a minute later costs no LOOKUP), since the watcher shows changes at once; names found missing
+// keep the mount's 30 s, and a timeout the user sets holds for everything.
+func TestStoreNamesCachedForLongWhileWatched(t *testing.T) {
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	require.NoError(t, os.WriteFile(filepath.Join(store, "sessions", "s1", "workspace", "notes.txt"), []byte("one\n"), 0o644))
+
+	replies := func(m *mounted, name string) string {
+		_, err := os.Stat(filepath.Join(m.session("s1"), "workspace", name))
+		require.Equal(t, name == "notes.txt", err == nil, "%s: %v", name, err)
+		var reply string
+		eventually(t, 2*time.Second, func() bool {
+			// The debug log: "rx 24: LOOKUP n5  \"notes.txt\" ..." and then "tx 24:     OK, {n6 g1 tE=3600s tA=3600s ...".
+			lines := strings.Split(m.log.String(), "\n")
+			for i, l := range lines {
+				if strings.Contains(l, `LOOKUP`) && strings.Contains(l, `"`+name+`"`) {
+					rx := strings.Fields(l[strings.Index(l, "rx "):])[1]
+					for _, r := range lines[i+1:] {
+						if strings.Contains(r, "tx "+rx) {
+							reply = r
+							return true
+						}
+					}
+				}
+			}
+			return false
+		}, "no LOOKUP of %s in the debug log", name)
+		return reply
+	}
+	m := mount(t, store, "--debug")
+	assert.Contains(t, replies(m, "notes.txt"), "tE=3600s tA=3600s", "a watched store file")
+	assert.Contains(t, replies(m, "missing.txt"), "tE=30s", "a name found missing")
+	m.stop(t)
+
+	m = mount(t, store, "--debug", "--cache-timeout", "5s")
+	assert.Contains(t, replies(m, "notes.txt"), "tE=5s tA=5s", "the user's timeout")
 }

@@ -28,8 +28,9 @@ type Options struct {
 	ReadOnly bool
 	// Debug logs every FUSE request.
 	Debug bool
-	// Timeout is how long the kernel may cache names and attributes; 0 means DefaultTimeout, or SharedTimeout
-	// when the store is shared with other hosts.
+	// Timeout is how long the kernel may cache names and attributes; 0 means WatchedTimeout for the store's
+	// names while the watcher follows them and DefaultTimeout for the rest, or SharedTimeout when the store is
+	// shared with other hosts.
 	Timeout time.Duration
 	// Shared says the store is shared with other hosts even when its filesystem is not recognised as such.
 	Shared bool
@@ -56,9 +57,14 @@ type Mount struct {
 	done    chan struct{} // stops the pruner
 }
 
-// DefaultTimeout is how long the kernel may cache names and attributes. It can be long because the store is
-// watched: a change made behind the mount invalidates exactly what it changed.
+// DefaultTimeout is how long the kernel may cache names and attributes that are not the store's files and
+// folders (the synthetic folders, names found missing), and the store's own once a folder cannot be watched.
 const DefaultTimeout = 30 * time.Second
+
+// WatchedTimeout is how long the kernel may cache the store's names and attributes while the watcher follows
+// every folder the kernel holds: a change made behind the mount then invalidates exactly what it changed, so
+// the timeout only bounds what no event reports (a write through a shared mmap moves no mtime event).
+const WatchedTimeout = time.Hour
 
 // New mounts store at mountpoint (creating the folder if need be) and starts serving.
 func New(store *layout.Store, mountpoint string, opts Options) (*Mount, error) {
@@ -82,19 +88,20 @@ func New(store *layout.Store, mountpoint string, opts Options) (*Mount, error) {
 	if !isShared {
 		shared = ""
 	}
+	var watched time.Duration // the user's timeout, and a shared store's, hold for everything
 	switch {
 	case opts.Timeout != 0:
 	case isShared:
 		opts.Timeout = SharedTimeout
 	default:
-		opts.Timeout = DefaultTimeout
+		opts.Timeout, watched = DefaultTimeout, WatchedTimeout
 	}
 	tree, err := nodes.NewTree(store)
 	if err != nil {
 		return nil, fmt.Errorf("open the store: %w", err)
 	}
 	tree.ReadOnly = opts.ReadOnly
-	tree.AttrTimeout = opts.Timeout
+	tree.Timeout, tree.WatchedTimeout = opts.Timeout, watched
 	tree.OnAlias = func(id, name string) {
 		// Off the request path: a lookup should not wait for session.json's fsync.
 		go func() {

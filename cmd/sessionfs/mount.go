@@ -7,7 +7,9 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/pprof"
+	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -48,7 +50,7 @@ mount serves, printing the daemon's pid, and the daemon logs to --log until "ses
 stale mount left by a crashed daemon first. A mountpoint inside the store, a store already mounted, or a
 folder that is not empty is refused.
 A store on a filesystem other hosts mount too (JuiceFS, CephFS, NFS, GlusterFS, MooseFS; or --shared) is
-served with a 1s kernel cache instead of 30s: this host's watcher cannot see the other hosts' changes.`,
+served with a 1s kernel cache instead of 1h: this host's watcher cannot see the other hosts' changes.`,
 		Example: `  sessionfs mount                       # ~/agent-sessions
   sessionfs mount /mnt/sessions --allow-other   # containers running as other users
   sessionfs mount --daemon                      # in the background; prints the pid
@@ -120,7 +122,7 @@ served with a 1s kernel cache instead of 30s: this host's watcher cannot see the
 	cmd.Flags().BoolVar(&opts.AllowOther, "allow-other", false, "let other users (containers running as another uid) use the mount")
 	cmd.Flags().BoolVar(&opts.ReadOnly, "read-only", false, "mount read-only")
 	cmd.Flags().BoolVar(&opts.Debug, "debug", false, "log every FUSE request")
-	cmd.Flags().DurationVar(&opts.Timeout, "cache-timeout", 0, fmt.Sprintf("how long the kernel caches names and attributes (default %s, %s on a store shared with other hosts)", sfs.DefaultTimeout, sfs.SharedTimeout))
+	cmd.Flags().DurationVar(&opts.Timeout, "cache-timeout", 0, fmt.Sprintf("how long the kernel caches names and attributes (default %s for the store's files while the watcher follows them, else %s; %s on a store shared with other hosts)", fmtDuration(sfs.WatchedTimeout), sfs.DefaultTimeout, sfs.SharedTimeout))
 	cmd.Flags().BoolVar(&opts.Shared, "shared", false, "the store is shared with other hosts (detected for JuiceFS, CephFS, NFS, GlusterFS, MooseFS, ...): bound the kernel's caches")
 	cmd.Flags().Int64Var(&maxNodes, "max-nodes", nodes.DefaultMaxNodes, "files and folders the daemon keeps for the kernel; past it, the kernel is asked to forget those of idle sessions (0: never)")
 	cmd.Flags().BoolVarP(&daemon, "daemon", "d", false, "run in the background once the mount serves; print the daemon's pid")
@@ -163,4 +165,16 @@ func startCPUProfile(path string) (stop func(), err error) {
 		return nil, err
 	}
 	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
+
+// fmtDuration writes a duration as a user would: 1h, not 1h0m0s.
+func fmtDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }

@@ -2,10 +2,14 @@ package nodes
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -33,6 +37,20 @@ type cache struct {
 	open map[string]*openFile   // store path -> files open for writing through the mount
 	// store path -> an attributes-only invalidation due: the events of one burst of writes are coalesced
 	attrsDue map[string]bool
+	// unwatched: a folder the kernel holds could not be watched (out of inotify watches), so what it shows
+	// may change unseen: from then on the kernel is given the mount's plain timeout (Tree.timeout).
+	unwatched atomic.Bool
+}
+
+// timeout is how long the kernel may keep a name or attributes given now. While the watcher follows every
+// folder the kernel holds, a change behind the mount invalidates exactly what it changed, so the kernel may
+// keep them for long (WatchedTimeout): a walk of a tree a minute later costs no LOOKUP or GETATTR. Once a
+// folder could not be watched, the mount's own timeout bounds how stale a name can look.
+func (t *Tree) timeout() time.Duration {
+	if t.WatchedTimeout > 0 && t.cache.watch != nil && !t.cache.unwatched.Load() {
+		return t.WatchedTimeout
+	}
+	return t.Timeout
 }
 
 // attrsDelay coalesces the attribute invalidations of a file open for writing: a burst of writes (each an
@@ -74,8 +92,18 @@ func (t *Tree) showing(path string, in *fs.Inode) {
 		return
 	}
 	if len(c.dirs[path]) == 0 {
-		if c.watch.Add(t.abs(path)) != nil {
-			return // out of watches, or gone: names there stay cached until they time out
+		if err := c.watch.Add(t.abs(path)); err != nil {
+			// Out of watches: names there stay cached until they time out. (A folder already gone
+			// shows nothing the kernel could keep.)
+			if !errors.Is(err, syscall.ENOENT) && !errors.Is(err, syscall.ENOTDIR) && !c.unwatched.Swap(true) {
+				why := err.Error()
+				if errors.Is(err, syscall.ENOSPC) {
+					why = "out of inotify watches: raise fs.inotify.max_user_watches"
+				}
+				fmt.Fprintf(os.Stderr, "sessionfs: cannot watch %s (%s): changes made behind the mount in folders not "+
+					"watched show within %s, not at once\n", t.abs(path), why, t.Timeout)
+			}
+			return
 		}
 	}
 	c.dirs[path] = append(c.dirs[path], in)

@@ -154,6 +154,11 @@ func (n *Node) entry(out *fuse.EntryOut, st *syscall.Stat_t, ch *fs.Inode) {
 	out.Attr.FromStat(st)
 	out.Attr.Ino = ch.StableAttr().Ino
 	told(ch, &out.Attr)
+	if _, ok := ch.Operations().(*Node); ok { // a store file or folder, not a synthetic folder
+		t := n.tree.timeout()
+		out.SetEntryTimeout(t)
+		out.SetAttrTimeout(t)
+	}
 }
 
 // Lookup finds name in the store; in a session's .claude, "projects" is the folder of alias views.
@@ -196,6 +201,7 @@ func (n *Node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) 
 		out.Ino = n.StableAttr().Ino
 		if errno == 0 {
 			told(&n.Inode, &out.Attr)
+			out.SetTimeout(n.tree.timeout())
 		}
 		return errno
 	}
@@ -206,6 +212,7 @@ func (n *Node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) 
 	out.FromStat(&st)
 	out.Ino = n.StableAttr().Ino
 	told(&n.Inode, &out.Attr)
+	out.SetTimeout(n.tree.timeout())
 	return 0
 }
 
@@ -227,8 +234,8 @@ func (n *Node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn,
 // the next stat a round trip). A later change behind the mount moves the file's ctime, which the watcher
 // catches (cache.go).
 func (t *Tree) setattrDone(out *fuse.AttrOut, errno syscall.Errno) syscall.Errno {
-	if errno == 0 && out.Timeout() == 0 {
-		out.SetTimeout(t.AttrTimeout)
+	if errno == 0 {
+		out.SetTimeout(t.timeout())
 	}
 	return errno
 }

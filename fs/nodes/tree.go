@@ -23,8 +23,10 @@ type Tree struct {
 	// ReadOnly: the daemon changes nothing in the store on its own (no folding, no canonical folder made again,
 	// no alias records); the kernel refuses the callers' changes.
 	ReadOnly bool
-	// AttrTimeout is how long the kernel caches attributes (the mount's); the answers to SETATTR carry it too.
-	AttrTimeout time.Duration
+	// Timeout is how long the kernel caches names and attributes (the mount's); the answers to SETATTR carry
+	// it too. WatchedTimeout, when set, is given instead while the watcher follows every folder the kernel
+	// holds (see timeout).
+	Timeout, WatchedTimeout time.Duration
 
 	sessions *layout.Dir // the store's sessions folder: every access is resolved beneath it (at.go)
 	dev      uint64      // its filesystem
