@@ -269,6 +269,8 @@ func TestDoctor(t *testing.T) {
 	assert.Regexp(t, `(?m)^OK\s+fuse\s`, r.stdout)
 	assert.Regexp(t, `(?m)^OK\s+store\s+`+regexpQuote(store)+` writable`, r.stdout)
 	assert.Regexp(t, `(?m)^OK\s+mount\s+`+regexpQuote(m.mnt), r.stdout)
+	assert.Regexp(t, `(?m)^OK\s+sharing\s+the store's filesystem is not one other hosts mount`, r.stdout)
+	assert.Regexp(t, `(?m)^(OK|WARN)\s+watches\s+fs\.inotify\.max_user_watches \d+: `, r.stdout)
 	assert.Regexp(t, `(?m)^(OK|WARN)\s+docker\s`, r.stdout)
 	assert.Regexp(t, `(?m)^(OK|WARN)\s+claude\s`, r.stdout)
 	for _, line := range strings.Split(strings.TrimSpace(r.stdout), "\n") {

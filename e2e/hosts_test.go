@@ -54,6 +54,8 @@ func TestHostsShareOneStore(t *testing.T) {
 	// measures it).
 	fstype, shared := sfs.SharedStore(storeA)
 	require.True(t, shared, "a store on MooseFS (%s) is found shared", fstype)
+	assert.Regexp(t, `(?m)^OK\s+sharing\s+the store is on `+regexpQuote(fstype)+`, which other hosts may mount`,
+		cli(t, storeA, "doctor").stdout, "doctor says the store is shared")
 	mntA, mntB := mount(t, storeA), mount(t, storeB)
 
 	t.Run("visibility", func(t *testing.T) {

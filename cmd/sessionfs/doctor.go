@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -33,7 +34,7 @@ func (a *app) doctorCmd() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:     "doctor",
-		Short:   "Check what sessionfs needs: FUSE, the mount, the store, Docker, Modal, the claude CLI",
+		Short:   "Check what sessionfs needs: FUSE, the store, the mount, inotify watches, Docker, Modal, the claude CLI",
 		Example: `  sessionfs doctor`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -101,10 +102,17 @@ func (a *app) diagnose() []check {
 				}
 			}
 			ids, _ := s.IDs()
-			add("store", status, fmt.Sprintf("%s writable, %d sessions%s", s.Root, len(ids), free), "")
+			add("store", status, fmt.Sprintf("%s writable, %s%s", s.Root, plural(len(ids), "session"), free), "")
+		}
+		if fstype, shared := sfs.SharedStore(s.Root); shared {
+			add("sharing", "OK", fmt.Sprintf("the store is on %s, which other hosts may mount: a mount caches names for %s, "+
+				"exec, run and resume take a lease", fstype, sfs.SharedTimeout), "")
+		} else {
+			add("sharing", "OK", "the store's filesystem is not one other hosts mount (if they do: mount --shared)", "")
 		}
 		a.checkMounts(s, add)
 	}
+	add(checkWatches())
 
 	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
 	if err == nil {
@@ -162,6 +170,26 @@ func checkModal() (status, detail, fix string) {
 	return "OK", "Modal at " + c.Config.ServerURL + " accepts the credentials", ""
 }
 
+// lowWatches is an inotify watch limit a large store can run out of: the mount takes one watch per folder the
+// kernel holds.
+const lowWatches = 65536
+
+// checkWatches reports the inotify watch limit: the mount watches every folder the kernel holds, and past the limit
+// changes made behind it show only when the kernel's cache times out.
+func checkWatches() (name, status, detail, fix string) {
+	b, err := os.ReadFile("/proc/sys/fs/inotify/max_user_watches")
+	n, perr := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || perr != nil {
+		return "watches", "WARN", "cannot read fs.inotify.max_user_watches", ""
+	}
+	detail = fmt.Sprintf("fs.inotify.max_user_watches %d: the mount watches each folder it shows, so changes made behind it "+
+		"show at once (past the limit: within %s)", n, sfs.DefaultTimeout)
+	if n < lowWatches {
+		return "watches", "WARN", detail, fmt.Sprintf("sysctl -w fs.inotify.max_user_watches=%d", 8*lowWatches)
+	}
+	return "watches", "OK", detail, ""
+}
+
 // checkMounts reports the store's mounts: live, or stale (left by a crashed daemon).
 func (a *app) checkMounts(s *layout.Store, add func(name, status, detail, fix string)) {
 	mounts, _ := mountinfo.GetMounts(func(m *mountinfo.Info) (bool, bool) {
@@ -183,4 +211,12 @@ func (a *app) checkMounts(s *layout.Store, add func(name, status, detail, fix st
 func fileExists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
+}
+
+// plural writes n things: "1 session", "3 sessions".
+func plural(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
 }
