@@ -2,7 +2,6 @@ package nodes
 
 import (
 	"context"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -91,7 +90,8 @@ func (b *ByClaudeID) Getattr(ctx context.Context, _ fs.FileHandle, out *fuse.Att
 	out.Mode = syscall.S_IFDIR | 0o555
 	out.SetTimeout(byIDTimeout)
 	var st syscall.Stat_t
-	if _, err := lstat(filepath.Join(b.tree.Store.Root, "sessions"), &st); err == nil {
+	// The sessions folder the daemon holds open, not the path, which could lead elsewhere by now.
+	if _, err := fstat(b.tree.sessions.Fd(), &st); err == nil {
 		out.Mtime, out.Mtimensec = uint64(st.Mtim.Sec), uint32(st.Mtim.Nsec)
 	}
 	b.mtime(&out.Attr)
