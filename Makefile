@@ -30,7 +30,14 @@ build:
 run: build
 	$(BIN) mount
 
-test: vet unit fuzz e2e
+# Every stage runs even when one before it fails (a unit failure must not hide the fuzz and e2e results); the
+# failed ones are named at the end and make fails.
+TEST_STAGES := vet unit fuzz e2e
+test:
+	@failed=""; for s in $(TEST_STAGES); do \
+		echo "=== make $$s"; $(MAKE) --no-print-directory $$s || failed="$$failed $$s"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "make test: failed stages:$$failed"; exit 1; fi; echo "make test: every stage passed ($(TEST_STAGES))"
 
 unit:
 	$(GO) test -race -count=1 ./layout/... ./claude/... ./agents/... ./fs/... ./backends/... ./cmd/... ./travel/...
@@ -44,12 +51,15 @@ e2e: build claude agents
 		if [ -s e2e/.cache/skips.txt ]; then echo "skipped e2e tests:"; cat e2e/.cache/skips.txt; fi; exit $$status
 
 # Short fuzz runs of the targets over hostile input: ids, container paths, the sanitizer, transcripts, archives.
+# Each target runs even when one before it fails; the failed ones are named.
+FUZZ_TARGETS := layout:FuzzValidateID:$(FUZZTIME) layout:FuzzContainerMapping:$(FUZZTIME) claude:FuzzSanitize:$(FUZZTIME) \
+	claude:FuzzScanEntries:$(FUZZTIME) travel:FuzzImport:$(FUZZTIME_IMPORT)
 fuzz:
-	$(GO) test ./layout/ -run '^$$' -fuzz '^FuzzValidateID$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./layout/ -run '^$$' -fuzz '^FuzzContainerMapping$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./claude/ -run '^$$' -fuzz '^FuzzSanitize$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./claude/ -run '^$$' -fuzz '^FuzzScanEntries$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./travel/ -run '^$$' -fuzz '^FuzzImport$$' -fuzztime $(FUZZTIME_IMPORT)
+	@failed=""; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; rest=$${t#*:}; name=$${rest%%:*}; n=$${rest#*:}; \
+		echo "$(GO) test ./$$pkg/ -run '^$$' -fuzz '^$$name$$' -fuzztime $$n"; \
+		$(GO) test ./$$pkg/ -run '^$$' -fuzz "^$$name\$$" -fuzztime $$n || failed="$$failed $$name"; \
+	done; [ -z "$$failed" ] || { echo "fuzz: failed:$$failed"; exit 1; }
 
 claude: $(CLAUDE_BIN) $(CLAUDE_NEW_BIN)
 

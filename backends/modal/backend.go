@@ -249,8 +249,7 @@ func runScript(d *layout.Dir) (string, error) {
 	for _, l := range links {
 		b.WriteString(l)
 	}
-	b.WriteString(`: > "$R/` + reportStarted + `"
-cd "$R/$1" || exit 125
+	b.WriteString(`cd "$R/$1" || exit 125
 shift
 "$@"
 code=$?

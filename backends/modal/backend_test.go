@@ -3,6 +3,7 @@ package modal
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -131,6 +132,29 @@ func TestRunDefaultTimeout(t *testing.T) {
 
 // Symlinks and empty folders the run makes come back (the Volume's listing has no link targets: the run's script
 // reports them); a symlink removed here is removed from the Volume too, so the next run does not see it.
+// TestRunSymlinkOfTheStartTick: a link the run makes in the clock tick it started in (here dated back before
+// the run, which a same-tick mtime is to any "newer than the start" test) still comes back, and a link pushed
+// with the session is not made again here once removed here while the run ran.
+func TestRunSymlinkOfTheStartTick(t *testing.T) {
+	f := setup(t)
+	ws := filepath.Join(f.dir, "workspace")
+	require.NoError(t, os.Symlink("a.txt", filepath.Join(ws, "pushed-link")))
+	code, err := f.backend(t, Options{}).Run(context.Background(), backends.Spec{SessionID: "s1", SessionDir: f.dir,
+		Argv: []string{"sh", "-c", `ln -s ../old-tick same-tick && touch -h -d '2000-01-01 00:00:00' same-tick &&
+			rm "$(echo "$HOST_LINK" | base64 -d)"`}, Stderr: os.Stderr,
+		// The host's path, encoded so that the fake's /session mapping leaves it alone: the run removes the link
+		// here while it runs, as a person would.
+		Env: []string{"HOST_LINK=" + base64.StdEncoding.EncodeToString([]byte(filepath.Join(ws, "pushed-link")))}})
+	require.NoError(t, err)
+	require.Equal(t, 0, code)
+	target, err := os.Readlink(filepath.Join(ws, "same-tick"))
+	require.NoError(t, err, "the link of the run's first tick came back")
+	assert.Equal(t, "../old-tick", target)
+	assert.NoFileExists(t, filepath.Join(ws, "pushed-link"), "a pushed link removed here is not made again by the pull")
+	_, err = os.Lstat(filepath.Join(ws, "pushed-link"))
+	assert.ErrorIs(t, err, os.ErrNotExist)
+}
+
 func TestRunSymlinksBothWays(t *testing.T) {
 	f := setup(t)
 	vol := VolumeName("s1")

@@ -17,12 +17,15 @@ import (
 )
 
 // The run's script reports, in sessionfs's folder on the Volume, what the Volume's listing cannot say (it has no
-// modes, and no symlink targets): its executable files, empty folders, and the symlinks the run made, each a list
-// of NUL-separated paths as find -print0 writes them (links: path, target, path, target...).
+// modes, and no symlink targets): its executable files, empty folders, and every symlink on the Volume, each a
+// list of NUL-separated paths as find -print0 writes them (links: path, target, path, target...). Which links the
+// run made is told by the manifest (the links pushed), never by timestamps: a link made in the clock tick the
+// run started in has that tick's mtime, and a strict "newer than" would lose it.
 const (
-	reportExec    = reservedDir + "/exec"
-	reportEmpty   = reservedDir + "/empty"
-	reportLinks   = reservedDir + "/links"
+	reportExec  = reservedDir + "/exec"
+	reportEmpty = reservedDir + "/empty"
+	reportLinks = reservedDir + "/links"
+	// reportStarted was the run's start mark, the reference of that timestamp test; older builds' runs left it.
 	reportStarted = reservedDir + "/started"
 	reportLimit   = 16 << 20
 )
@@ -33,7 +36,7 @@ const (
 const reportScript = `(cd "$R" && P=./` + reservedDir + ` &&
   find . -path "$P" -prune -o -type f -perm -u+x -print0 > "$P/x.tmp" &&
   find . -path "$P" -prune -o -type d -empty -print0 > "$P/e.tmp" &&
-  find . -path "$P" -prune -o -type l -newer "$P/started" -exec sh -c 'for f do printf "%s\0%s\0" "$f" "$(readlink "$f")"; done' sh {} + > "$P/l.tmp" &&
+  find . -path "$P" -prune -o -type l -exec sh -c 'for f do printf "%s\0%s\0" "$f" "$(readlink "$f")"; done' sh {} + > "$P/l.tmp" &&
   mv -f "$P/x.tmp" "$P/exec" && mv -f "$P/e.tmp" "$P/empty" && mv -f "$P/l.tmp" "$P/links"
 ) 2>/dev/null
 `
@@ -104,7 +107,9 @@ func withExec(mode uint32, exec bool) uint32 {
 
 // applyTree makes here the empty folders and symlinks the run made, where nothing is in their way (a local
 // entry is never replaced by one), beneath d with no symlink followed; what cannot be made (a file or a symlink
-// in the way) is left on the Volume only. It records the links in m.
+// in the way) is left on the Volume only. A link the Volume holds as it was pushed (same path, same target) is
+// not the run's: it is not made again here, so one removed here while the run ran stays removed. It records the
+// links in m.
 func applyTree(d *layout.Dir, m *Manifest, rr *runReport) error {
 	uid, gid, err := d.Owner()
 	if err != nil {
@@ -116,6 +121,9 @@ func applyTree(d *layout.Dir, m *Manifest, rr *runReport) error {
 		}
 	}
 	for _, rel := range slices.Sorted(maps.Keys(rr.links)) {
+		if pushed, ok := m.Links[rel]; ok && pushed == rr.links[rel] {
+			continue
+		}
 		if _, err := d.Lstat(rel); !errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
