@@ -39,6 +39,9 @@ type Options struct {
 	// MaxNodes is how many files and folders the daemon keeps for the kernel before it asks the kernel to
 	// forget the least recently used sessions' (0: nodes.DefaultMaxNodes; negative: never).
 	MaxNodes int64
+	// MaxBinds is how many sessions have their heavy folders bound over the mount at once (binds.go); 0 means
+	// DefaultMaxBinds, negative none. Binds need a direct mount (root).
+	MaxBinds int
 }
 
 // Mount serves store at mountpoint until Unmount. A stale mount left at mountpoint by a crashed daemon is
@@ -54,6 +57,9 @@ type Mount struct {
 	Shared string
 	// Timeout is how long the kernel caches names and attributes.
 	Timeout time.Duration
+	// Binding says whether the mount binds sessions' heavy folders (root, --max-binds not 0).
+	Binding bool
+	binder  *binder
 	done    chan struct{} // stops the pruner
 }
 
@@ -108,7 +114,17 @@ func New(store *layout.Store, mountpoint string, opts Options) (*Mount, error) {
 			_, _ = store.Update(id, func(m *layout.Meta) error { m.AddAlias(name); return nil })
 		}()
 	}
-	wa, err := startWatcher(tree)
+	if opts.MaxBinds == 0 {
+		opts.MaxBinds = DefaultMaxBinds
+	}
+	// Binds are made by the daemon itself with mount(2)'s new API: root only (a normal user's mount goes
+	// through fusermount3, and all of it through FUSE).
+	var bd *binder
+	if os.Geteuid() == 0 && opts.MaxBinds > 0 {
+		bd = newBinder(mnt, tree.Sessions(), opts.MaxBinds, opts.ReadOnly, tree.LastUsed)
+		tree.OnSession, tree.Removing = bd.want, bd.removingSession
+	}
+	wa, err := startWatcher(tree, bd)
 	if err != nil {
 		tree.Close()
 		return nil, fmt.Errorf("watch the store: %w", err)
@@ -149,6 +165,11 @@ func New(store *layout.Store, mountpoint string, opts Options) (*Mount, error) {
 	}
 	timeout := opts.Timeout
 	procs := runtime.GOMAXPROCS(0) // what go-fuse sizes its readers by (procs.go)
+	stopBinder := func() {
+		if bd != nil {
+			bd.close()
+		}
+	}
 	server, err := serve(mnt, root, &gofs.Options{
 		MountOptions:    mo,
 		EntryTimeout:    &timeout,
@@ -158,9 +179,13 @@ func New(store *layout.Store, mountpoint string, opts Options) (*Mount, error) {
 		NullPermissions: true,
 	})
 	if err != nil {
+		stopBinder()
 		wa.close()
 		tree.Close()
 		return nil, mountError(mnt, err)
+	}
+	if bd != nil {
+		go bd.wantRecent()
 	}
 	spareProcs(procs)
 	if opts.MaxNodes == 0 {
@@ -168,7 +193,8 @@ func New(store *layout.Store, mountpoint string, opts Options) (*Mount, error) {
 	}
 	done := make(chan struct{})
 	go tree.Prune(root.Sessions(), opts.MaxNodes, done)
-	return &Mount{Mountpoint: mnt, Store: store, server: server, watcher: wa, tree: tree, Shared: shared, Timeout: timeout, done: done}, nil
+	return &Mount{Mountpoint: mnt, Store: store, server: server, watcher: wa, tree: tree, Shared: shared, Timeout: timeout,
+		Binding: bd != nil, binder: bd, done: done}, nil
 }
 
 // serve mounts root at mnt and serves it, folders without OPENDIR (opendir.go).
@@ -187,6 +213,9 @@ func serve(mnt string, root gofs.InodeEmbedder, opts *gofs.Options) (*fuse.Serve
 // Wait blocks until the mount is unmounted.
 func (m *Mount) Wait() {
 	m.server.Wait()
+	if m.binder != nil {
+		m.binder.close()
+	}
 	close(m.done)
 	m.watcher.close()
 	m.tree.Close()
@@ -195,6 +224,10 @@ func (m *Mount) Wait() {
 // Unmount detaches the mount (go-fuse retries a busy one for a moment; the caller can then detach it lazily
 // with the package's Unmount).
 func (m *Mount) Unmount() error {
+	// The binds beneath it first: a mount with mounts on it is busy.
+	if m.binder != nil {
+		m.binder.close()
+	}
 	if err := m.server.Unmount(); err != nil {
 		return fmt.Errorf("unmount %s: %w", m.Mountpoint, err)
 	}
@@ -319,6 +352,8 @@ func Unmount(mountpoint string) error {
 		return forceUnmount(mnt, err)
 	}
 	if os.Geteuid() == 0 {
+		// The daemon detaches its binds as it stops; a mount with binds on it is busy, so they go first.
+		DetachBinds(mnt)
 		if syscall.Unmount(mnt, 0) == nil {
 			return nil
 		}

@@ -2,6 +2,8 @@ package fs
 
 import (
 	"errors"
+	"slices"
+	"strings"
 
 	"github.com/fsnotify/fsnotify"
 
@@ -11,17 +13,18 @@ import (
 // watcher tells the tree about changes made to the store behind the mount, so the kernel can cache names and
 // attributes for long and still show such changes at once.
 type watcher struct {
-	w    *fsnotify.Watcher
-	tree *nodes.Tree
-	done chan struct{}
+	w      *fsnotify.Watcher
+	tree   *nodes.Tree
+	binder *binder // nil when nothing is bound
+	done   chan struct{}
 }
 
-func startWatcher(tree *nodes.Tree) (*watcher, error) {
+func startWatcher(tree *nodes.Tree, bd *binder) (*watcher, error) {
 	w, err := fsnotify.NewBufferedWatcher(4096)
 	if err != nil {
 		return nil, err
 	}
-	wa := &watcher{w: w, tree: tree, done: make(chan struct{})}
+	wa := &watcher{w: w, tree: tree, binder: bd, done: make(chan struct{})}
 	tree.SetWatch(w)
 	go wa.loop()
 	return wa, nil
@@ -37,12 +40,18 @@ func (wa *watcher) loop() {
 			}
 			ns := ev.Has(fsnotify.Create) || ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename)
 			wa.tree.Changed(nodes.Change{Path: ev.Name, Namespace: ns})
+			if ns && wa.binder != nil {
+				wa.rebind(ev.Name)
+			}
 		case err, ok := <-wa.w.Errors:
 			if !ok {
 				return
 			}
 			if errors.Is(err, fsnotify.ErrEventOverflow) {
 				wa.tree.ChangedAll() // events were lost: forget every cached name
+				if wa.binder != nil {
+					wa.binder.wantBound()
+				}
 			}
 		}
 	}
@@ -51,4 +60,17 @@ func (wa *watcher) loop() {
 func (wa *watcher) close() {
 	_ = wa.w.Close()
 	<-wa.done
+}
+
+// rebind tells the binder of a session made, renamed or removed behind the mount, or of a bound folder replaced
+// (the kernel detached its bind when its name was invalidated): the worker binds what is there now.
+func (wa *watcher) rebind(p string) {
+	rel, ok := strings.CutPrefix(p, wa.tree.Store.SessionsDir()+"/")
+	if !ok {
+		return
+	}
+	id, dir, nested := strings.Cut(rel, "/")
+	if !nested || slices.Contains(BoundDirs, dir) {
+		wa.binder.want(id)
+	}
 }

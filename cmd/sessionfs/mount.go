@@ -30,6 +30,7 @@ func (a *app) mountCmd() *cobra.Command {
 	var opts sfs.Options
 	var cpuProfile, logPath string
 	var maxNodes int64
+	var maxBinds int
 	var daemon bool
 	cmd := &cobra.Command{
 		Use:   "mount [MOUNTPOINT]",
@@ -61,6 +62,9 @@ served with a 1s kernel cache instead of 1h: this host's watcher cannot see the 
 			if maxNodes < 0 {
 				return usageError(fmt.Sprintf("--max-nodes %d: want a count of files and folders (0: never ask the kernel to forget)", maxNodes))
 			}
+			if maxBinds < 0 {
+				return usageError(fmt.Sprintf("--max-binds %d: want a count of sessions (0: bind none, serve everything through FUSE)", maxBinds))
+			}
 			if opts.Timeout < 0 {
 				return usageError(fmt.Sprintf("--cache-timeout %s: want a duration of 0 or more (0: the default)", opts.Timeout))
 			}
@@ -78,6 +82,9 @@ served with a 1s kernel cache instead of 1h: this host's watcher cannot see the 
 			abs, err := filepath.Abs(mnt)
 			if err != nil {
 				return err
+			}
+			if opts.MaxBinds = maxBinds; maxBinds == 0 {
+				opts.MaxBinds = -1 // bind none
 			}
 			if opts.MaxNodes = maxNodes; maxNodes == 0 {
 				opts.MaxNodes = -1 // never prune
@@ -106,6 +113,12 @@ served with a 1s kernel cache instead of 1h: this host's watcher cannot see the 
 				}
 			}()
 			fmt.Fprintf(os.Stderr, "sessionfs: serving %s at %s (Ctrl-C to unmount)\n", s.Root, m.Mountpoint)
+			switch {
+			case m.Binding:
+				fmt.Fprintf(os.Stderr, "sessionfs: sessions' %s are binds of the store's folders (native speed), up to %d sessions at once\n", strings.Join(sfs.BoundDirs, ", "), opts.MaxBinds)
+			case os.Geteuid() != 0:
+				fmt.Fprintln(os.Stderr, "sessionfs: not root: workspace, app and mcps are served through FUSE too (metadata-heavy work such as untar, grep -r, du or rm -rf runs 2-10x slower than on the store; sessionfs exec and run bind them natively all the same)")
+			}
 			if m.Shared != "" {
 				fmt.Fprintf(os.Stderr, "sessionfs: the store is shared with other hosts (%s): their changes show here within %s (the kernel's cache) plus the filesystem's own cache\n", m.Shared, m.Timeout)
 			}
@@ -125,6 +138,7 @@ served with a 1s kernel cache instead of 1h: this host's watcher cannot see the 
 	cmd.Flags().DurationVar(&opts.Timeout, "cache-timeout", 0, fmt.Sprintf("how long the kernel caches names and attributes (default %s for the store's files while the watcher follows them, else %s; %s on a store shared with other hosts)", fmtDuration(sfs.WatchedTimeout), sfs.DefaultTimeout, sfs.SharedTimeout))
 	cmd.Flags().BoolVar(&opts.Shared, "shared", false, "the store is shared with other hosts (detected for JuiceFS, CephFS, NFS, GlusterFS, MooseFS, ...): bound the kernel's caches")
 	cmd.Flags().Int64Var(&maxNodes, "max-nodes", nodes.DefaultMaxNodes, "files and folders the daemon keeps for the kernel; past it, the kernel is asked to forget those of idle sessions (0: never)")
+	cmd.Flags().IntVar(&maxBinds, "max-binds", sfs.DefaultMaxBinds, "as root, how many sessions have workspace, app and mcps bound from the store over the mount at once (native speed); the least recently used idle ones are released past it (0: none)")
 	cmd.Flags().BoolVarP(&daemon, "daemon", "d", false, "run in the background once the mount serves; print the daemon's pid")
 	cmd.Flags().StringVar(&logPath, "log", defaultMountLog(), "with --daemon, where the daemon's output goes (appended)")
 	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the daemon to this file (for performance work)")

@@ -60,6 +60,9 @@ func (s *Sessions) session(ctx context.Context, id string, out *fuse.EntryOut) (
 	}
 	out.Attr.FromStat(&st)
 	told(ch, &out.Attr)
+	if s.tree.OnSession != nil {
+		s.tree.OnSession(id)
+	}
 	return ch, 0
 }
 
@@ -123,6 +126,9 @@ func (s *Sessions) Rmdir(ctx context.Context, name string) syscall.Errno {
 		return syscall.ENOTEMPTY
 	}
 	s.tree.did(name, &s.Inode)
+	if s.tree.Removing != nil {
+		defer s.tree.Removing(name)()
+	}
 	if _, err := s.tree.Store.Remove(name); err != nil {
 		return storeErrno(err)
 	}

@@ -20,6 +20,12 @@ type Tree struct {
 	// OnAlias is told when a session first uses a projects folder name other than the canonical one (the
 	// mount records it in session.json). It may be nil.
 	OnAlias func(id, name string)
+	// OnSession is told when the kernel looks a session up (the mount binds its folders then); it must not block.
+	// It may be nil.
+	OnSession func(id string)
+	// Removing is told before a session is removed through the mount, inside the request: what it returns is
+	// called once the removal is over. It may be nil.
+	Removing func(id string) (done func())
 	// ReadOnly: the daemon changes nothing in the store on its own (no folding, no canonical folder made again,
 	// no alias records); the kernel refuses the callers' changes.
 	ReadOnly bool
@@ -145,3 +151,9 @@ func (t *Tree) statfs(out *fuse.StatfsOut) syscall.Errno {
 	out.FromStatfsT(&s)
 	return 0
 }
+
+// Sessions is the store's sessions folder the tree holds open (every access is resolved beneath it).
+func (t *Tree) Sessions() *layout.Dir { return t.sessions }
+
+// LastUsed is when session id was last looked up or used through the mount (unix nanoseconds; 0: never).
+func (t *Tree) LastUsed(id string) int64 { return t.lastUsed(id) }

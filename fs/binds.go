@@ -1,0 +1,435 @@
+package fs
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/moby/sys/mountinfo"
+	"golang.org/x/sys/unix"
+
+	"github.com/sessionfs/sessionfs/layout"
+)
+
+// Where the daemon can mount (root, a direct mount), each session's heavy folders on the mount are kernel binds
+// of the store's own folders: <mnt>/sessions/<id>/workspace is the store's workspace/, so a shell, a `grep -r`
+// or a person's own `docker run -v <mnt>/sessions/<id>:/session` (Docker binds recursively) works at the disk's
+// speed, and FUSE serves only what must be synthetic: the session folders, .claude and its views, by-claude-id.
+//
+// A bind is never made from inside a FUSE request (mounting walks the mount's own path, whose lookups this daemon
+// answers): one worker makes them, after a session's first lookup, for new sessions the watcher sees, and at start
+// for the most recently active ones. Both ends are held by descriptor: the store folder opened beneath the
+// session with no symlink followed, the mount's folder opened beneath the mount's root with no symlink and no
+// mount crossed, so a session that swaps a folder for a link, a FIFO or anything else gets nothing bound, and
+// never anything outside itself. Each bind is nosuid and nodev, as the mount is (read-only with --read-only).
+//
+// The daemon keeps each bind's own descriptor, and detaches a bind through it (umount of /proc/self/fd/N walks
+// no FUSE path), which is what lets rm -rf of a session through the mount (a FUSE request) detach its binds
+// before the session goes to the trash. The kernel detaches a bind itself when the watcher invalidates its
+// folder's name (the store's folder was replaced, or the session removed or renamed behind the mount); the
+// watcher's event then makes the worker bind the new folder. Names and attributes of a bound folder are cached
+// as any other folder's: its entry stays valid while the store's folder is the same, and nothing beneath it
+// reaches FUSE.
+
+// BoundDirs are the folders of a session bound over the mount.
+var BoundDirs = []string{layout.WorkspaceDir, layout.AppDir, layout.MCPDir}
+
+// DefaultMaxBinds is how many sessions are bound at once by default: Docker and systemd read the whole mount
+// table at every container start and every mount event, so each bound session (three mounts) costs every
+// container start a little (README, Performance); the sessions in use at once are far fewer.
+const DefaultMaxBinds = 256
+
+// bindIdle spares sessions used this recently when binds are released for the limit.
+const bindIdle = 5 * time.Second
+
+// bind is one folder bound over the mount.
+type bind struct {
+	fd       int    // the bind's root (open_tree's descriptor, or one opened through it)
+	mntID    uint64 // the bind's mount id
+	dev, ino uint64 // the store folder it shows
+}
+
+// binder makes and removes the binds of one mount.
+type binder struct {
+	mountpoint string
+	sessions   *layout.Dir // the store's sessions folder
+	max        int
+	readOnly   bool
+	lastUsed   func(id string) int64 // unix nanoseconds; 0 if never
+
+	mu       sync.Mutex
+	bound    map[string]map[string]*bind // id -> folder -> bind
+	removing map[string]int              // sessions being removed: nothing is bound there
+	removals map[string]int              // removals of each session so far (release puts back nothing removed meanwhile)
+	queued   map[string]bool
+	queue    []string
+	working  string // the session the worker is binding (its own lookups do not queue it again)
+	closed   bool
+	wake     chan struct{} // never closed: want may send after close
+	done     chan struct{}
+	stopped  chan struct{}
+}
+
+func newBinder(mountpoint string, sessions *layout.Dir, max int, readOnly bool, lastUsed func(string) int64) *binder {
+	b := &binder{mountpoint: mountpoint, sessions: sessions, max: max, readOnly: readOnly, lastUsed: lastUsed,
+		bound: map[string]map[string]*bind{}, removing: map[string]int{}, removals: map[string]int{}, queued: map[string]bool{},
+		wake: make(chan struct{}, 1), done: make(chan struct{}), stopped: make(chan struct{})}
+	go b.loop()
+	return b
+}
+
+// want asks the worker to bind session id's folders (or to check the ones it has). It never blocks.
+func (b *binder) want(id string) {
+	if layout.ValidateID(id) != nil {
+		return
+	}
+	b.mu.Lock()
+	if b.closed || b.queued[id] || b.working == id {
+		b.mu.Unlock()
+		return
+	}
+	b.queued[id] = true
+	b.queue = append(b.queue, id)
+	b.mu.Unlock()
+	select {
+	case b.wake <- struct{}{}:
+	default:
+	}
+}
+
+// wantBound asks the worker to check every bound session (events were lost).
+func (b *binder) wantBound() {
+	b.mu.Lock()
+	ids := slices.Collect(func(yield func(string) bool) {
+		for id := range b.bound {
+			if !yield(id) {
+				return
+			}
+		}
+	})
+	b.mu.Unlock()
+	for _, id := range ids {
+		b.want(id)
+	}
+}
+
+// wantRecent queues the most recently active sessions, up to the limit (at start).
+func (b *binder) wantRecent() {
+	ents, err := b.sessions.ReadDir(".")
+	if err != nil {
+		return
+	}
+	type recent struct {
+		id    string
+		mtime int64
+	}
+	var all []recent
+	for _, e := range ents {
+		if !e.IsDir() || layout.ValidateID(e.Name()) != nil {
+			continue
+		}
+		st, err := b.sessions.Lstat(e.Name())
+		if err != nil {
+			continue
+		}
+		all = append(all, recent{e.Name(), st.Mtim.Nano()})
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].mtime > all[j].mtime })
+	for i := 0; i < len(all) && i < b.max; i++ {
+		b.want(all[i].id)
+	}
+}
+
+func (b *binder) loop() {
+	defer close(b.stopped)
+	for {
+		select {
+		case <-b.done:
+			return
+		case <-b.wake:
+		}
+		for {
+			b.mu.Lock()
+			if b.closed || len(b.queue) == 0 {
+				b.working = ""
+				b.mu.Unlock()
+				break
+			}
+			id := b.queue[0]
+			b.queue = b.queue[1:]
+			delete(b.queued, id)
+			b.working = id
+			b.mu.Unlock()
+			b.refresh(id)
+		}
+		b.limit()
+	}
+}
+
+// refresh makes session id's binds match its store folders: a bind whose folder was replaced or detached is
+// removed, a folder not bound is bound.
+func (b *binder) refresh(id string) {
+	root, err := unix.Open(b.mountpoint, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	// Held only while it works: a descriptor on the mount would make a plain unmount busy.
+	defer unix.Close(root)
+	for _, dir := range BoundDirs {
+		rel := id + "/" + dir
+		var st unix.Stat_t
+		src, err := b.sessions.OpenAt(rel, unix.O_PATH|unix.O_DIRECTORY, 0)
+		if err == nil {
+			if err = unix.Fstat(src, &st); err != nil {
+				unix.Close(src)
+			}
+		}
+		b.mu.Lock()
+		cur := b.bound[id][dir]
+		b.mu.Unlock()
+		if cur != nil {
+			if err == nil && cur.dev == st.Dev && cur.ino == st.Ino && attached(root, rel, cur.mntID) {
+				unix.Close(src)
+				continue
+			}
+			b.mu.Lock()
+			b.drop(id, dir)
+			b.mu.Unlock()
+		}
+		if err != nil {
+			continue // gone, a symlink, a FIFO: nothing is bound
+		}
+		if err := b.make(root, id, dir, src, &st); err != nil && !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.EXDEV) {
+			fmt.Fprintf(os.Stderr, "sessionfs: bind %s/%s over the mount: %v (it is served through FUSE)\n", id, dir, err)
+		}
+		unix.Close(src)
+	}
+}
+
+// make binds the store folder src (session id's dir, described by st) over the mount's own folder.
+func (b *binder) make(root int, id, dir string, src int, st *unix.Stat_t) error {
+	// The mount's folder: beneath its root, no symlink, no mount crossed (something mounted there already is
+	// EXDEV), so the bind lands on this mount's folder of this session and nowhere else.
+	target, err := unix.Openat2(root, "sessions/"+id+"/"+dir, &unix.OpenHow{
+		Flags:   unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_XDEV})
+	if err != nil {
+		return err
+	}
+	defer unix.Close(target)
+	tree, err := unix.OpenTree(src, "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH)
+	if err != nil {
+		return err
+	}
+	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV, Propagation: unix.MS_PRIVATE}
+	if b.readOnly {
+		attr.Attr_set |= unix.MOUNT_ATTR_RDONLY
+	}
+	if err := unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH, &attr); err != nil {
+		unix.Close(tree)
+		return err
+	}
+	var stx unix.Statx_t
+	if err := unix.Statx(tree, "", unix.AT_EMPTY_PATH, unix.STATX_MNT_ID, &stx); err != nil {
+		unix.Close(tree)
+		return err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	// Checked with the lock held, which a removal takes before it moves the session: the folder is still the
+	// session's (not moved to the trash since it was opened), and no removal is under way.
+	now, err := b.sessions.Lstat(id + "/" + dir)
+	if b.closed || b.removing[id] > 0 || err != nil || now.Dev != st.Dev || now.Ino != st.Ino || b.bound[id][dir] != nil {
+		unix.Close(tree)
+		return nil
+	}
+	if err := unix.MoveMount(tree, "", target, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH); err != nil {
+		unix.Close(tree)
+		return err
+	}
+	if b.bound[id] == nil {
+		b.bound[id] = map[string]*bind{}
+	}
+	b.bound[id][dir] = &bind{fd: tree, mntID: stx.Mnt_id, dev: st.Dev, ino: st.Ino}
+	return nil
+}
+
+// attached reports whether the mount's folder rel (beneath its sessions folder) shows the mount mntID.
+func attached(root int, rel string, mntID uint64) bool {
+	fd, err := unix.Openat2(root, "sessions/"+rel, &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS})
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
+	var stx unix.Statx_t
+	return unix.Statx(fd, "", unix.AT_EMPTY_PATH, unix.STATX_MNT_ID, &stx) == nil && stx.Mnt_id == mntID
+}
+
+// drop detaches session id's bind of dir through its descriptor (lazily: a process inside keeps its folder) and
+// forgets it. b.mu is held.
+func (b *binder) drop(id, dir string) {
+	cur := b.bound[id][dir]
+	if cur == nil {
+		return
+	}
+	// EINVAL: the kernel detached it already (its name was invalidated).
+	_ = unix.Unmount(fmt.Sprintf("/proc/self/fd/%d", cur.fd), unix.MNT_DETACH)
+	unix.Close(cur.fd)
+	delete(b.bound[id], dir)
+	if len(b.bound[id]) == 0 {
+		delete(b.bound, id)
+	}
+}
+
+// removing detaches session id's binds and binds nothing there until done is called: for a removal of the
+// session through the mount, inside its FUSE request (no path is walked).
+func (b *binder) removingSession(id string) (done func()) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.removing[id]++
+	b.removals[id]++
+	for _, dir := range BoundDirs {
+		b.drop(id, dir)
+	}
+	return func() {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if b.removing[id]--; b.removing[id] <= 0 {
+			delete(b.removing, id)
+		}
+	}
+}
+
+// limit releases the binds of the least recently used idle sessions while more than max are bound. A bind in use
+// (a process's folder or open file is inside) stays: it is tried with a plain unmount, which the kernel refuses
+// with EBUSY then.
+func (b *binder) limit() {
+	b.mu.Lock()
+	over := len(b.bound) - b.max
+	ids := make([]string, 0, len(b.bound))
+	for id := range b.bound {
+		ids = append(ids, id)
+	}
+	b.mu.Unlock()
+	if over <= 0 {
+		return
+	}
+	sort.Slice(ids, func(i, j int) bool { return b.lastUsed(ids[i]) < b.lastUsed(ids[j]) })
+	for _, id := range ids {
+		if over == 0 {
+			return
+		}
+		if time.Since(time.Unix(0, b.lastUsed(id))) < bindIdle || !b.release(id) {
+			continue
+		}
+		over--
+	}
+}
+
+// release removes session id's binds unless one is in use; it reports whether they are gone. It walks the
+// mount's path (a plain unmount takes one), so it holds no lock meanwhile: the session's binds are taken out of
+// the table first, and what stays is put back.
+func (b *binder) release(id string) bool {
+	b.mu.Lock()
+	binds := b.bound[id]
+	delete(b.bound, id)
+	removals := b.removals[id]
+	b.mu.Unlock()
+	kept := map[string]*bind{}
+	for dir, cur := range binds {
+		// Our own descriptor would make the mount busy: closed first, taken again if the mount stays.
+		unix.Close(cur.fd)
+		p := SessionPath(b.mountpoint, id) + "/" + dir
+		if err := unix.Unmount(p, unix.UMOUNT_NOFOLLOW); !errors.Is(err, unix.EBUSY) {
+			continue
+		}
+		fd, err := unix.Open(p, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			continue
+		}
+		var stx unix.Statx_t
+		if unix.Statx(fd, "", unix.AT_EMPTY_PATH, unix.STATX_MNT_ID, &stx) != nil || stx.Mnt_id != cur.mntID {
+			unix.Close(fd)
+			continue
+		}
+		cur.fd = fd
+		kept[dir] = cur
+	}
+	if len(kept) == 0 {
+		return true
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.bound[id] == nil {
+		b.bound[id] = map[string]*bind{}
+	}
+	for dir, cur := range kept {
+		b.bound[id][dir] = cur
+		if b.closed || b.removing[id] > 0 || b.removals[id] != removals {
+			b.drop(id, dir) // removed or closing meanwhile
+		}
+	}
+	return false
+}
+
+// count is how many sessions are bound.
+func (b *binder) count() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.bound)
+}
+
+// close stops the worker and detaches every bind (before the mount itself is unmounted).
+func (b *binder) close() {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return
+	}
+	b.closed = true
+	b.mu.Unlock()
+	close(b.done)
+	<-b.stopped
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for id := range b.bound {
+		for _, dir := range BoundDirs {
+			b.drop(id, dir)
+		}
+	}
+}
+
+// Binds lists the binds of sessions' folders over the mount at mnt, as the mount table shows them (the daemon's,
+// or those a killed daemon left).
+func Binds(mnt string) []string {
+	prefix := strings.TrimSuffix(mnt, "/") + "/sessions/"
+	mounts, err := mountinfo.GetMounts(mountinfo.PrefixFilter(strings.TrimSuffix(mnt, "/")))
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, m := range mounts {
+		rel, ok := strings.CutPrefix(m.Mountpoint, prefix)
+		if !ok {
+			continue
+		}
+		id, dir, _ := strings.Cut(rel, "/")
+		if layout.ValidateID(id) == nil && slices.Contains(BoundDirs, dir) {
+			out = append(out, m.Mountpoint)
+		}
+	}
+	return out
+}
+
+// DetachBinds detaches (lazily: a process inside keeps its folder) the binds over the mount at mnt.
+func DetachBinds(mnt string) {
+	for _, p := range Binds(mnt) {
+		_ = unix.Unmount(p, unix.MNT_DETACH|unix.UMOUNT_NOFOLLOW)
+	}
+}
