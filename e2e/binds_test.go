@@ -1,0 +1,348 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The mount as root binds each session's workspace, app and mcps from the store over its own folders, so a
+// person's shell, grep -r or docker run -v on the mount works at the disk's speed (fs/binds.go).
+
+// mountEntry is one line of /proc/self/mountinfo.
+type mountEntry struct {
+	root, point, opts, fstype string
+}
+
+// mountsUnder lists the mounts strictly beneath p.
+func mountsUnder(t *testing.T, p string) []mountEntry {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	require.NoError(t, err)
+	var out []mountEntry
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 10 || !strings.HasPrefix(f[4], p+"/") {
+			continue
+		}
+		for i := 6; i < len(f)-1; i++ {
+			if f[i] == "-" {
+				out = append(out, mountEntry{root: f[3], point: f[4], opts: f[5], fstype: f[i+1]})
+				break
+			}
+		}
+	}
+	return out
+}
+
+// bindsOf lists the binds over the mounted session id, by folder.
+func bindsOf(t *testing.T, m *mounted, id string) map[string]mountEntry {
+	out := map[string]mountEntry{}
+	for _, e := range mountsUnder(t, m.session(id)) {
+		out[strings.TrimPrefix(e.point, m.session(id)+"/")] = e
+	}
+	return out
+}
+
+func needRootMount(t *testing.T) {
+	t.Helper()
+	need(t, os.Geteuid() == 0, "binds over the mount are made by a root daemon; TestMountAsNormalUser covers users")
+}
+
+// waitBound waits until session id's three folders are bound.
+func waitBound(t *testing.T, m *mounted, id string) map[string]mountEntry {
+	t.Helper()
+	var b map[string]mountEntry
+	eventually(t, 5*time.Second, func() bool { b = bindsOf(t, m, id); return len(b) == 3 }, "session %s bound (have %v)", id, b)
+	return b
+}
+
+func TestMountBindsHeavyFolders(t *testing.T) {
+	needRootMount(t)
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	m := mount(t, store)
+	assert.Contains(t, m.log.String(), "are binds of the store's folders")
+	binds := waitBound(t, m, "s1")
+	for _, dir := range []string{"workspace", "app", "mcps"} {
+		e := binds[dir]
+		assert.NotContains(t, e.fstype, "fuse", "%s is the store's filesystem", dir)
+		assert.Equal(t, filepath.Join(store, "sessions", "s1", dir), e.root, "%s shows the store's folder", dir)
+		assert.Contains(t, e.opts, "nosuid")
+		assert.Contains(t, e.opts, "nodev")
+	}
+	// Both ways at once, no cache between them.
+	require.NoError(t, os.WriteFile(filepath.Join(store, "sessions", "s1", "workspace", "from-store"), []byte("a"), 0o644))
+	b, err := os.ReadFile(filepath.Join(m.session("s1"), "workspace", "from-store"))
+	require.NoError(t, err)
+	assert.Equal(t, "a", string(b))
+	require.NoError(t, os.WriteFile(filepath.Join(m.session("s1"), "workspace", "from-mount"), []byte("b"), 0o644))
+	assert.FileExists(t, filepath.Join(store, "sessions", "s1", "workspace", "from-mount"))
+	// .claude (the views) stays FUSE: nothing is mounted there.
+	for _, e := range mountsUnder(t, m.session("s1")) {
+		assert.NotContains(t, e.point, ".claude")
+	}
+	// A session made while mounted is bound at once, as is one made through the mount.
+	ok(t, store, "new", "s2")
+	waitBound(t, m, "s2")
+	require.NoError(t, os.Mkdir(m.session("s3"), 0o755))
+	waitBound(t, m, "s3")
+}
+
+// TestMountBindsReadOnly: a read-only mount's binds are read-only too.
+func TestMountBindsReadOnly(t *testing.T) {
+	needRootMount(t)
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	m := mount(t, store, "--read-only")
+	binds := waitBound(t, m, "s1")
+	assert.True(t, strings.HasPrefix(binds["workspace"].opts, "ro"), binds["workspace"].opts)
+	err := os.WriteFile(filepath.Join(m.session("s1"), "workspace", "x"), []byte("a"), 0o644)
+	assert.ErrorContains(t, err, "read-only file system")
+}
+
+// TestRmRfOfABoundSession: rm -rf of a bound session through the mount moves all of it to the trash at once,
+// workspace included, with no error (its binds are detached first, never EBUSY), and trash restore brings it
+// back bound.
+func TestRmRfOfABoundSession(t *testing.T) {
+	needRootMount(t)
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	m := mount(t, store)
+	waitBound(t, m, "s1")
+	ws := filepath.Join(m.session("s1"), "workspace")
+	for i := range 50 {
+		d := filepath.Join(ws, fmt.Sprintf("d%d", i%5), "deep")
+		require.NoError(t, os.MkdirAll(d, 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(d, fmt.Sprintf("f%d", i)), []byte("keep"), 0o644))
+	}
+	start := time.Now()
+	out, err := exec.Command("rm", "-rf", m.session("s1")).CombinedOutput()
+	took := time.Since(start)
+	require.NoError(t, err, "%s", out)
+	assert.Empty(t, string(out))
+	assert.Less(t, took, 500*time.Millisecond)
+	assert.NoDirExists(t, m.session("s1"))
+	assert.Empty(t, mountsUnder(t, m.mnt), "no bind is left")
+	trashed := trashedSessions(t, store)
+	require.Len(t, trashed, 1)
+	n := 0
+	require.NoError(t, filepath.WalkDir(filepath.Join(store, "trash", trashed[0].Name(), "workspace"), func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			n++
+		}
+		return err
+	}))
+	assert.Equal(t, 50, n, "every workspace file is in the trash")
+	ok(t, store, "trash", "restore", "s1")
+	waitBound(t, m, "s1")
+	assert.FileExists(t, filepath.Join(m.session("s1"), "workspace", "d0", "deep", "f0"))
+}
+
+// TestBindsFollowRenameAndUnmount: rename moves the binds, unmount and a stopped daemon leave none, and those of
+// a killed daemon are cleared by the next mount.
+func TestBindsFollowRenameAndUnmount(t *testing.T) {
+	needRootMount(t)
+	store := t.TempDir()
+	ok(t, store, "new", "a")
+	m := mount(t, store)
+	waitBound(t, m, "a")
+	ok(t, store, "rename", "a", "b")
+	waitBound(t, m, "b")
+	assert.Empty(t, bindsOf(t, m, "a"))
+
+	r := cli(t, store, "unmount", m.mnt)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.NotContains(t, r.stderr, "busy", "the binds went first, so the mount was not busy")
+	assert.Empty(t, mountsUnder(t, m.mnt))
+	assert.False(t, isFUSEMount(m.mnt))
+	_ = m.cmd.Wait()
+
+	m.start(t)
+	waitBound(t, m, "b")
+	m.stop(t)
+	assert.Empty(t, mountsUnder(t, m.mnt), "a stopped daemon leaves no bind")
+
+	m.start(t)
+	waitBound(t, m, "b")
+	m.kill(t)
+	require.NotEmpty(t, mountsUnder(t, m.mnt), "a killed daemon leaves its binds")
+	m.start(t)
+	binds := waitBound(t, m, "b")
+	assert.Len(t, mountsUnder(t, m.mnt), len(binds), "the killed daemon's binds were cleared with its stale mount")
+}
+
+// TestMaxBinds: past --max-binds, the least recently used idle sessions are released; --max-binds 0 binds none.
+func TestMaxBinds(t *testing.T) {
+	needRootMount(t)
+	store := t.TempDir()
+	for _, id := range []string{"s1", "s2", "s3"} {
+		ok(t, store, "new", id)
+	}
+	m := mount(t, store, "--max-binds", "0")
+	_, err := os.Stat(filepath.Join(m.session("s1"), "workspace"))
+	require.NoError(t, err)
+	time.Sleep(300 * time.Millisecond)
+	assert.Empty(t, mountsUnder(t, m.mnt), "--max-binds 0 binds nothing")
+	assert.NotContains(t, m.log.String(), "are binds")
+	m.stop(t)
+
+	m.start(t, "--max-binds", "2")
+	eventually(t, 5*time.Second, func() bool { return len(mountsUnder(t, m.mnt)) == 6 }, "two sessions bound")
+	assert.Len(t, mountsUnder(t, m.mnt), 6, "no more than two sessions")
+}
+
+// TestUserDockerRunOnTheMount: a person's own docker run -v <mount>/sessions/<id>:/session (not sessionfs run)
+// sees the binds (Docker binds recursively), and keeps its view when the host releases them.
+func TestUserDockerRunOnTheMount(t *testing.T) {
+	needRootMount(t)
+	images(t, needDocker(t), "")
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	m := mount(t, store)
+	waitBound(t, m, "s1")
+	out, err := exec.Command("docker", "run", "--rm", "-v", m.session("s1")+":/session", busyboxImage,
+		"sh", "-c", "grep ' /session/workspace ' /proc/self/mountinfo; echo made > /session/workspace/by-container").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	assert.NotContains(t, string(out), "fuse", "the container's workspace is the store's filesystem: %s", out)
+	assert.FileExists(t, filepath.Join(store, "sessions", "s1", "workspace", "by-container"))
+
+	// A running container keeps its view when the host's binds go.
+	name := "sessionfs-e2e-binds-" + runTag
+	out, err = exec.Command("docker", "run", "-d", "--name", name, "-v", m.session("s1")+":/session", busyboxImage, "sleep", "60").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	t.Cleanup(func() { _ = exec.Command("docker", "rm", "-f", name).Run() })
+	r := cli(t, store, "unmount", m.mnt)
+	require.Equal(t, 0, r.code, r.stderr)
+	out, err = exec.Command("docker", "exec", name, "cat", "/session/workspace/by-container").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	assert.Equal(t, "made\n", string(out))
+}
+
+// assertBindsInside checks every mount beneath the mount is a bind of a folder inside the store's folder of the
+// session it is mounted in.
+func assertBindsInside(t *testing.T, m *mounted, store string) {
+	t.Helper()
+	for _, e := range mountsUnder(t, m.mnt) {
+		rel, found := strings.CutPrefix(e.point, m.mnt+"/sessions/")
+		require.True(t, found, "a mount outside sessions/: %v", e)
+		id, _, _ := strings.Cut(rel, "/")
+		assert.True(t, strings.HasPrefix(e.root, filepath.Join(store, "sessions", id)+"/"),
+			"%s shows %s, which is not inside session %s", e.point, e.root, id)
+	}
+}
+
+// assertNothingMountedIn checks no mount anywhere on the host, but those beneath except, is on, or shows, a place
+// inside dirs.
+func assertNothingMountedIn(t *testing.T, except string, dirs ...string) {
+	t.Helper()
+	for _, e := range mountsUnder(t, "") {
+		if strings.HasPrefix(e.point, except+"/") {
+			continue
+		}
+		for _, d := range dirs {
+			assert.False(t, e.point == d || strings.HasPrefix(e.point, d+"/"), "%s is mounted on (shows %s)", e.point, e.root)
+			assert.False(t, e.root == d || strings.HasPrefix(e.root, d+"/"), "%s shows %s", e.point, e.root)
+		}
+	}
+}
+
+// inSessionFolder runs script in a busybox container given the store's own folder of a session at /session, as
+// any process of the session may have it (a sessionfs run binds the heavy folders apart, which a process then
+// cannot rename).
+func inSessionFolder(t *testing.T, store, id, script string) result {
+	t.Helper()
+	cmd := exec.Command("docker", "run", "--rm", "-v", filepath.Join(store, "sessions", id)+":/session", busyboxImage, "sh", "-c", script)
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	code := 0
+	if ee, isExit := err.(*exec.ExitError); isExit {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("docker run: %v", err)
+	}
+	return result{stdout: stdout.String(), stderr: stderr.String(), code: code}
+}
+
+// TestAttackBoundFolderSwap: a session's process that swaps its folders for a link to a host folder, a FIFO or
+// a link to another session's folder, before, during and after binding, gets nothing bound outside its session.
+func TestAttackBoundFolderSwap(t *testing.T) {
+	needRootMount(t)
+	dockerContainment(t)
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	ok(t, store, "new", "other")
+	secret := hostSecret(t)
+
+	// Before: a link out and a FIFO where workspace and app were.
+	r := inSessionFolder(t, store, "s1", fmt.Sprintf(`mv /session/workspace /session/ws-old && ln -s %s /session/workspace &&
+		mv /session/app /session/app-old && mkfifo /session/app`, secret))
+	require.Equal(t, 0, r.code, r.stderr)
+	m := mount(t, store)
+	waitBound(t, m, "other")
+	eventually(t, 5*time.Second, func() bool { _, ok := bindsOf(t, m, "s1")["mcps"]; return ok }, "s1's mcps (still a folder) bound")
+	time.Sleep(200 * time.Millisecond)
+	binds := bindsOf(t, m, "s1")
+	assert.NotContains(t, binds, "workspace", "a link is never bound")
+	assert.NotContains(t, binds, "app", "a FIFO is never bound")
+	assertBindsInside(t, m, store)
+	assertNothingMountedIn(t, m.session("other"), secret)
+	// Put back, and bound again.
+	sess := filepath.Join(store, "sessions", "s1")
+	require.NoError(t, os.Remove(filepath.Join(sess, "workspace")))
+	require.NoError(t, os.Rename(filepath.Join(sess, "ws-old"), filepath.Join(sess, "workspace")))
+	require.NoError(t, os.Remove(filepath.Join(sess, "app")))
+	require.NoError(t, os.Rename(filepath.Join(sess, "app-old"), filepath.Join(sess, "app")))
+	waitBound(t, m, "s1")
+
+	// After: the bound mcps swapped for a link to the other session's bound workspace. The kernel detaches the
+	// bind when the watcher invalidates the name; nothing is bound in its place.
+	r = inSessionFolder(t, store, "s1", fmt.Sprintf(`mv /session/mcps /session/mcps-old && ln -s %s /session/mcps`,
+		filepath.Join(store, "sessions", "other", "workspace")))
+	require.Equal(t, 0, r.code, r.stderr)
+	eventually(t, 5*time.Second, func() bool { _, ok := bindsOf(t, m, "s1")["mcps"]; return !ok }, "the swapped bind is gone")
+	fi, err := os.Lstat(filepath.Join(m.session("s1"), "mcps"))
+	require.NoError(t, err)
+	assert.Equal(t, os.ModeSymlink, fi.Mode()&os.ModeType, "the mount shows the session's link, not a bind")
+	assertNothingMountedIn(t, m.session("other"), filepath.Join(store, "sessions", "other", "workspace"))
+
+	// During: the session flips workspace between a folder and links out while the host keeps looking it up
+	// (each lookup and each event asks for a bind).
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			_, _ = os.Stat(filepath.Join(m.session("s1"), "workspace", "."))
+			_, _ = os.ReadDir(m.session("s1"))
+		}
+	}()
+	r = inSessionFolder(t, store, "s1", fmt.Sprintf(`mv /session/workspace /session/ws-old; i=0; while [ $i -lt 400 ]; do
+		mv /session/ws-old /session/workspace; mv /session/workspace /session/ws-old
+		ln -s %s /session/workspace; rm /session/workspace
+		ln -s /session/../../.. /session/workspace; rm /session/workspace
+		mkfifo /session/workspace; rm /session/workspace
+		i=$((i+1)); done; mv /session/ws-old /session/workspace`, secret))
+	close(stop)
+	<-done
+	require.Equal(t, 0, r.code, r.stderr)
+	assertBindsInside(t, m, store)
+	waitBound(t, m, "other")
+	eventually(t, 5*time.Second, func() bool { _, ok := bindsOf(t, m, "s1")["workspace"]; return ok }, "the folder put back is bound")
+	assertBindsInside(t, m, store)
+	assertNothingMountedIn(t, m.session("other"), secret, "/etc", filepath.Join(store, "sessions", "other"))
+	assertSecretUntouched(t, secret)
+}
