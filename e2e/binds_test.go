@@ -60,7 +60,7 @@ func needRootMount(t *testing.T) {
 func waitBound(t *testing.T, m *mounted, id string) map[string]mountEntry {
 	t.Helper()
 	var b map[string]mountEntry
-	eventually(t, 5*time.Second, func() bool { b = bindsOf(t, m, id); return len(b) == 3 }, "session %s bound (have %v)", id, b)
+	eventually(t, 5*time.Second, func() bool { b = bindsOf(t, m, id); return len(b) == 3 }, "session %s bound (have %v); the daemon said: %s", id, b, m.log)
 	return b
 }
 
@@ -89,6 +89,8 @@ func TestMountBindsHeavyFolders(t *testing.T) {
 	for _, e := range mountsUnder(t, m.session("s1")) {
 		assert.NotContains(t, e.point, ".claude")
 	}
+	r := cli(t, store, "doctor")
+	assert.Regexp(t, `binds +3 folders bound over `+m.mnt, r.stdout+r.stderr)
 	// A session made while mounted is bound at once, as is one made through the mount.
 	ok(t, store, "new", "s2")
 	waitBound(t, m, "s2")

@@ -67,6 +67,7 @@ type binder struct {
 	removing map[string]int              // sessions being removed: nothing is bound there
 	removals map[string]int              // removals of each session so far (release puts back nothing removed meanwhile)
 	queued   map[string]bool
+	retries  map[string]int // sessions whose folders the mount did not show yet (a mkdir in flight)
 	queue    []string
 	working  string // the session the worker is binding (its own lookups do not queue it again)
 	closed   bool
@@ -77,7 +78,7 @@ type binder struct {
 
 func newBinder(mountpoint string, sessions *layout.Dir, max int, readOnly bool, lastUsed func(string) int64) *binder {
 	b := &binder{mountpoint: mountpoint, sessions: sessions, max: max, readOnly: readOnly, lastUsed: lastUsed,
-		bound: map[string]map[string]*bind{}, removing: map[string]int{}, removals: map[string]int{}, queued: map[string]bool{},
+		bound: map[string]map[string]*bind{}, removing: map[string]int{}, removals: map[string]int{}, queued: map[string]bool{}, retries: map[string]int{},
 		wake: make(chan struct{}, 1), done: make(chan struct{}), stopped: make(chan struct{})}
 	go b.loop()
 	return b
@@ -180,6 +181,7 @@ func (b *binder) refresh(id string) {
 	}
 	// Held only while it works: a descriptor on the mount would make a plain unmount busy.
 	defer unix.Close(root)
+	later := false
 	for _, dir := range BoundDirs {
 		rel := id + "/" + dir
 		var st unix.Stat_t
@@ -204,10 +206,27 @@ func (b *binder) refresh(id string) {
 		if err != nil {
 			continue // gone, a symlink, a FIFO: nothing is bound
 		}
-		if err := b.make(root, id, dir, src, &st); err != nil && !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.EXDEV) {
+		err = b.make(root, id, dir, src, &st)
+		unix.Close(src)
+		switch {
+		case errors.Is(err, unix.ENOENT):
+			// The store has it and the mount does not show it yet: a mkdir of the session through the mount is
+			// still in flight (its lookup found the name missing), or a name found missing is still cached.
+			later = true
+		case err != nil && !errors.Is(err, unix.EXDEV):
 			fmt.Fprintf(os.Stderr, "sessionfs: bind %s/%s over the mount: %v (it is served through FUSE)\n", id, dir, err)
 		}
-		unix.Close(src)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !later {
+		delete(b.retries, id)
+		return
+	}
+	if b.retries[id]++; b.retries[id] <= 10 {
+		time.AfterFunc(time.Duration(b.retries[id])*20*time.Millisecond, func() { b.want(id) })
+	} else {
+		delete(b.retries, id)
 	}
 }
 

@@ -23,16 +23,29 @@ type target struct {
 // sessionDir is where a session is seen through the target.
 func (t *target) sessionDir(id string) string { return filepath.Join(t.root, "sessions", id) }
 
-// startSessionfs mounts store at mnt with the sessionfs binary and waits until it serves. It returns how long
-// that took.
-func startSessionfs(bin, store, mnt string) (*target, time.Duration, error) {
+// startSessionfs mounts store at mnt with the sessionfs binary (and its extra flags) and waits until it serves.
+// It returns how long that took.
+func startSessionfs(bin, store, mnt string, extra ...string) (*target, time.Duration, error) {
+	return startSessionfsLog(bin, store, mnt, "", extra...)
+}
+
+// startSessionfsLog is startSessionfs with the daemon's output in the file logPath (kept in memory if "").
+func startSessionfsLog(bin, store, mnt, logPath string, extra ...string) (*target, time.Duration, error) {
 	if err := os.MkdirAll(mnt, 0o755); err != nil {
 		return nil, 0, err
 	}
-	cmd := exec.Command(bin, "mount", mnt)
+	cmd := exec.Command(bin, append([]string{"mount", mnt}, extra...)...)
 	cmd.Env = append(os.Environ(), "SESSIONFS_STORE="+store)
 	var log strings.Builder
 	cmd.Stdout, cmd.Stderr = &log, &log
+	if logPath != "" {
+		f, err := os.Create(logPath)
+		if err != nil {
+			return nil, 0, err
+		}
+		defer f.Close() // the daemon holds its own copy
+		cmd.Stdout, cmd.Stderr = f, f
+	}
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		return nil, 0, err
@@ -61,6 +74,37 @@ func startSessionfs(bin, store, mnt string) (*target, time.Duration, error) {
 	}
 	stop()
 	return nil, 0, errors.New("sessionfs mount did not come up within 30s")
+}
+
+// boundSessions counts the sessions whose workspace is bound over the mount at mnt.
+func boundSessions(mnt string) int {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 4 && strings.HasPrefix(f[4], mnt+"/sessions/") && strings.HasSuffix(f[4], "/workspace") {
+			n++
+		}
+	}
+	return n
+}
+
+// waitBound waits until the session folder dir (on a mount) has its workspace bound: a session is bound a moment
+// after its first lookup.
+func waitBound(dir string, within time.Duration) bool {
+	ws := filepath.Join(dir, "workspace")
+	_, _ = os.Stat(ws)
+	for deadline := time.Now().Add(within); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		b, _ := os.ReadFile("/proc/self/mountinfo")
+		for _, line := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(line); len(f) > 4 && f[4] == ws {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // served reports whether mnt is a FUSE mount that answers.

@@ -51,6 +51,9 @@ func (c config) workloads() []workload {
 		{name: fmt.Sprintf("stat %d files", c.files),
 			prepare: func(dir string) error { return ensureFiles(small(dir), c.files) },
 			run:     func(dir string) error { return statFiles(small(dir), c.files) }},
+		{name: fmt.Sprintf("write then stat each of %d files", c.files),
+			prepare: func(dir string) error { return fresh(small(dir)) },
+			run:     func(dir string) error { return createStatFiles(small(dir), c.files) }},
 		{name: fmt.Sprintf("unlink %d files", c.files),
 			prepare: func(dir string) error { return ensureFiles(small(dir), c.files) },
 			run:     func(dir string) error { return unlinkFiles(small(dir), c.files) }},
@@ -164,6 +167,30 @@ func createFiles(dir string, n int) error {
 			return err
 		}
 		if err := syscall.Close(fd); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// createStatFiles creates n files and stats each right after writing it (a build's or an editor's pattern: the
+// write dropped the cached attributes).
+func createStatFiles(dir string, n int) error {
+	if err := createFiles(dir, n); err != nil {
+		return err
+	}
+	var st syscall.Stat_t
+	for i := 0; i < n; i++ {
+		fd, err := syscall.Open(smallName(dir, i), syscall.O_WRONLY|syscall.O_APPEND|syscall.O_CLOEXEC, 0)
+		if err != nil {
+			return err
+		}
+		_, err = syscall.Write(fd, payload)
+		syscall.Close(fd)
+		if err != nil {
+			return err
+		}
+		if err := syscall.Stat(smallName(dir, i), &st); err != nil {
 			return err
 		}
 	}

@@ -202,8 +202,17 @@ func (a *app) checkMounts(s *layout.Store, add func(name, status, detail, fix st
 	for _, m := range mounts {
 		if sfs.Stale(m.Mountpoint) {
 			add("mount", "FAIL", m.Mountpoint+" is stale (its daemon is gone)", "sessionfs unmount "+m.Mountpoint+", or mount again")
+			continue
+		}
+		add("mount", "OK", m.Mountpoint+" serves the store", "")
+		// Binds are the root daemon's: a normal user's mount serves everything through FUSE.
+		if n := len(sfs.Binds(m.Mountpoint)); n > 0 {
+			add("binds", "OK", fmt.Sprintf("%s bound over %s (workspace, app and mcps at the disk's speed)", plural(n, "folder"), m.Mountpoint), "")
+		} else if !strings.Contains(","+m.VFSOptions+",", ",user_id=0,") {
+			add("binds", "WARN", "no session folder is bound over "+m.Mountpoint+": workspace, app and mcps go through FUSE "+
+				"(its daemon is not root: metadata-heavy work such as untar, grep -r, du or rm -rf runs 2-10x slower than on the store)", "mount as root")
 		} else {
-			add("mount", "OK", m.Mountpoint+" serves the store", "")
+			add("binds", "OK", "none yet over "+m.Mountpoint+" (a session is bound when first used)", "")
 		}
 	}
 }
