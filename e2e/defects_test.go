@@ -471,22 +471,50 @@ func TestRmRfSessionRecoverable(t *testing.T) {
 	assert.Contains(t, r.stderr, "nothing of that id in the trash")
 }
 
-// Any command taking a session id takes an unambiguous start of one; an ambiguous one names the candidates.
-func TestUniquePrefixIDs(t *testing.T) {
+// Ids people chose are taken whole, as docker never takes a prefix of a name: with web-old and web-new, after rm
+// web-new, "rm web" must not trash web-old. A generated id is taken by an unambiguous start, by commands that
+// change nothing, which say which session they took; rm, rename, label and trash restore take whole ids.
+func TestIDPrefixes(t *testing.T) {
 	store := t.TempDir()
-	ok(t, store, "new", "webapp-login")
-	ok(t, store, "new", "webapp-api")
-	ok(t, store, "new", "cli")
-	assert.Contains(t, ok(t, store, "show", "webapp-l"), "Session     webapp-login\n")
-	assert.Equal(t, "hi\n", ok(t, store, "exec", "cl", "--", "echo", "hi"))
-	r := cli(t, store, "show", "webapp")
+	ok(t, store, "new", "web-old")
+	ok(t, store, "new", "web-new")
+	ok(t, store, "rm", "web-new")
+	r := cli(t, store, "rm", "web")
 	assert.Equal(t, 125, r.code)
-	assert.Contains(t, r.stderr, `"webapp" is the start of 2 sessions: webapp-api, webapp-login`)
+	assert.Contains(t, r.stderr, "did you mean web-old?")
+	assert.DirExists(t, filepath.Join(store, "sessions", "web-old"), "a name is never taken by its start")
+	for _, args := range [][]string{{"exec", "web-o", "--", "true"}, {"show", "web"}, {"rename", "web-o", "x"}, {"label", "web-o", "a=b"}} {
+		r = cli(t, store, args...)
+		assert.Equal(t, 125, r.code, "%v: %s", args, r.stderr)
+	}
+
+	ok(t, store, "new")
+	var gen string
+	for _, id := range strings.Fields(ok(t, store, "ls", "-q")) {
+		if id != "web-old" {
+			gen = id
+		}
+	}
+	require.Regexp(t, `^\d{8}-\d{6}-[0-9a-f]{6}$`, gen)
+	r = cli(t, store, "rm", "nosuch", gen[:4])
+	assert.NotEqual(t, 0, r.code)
+	assert.DirExists(t, filepath.Join(store, "sessions", gen), "rm takes whole ids")
+	for _, args := range [][]string{{"rename", gen[:10], "x"}, {"label", gen[:10], "a=b"}} {
+		r = cli(t, store, args...)
+		assert.Equal(t, 125, r.code, "%v: %s", args, r.stderr)
+		assert.Contains(t, r.stderr, "did you mean "+gen)
+	}
+	r = cli(t, store, "show", gen[:10])
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "Session     "+gen+"\n")
+	assert.Contains(t, r.stderr, gen[:10]+" is session "+gen, "the prefix taken is named")
+	ok(t, store, "new", gen[:10])
+	r = cli(t, store, "show", gen[:10])
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "Session     "+gen[:10]+"\n", "a whole id wins over a prefix")
 	r = cli(t, store, "show", "zz")
 	assert.Equal(t, 125, r.code)
 	assert.Contains(t, r.stderr, "no such session")
-	assert.Contains(t, ok(t, store, "rm", "webapp-a"), "webapp-api -> ")
-	assert.Contains(t, ok(t, store, "show", "webapp"), "Session     webapp-login\n", "one left: no longer ambiguous")
 }
 
 // A store whose mount's daemon died is reported as stale, with the way out, not as "not mounted".

@@ -27,7 +27,7 @@ func (a *app) labelCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			id, err := a.resolveID(args[0])
+			id, err := a.exactID(args[0])
 			if err != nil {
 				return err
 			}
@@ -92,7 +92,7 @@ that ran eval "$(sessionfs env ID)") keep the old path. NEW must be a free, vali
 			return a.completeIDs(cmd, args, prefix)
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := a.resolveID(args[0])
+			id, err := a.exactID(args[0])
 			if err != nil {
 				return err
 			}

@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"regexp"
 	"strings"
 
 	"github.com/sessionfs/sessionfs/layout"
@@ -10,40 +12,81 @@ import (
 // maxCandidates bounds the ids an ambiguous prefix's error names.
 const maxCandidates = 8
 
+// generatedID is the shape of the ids sessionfs makes (layout.NewID): only those are taken by a prefix, as docker
+// takes prefixes of its hex ids and never of names: a name a person chose ("web") is not the start of another
+// ("web-old").
+var generatedID = regexp.MustCompile(`^[0-9]{8}-[0-9]{6}-[0-9a-f]{6}$`)
+
 // resolveID turns what was typed for a session into its id: the id itself when such a session exists, else the
-// one session whose id begins with it, as docker takes container ids. An ambiguous prefix is an error naming
-// the candidates; no match is ErrNotFound.
+// one generated id that begins with it, which it names on stderr. An ambiguous prefix is an error naming the
+// candidates; no match is ErrNotFound. Commands that change or remove a session take whole ids (exactID).
 func (a *app) resolveID(arg string) (string, error) {
+	id, matches, err := a.lookupID(arg)
+	if err != nil || id != "" {
+		return id, err
+	}
+	var generated []string
+	for _, m := range matches {
+		if generatedID.MatchString(m) {
+			generated = append(generated, m)
+		}
+	}
+	switch len(generated) {
+	case 0:
+		return "", notFound(arg, matches)
+	case 1:
+		fmt.Fprintf(os.Stderr, "sessionfs: %s is session %s\n", arg, generated[0])
+		return generated[0], nil
+	}
+	named := generated
+	more := ""
+	if len(named) > maxCandidates {
+		named, more = named[:maxCandidates], fmt.Sprintf(" and %d more", len(generated)-maxCandidates)
+	}
+	return "", fmt.Errorf("%q is the start of %d sessions: %s%s; type more of the id", arg, len(generated), strings.Join(named, ", "), more)
+}
+
+// exactID is arg when a session of that id exists: rm, rename, label and trash restore act on no guess.
+func (a *app) exactID(arg string) (string, error) {
+	id, matches, err := a.lookupID(arg)
+	if err != nil || id != "" {
+		return id, err
+	}
+	return "", notFound(arg, matches)
+}
+
+// lookupID returns arg if a session of that id exists, else the ids that begin with it.
+func (a *app) lookupID(arg string) (id string, matches []string, err error) {
 	s, err := a.openStore()
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	if err := layout.ValidateID(arg); err != nil {
-		return "", err
+		return "", nil, err
 	}
 	if s.Exists(arg) {
-		return arg, nil
+		return arg, nil, nil
 	}
 	ids, err := s.IDs()
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
-	var matches []string
 	for _, id := range ids {
 		if strings.HasPrefix(id, arg) {
 			matches = append(matches, id)
 		}
 	}
-	switch len(matches) {
-	case 0:
-		return "", &layout.Error{Op: "open", ID: arg, Kind: layout.ErrNotFound}
-	case 1:
-		return matches[0], nil
+	return "", matches, nil
+}
+
+// notFound says no session is arg, naming the sessions whose ids begin with it.
+func notFound(arg string, matches []string) error {
+	err := &layout.Error{Op: "open", ID: arg, Kind: layout.ErrNotFound}
+	if len(matches) == 0 {
+		return err
 	}
-	named := matches
-	more := ""
-	if len(named) > maxCandidates {
-		named, more = named[:maxCandidates], fmt.Sprintf(" and %d more", len(matches)-maxCandidates)
+	if len(matches) > maxCandidates {
+		matches = append(matches[:maxCandidates:maxCandidates], "...")
 	}
-	return "", fmt.Errorf("%q is the start of %d sessions: %s%s; type more of the id", arg, len(matches), strings.Join(named, ", "), more)
+	return fmt.Errorf("%w (did you mean %s? a name is taken whole)", err, strings.Join(matches, ", "))
 }

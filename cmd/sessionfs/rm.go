@@ -28,7 +28,7 @@ func (a *app) rmCmd() *cobra.Command {
 			}
 			var errs []error
 			for _, arg := range args {
-				id, err := a.resolveID(arg)
+				id, err := a.exactID(arg)
 				if err != nil {
 					errs = append(errs, err)
 					continue

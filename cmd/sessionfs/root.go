@@ -84,9 +84,19 @@ func (a *app) open(create bool) (*layout.Store, error) {
 	return s, nil
 }
 
-// session opens the store and reads session arg (an id, or an unambiguous start of one: resolveID).
+// session opens the store and reads session arg (an id, or an unambiguous start of a generated one: resolveID).
 func (a *app) session(arg string) (*layout.Store, *layout.Meta, error) {
 	id, err := a.resolveID(arg)
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := a.store.Get(id)
+	return a.store, m, err
+}
+
+// exactSession is session for commands that change it: arg is taken whole (exactID).
+func (a *app) exactSession(arg string) (*layout.Store, *layout.Meta, error) {
+	id, err := a.exactID(arg)
 	if err != nil {
 		return nil, nil, err
 	}

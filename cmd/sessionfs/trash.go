@@ -86,7 +86,7 @@ restore ID UUID puts back the newest removed copy of conversation UUID into sess
 				fmt.Fprintf(cmd.OutOrStdout(), "restored %s\n", dir)
 				return nil
 			}
-			s, m, err := a.session(args[0])
+			s, m, err := a.exactSession(args[0])
 			if err != nil {
 				return err
 			}
