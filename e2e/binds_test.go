@@ -46,7 +46,9 @@ func mountsUnder(t *testing.T, p string) []mountEntry {
 func bindsOf(t *testing.T, m *mounted, id string) map[string]mountEntry {
 	out := map[string]mountEntry{}
 	for _, e := range mountsUnder(t, m.session(id)) {
-		out[strings.TrimPrefix(e.point, m.session(id)+"/")] = e
+		if dir := strings.TrimPrefix(e.point, m.session(id)+"/"); !strings.Contains(dir, "/") {
+			out[dir] = e
+		}
 	}
 	return out
 }

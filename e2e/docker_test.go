@@ -224,7 +224,8 @@ func TestDockerInterruptStopsContainer(t *testing.T) {
 	assert.Equal(t, 130, exit.ExitCode(), "the command's own exit code")
 	assert.Less(t, time.Since(start), 15*time.Second)
 	list, err := cli.ContainerList(context.Background(), container.ListOptions{All: true,
-		Filters: filters.NewArgs(filters.Arg("label", "sessionfs.session=s1"))})
+		// This run's image: another test run on the machine may have a session s1 in a container too.
+		Filters: filters.NewArgs(filters.Arg("label", "sessionfs.session=s1"), filters.Arg("ancestor", busyboxImage))})
 	require.NoError(t, err)
 	assert.Empty(t, list, "the container is removed")
 }

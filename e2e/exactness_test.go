@@ -197,13 +197,13 @@ func TestOwnershipAndIdentity(t *testing.T) {
 	assert.Equal(t, strings.Fields(lines[0])[0], strings.Fields(lines[1])[0], "readdir's inode number is stat's: %s", out)
 }
 
-// Two filesystems mounted inside a workspace never share inode numbers through the mount.
+// Two filesystems mounted inside a workspace never share a file's identity (st_dev, st_ino) through the mount:
+// through FUSE (one st_dev) their inode numbers differ; through the binds each keeps its own filesystem.
 func TestInodesKeepTheirFilesystem(t *testing.T) {
 	need(t, os.Geteuid() == 0, "mounting tmpfs needs root")
 	store := t.TempDir()
 	ok(t, store, "new", "s1")
 	ws := filepath.Join(store, "sessions", "s1", "workspace")
-	var inos []uint64
 	for _, name := range []string{"a", "b"} {
 		dir := filepath.Join(ws, name)
 		require.NoError(t, os.Mkdir(dir, 0o755))
@@ -211,17 +211,24 @@ func TestInodesKeepTheirFilesystem(t *testing.T) {
 		t.Cleanup(func() { _ = exec.Command("umount", "-l", dir).Run() })
 		require.NoError(t, os.WriteFile(filepath.Join(dir, "f"), []byte(name), 0o644))
 	}
-	m := mount(t, store)
-	for _, name := range []string{"a", "b"} {
-		var st syscall.Stat_t
-		p := filepath.Join(m.session("s1"), "workspace", name, "f")
-		require.NoError(t, syscall.Stat(p, &st))
-		inos = append(inos, st.Ino)
-		b, err := os.ReadFile(p)
-		require.NoError(t, err)
-		assert.Equal(t, name, string(b), "each file shows its own content")
+	for _, binds := range []string{"0", "1"} {
+		m := mount(t, store, "--max-binds", binds)
+		if binds == "1" {
+			waitBound(t, m, "s1")
+		}
+		var ids [][2]uint64
+		for _, name := range []string{"a", "b"} {
+			var st syscall.Stat_t
+			p := filepath.Join(m.session("s1"), "workspace", name, "f")
+			require.NoError(t, syscall.Stat(p, &st))
+			ids = append(ids, [2]uint64{st.Dev, st.Ino})
+			b, err := os.ReadFile(p)
+			require.NoError(t, err)
+			assert.Equal(t, name, string(b), "each file shows its own content (--max-binds %s)", binds)
+		}
+		assert.NotEqual(t, ids[0], ids[1], "--max-binds %s", binds)
+		m.stop(t)
 	}
-	assert.NotEqual(t, inos[0], inos[1])
 }
 
 // outcome is an operation's result as a comparable string.

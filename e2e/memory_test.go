@@ -23,7 +23,9 @@ func TestIdleSessionsAreForgotten(t *testing.T) {
 	for i := range sessions {
 		ok(t, store, "new", fmt.Sprintf("s%02d", i))
 	}
-	m := mount(t, store, "--max-nodes", "100")
+	// Binds off: a bound session's folders are mountpoints, which the kernel keeps (and their watches with them);
+	// at most --max-binds sessions are.
+	m := mount(t, store, "--max-nodes", "100", "--max-binds", "0")
 
 	// Something in use in one session: an open file and a process whose working folder is there.
 	busy := filepath.Join(m.session("s00"), "workspace")

@@ -36,7 +36,8 @@ func appender(t *testing.T, path, writer string, lines int, sync bool) *exec.Cmd
 func TestCrashRecovery(t *testing.T) {
 	store := t.TempDir()
 	ok(t, store, "new", "s1")
-	m := mount(t, store)
+	// The workspace through FUSE (a bound one is the store's own folder, which no daemon crash touches).
+	m := mount(t, store, "--max-binds", "0")
 	const writers = 4
 	acked := make([]atomic.Int64, writers) // lines each writer saw fsync'd
 	var wg sync.WaitGroup
@@ -202,21 +203,57 @@ var notPOSIX = map[string]string{
 	"FcntlFlockLocksFile": "locks within one process do not conflict under POSIX",
 }
 
-// TestPOSIX runs go-fuse's own conformance tests against a session folder of the mount.
+// TestPOSIX runs go-fuse's own conformance tests in the three kinds of folder of a session on the mount: a
+// workspace bound from the store, a workspace served through FUSE (--max-binds 0, as a normal user's mount
+// serves it), and a transcript view of .claude.
 func TestPOSIX(t *testing.T) {
 	store := t.TempDir()
 	ok(t, store, "new", "s1")
-	m := mount(t, store)
-	for name, fn := range posixtest.All {
-		if _, skip := notPOSIX[name]; skip {
-			continue
-		}
-		t.Run(name, func(t *testing.T) {
-			dir := filepath.Join(m.session("s1"), "workspace", name)
-			require.NoError(t, os.Mkdir(dir, 0o755))
-			fn(t, dir)
+	for _, place := range []struct{ name, binds, rel string }{
+		{"bound workspace", "1", "workspace"},
+		{"FUSE workspace", "0", "workspace"},
+		{"transcript view", "1", ".claude/projects/-home-user-proj"},
+	} {
+		t.Run(place.name, func(t *testing.T) {
+			m := mount(t, store, "--max-binds", place.binds)
+			if place.binds != "0" {
+				waitBound(t, m, "s1")
+			}
+			for name, fn := range posixtest.All {
+				if _, skip := notPOSIX[name]; skip {
+					continue
+				}
+				if _, skip := kernelsOwn[name]; skip && place.rel == "workspace" && place.binds != "0" {
+					continue
+				}
+				if _, skip := viewsOwn[name]; skip && place.rel != "workspace" {
+					continue
+				}
+				t.Run(name, func(t *testing.T) {
+					dir := filepath.Join(m.session("s1"), place.rel, strings.ReplaceAll(place.name, " ", "-")+"-"+name)
+					require.NoError(t, os.Mkdir(dir, 0o755))
+					fn(t, dir)
+				})
+			}
+			m.stop(t)
 		})
 	}
+}
+
+// viewsOwn lists posixtest cases whose removals a transcript folder keeps by design (README, No lost transcript).
+var viewsOwn = map[string]string{
+	// A file removed in a folder of a transcript folder (a conversation's <uuid>/ folder) moves to the transcript
+	// trash: an open descriptor of it still has its one link.
+	"FstatDeleted": "a removed transcript file moves to the transcript trash, keeping its link",
+}
+
+// kernelsOwn lists posixtest cases about a FUSE server that a bound folder (the kernel's own filesystem, no
+// server) does not have.
+var kernelsOwn = map[string]string{
+	// It swaps a folder for a symlink to /etc while another thread opens a file in it, and fails if the open
+	// reaches /etc: a FUSE server must not follow the link. On a local filesystem the kernel resolves the path
+	// itself and follows the link, as it does on the store.
+	"OpenSymlinkRace": "the kernel follows symlinks on its own filesystems",
 }
 
 // TestPOSIXCases: our own cases on top of posixtest.

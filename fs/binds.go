@@ -241,7 +241,9 @@ func (b *binder) make(root int, id, dir string, src int, st *unix.Stat_t) error 
 		return err
 	}
 	defer unix.Close(target)
-	tree, err := unix.OpenTree(src, "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH)
+	// Recursive, as the mount's FUSE view was: a filesystem mounted inside the store's folder shows inside the
+	// bind too (the host's root mounted it; a session's processes cannot).
+	tree, err := unix.OpenTree(src, "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH|unix.AT_RECURSIVE)
 	if err != nil {
 		return err
 	}
@@ -249,7 +251,7 @@ func (b *binder) make(root int, id, dir string, src int, st *unix.Stat_t) error 
 	if b.readOnly {
 		attr.Attr_set |= unix.MOUNT_ATTR_RDONLY
 	}
-	if err := unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH, &attr); err != nil {
+	if err := unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &attr); err != nil {
 		unix.Close(tree)
 		return err
 	}
