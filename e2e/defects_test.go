@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bufio"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -528,4 +529,55 @@ func TestStaleMountReported(t *testing.T) {
 	assert.Equal(t, 0, r.code, r.stderr)
 	assert.Contains(t, r.stderr, "the store's mount at "+m.mnt+" is stale (its daemon is gone; sessionfs mount serves it again)")
 	assert.NotContains(t, r.stderr, "not mounted")
+}
+
+// Ctrl-C (or kill -INT) of exec reaches the command as a shell passes it: its INT trap runs to its end and its
+// exit code is exec's (130 here), where the command used to get SIGTERM at once and exec exited 143.
+func TestExecForwardsSignals(t *testing.T) {
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	for _, mounted := range []bool{false, true} {
+		if mounted {
+			mount(t, store)
+		}
+		done := filepath.Join(t.TempDir(), "cleaned")
+		cmd := exec.Command(bin, "exec", "s1", "--", "sh", "-c",
+			`trap 'kill $! 2>/dev/null; sleep 0.3; echo cleaned > "$DONE"; exit 130' INT; echo started; sleep 60 & wait`)
+		cmd.Env = append(os.Environ(), "SESSIONFS_STORE="+store, "DONE="+done)
+		stdout, err := cmd.StdoutPipe()
+		require.NoError(t, err)
+		require.NoError(t, cmd.Start())
+		line, err := bufio.NewReader(stdout).ReadString('\n')
+		require.NoError(t, err)
+		require.Equal(t, "started\n", line)
+		require.NoError(t, cmd.Process.Signal(os.Interrupt))
+		err = cmd.Wait()
+		var exit *exec.ExitError
+		require.ErrorAs(t, err, &exit)
+		assert.Equal(t, 130, exit.ExitCode(), "the command's own exit code (mounted=%v)", mounted)
+		b, err := os.ReadFile(done)
+		require.NoError(t, err, "the command's INT trap ran to its end (mounted=%v)", mounted)
+		assert.Equal(t, "cleaned\n", string(b))
+	}
+}
+
+// exec -w of a folder the session lacks is one line and exit 125 (it was 127 with "chdir ... no such file", and on
+// the mount a false note that the sessionfs binary was missing); -w ../.. says it is outside the session.
+func TestExecBadWorkdir(t *testing.T) {
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	for _, mounted := range []bool{false, true} {
+		if mounted {
+			mount(t, store)
+		}
+		r := cli(t, store, "exec", "-w", "missing", "s1", "--", "true")
+		assert.Equal(t, 125, r.code, r.stderr)
+		assert.Contains(t, r.stderr, "missing: no such folder in the session")
+		assert.NotContains(t, r.stderr, "chdir ")
+		assert.NotContains(t, r.stderr, "executable")
+		r = cli(t, store, "exec", "-w", "../..", "s1", "--", "true")
+		assert.Equal(t, 125, r.code, r.stderr)
+		assert.Contains(t, r.stderr, "-w ../..: outside the session")
+		assert.NotContains(t, r.stderr, "map (")
+	}
 }

@@ -49,8 +49,13 @@ var _ backends.Backend = Backend{}
 // Name is "local".
 func (Backend) Name() string { return "local" }
 
-// Run starts spec.Argv in the session's workspace (or spec.Workdir) and waits for it. When ctx is cancelled the
-// process gets SIGTERM, then SIGKILL after a grace period.
+// ForwardsSignals says Run relays the CLI's signals to the command itself (signals.go): the CLI must not cancel
+// the run on them.
+func (Backend) ForwardsSignals() bool { return true }
+
+// Run starts spec.Argv in the session's workspace (or spec.Workdir) and waits for it. Signals sent to this process
+// reach the command as a shell passes them (signals.go). When ctx is cancelled the process gets SIGTERM, then
+// SIGKILL after a grace period.
 func (Backend) Run(ctx context.Context, spec backends.Spec) (int, error) {
 	if len(spec.Argv) == 0 {
 		return -1, errors.New("no command to run")
@@ -60,8 +65,18 @@ func (Backend) Run(ctx context.Context, spec backends.Spec) (int, error) {
 	if spec.Workdir != "" {
 		dir = filepath.Join(p.Root, spec.Workdir)
 		if _, err := layout.ToContainer(p.Root, dir); err != nil {
-			return -1, fmt.Errorf("workdir %q: %w", spec.Workdir, err)
+			return -1, fmt.Errorf("-w %s: outside the session (give a folder inside it, e.g. workspace/api)", spec.Workdir)
 		}
+	}
+	// Checked here: Go reports a missing cmd.Dir as the command not found, and the helper as a failed chdir.
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		what := "no such folder in the session"
+		if err == nil {
+			what = "not a folder"
+		} else if !errors.Is(err, os.ErrNotExist) {
+			what = err.Error()
+		}
+		return -1, fmt.Errorf("working directory %s: %s", dir, what)
 	}
 	cmd := exec.CommandContext(ctx, spec.Argv[0], spec.Argv[1:]...)
 	if cmd.Err != nil {
@@ -88,7 +103,7 @@ func (Backend) Run(ctx context.Context, spec backends.Spec) (int, error) {
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = spec.Stdin, spec.Stdout, spec.Stderr
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = 10 * time.Second
-	err := cmd.Run()
+	err := runForwarding(cmd)
 	if err != nil && cmd.SysProcAttr != nil && cmd.ProcessState == nil {
 		// The namespace could not be made (user namespaces disabled, say): run on the mount.
 		noteOnce(fmt.Sprintf("no private mount namespace (%v): the session's folders are used through the mount, slower", err))

@@ -102,10 +102,13 @@ func (a *app) execIn(id string, argv []string, adjust ...func(*backends.Spec)) e
 }
 
 // runBackend runs spec under the session's run lease, records the run in session.json, and turns the command's
-// exit code into the CLI's. SIGINT and SIGTERM cancel the run (the backend stops the command) instead of killing
-// the CLI.
+// exit code into the CLI's. A backend that relays signals to its command (local) gets them; for the others SIGINT
+// and SIGTERM cancel the run (the backend stops the command) instead of killing the CLI.
 func (a *app) runBackend(s *layout.Store, b backends.Backend, spec backends.Spec, image string) error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := context.Background(), func() {}
+	if f, ok := b.(interface{ ForwardsSignals() bool }); !ok || !f.ForwardsSignals() {
+		ctx, stop = signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	}
 	defer stop()
 	if err := a.lockSession(ctx, s, spec.SessionID); err != nil {
 		return err
