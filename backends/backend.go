@@ -6,6 +6,8 @@ import (
 	"context"
 	"io"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/sessionfs/sessionfs/agents"
 	"github.com/sessionfs/sessionfs/layout"
 )
@@ -54,4 +56,11 @@ func (s Spec) AgentEnv(root string) []string {
 		return nil
 	}
 	return a.Env(root)
+}
+
+// ReadOnlyMount reports whether dir is on a read-only mount (a sessionfs mount --read-only): the store's folders
+// bound over it for speed are then bound read-only too, so a run cannot write where the mount refuses writes.
+func ReadOnlyMount(dir string) bool {
+	var st unix.Statfs_t
+	return unix.Statfs(dir, &st) == nil && st.Flags&unix.ST_RDONLY != 0
 }

@@ -581,3 +581,28 @@ func TestExecBadWorkdir(t *testing.T) {
 		assert.NotContains(t, r.stderr, "map (")
 	}
 }
+
+// A read-only mount stays read-only for runs: exec's (and run's) binds of the store's folders were writable, so
+// a run wrote to the store through them.
+func TestReadOnlyMountReadOnlyRuns(t *testing.T) {
+	need(t, os.Geteuid() == 0, "the root path of exec's binds; TestMountAsNormalUser covers users")
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	mount(t, store, "--read-only")
+	r := cli(t, store, "exec", "s1", "--", "sh", "-c", "echo x > written.txt")
+	assert.NotEqual(t, 0, r.code)
+	assert.Contains(t, r.stderr, "Read-only file system")
+	assert.NoFileExists(t, filepath.Join(store, "sessions", "s1", "workspace", "written.txt"))
+}
+
+// The same for run --backend docker, whose binds of the store's folders were writable too.
+func TestReadOnlyMountReadOnlyContainers(t *testing.T) {
+	images(t, needDocker(t), "")
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	mount(t, store, "--read-only")
+	r := inContainer(t, store, "s1", "echo x > /session/workspace/in-container.txt")
+	assert.NotEqual(t, 0, r.code)
+	assert.Contains(t, r.stderr, "Read-only file system")
+	assert.NoFileExists(t, filepath.Join(store, "sessions", "s1", "workspace", "in-container.txt"))
+}

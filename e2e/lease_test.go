@@ -3,6 +3,7 @@ package e2e
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -103,4 +104,21 @@ func TestLeaseOneRunnerPerSession(t *testing.T) {
 	assert.Equal(t, 0, waiter.cmd.ProcessState.ExitCode(), waiter.out.String())
 	assert.Contains(t, waiter.out.String(), "ran")
 	ok(t, store, "exec", "web", "--", "true")
+}
+
+// rm of a session something runs in is refused with the lease's message, as rename is (the run would go on in the
+// trash and its record be lost); --force removes it all the same.
+func TestRmOfARunningSession(t *testing.T) {
+	store := t.TempDir()
+	ok(t, store, "new", "web")
+	holder := startRunner(t, store, nil, "exec", "web", "--", "sh", "-c", holding+"; exec sleep 60")
+	eventually(t, 20*time.Second, func() bool { return strings.Contains(holder.out.String(), "holding the lease") },
+		"the holder never ran: %s", holder.out)
+	r := cli(t, store, "rm", "web")
+	assert.Equal(t, 125, r.code, r.stderr)
+	assert.Regexp(t, `session web is running on host \S+ \(pid \d+\) since \d\d:\d\d \(--force removes it all the same\)`, r.stderr)
+	assert.DirExists(t, filepath.Join(store, "sessions", "web"))
+	r = cli(t, store, "rm", "--force", "web")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.NoDirExists(t, filepath.Join(store, "sessions", "web"))
 }

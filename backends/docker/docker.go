@@ -216,6 +216,7 @@ func (b *Backend) storeBinds(spec backends.Spec, sess *layout.Dir, st *stage) ([
 		src, srcPath = spec.Folder, spec.Folder.Name()
 	}
 	strict := map[string]bool{layout.AppDir: b.opts.Strict, layout.MCPDir: b.opts.Strict}
+	ro := backends.ReadOnlyMount(spec.SessionDir) // a read-only mount's folders stay read-only through the binds
 	var out []mount.Mount
 	for _, rel := range backends.NativeDirs {
 		if src == sess && !strict[rel] {
@@ -225,7 +226,7 @@ func (b *Backend) storeBinds(spec backends.Spec, sess *layout.Dir, st *stage) ([
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, mount.Mount{Type: mount.TypeBind, Source: source, Target: path.Join(cp.Root, rel), ReadOnly: strict[rel]})
+		out = append(out, mount.Mount{Type: mount.TypeBind, Source: source, Target: path.Join(cp.Root, rel), ReadOnly: strict[rel] || ro})
 	}
 	return out, nil
 }

@@ -85,8 +85,9 @@ func helper(args []string) error {
 	if err != nil {
 		return fmt.Errorf("session %s: %w", id, err)
 	}
+	ro := backends.ReadOnlyMount(mounted)
 	for _, rel := range backends.NativeDirs {
-		if err := bindOver(sess, rel, filepath.Join(mounted, rel)); err != nil {
+		if err := bindOver(sess, rel, filepath.Join(mounted, rel), ro); err != nil {
 			return err
 		}
 	}
@@ -105,8 +106,9 @@ func helper(args []string) error {
 	return nil
 }
 
-// bindOver binds rel, a folder beneath the store's session folder reached with no symlink, over target.
-func bindOver(sess *layout.Dir, rel, target string) error {
+// bindOver binds rel, a folder beneath the store's session folder reached with no symlink, over target
+// (read-only if ro).
+func bindOver(sess *layout.Dir, rel, target string, ro bool) error {
 	fd, err := sess.OpenAt(rel, unix.O_PATH|unix.O_DIRECTORY, 0)
 	if err != nil {
 		if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.EXDEV) {
@@ -117,6 +119,12 @@ func bindOver(sess *layout.Dir, rel, target string) error {
 	defer unix.Close(fd)
 	if err := unix.Mount(fmt.Sprintf("/proc/self/fd/%d", fd), target, "", unix.MS_BIND, ""); err != nil {
 		return fmt.Errorf("bind %s/%s over %s: %w", sess.Name(), rel, target, err)
+	}
+	if ro {
+		// mount_setattr changes only this flag (a remount would have to repeat the locked ones).
+		if err := unix.MountSetattr(unix.AT_FDCWD, target, 0, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}); err != nil {
+			return fmt.Errorf("make %s read-only (the mount is): %w", target, err)
+		}
 	}
 	return nil
 }

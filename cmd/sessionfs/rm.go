@@ -13,9 +13,13 @@ import (
 )
 
 func (a *app) rmCmd() *cobra.Command {
+	var force bool
 	cmd := &cobra.Command{
 		Use:   "rm ID...",
 		Short: "Move sessions to the trash (trash restore brings one back; gc --trash deletes them for good)",
+		Long: `rm moves each session, whole, to the store's trash. A session something runs in (exec, run or resume, on
+any host sharing the store) is refused, naming the runner, unless --force: the run would go on in the trash
+and its record with it.`,
 		Example: `  sessionfs rm fix-login old-experiment
   sessionfs trash restore fix-login   # changed your mind
   sessionfs gc --trash                # later, to free the space`,
@@ -33,7 +37,19 @@ func (a *app) rmCmd() *cobra.Command {
 					errs = append(errs, err)
 					continue
 				}
+				// The run lease keeps runners out while the session goes, and refuses one that runs.
+				lease, err := s.TryLease(id, layout.ThisProcess())
+				if err != nil && !(force && errors.Is(err, layout.ErrRunning)) {
+					if errors.Is(err, layout.ErrRunning) {
+						err = fmt.Errorf("%w (--force removes it all the same)", err)
+					}
+					errs = append(errs, err)
+					continue
+				}
 				dst, err := s.Remove(id)
+				if lease != nil {
+					_ = lease.Release()
+				}
 				if err != nil {
 					errs = append(errs, err)
 					continue
@@ -52,6 +68,7 @@ func (a *app) rmCmd() *cobra.Command {
 			return nil
 		},
 	}
+	cmd.Flags().BoolVarP(&force, "force", "f", false, "remove a session even while something runs in it")
 	return cmd
 }
 
