@@ -2,8 +2,10 @@ package layout
 
 import (
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"syscall"
 	"time"
@@ -200,7 +202,7 @@ type GCOptions struct {
 	IdleFor   time.Duration // move sessions idle longer than this to the trash (0: none)
 	DryRun    bool
 	Now       time.Time
-	OnRemoved func(what, path string) // told of each action, for the CLI
+	OnRemoved func(what, path string, size int64) // told of each action and the bytes it concerns, for the CLI
 }
 
 // GC empties the trash and trashes idle sessions, as asked. The trash's transcripts folder is emptied but kept:
@@ -209,11 +211,12 @@ func (s *Store) GC(opts GCOptions) error {
 	if opts.Now.IsZero() {
 		opts.Now = time.Now()
 	}
-	note := func(what, path string) {
+	note := func(what, path string, size int64) {
 		if opts.OnRemoved != nil {
-			opts.OnRemoved(what, path)
+			opts.OnRemoved(what, path, size)
 		}
 	}
+	pending := map[string]int64{} // a dry run's idle sessions, by the name they would have in the trash
 	if opts.IdleFor > 0 {
 		infos, err := s.List()
 		if err != nil {
@@ -223,11 +226,15 @@ func (s *Store) GC(opts GCOptions) error {
 			if opts.Now.Sub(in.LastActivity) <= opts.IdleFor {
 				continue
 			}
-			note("trash idle session", in.ID)
-			if !opts.DryRun {
-				if _, err := s.Remove(in.ID); err != nil {
-					return err
-				}
+			note("trash idle session", in.ID, in.Size)
+			if opts.DryRun {
+				pending[trashedName(in.ID, opts.Now)] = in.Size // listed with the trash's deletions, as if trashed
+				continue
+			}
+			// Trashed now, and deleted below with the rest of the trash when --trash says so (a dry run lists it
+			// among the deletions above).
+			if _, err := s.Remove(in.ID); err != nil {
+				return err
 			}
 		}
 	}
@@ -240,14 +247,25 @@ func (s *Store) GC(opts GCOptions) error {
 		if err != nil {
 			return wrap("gc", "", s.TrashDir(), err)
 		}
+		names := slices.Collect(maps.Keys(pending))
 		for _, e := range ents {
-			if e.Name() == transcriptTrash && e.IsDir() {
-				if err := s.emptyFolder(trash, transcriptTrash, opts.DryRun, note); err != nil {
-					return err
-				}
+			names = append(names, e.Name())
+		}
+		slices.Sort(names) // the order the real run, which finds the idle sessions in the trash, goes in
+		for _, name := range names {
+			if size, ok := pending[name]; ok {
+				note("delete", filepath.Join(s.TrashDir(), name), size)
 				continue
 			}
-			if err := s.removeAll(e.Name(), opts.DryRun, note); err != nil {
+			if name == transcriptTrash {
+				if st, err := trash.Lstat(name); err == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
+					if err := s.emptyFolder(trash, transcriptTrash, opts.DryRun, note); err != nil {
+						return err
+					}
+					continue
+				}
+			}
+			if err := s.removeAll(trash, name, opts.DryRun, note); err != nil {
 				return err
 			}
 		}
@@ -255,13 +273,13 @@ func (s *Store) GC(opts GCOptions) error {
 	return nil
 }
 
-func (s *Store) emptyFolder(trash *Dir, rel string, dryRun bool, note func(what, path string)) error {
+func (s *Store) emptyFolder(trash *Dir, rel string, dryRun bool, note func(what, path string, size int64)) error {
 	ents, err := trash.ReadDir(rel)
 	if err != nil {
 		return wrap("gc", "", filepath.Join(s.TrashDir(), rel), err)
 	}
 	for _, e := range ents {
-		if err := s.removeAll(rel+"/"+e.Name(), dryRun, note); err != nil {
+		if err := s.removeAll(trash, rel+"/"+e.Name(), dryRun, note); err != nil {
 			return err
 		}
 	}
@@ -270,9 +288,16 @@ func (s *Store) emptyFolder(trash *Dir, rel string, dryRun bool, note func(what,
 
 // removeAll deletes rel beneath the trash for good. os.RemoveAll works from descriptors and never follows a
 // symlink; the path is the trash's own (the store's, trusted) up to rel, whose parts are daemon-made.
-func (s *Store) removeAll(rel string, dryRun bool, note func(what, path string)) error {
+func (s *Store) removeAll(trash *Dir, rel string, dryRun bool, note func(what, path string, size int64)) error {
 	p := filepath.Join(s.TrashDir(), rel)
-	note("delete", p)
+	var size int64
+	if st, err := trash.Lstat(rel); err == nil && st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		size = st.Size
+	} else if sub, err := trash.Sub(rel); err == nil {
+		size, _ = UsageIn(sub)
+		sub.Close()
+	}
+	note("delete", p, size)
 	if dryRun {
 		return nil
 	}

@@ -84,7 +84,7 @@ func TestGetListRemoveGC(t *testing.T) {
 		return os.Chtimes(p, old, old)
 	}))
 	var actions []string
-	require.NoError(t, s.GC(GCOptions{IdleFor: 24 * time.Hour, Trash: true, OnRemoved: func(what, _ string) {
+	require.NoError(t, s.GC(GCOptions{IdleFor: 24 * time.Hour, Trash: true, OnRemoved: func(what, _ string, _ int64) {
 		actions = append(actions, what)
 	}}))
 	assert.Equal(t, []string{"trash idle session", "delete", "delete"}, actions)

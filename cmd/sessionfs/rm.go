@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
 
 	"github.com/sessionfs/sessionfs/layout"
@@ -96,8 +97,20 @@ rm -rf through the mount); --idle D first moves sessions with no activity for D 
 			if opts.DryRun {
 				prefix = "would "
 			}
-			opts.OnRemoved = func(what, path string) { fmt.Fprintf(cmd.OutOrStdout(), "%s%s %s\n", prefix, what, path) }
-			return s.GC(opts)
+			var freed int64
+			opts.OnRemoved = func(what, path string, size int64) {
+				if what == "delete" {
+					freed += size
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "%s%s %s (%s)\n", prefix, what, path, humanize.IBytes(uint64(size)))
+			}
+			if err := s.GC(opts); err != nil {
+				return err
+			}
+			if opts.Trash {
+				fmt.Fprintf(cmd.OutOrStdout(), "%s %s\n", map[bool]string{true: "would free", false: "freed"}[opts.DryRun], humanize.IBytes(uint64(freed)))
+			}
+			return nil
 		},
 	}
 	cmd.Flags().BoolVar(&opts.Trash, "trash", false, "delete everything in the trash")
