@@ -633,3 +633,20 @@ func TestGCDryRunListsEveryDeletion(t *testing.T) {
 	assert.Regexp(t, `^would free \d+(\.\d+)? KiB$`, dry[len(dry)-1])
 	assert.Regexp(t, `\(\d+(\.\d+)? KiB\)$`, dry[0])
 }
+
+// Each --format's help gives an example that works on its own command (runs and show showed ls's, which failed
+// on them).
+func TestFormatHelpExamplesWork(t *testing.T) {
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	ok(t, store, "exec", "s1", "--", "true")
+	example := regexp.MustCompile(`--format string +print each item through a Go template, e\.g\. '([^']+)'`)
+	for _, args := range [][]string{{"ls"}, {"show", "s1"}, {"runs", "s1"}} {
+		m := example.FindStringSubmatch(ok(t, store, append([]string{args[0], "--help"}, args[1:]...)...))
+		require.NotNil(t, m, "%s --help gives a --format example", args[0])
+		r := cli(t, store, append(args, "--format", m[1])...)
+		assert.Equal(t, 0, r.code, "%s --format %q: %s", args[0], m[1], r.stderr)
+		assert.NotEmpty(t, strings.TrimSpace(r.stdout))
+		assert.NotContains(t, r.stdout, "<no value>")
+	}
+}

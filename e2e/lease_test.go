@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -121,4 +122,38 @@ func TestRmOfARunningSession(t *testing.T) {
 	r = cli(t, store, "rm", "--force", "web")
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.NoDirExists(t, filepath.Join(store, "sessions", "web"))
+}
+
+// runs --json tells a run's state: a run killed with -9 is "unfinished" with a null exit code (it showed 0), one
+// refused before it started has the 125 the user got (it was -1), and every key is always there.
+func TestRunsStatus(t *testing.T) {
+	store := t.TempDir()
+	ok(t, store, "new", "web")
+	killed := startRunner(t, store, nil, "exec", "web", "--", "sh", "-c", holding+"; exec sleep 60")
+	eventually(t, 20*time.Second, func() bool { return strings.Contains(killed.out.String(), "holding the lease") },
+		"the runner never ran: %s", killed.out)
+	var runs []map[string]any
+	require.NoError(t, json.Unmarshal([]byte(ok(t, store, "runs", "web", "--json")), &runs))
+	require.Len(t, runs, 1)
+	assert.Equal(t, "running", runs[0]["status"])
+	killed.kill()
+	r := cli(t, store, "exec", "-w", "missing", "web", "--", "true")
+	require.Equal(t, 125, r.code, r.stderr)
+	require.Equal(t, 3, cli(t, store, "exec", "web", "--", "sh", "-c", "exit 3").code)
+	require.NoError(t, json.Unmarshal([]byte(ok(t, store, "runs", "web", "--json")), &runs))
+	require.Len(t, runs, 3)
+	for _, run := range runs {
+		for _, key := range []string{"backend", "image", "command", "start", "end", "status", "exit_code", "error"} {
+			assert.Contains(t, run, key)
+		}
+	}
+	assert.Equal(t, "unfinished", runs[0]["status"])
+	assert.Nil(t, runs[0]["exit_code"], "a killed run's exit code is unknown")
+	assert.Nil(t, runs[0]["end"])
+	assert.Equal(t, "exited", runs[1]["status"])
+	assert.Equal(t, float64(125), runs[1]["exit_code"], "what the user got")
+	assert.Contains(t, runs[1]["error"], "no such folder")
+	assert.Equal(t, float64(3), runs[2]["exit_code"])
+	assert.Nil(t, runs[2]["error"])
+	assert.Equal(t, "unfinished <nil>\nexited 125\nexited 3\n", ok(t, store, "runs", "web", "--format", "{{.Status}} {{.ExitCode}}"))
 }

@@ -132,8 +132,9 @@ that runner died first.`,
 			if err != nil {
 				return err
 			}
+			runs := runsOf(m.Runs, runningNow(s, m.ID))
 			if asJSON {
-				return printJSON(cmd.OutOrStdout(), orEmpty(m.Runs))
+				return printJSON(cmd.OutOrStdout(), runs)
 			}
 			w := cmd.OutOrStdout()
 			if format != "" {
@@ -141,7 +142,7 @@ that runner died first.`,
 				if err != nil {
 					return err
 				}
-				for _, r := range m.Runs {
+				for _, r := range runs {
 					if err := printFormatted(w, tmpl, r); err != nil {
 						return err
 					}
@@ -150,21 +151,17 @@ that runner died first.`,
 			}
 			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "STARTED\tBACKEND\tDURATION\tEXIT\tCOMMAND")
-			running := runningNow(s, m.ID)
-			for i, r := range m.Runs {
-				dur, exit := "unfinished", "-" // its runner died before recording the end
-				if i == len(m.Runs)-1 && running {
-					dur = "running"
-				}
-				if !r.End.IsZero() {
-					dur, exit = r.End.Sub(r.Start).Round(time.Millisecond).String(), fmt.Sprint(r.ExitCode)
+			for _, r := range runs {
+				dur, exit := r.Status, "-" // running, or unfinished: its runner died before recording the end
+				if r.End != nil {
+					dur, exit = r.End.Sub(r.Start).Round(time.Millisecond).String(), fmt.Sprint(*r.ExitCode)
 				}
 				what := strings.Join(r.Command, " ")
 				if r.Image != "" {
 					what = r.Image + ": " + what
 				}
-				if r.Error != "" {
-					what += " (" + r.Error + ")"
+				if r.Error != nil {
+					what += " (" + *r.Error + ")"
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Start.Local().Format(time.DateTime), r.Backend, dur, exit,
 					truncate(what, 80))
@@ -173,8 +170,43 @@ that runner died first.`,
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	cmd.Flags().StringVar(&format, "format", "", formatHelp)
+	cmd.Flags().StringVar(&format, "format", "", formatHelp("{{.Status}} {{.Backend}}", "{{.ExitCode}}"))
 	return cmd
+}
+
+// runJSON is a run as runs --json and --format show it: every key present, null where unknown.
+type runJSON struct {
+	Backend string     `json:"backend"`
+	Image   string     `json:"image"`
+	Command []string   `json:"command"`
+	Start   time.Time  `json:"start"`
+	End     *time.Time `json:"end"`
+	// Status is "exited" (its end is recorded), "running" (its runner holds the session), or "unfinished" (the
+	// runner died before it recorded the end: killed, or its host went down).
+	Status   string  `json:"status"`
+	ExitCode *int    `json:"exit_code"` // null until it exited
+	Error    *string `json:"error"`     // sessionfs's own failure, if any
+}
+
+// runsOf turns session.json's runs into what runs prints; running says the session's runner is alive.
+func runsOf(rs []layout.Run, running bool) []runJSON {
+	out := make([]runJSON, 0, len(rs))
+	for i, r := range rs {
+		j := runJSON{Backend: r.Backend, Image: r.Image, Command: orEmpty(r.Command), Start: r.Start, Status: "unfinished"}
+		if i == len(rs)-1 && running {
+			j.Status = "running"
+		}
+		if !r.End.IsZero() {
+			end, code := r.End, r.ExitCode
+			j.End, j.ExitCode, j.Status = &end, &code, "exited"
+		}
+		if r.Error != "" {
+			e := r.Error
+			j.Error = &e
+		}
+		out = append(out, j)
+	}
+	return out
 }
 
 // runningNow reports whether a runner holds session id's lease: its record names one, alive if on this host.

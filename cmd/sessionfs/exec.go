@@ -117,6 +117,9 @@ func (a *app) runBackend(s *layout.Store, b backends.Backend, spec backends.Spec
 	run := layout.Run{Backend: b.Name(), Image: image, Command: spec.Argv, Start: time.Now().UTC()}
 	recordRun(s, spec.SessionID, run) // a run in progress (no end) shows in sessionfs runs
 	code, err := b.Run(ctx, spec)
+	if code < 0 {
+		code = 125 // the backend's own failure, before or around the command: what the user gets (main)
+	}
 	run.End, run.ExitCode = time.Now().UTC(), code
 	if err != nil {
 		run.Error = err.Error()

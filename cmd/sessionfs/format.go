@@ -8,9 +8,12 @@ import (
 	"text/template"
 )
 
-// formatHelp is the --format flag's help: a Go template, as docker's --format.
-const formatHelp = `print each item through a Go template, e.g. '{{.ID}} {{.Size}}' (fields as in --json, Go-cased: ` +
-	`{{.LastActivity}}; {{json .}} prints an item as JSON)`
+// formatHelp is a --format flag's help: a Go template, as docker's --format, with an example of the command's
+// own fields and one Go-cased field.
+func formatHelp(example, goCased string) string {
+	return "print each item through a Go template, e.g. '" + example + "' (fields as in --json, Go-cased: " + goCased +
+		"; {{json .}} prints an item as JSON)"
+}
 
 // parseFormat compiles a --format template; what it prints ends with a newline per item.
 func parseFormat(cmdName, text string) (*template.Template, error) {

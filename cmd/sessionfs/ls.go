@@ -109,7 +109,7 @@ Go template.`,
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "print only session ids")
 	cmd.Flags().StringArrayVar(&filters, "filter", nil, "keep sessions with label=K=V, or label=K (repeatable: all must hold)")
-	cmd.Flags().StringVar(&format, "format", "", formatHelp)
+	cmd.Flags().StringVar(&format, "format", "", formatHelp("{{.ID}} {{.Size}}", "{{.LastActivity}}"))
 	return cmd
 }
 

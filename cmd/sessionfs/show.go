@@ -112,7 +112,7 @@ func (a *app) showCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	cmd.Flags().StringVar(&format, "format", "", formatHelp)
+	cmd.Flags().StringVar(&format, "format", "", formatHelp("{{.Store.Workspace}}", "{{.LastActivity}}"))
 	return cmd
 }
 
