@@ -650,3 +650,20 @@ func TestFormatHelpExamplesWork(t *testing.T) {
 		assert.NotContains(t, r.stdout, "<no value>")
 	}
 }
+
+// Labels follow Kubernetes' rule: commas, newlines, spaces in keys and 5,000-character values (which broke ls)
+// are refused with the rule said, on new and label alike.
+func TestLabelsValidated(t *testing.T) {
+	store := t.TempDir()
+	ok(t, store, "new", "s1", "--label", "example.com/team=web")
+	for _, kv := range []string{"a,b=x", "k=two\nlines", "has space=x", "k=" + strings.Repeat("v", 5000), "k=a,b"} {
+		r := cli(t, store, "label", "s1", kv)
+		assert.Equal(t, 125, r.code, "%q", kv)
+		assert.Contains(t, r.stderr, "a key is up to 63 characters", "%q", kv)
+		r = cli(t, store, "new", "s2", "--label", kv)
+		assert.Equal(t, 125, r.code, "%q", kv)
+		assert.NoDirExists(t, filepath.Join(store, "sessions", "s2"))
+	}
+	ok(t, store, "label", "s1", "stage=review", "empty=")
+	assert.Contains(t, ok(t, store, "ls"), "empty=,example.com/team=web,stage=review")
+}

@@ -18,6 +18,7 @@ func (a *app) labelCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "label ID KEY=VALUE|KEY-...",
 		Short: "Set (KEY=VALUE) or remove (KEY-) a session's labels",
+		Long: "label sets or removes labels, as kubectl label does. Labels follow Kubernetes' rule: " + layout.LabelRule + ".",
 		Example: `  sessionfs label fix-login team=web stage=review
   sessionfs label fix-login stage-`,
 		Args:              cobra.MinimumNArgs(2),
@@ -63,12 +64,15 @@ func parseLabelEdits(args []string) (set map[string]string, unset []string, err 
 	set = map[string]string{}
 	for _, arg := range args {
 		if k, ok := strings.CutSuffix(arg, "-"); ok && k != "" && !strings.Contains(k, "=") {
-			unset = append(unset, k)
+			unset = append(unset, k) // any key may go, one set before the rule included
 			continue
 		}
 		k, v, ok := strings.Cut(arg, "=")
-		if !ok || k == "" || strings.ContainsAny(k, "\n\x00") || strings.ContainsRune(v, 0) {
+		if !ok || k == "" {
 			return nil, nil, usageError(fmt.Sprintf("label: %q: want KEY=VALUE to set, KEY- to remove", arg))
+		}
+		if err := layout.ValidateLabel(k, v); err != nil {
+			return nil, nil, usageError(err.Error())
 		}
 		set[k] = v
 	}

@@ -57,7 +57,7 @@ func (a *app) newCmd() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringArrayVarP(&labels, "label", "l", nil, "a label KEY=VALUE (repeatable)")
+	cmd.Flags().StringArrayVarP(&labels, "label", "l", nil, "a label KEY=VALUE (repeatable; Kubernetes' rule: see sessionfs label --help)")
 	cmd.Flags().StringVar(&profile, "profile", "", "a .claude template folder to copy into the session (CLAUDE.md, settings.json, skills/, ...)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the session's metadata as JSON")
 	cmd.Flags().BoolVar(&shareCreds, "share-credentials", false, "use your ~/.claude/.credentials.json (a link), so the session needs no login of its own")
@@ -72,7 +72,10 @@ func parseLabels(kvs []string) (map[string]string, error) {
 	for _, kv := range kvs {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {
-			return nil, fmt.Errorf("label %q: want KEY=VALUE", kv)
+			return nil, usageError(fmt.Sprintf("label %q: want KEY=VALUE", kv))
+		}
+		if err := layout.ValidateLabel(k, v); err != nil {
+			return nil, usageError(err.Error())
 		}
 		m[k] = v
 	}

@@ -1,0 +1,38 @@
+package layout
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// Labels follow Kubernetes' rule, which people who label things already know (and which keeps ls, --filter and
+// --format simple: no commas, spaces or newlines): a key is a name of at most 63 characters of [A-Za-z0-9-_.],
+// beginning and ending with a letter or digit, with an optional DNS-subdomain prefix and "/" (example.com/team);
+// a value is empty or a name of the same shape.
+var (
+	labelName   = regexp.MustCompile(`^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$`)
+	labelPrefix = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+)
+
+// LabelRule says what ValidateLabel takes, for error messages and help.
+const LabelRule = "a key is up to 63 characters of letters, digits, '-', '_' and '.', starting and ending with a " +
+	"letter or digit, optionally after a DNS prefix and '/' (example.com/team); a value is empty or of the same shape"
+
+// ValidateLabel checks a label's key and value against Kubernetes' rule.
+func ValidateLabel(key, value string) error {
+	name := key
+	if prefix, rest, ok := strings.Cut(key, "/"); ok {
+		if prefix == "" || len(prefix) > 253 || !labelPrefix.MatchString(prefix) {
+			return fmt.Errorf("label key %s: its prefix is not a DNS subdomain (%s)", printable(key), LabelRule)
+		}
+		name = rest
+	}
+	if !labelName.MatchString(name) {
+		return fmt.Errorf("label key %s: %s", printable(key), LabelRule)
+	}
+	if value != "" && !labelName.MatchString(value) {
+		return fmt.Errorf("label %s's value %s: %s", printable(key), printable(value), LabelRule)
+	}
+	return nil
+}
