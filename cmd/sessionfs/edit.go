@@ -18,7 +18,7 @@ func (a *app) labelCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "label ID KEY=VALUE|KEY-...",
 		Short: "Set (KEY=VALUE) or remove (KEY-) a session's labels",
-		Long: "label sets or removes labels, as kubectl label does. Labels follow Kubernetes' rule: " + layout.LabelRule + ".",
+		Long:  "label sets or removes labels, as kubectl label does. Labels follow Kubernetes' rule: " + layout.LabelRule + ".",
 		Example: `  sessionfs label fix-login team=web stage=review
   sessionfs label fix-login stage-`,
 		Args:              cobra.MinimumNArgs(2),
