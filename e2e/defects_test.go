@@ -667,3 +667,31 @@ func TestLabelsValidated(t *testing.T) {
 	ok(t, store, "label", "s1", "stage=review", "empty=")
 	assert.Contains(t, ok(t, store, "ls"), "empty=,example.com/team=web,stage=review")
 }
+
+// ls --json and show --json have the same keys, every one always present: labels, runs, mounted and created came
+// and went (a damaged session had no created), and ls said dir where show said store.root.
+func TestJSONKeysAlwaysPresent(t *testing.T) {
+	store := t.TempDir()
+	ok(t, store, "new", "plain")
+	require.NoError(t, os.MkdirAll(filepath.Join(store, "sessions", "damaged", "workspace"), 0o755))
+	keys := []string{"id", "created", "labels", "cwds", "aliases", "forked_from", "runs", "store", "mounted", "size",
+		"last_activity", "damaged"}
+	var rows []map[string]any
+	require.NoError(t, json.Unmarshal([]byte(ok(t, store, "ls", "--json")), &rows))
+	require.Len(t, rows, 2)
+	for _, row := range rows {
+		for _, k := range append(keys, "conversations", "agents") {
+			assert.Contains(t, row, k, "ls --json of %v", row["id"])
+		}
+		assert.NotContains(t, row, "dir")
+		assert.Equal(t, filepath.Join(store, "sessions", row["id"].(string)), row["store"].(map[string]any)["root"])
+	}
+	assert.Nil(t, rows[0]["created"], "a damaged session's creation is unknown: null")
+	assert.Equal(t, map[string]any{}, rows[1]["labels"])
+	assert.Equal(t, []any{}, rows[1]["runs"])
+	var shown map[string]any
+	require.NoError(t, json.Unmarshal([]byte(ok(t, store, "show", "plain", "--json")), &shown))
+	for _, k := range append(keys, "container", "conversations") {
+		assert.Contains(t, shown, k, "show --json")
+	}
+}

@@ -15,11 +15,11 @@ import (
 	"github.com/sessionfs/sessionfs/layout"
 )
 
-// listed is one row of ls: the store's view plus the conversations in the session.
+// listed is one row of ls: the session plus the conversations in it.
 type listed struct {
-	layout.Info
-	Conversations int            `json:"conversations"`    // every agent's
-	Agents        map[string]int `json:"agents,omitempty"` // conversations by agent, when an agent other than Claude has some
+	sessionView
+	Conversations int            `json:"conversations"` // every agent's
+	Agents        map[string]int `json:"agents"`        // conversations by agent ({} when only Claude's)
 }
 
 func (a *app) lsCmd() *cobra.Command {
@@ -68,8 +68,9 @@ Go template.`,
 				return nil
 			}
 			rows := make([]listed, len(infos))
+			mnt := mountpoint(s)
 			for i, in := range infos {
-				rows[i] = listed{Info: in}
+				rows[i] = listed{sessionView: viewOf(s, mnt, &in.Meta, in), Agents: map[string]int{}}
 				if sess, err := s.OpenSession(in.ID); err == nil {
 					by := agents.CountConversations(sess)
 					sess.Close()
@@ -95,12 +96,12 @@ Go template.`,
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tCREATED\tLAST ACTIVE\tSIZE\tCONVERSATIONS\tLABELS")
 			for _, r := range rows {
-				if r.Damaged != "" {
-					fmt.Fprintf(tw, "%s\t-\t%s\t%s\t%d\tDAMAGED: %s\n", r.ID, ago(r.LastActivity),
-						humanize.IBytes(uint64(r.Size)), r.Conversations, oneLine(r.Damaged))
+				if r.Damaged != nil {
+					fmt.Fprintf(tw, "%s\t-\t%s\t%s\t%d\tDAMAGED: %s\n", r.ID, ago(orZero(r.LastActivity)),
+						humanize.IBytes(uint64(r.Size)), r.Conversations, oneLine(*r.Damaged))
 					continue
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", r.ID, ago(r.Created), ago(r.LastActivity),
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", r.ID, ago(orZero(r.Created)), ago(orZero(r.LastActivity)),
 					humanize.IBytes(uint64(r.Size)), r.Conversations, labelText(r.Labels))
 			}
 			return tw.Flush()

@@ -16,12 +16,8 @@ import (
 
 // shown is what show prints: where the session is on the host and in containers, and its conversations.
 type shown struct {
-	*layout.Meta
-	Store         layout.Paths          `json:"store"`
-	Mounted       *layout.Paths         `json:"mounted,omitempty"`
+	sessionView
 	Container     layout.Paths          `json:"container"`
-	Size          int64                 `json:"size"`
-	LastActivity  time.Time             `json:"last_activity,omitzero"`
 	Conversations []agents.Conversation `json:"conversations"` // every agent's: Claude's, Codex's, Gemini's, Qwen's
 }
 
@@ -51,13 +47,8 @@ func (a *app) showCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			out := shown{Meta: m, Store: layout.Derive(s.Dir(m.ID)), Container: layout.ContainerPaths}
-			if dir, mounted := sessionDir(s, m.ID); mounted {
-				p := layout.Derive(dir)
-				out.Mounted = &p
-			}
 			info := s.Describe(m.ID) // sizes walked beneath the session's fd, on its own filesystem
-			out.Size, out.LastActivity = info.Size, info.LastActivity
+			out := shown{sessionView: viewOf(s, mountpoint(s), m, info), Container: layout.ContainerPaths}
 			sess, err := s.OpenSession(m.ID)
 			if err != nil {
 				return err
@@ -75,7 +66,7 @@ func (a *app) showCmd() *cobra.Command {
 			}
 			w := cmd.OutOrStdout()
 			fmt.Fprintf(w, "Session     %s\nCreated     %s\nLast active %s\nSize        %s\n", m.ID,
-				m.Created.Local().Format(time.RFC3339), ago(out.LastActivity), humanize.IBytes(uint64(out.Size)))
+				m.Created.Local().Format(time.RFC3339), ago(orZero(out.LastActivity)), humanize.IBytes(uint64(out.Size)))
 			if m.ForkedFrom != "" {
 				fmt.Fprintf(w, "Forked from %s\n", m.ForkedFrom)
 			}
