@@ -695,3 +695,15 @@ func TestJSONKeysAlwaysPresent(t *testing.T) {
 		assert.Contains(t, shown, k, "show --json")
 	}
 }
+
+// resume without the agent's CLI says how to install it (exit 127, as a shell says not found) and records no run;
+// it printed Go's "executable file not found in $PATH" and recorded one.
+func TestResumeWithoutTheCLI(t *testing.T) {
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	r := cliIn(t, store, "", []string{"PATH=/nonexistent"}, "resume", "s1")
+	assert.Equal(t, 127, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "npm install -g @anthropic-ai/claude-code")
+	assert.NotContains(t, r.stderr, "executable file not found")
+	assert.Equal(t, "[]\n", ok(t, store, "runs", "s1", "--json"), "no run recorded")
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 
@@ -196,18 +197,28 @@ PATH, with its variables set as exec --agent sets them: "codex resume UUID", "ge
 				return err
 			}
 			if len(holders) > 0 {
+				if err := needCLI(claudeBin); err != nil {
+					return err
+				}
 				holders, _ = conversationHolders(s, target) // names the other holders, if any
 				return a.execIn(holders[0].ID, append([]string{claudeBin, "--resume", target}, extra...))
 			}
 			if others, err := agents.Holders(s, target); err == nil && len(others) > 0 {
 				holders, name, _ := anyHolders(s, target) // names the other holders, if any
 				ag, _ := agents.ByName(name)
-				return a.execIn(holders[0].ID, append(ag.Resume(target), extra...), func(sp *backends.Spec) { sp.Agent = ag.Name })
+				argv := append(ag.Resume(target), extra...)
+				if err := needCLI(argv[0]); err != nil {
+					return err
+				}
+				return a.execIn(holders[0].ID, argv, func(sp *backends.Spec) { sp.Agent = ag.Name })
 			}
 			id, err := a.resolveID(target)
 			if errors.Is(err, layout.ErrNotFound) || errors.Is(err, layout.ErrInvalidID) {
 				return fmt.Errorf("no session or conversation is called %q (sessionfs ls; sessionfs find UUID)", target)
 			} else if err != nil {
+				return err
+			}
+			if err := needCLI(claudeBin); err != nil {
 				return err
 			}
 			return a.execIn(id, append([]string{claudeBin, "--continue"}, extra...))
@@ -263,4 +274,22 @@ func conversationHolders(s *layout.Store, uuid string) ([]claude.Holder, error) 
 			uuid, strings.Join(others, ", "), holders[0].ID)
 	}
 	return holders, nil
+}
+
+// npmPackages are the agents' CLIs as npm installs them, for the hint when one is missing.
+var npmPackages = map[string]string{
+	"claude": "@anthropic-ai/claude-code", "codex": "@openai/codex", "gemini": "@google/gemini-cli", "qwen": "@qwen-code/qwen-code",
+}
+
+// needCLI checks that the agent's command bin can be run, before anything is recorded: a missing one is exit
+// 127 (not found, as a shell says) with the way to install it.
+func needCLI(bin string) error {
+	if _, err := exec.LookPath(bin); err == nil {
+		return nil
+	}
+	hint := "sessionfs doctor checks it"
+	if pkg, ok := npmPackages[filepath.Base(bin)]; ok {
+		hint = "install it with: npm install -g " + pkg + " (sessionfs doctor checks it)"
+	}
+	return codedError{127, fmt.Errorf("%s is not on PATH: %s", bin, hint)}
 }
