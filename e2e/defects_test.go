@@ -707,3 +707,30 @@ func TestResumeWithoutTheCLI(t *testing.T) {
 	assert.NotContains(t, r.stderr, "executable file not found")
 	assert.Equal(t, "[]\n", ok(t, store, "runs", "s1", "--json"), "no run recorded")
 }
+
+// The 8-character conversation ids watch prints are taken by find, resume and trash restore when unambiguous
+// (they were refused); an ambiguous start names the candidates.
+func TestConversationIDPrefixes(t *testing.T) {
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	const uuid, twin = "2fe2d21b-be8f-4b12-b46b-12e68f6e9f01", "7a1c0d2e-0000-4b12-b46b-12e68f6e9f02"
+	canon := filepath.Join(store, "sessions", "s1", ".claude", "projects", "-session-workspace")
+	for _, u := range []string{uuid, twin, "7a1c0d2e-1111-4b12-b46b-12e68f6e9f03"} {
+		require.NoError(t, os.WriteFile(filepath.Join(canon, u+".jsonl"), []byte(`{"type":"user","message":{"role":"user","content":"hi"}}`+"\n"), 0o600))
+	}
+	r := cli(t, store, "find", uuid[:8])
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, "s1\n", r.stdout)
+	assert.Contains(t, r.stderr, uuid[:8]+" is conversation "+uuid)
+	r = cli(t, store, "resume", "--claude", "echo", uuid[:8])
+	assert.Equal(t, "--resume "+uuid+"\n", lastLineOf(r.stdout), r.stderr)
+	r = cli(t, store, "find", twin[:8])
+	assert.Equal(t, 125, r.code)
+	assert.Contains(t, r.stderr, `"7a1c0d2e" is the start of 2 conversations`)
+
+	m := mount(t, store)
+	require.NoError(t, os.Remove(filepath.Join(m.session("s1"), ".claude", "projects", "-session-workspace", uuid+".jsonl")))
+	r = cli(t, store, "trash", "restore", "s1", uuid[:8])
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.FileExists(t, filepath.Join(canon, uuid+".jsonl"))
+}

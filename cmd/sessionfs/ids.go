@@ -2,10 +2,13 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 
+	"github.com/sessionfs/sessionfs/agents"
 	"github.com/sessionfs/sessionfs/layout"
 )
 
@@ -89,4 +92,56 @@ func notFound(arg string, matches []string) error {
 		matches = append(matches[:maxCandidates:maxCandidates], "...")
 	}
 	return fmt.Errorf("%w (did you mean %s? a name is taken whole)", err, strings.Join(matches, ", "))
+}
+
+// minConversationPrefix is the shortest start of a conversation id taken for the whole (watch prints 8).
+const minConversationPrefix = 4
+
+// expandConversation turns an unambiguous start of a conversation id (of any agent, in any session) into the
+// whole id, naming it on stderr. What matches nothing is returned as given (the caller reports it); a start that
+// matches several is an error naming them.
+func expandConversation(s *layout.Store, arg string) (string, error) {
+	if len(arg) < minConversationPrefix || layout.ValidateID(arg) != nil {
+		return arg, nil
+	}
+	ids, err := s.IDs()
+	if err != nil {
+		return "", err
+	}
+	found := map[string]bool{}
+	for _, id := range ids {
+		sess, err := s.OpenSession(id)
+		if err != nil {
+			continue
+		}
+		cs, _ := agents.SessionConversations(sess)
+		sess.Close()
+		for _, c := range cs {
+			if strings.HasPrefix(strings.ToLower(c.ID), strings.ToLower(arg)) {
+				found[c.ID] = true
+			}
+		}
+	}
+	return pickPrefix(arg, slices.Sorted(maps.Keys(found)), "conversation")
+}
+
+// pickPrefix is the one of matches that arg starts, said on stderr; arg itself when nothing matches.
+func pickPrefix(arg string, matches []string, what string) (string, error) {
+	switch len(matches) {
+	case 0:
+		return arg, nil
+	case 1:
+		if matches[0] != arg {
+			fmt.Fprintf(os.Stderr, "sessionfs: %s is %s %s\n", arg, what, matches[0])
+		}
+		return matches[0], nil
+	}
+	if slices.Contains(matches, arg) {
+		return arg, nil
+	}
+	n, more := len(matches), ""
+	if n > maxCandidates {
+		matches, more = matches[:maxCandidates], fmt.Sprintf(" and %d more", n-maxCandidates)
+	}
+	return "", fmt.Errorf("%q is the start of %d %ss: %s%s; type more of the id", arg, n, what, strings.Join(matches, ", "), more)
 }

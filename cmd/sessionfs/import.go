@@ -145,7 +145,17 @@ The others are named on stderr (and under "also" with --json).`,
 			if err != nil {
 				return err
 			}
-			holders, agent, err := anyHolders(s, args[0])
+			uuid := args[0]
+			holders, agent, err := anyHolders(s, uuid)
+			if errors.Is(err, claude.ErrNoConversation) {
+				// A start of one (watch prints 8 characters).
+				if full, xerr := expandConversation(s, uuid); xerr != nil {
+					return xerr
+				} else if full != uuid {
+					uuid = full
+					holders, agent, err = anyHolders(s, uuid)
+				}
+			}
 			if err != nil {
 				return err
 			}
@@ -156,7 +166,7 @@ The others are named on stderr (and under "also" with --json).`,
 				for _, h := range holders[1:] {
 					also = append(also, h.ID)
 				}
-				return printJSON(cmd.OutOrStdout(), map[string]any{"session": id, "dir": dir, "conversation": args[0],
+				return printJSON(cmd.OutOrStdout(), map[string]any{"session": id, "dir": dir, "conversation": uuid,
 					"agent": agent, "also": also})
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), id)
@@ -190,6 +200,16 @@ PATH, with its variables set as exec --agent sets them: "codex resume UUID", "ge
 				return err
 			}
 			target, extra := args[0], args[1:]
+			// Neither a whole conversation id nor a session's: the start of a conversation's id (watch prints 8).
+			if !s.Exists(target) {
+				if h, _ := claude.Holders(s, target); len(h) == 0 {
+					if o, _ := agents.Holders(s, target); len(o) == 0 {
+						if target, err = expandConversation(s, target); err != nil {
+							return err
+						}
+					}
+				}
+			}
 			// A conversation first: an imported session is named after its conversation's uuid, and
 			// "resume UUID" must resume that conversation, not the session's newest one.
 			holders, err := claude.Holders(s, target)

@@ -3,6 +3,8 @@ package main
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/dustin/go-humanize"
@@ -90,7 +92,21 @@ restore ID UUID puts back the newest removed copy of conversation UUID into sess
 			if err != nil {
 				return err
 			}
-			restored, err := s.RestoreTranscript(m.ID, args[1])
+			uuid := args[1]
+			if trashed, err := s.TrashedTranscripts(m.ID); err == nil {
+				var matches []string
+				for _, t := range trashed {
+					if strings.HasPrefix(t.UUID, uuid) && !slices.Contains(matches, t.UUID) {
+						matches = append(matches, t.UUID)
+					}
+				}
+				if len(uuid) >= minConversationPrefix {
+					if uuid, err = pickPrefix(uuid, matches, "conversation"); err != nil {
+						return err
+					}
+				}
+			}
+			restored, err := s.RestoreTranscript(m.ID, uuid)
 			if err != nil {
 				return err
 			}
