@@ -294,3 +294,34 @@ func TestDockerDaemonCrash(t *testing.T) {
 		t.Fatal("the container hangs on the dead mount")
 	}
 }
+
+// TestDockerInterruptTwiceKills: a Ctrl-C says that it stops the container (it waited 10 s in silence when the
+// command ignores SIGTERM), and a second one kills it at once.
+func TestDockerInterruptTwiceKills(t *testing.T) {
+	cli := needDocker(t)
+	images(t, cli, "")
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	cmd := exec.Command(bin, "run", "--backend", "docker", "--image", busyboxImage, "s1", "--",
+		"sh", "-c", `trap "" TERM; echo started; while :; do sleep 1; done`)
+	cmd.Env = append(os.Environ(), "SESSIONFS_STORE="+store)
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	require.NoError(t, err)
+	require.Equal(t, "started\n", line)
+	require.NoError(t, cmd.Process.Signal(os.Interrupt))
+	eventually(t, 5*time.Second, func() bool { return strings.Contains(stderr.String(), "stopping the container") },
+		"the first interrupt says what it does: %s", stderr.String())
+	start := time.Now()
+	require.NoError(t, cmd.Process.Signal(os.Interrupt))
+	err = cmd.Wait()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit)
+	assert.Equal(t, 137, exit.ExitCode(), "killed")
+	assert.Less(t, time.Since(start), 5*time.Second, "the second interrupt kills at once")
+	assert.Contains(t, stderr.String(), "killing the container")
+}

@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -206,4 +207,34 @@ func TestMountFUSEErrors(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, string(out), "no permission to open /dev/fuse")
 	assert.Equal(t, 1, strings.Count(strings.TrimSpace(string(out)), "\n")+1, "%s", out)
+}
+
+// TestInterruptBusyMount: Ctrl-C of a foreground mount a shell still uses says what it waits for (the process
+// by pid and name) and keeps serving it; a second Ctrl-C stops at once.
+func TestInterruptBusyMount(t *testing.T) {
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	m := mount(t, store)
+	user := exec.Command("sleep", "60")
+	user.Dir = filepath.Join(m.session("s1"), ".claude")
+	require.NoError(t, user.Start())
+	t.Cleanup(func() { _ = user.Process.Kill(); _ = user.Wait() })
+	require.NoError(t, m.cmd.Process.Signal(os.Interrupt))
+	eventually(t, 10*time.Second, func() bool { return strings.Contains(m.log.String(), "is in use") },
+		"the first interrupt says what it waits for: %s", m.log.String())
+	assert.Contains(t, m.log.String(), fmt.Sprintf("%d sleep", user.Process.Pid))
+	assert.Contains(t, m.log.String(), "interrupt again to stop now")
+	exited := make(chan struct{})
+	go func() { _ = m.cmd.Wait(); close(exited) }()
+	select {
+	case <-exited:
+		t.Fatal("the daemon stopped serving a process still using the mount")
+	case <-time.After(500 * time.Millisecond):
+	}
+	require.NoError(t, m.cmd.Process.Signal(os.Interrupt))
+	select {
+	case <-exited:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a second interrupt did not stop the daemon")
+	}
 }

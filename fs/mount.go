@@ -15,6 +15,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"github.com/moby/sys/mountinfo"
+	"golang.org/x/sys/unix"
 
 	"github.com/sessionfs/sessionfs/fs/nodes"
 	"github.com/sessionfs/sessionfs/layout"
@@ -60,6 +61,7 @@ type Mount struct {
 	// Binding says whether the mount binds sessions' heavy folders (root, --max-binds not 0).
 	Binding bool
 	binder  *binder
+	minor   uint32 // the FUSE connection's number, to abort it once detached (Abort)
 	done    chan struct{} // stops the pruner
 }
 
@@ -193,8 +195,10 @@ func New(store *layout.Store, mountpoint string, opts Options) (*Mount, error) {
 	}
 	done := make(chan struct{})
 	go tree.Prune(root.Sessions(), opts.MaxNodes, done)
+	var st syscall.Stat_t
+	_ = syscall.Stat(mnt, &st) // served by now; the connection is named by the mount's device minor
 	return &Mount{Mountpoint: mnt, Store: store, server: server, watcher: wa, tree: tree, Shared: shared, Timeout: timeout,
-		Binding: bd != nil, binder: bd, done: done}, nil
+		Binding: bd != nil, binder: bd, done: done, minor: unix.Minor(st.Dev)}, nil
 }
 
 // serve mounts root at mnt and serves it, folders without OPENDIR (opendir.go).
@@ -219,6 +223,12 @@ func (m *Mount) Wait() {
 	close(m.done)
 	m.watcher.close()
 	m.tree.Close()
+}
+
+// Abort ends the mount's FUSE connection (through fusectl): the processes still using a mount detached lazily get
+// errors, and Wait returns.
+func (m *Mount) Abort() error {
+	return abortMinor(m.minor)
 }
 
 // Unmount detaches the mount (go-fuse retries a busy one for a moment; the caller can then detach it lazily

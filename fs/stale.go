@@ -48,16 +48,21 @@ func abortConnection(mnt string) error {
 	if err != nil || len(mounts) == 0 {
 		return fmt.Errorf("%s is not in the mount table", mnt)
 	}
+	return abortMinor(uint32(mounts[0].Minor))
+}
+
+// abortMinor aborts FUSE connection minor through the fusectl filesystem (mounted first if need be).
+func abortMinor(minor uint32) error {
 	const ctl = "/sys/fs/fuse/connections"
-	if _, err := os.Stat(filepath.Join(ctl, fmt.Sprint(mounts[0].Minor))); err != nil {
+	if _, err := os.Stat(filepath.Join(ctl, fmt.Sprint(minor))); err != nil {
 		// fusectl is not mounted here yet.
 		if err := syscall.Mount("fusectl", ctl, "fusectl", 0, ""); err != nil && !errors.Is(err, syscall.EBUSY) {
-			return fmt.Errorf("mount fusectl to abort the hung connection: %w", err)
+			return fmt.Errorf("mount fusectl to abort the connection: %w", err)
 		}
 	}
-	abort := filepath.Join(ctl, fmt.Sprint(mounts[0].Minor), "abort")
+	abort := filepath.Join(ctl, fmt.Sprint(minor), "abort")
 	if err := os.WriteFile(abort, []byte("1"), 0); err != nil {
-		return fmt.Errorf("abort the hung connection: %w", err)
+		return fmt.Errorf("abort the connection: %w", err)
 	}
 	return nil
 }

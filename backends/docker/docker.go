@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/docker/docker/api/types/container"
@@ -300,10 +302,7 @@ func (b *Backend) attachAndWait(ctx, cancelled context.Context, id string, spec 
 	b.resize(ctx, id, spec)
 	select {
 	case <-cancelled.Done():
-		timeout := int(b.opts.StopTimeout / time.Second)
-		sctx, cancel := context.WithTimeout(ctx, b.opts.StopTimeout+10*time.Second)
-		defer cancel()
-		_ = b.cli.ContainerStop(sctx, id, container.StopOptions{Timeout: &timeout})
+		b.stop(ctx, id, orDiscard(spec.Stderr))
 	case <-waitCh:
 	case err := <-errCh:
 		return -1, fmt.Errorf("docker: wait: %w", err)
@@ -320,6 +319,29 @@ func (b *Backend) attachAndWait(ctx, cancelled context.Context, id string, spec 
 		return -1, errors.New("docker: container state unknown")
 	}
 	return ins.State.ExitCode, nil
+}
+
+// stop stops a container whose run was interrupted: SIGTERM, then SIGKILL after StopTimeout, or at once when
+// interrupted again. It says so on w: a stop can take that long.
+func (b *Backend) stop(ctx context.Context, id string, w io.Writer) {
+	fmt.Fprintf(w, "sessionfs: stopping the container (SIGTERM, then SIGKILL in %s; interrupt again to kill it now)\n", b.opts.StopTimeout)
+	again := make(chan os.Signal, 1)
+	signal.Notify(again, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(again)
+	stopped := make(chan struct{})
+	defer close(stopped)
+	go func() {
+		select {
+		case <-again:
+			fmt.Fprintln(w, "sessionfs: killing the container")
+			_ = b.cli.ContainerKill(ctx, id, "KILL")
+		case <-stopped:
+		}
+	}()
+	timeout := int(b.opts.StopTimeout / time.Second)
+	sctx, cancel := context.WithTimeout(ctx, b.opts.StopTimeout+10*time.Second)
+	defer cancel()
+	_ = b.cli.ContainerStop(sctx, id, container.StopOptions{Timeout: &timeout})
 }
 
 // rawTerminal puts a terminal stdin in raw mode for a TTY run, so keys reach the container as typed.

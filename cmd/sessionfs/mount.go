@@ -107,9 +107,21 @@ served with a 1s kernel cache instead of 1h: this host's watcher cannot see the 
 			}
 			go func() {
 				<-sigs
-				if err := m.Unmount(); err != nil {
-					warnf("%v; detaching lazily", err)
-					_ = sfs.Unmount(m.Mountpoint)
+				if err := m.Unmount(); err == nil {
+					return
+				}
+				// Busy: detached now, served until its last user leaves; a second interrupt ends it at once.
+				users := "processes"
+				if u := sfs.Users(m.Mountpoint); len(u) > 0 {
+					users = strings.Join(u, ", ")
+				}
+				_ = sfs.Unmount(m.Mountpoint)
+				fmt.Fprintf(os.Stderr, "sessionfs: %s is in use (%s): detached, and served until they leave; interrupt again to stop now (they then get errors)\n", m.Mountpoint, users)
+				<-sigs
+				fmt.Fprintln(os.Stderr, "sessionfs: stopping now")
+				if err := m.Abort(); err != nil {
+					warnf("%v", err)
+					os.Exit(1)
 				}
 			}()
 			fmt.Fprintf(os.Stderr, "sessionfs: serving %s at %s (Ctrl-C to unmount)\n", s.Root, m.Mountpoint)
