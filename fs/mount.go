@@ -61,7 +61,7 @@ type Mount struct {
 	// Binding says whether the mount binds sessions' heavy folders (root, --max-binds not 0).
 	Binding bool
 	binder  *binder
-	minor   uint32 // the FUSE connection's number, to abort it once detached (Abort)
+	minor   uint32        // the FUSE connection's number, to abort it once detached (Abort)
 	done    chan struct{} // stops the pruner
 }
 
