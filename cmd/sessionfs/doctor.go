@@ -7,11 +7,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/client"
 	"github.com/dustin/go-humanize"
 	"github.com/moby/sys/mountinfo"
@@ -117,16 +119,20 @@ func (a *app) diagnose() []check {
 	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
 	if err == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-		var v string
+		var engine string
 		if sv, perr := cli.ServerVersion(ctx); perr == nil {
-			v = sv.Version
+			engine = engineName(sv)
+			// Rootless engines say so among their security options (Docker's and Podman's alike).
+			if info, ierr := cli.Info(ctx); ierr == nil && slices.Contains(info.SecurityOptions, "name=rootless") {
+				engine += ", rootless"
+			}
 		} else {
 			err = perr
 		}
 		cancel()
 		cli.Close()
 		if err == nil {
-			add("docker", "OK", "engine "+v+" at "+cli.DaemonHost(), "")
+			add("docker", "OK", engine+" at "+cli.DaemonHost(), "")
 		}
 	}
 	if err != nil {
@@ -228,4 +234,14 @@ func plural(n int, thing string) string {
 		return "1 " + thing
 	}
 	return fmt.Sprintf("%d %ss", n, thing)
+}
+
+// engineName names the engine that answers the Docker API: Podman serves it too ("Podman 4.3.1").
+func engineName(sv types.Version) string {
+	for _, c := range sv.Components {
+		if strings.Contains(c.Name, "Podman") {
+			return "Podman " + c.Version
+		}
+	}
+	return "Docker " + sv.Version
 }

@@ -1,0 +1,207 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/client"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+
+	"github.com/sessionfs/sessionfs/e2e/testimage"
+)
+
+// Podman serves the Docker Engine API on a socket (podman system service), so run --backend docker works against
+// it with DOCKER_HOST: rootful, through root's socket, and rootless, as an unprivileged user with a socket of
+// its own, whose container's files come out owned by that user on the host.
+
+// podmanService is a `podman system service` this test started, as uid (0: root), on its own socket.
+type podmanService struct {
+	sock string
+	cli  *client.Client
+	env  []string // what a client process of this user needs: DOCKER_HOST, and for a user its runtime dir
+}
+
+func needPodman(t *testing.T) {
+	t.Helper()
+	_, err := exec.LookPath("podman")
+	need(t, err == nil, "Podman: podman is missing (apt-get install podman)")
+	need(t, os.Geteuid() == 0, "Podman: the tests start services as root and as a test user")
+}
+
+// startPodman starts a Podman API service as u (nil: root) and imports the busybox test image into it. Cleanup
+// stops the service and every container it ran.
+func startPodman(t *testing.T, u *user.User) *podmanService {
+	t.Helper()
+	dir := t.TempDir()
+	require.NoError(t, os.Chmod(dir, 0o755))
+	sock := filepath.Join(dir, "podman.sock")
+	cmd := exec.Command("podman", "system", "service", "--time=0", "unix://"+sock)
+	// Podman raises a container's open-file and process limits to its own defaults, which needs
+	// CAP_SYS_RESOURCE; where root lacks it (a sandboxed machine) the containers keep this process's limits.
+	conf := filepath.Join(dir, "containers.conf")
+	var nofile, nproc unix.Rlimit
+	require.NoError(t, unix.Getrlimit(unix.RLIMIT_NOFILE, &nofile))
+	require.NoError(t, unix.Getrlimit(unix.RLIMIT_NPROC, &nproc))
+	// Podman lowers its own process limit below this process's, so the containers get a modest one.
+	nproc.Max = min(nproc.Max, 4096)
+	text := fmt.Sprintf("[containers]\ndefault_ulimits = [\"nofile=%d:%d\", \"nproc=%d:%d\"]\n", nofile.Max, nofile.Max, nproc.Max, nproc.Max)
+	// crun (Podman's default runtime) refuses a host whose cgroups are v1 or hybrid ("cgroups in hybrid mode not
+	// supported"); runc, which Docker uses, takes them.
+	var cg unix.Statfs_t
+	if unix.Statfs("/sys/fs/cgroup", &cg) == nil && cg.Type != unix.CGROUP2_SUPER_MAGIC {
+		text += "[engine]\nruntime = \"runc\"\ncgroup_manager = \"cgroupfs\"\n"
+	}
+	require.NoError(t, os.WriteFile(conf, []byte(text), 0o644))
+	env := []string{"CONTAINERS_CONF=" + conf}
+	if u != nil {
+		uid, _ := strconv.Atoi(u.Uid)
+		gid, _ := strconv.Atoi(u.Gid)
+		run := filepath.Join(dir, "run")
+		require.NoError(t, os.Mkdir(run, 0o700))
+		require.NoError(t, os.Chown(run, uid, gid))
+		require.NoError(t, os.Chown(dir, uid, gid))
+		env = append(env, "HOME="+u.HomeDir, "USER="+u.Username, "XDG_RUNTIME_DIR="+run, "PATH=/usr/sbin:/usr/bin:/sbin:/bin")
+		cmd.Env = env
+		cmd.Dir = u.HomeDir
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, Setpgid: true}
+	} else {
+		cmd.Env = append(os.Environ(), env...)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	}
+	log := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = log, log
+	require.NoError(t, cmd.Start())
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	t.Cleanup(func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-done
+		}
+	})
+	cli, err := client.NewClientWithOpts(client.WithHost("unix://"+sock), client.WithAPIVersionNegotiation())
+	require.NoError(t, err)
+	t.Cleanup(func() { cli.Close() })
+	eventually(t, 30*time.Second, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_, err := cli.Ping(ctx)
+		return err == nil
+	}, "podman system service did not answer: %s", log)
+	p := &podmanService{sock: sock, cli: cli, env: append(env[1:], "DOCKER_HOST=unix://"+sock)}
+	require.NoError(t, testimage.Import(cli, busyboxImage, nil), "import the test image into Podman: %s", log)
+	t.Cleanup(func() {
+		// The containers this service ran go with it (sessionfs removes its own; a failed test may leave one).
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = exec.CommandContext(ctx, "podman", "--url", "unix://"+sock, "rm", "-af").Run()
+	})
+	return p
+}
+
+// TestPodmanRootful: run --backend docker against root's Podman service, on the plain store and through the
+// mount (views and the native binds of the heavy folders included).
+func TestPodmanRootful(t *testing.T) {
+	needPodman(t)
+	p := startPodman(t, nil)
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	run := func(script string) result {
+		return cliIn(t, store, "", p.env, "run", "--backend", "docker", "--image", busyboxImage, "s1", "--", "sh", "-c", script)
+	}
+	r := run(`echo plain > /session/workspace/plain.txt; id -u`)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, "0\n", r.stdout)
+	assert.FileExists(t, filepath.Join(store, "sessions", "s1", "workspace", "plain.txt"))
+
+	m := mount(t, store)
+	r = run(`echo mounted > /session/workspace/mounted.txt && mkdir -p /session/.claude/projects/-home-u-proj &&
+		echo '{"type":"user"}' > /session/.claude/projects/-home-u-proj/0b7c6a1e-1111-2222-3333-444455556666.jsonl &&
+		grep ' /session/workspace ' /proc/self/mountinfo`)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.NotContains(t, r.stdout, "fuse", "the workspace is the store's folder, not FUSE's")
+	assert.FileExists(t, filepath.Join(store, "sessions", "s1", "workspace", "mounted.txt"))
+	assert.FileExists(t, filepath.Join(store, "sessions", "s1", ".claude", "projects", "-session-workspace",
+		"0b7c6a1e-1111-2222-3333-444455556666.jsonl"), "another cwd's folder is a view of the canonical one")
+	assert.FileExists(t, filepath.Join(m.session("s1"), "workspace", "mounted.txt"))
+
+	r = cliIn(t, store, "", p.env, "doctor")
+	assert.Regexp(t, `docker +Podman \d`, r.stdout, "doctor names the engine")
+}
+
+// testUser makes a throwaway user with subordinate ids for rootless Podman, removed with its home at cleanup.
+func testUser(t *testing.T) *user.User {
+	t.Helper()
+	name := fmt.Sprintf("sfspod%d", os.Getpid()%100000)
+	_ = exec.Command("userdel", "-r", name).Run()
+	out, err := exec.Command("useradd", "--create-home", "--shell", "/bin/sh", name).CombinedOutput()
+	require.NoError(t, err, "useradd: %s", out)
+	t.Cleanup(func() {
+		_ = exec.Command("pkill", "-KILL", "-u", name).Run()
+		_ = exec.Command("userdel", "-r", name).Run()
+	})
+	u, err := user.Lookup(name)
+	require.NoError(t, err)
+	uid, _ := strconv.Atoi(u.Uid)
+	// A range of subordinate ids of its own, far above real users (useradd adds one only where login.defs says).
+	lo := 200000 + (uid%1000)*65536
+	out, err = exec.Command("usermod", "--add-subuids", fmt.Sprintf("%d-%d", lo, lo+65535),
+		"--add-subgids", fmt.Sprintf("%d-%d", lo, lo+65535), name).CombinedOutput()
+	require.NoError(t, err, "usermod: %s", out)
+	return u
+}
+
+// TestPodmanRootless: an unprivileged user with its own Podman socket runs a session of its own store; the
+// files the container's root writes are the user's on the host (not a subordinate id's).
+func TestPodmanRootless(t *testing.T) {
+	needPodman(t)
+	_, err := exec.LookPath("newuidmap")
+	need(t, err == nil, "rootless Podman: newuidmap is missing (apt-get install uidmap)")
+	u := testUser(t)
+	p := startPodman(t, u)
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	store := filepath.Join(u.HomeDir, "store")
+	as := func(args ...string) result {
+		t.Helper()
+		cmd := exec.Command(bin, args...)
+		cmd.Env = append(p.env, "SESSIONFS_STORE="+store)
+		cmd.Dir = u.HomeDir
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
+		var stdout, stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		code := 0
+		if ee, isExit := err.(*exec.ExitError); isExit {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatalf("run %v: %v", args, err)
+		}
+		return result{stdout: stdout.String(), stderr: stderr.String(), code: code}
+	}
+	r := as("new", "s1")
+	require.Equal(t, 0, r.code, r.stderr)
+	r = as("run", "--backend", "docker", "--image", busyboxImage, "--network", "none", "s1", "--",
+		"sh", "-c", "echo made > /session/workspace/made.txt && id -u")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, "0\n", r.stdout, "root inside the user's namespace")
+	var st syscall.Stat_t
+	require.NoError(t, syscall.Stat(filepath.Join(store, "sessions", "s1", "workspace", "made.txt"), &st))
+	assert.Equal(t, uint32(uid), st.Uid, "the container's file is the user's on the host, not a subordinate id's")
+	r = as("doctor")
+	assert.Regexp(t, `docker +Podman \d.*rootless`, r.stdout, "doctor names the engine and its mode")
+}
