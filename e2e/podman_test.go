@@ -44,7 +44,11 @@ func needPodman(t *testing.T) {
 func startPodman(t *testing.T, u *user.User) *podmanService {
 	t.Helper()
 	dir := t.TempDir()
-	require.NoError(t, os.Chmod(dir, 0o755))
+	if u != nil {
+		// Its own folder, which the user can reach (a test's temporary folders are root's, 0700).
+		dir = filepath.Join(u.HomeDir, "podman")
+		require.NoError(t, os.Mkdir(dir, 0o700))
+	}
 	sock := filepath.Join(dir, "podman.sock")
 	cmd := exec.Command("podman", "system", "service", "--time=0", "unix://"+sock)
 	// Podman raises a container's open-file and process limits to its own defaults, which needs
@@ -71,6 +75,7 @@ func startPodman(t *testing.T, u *user.User) *podmanService {
 		require.NoError(t, os.Mkdir(run, 0o700))
 		require.NoError(t, os.Chown(run, uid, gid))
 		require.NoError(t, os.Chown(dir, uid, gid))
+		require.NoError(t, os.Chown(conf, uid, gid))
 		env = append(env, "HOME="+u.HomeDir, "USER="+u.Username, "XDG_RUNTIME_DIR="+run, "PATH=/usr/sbin:/usr/bin:/sbin:/bin")
 		cmd.Env = env
 		cmd.Dir = u.HomeDir
@@ -109,6 +114,7 @@ func startPodman(t *testing.T, u *user.User) *podmanService {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		_ = exec.CommandContext(ctx, "podman", "--url", "unix://"+sock, "rm", "-af").Run()
+		_ = exec.CommandContext(ctx, "podman", "--url", "unix://"+sock, "rmi", "-f", busyboxImage).Run()
 	})
 	return p
 }

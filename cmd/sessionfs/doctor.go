@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -122,8 +125,7 @@ func (a *app) diagnose() []check {
 		var engine string
 		if sv, perr := cli.ServerVersion(ctx); perr == nil {
 			engine = engineName(sv)
-			// Rootless engines say so among their security options (Docker's and Podman's alike).
-			if info, ierr := cli.Info(ctx); ierr == nil && slices.Contains(info.SecurityOptions, "name=rootless") {
+			if rootlessEngine(ctx, cli) {
 				engine += ", rootless"
 			}
 		} else {
@@ -244,4 +246,23 @@ func engineName(sv types.Version) string {
 		}
 	}
 	return "Docker " + sv.Version
+}
+
+// rootlessEngine reports whether the engine runs rootless: Docker says so among its security options, Podman in
+// a field of its own ("Rootless") that the Docker SDK's Info drops, so /info is read raw.
+func rootlessEngine(ctx context.Context, cli *client.Client) bool {
+	if info, err := cli.Info(ctx); err == nil && slices.Contains(info.SecurityOptions, "name=rootless") {
+		return true
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://engine/info", nil)
+	if err != nil {
+		return false
+	}
+	resp, err := cli.HTTPClient().Do(req) // its transport dials the engine's socket whatever the URL's host
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	var podman struct{ Rootless bool }
+	return json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&podman) == nil && podman.Rootless
 }
