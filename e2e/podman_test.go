@@ -30,6 +30,7 @@ type podmanService struct {
 	sock string
 	cli  *client.Client
 	env  []string // what a client process of this user needs: DOCKER_HOST, and for a user its runtime dir
+	stop func()
 }
 
 func needPodman(t *testing.T) {
@@ -46,8 +47,9 @@ func startPodman(t *testing.T, u *user.User) *podmanService {
 	dir := t.TempDir()
 	if u != nil {
 		// Its own folder, which the user can reach (a test's temporary folders are root's, 0700).
-		dir = filepath.Join(u.HomeDir, "podman")
-		require.NoError(t, os.Mkdir(dir, 0o700))
+		var err error
+		dir, err = os.MkdirTemp(u.HomeDir, "podman-")
+		require.NoError(t, err)
 	}
 	sock := filepath.Join(dir, "podman.sock")
 	cmd := exec.Command("podman", "system", "service", "--time=0", "unix://"+sock)
@@ -89,7 +91,7 @@ func startPodman(t *testing.T, u *user.User) *podmanService {
 	require.NoError(t, cmd.Start())
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
+	stop := func() {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
 		select {
 		case <-done:
@@ -97,7 +99,8 @@ func startPodman(t *testing.T, u *user.User) *podmanService {
 			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 			<-done
 		}
-	})
+	}
+	t.Cleanup(stop)
 	cli, err := client.NewClientWithOpts(client.WithHost("unix://"+sock), client.WithAPIVersionNegotiation())
 	require.NoError(t, err)
 	t.Cleanup(func() { cli.Close() })
@@ -107,7 +110,7 @@ func startPodman(t *testing.T, u *user.User) *podmanService {
 		_, err := cli.Ping(ctx)
 		return err == nil
 	}, "podman system service did not answer: %s", log)
-	p := &podmanService{sock: sock, cli: cli, env: append(env[1:], "DOCKER_HOST=unix://"+sock)}
+	p := &podmanService{sock: sock, cli: cli, env: append(env[1:], "DOCKER_HOST=unix://"+sock), stop: stop}
 	require.NoError(t, testimage.Import(cli, busyboxImage, nil), "import the test image into Podman: %s", log)
 	t.Cleanup(func() {
 		// The containers this service ran go with it (sessionfs removes its own; a failed test may leave one).
@@ -157,17 +160,38 @@ func testUser(t *testing.T) *user.User {
 	out, err := exec.Command("useradd", "--create-home", "--shell", "/bin/sh", name).CombinedOutput()
 	require.NoError(t, err, "useradd: %s", out)
 	t.Cleanup(func() {
-		_ = exec.Command("pkill", "-KILL", "-u", name).Run()
-		_ = exec.Command("userdel", "-r", name).Run()
+		// userdel refuses a user whose processes are still going: killed, and tried again while they die.
+		for i := 0; i < 50; i++ {
+			_ = exec.Command("pkill", "-KILL", "-u", name).Run()
+			if exec.Command("userdel", "-r", name).Run() == nil {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		// userdel leaves the user's subordinate ids behind on some versions.
+		for _, f := range []string{"/etc/subuid", "/etc/subgid"} {
+			if b, err := os.ReadFile(f); err == nil {
+				var keep []string
+				for _, line := range strings.SplitAfter(string(b), "\n") {
+					if !strings.HasPrefix(line, name+":") {
+						keep = append(keep, line)
+					}
+				}
+				_ = os.WriteFile(f, []byte(strings.Join(keep, "")), 0o644)
+			}
+		}
 	})
 	u, err := user.Lookup(name)
 	require.NoError(t, err)
 	uid, _ := strconv.Atoi(u.Uid)
-	// A range of subordinate ids of its own, far above real users (useradd adds one only where login.defs says).
-	lo := 200000 + (uid%1000)*65536
-	out, err = exec.Command("usermod", "--add-subuids", fmt.Sprintf("%d-%d", lo, lo+65535),
-		"--add-subgids", fmt.Sprintf("%d-%d", lo, lo+65535), name).CombinedOutput()
-	require.NoError(t, err, "usermod: %s", out)
+	// Subordinate ids of its own: useradd gives a range where login.defs says so (Debian's does); else one far
+	// above real users.
+	if b, _ := os.ReadFile("/etc/subuid"); !strings.Contains("\n"+string(b), "\n"+name+":") {
+		lo := 1_000_000 + (uid%1000)*65536
+		out, err = exec.Command("usermod", "--add-subuids", fmt.Sprintf("%d-%d", lo, lo+65535),
+			"--add-subgids", fmt.Sprintf("%d-%d", lo, lo+65535), name).CombinedOutput()
+		require.NoError(t, err, "usermod: %s", out)
+	}
 	return u
 }
 
@@ -210,4 +234,38 @@ func TestPodmanRootless(t *testing.T) {
 	assert.Equal(t, uint32(uid), st.Uid, "the container's file is the user's on the host, not a subordinate id's")
 	r = as("doctor")
 	assert.Regexp(t, `docker +Podman \d.*rootless`, r.stdout, "doctor names the engine and its mode")
+
+	// The user's own mount (fusermount3, no binds): the container's transcript in another cwd's folder lands in the
+	// canonical one, owned by the user. Podman's rootless namespace was made before the mount: where the host's
+	// mounts do not propagate into it (this machine's / is private), the engine does not see the mount, and the
+	// run is refused before it starts rather than write beneath the mountpoint, until Podman makes its namespace
+	// again.
+	_, err = exec.LookPath("fusermount3")
+	need(t, err == nil, "rootless Podman on the mount: fusermount3 is missing (apt-get install fuse3)")
+	mnt := filepath.Join(u.HomeDir, "mnt")
+	r = as("mount", "--daemon", "--log", filepath.Join(u.HomeDir, "mount.log"), mnt)
+	require.Equal(t, 0, r.code, r.stderr)
+	t.Cleanup(func() { as("unmount", mnt) })
+	const conv = "0b7c6a1e-1111-2222-3333-444455556666"
+	script := "mkdir -p /session/.claude/projects/-home-u-proj && echo '{}' > /session/.claude/projects/-home-u-proj/" + conv + ".jsonl"
+	runIt := func() result {
+		return as("run", "--backend", "docker", "--image", busyboxImage, "--network", "none", "s1", "--", "sh", "-c", script)
+	}
+	if r = runIt(); r.code != 0 {
+		assert.Equal(t, 125, r.code)
+		assert.Contains(t, r.stderr, "does not see the sessionfs mount")
+		assert.Contains(t, r.stderr, "podman system migrate")
+		p.stop()
+		migrate := exec.Command("podman", "system", "migrate")
+		migrate.Env, migrate.Dir = p.env, u.HomeDir
+		migrate.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
+		out, err := migrate.CombinedOutput()
+		require.NoError(t, err, "podman system migrate: %s", out)
+		p = startPodman(t, u)
+		r = runIt()
+	}
+	require.Equal(t, 0, r.code, r.stderr)
+	require.NoError(t, syscall.Stat(filepath.Join(store, "sessions", "s1", ".claude", "projects", "-session-workspace", conv+".jsonl"), &st),
+		"another cwd's folder is a view of the canonical one: %s", r.stderr)
+	assert.Equal(t, uint32(uid), st.Uid)
 }

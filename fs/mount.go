@@ -288,13 +288,10 @@ func prepareMountpoint(mnt string) error {
 	if isMountpoint(mnt) {
 		return fmt.Errorf("%s is already mounted (sessionfs unmount %s)", mnt, mnt)
 	}
-	// Mounting over a folder hides what it holds: refuse, rather than make files vanish without a word.
-	if f, err := os.Open(mnt); err == nil {
-		names, _ := f.Readdirnames(1)
-		f.Close()
-		if len(names) > 0 {
-			return fmt.Errorf("mountpoint %s is not empty (mounting would hide what it holds): empty it or pick another folder", mnt)
-		}
+	// Mounting over a folder hides what it holds: refuse, rather than make files vanish without a word. Folders
+	// that hold nothing but folders hide nothing (a container engine that did not see the mount made them).
+	if !onlyFolders(mnt, 0) {
+		return fmt.Errorf("mountpoint %s is not empty (mounting would hide what it holds): empty it or pick another folder", mnt)
 	}
 	return nil
 }
@@ -401,4 +398,19 @@ func mountError(mnt string, err error) error {
 		return fmt.Errorf("mount %s: permission denied (run as root, or install fuse3 and allow user mounts; --allow-other needs user_allow_other in /etc/fuse.conf)", mnt)
 	}
 	return fmt.Errorf("mount %s: %w", mnt, err)
+}
+
+// onlyFolders reports whether dir holds nothing but folders that hold nothing but folders (a bounded walk, no
+// symlink followed).
+func onlyFolders(dir string, depth int) bool {
+	ents, err := os.ReadDir(dir)
+	if err != nil || depth > 16 || len(ents) > 1024 {
+		return err == nil && len(ents) == 0
+	}
+	for _, e := range ents {
+		if !e.IsDir() || !onlyFolders(filepath.Join(dir, e.Name()), depth+1) {
+			return false
+		}
+	}
+	return true
 }

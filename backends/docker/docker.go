@@ -117,7 +117,37 @@ func (b *Backend) Run(ctx context.Context, spec backends.Spec) (int, error) {
 	if cancelled.Err() != nil {
 		return -1, cancelled.Err()
 	}
+	if err := b.seesSession(ctx, id, spec); err != nil {
+		return -1, err
+	}
 	return b.attachAndWait(ctx, cancelled, id, spec)
+}
+
+// seesSession checks, before the container starts, that the engine found the session where it was told to look.
+// An engine in a mount namespace of its own (rootless Podman or Docker, started before the mount, on a host whose
+// / does not propagate mounts) does not see the sessionfs mount: it binds the empty folder beneath the mountpoint
+// instead (Podman makes the missing folders), and what the run writes outside the heavy folders would be hidden
+// there. The session's session.json, always there through the mount, tells.
+func (b *Backend) seesSession(ctx context.Context, id string, spec backends.Spec) error {
+	if spec.Folder == nil {
+		return nil
+	}
+	d, err := layout.OpenDir(spec.SessionDir)
+	if err != nil {
+		return err
+	}
+	mounted := !layout.SameFolder(d, spec.Folder)
+	d.Close()
+	if !mounted {
+		return nil
+	}
+	if _, err := b.cli.ContainerStatPath(ctx, id, path.Join(layout.ContainerRoot, layout.MetaFile)); err != nil {
+		return fmt.Errorf("the engine at %s does not see the sessionfs mount (%s): a rootless engine started before the "+
+			"mount, on a host whose mounts do not propagate to it, binds the empty folder beneath the mountpoint instead. "+
+			"Start the engine after sessionfs mount (rootless Podman: podman system migrate, then its service again), or "+
+			"unmount to run on the store", b.cli.DaemonHost(), spec.SessionDir)
+	}
+	return nil
 }
 
 func (b *Backend) ping(ctx context.Context) error {
