@@ -41,3 +41,15 @@ func TestMountRefusesBadNumbers(t *testing.T) {
 		assert.NoDirExists(t, filepath.Join(dir, "store"), "%v made the store", args)
 	}
 }
+
+func TestPlainArgsError(t *testing.T) {
+	for msg, want := range map[string]string{
+		"accepts 1 arg(s), received 0":                "usage: sessionfs show ID (got nothing)",
+		"requires at least 1 arg(s), only received 0": "usage: sessionfs show ID (got nothing)",
+		"accepts at most 1 arg(s), received 3":        "usage: sessionfs show ID (got 3 arguments)",
+		"accepts between 1 and 2 arg(s), received 1":  "usage: sessionfs show ID (got 1 argument)",
+		"unknown flag: --bogus":                       "unknown flag: --bogus",
+	} {
+		assert.Equal(t, want, plainArgsError(msg, "sessionfs show ID [flags]"), msg)
+	}
+}

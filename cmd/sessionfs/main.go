@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"regexp"
 	"strings"
 
 	"github.com/sessionfs/sessionfs/backends/local"
@@ -26,7 +27,7 @@ func main() {
 	default:
 		msg := oneLine(err.Error())
 		if isUsage(err) && cmd != nil {
-			msg += " (see " + cmd.CommandPath() + " --help)"
+			msg = plainArgsError(msg, cmd.UseLine()) + " (see " + cmd.CommandPath() + " --help)"
 		}
 		fmt.Fprintln(os.Stderr, "sessionfs: "+msg)
 		os.Exit(ownFailure)
@@ -49,6 +50,25 @@ func isUsage(err error) bool {
 		}
 	}
 	return false
+}
+
+// cobraArgs matches cobra's own wording of a wrong number of arguments ("accepts 1 arg(s), received 0").
+var cobraArgs = regexp.MustCompile(`^(accepts (at most |between )?[\d a-z]+ arg\(s\)|requires at (least|most) \d+ arg\(s\)),( only)? received (\d+)$`)
+
+// plainArgsError says a wrong number of arguments as a person would: what the command takes, and what it got.
+func plainArgsError(msg, useLine string) string {
+	m := cobraArgs.FindStringSubmatch(msg)
+	if m == nil {
+		return msg
+	}
+	got := "nothing"
+	if m[5] != "0" {
+		got = m[5] + " argument"
+		if m[5] != "1" {
+			got += "s"
+		}
+	}
+	return fmt.Sprintf("usage: %s (got %s)", strings.TrimSuffix(useLine, " [flags]"), got)
 }
 
 // ownFailure is the exit code of sessionfs's own failures (bad usage, a missing session, an unreachable
