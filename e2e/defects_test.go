@@ -734,3 +734,15 @@ func TestConversationIDPrefixes(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.FileExists(t, filepath.Join(canon, uuid+".jsonl"))
 }
+
+// A conversation can be read, not only followed: watch --from-start prints what the transcripts hold, and with
+// --no-follow exits after.
+func TestWatchReadsAConversation(t *testing.T) {
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	canon := filepath.Join(store, "sessions", "s1", ".claude", "projects", "-session-workspace")
+	line := `{"type":"user","timestamp":"2026-11-24T10:00:00Z","sessionId":"2fe2d21b-be8f-4b12-b46b-12e68f6e9f01","message":{"role":"user","content":"hello there"}}`
+	require.NoError(t, os.WriteFile(filepath.Join(canon, "2fe2d21b-be8f-4b12-b46b-12e68f6e9f01.jsonl"), []byte(line+"\n"), 0o600))
+	out := ok(t, store, "watch", "s1", "--no-follow")
+	assert.Regexp(t, `^2fe2d21b \d\d:\d\d:\d\d user +hello there\n$`, out)
+}

@@ -20,7 +20,7 @@ import (
 )
 
 func (a *app) watchCmd() *cobra.Command {
-	var asJSON bool
+	var asJSON, fromStart, noFollow bool
 	cmd := &cobra.Command{
 		Use:   "watch ID",
 		Short: "Follow a session's conversations live, one line per message",
@@ -28,8 +28,10 @@ func (a *app) watchCmd() *cobra.Command {
 the conversation's short id (the first 8 characters of its uuid), time, role, then the text or the tool call;
 subagent messages are marked [agent-...]. The other agents' conversations in the session (Codex, Gemini CLI,
 Qwen Code) are followed too, marked [codex], [gemini], [qwen]. --json prints the raw entries, one per line, for
-tools. It starts at the current end of the transcripts, like tail -f.`,
+tools. It starts at the current end of the transcripts, like tail -f; --from-start prints what they hold first
+(to read a conversation: --from-start --no-follow).`,
 		Example: `  sessionfs watch fix-login
+  sessionfs watch fix-login --from-start --no-follow | less   # read the session's conversations so far
   sessionfs watch fix-login --json | jq -r .type`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: a.completeIDs,
@@ -39,13 +41,20 @@ tools. It starts at the current end of the transcripts, like tail -f.`,
 				return err
 			}
 			stop := make(chan os.Signal, 1)
-			signal.Notify(stop, os.Interrupt, syscall.SIGTERM)
+			if noFollow {
+				fromStart = true
+				close(stop) // printed, then done (no signal is delivered on it)
+			} else {
+				signal.Notify(stop, os.Interrupt, syscall.SIGTERM)
+			}
 			// All of projects/: used without the mount, Claude files transcripts under other folder names.
 			p := layout.Derive(s.Dir(m.ID))
-			return follow(p.Root, p.Projects, cmd.OutOrStdout(), asJSON, stop)
+			return follow(p.Root, p.Projects, cmd.OutOrStdout(), asJSON, fromStart, stop)
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print each new transcript entry as JSON")
+	cmd.Flags().BoolVar(&fromStart, "from-start", false, "print what the transcripts already hold first")
+	cmd.Flags().BoolVar(&noFollow, "no-follow", false, "print what the transcripts hold and exit (implies --from-start)")
 	return cmd
 }
 
@@ -60,7 +69,7 @@ type follower struct {
 	partial map[string][]byte // an unfinished last line, kept until its newline arrives
 }
 
-func follow(root, projects string, out io.Writer, asJSON bool, stop <-chan os.Signal) error {
+func follow(root, projects string, out io.Writer, asJSON, fromStart bool, stop <-chan os.Signal) error {
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
 		return err
@@ -70,12 +79,12 @@ func follow(root, projects string, out io.Writer, asJSON bool, stop <-chan os.Si
 	if err := w.Add(root); err != nil { // itself only: an agent's folder made later is followed from its start
 		return err
 	}
-	if err := f.add(projects, true); err != nil {
+	if err := f.add(projects, !fromStart); err != nil {
 		return err
 	}
 	for _, a := range agents.All {
 		if a != agents.Claude {
-			_ = f.add(filepath.Join(root, a.Dir), true)
+			_ = f.add(filepath.Join(root, a.Dir), !fromStart)
 		}
 	}
 	for {
