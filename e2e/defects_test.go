@@ -746,3 +746,20 @@ func TestWatchReadsAConversation(t *testing.T) {
 	out := ok(t, store, "watch", "s1", "--no-follow")
 	assert.Regexp(t, `^2fe2d21b \d\d:\d\d:\d\d user +hello there\n$`, out)
 }
+
+// ls --sort orders by creation, activity (newest first) or size (largest first); a bad order is a usage error.
+func TestLsSort(t *testing.T) {
+	store := t.TempDir()
+	for _, id := range []string{"b", "a", "c"} {
+		ok(t, store, "new", id)
+		time.Sleep(20 * time.Millisecond)
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(store, "sessions", "a", "workspace", "big"), make([]byte, 1<<20), 0o644))
+	assert.Equal(t, "a\nb\nc\n", ok(t, store, "ls", "-q"))
+	assert.Equal(t, "c\na\nb\n", ok(t, store, "ls", "-q", "--sort", "created"))
+	assert.Equal(t, "a\nc\nb\n", ok(t, store, "ls", "-q", "--sort", "active"), "a's file is the newest activity")
+	assert.Equal(t, "a", strings.Fields(ok(t, store, "ls", "-q", "--sort", "size"))[0])
+	r := cli(t, store, "ls", "--sort", "name")
+	assert.Equal(t, 125, r.code)
+	assert.Contains(t, r.stderr, "want id, created, active or size")
+}

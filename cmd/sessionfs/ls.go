@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"sort"
@@ -25,16 +26,18 @@ type listed struct {
 func (a *app) lsCmd() *cobra.Command {
 	var asJSON, quiet bool
 	var filters []string
+	var sortBy string
 	var format string
 	cmd := &cobra.Command{
 		Use:     "ls",
 		Aliases: []string{"list"},
 		Short:   "List sessions: id, created, last active, size, conversations, labels",
 		Long: `ls lists the store's sessions. --filter label=K=V keeps those whose label K is V, --filter label=K those
-that have label K (repeat --filter: all must hold). -q prints only ids; --format prints each session through a
-Go template.`,
+that have label K (repeat --filter: all must hold). --sort orders by id (the default), created or active (newest
+first) or size (largest first). -q prints only ids; --format prints each session through a Go template.`,
 		Example: `  sessionfs ls
   sessionfs ls --filter label=team=web -q
+  sessionfs ls --sort active | head
   sessionfs ls --format '{{.ID}} {{.Conversations}}'
   sessionfs ls --json | jq -r '.[] | select(.size > 1e9) | .id'`,
 		Args: cobra.NoArgs,
@@ -42,6 +45,10 @@ Go template.`,
 			keep, err := parseFilters(filters)
 			if err != nil {
 				return err
+			}
+			order, ok := sessionOrders[sortBy]
+			if !ok {
+				return usageError(fmt.Sprintf("ls --sort %q: want id, created, active or size", sortBy))
 			}
 			if n := countTrue(asJSON, quiet, format != ""); n > 1 {
 				return usageError("ls: --json, -q and --format exclude each other")
@@ -61,6 +68,7 @@ Go template.`,
 				return err
 			}
 			infos = slices.DeleteFunc(infos, func(in layout.Info) bool { return !keep(in.Labels) })
+			slices.SortStableFunc(infos, order)
 			if quiet {
 				for _, in := range infos {
 					fmt.Fprintln(cmd.OutOrStdout(), in.ID)
@@ -109,6 +117,7 @@ Go template.`,
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "print only session ids")
+	cmd.Flags().StringVar(&sortBy, "sort", "id", "order by id, created, active (newest first) or size (largest first)")
 	cmd.Flags().StringArrayVar(&filters, "filter", nil, "keep sessions with label=K=V, or label=K (repeatable: all must hold)")
 	cmd.Flags().StringVar(&format, "format", "", formatHelp("{{.ID}} {{.Size}}", "{{.LastActivity}}"))
 	return cmd
@@ -157,4 +166,14 @@ func labelText(m map[string]string) string {
 	}
 	sort.Strings(kvs)
 	return strings.Join(kvs, ",")
+}
+
+// sessionOrders are ls --sort's orders: times newest first, sizes largest first, ties by id.
+var sessionOrders = map[string]func(a, b layout.Info) int{
+	"id":      func(a, b layout.Info) int { return strings.Compare(a.ID, b.ID) },
+	"created": func(a, b layout.Info) int { return cmp.Or(b.Created.Compare(a.Created), strings.Compare(a.ID, b.ID)) },
+	"active": func(a, b layout.Info) int {
+		return cmp.Or(b.LastActivity.Compare(a.LastActivity), strings.Compare(a.ID, b.ID))
+	},
+	"size": func(a, b layout.Info) int { return cmp.Or(cmp.Compare(b.Size, a.Size), strings.Compare(a.ID, b.ID)) },
 }
