@@ -204,8 +204,8 @@ func TestRmErrorsOneALine(t *testing.T) {
 	assert.Contains(t, r.stdout, "s1 -> ", "the good one is removed")
 }
 
-// Every --json output parses, prints [] (never null) for an empty list, omits times it does not know, and
-// uses snake_case keys.
+// Every --json output parses, prints [] (never null) for an empty list, null (never a zero time) for a time it does
+// not know, and uses snake_case keys.
 func TestJSONOutputs(t *testing.T) {
 	store := t.TempDir()
 	ok(t, store, "new", "s1")
@@ -219,13 +219,14 @@ func TestJSONOutputs(t *testing.T) {
 	for _, args := range [][]string{
 		{"ls", "--json"}, {"show", "s1", "--json"}, {"trash", "ls", "s1", "--json"},
 		{"find", uuid, "--json"}, {"import", "--from", emptyHome, "--dry-run", "--json"}, {"new", "s3", "--json"},
-		{"doctor", "--json"}, {"trash", "ls", "--json"}, {"runs", "s1", "--json"},
+		{"doctor", "--json"}, {"trash", "ls", "--json"}, {"runs", "s1", "--json"}, {"version", "--json"},
+		{"gc", "--trash", "--dry-run", "--json"}, {"rm", "s3", "--json"},
 	} {
 		r := cli(t, store, args...)
 		var v any
 		require.NoError(t, json.Unmarshal([]byte(r.stdout), &v), "%v: %s %s", args, r.stdout, r.stderr)
-		assert.NotContains(t, r.stdout, "null", "%v", args)
-		assert.NotContains(t, r.stdout, "0001-01-01", "%v: an unknown time is absent, not zero", args)
+		assert.NotRegexp(t, `"(labels|cwds|aliases|runs|conversations|agents|actions|also)": null`, r.stdout, "%v: an empty list is [] or {}", args)
+		assert.NotContains(t, r.stdout, "0001-01-01", "%v: an unknown time is null, not zero", args)
 		checkKeys(t, args, v)
 	}
 }

@@ -51,7 +51,7 @@ func (a *app) newCmd() *cobra.Command {
 				}
 			}
 			if asJSON {
-				return printJSON(cmd.OutOrStdout(), m)
+				return printJSON(cmd.OutOrStdout(), viewOf(s, mountpoint(s), m, s.Describe(id)))
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), id)
 			return nil

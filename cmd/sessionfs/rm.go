@@ -14,7 +14,7 @@ import (
 )
 
 func (a *app) rmCmd() *cobra.Command {
-	var force bool
+	var force, asJSON bool
 	cmd := &cobra.Command{
 		Use:   "rm ID...",
 		Short: "Move sessions to the trash (trash restore brings one back; gc --trash deletes them for good)",
@@ -32,6 +32,7 @@ and its record with it.`,
 				return err
 			}
 			var errs []error
+			removed := []map[string]string{}
 			for _, arg := range args {
 				id, err := a.exactID(arg)
 				if err != nil {
@@ -55,7 +56,15 @@ and its record with it.`,
 					errs = append(errs, err)
 					continue
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "%s -> %s\n", id, dst)
+				removed = append(removed, map[string]string{"session": id, "trash": dst})
+				if !asJSON {
+					fmt.Fprintf(cmd.OutOrStdout(), "%s -> %s\n", id, dst)
+				}
+			}
+			if asJSON {
+				if err := printJSON(cmd.OutOrStdout(), removed); err != nil {
+					return err
+				}
 			}
 			if len(errs) > 1 {
 				// One line each: main prints a single line.
@@ -70,12 +79,14 @@ and its record with it.`,
 		},
 	}
 	cmd.Flags().BoolVarP(&force, "force", "f", false, "remove a session even while something runs in it")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print what was moved where as JSON")
 	return cmd
 }
 
 func (a *app) gcCmd() *cobra.Command {
 	var opts layout.GCOptions
 	var idle idleFlag
+	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "gc",
 		Short: "Empty the trash and/or trash sessions idle for longer than --idle",
@@ -98,14 +109,26 @@ rm -rf through the mount); --idle D first moves sessions with no activity for D 
 				prefix = "would "
 			}
 			var freed int64
+			type action struct {
+				Action string `json:"action"`
+				Path   string `json:"path"`
+				Bytes  int64  `json:"bytes"`
+			}
+			actions := []action{}
 			opts.OnRemoved = func(what, path string, size int64) {
 				if what == "delete" {
 					freed += size
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "%s%s %s (%s)\n", prefix, what, path, humanize.IBytes(uint64(size)))
+				actions = append(actions, action{what, path, size})
+				if !asJSON {
+					fmt.Fprintf(cmd.OutOrStdout(), "%s%s %s (%s)\n", prefix, what, path, humanize.IBytes(uint64(size)))
+				}
 			}
 			if err := s.GC(opts); err != nil {
 				return err
+			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), map[string]any{"dry_run": opts.DryRun, "actions": actions, "freed_bytes": freed})
 			}
 			if opts.Trash {
 				fmt.Fprintf(cmd.OutOrStdout(), "%s %s\n", map[bool]string{true: "would free", false: "freed"}[opts.DryRun], humanize.IBytes(uint64(freed)))
@@ -116,6 +139,7 @@ rm -rf through the mount); --idle D first moves sessions with no activity for D 
 	cmd.Flags().BoolVar(&opts.Trash, "trash", false, "delete everything in the trash")
 	cmd.Flags().Var(&idle, "idle", "move sessions idle for longer than this to the trash (e.g. 30d, 12h, 90m)")
 	cmd.Flags().BoolVarP(&opts.DryRun, "dry-run", "n", false, "say what would be done, do nothing")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the actions and the bytes freed as JSON")
 	return cmd
 }
 

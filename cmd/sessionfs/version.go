@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"runtime"
 	"runtime/debug"
 
 	"github.com/spf13/cobra"
@@ -11,15 +12,24 @@ import (
 var version = "dev"
 
 func versionCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:     "version",
-		Short:   "Print the version",
-		Example: `  sessionfs version`,
-		Args:    cobra.NoArgs,
-		Run: func(cmd *cobra.Command, _ []string) {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "version",
+		Short: "Print the version",
+		Example: `  sessionfs version
+  sessionfs version --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), map[string]string{"version": versionString(), "go": runtime.Version(),
+					"os": runtime.GOOS, "arch": runtime.GOARCH})
+			}
 			fmt.Fprintf(cmd.OutOrStdout(), "sessionfs %s\n", versionString())
+			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON (version, go, os, arch)")
+	return cmd
 }
 
 // versionString is the build's version: the Makefile's, else the module's, else "dev".
