@@ -610,7 +610,7 @@ func TestAgentImportResumes(t *testing.T) {
 		mount(t, store)
 		r := cli(t, store, "import", "--agent", "codex", "--from", home, "--project", project, "--into", "s1")
 		require.Equal(t, 0, r.code, r.stderr)
-		assert.Contains(t, r.stdout, "imported 1 codex conversations")
+		assert.Contains(t, r.stdout, "imported 1 codex conversation ")
 		files := glob(t, filepath.Join(store, "sessions", "s1", ".codex", "sessions", "*", "*", "*", "rollout-*.jsonl"))
 		require.Len(t, files, 1)
 		n := lines(t, files[0])

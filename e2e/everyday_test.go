@@ -73,7 +73,7 @@ func TestImport(t *testing.T) {
 
 		r = cli(t, store, "import", "--from", claudeDir)
 		require.Equal(t, 0, r.code, r.stderr)
-		assert.Contains(t, r.stdout, "imported 2 conversations (0 unchanged) into 2 new sessions; 1 files skipped")
+		assert.Contains(t, r.stdout, "imported 2 conversations (0 unchanged) into 2 new sessions; 1 file skipped")
 		assert.Contains(t, r.stderr, "broken.jsonl", "the malformed file is reported")
 		for _, u := range uuids {
 			canon := filepath.Join(store, "sessions", u, ".claude", "projects", "-session-workspace")
@@ -100,16 +100,16 @@ func TestImport(t *testing.T) {
 		// A conversation that grew is copied again.
 		out, err := claudeRun(t, claude, api.URL, claudeDir, projects[0], "-p", "--continue", "more")
 		require.NoError(t, err, out)
-		assert.Contains(t, ok(t, store, "import", "--from", claudeDir), "imported 1 conversations (1 unchanged)")
+		assert.Contains(t, ok(t, store, "import", "--from", claudeDir), "imported 1 conversation (1 unchanged)")
 
 		// --project and --into gather one project's conversations into one session.
 		other := t.TempDir()
 		assert.Contains(t, ok(t, other, "import", "--from", claudeDir, "--project", projects[1], "--into", "api"),
-			"imported 1 conversations (0 unchanged) into 1 new sessions")
+			"imported 1 conversation (0 unchanged) into 1 new session")
 		convs, _ := filepath.Glob(filepath.Join(other, "sessions", "api", ".claude", "projects", "-session-workspace", "*.jsonl"))
 		assert.Len(t, convs, 1)
 		// A plain import afterwards brings the gathered conversation up to date in api: no second copy of it.
-		assert.Contains(t, ok(t, other, "import", "--from", claudeDir), "imported 1 conversations (1 unchanged) into 1 new sessions")
+		assert.Contains(t, ok(t, other, "import", "--from", claudeDir), "imported 1 conversation (1 unchanged) into 1 new session")
 		ids, _ = os.ReadDir(filepath.Join(other, "sessions"))
 		assert.Len(t, ids, 2, "api and one session for the other conversation")
 		// A dry run with --into counts the one session the run would make.

@@ -95,7 +95,8 @@ func importAgent(cmd *cobra.Command, s *layout.Store, a *agents.Agent, copts cla
 	if opts.DryRun {
 		verb = "would import"
 	}
-	fmt.Fprintf(cmd.OutOrStdout(), "%s %d %s conversations (%d unchanged) into %d new sessions; %d files skipped\n",
-		verb, len(rep.Imported), a.Name, len(rep.Unchanged), len(rep.Sessions), len(rep.Malformed))
+	fmt.Fprintf(cmd.OutOrStdout(), "%s %s (%d unchanged) into %s; %s skipped\n",
+		verb, plural(len(rep.Imported), a.Name+" conversation"), len(rep.Unchanged), plural(len(rep.Sessions), "new session"),
+		plural(len(rep.Malformed), "file"))
 	return nil
 }

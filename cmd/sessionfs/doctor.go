@@ -230,6 +230,14 @@ func fileExists(p string) bool {
 	return err == nil
 }
 
+// entries writes n entries: "1 entry", "3 entries".
+func entries(n int) string {
+	if n == 1 {
+		return "1 entry"
+	}
+	return fmt.Sprintf("%d entries", n)
+}
+
 // plural writes n things: "1 session", "3 sessions".
 func plural(n int, thing string) string {
 	if n == 1 {

@@ -105,7 +105,7 @@ its last whole line.`,
 					size = " (" + humanize.IBytes(uint64(st.Size())) + ")"
 				}
 			}
-			msg := fmt.Sprintf("exported %s: %d entries, %s in %s -> %s%s", id, rep.Files,
+			msg := fmt.Sprintf("exported %s: %s, %s in %s -> %s%s", id, entries(rep.Files),
 				humanize.IBytes(uint64(rep.Bytes)), time.Since(start).Round(time.Millisecond), out, size)
 			if out == "-" {
 				fmt.Fprintln(os.Stderr, "sessionfs: "+msg)
@@ -162,7 +162,7 @@ func (a *app) importArchive(cmd *cobra.Command, file string, opts travel.ImportO
 		}
 		return fmt.Errorf("import %s: %w", file, err)
 	}
-	fmt.Fprintf(cmd.OutOrStdout(), "imported %s: %d entries, %s in %s\n", id, done.Files,
+	fmt.Fprintf(cmd.OutOrStdout(), "imported %s: %s, %s in %s\n", id, entries(done.Files),
 		humanize.IBytes(uint64(done.Bytes)), time.Since(start).Round(time.Millisecond))
 	return nil
 }

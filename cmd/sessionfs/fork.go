@@ -53,10 +53,10 @@ the origin keeps it: by-claude-id/ and "resume UUID" lead to ID.`,
 			if rep.Copied > 0 {
 				how = "files copied: the store's filesystem cannot clone them"
 				if rep.Cloned > 0 {
-					how = fmt.Sprintf("%d files cloned, %d copied", rep.Cloned, rep.Copied)
+					how = fmt.Sprintf("%s cloned, %d copied", plural(rep.Cloned, "file"), rep.Copied)
 				}
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "forked %s into %s: %d entries, %s in %s; %s\n", args[0], args[1], rep.Files,
+			fmt.Fprintf(cmd.OutOrStdout(), "forked %s into %s: %s, %s in %s; %s\n", args[0], args[1], entries(rep.Files),
 				humanize.IBytes(uint64(rep.Bytes)), time.Since(start).Round(time.Millisecond), how)
 			return nil
 		},

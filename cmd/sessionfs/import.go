@@ -107,8 +107,8 @@ device files, more than --max-bytes of content or --max-files entries) is refuse
 			for _, m := range rep.Malformed {
 				fmt.Fprintf(os.Stderr, "sessionfs: skipped %s\n", oneLine(m))
 			}
-			fmt.Fprintf(w, "%s %d conversations (%d unchanged) into %d new sessions; %d files skipped\n",
-				verb, len(rep.Imported), len(rep.Unchanged), len(rep.Sessions), len(rep.Malformed))
+			fmt.Fprintf(w, "%s %s (%d unchanged) into %s; %s skipped\n", verb, plural(len(rep.Imported), "conversation"),
+				len(rep.Unchanged), plural(len(rep.Sessions), "new session"), plural(len(rep.Malformed), "file"))
 			return nil
 		},
 	}

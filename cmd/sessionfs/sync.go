@@ -61,19 +61,19 @@ MODAL_SERVER_URL, MODAL_ENVIRONMENT, or the active profile of ~/.modal.toml.`,
 					return err
 				}
 				if mr := rep.Merged; mr.Applied+mr.Deleted+mr.Conflicts > 0 {
-					fmt.Fprintf(w, "brought in first what changed on the Volume: %d files, removed %d, %d conflicts kept beside\n",
-						mr.Applied, mr.Deleted, mr.Conflicts)
+					fmt.Fprintf(w, "brought in first what changed on the Volume: %s, removed %d, %s kept beside\n",
+						plural(mr.Applied, "file"), mr.Deleted, plural(mr.Conflicts, "conflict"))
 				}
-				fmt.Fprintf(w, "pushed %d files (%d blocks, %s), removed %d, to Volume %s\n",
-					rep.Files, rep.Blocks, humanize.IBytes(uint64(rep.Bytes)), rep.Deleted, modal.VolumeName(m.ID))
+				fmt.Fprintf(w, "pushed %s (%s, %s), removed %d, to Volume %s\n",
+					plural(rep.Files, "file"), plural(rep.Blocks, "block"), humanize.IBytes(uint64(rep.Bytes)), rep.Deleted, modal.VolumeName(m.ID))
 				return nil
 			}
 			rep, err := sy.Pull(ctx, time.Now().UTC().Format("20060102T150405Z"))
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(w, "pulled %d files, removed %d, %d conflicts kept beside, %d transcripts folded\n",
-				rep.Applied, rep.Deleted, rep.Conflicts, rep.Folded)
+			fmt.Fprintf(w, "pulled %s, removed %d, %s kept beside, %s folded\n",
+				plural(rep.Applied, "file"), rep.Deleted, plural(rep.Conflicts, "conflict"), plural(rep.Folded, "transcript"))
 			return nil
 		},
 	}
