@@ -201,6 +201,24 @@ func TestMaxBinds(t *testing.T) {
 	m.start(t, "--max-binds", "2")
 	eventually(t, 5*time.Second, func() bool { return len(mountsUnder(t, m.mnt)) == 6 }, "two sessions bound")
 	assert.Len(t, mountsUnder(t, m.mnt), 6, "no more than two sessions")
+	m.stop(t)
+
+	// A walk of many sessions binds each as it comes and releases the least recently used at once: the daemon
+	// never holds more than the limit (it bound a whole walk first, and ran out of descriptors on 10,000).
+	for i := range 40 {
+		ok(t, store, "new", fmt.Sprintf("w%02d", i))
+	}
+	m.start(t, "--max-binds", "5")
+	most := 0
+	for i := range 40 {
+		_, err := os.Stat(filepath.Join(m.session(fmt.Sprintf("w%02d", i)), "workspace"))
+		require.NoError(t, err)
+		most = max(most, len(mountsUnder(t, m.mnt)))
+	}
+	time.Sleep(300 * time.Millisecond)
+	most = max(most, len(mountsUnder(t, m.mnt)))
+	assert.LessOrEqual(t, most, 3*(5+1), "at most the limit, and the session being bound")
+	assert.Equal(t, 3*5, len(mountsUnder(t, m.mnt)), "the limit holds once the walk is over")
 }
 
 // TestUserDockerRunOnTheMount: a person's own docker run -v <mount>/sessions/<id>:/session (not sessionfs run)

@@ -44,9 +44,6 @@ var BoundDirs = []string{layout.WorkspaceDir, layout.AppDir, layout.MCPDir}
 // container start a little (README, Performance); the sessions in use at once are far fewer.
 const DefaultMaxBinds = 256
 
-// bindIdle spares sessions used this recently when binds are released for the limit.
-const bindIdle = 5 * time.Second
-
 // bind is one folder bound over the mount.
 type bind struct {
 	fd       int    // the bind's root (open_tree's descriptor, or one opened through it)
@@ -167,8 +164,8 @@ func (b *binder) loop() {
 			b.working = id
 			b.mu.Unlock()
 			b.refresh(id)
+			b.limit(id) // at once: a walk of thousands of sessions must not bind them all first
 		}
-		b.limit()
 	}
 }
 
@@ -327,15 +324,17 @@ func (b *binder) removingSession(id string) (done func()) {
 	}
 }
 
-// limit releases the binds of the least recently used idle sessions while more than max are bound. A bind in use
-// (a process's folder or open file is inside) stays: it is tried with a plain unmount, which the kernel refuses
-// with EBUSY then.
-func (b *binder) limit() {
+// limit releases the binds of the least recently used sessions but keep (the one just bound) while more than max
+// are bound. A bind in use (a process's folder or open file is inside) stays: it is tried with a plain unmount,
+// which the kernel refuses with EBUSY then.
+func (b *binder) limit(keep string) {
 	b.mu.Lock()
 	over := len(b.bound) - b.max
 	ids := make([]string, 0, len(b.bound))
 	for id := range b.bound {
-		ids = append(ids, id)
+		if id != keep {
+			ids = append(ids, id)
+		}
 	}
 	b.mu.Unlock()
 	if over <= 0 {
@@ -346,10 +345,9 @@ func (b *binder) limit() {
 		if over == 0 {
 			return
 		}
-		if time.Since(time.Unix(0, b.lastUsed(id))) < bindIdle || !b.release(id) {
-			continue
+		if b.release(id) {
+			over--
 		}
-		over--
 	}
 }
 
