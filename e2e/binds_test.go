@@ -281,17 +281,7 @@ func assertNothingMountedIn(t *testing.T, except string, dirs ...string) {
 // cannot rename).
 func inSessionFolder(t *testing.T, store, id, script string) result {
 	t.Helper()
-	cmd := exec.Command("docker", "run", "--rm", "-v", filepath.Join(store, "sessions", id)+":/session", busyboxImage, "sh", "-c", script)
-	var stdout, stderr strings.Builder
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	code := 0
-	if ee, isExit := err.(*exec.ExitError); isExit {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatalf("docker run: %v", err)
-	}
-	return result{stdout: stdout.String(), stderr: stderr.String(), code: code}
+	return runResult(t, exec.Command("docker", "run", "--rm", "-v", filepath.Join(store, "sessions", id)+":/session", busyboxImage, "sh", "-c", script))
 }
 
 // TestAttackBoundFolderSwap: a session's process that swaps its folders for a link to a host folder, a FIFO or

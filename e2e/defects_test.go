@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -546,14 +545,9 @@ func TestExecForwardsSignals(t *testing.T) {
 		cmd := exec.Command(bin, "exec", "s1", "--", "sh", "-c",
 			`trap 'kill $! 2>/dev/null; sleep 0.3; echo cleaned > "$DONE"; exit 130' INT; echo started; sleep 60 & wait`)
 		cmd.Env = append(os.Environ(), "SESSIONFS_STORE="+store, "DONE="+done)
-		stdout, err := cmd.StdoutPipe()
-		require.NoError(t, err)
-		require.NoError(t, cmd.Start())
-		line, err := bufio.NewReader(stdout).ReadString('\n')
-		require.NoError(t, err)
-		require.Equal(t, "started\n", line)
+		startUntil(t, cmd, "started\n")
 		require.NoError(t, cmd.Process.Signal(os.Interrupt))
-		err = cmd.Wait()
+		err := cmd.Wait()
 		var exit *exec.ExitError
 		require.ErrorAs(t, err, &exit)
 		assert.Equal(t, 130, exit.ExitCode(), "the command's own exit code (mounted=%v)", mounted)

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"os"
@@ -210,15 +209,10 @@ func TestDockerInterruptStopsContainer(t *testing.T) {
 	cmd := exec.Command(bin, "run", "--backend", "docker", "--image", busyboxImage, "s1", "--",
 		"sh", "-c", `trap "exit 130" TERM; echo started; sleep 60 & wait`)
 	cmd.Env = append(os.Environ(), "SESSIONFS_STORE="+store)
-	stdout, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	require.NoError(t, err)
-	require.Equal(t, "started\n", line)
+	startUntil(t, cmd, "started\n")
 	start := time.Now()
 	require.NoError(t, cmd.Process.Signal(os.Interrupt))
-	err = cmd.Wait()
+	err := cmd.Wait()
 	var exit *exec.ExitError
 	require.ErrorAs(t, err, &exit)
 	assert.Equal(t, 130, exit.ExitCode(), "the command's own exit code")
@@ -274,12 +268,7 @@ func TestDockerDaemonCrash(t *testing.T) {
 	cmd.Env = append(os.Environ(), "SESSIONFS_STORE="+store)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
-	stdout, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	require.NoError(t, err)
-	require.Equal(t, "up\n", line)
+	startUntil(t, cmd, "up\n")
 	m.kill(t)
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
@@ -307,18 +296,13 @@ func TestDockerInterruptTwiceKills(t *testing.T) {
 	cmd.Env = append(os.Environ(), "SESSIONFS_STORE="+store)
 	var stderr syncBuffer
 	cmd.Stderr = &stderr
-	stdout, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	require.NoError(t, err)
-	require.Equal(t, "started\n", line)
+	startUntil(t, cmd, "started\n")
 	require.NoError(t, cmd.Process.Signal(os.Interrupt))
 	eventually(t, 5*time.Second, func() bool { return strings.Contains(stderr.String(), "stopping the container") },
 		"the first interrupt says what it does: %s", stderr.String())
 	start := time.Now()
 	require.NoError(t, cmd.Process.Signal(os.Interrupt))
-	err = cmd.Wait()
+	err := cmd.Wait()
 	var exit *exec.ExitError
 	require.ErrorAs(t, err, &exit)
 	assert.Equal(t, 137, exit.ExitCode(), "killed")

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -131,8 +132,15 @@ func cliWith(t *testing.T, store, dir string, env []string, stdin io.Reader, arg
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Dir = dir
 	cmd.Env = append(append(os.Environ(), "SESSIONFS_STORE="+store), env...)
+	cmd.Stdin = stdin
+	return runResult(t, cmd)
+}
+
+// runResult runs cmd and returns its output and exit code; a command that could not run fails the test.
+func runResult(t *testing.T, cmd *exec.Cmd) result {
+	t.Helper()
 	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr, cmd.Stdin = &out, &errb, stdin
+	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
 	r := result{stdout: out.String(), stderr: errb.String()}
 	var exit *exec.ExitError
@@ -140,9 +148,20 @@ func cliWith(t *testing.T, store, dir string, env []string, stdin io.Reader, arg
 	case errors.As(err, &exit):
 		r.code = exit.ExitCode()
 	case err != nil:
-		t.Fatalf("run sessionfs %v: %v", args, err)
+		t.Fatalf("run %v: %v", cmd.Args, err)
 	}
 	return r
+}
+
+// startUntil starts cmd and waits for the first line of its stdout, which must be line: the command is running.
+func startUntil(t *testing.T, cmd *exec.Cmd, line string) {
+	t.Helper()
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	got, err := bufio.NewReader(stdout).ReadString('\n')
+	require.NoError(t, err)
+	require.Equal(t, line, got)
 }
 
 // ok runs the CLI and requires success, returning stdout.

@@ -212,16 +212,7 @@ func TestPodmanRootless(t *testing.T) {
 		cmd.Env = append(p.env, "SESSIONFS_STORE="+store)
 		cmd.Dir = u.HomeDir
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
-		var stdout, stderr strings.Builder
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		err := cmd.Run()
-		code := 0
-		if ee, isExit := err.(*exec.ExitError); isExit {
-			code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatalf("run %v: %v", args, err)
-		}
-		return result{stdout: stdout.String(), stderr: stderr.String(), code: code}
+		return runResult(t, cmd)
 	}
 	r := as("new", "s1")
 	require.Equal(t, 0, r.code, r.stderr)

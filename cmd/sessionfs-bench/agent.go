@@ -3,7 +3,6 @@ package main
 import (
 	"archive/tar"
 	"bufio"
-	"context"
 	"fmt"
 	"io"
 	"io/fs"
@@ -15,8 +14,6 @@ import (
 	"syscall"
 	"text/tabwriter"
 	"time"
-
-	"github.com/docker/docker/client"
 
 	"github.com/sessionfs/sessionfs/e2e/testimage"
 )
@@ -218,12 +215,7 @@ func (b *bench) agentImage() bool {
 		b.skip("agent workload in containers: no docker command")
 		return false
 	}
-	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
-	if err == nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-		_, err = cli.Ping(ctx)
-		cancel()
-	}
+	cli, err := dockerClient()
 	if err != nil {
 		b.skip("agent workload in containers: no Docker engine answers")
 		return false

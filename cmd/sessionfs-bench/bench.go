@@ -248,12 +248,7 @@ func (b *bench) sessionsWalk() {
 
 // dockerRun times `docker run` of a trivial command with the session bound through the mount and plainly.
 func (b *bench) dockerRun() {
-	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
-	if err == nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-		_, err = cli.Ping(ctx)
-		cancel()
-	}
+	cli, err := dockerClient()
 	if err != nil {
 		b.skip("docker run: no Docker engine answers")
 		return
@@ -384,4 +379,19 @@ func rotated[T any](s []T, k int) []T {
 	}
 	k %= len(s)
 	return append(append([]T(nil), s[k:]...), s[:k]...)
+}
+
+// dockerClient is a client of the engine the environment names (DOCKER_HOST), once it answers.
+func dockerClient() (*client.Client, error) {
+	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	if _, err := cli.Ping(ctx); err != nil {
+		cli.Close()
+		return nil, err
+	}
+	return cli, nil
 }

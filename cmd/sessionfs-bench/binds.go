@@ -1,15 +1,12 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
-
-	"github.com/docker/docker/client"
 )
 
 // manyBinds measures what 1,000 bound sessions cost the machine: Docker and systemd read the whole mount table
@@ -25,15 +22,8 @@ func (b *bench) manyBinds() {
 		b.skip("1,000 bound sessions: the store holds %d sessions (-sessions)", b.c.sessions)
 		return
 	}
-	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	cli, err := dockerClient()
 	if err == nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-		_, err = cli.Ping(ctx)
-		cancel()
-	}
-	if err != nil {
-		cli = nil
-	} else {
 		defer cli.Close()
 	}
 	const img = "sessionfs-bench-busybox:latest"

@@ -32,14 +32,7 @@ func viewOf(s *layout.Store, mnt string, m *layout.Meta, info layout.Info) sessi
 	if v.Labels == nil {
 		v.Labels = map[string]string{}
 	}
-	if !m.Created.IsZero() {
-		created := m.Created
-		v.Created = &created
-	}
-	if m.ForkedFrom != "" {
-		from := m.ForkedFrom
-		v.ForkedFrom = &from
-	}
+	v.Created, v.ForkedFrom = known(m.Created), known(m.ForkedFrom)
 	// Only a last run with no end asks the lease whether it still runs.
 	running := len(m.Runs) > 0 && m.Runs[len(m.Runs)-1].End.IsZero() && runningNow(s, m.ID)
 	v.Runs = runsOf(m.Runs, running)
@@ -47,15 +40,17 @@ func viewOf(s *layout.Store, mnt string, m *layout.Meta, info layout.Info) sessi
 		p := layout.Derive(sfs.SessionPath(mnt, m.ID))
 		v.Mounted = &p
 	}
-	if !info.LastActivity.IsZero() {
-		last := info.LastActivity
-		v.LastActivity = &last
-	}
-	if info.Damaged != "" {
-		d := info.Damaged
-		v.Damaged = &d
-	}
+	v.LastActivity, v.Damaged = known(info.LastActivity), known(info.Damaged)
 	return v
+}
+
+// known points to v, or is nil (JSON null) when v is its type's zero: a time or a text not known.
+func known[T comparable](v T) *T {
+	var zero T
+	if v == zero {
+		return nil
+	}
+	return &v
 }
 
 // mountpoint is where the store is mounted, "" when it is not.
