@@ -203,6 +203,17 @@ func TestMaxBinds(t *testing.T) {
 	assert.Len(t, mountsUnder(t, m.mnt), 6, "no more than two sessions")
 	m.stop(t)
 
+	// A session someone uses at once is not pushed out by the recently active ones bound at start.
+	require.NoError(t, os.Chtimes(filepath.Join(store, "sessions", "s1"), time.Now().Add(-time.Hour), time.Now().Add(-time.Hour)))
+	m.start(t, "--max-binds", "2")
+	_, err = os.Stat(filepath.Join(m.session("s1"), "workspace"))
+	require.NoError(t, err)
+	waitBound(t, m, "s1")
+	time.Sleep(300 * time.Millisecond)
+	assert.Len(t, bindsOf(t, m, "s1"), 3, "the session in use stays bound")
+	assert.Len(t, mountsUnder(t, m.mnt), 6)
+	m.stop(t)
+
 	// A walk of many sessions binds each as it comes and releases the least recently used at once: the daemon
 	// never holds more than the limit (it bound a whole walk first, and ran out of descriptors on 10,000).
 	for i := range 40 {

@@ -65,6 +65,9 @@ type binder struct {
 	removals map[string]int              // removals of each session so far (release puts back nothing removed meanwhile)
 	queued   map[string]bool
 	retries  map[string]int // sessions whose folders the mount did not show yet (a mkdir in flight)
+	// prefetch: queued sessions bound only while there is room (the recently active ones at start): they never
+	// push out a session someone used.
+	prefetch map[string]bool
 	queue    []string
 	working  string // the session the worker is binding (its own lookups do not queue it again)
 	closed   bool
@@ -75,21 +78,31 @@ type binder struct {
 
 func newBinder(mountpoint string, sessions *layout.Dir, max int, readOnly bool, lastUsed func(string) int64) *binder {
 	b := &binder{mountpoint: mountpoint, sessions: sessions, max: max, readOnly: readOnly, lastUsed: lastUsed,
-		bound: map[string]map[string]*bind{}, removing: map[string]int{}, removals: map[string]int{}, queued: map[string]bool{}, retries: map[string]int{},
+		bound: map[string]map[string]*bind{}, removing: map[string]int{}, removals: map[string]int{}, queued: map[string]bool{}, retries: map[string]int{}, prefetch: map[string]bool{},
 		wake: make(chan struct{}, 1), done: make(chan struct{}), stopped: make(chan struct{})}
 	go b.loop()
 	return b
 }
 
 // want asks the worker to bind session id's folders (or to check the ones it has). It never blocks.
-func (b *binder) want(id string) {
+func (b *binder) want(id string) { b.enqueue(id, false) }
+
+// enqueue queues session id for the worker; a prefetch is bound only while there is room. A session someone uses
+// (a lookup, an event) is never a prefetch, whatever queued it first.
+func (b *binder) enqueue(id string, prefetch bool) {
 	if layout.ValidateID(id) != nil {
 		return
 	}
 	b.mu.Lock()
+	if !prefetch {
+		delete(b.prefetch, id)
+	}
 	if b.closed || b.queued[id] || b.working == id {
 		b.mu.Unlock()
 		return
+	}
+	if prefetch {
+		b.prefetch[id] = true
 	}
 	b.queued[id] = true
 	b.queue = append(b.queue, id)
@@ -139,7 +152,7 @@ func (b *binder) wantRecent() {
 	}
 	sort.Slice(all, func(i, j int) bool { return all[i].mtime > all[j].mtime })
 	for i := 0; i < len(all) && i < b.max; i++ {
-		b.want(all[i].id)
+		b.enqueue(all[i].id, true)
 	}
 }
 
@@ -161,8 +174,13 @@ func (b *binder) loop() {
 			id := b.queue[0]
 			b.queue = b.queue[1:]
 			delete(b.queued, id)
+			full := b.prefetch[id] && len(b.bound) >= b.max && b.bound[id] == nil
+			delete(b.prefetch, id)
 			b.working = id
 			b.mu.Unlock()
+			if full {
+				continue // a prefetch finds no room: it pushes out no one
+			}
 			b.refresh(id)
 			b.limit(id) // at once: a walk of thousands of sessions must not bind them all first
 		}
