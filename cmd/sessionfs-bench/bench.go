@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strings"
@@ -175,7 +176,15 @@ func (b *bench) runAll() {
 	if !canDrop {
 		b.skip("cold workloads: dropping the caches needs root")
 	}
+	only, err := regexp.Compile(b.c.only)
+	if err != nil {
+		b.skip("-only: %v", err)
+		return
+	}
 	for _, w := range b.c.workloads() {
+		if !only.MatchString(w.name) {
+			continue
+		}
 		if w.cold && !canDrop {
 			continue
 		}
@@ -205,6 +214,9 @@ func (b *bench) runAll() {
 		}
 		b.Results = append(b.Results, r)
 		fmt.Fprintf(os.Stderr, " done\n")
+	}
+	if b.c.only != "" {
+		return
 	}
 	b.viewWorkloads()
 	b.sessionsWalk()
