@@ -58,21 +58,46 @@ func needRootMount(t *testing.T) {
 	need(t, os.Geteuid() == 0, "binds over the mount are made by a root daemon; TestMountAsNormalUser covers users")
 }
 
-// waitBound waits until session id's three folders are bound.
+// waitBound waits until session id's folders are bound: its workspace, and app and mcps where they hold
+// something.
 func waitBound(t *testing.T, m *mounted, id string) map[string]mountEntry {
 	t.Helper()
+	want := []string{"workspace"}
+	for _, dir := range []string{"app", "mcps"} {
+		if ents, err := os.ReadDir(filepath.Join(m.store, "sessions", id, dir)); err == nil && len(ents) > 0 {
+			want = append(want, dir)
+		}
+	}
 	var b map[string]mountEntry
-	eventually(t, 5*time.Second, func() bool { b = bindsOf(t, m, id); return len(b) == 3 }, "session %s bound (have %v); the daemon said: %s", id, b, m.log)
+	eventually(t, 5*time.Second, func() bool {
+		b = bindsOf(t, m, id)
+		for _, dir := range want {
+			if _, ok := b[dir]; !ok {
+				return false
+			}
+		}
+		return true
+	}, "session %s's %v bound (have %v); the daemon said: %s", id, want, b, m.log)
 	return b
+}
+
+// fill puts a file in each of session id's folders in the store.
+func fill(t *testing.T, store, id string, dirs ...string) {
+	t.Helper()
+	for _, dir := range dirs {
+		require.NoError(t, os.WriteFile(filepath.Join(store, "sessions", id, dir, "f"), []byte(dir), 0o644))
+	}
 }
 
 func TestMountBindsHeavyFolders(t *testing.T) {
 	needRootMount(t)
 	store := t.TempDir()
 	ok(t, store, "new", "s1")
+	fill(t, store, "s1", "app", "mcps")
 	m := mount(t, store)
 	assert.Contains(t, m.log.String(), "are binds of the store's folders")
 	binds := waitBound(t, m, "s1")
+	require.Len(t, binds, 3)
 	for _, dir := range []string{"workspace", "app", "mcps"} {
 		e := binds[dir]
 		assert.NotContains(t, e.fstype, "fuse", "%s is the store's filesystem", dir)
@@ -93,11 +118,26 @@ func TestMountBindsHeavyFolders(t *testing.T) {
 	}
 	r := cli(t, store, "doctor")
 	assert.Regexp(t, `binds +3 folders bound over `+m.mnt, r.stdout+r.stderr)
-	// A session made while mounted is bound at once, as is one made through the mount.
+	// A session made while mounted is bound at once, as is one made through the mount: its workspace; its app
+	// and mcps are empty, and are bound once they hold something, made through the mount or behind it.
 	ok(t, store, "new", "s2")
 	waitBound(t, m, "s2")
 	require.NoError(t, os.Mkdir(m.session("s3"), 0o755))
 	waitBound(t, m, "s3")
+	time.Sleep(200 * time.Millisecond)
+	assert.Len(t, bindsOf(t, m, "s2"), 1, "empty app and mcps are not bound")
+	require.NoError(t, os.WriteFile(filepath.Join(m.session("s2"), "app", "run.sh"), []byte("x"), 0o644))
+	eventually(t, 5*time.Second, func() bool { _, ok := bindsOf(t, m, "s2")["app"]; return ok }, "s2's app bound once it holds something")
+	assert.FileExists(t, filepath.Join(store, "sessions", "s2", "app", "run.sh"))
+	fill(t, store, "s3", "mcps")
+	_, err = os.ReadDir(filepath.Join(m.session("s3"), "mcps"))
+	require.NoError(t, err)
+	eventually(t, 5*time.Second, func() bool { _, ok := bindsOf(t, m, "s3")["mcps"]; return ok }, "s3's mcps, filled behind the mount, bound when looked up")
+	b, err = os.ReadFile(filepath.Join(m.session("s3"), "mcps", "f"))
+	require.NoError(t, err)
+	assert.Equal(t, "mcps", string(b))
+	r = cli(t, store, "doctor")
+	assert.Regexp(t, `binds +7 folders bound over `+m.mnt, r.stdout+r.stderr)
 }
 
 // TestMountBindsReadOnly: a read-only mount's binds are read-only too.
@@ -119,6 +159,7 @@ func TestRmRfOfABoundSession(t *testing.T) {
 	needRootMount(t)
 	store := t.TempDir()
 	ok(t, store, "new", "s1")
+	fill(t, store, "s1", "app", "mcps")
 	m := mount(t, store)
 	waitBound(t, m, "s1")
 	ws := filepath.Join(m.session("s1"), "workspace")
@@ -156,6 +197,7 @@ func TestBindsFollowRenameAndUnmount(t *testing.T) {
 	needRootMount(t)
 	store := t.TempDir()
 	ok(t, store, "new", "a")
+	fill(t, store, "a", "app")
 	m := mount(t, store)
 	waitBound(t, m, "a")
 	ok(t, store, "rename", "a", "b")
@@ -198,9 +240,10 @@ func TestMaxBinds(t *testing.T) {
 	assert.NotContains(t, m.log.String(), "are binds")
 	m.stop(t)
 
+	// Sessions as new makes them: app and mcps empty, so one bind each (the workspace).
 	m.start(t, "--max-binds", "2")
-	eventually(t, 5*time.Second, func() bool { return len(mountsUnder(t, m.mnt)) == 6 }, "two sessions bound")
-	assert.Len(t, mountsUnder(t, m.mnt), 6, "no more than two sessions")
+	eventually(t, 5*time.Second, func() bool { return len(mountsUnder(t, m.mnt)) == 2 }, "two sessions bound")
+	assert.Len(t, mountsUnder(t, m.mnt), 2, "no more than two sessions")
 	m.stop(t)
 
 	// A session someone uses at once is not pushed out by the recently active ones bound at start.
@@ -210,8 +253,27 @@ func TestMaxBinds(t *testing.T) {
 	require.NoError(t, err)
 	waitBound(t, m, "s1")
 	time.Sleep(300 * time.Millisecond)
-	assert.Len(t, bindsOf(t, m, "s1"), 3, "the session in use stays bound")
-	assert.Len(t, mountsUnder(t, m.mnt), 6)
+	assert.Len(t, bindsOf(t, m, "s1"), 1, "the session in use stays bound")
+	assert.Len(t, mountsUnder(t, m.mnt), 2)
+	m.stop(t)
+
+	// A session in use (a process's folder is inside) stays past the limit, and is released once idle.
+	m.start(t, "--max-binds", "1")
+	_, err = os.Stat(filepath.Join(m.session("s1"), "workspace"))
+	require.NoError(t, err)
+	waitBound(t, m, "s1")
+	inside := exec.Command("sleep", "60")
+	inside.Dir = filepath.Join(m.session("s1"), "workspace")
+	require.NoError(t, inside.Start())
+	t.Cleanup(func() { _ = inside.Process.Kill(); _ = inside.Wait() })
+	_, err = os.Stat(filepath.Join(m.session("s2"), "workspace"))
+	require.NoError(t, err)
+	waitBound(t, m, "s2")
+	time.Sleep(300 * time.Millisecond)
+	assert.Len(t, bindsOf(t, m, "s1"), 1, "the session in use stays bound past the limit")
+	require.NoError(t, inside.Process.Kill())
+	_ = inside.Wait()
+	eventually(t, 5*time.Second, func() bool { return len(mountsUnder(t, m.mnt)) == 1 }, "the limit holds once the session is idle")
 	m.stop(t)
 
 	// A walk of many sessions binds each as it comes and releases the least recently used at once: the daemon
@@ -228,8 +290,8 @@ func TestMaxBinds(t *testing.T) {
 	}
 	time.Sleep(300 * time.Millisecond)
 	most = max(most, len(mountsUnder(t, m.mnt)))
-	assert.LessOrEqual(t, most, 3*(5+1), "at most the limit, and the session being bound")
-	assert.Equal(t, 3*5, len(mountsUnder(t, m.mnt)), "the limit holds once the walk is over")
+	assert.LessOrEqual(t, most, 5+1, "at most the limit, and the session being bound")
+	assert.Equal(t, 5, len(mountsUnder(t, m.mnt)), "the limit holds once the walk is over")
 }
 
 // TestUserDockerRunOnTheMount: a person's own docker run -v <mount>/sessions/<id>:/session (not sessionfs run)
@@ -303,6 +365,7 @@ func TestAttackBoundFolderSwap(t *testing.T) {
 	store := t.TempDir()
 	ok(t, store, "new", "s1")
 	ok(t, store, "new", "other")
+	fill(t, store, "s1", "app", "mcps")
 	secret := hostSecret(t)
 
 	// Before: a link out and a FIFO where workspace and app were.

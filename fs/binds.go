@@ -36,11 +36,16 @@ import (
 // as any other folder's: its entry stays valid while the store's folder is the same, and nothing beneath it
 // reaches FUSE.
 
-// BoundDirs are the folders of a session bound over the mount.
+// BoundDirs are the folders of a session bound over the mount. The workspace is bound always; app and mcps only
+// once they hold something (lazyDirs): most sessions' are empty, nothing in an empty folder is faster for a
+// bind, and every mount costs every container start on the machine (README, Performance).
 var BoundDirs = []string{layout.WorkspaceDir, layout.AppDir, layout.MCPDir}
 
+// lazyDirs are the BoundDirs bound only once they hold something.
+var lazyDirs = []string{layout.AppDir, layout.MCPDir}
+
 // DefaultMaxBinds is how many sessions are bound at once by default: Docker and systemd read the whole mount
-// table at every container start and every mount event, so each bound session (three mounts) costs every
+// table at every container start and every mount event, so each bound session (one to three mounts) costs every
 // container start a little (README, Performance); the sessions in use at once are far fewer.
 const DefaultMaxBinds = 256
 
@@ -113,6 +118,17 @@ func (b *binder) enqueue(id string, prefetch bool) {
 	}
 }
 
+// wantFilled asks the worker to bind folder dir of a bound session once something is made in it (app and mcps are
+// bound only when they hold something). Events of a folder already bound cost nothing.
+func (b *binder) wantFilled(id, dir string) {
+	b.mu.Lock()
+	filled := b.bound[id] != nil && b.bound[id][dir] == nil
+	b.mu.Unlock()
+	if filled {
+		b.want(id)
+	}
+}
+
 // wantBound asks the worker to check every bound session (events were lost).
 func (b *binder) wantBound() {
 	b.mu.Lock()
@@ -169,6 +185,7 @@ func (b *binder) loop() {
 			if b.closed || len(b.queue) == 0 {
 				b.working = ""
 				b.mu.Unlock()
+				b.limitLater()
 				break
 			}
 			id := b.queue[0]
@@ -200,7 +217,8 @@ func (b *binder) refresh(id string) {
 	for _, dir := range BoundDirs {
 		rel := id + "/" + dir
 		var st unix.Stat_t
-		src, err := b.sessions.OpenAt(rel, unix.O_PATH|unix.O_DIRECTORY, 0)
+		// Read access (O_DIRECTORY: a FIFO is ENOTDIR, never opened) to tell an empty folder.
+		src, err := b.sessions.OpenAt(rel, unix.O_RDONLY|unix.O_DIRECTORY, 0)
 		if err == nil {
 			if err = unix.Fstat(src, &st); err != nil {
 				unix.Close(src)
@@ -220,6 +238,10 @@ func (b *binder) refresh(id string) {
 		}
 		if err != nil {
 			continue // gone, a symlink, a FIFO: nothing is bound
+		}
+		if slices.Contains(lazyDirs, dir) && isEmpty(src) {
+			unix.Close(src)
+			continue // bound once something is made in it (the watcher's event)
 		}
 		err = b.make(root, id, dir, src, &st)
 		unix.Close(src)
@@ -295,6 +317,24 @@ func (b *binder) make(root int, id, dir string, src int, st *unix.Stat_t) error 
 	return nil
 }
 
+// isEmpty reports whether the folder open at fd holds nothing (an unreadable one counts as holding something).
+func isEmpty(fd int) bool {
+	buf := make([]byte, 1024)
+	for {
+		n, err := unix.Getdents(fd, buf)
+		if err != nil {
+			return false
+		}
+		if n <= 0 {
+			return true
+		}
+		var names []string
+		if _, _, names = unix.ParseDirent(buf[:n], 1, names); len(names) > 0 { // . and .. are left out
+			return false
+		}
+	}
+}
+
 // attached reports whether the mount's folder rel (beneath its sessions folder) shows the mount mntID.
 func attached(root int, rel string, mntID uint64) bool {
 	fd, err := unix.Openat2(root, "sessions/"+rel, &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
@@ -368,6 +408,39 @@ func (b *binder) limit(keep string) {
 		}
 	}
 }
+
+// limitLater releases what is still past the limit (sessions that were in use when their turn came), and while
+// some stay in use, tries again a little later: the limit holds once they are idle, not only at the next bind.
+func (b *binder) limitLater() {
+	if b.count() <= b.max {
+		return
+	}
+	b.limit(b.newest()) // the session someone asked for last stays, as when it was bound
+	if b.count() > b.max {
+		time.AfterFunc(limitRetry, func() {
+			select {
+			case b.wake <- struct{}{}:
+			default:
+			}
+		})
+	}
+}
+
+// newest is the bound session used last.
+func (b *binder) newest() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	newest, at := "", int64(-1)
+	for id := range b.bound {
+		if t := b.lastUsed(id); t > at {
+			newest, at = id, t
+		}
+	}
+	return newest
+}
+
+// limitRetry is how soon sessions kept past the limit because they were in use are tried again.
+const limitRetry = time.Second
 
 // release removes session id's binds unless one is in use; it reports whether they are gone. It walks the
 // mount's path (a plain unmount takes one), so it holds no lock meanwhile: the session's binds are taken out of

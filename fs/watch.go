@@ -62,15 +62,20 @@ func (wa *watcher) close() {
 	<-wa.done
 }
 
-// rebind tells the binder of a session made, renamed or removed behind the mount, or of a bound folder replaced
-// (the kernel detached its bind when its name was invalidated): the worker binds what is there now.
+// rebind tells the binder of a session made, renamed or removed behind the mount, of a bound folder replaced
+// (the kernel detached its bind when its name was invalidated), or of the first entry made in an empty app or
+// mcps: the worker binds what is there now.
 func (wa *watcher) rebind(p string) {
 	rel, ok := strings.CutPrefix(p, wa.tree.Store.SessionsDir()+"/")
 	if !ok {
 		return
 	}
-	id, dir, nested := strings.Cut(rel, "/")
-	if !nested || slices.Contains(BoundDirs, dir) {
+	id, rest, nested := strings.Cut(rel, "/")
+	dir, below, inside := strings.Cut(rest, "/")
+	switch {
+	case !nested || (!inside && slices.Contains(BoundDirs, dir)):
 		wa.binder.want(id)
+	case inside && !strings.Contains(below, "/") && slices.Contains(lazyDirs, dir):
+		wa.binder.wantFilled(id, dir)
 	}
 }

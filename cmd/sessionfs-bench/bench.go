@@ -139,8 +139,10 @@ func makeSessions(store string, n int) error {
 		files := map[string]int{
 			filepath.Join(root, "workspace", "README.md"):         1500,
 			filepath.Join(root, "workspace", "src", "main.go"):    4000,
-			filepath.Join(root, "app", "run.sh"):                  300,
 			filepath.Join(canon, "0b7c6a1e-1111-2222-3333.jsonl"): 20000,
+		}
+		if i == 0 { // the other sessions' app and mcps are empty, as new makes them
+			files[filepath.Join(root, "app", "run.sh")] = 300
 		}
 		for p, size := range files {
 			if err := os.WriteFile(p, make([]byte, size), 0o644); err != nil {

@@ -127,7 +127,7 @@ served with a 1s kernel cache instead of 1h: this host's watcher cannot see the 
 			fmt.Fprintf(os.Stderr, "sessionfs: serving %s at %s (Ctrl-C to unmount)\n", s.Root, m.Mountpoint)
 			switch {
 			case m.Binding:
-				fmt.Fprintf(os.Stderr, "sessionfs: sessions' %s are binds of the store's folders (native speed), up to %s at once\n", strings.Join(sfs.BoundDirs, ", "), plural(opts.MaxBinds, "session"))
+				fmt.Fprintf(os.Stderr, "sessionfs: sessions' %s are binds of the store's folders (native speed; app and mcps once they hold something), up to %s at once\n", strings.Join(sfs.BoundDirs, ", "), plural(opts.MaxBinds, "session"))
 			case os.Geteuid() != 0:
 				fmt.Fprintln(os.Stderr, "sessionfs: not root: workspace, app and mcps are served through FUSE too (metadata-heavy work such as untar, grep -r, du or rm -rf runs 2-10x slower than on the store; sessionfs exec and run bind them natively all the same)")
 			}

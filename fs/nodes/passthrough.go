@@ -167,6 +167,9 @@ func (n *Node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs
 	if ch, errno, ok := n.lookupView(ctx, name, out); ok {
 		return ch, errno
 	}
+	if n.role == roleSession && n.tree.OnSession != nil {
+		n.tree.OnSession(n.id) // the mount binds app and mcps once they hold something: they may now
+	}
 	p := n.child(name)
 	var st syscall.Stat_t
 	gen, err := n.tree.lstatAt(p, &st)
