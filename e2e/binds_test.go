@@ -95,7 +95,9 @@ func TestMountBindsHeavyFolders(t *testing.T) {
 	ok(t, store, "new", "s1")
 	fill(t, store, "s1", "app", "mcps")
 	m := mount(t, store)
-	assert.Contains(t, m.log.String(), "are binds of the store's folders")
+	// The line after "serving", which is what the harness waits for.
+	eventually(t, 5*time.Second, func() bool { return strings.Contains(m.log.String(), "are binds of the store's folders") },
+		"the mount says its folders are binds: %s", m.log)
 	binds := waitBound(t, m, "s1")
 	require.Len(t, binds, 3)
 	for _, dir := range []string{"workspace", "app", "mcps"} {
