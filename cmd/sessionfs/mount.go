@@ -150,7 +150,7 @@ served with a 1s kernel cache instead of 1h: this host's watcher cannot see the 
 	cmd.Flags().DurationVar(&opts.Timeout, "cache-timeout", 0, fmt.Sprintf("how long the kernel caches names and attributes (default %s for the store's files while the watcher follows them, else %s; %s on a store shared with other hosts)", fmtDuration(sfs.WatchedTimeout), sfs.DefaultTimeout, sfs.SharedTimeout))
 	cmd.Flags().BoolVar(&opts.Shared, "shared", false, "the store is shared with other hosts (detected for JuiceFS, CephFS, NFS, GlusterFS, MooseFS, ...): bound the kernel's caches")
 	cmd.Flags().Int64Var(&maxNodes, "max-nodes", nodes.DefaultMaxNodes, "files and folders the daemon keeps for the kernel; past it, the kernel is asked to forget those of idle sessions (0: never)")
-	cmd.Flags().IntVar(&maxBinds, "max-binds", sfs.DefaultMaxBinds, "as root, how many sessions have workspace, app and mcps bound from the store over the mount at once (native speed); the least recently used idle ones are released past it (0: none)")
+	cmd.Flags().IntVar(&maxBinds, "max-binds", sfs.DefaultMaxBinds, "as root, how many sessions have workspace (and app and mcps once they hold something) bound from the store over the mount at once (native speed); the least recently used idle ones are released past it (0: none)")
 	cmd.Flags().BoolVarP(&daemon, "daemon", "d", false, "run in the background once the mount serves; print the daemon's pid")
 	cmd.Flags().StringVar(&logPath, "log", defaultMountLog(), "with --daemon, where the daemon's output goes (appended)")
 	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the daemon to this file (for performance work)")
