@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 )
 
 type config struct {
@@ -54,6 +55,9 @@ func run(c config) error {
 		return err
 	}
 	c.sessionfs = bin
+	if _, err := regexp.Compile(c.only); err != nil {
+		return fmt.Errorf("-only: %v", err)
+	}
 	if _, err := os.Stat(bin); err != nil {
 		return fmt.Errorf("no sessionfs binary at %s (make build)", bin)
 	}
