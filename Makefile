@@ -25,7 +25,7 @@ FUZZTIME_IMPORT ?= 5000x
 .PHONY: build run test unit e2e fuzz bench fmt vet claude agents clean
 
 build:
-	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/sessionfs
+	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/sessionfs
 
 run: build
 	$(BIN) mount

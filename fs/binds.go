@@ -62,7 +62,7 @@ type binder struct {
 	sessions   *layout.Dir // the store's sessions folder
 	max        int
 	readOnly   bool
-	lastUsed   func(id string) int64 // unix nanoseconds; 0 if never
+	lastUsed   func(ids []string) map[string]int64 // unix nanoseconds; 0 if never (the serving process knows)
 
 	mu       sync.Mutex
 	bound    map[string]map[string]*bind // id -> folder -> bind
@@ -81,7 +81,7 @@ type binder struct {
 	stopped  chan struct{}
 }
 
-func newBinder(mountpoint string, sessions *layout.Dir, max int, readOnly bool, lastUsed func(string) int64) *binder {
+func newBinder(mountpoint string, sessions *layout.Dir, max int, readOnly bool, lastUsed func([]string) map[string]int64) *binder {
 	b := &binder{mountpoint: mountpoint, sessions: sessions, max: max, readOnly: readOnly, lastUsed: lastUsed,
 		bound: map[string]map[string]*bind{}, removing: map[string]int{}, removals: map[string]int{}, queued: map[string]bool{}, retries: map[string]int{}, prefetch: map[string]bool{},
 		wake: make(chan struct{}, 1), done: make(chan struct{}), stopped: make(chan struct{})}
@@ -398,7 +398,8 @@ func (b *binder) limit(keep string) {
 	if over <= 0 {
 		return
 	}
-	sort.Slice(ids, func(i, j int) bool { return b.lastUsed(ids[i]) < b.lastUsed(ids[j]) })
+	used := b.lastUsed(ids)
+	sort.Slice(ids, func(i, j int) bool { return used[ids[i]] < used[ids[j]] })
 	for _, id := range ids {
 		if over == 0 {
 			return
@@ -429,10 +430,15 @@ func (b *binder) limitLater() {
 // newest is the bound session used last.
 func (b *binder) newest() string {
 	b.mu.Lock()
-	defer b.mu.Unlock()
-	newest, at := "", int64(-1)
+	ids := make([]string, 0, len(b.bound))
 	for id := range b.bound {
-		if t := b.lastUsed(id); t > at {
+		ids = append(ids, id)
+	}
+	b.mu.Unlock()
+	used := b.lastUsed(ids)
+	newest, at := "", int64(-1)
+	for _, id := range ids {
+		if t := used[id]; t > at {
 			newest, at = id, t
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
 
+	"github.com/sessionfs/sessionfs/confine"
 	"github.com/sessionfs/sessionfs/fs/nodes"
 	"github.com/sessionfs/sessionfs/layout"
 )
@@ -36,13 +37,15 @@ type Options struct {
 	// Shared says the store is shared with other hosts even when its filesystem is not recognised as such.
 	Shared bool
 	// OnCreate runs after mkdir through the mount made a session (the CLI seeds its .claude).
-	OnCreate func(id string) error
+	OnCreate func(id string) error `json:"-"`
 	// MaxNodes is how many files and folders the daemon keeps for the kernel before it asks the kernel to
 	// forget the least recently used sessions' (0: nodes.DefaultMaxNodes; negative: never).
 	MaxNodes int64
 	// MaxBinds is how many sessions have their heavy folders bound over the mount at once (binds.go); 0 means
 	// DefaultMaxBinds, negative none. Binds need a direct mount (root).
 	MaxBinds int
+	// Confine says how the serving process of a mount made by Start confines itself.
+	Confine confine.Options
 }
 
 // Mount serves store at mountpoint until Unmount. A stale mount left at mountpoint by a crashed daemon is
@@ -63,6 +66,13 @@ type Mount struct {
 	binder  *binder
 	minor   uint32        // the FUSE connection's number, to abort it once detached (Abort)
 	done    chan struct{} // stops the pruner
+
+	// A confined mount (Start) is served by a child process.
+	child      *exec.Cmd
+	exited     chan error
+	closeSplit func()
+	// Confinement says what confines the serving process ("" for a mount served in this process).
+	Confinement string
 }
 
 // DefaultTimeout is how long the kernel may cache names and attributes that are not the store's files and
@@ -74,20 +84,86 @@ const DefaultTimeout = 30 * time.Second
 // the timeout only bounds what no event reports (a write through a shared mmap moves no mtime event).
 const WatchedTimeout = time.Hour
 
-// New mounts store at mountpoint (creating the folder if need be) and starts serving.
+// New mounts store at mountpoint (creating the folder if need be) and starts serving, in this process. Start
+// (split.go) serves from a confined process instead.
 func New(store *layout.Store, mountpoint string, opts Options) (*Mount, error) {
-	mnt, err := filepath.Abs(mountpoint)
+	mnt, shared, watched, err := prepare(store, mountpoint, &opts)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkFUSE(); err != nil {
+	tree, err := newTree(store, opts, watched)
+	if err != nil {
 		return nil, err
+	}
+	// Binds are made by the daemon itself with mount(2)'s new API: root only (a normal user's mount goes
+	// through fusermount3, and all of it through FUSE).
+	var bd *binder
+	var notify binds
+	if os.Geteuid() == 0 && opts.MaxBinds > 0 {
+		bd = newBinder(mnt, tree.Sessions(), opts.MaxBinds, opts.ReadOnly, func(ids []string) map[string]int64 { return lastUsed(tree, ids) })
+		tree.OnSession, tree.Removing = bd.want, bd.removingSession
+		notify = bd
+	}
+	wa, err := startWatcher(tree, notify)
+	if err != nil {
+		tree.Close()
+		return nil, fmt.Errorf("watch the store: %w", err)
+	}
+	root := nodes.NewRoot(tree, opts.OnCreate)
+	// Modes reach us already masked by the caller's umask; the daemon's own must not mask them again.
+	syscall.Umask(0)
+	mo := mountOptions(store, opts)
+	if os.Geteuid() == 0 {
+		// Root mounts with mount(2) itself and never falls back to fusermount, which a fresh machine lacks
+		// (and whose fallback would hide a broken direct mount).
+		mo.DirectMountStrict = true
+		mo.DirectMountFlags = directFlags(opts)
+	} else {
+		mo.Options = append(mo.Options, "noatime") // fusermount3 turns these into flags
+		if opts.ReadOnly {
+			mo.Options = append(mo.Options, "ro")
+		}
+	}
+	procs := runtime.GOMAXPROCS(0) // what go-fuse sizes its readers by (procs.go)
+	stopBinder := func() {
+		if bd != nil {
+			bd.close()
+		}
+	}
+	server, err := serve(mnt, root, nodeOptions(mo, opts.Timeout))
+	if err != nil {
+		stopBinder()
+		wa.close()
+		tree.Close()
+		return nil, mountError(mnt, err)
+	}
+	if bd != nil {
+		go bd.wantRecent()
+	}
+	spareProcs(procs)
+	done := make(chan struct{})
+	go tree.Prune(root.Sessions(), opts.MaxNodes, done)
+	var st syscall.Stat_t
+	_ = syscall.Stat(mnt, &st) // served by now; the connection is named by the mount's device minor
+	return &Mount{Mountpoint: mnt, Store: store, server: server, watcher: wa, tree: tree, Shared: shared, Timeout: opts.Timeout,
+		Binding: bd != nil, binder: bd, done: done, minor: unix.Minor(st.Dev)}, nil
+}
+
+// prepare checks the places and the mountpoint and settles opts' defaults: the kernel caches' timeout (watched:
+// the longer one for the store's names while the watcher follows them), the node and bind limits. shared names a
+// store other hosts change too ("" if none).
+func prepare(store *layout.Store, mountpoint string, opts *Options) (mnt, shared string, watched time.Duration, err error) {
+	if mnt, err = filepath.Abs(mountpoint); err != nil {
+		return "", "", 0, err
+	}
+	if err := checkFUSE(); err != nil {
+		return "", "", 0, err
 	}
 	if err := checkPlaces(store, mnt); err != nil {
-		return nil, err
+		return "", "", 0, err
 	}
 	if err := prepareMountpoint(mnt); err != nil {
-		return nil, err
+		return "", "", 0, err
 	}
 	shared, isShared := SharedStore(store.Root)
 	if opts.Shared && !isShared {
@@ -96,14 +172,24 @@ func New(store *layout.Store, mountpoint string, opts Options) (*Mount, error) {
 	if !isShared {
 		shared = ""
 	}
-	var watched time.Duration // the user's timeout, and a shared store's, hold for everything
-	switch {
+	switch { // the user's timeout, and a shared store's, hold for everything
 	case opts.Timeout != 0:
 	case isShared:
 		opts.Timeout = SharedTimeout
 	default:
 		opts.Timeout, watched = DefaultTimeout, WatchedTimeout
 	}
+	if opts.MaxBinds == 0 {
+		opts.MaxBinds = DefaultMaxBinds
+	}
+	if opts.MaxNodes == 0 {
+		opts.MaxNodes = nodes.DefaultMaxNodes
+	}
+	return mnt, shared, watched, nil
+}
+
+// newTree opens the store's tree of nodes as opts and the watcher want it.
+func newTree(store *layout.Store, opts Options, watched time.Duration) (*nodes.Tree, error) {
 	tree, err := nodes.NewTree(store)
 	if err != nil {
 		return nil, fmt.Errorf("open the store: %w", err)
@@ -116,89 +202,63 @@ func New(store *layout.Store, mountpoint string, opts Options) (*Mount, error) {
 			_, _ = store.Update(id, func(m *layout.Meta) error { m.AddAlias(name); return nil })
 		}()
 	}
-	if opts.MaxBinds == 0 {
-		opts.MaxBinds = DefaultMaxBinds
+	return tree, nil
+}
+
+// lastUsed is when each of ids was last used through the mount.
+func lastUsed(tree *nodes.Tree, ids []string) map[string]int64 {
+	out := make(map[string]int64, len(ids))
+	for _, id := range ids {
+		out[id] = tree.LastUsed(id)
 	}
-	// Binds are made by the daemon itself with mount(2)'s new API: root only (a normal user's mount goes
-	// through fusermount3, and all of it through FUSE).
-	var bd *binder
-	if os.Geteuid() == 0 && opts.MaxBinds > 0 {
-		bd = newBinder(mnt, tree.Sessions(), opts.MaxBinds, opts.ReadOnly, tree.LastUsed)
-		tree.OnSession, tree.Removing = bd.want, bd.removingSession
-	}
-	wa, err := startWatcher(tree, bd)
-	if err != nil {
-		tree.Close()
-		return nil, fmt.Errorf("watch the store: %w", err)
-	}
-	root := nodes.NewRoot(tree, opts.OnCreate)
-	// Modes reach us already masked by the caller's umask; the daemon's own must not mask them again.
-	syscall.Umask(0)
-	direct := os.Geteuid() == 0
+	return out
+}
+
+// maxRead is the largest read and write the kernel sends (go-fuse's default), set here because a mount made by
+// the parent (split.go) must tell the kernel the same as the child tells go-fuse.
+const maxRead = 128 << 10
+
+// mountOptions are go-fuse's options for a mount of store.
+func mountOptions(store *layout.Store, opts Options) fuse.MountOptions {
 	mo := fuse.MountOptions{
 		FsName:        store.Root,
 		Name:          "sessionfs",
 		AllowOther:    opts.AllowOther,
 		Debug:         opts.Debug,
 		MaxBackground: 64,
+		MaxWrite:      maxRead,
 		// Without it every write asks for security.capability first; with it the nodes clear suid/sgid.
 		ExtraCapabilities: fuse.CAP_HANDLE_KILLPRIV_V2,
 		// The kernel caches ACLs (ls -l asks for one per file) and checks permissions itself.
 		EnableAcl: true,
 	}
-	if direct {
-		// Root mounts with mount(2) itself and never falls back to fusermount, which a fresh machine lacks
-		// (and whose fallback would hide a broken direct mount). Flags go as flags: the kernel refuses them as
-		// data options with EINVAL. noatime: the store keeps its own atimes.
-		mo.DirectMountStrict = true
-		mo.DirectMountFlags = syscall.MS_NOSUID | syscall.MS_NODEV | syscall.MS_NOATIME
-		if opts.ReadOnly {
-			mo.DirectMountFlags |= syscall.MS_RDONLY
-		}
-	} else {
-		mo.Options = []string{"noatime"} // fusermount3 turns these into flags
-		if opts.ReadOnly {
-			mo.Options = append(mo.Options, "ro")
-		}
-	}
 	if opts.AllowOther && os.Geteuid() == 0 {
 		// The kernel, not the daemon (which runs as root and could do anything), checks permissions.
 		mo.Options = append(mo.Options, "default_permissions")
 	}
-	timeout := opts.Timeout
-	procs := runtime.GOMAXPROCS(0) // what go-fuse sizes its readers by (procs.go)
-	stopBinder := func() {
-		if bd != nil {
-			bd.close()
-		}
+	return mo
+}
+
+// directFlags are the flags of a mount made with mount(2). Flags go as flags: the kernel refuses them as data
+// options with EINVAL. noatime: the store keeps its own atimes.
+func directFlags(opts Options) uintptr {
+	flags := uintptr(syscall.MS_NOSUID | syscall.MS_NODEV | syscall.MS_NOATIME)
+	if opts.ReadOnly {
+		flags |= syscall.MS_RDONLY
 	}
-	server, err := serve(mnt, root, &gofs.Options{
+	return flags
+}
+
+// nodeOptions are go-fuse's node options for a mount with these mount options and this cache timeout.
+func nodeOptions(mo fuse.MountOptions, timeout time.Duration) *gofs.Options {
+	return &gofs.Options{
 		MountOptions:    mo,
 		EntryTimeout:    &timeout,
 		AttrTimeout:     &timeout,
 		NegativeTimeout: &timeout,
 		// A file of mode 0000 is shown as 0000 (go-fuse would show 0644).
 		NullPermissions: true,
-	})
-	if err != nil {
-		stopBinder()
-		wa.close()
-		tree.Close()
-		return nil, mountError(mnt, err)
 	}
-	if bd != nil {
-		go bd.wantRecent()
-	}
-	spareProcs(procs)
-	if opts.MaxNodes == 0 {
-		opts.MaxNodes = nodes.DefaultMaxNodes
-	}
-	done := make(chan struct{})
-	go tree.Prune(root.Sessions(), opts.MaxNodes, done)
-	var st syscall.Stat_t
-	_ = syscall.Stat(mnt, &st) // served by now; the connection is named by the mount's device minor
-	return &Mount{Mountpoint: mnt, Store: store, server: server, watcher: wa, tree: tree, Shared: shared, Timeout: timeout,
-		Binding: bd != nil, binder: bd, done: done, minor: unix.Minor(st.Dev)}, nil
 }
 
 // serve mounts root at mnt and serves it, folders without OPENDIR (opendir.go).
@@ -214,8 +274,11 @@ func serve(mnt string, root gofs.InodeEmbedder, opts *gofs.Options) (*fuse.Serve
 	return server, nil
 }
 
-// Wait blocks until the mount is unmounted.
-func (m *Mount) Wait() {
+// Wait blocks until the mount is unmounted; an error says the serving process ended on its own.
+func (m *Mount) Wait() error {
+	if m.child != nil {
+		return m.waitChild()
+	}
 	m.server.Wait()
 	if m.binder != nil {
 		m.binder.close()
@@ -223,6 +286,7 @@ func (m *Mount) Wait() {
 	close(m.done)
 	m.watcher.close()
 	m.tree.Close()
+	return nil
 }
 
 // Abort ends the mount's FUSE connection (through fusectl): the processes still using a mount detached lazily get
@@ -234,6 +298,9 @@ func (m *Mount) Abort() error {
 // Unmount detaches the mount (go-fuse retries a busy one for a moment; the caller can then detach it lazily
 // with the package's Unmount).
 func (m *Mount) Unmount() error {
+	if m.child != nil {
+		return m.unmountSplit()
+	}
 	// The binds beneath it first: a mount with mounts on it is busy.
 	if m.binder != nil {
 		m.binder.close()

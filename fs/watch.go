@@ -15,11 +15,11 @@ import (
 type watcher struct {
 	w      *fsnotify.Watcher
 	tree   *nodes.Tree
-	binder *binder // nil when nothing is bound
+	binder binds // nil when nothing is bound
 	done   chan struct{}
 }
 
-func startWatcher(tree *nodes.Tree, bd *binder) (*watcher, error) {
+func startWatcher(tree *nodes.Tree, bd binds) (*watcher, error) {
 	w, err := fsnotify.NewBufferedWatcher(4096)
 	if err != nil {
 		return nil, err
@@ -60,6 +60,13 @@ func (wa *watcher) loop() {
 func (wa *watcher) close() {
 	_ = wa.w.Close()
 	<-wa.done
+}
+
+// binds is what the watcher asks of the binder: in this process, or in the privileged one (split.go).
+type binds interface {
+	want(id string)
+	wantFilled(id, dir string)
+	wantBound()
 }
 
 // rebind tells the binder of a session made, renamed or removed behind the mount, of a bound folder replaced

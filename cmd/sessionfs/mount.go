@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sessionfs/sessionfs/confine"
 	sfs "github.com/sessionfs/sessionfs/fs"
 	"github.com/sessionfs/sessionfs/fs/nodes"
 )
@@ -65,6 +66,9 @@ served with a 1s kernel cache instead of 1h: this host's watcher cannot see the 
 			if maxBinds < 0 {
 				return usageError(fmt.Sprintf("--max-binds %d: want a count of sessions (0: bind none, serve everything through FUSE)", maxBinds))
 			}
+			if err := opts.Confine.Check(); err != nil {
+				return usageError(err.Error())
+			}
 			if opts.Timeout < 0 {
 				return usageError(fmt.Sprintf("--cache-timeout %s: want a duration of 0 or more (0: the default)", opts.Timeout))
 			}
@@ -101,7 +105,11 @@ served with a 1s kernel cache instead of 1h: this host's watcher cannot see the 
 			// mount is up, instead of killing the daemon mid-way with the mount left behind.
 			sigs := make(chan os.Signal, 1)
 			signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-			m, err := sfs.New(s, mnt, opts)
+			start := sfs.New
+			if os.Geteuid() == 0 && opts.Confine.Mode != confine.Off {
+				start = sfs.Start // served by a confined child process
+			}
+			m, err := start(s, mnt, opts)
 			if err != nil {
 				return err
 			}
@@ -125,6 +133,9 @@ served with a 1s kernel cache instead of 1h: this host's watcher cannot see the 
 				}
 			}()
 			fmt.Fprintf(os.Stderr, "sessionfs: serving %s at %s (Ctrl-C to unmount)\n", s.Root, m.Mountpoint)
+			if m.Confinement != "" {
+				fmt.Fprintf(os.Stderr, "sessionfs: the serving process is confined: %s\n", m.Confinement)
+			}
 			switch {
 			case m.Binding:
 				fmt.Fprintf(os.Stderr, "sessionfs: sessions' %s are binds of the store's folders (native speed; app and mcps once they hold something), up to %s at once\n", strings.Join(sfs.BoundDirs, ", "), plural(opts.MaxBinds, "session"))
@@ -140,8 +151,7 @@ served with a 1s kernel cache instead of 1h: this host's watcher cannot see the 
 			if err := tellReady(); err != nil {
 				warnf("tell mount --daemon the mount is ready: %v", err)
 			}
-			m.Wait()
-			return nil
+			return m.Wait()
 		},
 	}
 	cmd.Flags().BoolVar(&opts.AllowOther, "allow-other", false, "let other users (containers running as another uid) use the mount")
@@ -151,6 +161,8 @@ served with a 1s kernel cache instead of 1h: this host's watcher cannot see the 
 	cmd.Flags().BoolVar(&opts.Shared, "shared", false, "the store is shared with other hosts (detected for JuiceFS, CephFS, NFS, GlusterFS, MooseFS, ...): bound the kernel's caches")
 	cmd.Flags().Int64Var(&maxNodes, "max-nodes", nodes.DefaultMaxNodes, "files and folders the daemon keeps for the kernel; past it, the kernel is asked to forget those of idle sessions (0: never)")
 	cmd.Flags().IntVar(&maxBinds, "max-binds", sfs.DefaultMaxBinds, "as root, how many sessions have workspace (and app and mcps once they hold something) bound from the store over the mount at once (native speed); the least recently used idle ones are released past it (0: none)")
+	cmd.Flags().StringVar(&opts.Confine.Mode, "confine", envOr("SESSIONFS_CONFINE", confine.On), "as root, how the process that serves FUSE requests is confined: on (a few capabilities, seccomp, and Landlock where the kernel has it), strict (on, and no Landlock is an error), off")
+	cmd.Flags().StringVar(&opts.Confine.Seccomp, "seccomp", envOr("SESSIONFS_SECCOMP", confine.SeccompErrno), "what a system call outside the serving process's allow-list gets: errno (EPERM, logged by the kernel), kill (the process), log (allowed and logged: to measure the list)")
 	cmd.Flags().BoolVarP(&daemon, "daemon", "d", false, "run in the background once the mount serves; print the daemon's pid")
 	cmd.Flags().StringVar(&logPath, "log", defaultMountLog(), "with --daemon, where the daemon's output goes (appended)")
 	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the daemon to this file (for performance work)")
@@ -203,4 +215,12 @@ func fmtDuration(d time.Duration) string {
 		s = strings.TrimSuffix(s, "0m")
 	}
 	return s
+}
+
+// envOr is the variable name's value, or def when it is unset or empty (defaults a test run or a unit file can set).
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
 }

@@ -1,0 +1,73 @@
+package confine
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"kernel.org/pub/linux/libs/security/libcap/cap"
+)
+
+// Keep are the capabilities the serving process holds, each for a request it serves on the callers' behalf (the
+// kernel checks the callers' own permissions first: the mount is default_permissions):
+//   - CHOWN: a file made through the mount is owned by its caller, and chown requests;
+//   - DAC_OVERRIDE: the store's files of every owner are opened and changed for the callers;
+//   - FOWNER: chmod, utimes and xattrs of files the daemon's uid does not own;
+//   - FSETID: a chmod keeps the setgid bit of a file whose group the daemon is not in;
+//   - SYS_ADMIN: the kernel asks it to register a passthrough backing file (FUSE_DEV_IOC_BACKING_OPEN), and for
+//     trusted.* xattrs. seccomp takes away what it would otherwise allow (mount, unshare, setns, bpf, ...).
+//
+// Everything else goes from every set, the bounding set included. SETFCAP going means a session cannot set file
+// capabilities (security.capability) on a file in the store, which a host user could then run.
+var Keep = []cap.Value{cap.CHOWN, cap.DAC_OVERRIDE, cap.FOWNER, cap.FSETID, cap.SYS_ADMIN}
+
+// dropCaps leaves the process (every thread) with Keep, effective and permitted, and nothing in its inheritable,
+// ambient and bounding sets: nothing it could exec (seccomp refuses execve too) would get more.
+func dropCaps() error {
+	// The bounding set needs SETPCAP to shrink: first, while the process still has it.
+	for v := cap.Value(0); v < cap.MaxBits(); v++ {
+		if slices.Contains(Keep, v) {
+			continue
+		}
+		if on, err := cap.GetBound(v); err != nil || !on {
+			continue
+		}
+		if err := cap.DropBound(v); err != nil {
+			return fmt.Errorf("drop %s from the bounding set: %w", v, err)
+		}
+	}
+	if err := cap.ResetAmbient(); err != nil {
+		return fmt.Errorf("clear the ambient set: %w", err)
+	}
+	cur, set := cap.GetProc(), cap.NewSet()
+	for _, v := range Keep {
+		if on, _ := cur.GetFlag(cap.Permitted, v); !on {
+			continue // not held to begin with (a container's root): nothing to keep
+		}
+		if err := set.SetFlag(cap.Permitted, true, v); err != nil {
+			return err
+		}
+		if err := set.SetFlag(cap.Effective, true, v); err != nil {
+			return err
+		}
+	}
+	if err := set.SetProc(); err != nil {
+		return fmt.Errorf("set the capabilities %s: %w", set, err)
+	}
+	return nil
+}
+
+// Held names the effective capabilities of the process pid reads from /proc ("" for none).
+func Held(pid int) (string, error) {
+	s, err := cap.GetPID(pid)
+	if err != nil {
+		return "", err
+	}
+	var names []string
+	for v := cap.Value(0); v < cap.MaxBits(); v++ {
+		if on, _ := s.GetFlag(cap.Effective, v); on {
+			names = append(names, strings.ToUpper(v.String()))
+		}
+	}
+	return strings.Join(names, " "), nil
+}

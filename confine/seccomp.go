@@ -1,0 +1,97 @@
+package confine
+
+import (
+	"fmt"
+	"os"
+	"slices"
+
+	seccomp "github.com/elastic/go-seccomp-bpf"
+	"github.com/elastic/go-seccomp-bpf/arch"
+	"golang.org/x/sys/unix"
+)
+
+// allowed are the system calls the serving process makes: measured by running the whole e2e suite and the POSIX
+// test with every other call logged (--seccomp log), plus what the Go runtime makes in rare paths (signals,
+// profiling, stack growth). Names a architecture lacks are left out for it.
+var allowed = []string{
+	// The Go runtime: memory, threads, scheduling, signals, timers, the netpoller.
+	"brk", "mmap", "munmap", "mremap", "mprotect", "madvise", "mincore", "membarrier",
+	"exit", "exit_group", "futex", "set_robust_list", "rseq", "sched_yield",
+	"sched_getaffinity", "gettid", "getpid", "getppid", "nanosleep", "clock_gettime", "clock_nanosleep",
+	"gettimeofday", "time", "rt_sigaction", "rt_sigprocmask", "rt_sigreturn", "sigaltstack",
+	"setitimer", "timer_create", "timer_settime", "timer_delete",
+	"epoll_create1", "epoll_ctl", "epoll_wait", "epoll_pwait", "epoll_pwait2", "eventfd2", "pipe2",
+	"poll", "ppoll", "getrlimit", "prlimit64", "uname", "getrandom", "prctl", "capget", "arch_prctl",
+	"getuid", "geteuid", "getgid", "getegid", "getgroups", "restart_syscall",
+	// Descriptors and I/O: /dev/fuse (read, write, the passthrough ioctls), files, the sockets to the parent.
+	"read", "write", "readv", "writev", "pread64", "pwrite64", "preadv", "pwritev", "preadv2", "pwritev2",
+	"close", "close_range", "dup", "dup2", "dup3", "fcntl", "ioctl", "lseek", "splice", "tee",
+	"sendfile", "copy_file_range", "sendmsg", "recvmsg", "sendto", "recvfrom", "shutdown", "getsockopt",
+	"setsockopt", "getsockname", "getpeername",
+	// The store, beneath its descriptors (Landlock bounds where).
+	"openat", "openat2", "open", "creat", "fstat", "newfstatat", "stat", "lstat", "statx", "fstatfs", "statfs",
+	"getdents64", "getdents", "mkdirat", "mkdir", "mknodat", "unlinkat", "unlink", "rmdir", "renameat",
+	"renameat2", "rename", "linkat", "link", "symlinkat", "symlink", "readlinkat", "readlink",
+	"fchmod", "fchmodat", "fchmodat2", "chmod", "fchown", "fchownat", "lchown", "chown", "utimensat",
+	"futimesat", "utimes", "utime", "fsync", "fdatasync", "sync_file_range", "syncfs", "ftruncate", "truncate",
+	"fallocate", "faccessat", "faccessat2", "access", "flock", "fadvise64", "getcwd", "umask",
+	"getxattr", "lgetxattr", "fgetxattr", "getxattrat", "setxattr", "lsetxattr", "fsetxattr", "setxattrat",
+	"listxattr", "llistxattr", "flistxattr", "listxattrat", "removexattr", "lremovexattr", "fremovexattr",
+	"removexattrat",
+	// The watcher.
+	"inotify_init1", "inotify_add_watch", "inotify_rm_watch",
+}
+
+// signalled are the calls that send a signal: the Go runtime signals its own threads (preemption, a crash's
+// dump), and nothing else. They are allowed only with the process's own pid as the target's process.
+var signalled = []string{"tgkill"}
+
+// Seccomp modes.
+const (
+	SeccompErrno = "errno" // a call not allowed fails with EPERM and the kernel logs it (the default)
+	SeccompKill  = "kill"  // a call not allowed kills the serving process
+	SeccompLog   = "log"   // every call is allowed; those not on the list are logged (to measure the list)
+)
+
+// filterCalls installs the allow-list on every thread of the process (TSYNC).
+func filterCalls(mode string) error {
+	info, err := arch.GetInfo("")
+	if err != nil {
+		return err
+	}
+	known := func(names []string) []string {
+		return slices.DeleteFunc(slices.Clone(names), func(n string) bool { _, ok := info.SyscallNames[n]; return !ok })
+	}
+	deny := seccomp.ActionErrno
+	switch mode {
+	case SeccompErrno, "":
+	case SeccompKill:
+		deny = seccomp.ActionKillProcess
+	case SeccompLog:
+		deny = seccomp.ActionLog
+	default:
+		return fmt.Errorf("seccomp mode %q: want %s, %s or %s", mode, SeccompErrno, SeccompKill, SeccompLog)
+	}
+	self := seccomp.ArgumentConditions{{Argument: 0, Operation: seccomp.Equal, Value: uint64(os.Getpid())}}
+	var own []seccomp.NameWithConditions
+	for _, n := range known(signalled) {
+		own = append(own, seccomp.NameWithConditions{Name: n, Conditions: self})
+	}
+	// Threads, never namespaces: clone with a CLONE_NEW* flag is unshare by another name. clone3 passes its
+	// flags in memory a filter cannot read: ENOSYS, so that glibc (a cgo build) falls back to clone.
+	threads := seccomp.ArgumentConditions{{Argument: 0, Operation: seccomp.BitsNotSet, Value: namespaces}}
+	own = append(own, seccomp.NameWithConditions{Name: "clone", Conditions: threads})
+	return seccomp.LoadFilter(seccomp.Filter{
+		NoNewPrivs: true,
+		Flag:       seccomp.FilterFlagTSync | seccomp.FilterFlagLog,
+		Policy: seccomp.Policy{DefaultAction: deny, Syscalls: []seccomp.SyscallGroup{
+			{Action: seccomp.ActionAllow, Names: known(allowed)},
+			{Action: seccomp.ActionAllow, NamesWithCondtions: own},
+			{Action: seccomp.Action(unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS)), Names: known([]string{"clone3"})},
+		}},
+	})
+}
+
+// namespaces are clone's flags that make a new namespace.
+const namespaces = unix.CLONE_NEWNS | unix.CLONE_NEWUSER | unix.CLONE_NEWPID | unix.CLONE_NEWNET | unix.CLONE_NEWUTS |
+	unix.CLONE_NEWIPC | unix.CLONE_NEWCGROUP | unix.CLONE_NEWTIME
