@@ -175,6 +175,7 @@ func ok(t *testing.T, store string, args ...string) string {
 // mounted is a running `sessionfs mount` daemon.
 type mounted struct {
 	store, mnt string
+	bin        string // the binary (bin when empty)
 	cmd        *exec.Cmd
 	log        *syncBuffer
 }
@@ -207,8 +208,14 @@ func (b *syncBuffer) Reset() {
 // nothing stays mounted, on failure too.
 func mount(t *testing.T, store string, extra ...string) *mounted {
 	t.Helper()
+	return mountWith(t, "", store, extra...)
+}
+
+// mountWith is mount with another build of the binary (exe; bin when empty).
+func mountWith(t *testing.T, exe, store string, extra ...string) *mounted {
+	t.Helper()
 	needFUSE(t)
-	m := &mounted{store: store, mnt: filepath.Join(t.TempDir(), "mnt"), log: &syncBuffer{}}
+	m := &mounted{store: store, mnt: filepath.Join(t.TempDir(), "mnt"), bin: exe, log: &syncBuffer{}}
 	m.start(t, extra...)
 	t.Cleanup(func() { m.stop(t) })
 	return m
@@ -216,7 +223,11 @@ func mount(t *testing.T, store string, extra ...string) *mounted {
 
 func (m *mounted) start(t *testing.T, extra ...string) {
 	t.Helper()
-	m.cmd = exec.Command(bin, append([]string{"mount", m.mnt}, extra...)...)
+	exe := bin
+	if m.bin != "" {
+		exe = m.bin
+	}
+	m.cmd = exec.Command(exe, append([]string{"mount", m.mnt}, extra...)...)
 	m.cmd.Env = append(os.Environ(), "SESSIONFS_STORE="+m.store)
 	m.log.Reset()
 	m.cmd.Stdout, m.cmd.Stderr = m.log, m.log

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -103,7 +104,22 @@ func Start(store *layout.Store, mountpoint string, opts Options) (*Mount, error)
 	child.Env = append(os.Environ(), serverEnv+"="+string(cfg))
 	child.Stdout, child.Stderr = os.Stderr, os.Stderr
 	child.ExtraFiles = []*os.File{dev, binderC, treeC}
-	err = child.Start()
+	// The serving process dies with this one (a crash, a SIGKILL), as a daemon of one process would: the mount
+	// is then "not connected" at once, and the next mount clears it. The kernel sends the signal when the thread
+	// that started the child ends, so that thread stays locked until the child is gone.
+	child.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	started, exited := make(chan error, 1), make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := child.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		exited <- child.Wait()
+	}()
+	err = <-started
 	// The child holds the connection now: with the parent's copy closed, the connection ends when the child does
 	// (the mount then reads "not connected" rather than hanging).
 	closeAll(dev, binderC, treeC)
@@ -111,8 +127,6 @@ func Start(store *layout.Store, mountpoint string, opts Options) (*Mount, error)
 		closeAll(binderP, treeP)
 		return fail(fmt.Errorf("start the serving process: %w", err))
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- child.Wait() }()
 
 	treeConn, err := net.FileConn(treeP)
 	treeP.Close()

@@ -35,6 +35,9 @@ var (
 
 func (s *Sessions) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
 	if layout.ValidateID(name) != nil {
+		if errno, ok := fault(name); ok {
+			return nil, errno
+		}
 		return nil, syscall.ENOENT
 	}
 	return s.session(ctx, name, out)

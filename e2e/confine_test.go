@@ -1,0 +1,127 @@
+package e2e
+
+import (
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// faultPrefix is nodes.FaultPrefix: the names the fault-injection build answers in sessions/.
+const faultPrefix = ".sessionfs-fault-"
+
+// TestConfinedServerContainsASlip runs a test build of the daemon whose serving process, on request, uses a host
+// path by name (fs/nodes/fault_on.go), as a slip in its code would: the kernel must refuse it (Landlock,
+// seccomp), and the mount must go on serving. The same build unconfined does reach the host's files, which shows
+// the hook works and the refusal is the confinement's.
+func TestConfinedServerContainsASlip(t *testing.T) {
+	need(t, os.Geteuid() == 0, "the confined serving process is root's (a normal user's mount is served by one unprivileged process)")
+	exe := filepath.Join(t.TempDir(), "sessionfs-fault")
+	build := exec.Command("go", "build", "-tags", "faultinject", "-o", exe, "../cmd/sessionfs")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, "build the fault-injection daemon: %s", out)
+
+	// A root-only folder outside the store, and a root-only file: what a slip would reach.
+	private := filepath.Join(t.TempDir(), "root-only")
+	require.NoError(t, os.Mkdir(private, 0o700))
+	secret := filepath.Join(private, "secret")
+	require.NoError(t, os.WriteFile(secret, []byte("host secret"), 0o600))
+	planted := filepath.Join(private, "planted")
+
+	probe := func(m *mounted, op, path string) error {
+		_, err := os.Lstat(filepath.Join(m.mnt, "sessions", faultPrefix+op+"="+url.PathEscape(path)))
+		return err
+	}
+
+	t.Run("unconfined, the hook reaches the host", func(t *testing.T) {
+		m := mountWith(t, exe, t.TempDir(), "--confine", "off")
+		assert.ErrorIs(t, probe(m, "read", secret), syscall.EEXIST, "EEXIST: the daemon opened it")
+		assert.ErrorIs(t, probe(m, "write", planted), syscall.EEXIST)
+		assert.FileExists(t, planted)
+		require.NoError(t, os.Remove(planted))
+	})
+
+	t.Run("confined, the kernel refuses", func(t *testing.T) {
+		m := mountWith(t, exe, t.TempDir())
+		pid := servingPID(t, m.mnt)
+		status := procStatus(t, pid)
+		assert.Equal(t, "2", status["Seccomp"], "seccomp filter mode")
+		assert.Equal(t, "1", status["NoNewPrivs"])
+		// Exactly the capabilities README lists: CHOWN, DAC_OVERRIDE, FOWNER, FSETID, SYS_ADMIN.
+		want := uint64(1<<0 | 1<<1 | 1<<3 | 1<<4 | 1<<21)
+		for _, set := range []string{"CapEff", "CapPrm", "CapBnd"} {
+			got, err := strconv.ParseUint(status[set], 16, 64)
+			require.NoError(t, err)
+			assert.Equal(t, want, got, "%s = %s", set, status[set])
+			for name, bit := range map[string]uint{"NET_ADMIN": 12, "SYS_MODULE": 16, "SYS_RAWIO": 17, "SYS_PTRACE": 19, "SYS_BOOT": 22, "BPF": 39} {
+				assert.Zero(t, got&(1<<bit), "%s holds %s", set, name)
+			}
+		}
+		assert.Equal(t, "0000000000000000", status["CapAmb"])
+		assert.Equal(t, "0000000000000000", status["CapInh"])
+		assert.Contains(t, m.log.String(), "the serving process is confined: Landlock ABI")
+
+		assert.ErrorIs(t, probe(m, "read", "/etc/shadow"), syscall.EACCES, "Landlock: /etc/shadow")
+		assert.ErrorIs(t, probe(m, "read", secret), syscall.EACCES, "Landlock: a root-only file")
+		assert.ErrorIs(t, probe(m, "write", planted), syscall.EACCES, "Landlock: a root-only folder")
+		assert.NoFileExists(t, planted)
+		assert.ErrorIs(t, probe(m, "mount", private), syscall.EPERM, "seccomp: mount(2)")
+		assert.ErrorIs(t, probe(m, "unshare", "/"), syscall.EPERM, "seccomp: unshare(2)")
+		assert.False(t, isFUSEMount(private), "nothing was mounted")
+
+		// The rest of the mount serves on: a session made, written, read, bound, removed.
+		s := m.session("after")
+		require.NoError(t, os.Mkdir(s, 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(s, "workspace", "f"), []byte("still serving"), 0o644))
+		got, err := os.ReadFile(filepath.Join(s, "workspace", "f"))
+		require.NoError(t, err)
+		assert.Equal(t, "still serving", string(got))
+		transcripts := filepath.Join(s, ".claude", "projects", "-any-cwd")
+		require.NoError(t, os.MkdirAll(transcripts, 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(transcripts, "t.jsonl"), []byte("{}\n"), 0o644))
+		require.NoError(t, os.RemoveAll(s))
+		assert.Equal(t, pid, servingPID(t, m.mnt), "the same serving process")
+	})
+}
+
+// servingPID is the pid of the process serving the confined mount at mnt (its command line names the mount).
+func servingPID(t *testing.T, mnt string) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc")
+	require.NoError(t, err)
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		if args := strings.Split(strings.TrimSuffix(string(b), "\x00"), "\x00"); len(args) == 3 && args[1] == "__serve" && args[2] == mnt {
+			pid, _ := strconv.Atoi(e.Name())
+			return pid
+		}
+	}
+	t.Fatalf("no serving process for %s", mnt)
+	return 0
+}
+
+// procStatus is /proc/<pid>/status as a map.
+func procStatus(t *testing.T, pid int) map[string]string {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	require.NoError(t, err)
+	out := map[string]string{}
+	for _, l := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(l, ":"); ok {
+			out[k] = strings.TrimSpace(v)
+		}
+	}
+	return out
+}

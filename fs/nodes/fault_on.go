@@ -1,0 +1,59 @@
+//go:build faultinject
+
+package nodes
+
+import (
+	"errors"
+	"net/url"
+	"os"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// FaultPrefix starts the names the fault-injection build answers in sessions/ (never a valid session id).
+const FaultPrefix = ".sessionfs-fault-"
+
+// fault is the slip the confinement must contain, on request, from inside the serving process: a lookup of
+// sessions/.sessionfs-fault-<op>=<url-escaped absolute path> makes the daemon's own code use a host path by name,
+// not beneath the store's descriptor. op is read (open for reading), write (create a file), mount (a tmpfs over
+// the path) or unshare (a new mount namespace; the path is unused). The lookup fails with the kernel's errno;
+// EEXIST stands for "it worked". Only the test build (-tags faultinject) has it.
+func fault(name string) (syscall.Errno, bool) {
+	rest, ok := strings.CutPrefix(name, FaultPrefix)
+	if !ok {
+		return 0, false
+	}
+	op, escaped, _ := strings.Cut(rest, "=")
+	path, err := url.PathUnescape(escaped)
+	if err != nil {
+		return syscall.EINVAL, true
+	}
+	switch op {
+	case "read":
+		var f *os.File
+		if f, err = os.Open(path); err == nil {
+			f.Close()
+		}
+	case "write":
+		var f *os.File
+		if f, err = os.OpenFile(path, os.O_CREATE|os.O_WRONLY, 0o600); err == nil {
+			f.Close()
+		}
+	case "mount":
+		err = unix.Mount("tmpfs", path, "tmpfs", 0, "")
+	case "unshare":
+		err = unix.Unshare(unix.CLONE_NEWNS)
+	default:
+		return syscall.EINVAL, true
+	}
+	var errno syscall.Errno
+	switch {
+	case err == nil:
+		return syscall.EEXIST, true
+	case errors.As(err, &errno):
+		return errno, true
+	}
+	return syscall.EIO, true
+}
