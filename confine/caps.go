@@ -10,7 +10,10 @@ import (
 
 // Keep are the capabilities the serving process holds, each for a request it serves on the callers' behalf (the
 // kernel checks the callers' own permissions first: the mount is default_permissions):
-//   - CHOWN: a file made through the mount is owned by its caller, and chown requests;
+//   - SETUID, SETGID: a file is made with its caller's filesystem identity (setfsuid, setfsgid), so it gets the
+//     caller's owner, a setgid folder's group, and the caller's refusals; seccomp allows only those two of the
+//     calls these capabilities govern (no setuid, setresuid, setgroups);
+//   - CHOWN: what the daemon makes on its own belongs to the session's owner, and chown requests;
 //   - DAC_OVERRIDE: the store's files of every owner are opened and changed for the callers;
 //   - FOWNER: chmod, utimes and xattrs of files the daemon's uid does not own;
 //   - FSETID: a chmod keeps the setgid bit of a file whose group the daemon is not in;
@@ -19,7 +22,7 @@ import (
 //
 // Everything else goes from every set, the bounding set included. SETFCAP going means a session cannot set file
 // capabilities (security.capability) on a file in the store, which a host user could then run.
-var Keep = []cap.Value{cap.CHOWN, cap.DAC_OVERRIDE, cap.FOWNER, cap.FSETID, cap.SYS_ADMIN}
+var Keep = []cap.Value{cap.CHOWN, cap.DAC_OVERRIDE, cap.FOWNER, cap.FSETID, cap.SETGID, cap.SETUID, cap.SYS_ADMIN}
 
 // dropCaps leaves the process (every thread) with Keep, effective and permitted, and nothing in its inheritable,
 // ambient and bounding sets: nothing it could exec (seccomp refuses execve too) would get more.

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -51,13 +52,13 @@ func TestConfinedServerContainsASlip(t *testing.T) {
 	})
 
 	t.Run("confined, the kernel refuses", func(t *testing.T) {
-		m := mountWith(t, exe, t.TempDir())
+		m := mountWith(t, exe, t.TempDir(), "--allow-other")
 		pid := servingPID(t, m.mnt)
 		status := procStatus(t, pid)
 		assert.Equal(t, "2", status["Seccomp"], "seccomp filter mode")
 		assert.Equal(t, "1", status["NoNewPrivs"])
-		// Exactly the capabilities README lists: CHOWN, DAC_OVERRIDE, FOWNER, FSETID, SYS_ADMIN.
-		want := uint64(1<<0 | 1<<1 | 1<<3 | 1<<4 | 1<<21)
+		// Exactly the capabilities README lists: CHOWN, DAC_OVERRIDE, FOWNER, FSETID, SETGID, SETUID, SYS_ADMIN.
+		want := uint64(1<<0 | 1<<1 | 1<<3 | 1<<4 | 1<<6 | 1<<7 | 1<<21)
 		for _, set := range []string{"CapEff", "CapPrm", "CapBnd"} {
 			got, err := strconv.ParseUint(status[set], 16, 64)
 			require.NoError(t, err)
@@ -69,6 +70,8 @@ func TestConfinedServerContainsASlip(t *testing.T) {
 		assert.Equal(t, "0000000000000000", status["CapAmb"])
 		assert.Equal(t, "0000000000000000", status["CapInh"])
 		assert.Contains(t, m.log.String(), "the serving process is confined: Landlock ABI")
+		r := cli(t, m.store, "doctor")
+		assert.Regexp(t, fmt.Sprintf(`(?m)^OK\s+confine\s+serving process %d of %s: seccomp filter \(an allow-list\); capabilities cap_chown cap_dac_override cap_fowner cap_fsetid cap_setgid cap_setuid cap_sys_admin; Landlock ABI \d+`, pid, regexp.QuoteMeta(m.mnt)), r.stdout)
 
 		assert.ErrorIs(t, probe(m, "read", "/etc/shadow"), syscall.EACCES, "Landlock: /etc/shadow")
 		assert.ErrorIs(t, probe(m, "read", secret), syscall.EACCES, "Landlock: a root-only file")
@@ -88,6 +91,15 @@ func TestConfinedServerContainsASlip(t *testing.T) {
 		transcripts := filepath.Join(s, ".claude", "projects", "-any-cwd")
 		require.NoError(t, os.MkdirAll(transcripts, 0o755))
 		require.NoError(t, os.WriteFile(filepath.Join(transcripts, "t.jsonl"), []byte("{}\n"), 0o644))
+		// A file another user makes through FUSE is still that user's (setfsuid under the confinement).
+		require.NoError(t, os.Chmod(transcripts, 0o777))
+		openUp(t, m.mnt)
+		nobody := exec.Command("setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups", "touch", filepath.Join(transcripts, "theirs.jsonl"))
+		out, err = nobody.CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		var st syscall.Stat_t
+		require.NoError(t, syscall.Stat(filepath.Join(m.store, "sessions", "after", ".claude", "projects", "-session-workspace", "theirs.jsonl"), &st))
+		assert.Equal(t, uint32(65534), st.Uid, "made with the caller's identity")
 		require.NoError(t, os.RemoveAll(s))
 		assert.Equal(t, pid, servingPID(t, m.mnt), "the same serving process")
 	})

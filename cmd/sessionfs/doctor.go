@@ -23,6 +23,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sessionfs/sessionfs/backends/modal"
+	"github.com/sessionfs/sessionfs/confine"
 	sfs "github.com/sessionfs/sessionfs/fs"
 	"github.com/sessionfs/sessionfs/layout"
 )
@@ -213,6 +214,7 @@ func (a *app) checkMounts(s *layout.Store, add func(name, status, detail, fix st
 			continue
 		}
 		add("mount", "OK", m.Mountpoint+" serves the store", "")
+		add(checkConfinement(m))
 		// Binds are the root daemon's: a normal user's mount serves everything through FUSE.
 		if n := len(sfs.Binds(m.Mountpoint)); n > 0 {
 			add("binds", "OK", fmt.Sprintf("%s bound over %s (workspace, app and mcps at the disk's speed)", plural(n, "folder"), m.Mountpoint), "")
@@ -223,6 +225,36 @@ func (a *app) checkMounts(s *layout.Store, add func(name, status, detail, fix st
 			add("binds", "OK", "none yet over "+m.Mountpoint+" (a session is bound when first used)", "")
 		}
 	}
+}
+
+// checkConfinement reports what confines the process serving the mount m: its seccomp mode and capabilities
+// (from /proc), and the kernel's Landlock.
+func checkConfinement(m *mountinfo.Info) (name, status, detail, fix string) {
+	if !strings.Contains(","+m.VFSOptions+",", ",user_id=0,") {
+		return "confine", "OK", "the mount at " + m.Mountpoint + " is a normal user's: its one process holds no privilege to confine", ""
+	}
+	pid, ok := sfs.ServingPID(m.Mountpoint)
+	if !ok {
+		return "confine", "WARN", "the root mount at " + m.Mountpoint + " is served unconfined, with every capability (mount --confine off)", "mount without --confine off"
+	}
+	seccomp := "none"
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(l, "Seccomp:"); ok {
+				seccomp = map[string]string{"0": "none", "1": "strict", "2": "filter (an allow-list)"}[strings.TrimSpace(v)]
+			}
+		}
+	}
+	caps, err := confine.Held(pid)
+	if err != nil {
+		caps = "unknown (" + err.Error() + ")"
+	}
+	detail = fmt.Sprintf("serving process %d of %s: seccomp %s; capabilities %s", pid, m.Mountpoint, seccomp, strings.ToLower(caps))
+	if abi := confine.ABI(); abi > 0 {
+		return "confine", "OK", detail + fmt.Sprintf("; Landlock ABI %d (the store only)", abi), ""
+	}
+	return "confine", "WARN", detail + "; the kernel lacks Landlock, so nothing but the daemon's own code keeps it to the store",
+		"a kernel of 5.13 or later with landlock in its lsm= list"
 }
 
 func fileExists(p string) bool {
