@@ -1,15 +1,21 @@
 package fs
 
 import (
+	"errors"
+	"fmt"
 	"net/rpc"
+	"slices"
 	"sync"
 
 	"github.com/sessionfs/sessionfs/fs/nodes"
+	"github.com/sessionfs/sessionfs/layout"
 )
 
 // The two processes of a confined mount (split.go) talk over two socket pairs with net/rpc: the serving process
 // asks the privileged one to bind (Binder), the privileged one asks the serving one when sessions were used
-// (Tree). Nothing else crosses: session ids, folder names, and times.
+// (Tree). Nothing else crosses: session ids, folder names, and times. The privileged side treats what it is
+// sent as a session's input: ids are checked by the id rule (binder.enqueue, Removing), folder names against
+// the list.
 
 // binderService is the privileged side's binder, as the serving process calls it.
 type binderService struct {
@@ -21,20 +27,47 @@ type binderService struct {
 	next     uint64
 }
 
+// errNoBinder answers binding calls to a mount that binds nothing (--max-binds 0).
+var errNoBinder = errors.New("this mount binds nothing")
+
 // Want binds session id's folders (binder.want).
-func (s *binderService) Want(id string, _ *struct{}) error { s.b.want(id); return nil }
+func (s *binderService) Want(id string, _ *struct{}) error {
+	if s.b == nil {
+		return errNoBinder
+	}
+	s.b.want(id)
+	return nil
+}
 
 // WantFilled binds a lazy folder once it holds something (binder.wantFilled).
 func (s *binderService) WantFilled(idDir [2]string, _ *struct{}) error {
+	if !slices.Contains(lazyDirs, idDir[1]) {
+		return fmt.Errorf("%q is not a folder bound once it holds something", idDir[1])
+	}
+	if s.b == nil {
+		return errNoBinder
+	}
 	s.b.wantFilled(idDir[0], idDir[1])
 	return nil
 }
 
 // WantBound checks every bound session (binder.wantBound).
-func (s *binderService) WantBound(_ struct{}, _ *struct{}) error { s.b.wantBound(); return nil }
+func (s *binderService) WantBound(_ struct{}, _ *struct{}) error {
+	if s.b == nil {
+		return errNoBinder
+	}
+	s.b.wantBound()
+	return nil
+}
 
 // Removing detaches session id's binds before a removal through the mount; Removed ends it.
 func (s *binderService) Removing(id string, token *uint64) error {
+	if err := layout.ValidateID(id); err != nil {
+		return err
+	}
+	if s.b == nil {
+		return errNoBinder
+	}
 	done := s.b.removingSession(id)
 	s.mu.Lock()
 	defer s.mu.Unlock()

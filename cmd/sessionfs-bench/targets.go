@@ -139,6 +139,23 @@ func startBindfs(store, mnt string) (*target, error) {
 	}}, nil
 }
 
+// daemonRSS is the resident set of the mount's daemon: the process started and its children (as root, the
+// confined process that serves FUSE requests).
+func daemonRSS(pid int) int64 {
+	total := rssBytes(pid)
+	// Children are listed by the thread that started them, which in Go is any of the process's threads.
+	lists, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	for _, l := range lists {
+		b, _ := os.ReadFile(l)
+		for _, c := range strings.Fields(string(b)) {
+			if n, err := strconv.Atoi(c); err == nil {
+				total += rssBytes(n)
+			}
+		}
+	}
+	return total
+}
+
 // rssBytes reads a process's resident set size.
 func rssBytes(pid int) int64 {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
