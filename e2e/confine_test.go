@@ -14,6 +14,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	sfs "github.com/sessionfs/sessionfs/fs"
 )
 
 // faultPrefix is nodes.FaultPrefix: the names the fault-injection build answers in sessions/.
@@ -105,23 +107,22 @@ func TestConfinedServerContainsASlip(t *testing.T) {
 	})
 }
 
-// servingPID is the pid of the process serving the confined mount at mnt (its command line names the mount).
+// servingPID is the pid of the process serving the confined mount at mnt.
 func servingPID(t *testing.T, mnt string) int {
 	t.Helper()
-	ents, err := os.ReadDir("/proc")
-	require.NoError(t, err)
-	for _, e := range ents {
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil {
-			continue
-		}
-		if args := strings.Split(strings.TrimSuffix(string(b), "\x00"), "\x00"); len(args) == 3 && args[1] == "__serve" && args[2] == mnt {
-			pid, _ := strconv.Atoi(e.Name())
-			return pid
-		}
+	pid, ok := sfs.ServingPID(mnt)
+	require.True(t, ok, "no serving process for %s", mnt)
+	return pid
+}
+
+// serverPID is the process that serves the mount's FUSE requests: the confined child of a root mount, or the
+// daemon itself (a normal user's mount, --confine off).
+func (m *mounted) serverPID(t *testing.T) int {
+	t.Helper()
+	if pid, ok := sfs.ServingPID(m.mnt); ok {
+		return pid
 	}
-	t.Fatalf("no serving process for %s", mnt)
-	return 0
+	return m.cmd.Process.Pid
 }
 
 // procStatus is /proc/<pid>/status as a map.

@@ -39,11 +39,12 @@ func TestIdleSessionsAreForgotten(t *testing.T) {
 	t.Cleanup(func() { _ = sleeper.Process.Kill(); _ = sleeper.Wait() })
 
 	before := walkMount(t, m.mnt)
-	peak := inotifyWatches(t, m.cmd.Process.Pid)
+	server := m.serverPID(t) // the watches are the serving process's
+	peak := inotifyWatches(t, server)
 	require.Greater(t, peak, sessions*4, "the walk is watched: every folder the kernel caches")
 
 	// Idle for longer than the daemon's grace period, the walked sessions are forgotten.
-	eventually(t, 20*time.Second, func() bool { return inotifyWatches(t, m.cmd.Process.Pid) < peak/2 },
+	eventually(t, 20*time.Second, func() bool { return inotifyWatches(t, server) < peak/2 },
 		"the daemon kept the watches of %d folders of idle sessions", peak)
 
 	// Nothing changed for a reader, and what was in use still works.
