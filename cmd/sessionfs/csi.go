@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sessionfs/sessionfs/csi"
+	sfs "github.com/sessionfs/sessionfs/fs"
+	"github.com/sessionfs/sessionfs/layout"
+)
+
+func (a *app) csiCmd() *cobra.Command {
+	var endpoint, nodeID, mnt, profiles string
+	cmd := &cobra.Command{
+		Use:   "csi",
+		Short: "Serve sessions as Kubernetes/Nomad volumes: a CSI plugin (driver " + csi.Name + ")",
+		Long: `csi serves the Container Storage Interface on --endpoint, so a pod asks for a session as a volume:
+
+  volumes:
+    - name: session
+      csi:
+        driver: ` + csi.Name + `
+        volumeAttributes: {session: web}
+
+and gets at its mount path what "sessionfs run --backend docker" gives a container at /session: the session's
+folder from this node's sessionfs mount (every cwd's transcript folder a view of the one), workspace, app and
+mcps bound natively from the store, nothing outside the session reachable. Publishing takes the session's run
+lease until the pod ends: one pod per session across every node sharing the store. Volume attributes: session
+(the id), create (true: make it if missing; false: it must exist), profile (a name beneath --profiles), labels
+("team=web,env=dev"). A persistent volume (a PVC of a StorageClass with this provisioner) is a session made on
+CreateVolume (its id is the volume's name) and moved to the trash on DeleteVolume.
+The node's mount at --mountpoint is used if it serves the store, and made (and unmounted at exit) otherwise.
+The plugin runs as root (it mounts). See README, "Running on Kubernetes", and contrib/kubernetes/.`,
+		Example: `  sessionfs csi --endpoint unix:///csi/csi.sock --node-id "$NODE_NAME" --store /mnt/shared/sessions
+  CSI_ENDPOINT=unix:///csi/csi.sock sessionfs csi --mountpoint /var/lib/sessionfs/mnt`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if os.Geteuid() != 0 {
+				return fmt.Errorf("the CSI plugin mounts volumes: run it as root (in Kubernetes: a privileged DaemonSet)")
+			}
+			if nodeID == "" {
+				return usageError("no node id: give --node-id (in Kubernetes: the node's name, from spec.nodeName)")
+			}
+			s, err := a.createStore()
+			if err != nil {
+				return err
+			}
+			abs, err := filepath.Abs(mnt)
+			if err != nil {
+				return err
+			}
+			stop, err := ensureMount(s, abs)
+			if err != nil {
+				return err
+			}
+			defer stop()
+			d := &csi.Driver{Store: s, Mountpoint: abs, NodeID: nodeID, Version: version, Profiles: profiles,
+				Create: func(id string, labels map[string]string, profile string) error {
+					if _, err := s.Create(id, layout.CreateOptions{Labels: labels, Profile: profile}); err != nil {
+						return err
+					}
+					return seedClaude(s, id, sfs.SessionPath(abs, id), true)
+				}}
+			defer d.Close()
+			ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer cancel()
+			fmt.Fprintf(os.Stderr, "sessionfs: CSI driver %s for node %s serving %s (mount %s) on %s\n", csi.Name, nodeID, s.Root, abs, endpoint)
+			return d.Serve(ctx, endpoint)
+		},
+	}
+	host, _ := os.Hostname()
+	cmd.Flags().StringVar(&endpoint, "endpoint", envOr("CSI_ENDPOINT", "unix:///csi/csi.sock"), "the gRPC endpoint (a unix socket; $CSI_ENDPOINT)")
+	cmd.Flags().StringVar(&nodeID, "node-id", envOr("NODE_ID", host), "this node's name (the leases name it; $NODE_ID)")
+	cmd.Flags().StringVar(&mnt, "mountpoint", defaultMountpoint(), "where this node's sessionfs mount serves the store")
+	cmd.Flags().StringVar(&profiles, "profiles", "", "the folder of profiles (.claude templates) a volume's profile attribute may name")
+	return cmd
+}
+
+// ensureMount uses the store's mount at mnt if one serves it, and otherwise mounts it here; stop unmounts what
+// was mounted here.
+func ensureMount(s *layout.Store, mnt string) (stop func(), err error) {
+	if m, ok := sfs.FindMount(s.Root); ok && m.Mountpoint == mnt && !sfs.Stale(mnt) {
+		return func() {}, nil
+	}
+	m, err := sfs.Start(s, mnt, sfs.Options{AllowOther: true, MaxBinds: -1,
+		OnCreate: func(id string) error { return seedClaude(s, id, sfs.SessionPath(mnt, id), true) }})
+	if err != nil {
+		return nil, err
+	}
+	done := make(chan error, 1)
+	go func() { done <- m.Wait() }()
+	return func() {
+		if err := m.Unmount(); err != nil {
+			_ = sfs.Unmount(mnt) // busy (pods still hold it): detached, served until they leave
+		}
+		<-done
+	}, nil
+}

@@ -1,0 +1,91 @@
+package csi
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/sessionfs/sessionfs/layout"
+)
+
+// The volume attributes a pod (an inline volume) or a StorageClass (parameters) may give.
+const (
+	AttrSession = "session" // the session's id (an inline volume's must; a persistent volume's id is its handle)
+	AttrCreate  = "create"  // "true": make the session if it does not exist (an inline volume's default), "false": it must
+	AttrProfile = "profile" // a profile's name, beneath the plugin's --profiles folder, copied into a new session
+	AttrLabels  = "labels"  // labels of a new session: "team=web,env=dev"
+	// kubePrefix starts the attributes Kubernetes adds itself (ephemeral, pod name, ...): read, never refused.
+	kubePrefix = "csi.storage.k8s.io/"
+	// attrEphemeral marks an inline (ephemeral) volume.
+	attrEphemeral = kubePrefix + "ephemeral"
+)
+
+// attributes are a volume's parsed attributes.
+type attributes struct {
+	session   string
+	create    bool // make the session if missing (an inline volume's default; a persistent volume's is made by CreateVolume)
+	profile   string
+	labels    map[string]string
+	ephemeral bool
+}
+
+// parseAttributes checks every attribute as hostile input: an unknown key, an id or a profile name outside the
+// id rule (no "/", no ".."), an ill-formed label, are errors.
+func parseAttributes(attrs map[string]string) (attributes, error) {
+	a := attributes{}
+	createSet := false
+	for k, v := range attrs {
+		switch {
+		case k == AttrSession:
+			if err := layout.ValidateID(v); err != nil {
+				return a, fmt.Errorf("attribute %s: %w", k, err)
+			}
+			a.session = v
+		case k == AttrCreate:
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return a, fmt.Errorf("attribute %s=%q: want true or false", k, v)
+			}
+			a.create, createSet = b, true
+		case k == AttrProfile:
+			if err := layout.ValidateID(v); err != nil {
+				return a, fmt.Errorf("attribute %s=%q: a profile's name, not a path (profiles are folders beneath the plugin's --profiles)", k, v)
+			}
+			a.profile = v
+		case k == AttrLabels:
+			labels, err := parseLabels(v)
+			if err != nil {
+				return a, fmt.Errorf("attribute %s: %w", k, err)
+			}
+			a.labels = labels
+		case k == attrEphemeral:
+			a.ephemeral = v == "true"
+		case strings.HasPrefix(k, kubePrefix):
+		default:
+			return a, fmt.Errorf("unknown attribute %q (known: %s, %s, %s, %s)", k, AttrSession, AttrCreate, AttrProfile, AttrLabels)
+		}
+	}
+	if !createSet {
+		a.create = a.ephemeral
+	}
+	return a, nil
+}
+
+// parseLabels reads "k=v,k2=v2" by the labels' rule.
+func parseLabels(s string) (map[string]string, error) {
+	if s == "" {
+		return nil, nil
+	}
+	out := map[string]string{}
+	for _, kv := range strings.Split(s, ",") {
+		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("label %q: want KEY=VALUE", kv)
+		}
+		if err := layout.ValidateLabel(k, v); err != nil {
+			return nil, err
+		}
+		out[k] = v
+	}
+	return out, nil
+}

@@ -1,0 +1,154 @@
+package csi
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+
+	spec "github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/sessionfs/sessionfs/layout"
+)
+
+// A persistent volume is a session: CreateVolume makes it (its id is the volume's name, or the StorageClass's
+// "session" parameter), DeleteVolume moves it to the store's trash (`sessionfs trash restore` brings it back).
+
+// ControllerGetCapabilities: volumes are made and deleted; nothing is attached (the store is on every node).
+func (d *Driver) ControllerGetCapabilities(context.Context, *spec.ControllerGetCapabilitiesRequest) (*spec.ControllerGetCapabilitiesResponse, error) {
+	return &spec.ControllerGetCapabilitiesResponse{Capabilities: []*spec.ControllerServiceCapability{{
+		Type: &spec.ControllerServiceCapability_Rpc{Rpc: &spec.ControllerServiceCapability_RPC{Type: spec.ControllerServiceCapability_RPC_CREATE_DELETE_VOLUME}},
+	}}}, nil
+}
+
+// CreateVolume makes the session (idempotent: an existing one is the volume).
+func (d *Driver) CreateVolume(_ context.Context, req *spec.CreateVolumeRequest) (*spec.CreateVolumeResponse, error) {
+	if req.GetName() == "" {
+		return nil, status.Error(codes.InvalidArgument, "no volume name")
+	}
+	if err := checkCapabilities(req.GetVolumeCapabilities()); err != nil {
+		return nil, err
+	}
+	if req.GetVolumeContentSource() != nil {
+		return nil, status.Error(codes.InvalidArgument, "sessions are not made from snapshots or other volumes (sessionfs fork copies one)")
+	}
+	a, err := parseAttributes(req.GetParameters())
+	if err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
+	id := a.session
+	if id == "" {
+		id = req.GetName()
+	}
+	if err := layout.ValidateID(id); err != nil {
+		return nil, status.Errorf(codes.InvalidArgument, "volume name: %v", err)
+	}
+	if !d.Store.Exists(id) {
+		if err := d.create(id, a); err != nil {
+			return nil, err
+		}
+	}
+	return &spec.CreateVolumeResponse{Volume: &spec.Volume{VolumeId: id, VolumeContext: map[string]string{AttrSession: id},
+		CapacityBytes: req.GetCapacityRange().GetRequiredBytes()}}, nil
+}
+
+// create makes session id with a's labels and profile.
+func (d *Driver) create(id string, a attributes) error {
+	profile := ""
+	if a.profile != "" {
+		if d.Profiles == "" {
+			return status.Errorf(codes.InvalidArgument, "profile %q: this plugin has no --profiles folder", a.profile)
+		}
+		profile = filepath.Join(d.Profiles, a.profile)
+		if st, err := os.Lstat(profile); err != nil || !st.IsDir() {
+			return status.Errorf(codes.NotFound, "profile %q: no such folder in %s", a.profile, d.Profiles)
+		}
+	}
+	if err := d.Create(id, a.labels, profile); err != nil && !errors.Is(err, layout.ErrExists) {
+		return status.Errorf(codes.Internal, "create session %s: %v", id, err)
+	}
+	return nil
+}
+
+// DeleteVolume moves the session to the trash (idempotent: a session already gone is deleted). A session some
+// pod is using (its lease is held) is not removed.
+func (d *Driver) DeleteVolume(_ context.Context, req *spec.DeleteVolumeRequest) (*spec.DeleteVolumeResponse, error) {
+	id := req.GetVolumeId()
+	if id == "" {
+		return nil, status.Error(codes.InvalidArgument, "no volume id")
+	}
+	if layout.ValidateID(id) != nil || !d.Store.Exists(id) {
+		return &spec.DeleteVolumeResponse{}, nil // never made here: nothing to delete
+	}
+	lease, err := d.Store.TryLease(id, d.holder())
+	if err != nil {
+		return nil, leaseError(err)
+	}
+	defer lease.Release()
+	if _, err := d.Store.Remove(id); err != nil && !errors.Is(err, layout.ErrNotFound) {
+		return nil, status.Errorf(codes.Internal, "remove session %s: %v", id, err)
+	}
+	return &spec.DeleteVolumeResponse{}, nil
+}
+
+// ValidateVolumeCapabilities confirms what a session can be: a folder mounted by one node at a time.
+func (d *Driver) ValidateVolumeCapabilities(_ context.Context, req *spec.ValidateVolumeCapabilitiesRequest) (*spec.ValidateVolumeCapabilitiesResponse, error) {
+	id := req.GetVolumeId()
+	if id == "" {
+		return nil, status.Error(codes.InvalidArgument, "no volume id")
+	}
+	if len(req.GetVolumeCapabilities()) == 0 {
+		return nil, status.Error(codes.InvalidArgument, "no volume capabilities")
+	}
+	if layout.ValidateID(id) != nil || !d.Store.Exists(id) {
+		return nil, status.Errorf(codes.NotFound, "no session %q", id)
+	}
+	if err := checkCapabilities(req.GetVolumeCapabilities()); err != nil {
+		return &spec.ValidateVolumeCapabilitiesResponse{Message: err.Error()}, nil
+	}
+	return &spec.ValidateVolumeCapabilitiesResponse{Confirmed: &spec.ValidateVolumeCapabilitiesResponse_Confirmed{
+		VolumeContext: req.GetVolumeContext(), VolumeCapabilities: req.GetVolumeCapabilities(), Parameters: req.GetParameters()}}, nil
+}
+
+// checkCapabilities accepts a mounted folder used by one pod on one node (its lease keeps it to one pod, so
+// SINGLE_NODE_MULTI_WRITER is not offered).
+func checkCapabilities(caps []*spec.VolumeCapability) error {
+	if len(caps) == 0 {
+		return status.Error(codes.InvalidArgument, "no volume capabilities")
+	}
+	for _, c := range caps {
+		if c.GetBlock() != nil {
+			return status.Error(codes.InvalidArgument, "a session is a folder: block access is not supported")
+		}
+		if c.GetMount() == nil {
+			return status.Error(codes.InvalidArgument, "want mount access")
+		}
+		switch c.GetAccessMode().GetMode() {
+		case spec.VolumeCapability_AccessMode_SINGLE_NODE_WRITER, spec.VolumeCapability_AccessMode_SINGLE_NODE_READER_ONLY,
+			spec.VolumeCapability_AccessMode_SINGLE_NODE_SINGLE_WRITER:
+		default:
+			return status.Errorf(codes.InvalidArgument, "access mode %s: a session runs in one pod at a time (a single-node mode)", c.GetAccessMode().GetMode())
+		}
+	}
+	return nil
+}
+
+// holder is this node's plugin, as a refused lease names it.
+func (d *Driver) holder() layout.Holder {
+	h := layout.ThisProcess()
+	if d.NodeID != "" {
+		h.Host = d.NodeID
+	}
+	return h
+}
+
+// leaseError says who holds a session.
+func leaseError(err error) error {
+	var re *layout.RunningError
+	if errors.As(err, &re) {
+		return status.Error(codes.FailedPrecondition, re.Error())
+	}
+	return status.Errorf(codes.Internal, "lease: %v", err)
+}

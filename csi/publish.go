@@ -1,0 +1,154 @@
+package csi
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/moby/sys/mountinfo"
+	"golang.org/x/sys/unix"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/sessionfs/sessionfs/backends"
+)
+
+// publish lays session id at target as `sessionfs run --backend docker` lays it at /session: the session's
+// folder from the node's mount (so .claude's views work for any cwd), with the store's own workspace, app and
+// mcps bound over it (native speed). Every end is held by descriptor: the mount's folder opened beneath the
+// mount's root with no symlink followed, the store's folders beneath the session's, the target with no symlink
+// in its last name; so a session that swaps a folder for a link or a FIFO gets nothing mounted, and a target
+// that is a link is refused. Each mount is nosuid and nodev (and read-only when asked). A failure part-way
+// unmounts what was made.
+func (d *Driver) publish(id, target string, ro bool) error {
+	tfd, err := openTarget(target)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(tfd)
+	root, err := unix.Open(d.Mountpoint, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return status.Errorf(codes.FailedPrecondition, "the sessionfs mount at %s: %v", d.Mountpoint, err)
+	}
+	defer unix.Close(root)
+	sfd, err := unix.Openat2(root, "sessions/"+id, &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_XDEV})
+	if err != nil {
+		return status.Errorf(codes.FailedPrecondition, "session %s on the mount %s: %v", id, d.Mountpoint, err)
+	}
+	defer unix.Close(sfd)
+	sess, err := d.Store.OpenSession(id)
+	if err != nil {
+		return status.Errorf(codes.FailedPrecondition, "session %s: %v", id, err)
+	}
+	defer sess.Close()
+	// The store's folders first, so a hostile one fails before anything is mounted.
+	var srcs []int
+	defer func() {
+		for _, fd := range srcs {
+			unix.Close(fd)
+		}
+	}()
+	for _, rel := range backends.NativeDirs {
+		fd, err := sess.OpenAt(rel, unix.O_PATH|unix.O_DIRECTORY, 0)
+		if err != nil {
+			if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.EXDEV) {
+				return status.Errorf(codes.FailedPrecondition, "session %s: %s is not a folder of the session (a symlink or a file): refusing to publish it", id, rel)
+			}
+			return status.Errorf(codes.FailedPrecondition, "session %s: %s: %v", id, rel, err)
+		}
+		srcs = append(srcs, fd)
+	}
+	top, err := attach(sfd, tfd, ro)
+	if err != nil {
+		return status.Errorf(codes.Internal, "mount session %s at %s: %v", id, target, err)
+	}
+	defer unix.Close(top)
+	for i, rel := range backends.NativeDirs {
+		// Beneath the session just mounted (top is its root), no symlink, no mount crossed.
+		dst, err := unix.Openat2(top, rel, &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
+			Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_XDEV})
+		if err == nil {
+			var m int
+			m, err = attach(srcs[i], dst, ro)
+			unix.Close(dst)
+			if err == nil {
+				unix.Close(m)
+			}
+		}
+		if err != nil {
+			_ = unpublish(target)
+			return status.Errorf(codes.Internal, "bind session %s's %s at %s: %v", id, rel, target, err)
+		}
+	}
+	return nil
+}
+
+// attach mounts a copy of the folder src onto the folder dst (both descriptors) and returns the new mount's root.
+func attach(src, dst int, ro bool) (int, error) {
+	tree, err := unix.OpenTree(src, "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH)
+	if err != nil {
+		return -1, err
+	}
+	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV, Propagation: unix.MS_PRIVATE}
+	if ro {
+		attr.Attr_set |= unix.MOUNT_ATTR_RDONLY
+	}
+	if err := unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH, &attr); err != nil {
+		unix.Close(tree)
+		return -1, err
+	}
+	if err := unix.MoveMount(tree, "", dst, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH); err != nil {
+		unix.Close(tree)
+		return -1, err
+	}
+	return tree, nil
+}
+
+// openTarget makes the target folder if need be (its parent is the orchestrator's) and opens it with no symlink
+// in its last name: a target that is a link, a file or a FIFO is refused.
+func openTarget(target string) (int, error) {
+	parent, name := filepath.Dir(target), filepath.Base(target)
+	pfd, err := unix.Open(parent, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, status.Errorf(codes.FailedPrecondition, "target's folder %s: %v", parent, err)
+	}
+	defer unix.Close(pfd)
+	if err := unix.Mkdirat(pfd, name, 0o750); err != nil && !errors.Is(err, unix.EEXIST) {
+		return -1, status.Errorf(codes.Internal, "make %s: %v", target, err)
+	}
+	fd, err := unix.Openat2(pfd, name, &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_XDEV})
+	if err != nil {
+		return -1, status.Errorf(codes.InvalidArgument, "target %s is not a folder (a symlink, a file, or a mount already): %v", target, err)
+	}
+	return fd, nil
+}
+
+// unpublish unmounts everything mounted at or beneath target, the deepest first.
+func unpublish(target string) error {
+	mounts, err := mountinfo.GetMounts(mountinfo.PrefixFilter(target))
+	if err != nil {
+		return err
+	}
+	paths := make([]string, 0, len(mounts))
+	for _, m := range mounts {
+		if m.Mountpoint == target || strings.HasPrefix(m.Mountpoint, target+"/") {
+			paths = append(paths, m.Mountpoint)
+		}
+	}
+	slices.SortFunc(paths, func(a, b string) int { return strings.Count(b, "/") - strings.Count(a, "/") })
+	var errs []error
+	for _, p := range paths {
+		if err := unix.Unmount(p, unix.MNT_DETACH|unix.UMOUNT_NOFOLLOW); err != nil && !errors.Is(err, unix.EINVAL) {
+			errs = append(errs, fmt.Errorf("%s: %w", p, err))
+		}
+	}
+	if _, err := os.Lstat(target); err != nil && !errors.Is(err, os.ErrNotExist) {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
