@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,9 +12,13 @@ import (
 
 	spec "github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/kubernetes-csi/csi-test/v5/pkg/sanity"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/sessionfs/sessionfs/backends"
+	"github.com/sessionfs/sessionfs/e2e/apistub"
 )
 
 // csiPlugin is a running `sessionfs csi` on its own store, socket and node mount.
@@ -83,4 +88,71 @@ func TestCSISanity(t *testing.T) {
 	sanity.Test(t, cfg)
 	out, _ := exec.Command("grep", "-c", " "+base, "/proc/self/mountinfo").Output()
 	require.Equal(t, "0", strings.TrimSpace(string(out)), "csi-sanity left mounts behind")
+}
+
+// publishReq is a kubelet's NodePublishVolume of an inline volume with these attributes.
+func publishReq(volID, target string, attrs map[string]string) *spec.NodePublishVolumeRequest {
+	ctx := map[string]string{"csi.storage.k8s.io/ephemeral": "true", "csi.storage.k8s.io/pod.name": "agent-0"}
+	for k, v := range attrs {
+		ctx[k] = v
+	}
+	return &spec.NodePublishVolumeRequest{VolumeId: volID, TargetPath: target, VolumeContext: ctx,
+		VolumeCapability: &spec.VolumeCapability{AccessType: &spec.VolumeCapability_Mount{Mount: &spec.VolumeCapability_MountVolume{}},
+			AccessMode: &spec.VolumeCapability_AccessMode{Mode: spec.VolumeCapability_AccessMode_SINGLE_NODE_WRITER}}}
+}
+
+// rpcCtx bounds a call: nothing the plugin does may hang.
+func rpcCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// TestCSIPodResumesFromAnotherCwd drives the plugin as the kubelet would: session s is published for a "pod", a
+// real container gets the target at /session and runs the real claude CLI against the API stub; unpublished, then
+// published again for a second pod that works from another cwd: the conversation resumes, one transcript.
+func TestCSIPodResumesFromAnotherCwd(t *testing.T) {
+	claude := claudeBin(t)
+	cli := needDocker(t)
+	real, err := filepath.EvalSymlinks(claude)
+	require.NoError(t, err)
+	images(t, cli, real)
+	store := t.TempDir()
+	p := startCSI(t, store, "node-a")
+	node, _ := p.client(t)
+	api := stub(t, "127.0.0.1:0")
+	pods := t.TempDir()
+	canonical := filepath.Join(store, "sessions", "s", ".claude", "projects", "-session-workspace")
+
+	pod := func(name, workdir string, args ...string) string {
+		target := filepath.Join(pods, name, "volumes", "session")
+		require.NoError(t, os.MkdirAll(filepath.Dir(target), 0o750))
+		_, err := node.NodePublishVolume(rpcCtx(t), publishReq("csi-"+name, target, map[string]string{"session": "s"}))
+		require.NoError(t, err)
+		defer func() {
+			_, err := node.NodeUnpublishVolume(rpcCtx(t), &spec.NodeUnpublishVolumeRequest{VolumeId: "csi-" + name, TargetPath: target})
+			require.NoError(t, err)
+			assert.NoDirExists(t, target)
+			assert.Empty(t, mountsUnder(t, filepath.Dir(target)), "unpublish leaves nothing mounted")
+		}()
+		// The heavy folders are the store's own at native speed (backends.NativeDirs), the rest the mount's.
+		assert.Len(t, mountsUnder(t, filepath.Dir(target)), 1+len(backends.NativeDirs), "the session, and its heavy folders bound natively")
+		out, err := exec.Command("docker", append([]string{"run", "--rm", "--network", "host", "-v", target + ":/session",
+			"-v", real + ":/usr/local/bin/claude:ro", "-w", workdir, "-e", "HOME=/tmp", "-e", "CLAUDE_CONFIG_DIR=/session/.claude",
+			"-e", "ANTHROPIC_BASE_URL=" + api.URL, "-e", "ANTHROPIC_API_KEY=sk-ant-test", "-e", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+			claudeImage, "/usr/local/bin/claude", "-p"}, args...)...).CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		return string(out)
+	}
+	out := pod("pod-1", "/session/workspace", "hello from the first pod")
+	assert.Contains(t, out, apistub.Reply)
+	files := transcripts(t, canonical)
+	require.Len(t, files, 1)
+	n := lineCount(t, files[0])
+	require.NoError(t, os.MkdirAll(filepath.Join(store, "sessions", "s", "workspace", "api"), 0o755))
+
+	out = pod("pod-2", "/session/workspace/api", "--continue", "again, from a subfolder")
+	assert.NotContains(t, out, "No conversation found")
+	assert.Equal(t, files, transcripts(t, canonical), "one transcript")
+	assert.Greater(t, lineCount(t, files[0]), n, "the second pod continued the first pod's conversation")
 }
