@@ -74,6 +74,12 @@ func (d *Driver) Serve(ctx context.Context, endpoint string) error {
 	return srv.Serve(l)
 }
 
+// CheckEndpoint reports an endpoint Serve cannot listen on (before anything is mounted for it).
+func CheckEndpoint(endpoint string) error {
+	_, err := socketPath(endpoint)
+	return err
+}
+
 // socketPath reads a CSI endpoint: the convention is unix:///csi/csi.sock.
 func socketPath(endpoint string) (string, error) {
 	if endpoint == "" {

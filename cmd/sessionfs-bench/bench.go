@@ -174,6 +174,10 @@ func (b *bench) runAll() {
 		b.agentWorkload()
 		return
 	}
+	if b.c.csiOnly {
+		b.csiPublish()
+		return
+	}
 	canDrop := dropCaches() == nil
 	if !canDrop {
 		b.skip("cold workloads: dropping the caches needs root")
@@ -224,6 +228,7 @@ func (b *bench) runAll() {
 	b.sessionsWalk()
 	b.dockerRun()
 	b.manyBinds()
+	b.csiPublish()
 	b.agentWorkload()
 	b.roundTrips() // last: it stops the bench's mount
 }

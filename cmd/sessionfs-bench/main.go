@@ -22,6 +22,7 @@ type config struct {
 	treeSrc   string // the source tree of the agent workload (default: the Go module cache)
 	treeFiles int    // files of it in the agent workload's tarball
 	agentOnly bool
+	csiOnly   bool
 	only      string // a regexp: run only the file-by-file workloads whose names match
 	jsonOut   string
 	dir       string
@@ -39,6 +40,7 @@ func main() {
 	flag.StringVar(&c.treeSrc, "tree-src", "", "the source tree the agent workload untars (default: the Go module cache)")
 	flag.IntVar(&c.treeFiles, "tree-files", 12000, "files in the agent workload's tree")
 	flag.BoolVar(&c.agentOnly, "agent-only", false, "run only the agent workload")
+	flag.BoolVar(&c.csiOnly, "csi-only", false, "run only the CSI plugin's publish and unpublish timing")
 	flag.StringVar(&c.only, "only", "", "run only the file-by-file workloads whose names match this regexp (e.g. 'create|stat')")
 	flag.StringVar(&c.jsonOut, "json", "bench.json", "where to write the figures as JSON")
 	flag.StringVar(&c.dir, "dir", "", "a folder on the disk to measure (default: a new temporary folder)")

@@ -47,6 +47,9 @@ The plugin runs as root (it mounts). See README, "Running on Kubernetes", and co
 			if nodeID == "" {
 				return usageError("no node id: give --node-id (in Kubernetes: the node's name, from spec.nodeName)")
 			}
+			if err := csi.CheckEndpoint(endpoint); err != nil {
+				return usageError(err.Error())
+			}
 			s, err := a.createStore()
 			if err != nil {
 				return err
