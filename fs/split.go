@@ -93,33 +93,8 @@ func Start(store *layout.Store, mountpoint string, opts Options) (*Mount, error)
 		closeAll(dev, binderP, binderC)
 		return fail(err)
 	}
-	cfg, _ := json.Marshal(ServerConfig{Store: store.Root, Mountpoint: mnt, Options: opts, Watched: watched,
-		Binding: opts.MaxBinds > 0})
-	exe, err := os.Executable()
-	if err != nil {
-		closeAll(dev, binderP, binderC, treeP, treeC)
-		return fail(err)
-	}
-	child := exec.Command(exe, ServerArg, mnt)
-	child.Env = append(os.Environ(), serverEnv+"="+string(cfg))
-	child.Stdout, child.Stderr = os.Stderr, os.Stderr
-	child.ExtraFiles = []*os.File{dev, binderC, treeC}
-	// The serving process dies with this one (a crash, a SIGKILL), as a daemon of one process would: the mount
-	// is then "not connected" at once, and the next mount clears it. The kernel sends the signal when the thread
-	// that started the child ends, so that thread stays locked until the child is gone.
-	child.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	started, exited := make(chan error, 1), make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		if err := child.Start(); err != nil {
-			started <- err
-			return
-		}
-		started <- nil
-		exited <- child.Wait()
-	}()
-	err = <-started
+	child, exited, err := spawn(mnt, ServerConfig{Store: store.Root, Mountpoint: mnt, Options: opts, Watched: watched,
+		Binding: opts.MaxBinds > 0}, dev, binderC, treeC)
 	// The child holds the connection now: with the parent's copy closed, the connection ends when the child does
 	// (the mount then reads "not connected" rather than hanging).
 	closeAll(dev, binderC, treeC)
@@ -178,6 +153,42 @@ func Start(store *layout.Store, mountpoint string, opts Options) (*Mount, error)
 	return &Mount{Mountpoint: mnt, Store: store, Shared: shared, Timeout: opts.Timeout, Binding: bd != nil, binder: bd,
 		minor: unix.Minor(st.Dev), child: child, exited: exited, Confinement: report,
 		closeSplit: func() { treeClient.Close(); binderConn.Close(); sessions.Close() }}, nil
+}
+
+// spawn starts the serving process for the mount at mnt, handing it files (the FUSE connection, its ends of the
+// socket pairs) as descriptors 3 and on; exited reports its end.
+func spawn(mnt string, cfg ServerConfig, files ...*os.File) (*exec.Cmd, chan error, error) {
+	env, err := json.Marshal(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, nil, err
+	}
+	child := exec.Command(exe, ServerArg, mnt)
+	child.Env = append(os.Environ(), serverEnv+"="+string(env))
+	child.Stdout, child.Stderr = os.Stderr, os.Stderr
+	child.ExtraFiles = files
+	// The serving process dies with this one (a crash, a SIGKILL), as a daemon of one process would: the mount
+	// is then "not connected" at once, and the next mount clears it. The kernel sends the signal when the thread
+	// that started the child ends, so that thread stays locked until the child is gone.
+	child.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	started, exited := make(chan error, 1), make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := child.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		exited <- child.Wait()
+	}()
+	if err := <-started; err != nil {
+		return nil, nil, err
+	}
+	return child, exited, nil
 }
 
 // mountDirect mounts a FUSE connection on dev at mnt with mount(2), with the options go-fuse would give it.
