@@ -88,6 +88,7 @@ func TestCSISanity(t *testing.T) {
 	cfg.StagingPath = filepath.Join(base, "staging")
 	cfg.IdempotentCount = 2
 	cfg.TestVolumeSize = 0
+	t.Setenv("GINKGO_NO_COLOR", "TRUE") // plain lines in CI's log
 	sanity.Test(t, cfg)
 	out, _ := exec.Command("grep", "-c", " "+base, "/proc/self/mountinfo").Output()
 	require.Equal(t, "0", strings.TrimSpace(string(out)), "csi-sanity left mounts behind")

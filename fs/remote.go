@@ -6,16 +6,15 @@ import (
 	"net/rpc"
 	"slices"
 	"sync"
+	"time"
 
-	"github.com/sessionfs/sessionfs/fs/nodes"
 	"github.com/sessionfs/sessionfs/layout"
 )
 
-// The two processes of a confined mount (split.go) talk over two socket pairs with net/rpc: the serving process
-// asks the privileged one to bind (Binder), the privileged one asks the serving one when sessions were used
-// (Tree). Nothing else crosses: session ids, folder names, and times. The privileged side treats what it is
-// sent as a session's input: ids are checked by the id rule (binder.enqueue, Removing), folder names against
-// the list.
+// The two processes of a confined mount (split.go) talk over a socket pair with net/rpc: the serving process asks
+// the privileged one to bind (Binder). Nothing else crosses: session ids and folder names, which the privileged
+// side treats as a session's input: ids are checked by the id rule (binder.enqueue, Removing), folder names
+// against the list. A second socket pair is only a lifeline: the serving process stops when the parent is gone.
 
 // binderService is the privileged side's binder, as the serving process calls it.
 type binderService struct {
@@ -25,17 +24,52 @@ type binderService struct {
 	mu       sync.Mutex
 	removals map[uint64]func()
 	next     uint64
+	// used: when each session was last asked for, which is when the serving process last looked inside it: the
+	// binder releases the least recently used first.
+	used map[string]int64
+}
+
+func newBinderService() *binderService {
+	return &binderService{ready: make(chan string, 1), removals: map[uint64]func(){}, used: map[string]int64{}}
+}
+
+// maxUsed bounds the usage record (a serving process that sends endless ids gets its record forgotten, not the
+// parent's memory filled).
+const maxUsed = 1 << 17
+
+// lastUsed is when each of ids was last asked for (unix nanoseconds; 0: never).
+func (s *binderService) lastUsed(ids []string) map[string]int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]int64, len(ids))
+	for _, id := range ids {
+		out[id] = s.used[id]
+	}
+	return out
 }
 
 // errNoBinder answers binding calls to a mount that binds nothing (--max-binds 0).
 var errNoBinder = errors.New("this mount binds nothing")
 
-// Want binds session id's folders (binder.want).
-func (s *binderService) Want(id string, _ *struct{}) error {
+// Want binds the sessions' folders (binder.want; ids failing the id rule are ignored there).
+func (s *binderService) Want(ids []string, _ *struct{}) error {
 	if s.b == nil {
 		return errNoBinder
 	}
-	s.b.want(id)
+	now := time.Now().UnixNano()
+	s.mu.Lock()
+	if len(s.used)+len(ids) > maxUsed {
+		s.used = map[string]int64{}
+	}
+	for _, id := range ids {
+		if layout.ValidateID(id) == nil {
+			s.used[id] = now
+		}
+	}
+	s.mu.Unlock()
+	for _, id := range ids {
+		s.b.want(id)
+	}
 	return nil
 }
 
@@ -98,43 +132,63 @@ func (s *binderService) Ready(report string, _ *struct{}) error {
 	return nil
 }
 
-// remoteBinder is the binder as the serving process sees it: calls to the privileged process.
-type remoteBinder struct{ c *rpc.Client }
+// remoteBinder is the binder as the serving process sees it: calls to the privileged process. want is called on
+// every lookup inside a session folder, a walk of a thousand sessions makes thousands: they are gathered and sent
+// together by one sender, a call per burst rather than a round trip (and two context switches) per lookup.
+type remoteBinder struct {
+	c *rpc.Client
 
-// call sends a call without waiting for its answer (want must never block a FUSE request).
-func (r remoteBinder) call(method string, arg any) {
+	mu      sync.Mutex
+	pending []string
+	queued  map[string]bool
+	wake    chan struct{}
+}
+
+func newRemoteBinder(c *rpc.Client) *remoteBinder {
+	r := &remoteBinder{c: c, queued: map[string]bool{}, wake: make(chan struct{}, 1)}
+	go r.send()
+	return r
+}
+
+// send sends what want gathered, a batch at a time, until the connection ends.
+func (r *remoteBinder) send() {
+	for range r.wake {
+		r.mu.Lock()
+		ids := r.pending
+		r.pending, r.queued = nil, map[string]bool{}
+		r.mu.Unlock()
+		if len(ids) > 0 && errors.Is(r.c.Call("Binder.Want", ids, nil), rpc.ErrShutdown) {
+			return
+		}
+	}
+}
+
+// call sends a call without waiting for its answer (nothing here may block a FUSE request).
+func (r *remoteBinder) call(method string, arg any) {
 	r.c.Go(method, arg, nil, make(chan *rpc.Call, 1))
 }
 
-func (r remoteBinder) want(id string)            { r.call("Binder.Want", id) }
-func (r remoteBinder) wantFilled(id, dir string) { r.call("Binder.WantFilled", [2]string{id, dir}) }
-func (r remoteBinder) wantBound()                { r.call("Binder.WantBound", struct{}{}) }
+func (r *remoteBinder) want(id string) {
+	r.mu.Lock()
+	if !r.queued[id] {
+		r.queued[id] = true
+		r.pending = append(r.pending, id)
+	}
+	r.mu.Unlock()
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (r *remoteBinder) wantFilled(id, dir string) { r.call("Binder.WantFilled", [2]string{id, dir}) }
+func (r *remoteBinder) wantBound()                { r.call("Binder.WantBound", struct{}{}) }
 
 // removingSession waits for session id's binds to be detached (a removal through the mount, inside its request).
-func (r remoteBinder) removingSession(id string) (done func()) {
+func (r *remoteBinder) removingSession(id string) (done func()) {
 	var token uint64
 	if err := r.c.Call("Binder.Removing", id, &token); err != nil {
 		return func() {}
 	}
 	return func() { _ = r.c.Call("Binder.Removed", token, nil) }
-}
-
-// treeService is the serving process's tree, as the privileged process asks it.
-type treeService struct{ tree *nodes.Tree }
-
-// LastUsed is when each of ids was last used through the mount (unix nanoseconds; 0: never).
-func (s *treeService) LastUsed(ids []string, out *map[string]int64) error {
-	*out = lastUsed(s.tree, ids)
-	return nil
-}
-
-// remoteLastUsed asks the serving process (nothing known if it cannot answer: every session counts as idle).
-func remoteLastUsed(c *rpc.Client) func([]string) map[string]int64 {
-	return func(ids []string) map[string]int64 {
-		var out map[string]int64
-		if err := c.Call("Tree.LastUsed", ids, &out); err != nil {
-			return map[string]int64{}
-		}
-		return out
-	}
 }

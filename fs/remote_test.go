@@ -9,7 +9,7 @@ import (
 // The privileged side takes the serving process's calls as a session's input: bad ids and folder names are
 // refused, and a mount that binds nothing answers with an error rather than a crash.
 func TestBinderServiceRefusesBadInput(t *testing.T) {
-	s := &binderService{ready: make(chan string, 1), removals: map[uint64]func(){}}
+	s := newBinderService()
 	var token uint64
 	assert.Error(t, s.Removing("../etc", &token), "an id outside the rule")
 	assert.Error(t, s.Removing("", &token))
@@ -17,7 +17,7 @@ func TestBinderServiceRefusesBadInput(t *testing.T) {
 	assert.Error(t, s.WantFilled([2]string{"web", "../../x"}, nil), "a folder not bound lazily")
 	assert.Error(t, s.WantFilled([2]string{"web", "workspace"}, nil))
 	assert.ErrorIs(t, s.WantFilled([2]string{"web", "app"}, nil), errNoBinder)
-	assert.ErrorIs(t, s.Want("web", nil), errNoBinder)
+	assert.ErrorIs(t, s.Want([]string{"web"}, nil), errNoBinder)
 	assert.ErrorIs(t, s.WantBound(struct{}{}, nil), errNoBinder)
 	assert.NoError(t, s.Removed(42, nil), "an unknown token does nothing")
 	assert.Empty(t, s.removals)

@@ -3,6 +3,7 @@ package fs
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/rpc"
 	"os"
@@ -59,7 +60,7 @@ func runServer(onCreate func(s *layout.Store, mnt string) func(id string) error)
 	binderClient := rpc.NewClient(binderConn)
 	var notify binds
 	if cfg.Binding {
-		rb := remoteBinder{binderClient}
+		rb := newRemoteBinder(binderClient)
 		tree.OnSession, tree.Removing = rb.want, rb.removingSession
 		notify = rb
 	}
@@ -68,13 +69,9 @@ func runServer(onCreate func(s *layout.Store, mnt string) func(id string) error)
 		return fmt.Errorf("watch the store: %w", err)
 	}
 	defer wa.close()
-	treeConn, err := fileConn(treeFD, "tree")
-	if err != nil {
-		return err
-	}
-	srv := rpc.NewServer()
-	if err := srv.RegisterName("Tree", &treeService{tree: tree}); err != nil {
-		return err
+	life := os.NewFile(lifeFD, "lifeline")
+	if life == nil {
+		return fmt.Errorf("descriptor %d (the lifeline) is not open (this process is started by sessionfs mount)", lifeFD)
 	}
 	root := nodes.NewRoot(tree, opts.OnCreate)
 	syscall.Umask(0) // modes reach us already masked by the caller's umask
@@ -91,8 +88,9 @@ func runServer(onCreate func(s *layout.Store, mnt string) func(id string) error)
 		return fmt.Errorf("confine: %w", err)
 	}
 	go func() {
-		// The parent gone (killed): stop serving, as a daemon that died would; the next mount clears it.
-		srv.ServeConn(treeConn)
+		// The parent gone (killed, and Pdeathsig missed it): stop serving, as a daemon that died would; the next
+		// mount clears it.
+		_, _ = io.Copy(io.Discard, life)
 		os.Exit(2)
 	}()
 	go server.Serve()

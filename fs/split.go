@@ -35,7 +35,7 @@ const serverEnv = "SESSIONFS_SERVER"
 const (
 	fuseFD    = 3 // the FUSE connection the parent mounted
 	binderFD  = 4 // calls to the parent's binder
-	treeFD    = 5 // the parent's calls to the tree
+	lifeFD    = 5 // the lifeline: it reads end of file when the parent is gone
 	childFDs  = 3
 	startWait = 30 * time.Second
 )
@@ -88,34 +88,27 @@ func Start(store *layout.Store, mountpoint string, opts Options) (*Mount, error)
 		closeAll(dev)
 		return fail(err)
 	}
-	treeP, treeC, err := socketPair()
+	lifeP, lifeC, err := socketPair()
 	if err != nil {
 		closeAll(dev, binderP, binderC)
 		return fail(err)
 	}
 	child, exited, err := spawn(mnt, ServerConfig{Store: store.Root, Mountpoint: mnt, Options: opts, Watched: watched,
-		Binding: opts.MaxBinds > 0}, dev, binderC, treeC)
+		Binding: opts.MaxBinds > 0}, dev, binderC, lifeC)
 	// The child holds the connection now: with the parent's copy closed, the connection ends when the child does
 	// (the mount then reads "not connected" rather than hanging).
-	closeAll(dev, binderC, treeC)
+	closeAll(dev, binderC, lifeC)
 	if err != nil {
-		closeAll(binderP, treeP)
+		closeAll(binderP, lifeP)
 		return fail(fmt.Errorf("start the serving process: %w", err))
 	}
 
-	treeConn, err := net.FileConn(treeP)
-	treeP.Close()
-	if err != nil {
-		_ = child.Process.Kill()
-		closeAll(binderP)
-		return fail(err)
-	}
-	treeClient := rpc.NewClient(treeConn)
+	svc := newBinderService()
 	var bd *binder
 	if opts.MaxBinds > 0 {
-		bd = newBinder(mnt, sessions, opts.MaxBinds, opts.ReadOnly, remoteLastUsed(treeClient))
+		bd = newBinder(mnt, sessions, opts.MaxBinds, opts.ReadOnly, svc.lastUsed)
+		svc.b = bd
 	}
-	svc := &binderService{b: bd, ready: make(chan string, 1), removals: map[uint64]func(){}}
 	srv := rpc.NewServer()
 	if err := srv.RegisterName("Binder", svc); err != nil {
 		panic(err) // a programming error: the service's methods are fixed
@@ -124,6 +117,7 @@ func Start(store *layout.Store, mountpoint string, opts Options) (*Mount, error)
 	binderP.Close()
 	if err != nil {
 		_ = child.Process.Kill()
+		lifeP.Close()
 		return fail(err)
 	}
 	go srv.ServeConn(binderConn)
@@ -152,7 +146,7 @@ func Start(store *layout.Store, mountpoint string, opts Options) (*Mount, error)
 	}
 	return &Mount{Mountpoint: mnt, Store: store, Shared: shared, Timeout: opts.Timeout, Binding: bd != nil, binder: bd,
 		minor: unix.Minor(st.Dev), child: child, exited: exited, Confinement: report,
-		closeSplit: func() { treeClient.Close(); binderConn.Close(); sessions.Close() }}, nil
+		closeSplit: func() { lifeP.Close(); binderConn.Close(); sessions.Close() }}, nil
 }
 
 // spawn starts the serving process for the mount at mnt, handing it files (the FUSE connection, its ends of the
