@@ -26,12 +26,10 @@ func (d *Driver) NodeGetCapabilities(context.Context, *spec.NodeGetCapabilitiesR
 // NodePublishVolume takes the session's run lease and lays the session at the target path (publish.go). It is
 // idempotent: the same session at the same target is published already.
 func (d *Driver) NodePublishVolume(_ context.Context, req *spec.NodePublishVolumeRequest) (*spec.NodePublishVolumeResponse, error) {
-	target := req.GetTargetPath()
+	target, err := checkTarget(req.GetVolumeId(), req.GetTargetPath())
 	switch {
-	case req.GetVolumeId() == "":
-		return nil, status.Error(codes.InvalidArgument, "no volume id")
-	case target == "" || !filepath.IsAbs(target):
-		return nil, status.Errorf(codes.InvalidArgument, "target path %q: want an absolute path", target)
+	case err != nil:
+		return nil, err
 	case req.GetVolumeCapability() == nil:
 		return nil, status.Error(codes.InvalidArgument, "no volume capability")
 	case req.GetStagingTargetPath() != "":
@@ -55,7 +53,6 @@ func (d *Driver) NodePublishVolume(_ context.Context, req *spec.NodePublishVolum
 		return nil, status.Errorf(codes.InvalidArgument, "session: %v", err)
 	}
 	ro := req.GetReadonly() || req.GetVolumeCapability().GetAccessMode().GetMode() == spec.VolumeCapability_AccessMode_SINGLE_NODE_READER_ONLY
-	target = filepath.Clean(target)
 
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -91,14 +88,10 @@ func (d *Driver) NodePublishVolume(_ context.Context, req *spec.NodePublishVolum
 // NodeUnpublishVolume unmounts what publishing made at the target, removes the folder and releases the lease.
 // It is idempotent: a target already gone is unpublished.
 func (d *Driver) NodeUnpublishVolume(_ context.Context, req *spec.NodeUnpublishVolumeRequest) (*spec.NodeUnpublishVolumeResponse, error) {
-	target := req.GetTargetPath()
-	switch {
-	case req.GetVolumeId() == "":
-		return nil, status.Error(codes.InvalidArgument, "no volume id")
-	case target == "" || !filepath.IsAbs(target):
-		return nil, status.Errorf(codes.InvalidArgument, "target path %q: want an absolute path", target)
+	target, err := checkTarget(req.GetVolumeId(), req.GetTargetPath())
+	if err != nil {
+		return nil, err
 	}
-	target = filepath.Clean(target)
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if err := unpublish(target); err != nil {
@@ -112,6 +105,17 @@ func (d *Driver) NodeUnpublishVolume(_ context.Context, req *spec.NodeUnpublishV
 		delete(d.published, target)
 	}
 	return &spec.NodeUnpublishVolumeResponse{}, nil
+}
+
+// checkTarget checks a request's volume id and target path, and returns the path cleaned.
+func checkTarget(volumeID, target string) (string, error) {
+	switch {
+	case volumeID == "":
+		return "", status.Error(codes.InvalidArgument, "no volume id")
+	case target == "" || !filepath.IsAbs(target):
+		return "", status.Errorf(codes.InvalidArgument, "target path %q: want an absolute path", target)
+	}
+	return filepath.Clean(target), nil
 }
 
 // Close releases every lease (the plugin stops; what it published stays mounted for the pods).

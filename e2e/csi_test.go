@@ -28,6 +28,7 @@ import (
 type csiPlugin struct {
 	store, mnt, sock string
 	cmd              *exec.Cmd
+	done             chan struct{} // closed when the plugin has exited
 	log              *syncBuffer
 }
 
@@ -38,11 +39,12 @@ func startCSI(t *testing.T, store, node string, extra ...string) *csiPlugin {
 	needFUSE(t)
 	need(t, os.Geteuid() == 0, "the CSI plugin mounts: root")
 	dir := t.TempDir()
-	p := &csiPlugin{store: store, mnt: filepath.Join(dir, "mnt"), sock: filepath.Join(dir, "csi.sock"), log: &syncBuffer{}}
+	p := &csiPlugin{store: store, mnt: filepath.Join(dir, "mnt"), sock: filepath.Join(dir, "csi.sock"), done: make(chan struct{}), log: &syncBuffer{}}
 	p.cmd = exec.Command(bin, append([]string{"csi", "--endpoint", "unix://" + p.sock, "--node-id", node, "--mountpoint", p.mnt}, extra...)...)
 	p.cmd.Env = append(os.Environ(), "SESSIONFS_STORE="+store)
 	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
 	require.NoError(t, p.cmd.Start())
+	go func() { _ = p.cmd.Wait(); close(p.done) }()
 	t.Cleanup(func() { p.stop(t) })
 	eventually(t, 15*time.Second, func() bool {
 		_, err := os.Stat(p.sock)
@@ -52,17 +54,7 @@ func startCSI(t *testing.T, store, node string, extra ...string) *csiPlugin {
 }
 
 func (p *csiPlugin) stop(t *testing.T) {
-	if p.cmd.ProcessState == nil {
-		_ = p.cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = p.cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(15 * time.Second):
-			_ = p.cmd.Process.Kill()
-			<-done
-		}
-	}
+	stopProcess(p.cmd, p.done, 15*time.Second)
 	if isFUSEMount(p.mnt) || staleMount(p.mnt) {
 		_ = syscall.Unmount(p.mnt, syscall.MNT_DETACH)
 	}
@@ -281,7 +273,7 @@ func TestCSIOnePodPerSessionAcrossHosts(t *testing.T) {
 	_, err = nodeA.NodePublishVolume(rpcCtx(t), publishReq("csi-web", targetA, web))
 	require.NoError(t, err)
 	require.NoError(t, a.cmd.Process.Kill())
-	_ = a.cmd.Wait()
+	<-a.done
 	eventually(t, 30*time.Second, func() bool {
 		_, err = nodeB.NodePublishVolume(rpcCtx(t), publishReq("csi-web", targetB, web))
 		return err == nil
