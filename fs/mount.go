@@ -3,6 +3,7 @@ package fs
 import (
 	"errors"
 	"fmt"
+	"net/rpc"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -67,11 +68,9 @@ type Mount struct {
 	minor   uint32        // the FUSE connection's number, to abort it once detached (Abort)
 	done    chan struct{} // stops the pruner
 
-	// A confined mount (Start) is served by a child process.
-	child      *exec.Cmd
-	exited     chan error
-	closeSplit func()
-	// Confinement says what confines the serving process ("" for a mount served in this process).
+	// helper is a confined mount's privileged helper (Start); nil for a mount of New.
+	helper *rpc.Client
+	// Confinement says what confines the serving process ("" for an unconfined mount).
 	Confinement string
 }
 
@@ -276,10 +275,10 @@ func serve(mnt string, root gofs.InodeEmbedder, opts *gofs.Options) (*fuse.Serve
 
 // Wait blocks until the mount is unmounted; an error says the serving process ended on its own.
 func (m *Mount) Wait() error {
-	if m.child != nil {
-		return m.waitChild()
-	}
 	m.server.Wait()
+	if m.helper != nil {
+		m.helper.Close() // the helper ends with its socket
+	}
 	if m.binder != nil {
 		m.binder.close()
 	}
@@ -292,14 +291,35 @@ func (m *Mount) Wait() error {
 // Abort ends the mount's FUSE connection (through fusectl): the processes still using a mount detached lazily get
 // errors, and Wait returns.
 func (m *Mount) Abort() error {
+	if m.helper != nil {
+		return m.helper.Call("Binder.Abort", m.minor, nil)
+	}
 	return abortMinor(m.minor)
+}
+
+// Detach detaches a busy mount lazily (and its binds): it is served until its last user leaves.
+func (m *Mount) Detach() error {
+	if m.helper != nil {
+		return m.helper.Call("Binder.Detach", struct{}{}, nil)
+	}
+	return Unmount(m.Mountpoint)
+}
+
+// Users lists the processes that keep the mount busy ("pid name").
+func (m *Mount) Users() []string {
+	if m.helper != nil {
+		var out []string
+		_ = m.helper.Call("Binder.Users", struct{}{}, &out)
+		return out
+	}
+	return Users(m.Mountpoint)
 }
 
 // Unmount detaches the mount (go-fuse retries a busy one for a moment; the caller can then detach it lazily
 // with the package's Unmount).
 func (m *Mount) Unmount() error {
-	if m.child != nil {
-		return m.unmountSplit()
+	if m.helper != nil {
+		return m.unmountConfined()
 	}
 	// The binds beneath it first: a mount with mounts on it is busy.
 	if m.binder != nil {

@@ -6,20 +6,21 @@ import (
 	"net/rpc"
 	"slices"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/sessionfs/sessionfs/layout"
 )
 
-// The two processes of a confined mount (split.go) talk over a socket pair with net/rpc: the serving process asks
-// the privileged one to bind (Binder). Nothing else crosses: session ids and folder names, which the privileged
-// side treats as a session's input: ids are checked by the id rule (binder.enqueue, Removing), folder names
-// against the list. A second socket pair is only a lifeline: the serving process stops when the parent is gone.
+// The two processes of a confined mount (split.go) talk over a socket pair with net/rpc: the serving daemon asks
+// the privileged helper to bind, unmount and abort (Binder). Nothing else crosses: session ids and folder names,
+// which the helper treats as a session's input: ids are checked by the id rule (binder.enqueue, Removing),
+// folder names against the list. The mountpoint and the connection are the helper's own, never taken from a call.
 
 // binderService is the privileged side's binder, as the serving process calls it.
 type binderService struct {
-	b     *binder
-	ready chan string // the serving process's report once it serves
+	b   *binder // nil when the mount binds nothing
+	mnt string
 
 	mu       sync.Mutex
 	removals map[uint64]func()
@@ -29,8 +30,8 @@ type binderService struct {
 	used map[string]int64
 }
 
-func newBinderService() *binderService {
-	return &binderService{ready: make(chan string, 1), removals: map[uint64]func(){}, used: map[string]int64{}}
+func newBinderService(mnt string) *binderService {
+	return &binderService{mnt: mnt, removals: map[uint64]func(){}, used: map[string]int64{}}
 }
 
 // maxUsed bounds the usage record (a serving process that sends endless ids gets its record forgotten, not the
@@ -123,12 +124,44 @@ func (s *binderService) Removed(token uint64, _ *struct{}) error {
 	return nil
 }
 
-// Ready is the serving process saying it serves, with its confinement.
-func (s *binderService) Ready(report string, _ *struct{}) error {
-	select {
-	case s.ready <- report:
-	default:
+// Unmount detaches the binds and unmounts the mount (go-fuse's retries: the kernel may still be releasing
+// files); an error says it is busy.
+func (s *binderService) Unmount(_ struct{}, _ *struct{}) error {
+	if s.b != nil {
+		s.b.close()
 	}
+	var err error
+	for try, delay := 0, time.Duration(0); try < 5; try++ {
+		if err = syscall.Unmount(s.mnt, 0); err == nil || !errors.Is(err, syscall.EBUSY) {
+			break
+		}
+		delay = 2*delay + 5*time.Millisecond
+		time.Sleep(delay)
+	}
+	return err
+}
+
+// Detach detaches the binds and the mount lazily: it serves on until its last user leaves.
+func (s *binderService) Detach(_ struct{}, _ *struct{}) error {
+	if s.b != nil {
+		s.b.close()
+	}
+	DetachBinds(s.mnt)
+	return syscall.Unmount(s.mnt, syscall.MNT_DETACH)
+}
+
+// Abort ends the mount's FUSE connection (fusectl): the processes still inside get errors.
+func (s *binderService) Abort(minor uint32, _ *struct{}) error { return abortMinor(minor) }
+
+// Users lists the processes that keep the mount busy (fs.Users: it reads /proc, which the daemon may not).
+func (s *binderService) Users(_ struct{}, out *[]string) error {
+	*out = Users(s.mnt)
+	return nil
+}
+
+// PollHack makes the kernel's one POLL request (pollHack).
+func (s *binderService) PollHack(_ struct{}, _ *struct{}) error {
+	pollHack(s.mnt)
 	return nil
 }
 

@@ -8,49 +8,48 @@ import (
 	"net/rpc"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"syscall"
-	"time"
 
+	gofs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
 
+	"github.com/sessionfs/sessionfs/confine"
+	"github.com/sessionfs/sessionfs/fs/nodes"
 	"github.com/sessionfs/sessionfs/layout"
 )
 
-// A confined mount is two processes. The parent (root, every capability) mounts, binds sessions' folders,
-// unmounts and aborts: it serves no FUSE request and reads nothing a session wrote but the folders it binds, by
-// descriptor. The child serves every FUSE request, confined (package confine) before it reads its first one:
-// a few capabilities, Landlock to the store, a seccomp allow-list without mount, unshare or execve. So a slip in
-// the code that answers the mount's requests meets the kernel, not the host.
+// A confined mount is two processes. The daemon mounts, then confines itself (package confine) before it reads
+// its first FUSE request, and serves every request from then on: a few capabilities, Landlock to the store, a
+// seccomp allow-list without mount, unshare or execve. So a slip in the code that answers the mount's requests
+// meets the kernel, not the host. What needs more (binding sessions' folders, unmounting, aborting a hung
+// connection) is asked of a small helper it starts before confining itself: the helper (root, every capability)
+// serves no FUSE request, does nothing else, and takes only session ids and folder names (remote.go).
 
-// ServerArg is argv[1] of the serving process: main hands it to RunServer.
-const ServerArg = "__serve"
+// HelperArg is argv[1] of the privileged helper: main hands it to RunHelper.
+const HelperArg = "__privileged"
 
-// serverEnv carries the serving process's configuration (ServerConfig, JSON).
-const serverEnv = "SESSIONFS_SERVER"
+// helperEnv carries the helper's configuration (helperConfig, JSON).
+const helperEnv = "SESSIONFS_HELPER"
 
-// The serving process's descriptors.
-const (
-	fuseFD    = 3 // the FUSE connection the parent mounted
-	binderFD  = 4 // calls to the parent's binder
-	lifeFD    = 5 // the lifeline: it reads end of file when the parent is gone
-	childFDs  = 3
-	startWait = 30 * time.Second
-)
+// helperFD is the helper's end of its socket to the daemon.
+const helperFD = 3
 
-// ServerConfig is what the serving process is told.
-type ServerConfig struct {
-	Store      string
-	Mountpoint string
-	Options    Options
-	Watched    time.Duration
-	Binding    bool
+// helperConfig is what the helper is told.
+type helperConfig struct {
+	Store, Mountpoint string
+	MaxBinds          int
+	ReadOnly          bool
 }
 
-// Start mounts store at mountpoint as New does, and serves it from a confined child process (root only).
-func Start(store *layout.Store, mountpoint string, opts Options) (*Mount, error) {
+// Start mounts store at mountpoint as New does, and serves it from this process once it has confined itself
+// (root only). ready, when set, runs once the mount is made and before the confinement (it may need what the
+// confinement takes away: systemd's notify socket, say).
+func Start(store *layout.Store, mountpoint string, opts Options, ready func()) (*Mount, error) {
 	if err := opts.Confine.Check(); err != nil {
 		return nil, err
 	}
@@ -58,138 +57,171 @@ func Start(store *layout.Store, mountpoint string, opts Options) (*Mount, error)
 	if err != nil {
 		return nil, err
 	}
-	sessions, err := layout.OpenDir(store.SessionsDir())
+	tree, err := newTree(store, opts, watched)
 	if err != nil {
-		return nil, fmt.Errorf("open the store: %w", err)
-	}
-	closeAll := func(fs ...*os.File) {
-		for _, f := range fs {
-			f.Close()
-		}
-	}
-	dev, err := os.OpenFile("/dev/fuse", os.O_RDWR, 0)
-	if err != nil {
-		sessions.Close()
 		return nil, err
+	}
+	// A plain descriptor, not an *os.File: go-fuse takes it over (a File's finalizer would close it under it).
+	dev, err := unix.Open("/dev/fuse", unix.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		tree.Close()
+		return nil, fmt.Errorf("open /dev/fuse: %w", err)
 	}
 	if err := mountDirect(store, mnt, opts, dev); err != nil {
-		closeAll(dev)
-		sessions.Close()
+		unix.Close(dev)
+		tree.Close()
 		return nil, mountError(mnt, err)
 	}
-	// From here a failure unmounts again.
 	fail := func(err error) (*Mount, error) {
+		unix.Close(dev)
 		_ = syscall.Unmount(mnt, syscall.MNT_DETACH)
-		sessions.Close()
+		tree.Close()
 		return nil, err
 	}
-	binderP, binderC, err := socketPair()
+	helper, err := startHelper(helperConfig{Store: store.Root, Mountpoint: mnt, MaxBinds: opts.MaxBinds, ReadOnly: opts.ReadOnly})
 	if err != nil {
-		closeAll(dev)
-		return fail(err)
+		return fail(fmt.Errorf("start the privileged helper: %w", err))
 	}
-	lifeP, lifeC, err := socketPair()
-	if err != nil {
-		closeAll(dev, binderP, binderC)
-		return fail(err)
-	}
-	child, exited, err := spawn(mnt, ServerConfig{Store: store.Root, Mountpoint: mnt, Options: opts, Watched: watched,
-		Binding: opts.MaxBinds > 0}, dev, binderC, lifeC)
-	// The child holds the connection now: with the parent's copy closed, the connection ends when the child does
-	// (the mount then reads "not connected" rather than hanging).
-	closeAll(dev, binderC, lifeC)
-	if err != nil {
-		closeAll(binderP, lifeP)
-		return fail(fmt.Errorf("start the serving process: %w", err))
-	}
-
-	svc := newBinderService()
-	var bd *binder
+	var notify binds
 	if opts.MaxBinds > 0 {
-		bd = newBinder(mnt, sessions, opts.MaxBinds, opts.ReadOnly, svc.lastUsed)
-		svc.b = bd
+		rb := newRemoteBinder(helper)
+		tree.OnSession, tree.Removing = rb.want, rb.removingSession
+		notify = rb
 	}
-	srv := rpc.NewServer()
-	if err := srv.RegisterName("Binder", svc); err != nil {
-		panic(err) // a programming error: the service's methods are fixed
-	}
-	binderConn, err := net.FileConn(binderP)
-	binderP.Close()
+	wa, err := startWatcher(tree, notify)
 	if err != nil {
-		_ = child.Process.Kill()
-		lifeP.Close()
+		helper.Close()
+		return fail(fmt.Errorf("watch the store: %w", err))
+	}
+	root := nodes.NewRoot(tree, opts.OnCreate)
+	syscall.Umask(0)               // modes reach us already masked by the caller's umask
+	procs := runtime.GOMAXPROCS(0) // what go-fuse sizes its readers by (procs.go)
+	nodeOpts := nodeOptions(mountOptions(store, opts), opts.Timeout)
+	server, err := fuse.NewServer(newNoOpendir(gofs.NewNodeFS(root, nodeOpts)), fmt.Sprintf("/dev/fd/%d", dev), &nodeOpts.MountOptions)
+	if err != nil {
+		wa.close()
+		helper.Close()
 		return fail(err)
 	}
-	go srv.ServeConn(binderConn)
-
-	var report string
-	select {
-	case report = <-svc.ready:
-	case err := <-exited:
-		if bd != nil {
-			bd.close()
-		}
-		return fail(fmt.Errorf("the serving process ended before it served: %v", err))
-	case <-time.After(startWait):
-		_ = child.Process.Kill()
-		<-exited
-		if bd != nil {
-			bd.close()
-		}
-		return fail(fmt.Errorf("the serving process did not serve within %s", startWait))
+	if ready != nil {
+		ready()
 	}
-	pollHack(mnt)
+	// Confined before the first request is read: everything it needs outside the store is open by now.
+	report, err := confine.Serving(store.Root, opts.Confine)
+	if err != nil {
+		// Serve nothing unconfined: the mount goes (the helper can still unmount), and so does this process.
+		_ = helper.Call("Binder.Detach", struct{}{}, nil)
+		return nil, fmt.Errorf("confine the serving process: %w", err)
+	}
+	go server.Serve()
+	if err := server.WaitMount(); err != nil {
+		return nil, err
+	}
+	// The kernel asks POLL once: a request from the helper makes it, so that go-fuse can answer ENOSYS.
+	_ = helper.Call("Binder.PollHack", struct{}{}, nil)
+	spareProcs(procs)
+	done := make(chan struct{})
+	go tree.Prune(root.Sessions(), opts.MaxNodes, done)
 	var st syscall.Stat_t
-	_ = syscall.Stat(mnt, &st) // served by now; the connection is named by the mount's device minor
-	if bd != nil {
-		go bd.wantRecent()
-	}
-	return &Mount{Mountpoint: mnt, Store: store, Shared: shared, Timeout: opts.Timeout, Binding: bd != nil, binder: bd,
-		minor: unix.Minor(st.Dev), child: child, exited: exited, Confinement: report,
-		closeSplit: func() { lifeP.Close(); binderConn.Close(); sessions.Close() }}, nil
+	_ = syscall.Stat(mnt, &st) // the connection is named by the mount's device minor
+	return &Mount{Mountpoint: mnt, Store: store, server: server, watcher: wa, tree: tree, Shared: shared, Timeout: opts.Timeout,
+		Binding: opts.MaxBinds > 0, done: done, minor: unix.Minor(st.Dev), helper: helper, Confinement: report.String()}, nil
 }
 
-// spawn starts the serving process for the mount at mnt, handing it files (the FUSE connection, its ends of the
-// socket pairs) as descriptors 3 and on; exited reports its end.
-func spawn(mnt string, cfg ServerConfig, files ...*os.File) (*exec.Cmd, chan error, error) {
+// startHelper starts the privileged helper with its end of a socket pair and returns a client of it. The helper
+// ends when the socket closes (this process ends).
+func startHelper(cfg helperConfig) (*rpc.Client, error) {
 	env, err := json.Marshal(cfg)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	exe, err := os.Executable()
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	child := exec.Command(exe, ServerArg, mnt)
-	child.Env = append(os.Environ(), serverEnv+"="+string(env))
-	child.Stdout, child.Stderr = os.Stderr, os.Stderr
-	child.ExtraFiles = files
-	// The serving process dies with this one (a crash, a SIGKILL), as a daemon of one process would: the mount
-	// is then "not connected" at once, and the next mount clears it. The kernel sends the signal when the thread
-	// that started the child ends, so that thread stays locked until the child is gone.
-	child.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	started, exited := make(chan error, 1), make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		if err := child.Start(); err != nil {
-			started <- err
-			return
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	ours, theirs := os.NewFile(uintptr(fds[0]), "sessionfs-daemon"), os.NewFile(uintptr(fds[1]), "sessionfs-helper")
+	defer theirs.Close()
+	helper := exec.Command(exe, HelperArg, cfg.Mountpoint)
+	helper.Env = append(os.Environ(), helperEnv+"="+string(env))
+	helper.Stdout, helper.Stderr = os.Stderr, os.Stderr
+	helper.ExtraFiles = []*os.File{theirs}
+	if err := helper.Start(); err != nil {
+		ours.Close()
+		return nil, err
+	}
+	go func() { _ = helper.Wait() }() // reaped, whenever it ends
+	conn, err := net.FileConn(ours)
+	ours.Close()
+	if err != nil {
+		_ = helper.Process.Kill()
+		return nil, err
+	}
+	return rpc.NewClient(conn), nil
+}
+
+// RunHelper is the privileged helper of a confined mount, when argv[1] is HelperArg: it binds, unmounts and aborts
+// for the daemon until the daemon is gone, and exits; otherwise it returns at once.
+func RunHelper() {
+	if len(os.Args) < 2 || os.Args[1] != HelperArg {
+		return
+	}
+	if err := runHelper(); err != nil {
+		fmt.Fprintf(os.Stderr, "sessionfs: privileged helper: %v\n", err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+func runHelper() error {
+	var cfg helperConfig
+	if err := json.Unmarshal([]byte(os.Getenv(helperEnv)), &cfg); err != nil {
+		return fmt.Errorf("read the configuration: %w (this process is started by sessionfs mount)", err)
+	}
+	os.Unsetenv(helperEnv)
+	// The daemon stops the mount: an interrupt at the terminal reaches both processes, and only the daemon acts.
+	signal.Ignore(os.Interrupt, syscall.SIGTERM)
+	f := os.NewFile(helperFD, "daemon")
+	if f == nil {
+		return errors.New("descriptor 3 is not open (this process is started by sessionfs mount)")
+	}
+	conn, err := net.FileConn(f)
+	f.Close()
+	if err != nil {
+		return err
+	}
+	svc := newBinderService(cfg.Mountpoint)
+	if cfg.MaxBinds > 0 {
+		store, err := layout.OpenStore(cfg.Store)
+		if err != nil {
+			return err
 		}
-		started <- nil
-		exited <- child.Wait()
-	}()
-	if err := <-started; err != nil {
-		return nil, nil, err
+		sessions, err := layout.OpenDir(store.SessionsDir())
+		if err != nil {
+			return err
+		}
+		defer sessions.Close()
+		svc.b = newBinder(cfg.Mountpoint, sessions, cfg.MaxBinds, cfg.ReadOnly, svc.lastUsed)
+		go svc.b.wantRecent()
 	}
-	return child, exited, nil
+	srv := rpc.NewServer()
+	if err := srv.RegisterName("Binder", svc); err != nil {
+		return err
+	}
+	// Until the daemon is gone. A daemon killed leaves its binds, as a daemon of one process did: the next mount
+	// clears them with the stale mount.
+	srv.ServeConn(conn)
+	return nil
 }
 
 // mountDirect mounts a FUSE connection on dev at mnt with mount(2), with the options go-fuse would give it.
-func mountDirect(store *layout.Store, mnt string, opts Options, dev *os.File) error {
+func mountDirect(store *layout.Store, mnt string, opts Options, dev int) error {
 	mo := mountOptions(store, opts)
 	data := []string{
-		fmt.Sprintf("fd=%d", dev.Fd()),
+		fmt.Sprintf("fd=%d", dev),
 		fmt.Sprintf("rootmode=%o", syscall.S_IFDIR),
 		fmt.Sprintf("user_id=%d", os.Geteuid()),
 		fmt.Sprintf("group_id=%d", os.Getegid()),
@@ -203,7 +235,7 @@ func mountDirect(store *layout.Store, mnt string, opts Options, dev *os.File) er
 }
 
 // pollHack makes the kernel ask the serving process for POLL once, so that it learns POLL is not supported
-// (go-fuse's own mount does this; with a mount made here, the parent does).
+// (go-fuse's own mount does this; with a mount made here, the helper does).
 func pollHack(mnt string) {
 	fd, err := unix.Open(filepath.Join(mnt, ".go-fuse-epoll-hack"), unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -213,68 +245,41 @@ func pollHack(mnt string) {
 	unix.Close(fd)
 }
 
-// socketPair is a connected pair of unix stream sockets.
-func socketPair() (parent, child *os.File, err error) {
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return nil, nil, err
-	}
-	return os.NewFile(uintptr(fds[0]), "sessionfs-parent"), os.NewFile(uintptr(fds[1]), "sessionfs-child"), nil
-}
-
-// waitChild waits for the serving process to end and says how it ended (nil: it served until unmounted).
-func (m *Mount) waitChild() error {
-	err := <-m.exited
-	m.exited <- err // for a second caller
-	if m.binder != nil {
-		m.binder.close()
-	}
-	m.closeSplit()
-	if err != nil {
-		// A crash leaves the mount "not connected": detach it, so the mountpoint is usable again.
-		DetachBinds(m.Mountpoint)
-		_ = syscall.Unmount(m.Mountpoint, syscall.MNT_DETACH)
-		return fmt.Errorf("the serving process ended: %w (%s is unmounted)", err, m.Mountpoint)
+// unmountConfined unmounts a confined mount through its helper: the binds, then the mount (retried a moment while
+// the kernel finishes releasing files); an error says it is busy.
+func (m *Mount) unmountConfined() error {
+	if err := m.helper.Call("Binder.Unmount", struct{}{}, nil); err != nil {
+		return fmt.Errorf("unmount %s: %v", m.Mountpoint, err)
 	}
 	return nil
 }
 
-// unmountSplit unmounts a confined mount: its binds, then the mount (retried a moment, as go-fuse does, while
-// the kernel finishes releasing files), after which the serving process ends.
-func (m *Mount) unmountSplit() error {
-	if m.binder != nil {
-		m.binder.close()
-	}
-	var err error
-	for try, delay := 0, time.Duration(0); try < 5; try++ {
-		if err = syscall.Unmount(m.Mountpoint, 0); err == nil || !errors.Is(err, syscall.EBUSY) {
-			break
-		}
-		delay = 2*delay + 5*time.Millisecond
-		time.Sleep(delay)
-	}
-	if err != nil {
-		return fmt.Errorf("unmount %s: %w", m.Mountpoint, err)
-	}
-	return nil
-}
-
-// ServingPID finds the serving process of the confined mount at mnt by its command line.
+// ServingPID finds the process serving the confined mount at mnt: the parent of its helper, found by its command
+// line.
 func ServingPID(mnt string) (int, bool) {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
 		return 0, false
 	}
-	want := ServerArg + "\x00" + mnt + "\x00"
+	want := HelperArg + "\x00" + mnt + "\x00"
 	for _, e := range ents {
 		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
 		if err != nil {
 			continue
 		}
-		if _, rest, ok := strings.Cut(string(b), "\x00"); ok && rest == want {
-			var pid int
-			if _, err := fmt.Sscan(e.Name(), &pid); err == nil {
-				return pid, true
+		if _, rest, ok := strings.Cut(string(b), "\x00"); !ok || rest != want {
+			continue
+		}
+		st, err := os.ReadFile(filepath.Join("/proc", e.Name(), "status"))
+		if err != nil {
+			continue
+		}
+		for _, l := range strings.Split(string(st), "\n") {
+			if v, ok := strings.CutPrefix(l, "PPid:"); ok {
+				var pid int
+				if _, err := fmt.Sscan(strings.TrimSpace(v), &pid); err == nil && pid > 1 {
+					return pid, true
+				}
 			}
 		}
 	}

@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -85,23 +87,47 @@ The plugin runs as root (it mounts). See README, "Running on Kubernetes", and co
 	return cmd
 }
 
-// ensureMount uses the store's mount at mnt if one serves it, and otherwise mounts it here; stop unmounts what
-// was mounted here.
+// ensureMount uses the store's mount at mnt if one serves it, and otherwise starts `sessionfs mount` for it (a
+// daemon of its own, confined as every root mount is); stop stops what was started here. A plugin that dies
+// leaves that mount serving its pods, and the next plugin uses it.
 func ensureMount(s *layout.Store, mnt string) (stop func(), err error) {
-	if m, ok := sfs.FindMount(s.Root); ok && m.Mountpoint == mnt && !sfs.Stale(mnt) {
+	serving := func() bool {
+		m, ok := sfs.FindMount(s.Root)
+		return ok && m.Mountpoint == mnt && !sfs.Stale(mnt)
+	}
+	if serving() {
 		return func() {}, nil
 	}
-	m, err := sfs.Start(s, mnt, sfs.Options{AllowOther: true, MaxBinds: -1,
-		OnCreate: func(id string) error { return seedClaude(s, id, sfs.SessionPath(mnt, id), true) }})
+	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
-	done := make(chan error, 1)
-	go func() { done <- m.Wait() }()
-	return func() {
-		if err := m.Unmount(); err != nil {
-			_ = sfs.Unmount(mnt) // busy (pods still hold it): detached, served until they leave
+	// Pods run as any uid; the pods' binds are the plugin's own (publish.go), so the mount binds nothing.
+	daemon := exec.Command(exe, "--store", s.Root, "mount", mnt, "--allow-other", "--max-binds", "0")
+	daemon.Stdout, daemon.Stderr = os.Stderr, os.Stderr
+	if err := daemon.Start(); err != nil {
+		return nil, err
+	}
+	exited := make(chan struct{})
+	go func() { _ = daemon.Wait(); close(exited) }()
+	for start := time.Now(); !serving(); time.Sleep(20 * time.Millisecond) {
+		select {
+		case <-exited:
+			return nil, fmt.Errorf("sessionfs mount %s ended before it served (its output is above)", mnt)
+		default:
 		}
-		<-done
+		if time.Since(start) > 30*time.Second {
+			_ = daemon.Process.Kill()
+			return nil, fmt.Errorf("sessionfs mount %s did not serve within 30 s", mnt)
+		}
+	}
+	return func() {
+		_ = daemon.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			_ = sfs.Unmount(mnt) // busy (pods still hold it): detached, served until they leave
+			_ = daemon.Process.Signal(syscall.SIGTERM)
+		}
 	}, nil
 }

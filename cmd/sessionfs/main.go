@@ -11,15 +11,11 @@ import (
 
 	"github.com/sessionfs/sessionfs/backends/local"
 	sfs "github.com/sessionfs/sessionfs/fs"
-	"github.com/sessionfs/sessionfs/layout"
 )
 
 func main() {
 	local.RunHelper() // the namespace helper of local runs, when asked: it never returns then
-	// The confined process that serves a root mount's FUSE requests, when asked: it never returns then.
-	sfs.RunServer(func(s *layout.Store, mnt string) func(string) error {
-		return func(id string) error { return seedClaude(s, id, sfs.SessionPath(mnt, id), true) }
-	})
+	sfs.RunHelper()   // the privileged helper of a confined mount, when asked: it never returns then
 	cmd, err := newRootCmd().ExecuteC()
 	var exit exitCode
 	var coded codedError

@@ -105,11 +105,21 @@ served with a 1s kernel cache instead of 1h: this host's watcher cannot see the 
 			// mount is up, instead of killing the daemon mid-way with the mount left behind.
 			sigs := make(chan os.Signal, 1)
 			signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-			start := sfs.New
-			if os.Geteuid() == 0 && opts.Confine.Mode != confine.Off {
-				start = sfs.Start // served by a confined child process
+			ready := func() {
+				if err := sfs.NotifyReady(); err != nil {
+					warnf("tell systemd the mount is ready: %v", err)
+				}
+				if err := tellReady(); err != nil {
+					warnf("tell mount --daemon the mount is ready: %v", err)
+				}
 			}
-			m, err := start(s, mnt, opts)
+			var m *sfs.Mount
+			if os.Geteuid() == 0 && opts.Confine.Mode != confine.Off {
+				m, err = sfs.Start(s, mnt, opts, ready) // served confined; ready runs before the confinement
+				ready = func() {}
+			} else {
+				m, err = sfs.New(s, mnt, opts)
+			}
 			if err != nil {
 				return err
 			}
@@ -120,10 +130,10 @@ served with a 1s kernel cache instead of 1h: this host's watcher cannot see the 
 				}
 				// Busy: detached now, served until its last user leaves; a second interrupt ends it at once.
 				users := "processes"
-				if u := sfs.Users(m.Mountpoint); len(u) > 0 {
+				if u := m.Users(); len(u) > 0 {
 					users = strings.Join(u, ", ")
 				}
-				_ = sfs.Unmount(m.Mountpoint)
+				_ = m.Detach()
 				fmt.Fprintf(os.Stderr, "sessionfs: %s is in use (%s): detached, and served until they leave; interrupt again to stop now (they then get errors)\n", m.Mountpoint, users)
 				<-sigs
 				fmt.Fprintln(os.Stderr, "sessionfs: stopping now")
@@ -145,12 +155,7 @@ served with a 1s kernel cache instead of 1h: this host's watcher cannot see the 
 			if m.Shared != "" {
 				fmt.Fprintf(os.Stderr, "sessionfs: the store is shared with other hosts (%s): their changes show here within %s (the kernel's cache) plus the filesystem's own cache\n", m.Shared, m.Timeout)
 			}
-			if err := sfs.NotifyReady(); err != nil {
-				warnf("tell systemd the mount is ready: %v", err)
-			}
-			if err := tellReady(); err != nil {
-				warnf("tell mount --daemon the mount is ready: %v", err)
-			}
+			ready()
 			return m.Wait()
 		},
 	}
