@@ -4,6 +4,6 @@
 // the store, and seccomp limits its system calls to an allow-list (mount, unshare, setns, bpf, module loading,
 // ptrace, execve and socket among those refused).
 //
-// The privileged work (mounting, binding sessions' folders, unmounting) stays in the parent process, which
-// serves no request from the mount (fs/split.go).
+// The privileged work that comes after (binding sessions' folders, unmounting, aborting) is asked of a helper
+// process, which serves no request from the mount (fs/split.go).
 package confine

@@ -25,7 +25,7 @@ var allowed = []string{
 	"getuid", "geteuid", "getgid", "getegid", "getgroups", "restart_syscall",
 	// A caller's filesystem identity for what is made on its behalf (fs/nodes/at.go); no other identity call.
 	"setfsuid", "setfsgid",
-	// Descriptors and I/O: /dev/fuse (read, write, the passthrough ioctls), files, the sockets to the parent.
+	// Descriptors and I/O: /dev/fuse (read, write, the passthrough ioctls), files, the socket to the helper.
 	"read", "write", "readv", "writev", "pread64", "pwrite64", "preadv", "pwritev", "preadv2", "pwritev2",
 	"close", "close_range", "dup", "dup2", "dup3", "fcntl", "ioctl", "lseek", "splice", "tee",
 	"sendfile", "copy_file_range", "sendmsg", "recvmsg", "sendto", "recvfrom", "shutdown", "getsockopt",

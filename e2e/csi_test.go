@@ -43,6 +43,9 @@ func startCSI(t *testing.T, store, node string, extra ...string) *csiPlugin {
 	p.cmd = exec.Command(bin, append([]string{"csi", "--endpoint", "unix://" + p.sock, "--node-id", node, "--mountpoint", p.mnt}, extra...)...)
 	p.cmd.Env = append(os.Environ(), "SESSIONFS_STORE="+store)
 	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
+	// The node's mount daemon the plugin starts shares its output and outlives a killed plugin (its pods keep
+	// their sessions): Wait must not wait for that output to end.
+	p.cmd.WaitDelay = 5 * time.Second
 	require.NoError(t, p.cmd.Start())
 	go func() { _ = p.cmd.Wait(); close(p.done) }()
 	t.Cleanup(func() { p.stop(t) })

@@ -62,7 +62,7 @@ type binder struct {
 	sessions   *layout.Dir // the store's sessions folder
 	max        int
 	readOnly   bool
-	lastUsed   func(ids []string) map[string]int64 // unix nanoseconds; 0 if never (the serving process knows)
+	lastUsed   func(ids []string) map[string]int64 // unix nanoseconds; 0 if never
 
 	mu       sync.Mutex
 	bound    map[string]map[string]*bind // id -> folder -> bind

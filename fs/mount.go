@@ -214,7 +214,7 @@ func lastUsed(tree *nodes.Tree, ids []string) map[string]int64 {
 }
 
 // maxRead is the largest read and write the kernel sends (go-fuse's default), set here because a mount made by
-// the parent (split.go) must tell the kernel the same as the child tells go-fuse.
+// the daemon itself (split.go) must tell the kernel the same as it tells go-fuse.
 const maxRead = 128 << 10
 
 // mountOptions are go-fuse's options for a mount of store.
@@ -273,7 +273,7 @@ func serve(mnt string, root gofs.InodeEmbedder, opts *gofs.Options) (*fuse.Serve
 	return server, nil
 }
 
-// Wait blocks until the mount is unmounted; an error says the serving process ended on its own.
+// Wait blocks until the mount is unmounted.
 func (m *Mount) Wait() error {
 	m.server.Wait()
 	if m.helper != nil {

@@ -35,7 +35,7 @@ func newBinderService(mnt string) *binderService {
 }
 
 // maxUsed bounds the usage record (a serving process that sends endless ids gets its record forgotten, not the
-// parent's memory filled).
+// helper's memory filled).
 const maxUsed = 1 << 17
 
 // lastUsed is when each of ids was last asked for (unix nanoseconds; 0: never).
