@@ -275,10 +275,7 @@ func serve(mnt string, root gofs.InodeEmbedder, opts *gofs.Options) (*fuse.Serve
 
 // Wait blocks until the mount is unmounted.
 func (m *Mount) Wait() error {
-	m.server.Wait()
-	if m.helper != nil {
-		m.helper.Close() // the helper ends with its socket
-	}
+	m.server.Wait() // a confined mount's helper ends with this process (its socket closes)
 	if m.binder != nil {
 		m.binder.close()
 	}

@@ -105,18 +105,17 @@ served with a 1s kernel cache instead of 1h: this host's watcher cannot see the 
 			// mount is up, instead of killing the daemon mid-way with the mount left behind.
 			sigs := make(chan os.Signal, 1)
 			signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-			ready := func() {
+			// systemd is told before the confinement takes the socket away: the mount is made by then, and the
+			// kernel holds requests until they are served.
+			notify := func() {
 				if err := sfs.NotifyReady(); err != nil {
 					warnf("tell systemd the mount is ready: %v", err)
-				}
-				if err := tellReady(); err != nil {
-					warnf("tell mount --daemon the mount is ready: %v", err)
 				}
 			}
 			var m *sfs.Mount
 			if os.Geteuid() == 0 && opts.Confine.Mode != confine.Off {
-				m, err = sfs.Start(s, mnt, opts, ready) // served confined; ready runs before the confinement
-				ready = func() {}
+				m, err = sfs.Start(s, mnt, opts, notify) // served confined
+				notify = func() {}
 			} else {
 				m, err = sfs.New(s, mnt, opts)
 			}
@@ -155,7 +154,10 @@ served with a 1s kernel cache instead of 1h: this host's watcher cannot see the 
 			if m.Shared != "" {
 				fmt.Fprintf(os.Stderr, "sessionfs: the store is shared with other hosts (%s): their changes show here within %s (the kernel's cache) plus the filesystem's own cache\n", m.Shared, m.Timeout)
 			}
-			ready()
+			notify()
+			if err := tellReady(); err != nil {
+				warnf("tell mount --daemon the mount is ready: %v", err)
+			}
 			return m.Wait()
 		},
 	}
