@@ -248,7 +248,7 @@ func pollHack(mnt string) {
 // unmountConfined unmounts a confined mount through its helper: the binds, then the mount (retried a moment while
 // the kernel finishes releasing files); an error says it is busy.
 func (m *Mount) unmountConfined() error {
-	if err := m.helper.Call("Binder.Unmount", struct{}{}, nil); err != nil && isMountpoint(m.Mountpoint) {
+	if err := m.helper.Call("Binder.Unmount", struct{}{}, nil); err != nil {
 		return fmt.Errorf("unmount %s: %v", m.Mountpoint, err)
 	}
 	return nil
