@@ -83,8 +83,8 @@ const DefaultTimeout = 30 * time.Second
 // the timeout only bounds what no event reports (a write through a shared mmap moves no mtime event).
 const WatchedTimeout = time.Hour
 
-// New mounts store at mountpoint (creating the folder if need be) and starts serving, in this process. Start
-// (split.go) serves from a confined process instead.
+// New mounts store at mountpoint (creating the folder if need be) and starts serving, unconfined. Start
+// (split.go) serves confined, with a privileged helper.
 func New(store *layout.Store, mountpoint string, opts Options) (*Mount, error) {
 	mnt, shared, watched, err := prepare(store, mountpoint, &opts)
 	if err != nil {
