@@ -289,7 +289,7 @@ func (m *Mount) Wait() error {
 // errors, and Wait returns.
 func (m *Mount) Abort() error {
 	if m.helper != nil {
-		return m.helper.Call("Binder.Abort", m.minor, nil)
+		return m.helper.Call("Binder.Abort", struct{}{}, nil)
 	}
 	return abortMinor(m.minor)
 }

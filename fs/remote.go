@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/moby/sys/mountinfo"
+
 	"github.com/sessionfs/sessionfs/layout"
 )
 
@@ -25,6 +27,7 @@ type binderService struct {
 	mu       sync.Mutex
 	removals map[uint64]func()
 	next     uint64
+	minor    uint32 // the mount's FUSE connection, once known (connection)
 	// used: when each session was last asked for, which is when the serving process last looked inside it: the
 	// binder releases the least recently used first.
 	used map[string]int64
@@ -143,6 +146,7 @@ func (s *binderService) Unmount(_ struct{}, _ *struct{}) error {
 
 // Detach detaches the binds and the mount lazily: it serves on until its last user leaves.
 func (s *binderService) Detach(_ struct{}, _ *struct{}) error {
+	s.connection() // noted while the mount table still shows it: Abort may follow
 	if s.b != nil {
 		s.b.close()
 	}
@@ -150,8 +154,31 @@ func (s *binderService) Detach(_ struct{}, _ *struct{}) error {
 	return syscall.Unmount(s.mnt, syscall.MNT_DETACH)
 }
 
-// Abort ends the mount's FUSE connection (fusectl): the processes still inside get errors.
-func (s *binderService) Abort(minor uint32, _ *struct{}) error { return abortMinor(minor) }
+// Abort ends the mount's FUSE connection (fusectl): the processes still inside get errors. The connection is
+// the helper's own mount's, from the mount table, never a number the daemon sends: a daemon that is not
+// itself any more must not abort another filesystem.
+func (s *binderService) Abort(_ struct{}, _ *struct{}) error {
+	minor, err := s.connection()
+	if err != nil {
+		return err
+	}
+	return abortMinor(minor)
+}
+
+// connection is the FUSE connection of the mount at s.mnt (its device minor), read from the mount table once.
+func (s *binderService) connection() (uint32, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.minor != 0 {
+		return s.minor, nil
+	}
+	mounts, err := mountinfo.GetMounts(mountinfo.SingleEntryFilter(s.mnt))
+	if err != nil || len(mounts) == 0 || mounts[len(mounts)-1].FSType != FSType {
+		return 0, fmt.Errorf("no sessionfs mount at %s", s.mnt)
+	}
+	s.minor = uint32(mounts[len(mounts)-1].Minor)
+	return s.minor, nil
+}
 
 // Users lists the processes that keep the mount busy (fs.Users: it reads /proc, which the daemon may not).
 func (s *binderService) Users(_ struct{}, out *[]string) error {

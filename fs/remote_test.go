@@ -20,5 +20,6 @@ func TestBinderServiceRefusesBadInput(t *testing.T) {
 	assert.ErrorIs(t, s.Want([]string{"web"}, nil), errNoBinder)
 	assert.ErrorIs(t, s.WantBound(struct{}{}, nil), errNoBinder)
 	assert.NoError(t, s.Removed(42, nil), "an unknown token does nothing")
+	assert.ErrorContains(t, s.Abort(struct{}{}, nil), "no sessionfs mount at", "only its own mount's connection")
 	assert.Empty(t, s.removals)
 }
