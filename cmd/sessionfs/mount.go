@@ -52,7 +52,10 @@ mount serves, printing the daemon's pid, and the daemon logs to --log until "ses
 stale mount left by a crashed daemon first. A mountpoint inside the store, a store already mounted, or a
 folder that is not empty is refused.
 A store on a filesystem other hosts mount too (JuiceFS, CephFS, NFS, GlusterFS, MooseFS; or --shared) is
-served with a 1s kernel cache instead of 1h: this host's watcher cannot see the other hosts' changes.`,
+served with a 1s kernel cache instead of 1h: this host's watcher cannot see the other hosts' changes.
+As root, the daemon confines itself before it serves (--confine): it keeps a few capabilities, Landlock
+limits it to the store, and seccomp to the system calls it makes; a helper it starts first does the binds and
+the unmount. "sessionfs doctor" shows the confinement in force.`,
 		Example: `  sessionfs mount                       # ~/agent-sessions
   sessionfs mount /mnt/sessions --allow-other   # containers running as other users
   sessionfs mount --daemon                      # in the background; prints the pid
