@@ -117,9 +117,9 @@ func Start(store *layout.Store, mountpoint string, opts Options, ready func()) (
 	if err := server.WaitMount(); err != nil {
 		return nil, err
 	}
-	// The kernel asks POLL once: a request from the helper makes it, so that go-fuse can answer ENOSYS. Not
-	// waited for: the helper is still starting (its Go runtime's init), and the mount serves meanwhile.
-	helper.Go("Binder.PollHack", struct{}{}, nil, make(chan *rpc.Call, 1))
+	// The kernel asks POLL once: a request from the helper makes it, so that go-fuse can answer ENOSYS. Waited
+	// for: Start returns with the helper serving (a first lookup's bind is then asked of a helper that is up).
+	_ = helper.Call("Binder.PollHack", struct{}{}, nil)
 	spareProcs(procs)
 	done := make(chan struct{})
 	go tree.Prune(root.Sessions(), opts.MaxNodes, done)
