@@ -21,8 +21,9 @@ import (
 //
 //	<store>/trash/transcripts/<id>/<batch>/<path in the canonical folder>
 //
-// one batch per second of removal (<batch> is 20060102T150405Z, with -N added when a name was removed twice in
-// that second). When the disk is too full to make those folders, the removal must still succeed (the file is
+// one batch per removal (<batch> is 20060102T150405Z, the second it began, with -N added when a name was removed
+// twice in that second). A removal that spans seconds (rm -rf of a conversation and its subagents) keeps its
+// first batch: the caller passes it back (TrashTranscriptIn). When the disk is too full to make those folders, the removal must still succeed (the file is
 // already written; a rename needs no space), so it lands flat in the transcripts folder, which always exists:
 //
 //	<store>/trash/transcripts/<id>~<batch>~<path with %, ~ and / escaped as %25, %7E, %2F>
@@ -121,54 +122,74 @@ func noSpace(err error) bool { return errors.Is(err, syscall.ENOSPC) || errors.I
 // transcript trash, keeping its place in the folder. It works on a full disk too (see above). rel is resolved
 // beneath the session with no symlink followed; the entry itself is moved, whatever it is.
 func (s *Store) TrashTranscript(id, rel string, now time.Time) error {
+	_, err := s.TrashTranscriptIn(id, rel, now, "")
+	return err
+}
+
+// TrashTranscriptIn is TrashTranscript putting rel into batch prefer when it is a batch name and rel is not in it
+// yet, and into a new batch of now otherwise. It returns the batch used, for the next file of the same removal.
+func (s *Store) TrashTranscriptIn(id, rel string, now time.Time, prefer string) (batch string, err error) {
 	if err := ValidateID(id); err != nil {
-		return err
+		return "", err
 	}
 	if !validRel(rel) {
-		return &Error{Op: "trash transcript", ID: id, Path: printable(rel), Kind: ErrOutside}
+		return "", &Error{Op: "trash transcript", ID: id, Path: printable(rel), Kind: ErrOutside}
 	}
 	sess, err := s.OpenSession(id)
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer sess.Close()
 	src := ProjectsDir + "/" + CanonicalProject + "/" + rel
 	if _, err := sess.Lstat(src); err != nil {
-		return wrap("trash transcript", id, rel, err)
+		return "", wrap("trash transcript", id, rel, err)
 	}
 	tt, err := s.transcriptTrashDir()
 	if err != nil {
-		return wrap("trash transcript", id, s.TranscriptTrashDir(id), err)
+		return "", wrap("trash transcript", id, s.TranscriptTrashDir(id), err)
 	}
 	defer tt.Close()
+	var tries []string
+	if _, _, ok := parseBatch(prefer); ok {
+		tries = append(tries, prefer)
+	}
 	base := now.UTC().Format(batchLayout)
 	for i := 0; i < maxBatchTries; i++ {
-		dst := id + "/" + batchName(base, i) + "/" + rel
+		tries = append(tries, batchName(base, i))
+	}
+	for _, b := range tries {
+		dst := id + "/" + b + "/" + rel
 		err := tt.MkdirAll(path.Dir(dst), 0o700, -1, -1)
-		if noSpace(err) {
-			return wrap("trash transcript", id, rel, s.trashFlat(sess, src, tt, id, base, rel))
-		}
 		if err == nil {
 			err = sess.RenameTo(src, tt, dst, unix.RENAME_NOREPLACE)
-			if noSpace(err) { // a folder that needs a new block for one more name
-				return wrap("trash transcript", id, rel, s.trashFlat(sess, src, tt, id, base, rel))
-			}
+		}
+		if noSpace(err) { // no new folder, or a folder that needs a new block for one more name
+			return s.trashFlat(sess, src, tt, id, b, rel)
+		}
+		if err == nil {
+			return b, nil
 		}
 		if !errors.Is(err, syscall.EEXIST) {
-			return wrap("trash transcript", id, rel, err)
+			return "", wrap("trash transcript", id, rel, err)
 		}
 	}
-	return &Error{Op: "trash transcript", ID: id, Path: printable(rel), Err: errors.New("removed too often within one second")}
+	return "", &Error{Op: "trash transcript", ID: id, Path: printable(rel), Err: errors.New("removed too often within one second")}
 }
 
-func (s *Store) trashFlat(sess *Dir, src string, tt *Dir, id, base, rel string) error {
-	for i := 0; i < maxBatchTries; i++ {
+// trashFlat moves src to the flat form, in batch b or, when rel is there already, a later one of its second.
+func (s *Store) trashFlat(sess *Dir, src string, tt *Dir, id, b, rel string) (string, error) {
+	removed, seq, _ := parseBatch(b)
+	base := removed.UTC().Format(batchLayout)
+	for i := seq; i < seq+maxBatchTries; i++ {
 		err := sess.RenameTo(src, tt, flatName(id, batchName(base, i), rel), unix.RENAME_NOREPLACE)
+		if err == nil {
+			return batchName(base, i), nil
+		}
 		if !errors.Is(err, syscall.EEXIST) {
-			return err
+			return "", wrap("trash transcript", id, rel, err)
 		}
 	}
-	return syscall.EEXIST
+	return "", wrap("trash transcript", id, rel, syscall.EEXIST)
 }
 
 // TrashedTranscript is a conversation waiting in a session's transcript trash.

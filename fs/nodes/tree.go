@@ -2,7 +2,6 @@ package nodes
 
 import (
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -51,6 +50,7 @@ type Tree struct {
 	lastUse    sync.Map     // session id -> *atomic.Int64: when it was last used, for pruning
 	// viewsFolded: the store paths of the agents' cwd-keyed folders already folded in this mount (views.go)
 	viewsFolded sync.Map
+	removals    removals // conversations being removed to the trash (trash.go)
 }
 
 // NewTree returns the shared state for a mount of store. It holds the store's sessions folder open.
@@ -119,15 +119,6 @@ func (t *Tree) forget(id, name string) {
 // canonical is the path of session id's canonical transcript folder, relative to the sessions folder.
 func canonical(id string) string {
 	return id + "/" + layout.ProjectsDir + "/" + layout.CanonicalProject
-}
-
-// trashTranscript moves rel, inside session id's canonical transcript folder, to the transcript trash.
-func (t *Tree) trashTranscript(id, rel string) syscall.Errno {
-	in, ok := strings.CutPrefix(rel, canonical(id)+"/")
-	if !ok || in == "" {
-		return syscall.EINVAL
-	}
-	return storeErrno(t.Store.TrashTranscript(id, in, time.Now()))
 }
 
 // fold moves transcripts filed under real folders of the session's projects (made while the store was not
