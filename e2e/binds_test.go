@@ -284,15 +284,24 @@ func TestMaxBinds(t *testing.T) {
 		ok(t, store, "new", fmt.Sprintf("w%02d", i))
 	}
 	m.start(t, "--max-binds", "5")
-	most := 0
+	most, counted := 0, true
+	count := func() {
+		n, ok := childMounts(t, m.mnt)
+		most, counted = max(most, n), counted && ok
+	}
 	for i := range 40 {
 		_, err := os.Stat(filepath.Join(m.session(fmt.Sprintf("w%02d", i)), "workspace"))
 		require.NoError(t, err)
-		most = max(most, len(mountsUnder(t, m.mnt)))
+		count()
 	}
 	time.Sleep(300 * time.Millisecond)
-	most = max(most, len(mountsUnder(t, m.mnt)))
-	assert.LessOrEqual(t, most, 5+1, "at most the limit, and the session being bound")
+	count()
+	if counted { // the mount table read a page at a time is no measure of one moment (childMounts)
+		assert.LessOrEqual(t, most, 5+1, "at most the limit, and the session being bound")
+		assert.GreaterOrEqual(t, most, 5, "the walk's sessions were bound")
+	} else {
+		t.Log("listmount(2) is missing (kernel before 6.8): the number of binds at once is not checked")
+	}
 	assert.Equal(t, 5, len(mountsUnder(t, m.mnt)), "the limit holds once the walk is over")
 }
 

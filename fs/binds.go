@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -79,12 +80,19 @@ type binder struct {
 	wake     chan struct{} // never closed: want may send after close
 	done     chan struct{}
 	stopped  chan struct{}
+	// The worker walks the mount's paths from one thread of its own (tid), and starts once the mount knows it
+	// (begin): the lookups it causes are not uses of a session (walking one would otherwise make it the most
+	// recently used, and push out the one a person just opened).
+	tid      chan int
+	begin    chan struct{}
+	beginOne sync.Once
 }
 
 func newBinder(mountpoint string, sessions *layout.Dir, max int, readOnly bool, lastUsed func([]string) map[string]int64) *binder {
 	b := &binder{mountpoint: mountpoint, sessions: sessions, max: max, readOnly: readOnly, lastUsed: lastUsed,
 		bound: map[string]map[string]*bind{}, removing: map[string]int{}, removals: map[string]int{}, queued: map[string]bool{}, retries: map[string]int{}, prefetch: map[string]bool{},
-		wake: make(chan struct{}, 1), done: make(chan struct{}), stopped: make(chan struct{})}
+		wake: make(chan struct{}, 1), done: make(chan struct{}), stopped: make(chan struct{}),
+		tid: make(chan int, 1), begin: make(chan struct{})}
 	go b.loop()
 	return b
 }
@@ -172,8 +180,25 @@ func (b *binder) wantRecent() {
 	}
 }
 
+// thread is the worker's thread id, once it has one.
+func (b *binder) thread() int {
+	tid := <-b.tid
+	b.tid <- tid
+	return tid
+}
+
+// start lets the worker begin: the mount ignores the lookups of its thread by now.
+func (b *binder) start() { b.beginOne.Do(func() { close(b.begin) }) }
+
 func (b *binder) loop() {
 	defer close(b.stopped)
+	runtime.LockOSThread() // for good: the thread ends with the worker
+	b.tid <- unix.Gettid()
+	select {
+	case <-b.done:
+		return
+	case <-b.begin:
+	}
 	for {
 		select {
 		case <-b.done:

@@ -101,6 +101,8 @@ func New(store *layout.Store, mountpoint string, opts Options) (*Mount, error) {
 	if os.Geteuid() == 0 && opts.MaxBinds > 0 {
 		bd = newBinder(mnt, tree.Sessions(), opts.MaxBinds, opts.ReadOnly, func(ids []string) map[string]int64 { return lastUsed(tree, ids) })
 		tree.OnSession, tree.Removing = bd.want, bd.removingSession
+		tree.SetBinderThread(bd.thread())
+		bd.start()
 		notify = bd
 	}
 	wa, err := startWatcher(tree, notify)

@@ -186,6 +186,24 @@ func (s *binderService) Users(_ struct{}, out *[]string) error {
 	return nil
 }
 
+// Thread tells the binder's thread id (its lookups through the mount are not uses); Begin starts the binder once
+// the serving process knows it.
+func (s *binderService) Thread(_ struct{}, tid *int) error {
+	if s.b == nil {
+		return errNoBinder
+	}
+	*tid = s.b.thread()
+	return nil
+}
+
+func (s *binderService) Begin(_ struct{}, _ *struct{}) error {
+	if s.b == nil {
+		return errNoBinder
+	}
+	s.b.start()
+	return nil
+}
+
 // PollHack makes the kernel's one POLL request (pollHack).
 func (s *binderService) PollHack(_ struct{}, _ *struct{}) error {
 	pollHack(s.mnt)

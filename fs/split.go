@@ -87,6 +87,13 @@ func Start(store *layout.Store, mountpoint string, opts Options, ready func()) (
 		rb := newRemoteBinder(helper)
 		tree.OnSession, tree.Removing = rb.want, rb.removingSession
 		notify = rb
+		go func() { // not waited for: the helper is still starting, and the mount serves meanwhile
+			var tid int
+			if helper.Call("Binder.Thread", struct{}{}, &tid) == nil {
+				tree.SetBinderThread(tid)
+			}
+			_ = helper.Call("Binder.Begin", struct{}{}, nil)
+		}()
 	}
 	wa, err := startWatcher(tree, notify)
 	if err != nil {
@@ -117,9 +124,10 @@ func Start(store *layout.Store, mountpoint string, opts Options, ready func()) (
 	if err := server.WaitMount(); err != nil {
 		return nil, err
 	}
-	// The kernel asks POLL once: a request from the helper makes it, so that go-fuse can answer ENOSYS. Waited
-	// for: Start returns with the helper serving (a first lookup's bind is then asked of a helper that is up).
-	_ = helper.Call("Binder.PollHack", struct{}{}, nil)
+	// The kernel asks POLL once: a request from the helper makes it, so that go-fuse can answer ENOSYS. Not
+	// waited for: the helper is still starting (its Go runtime's init), and the mount serves meanwhile; the
+	// lookups made before it is up are sent to it once it is.
+	helper.Go("Binder.PollHack", struct{}{}, nil, make(chan *rpc.Call, 1))
 	spareProcs(procs)
 	done := make(chan struct{})
 	go tree.Prune(root.Sessions(), opts.MaxNodes, done)

@@ -163,12 +163,14 @@ func (n *Node) entry(out *fuse.EntryOut, st *syscall.Stat_t, ch *fs.Inode) {
 
 // Lookup finds name in the store; in a session's .claude, "projects" is the folder of alias views.
 func (n *Node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	n.tree.touch(n.id)
+	if !n.tree.byBinder(ctx) { // the binder's walks are not uses
+		n.tree.touch(n.id)
+	}
 	if ch, errno, ok := n.lookupView(ctx, name, out); ok {
 		return ch, errno
 	}
-	if n.role == roleSession && n.tree.OnSession != nil {
-		n.tree.OnSession(n.id) // the mount binds app and mcps once they hold something: they may now
+	if n.role == roleSession {
+		n.tree.lookedUp(ctx, n.id) // the mount binds app and mcps once they hold something: they may now
 	}
 	p := n.child(name)
 	var st syscall.Stat_t

@@ -44,7 +44,9 @@ func (s *Sessions) Lookup(ctx context.Context, name string, out *fuse.EntryOut) 
 }
 
 func (s *Sessions) session(ctx context.Context, id string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	s.tree.touch(id)
+	if !s.tree.byBinder(ctx) { // the binder's walks are not uses
+		s.tree.touch(id)
+	}
 	var st syscall.Stat_t
 	gen, err := s.tree.lstatAt(id, &st)
 	if err != nil {
@@ -63,9 +65,7 @@ func (s *Sessions) session(ctx context.Context, id string, out *fuse.EntryOut) (
 	}
 	out.Attr.FromStat(&st)
 	told(ch, &out.Attr)
-	if s.tree.OnSession != nil {
-		s.tree.OnSession(id)
-	}
+	s.tree.lookedUp(ctx, id)
 	return ch, 0
 }
 

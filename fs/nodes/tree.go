@@ -1,6 +1,7 @@
 package nodes
 
 import (
+	"context"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -50,7 +51,25 @@ type Tree struct {
 	lastUse    sync.Map     // session id -> *atomic.Int64: when it was last used, for pruning
 	// viewsFolded: the store paths of the agents' cwd-keyed folders already folded in this mount (views.go)
 	viewsFolded sync.Map
-	removals    removals // conversations being removed to the trash (trash.go)
+	removals    removals      // conversations being removed to the trash (trash.go)
+	binder      atomic.Uint32 // the thread that binds sessions' folders: its lookups are not uses (SetBinderThread)
+}
+
+// SetBinderThread names the thread that binds sessions' folders over the mount: the lookups it makes walking a
+// session's path are not told to OnSession, so walking a session does not make it the most recently used.
+func (t *Tree) SetBinderThread(tid int) { t.binder.Store(uint32(tid)) }
+
+// byBinder reports whether the request comes from the binder's thread.
+func (t *Tree) byBinder(ctx context.Context) bool {
+	c, ok := fuse.FromContext(ctx)
+	return ok && c.Pid != 0 && c.Pid == t.binder.Load()
+}
+
+// lookedUp tells OnSession that session id was looked up, unless by the binder itself.
+func (t *Tree) lookedUp(ctx context.Context, id string) {
+	if t.OnSession != nil && !t.byBinder(ctx) {
+		t.OnSession(id)
+	}
 }
 
 // NewTree returns the shared state for a mount of store. It holds the store's sessions folder open.
