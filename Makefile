@@ -40,7 +40,7 @@ test:
 	if [ -n "$$failed" ]; then echo "make test: failed stages:$$failed"; exit 1; fi; echo "make test: every stage passed ($(TEST_STAGES))"
 
 unit:
-	$(GO) test -race -count=1 ./layout/... ./claude/... ./agents/... ./fs/... ./backends/... ./cmd/... ./travel/... ./confine/...
+	$(GO) test -race -count=1 ./layout/... ./agents/... ./fs/... ./backends/... ./cmd/... ./travel/... ./confine/...
 
 # Skipped tests (a missing requirement outside CI) are listed at the end, with why.
 e2e: build claude agents
@@ -52,8 +52,8 @@ e2e: build claude agents
 
 # Short fuzz runs of the targets over hostile input: ids, container paths, the sanitizer, transcripts, archives.
 # Each target runs even when one before it fails; the failed ones are named.
-FUZZ_TARGETS := layout:FuzzValidateID:$(FUZZTIME) layout:FuzzContainerMapping:$(FUZZTIME) claude:FuzzSanitize:$(FUZZTIME) \
-	claude:FuzzScanEntries:$(FUZZTIME) travel:FuzzImport:$(FUZZTIME_IMPORT)
+FUZZ_TARGETS := layout:FuzzValidateID:$(FUZZTIME) layout:FuzzContainerMapping:$(FUZZTIME) agents/claude:FuzzSanitize:$(FUZZTIME) \
+	agents/claude:FuzzScanEntries:$(FUZZTIME) travel:FuzzImport:$(FUZZTIME_IMPORT)
 fuzz:
 	@failed=""; for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; rest=$${t#*:}; name=$${rest%%:*}; n=$${rest#*:}; \

@@ -1,4 +1,4 @@
-package agents
+package agents_test
 
 import (
 	"os"
@@ -9,6 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sessionfs/sessionfs/agents"
+	"github.com/sessionfs/sessionfs/agents/all"
 	"github.com/sessionfs/sessionfs/layout"
 )
 
@@ -19,9 +21,9 @@ func TestSessionConversations(t *testing.T) {
 	sess, err := layout.OpenDir("testdata/session")
 	require.NoError(t, err)
 	defer sess.Close()
-	cs, err := SessionConversations(sess)
+	cs, err := all.SessionConversations(sess)
 	require.NoError(t, err)
-	byAgent := map[string]Conversation{}
+	byAgent := map[string]agents.Conversation{}
 	for _, c := range cs {
 		assert.NotContains(t, byAgent, c.Agent, "one conversation each, the resumed Gemini chat once")
 		byAgent[c.Agent] = c
@@ -46,7 +48,7 @@ func TestSessionConversations(t *testing.T) {
 	assert.Equal(t, []string{"/tmp/cx/ws", "/tmp/cx/other"}, c.Cwds)
 	assert.False(t, c.Last.IsZero())
 
-	assert.Equal(t, map[string]int{"codex": 1, "gemini": 1, "qwen": 1}, CountConversations(sess))
+	assert.Equal(t, map[string]int{"codex": 1, "gemini": 1, "qwen": 1}, all.CountConversations(sess))
 }
 
 // A conversation is found by its id in any agent's files, the session whose file was born first owning it; a
@@ -73,13 +75,13 @@ func TestHolders(t *testing.T) {
 	require.NoError(t, syscallMkfifo(filepath.Join(gchats, "session-2026-01-01T00-00-9ab916a9.jsonl")))
 
 	for id, agent := range map[string]string{qwenID: "qwen", geminiID: "gemini", "01a20739-265b-7793-acee-f94fce8f06e3": "codex"} {
-		done := make(chan []Holder)
+		done := make(chan []agents.Holder)
 		go func() {
-			h, err := Holders(store, id)
+			h, err := all.Holders(store, id)
 			assert.NoError(t, err)
 			done <- h
 		}()
-		var h []Holder
+		var h []agents.Holder
 		select {
 		case h = <-done:
 		case <-time.After(10 * time.Second):
@@ -90,10 +92,10 @@ func TestHolders(t *testing.T) {
 		assert.Equal(t, "aaa-copy", h[1].ID)
 		assert.Equal(t, agent, h[0].Agent)
 	}
-	h, err := Holders(store, "9ab916a9-0000-0000-0000-000000000000")
+	h, err := all.Holders(store, "9ab916a9-0000-0000-0000-000000000000")
 	require.NoError(t, err)
 	assert.Empty(t, h, "Gemini's file names hold only 8 characters of the id: the rest is checked")
-	h, err = Holders(store, "../x")
+	h, err = all.Holders(store, "../x")
 	require.NoError(t, err)
 	assert.Empty(t, h)
 }

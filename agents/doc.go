@@ -1,4 +1,5 @@
-// Package agents is what sessionfs knows of the coding agents it hosts beside Claude Code (Codex CLI, Gemini CLI,
-// Qwen Code): each one's folder in a session, the variable that relocates it there, and which of its folders it
-// keys by the working directory, so the mount can show every such name as a view of the session's one folder.
+// Package agents is what sessionfs knows of the coding agents it hosts, one descriptor each (agents/<name>): where
+// an agent keeps its state and the variable that moves it there, which of its folders it keys by cwd, how it
+// resumes, which files are its logins, and how its conversations read. Here is what they share: reading lines,
+// listing and owning conversations, importing them. agents/all names every agent.
 package agents

@@ -3,22 +3,20 @@ package agents
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path"
 	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
 
-	"github.com/sessionfs/sessionfs/claude"
 	"github.com/sessionfs/sessionfs/layout"
 )
 
-// ImportOptions say which agent's history to import, from where, and where to.
+// ImportOptions say which history to import, from where, and where to.
 type ImportOptions struct {
-	Agent   *Agent
-	From    string // the agent's folder, e.g. ~/.codex
-	Project string // only conversations run in this folder or below it; "" for all
+	Agent   *Agent // whose history: an agent with Files (Import); Claude's has an import of its own
+	From    string // the agent's folder, e.g. ~/.claude, ~/.codex
+	Project string // only conversations run in this folder or below it (or filed under its folder); "" for all
 	Into    string // gather every conversation into this session; "" makes one session per conversation
 	DryRun  bool
 	// Workspaces are the paths session id's workspace is known by, trusted as Prepare trusts them.
@@ -27,82 +25,141 @@ type ImportOptions struct {
 	Progress func(done, total int)
 }
 
-// Home is where the agent keeps its state for this user: its variable's folder when set, else ~/<Dir>.
-func (a *Agent) Home() (string, error) {
-	if v := os.Getenv(a.Var); v != "" {
-		if a.VarIsParent {
-			return filepath.Join(v, a.Dir), nil
-		}
-		return v, nil
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return "", err
-	}
-	return filepath.Join(home, a.Dir), nil
+// ImportReport says what an import did.
+type ImportReport struct {
+	Sessions  []string `json:"sessions"`  // sessions created
+	Imported  []string `json:"imported"`  // conversations copied (new or grown)
+	Unchanged []string `json:"unchanged"` // conversations already imported as they are
+	Malformed []string `json:"malformed"` // files reported and skipped, with the reason
 }
 
-// Import adopts an agent's existing conversations into the store: each conversation file is copied, with its
-// modification time, where the agent files it in a session (Codex's by date as they were; Gemini's and Qwen's
-// into the folder of /session/workspace), and the cwds it ran in are recorded as the session's known cwds. The
-// originals are only read, beneath From, no symlink followed. Running it again copies only what is new or has
-// grown.
-func Import(store *layout.Store, opts ImportOptions) (claude.ImportReport, error) {
-	var rep claude.ImportReport
-	a := opts.Agent
-	if a == nil || a == Claude {
-		return rep, errors.New("import: not an agent of package agents")
-	}
+// Importer is what every agent's import does alike: where each conversation goes, the sessions it makes (or, in
+// a dry run, would make) and the report.
+type Importer struct {
+	Store   *layout.Store
+	Opts    ImportOptions
+	Report  ImportReport
+	planned map[string]bool // sessions a dry run would have made by now
+}
+
+// NewImporter starts an import into store.
+func NewImporter(store *layout.Store, opts ImportOptions) (*Importer, error) {
 	if opts.Into != "" {
 		if err := layout.ValidateID(opts.Into); err != nil {
-			return rep, err
+			return nil, err
 		}
+	}
+	return &Importer{Store: store, Opts: opts, planned: map[string]bool{}}, nil
+}
+
+// Run imports each conversation of convs (their ids) with one, into Opts.Into or else into the session owner
+// names (a session that holds it already is brought up to date, no second copy made), else one named after it.
+func (im *Importer) Run(convs []string, owner func(conv string) string, one func(i int, id string) error) error {
+	for i, conv := range convs {
+		id := im.Opts.Into
+		if id == "" {
+			id = conv
+			if o := owner(conv); o != "" {
+				id = o
+			}
+		}
+		if err := one(i, id); err != nil {
+			return err
+		}
+		if im.Opts.Progress != nil {
+			im.Opts.Progress(i+1, len(convs))
+		}
+	}
+	return nil
+}
+
+// Session opens session id to import conversation conv into, made first (labelled imported-from: from) if need
+// be. It returns nil when there is nothing more to do: a dry run counts conv as imported into a session it would
+// make. The session may already exist and hold anything its processes wrote: everything in it is resolved
+// beneath its folder, never through a symlink.
+func (im *Importer) Session(id, conv, from string) (*layout.Dir, error) {
+	if im.Opts.DryRun && im.planned[id] {
+		im.Report.Imported = append(im.Report.Imported, conv)
+		return nil, nil
+	}
+	if !im.Store.Exists(id) {
+		im.Report.Sessions = append(im.Report.Sessions, id)
+		if im.Opts.DryRun {
+			im.planned[id] = true
+			im.Report.Imported = append(im.Report.Imported, conv)
+			return nil, nil
+		}
+		if _, err := im.Store.Create(id, layout.CreateOptions{Labels: map[string]string{"imported-from": from}}); err != nil {
+			return nil, err
+		}
+	}
+	return im.Store.OpenSession(id)
+}
+
+// Copies counts conversation conv as unchanged when same, else as imported, and reports whether to copy it:
+// only if it changed and this is no dry run.
+func (im *Importer) Copies(conv string, same bool) bool {
+	if same {
+		im.Report.Unchanged = append(im.Report.Unchanged, conv)
+		return false
+	}
+	im.Report.Imported = append(im.Report.Imported, conv)
+	return !im.Opts.DryRun
+}
+
+// Import adopts agent a's existing conversations (an agent with Files) into the store: each conversation file is
+// copied, with its modification time, where the agent files it in a session (Codex's by date as they were;
+// Gemini's and Qwen's into the folder of /session/workspace), and the cwds it ran in are recorded as the
+// session's known cwds. The originals are only read, beneath From, no symlink followed. Running it again copies
+// only what is new or has grown.
+func Import(store *layout.Store, opts ImportOptions) (ImportReport, error) {
+	a := opts.Agent
+	if a == nil || a.Files == nil {
+		return ImportReport{}, errors.New("import: not an agent with Files")
+	}
+	im, err := NewImporter(store, opts)
+	if err != nil {
+		return ImportReport{}, err
 	}
 	src, err := layout.OpenDir(opts.From)
 	if err != nil {
-		return rep, fmt.Errorf("import from %s: %w", opts.From, err)
+		return im.Report, fmt.Errorf("import from %s: %w", opts.From, err)
 	}
 	defer src.Close()
 	var convs []Conversation
-	var from []file
-	for _, f := range agentFiles(src, a, "") {
+	var from []File
+	for _, f := range a.files(src, "") {
 		c, ok := summarise(src, f)
 		switch {
 		case !ok:
 			continue
 		case c.Size > 0 && c.Messages == 0 && c.Malformed > 0 && len(c.Cwds) == 0:
-			rep.Malformed = append(rep.Malformed, fmt.Sprintf("%s: no line of it is a %s conversation entry", filepath.Join(opts.From, f.rel), a.Name))
+			im.Report.Malformed = append(im.Report.Malformed, fmt.Sprintf("%s: no line of it is a %s conversation entry", filepath.Join(opts.From, f.Rel), a.Name))
 			continue
 		case layout.ValidateID(c.ID) != nil:
-			rep.Malformed = append(rep.Malformed, fmt.Sprintf("%s: %q is not a conversation id", filepath.Join(opts.From, f.rel), c.ID))
+			im.Report.Malformed = append(im.Report.Malformed, fmt.Sprintf("%s: %q is not a conversation id", filepath.Join(opts.From, f.Rel), c.ID))
 			continue
-		case !ofProject(src, a, f, c, opts.Project):
+		case !ofProject(src, f, c, opts.Project):
 			continue
 		}
 		convs, from = append(convs, c), append(from, f)
 	}
-	planned := map[string]bool{} // sessions a dry run would have made by now
+	ids := make([]string, len(convs))
 	for i, c := range convs {
-		id := opts.Into
-		if id == "" {
-			// One session per conversation, unless a session holds it already: that one is brought up to date.
-			id = c.ID
-			if hs, err := Holders(store, c.ID); err == nil && len(hs) > 0 {
-				id = hs[0].ID
-			}
-		}
-		if err := importOne(store, src, a, from[i], c, id, opts, planned, &rep); err != nil {
-			return rep, err
-		}
-		if opts.Progress != nil {
-			opts.Progress(i+1, len(convs))
-		}
+		ids[i] = c.ID
 	}
-	return rep, nil
+	owner := func(conv string) string {
+		if hs, err := Holders(store, conv, []*Agent{a}); err == nil && len(hs) > 0 {
+			return hs[0].ID
+		}
+		return ""
+	}
+	err = im.Run(ids, owner, func(i int, id string) error { return im.one(src, from[i], convs[i], id) })
+	return im.Report, err
 }
 
 // ofProject: conversation c (file f) ran in project or below it, or was filed under project's folder.
-func ofProject(src *layout.Dir, a *Agent, f file, c Conversation, project string) bool {
+func ofProject(src *layout.Dir, f File, c Conversation, project string) bool {
 	if project == "" {
 		return true
 	}
@@ -112,83 +169,42 @@ func ofProject(src *layout.Dir, a *Agent, f file, c Conversation, project string
 	if slices.ContainsFunc(c.Cwds, func(cwd string) bool { return cwd == project || strings.HasPrefix(cwd, project+"/") }) {
 		return true
 	}
-	folder := strings.Split(f.rel, "/")[1] // tmp/<folder>/chats/..., projects/<folder>/chats/...
-	switch a {
-	case Qwen:
-		return folder == QwenFolder(project)
-	case Gemini:
-		// Gemini's chats hold no cwd: the folder is the one projects.json gives the path, or (before it) its hash.
-		if folder == PathHash(project) {
-			return true
-		}
-		found := false
-		_ = mergeJSONRead(src, "projects.json", func(m map[string]any) {
-			projects, _ := m["projects"].(map[string]any)
-			found = projects != nil && projects[project] == folder
-		})
-		return found
-	}
-	return false
+	in := f.Agent.Files.InProject
+	return in != nil && in(src, strings.Split(f.Rel, "/")[1], project) // tmp/<folder>/chats/...
 }
 
-// mergeJSONRead reads the JSON object rel beneath d, as mergeJSON does, and hands it to read.
-func mergeJSONRead(d *layout.Dir, rel string, read func(map[string]any)) error {
-	return mergeJSON(d, rel, 0, -1, -1, func(m map[string]any) bool { read(m); return false })
-}
-
-// target is where agent a files conversation file f (rel beneath its folder) in a session.
-func target(a *Agent, f file) string {
+// target is where conversation file f (rel beneath its agent's folder) goes in a session.
+func target(f File) string {
+	a := f.Agent
 	if len(a.Views) == 0 {
-		return a.Dir + "/" + f.rel // Codex: sessions/YYYY/MM/DD/<name>, as it was
+		return a.Dir + "/" + f.Rel // Codex: sessions/YYYY/MM/DD/<name>, as it was
 	}
 	v := a.Views[0] // Gemini's tmp, Qwen's projects: the canonical folder's chats
-	return a.Dir + "/" + v.Dir + "/" + v.Canonical + "/chats/" + path.Base(f.rel)
+	return a.Dir + "/" + v.Dir + "/" + v.Canonical + "/" + a.Files.Sub + "/" + path.Base(f.Rel)
 }
 
-func importOne(store *layout.Store, src *layout.Dir, a *Agent, f file, c Conversation, id string, opts ImportOptions,
-	planned map[string]bool, rep *claude.ImportReport) error {
-	if opts.DryRun && planned[id] {
-		rep.Imported = append(rep.Imported, c.ID)
-		return nil
-	}
-	if !store.Exists(id) {
-		rep.Sessions = append(rep.Sessions, id)
-		if opts.DryRun {
-			planned[id] = true
-			rep.Imported = append(rep.Imported, c.ID)
-			return nil
-		}
-		if _, err := store.Create(id, layout.CreateOptions{Labels: map[string]string{"imported-from": a.Name}}); err != nil {
-			return err
-		}
-	}
-	// The session may already exist and hold anything its processes wrote: everything in it is resolved beneath
-	// its folder, never through a symlink.
-	sess, err := store.OpenSession(id)
-	if err != nil {
+func (im *Importer) one(src *layout.Dir, f File, c Conversation, id string) error {
+	a := f.Agent
+	sess, err := im.Session(id, c.ID, a.Name)
+	if sess == nil || err != nil {
 		return err
 	}
 	defer sess.Close()
-	dst := target(a, f)
-	if sameFile(src, f.rel, sess, dst) {
-		rep.Unchanged = append(rep.Unchanged, c.ID)
-		return nil
-	}
-	rep.Imported = append(rep.Imported, c.ID)
-	if opts.DryRun {
+	dst := target(f)
+	if !im.Copies(c.ID, sameFile(src, f.Rel, sess, dst)) {
 		return nil
 	}
 	var ws []string
-	if opts.Workspaces != nil {
-		ws = opts.Workspaces(id)
+	if im.Opts.Workspaces != nil {
+		ws = im.Opts.Workspaces(id)
 	}
 	if err := Prepare(sess, a, ws); err != nil {
 		return err
 	}
-	if err := copyFile(src, f.rel, sess, dst); err != nil {
-		return fmt.Errorf("import %s: %w", filepath.Join(opts.From, f.rel), err)
+	if err := copyFile(src, f.Rel, sess, dst); err != nil {
+		return fmt.Errorf("import %s: %w", filepath.Join(im.Opts.From, f.Rel), err)
 	}
-	_, err = store.Update(id, func(m *layout.Meta) error {
+	_, err = im.Store.Update(id, func(m *layout.Meta) error {
 		for _, cwd := range c.Cwds {
 			m.AddCwd(cwd)
 		}

@@ -1,4 +1,4 @@
-package agents
+package agents_test
 
 import (
 	"os"
@@ -8,6 +8,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sessionfs/sessionfs/agents"
+	"github.com/sessionfs/sessionfs/agents/all"
+	"github.com/sessionfs/sessionfs/agents/codex"
+	"github.com/sessionfs/sessionfs/agents/gemini"
+	"github.com/sessionfs/sessionfs/agents/qwen"
 	"github.com/sessionfs/sessionfs/layout"
 )
 
@@ -17,23 +22,23 @@ func TestImport(t *testing.T) {
 	store, err := layout.OpenStore(t.TempDir())
 	require.NoError(t, err)
 	for _, tt := range []struct {
-		agent *Agent
+		agent *agents.Agent
 		dst   string
 		n     int
 	}{
-		{Codex, ".codex/sessions/2026/11/23/rollout-2026-11-23T07-05-15-01a20739-265b-7793-acee-f94fce8f06e3.jsonl", 1},
-		{Gemini, ".gemini/tmp/workspace/chats/session-2026-11-23T07-02-9ab916a9.jsonl", 2},
-		{Qwen, ".qwen/projects/-session-workspace/chats/6ff0322b-05c7-4854-be6e-8e9ae644122e.jsonl", 1},
+		{codex.Agent, ".codex/sessions/2026/11/23/rollout-2026-11-23T07-05-15-01a20739-265b-7793-acee-f94fce8f06e3.jsonl", 1},
+		{gemini.Agent, ".gemini/tmp/workspace/chats/session-2026-11-23T07-02-9ab916a9.jsonl", 2},
+		{qwen.Agent, ".qwen/projects/-session-workspace/chats/6ff0322b-05c7-4854-be6e-8e9ae644122e.jsonl", 1},
 	} {
 		from := filepath.Join("testdata", "session", tt.agent.Dir)
-		opts := ImportOptions{Agent: tt.agent, From: from, Into: "imported", DryRun: true}
-		rep, err := Import(store, opts)
+		opts := agents.ImportOptions{Agent: tt.agent, From: from, Into: "imported", DryRun: true}
+		rep, err := agents.Import(store, opts)
 		require.NoError(t, err)
 		assert.Len(t, rep.Imported, tt.n, tt.agent.Name)
-		assert.False(t, store.Exists("imported") && tt.agent == Codex, "a dry run makes nothing")
+		assert.False(t, store.Exists("imported") && tt.agent == codex.Agent, "a dry run makes nothing")
 
 		opts.DryRun = false
-		rep, err = Import(store, opts)
+		rep, err = agents.Import(store, opts)
 		require.NoError(t, err)
 		require.Len(t, rep.Imported, tt.n, tt.agent.Name)
 		got := filepath.Join(store.Dir("imported"), tt.dst)
@@ -50,7 +55,7 @@ func TestImport(t *testing.T) {
 		assert.Equal(t, ost.ModTime(), st.ModTime(), "its time is kept")
 		assert.Equal(t, ost.Size(), st.Size())
 
-		rep, err = Import(store, opts)
+		rep, err = agents.Import(store, opts)
 		require.NoError(t, err)
 		assert.Empty(t, rep.Imported, "nothing new")
 		assert.Len(t, rep.Unchanged, tt.n)
@@ -58,22 +63,22 @@ func TestImport(t *testing.T) {
 	sess, err := store.OpenSession("imported")
 	require.NoError(t, err)
 	defer sess.Close()
-	cs, err := SessionConversations(sess)
+	cs, err := all.SessionConversations(sess)
 	require.NoError(t, err)
 	assert.Len(t, cs, 3, "show lists them")
 	m, err := store.Get("imported")
 	require.NoError(t, err)
 	assert.Contains(t, m.Cwds, "/tmp/qx/ws", "the cwds they ran in are known")
-	b, err := os.ReadFile(filepath.Join(store.Dir("imported"), ".gemini", "tmp", "workspace", GeminiOwner))
+	b, err := os.ReadFile(filepath.Join(store.Dir("imported"), ".gemini", "tmp", "workspace", gemini.Owner))
 	require.NoError(t, err)
-	assert.Equal(t, CanonicalCwd, string(b), "Gemini's folder is claimed as Prepare claims it")
+	assert.Equal(t, agents.CanonicalCwd, string(b), "Gemini's folder is claimed as Prepare claims it")
 
 	// One session per conversation without --into, named by its id; a conversation already held is updated there.
-	rep, err := Import(store, ImportOptions{Agent: Qwen, From: filepath.Join("testdata", "session", ".qwen")})
+	rep, err := agents.Import(store, agents.ImportOptions{Agent: qwen.Agent, From: filepath.Join("testdata", "session", ".qwen")})
 	require.NoError(t, err)
 	assert.Empty(t, rep.Sessions, "already held by session imported")
 	assert.Equal(t, []string{"6ff0322b-05c7-4854-be6e-8e9ae644122e"}, rep.Unchanged)
-	rep, err = Import(store, ImportOptions{Agent: Codex, From: filepath.Join("testdata", "session", ".codex"), Into: ""})
+	rep, err = agents.Import(store, agents.ImportOptions{Agent: codex.Agent, From: filepath.Join("testdata", "session", ".codex"), Into: ""})
 	require.NoError(t, err)
 	assert.Empty(t, rep.Sessions)
 }
@@ -81,22 +86,22 @@ func TestImport(t *testing.T) {
 func TestImportProject(t *testing.T) {
 	store, err := layout.OpenStore(t.TempDir())
 	require.NoError(t, err)
-	for agent, project := range map[*Agent]string{Codex: "/tmp/cx", Qwen: "/tmp/qx/ws"} {
-		rep, err := Import(store, ImportOptions{Agent: agent, From: filepath.Join("testdata", "session", agent.Dir), Project: project, DryRun: true})
+	for agent, project := range map[*agents.Agent]string{codex.Agent: "/tmp/cx", qwen.Agent: "/tmp/qx/ws"} {
+		rep, err := agents.Import(store, agents.ImportOptions{Agent: agent, From: filepath.Join("testdata", "session", agent.Dir), Project: project, DryRun: true})
 		require.NoError(t, err)
 		assert.Len(t, rep.Imported, 1, agent.Name)
-		rep, err = Import(store, ImportOptions{Agent: agent, From: filepath.Join("testdata", "session", agent.Dir), Project: "/elsewhere", DryRun: true})
+		rep, err = agents.Import(store, agents.ImportOptions{Agent: agent, From: filepath.Join("testdata", "session", agent.Dir), Project: "/elsewhere", DryRun: true})
 		require.NoError(t, err)
 		assert.Empty(t, rep.Imported, agent.Name)
 	}
 	// Gemini's chats hold no cwd: the project's folder is the one projects.json names.
 	from := t.TempDir()
 	require.NoError(t, os.CopyFS(from, os.DirFS(filepath.Join("testdata", "session", ".gemini"))))
-	rep, err := Import(store, ImportOptions{Agent: Gemini, From: from, Project: "/tmp/gx/ws", DryRun: true})
+	rep, err := agents.Import(store, agents.ImportOptions{Agent: gemini.Agent, From: from, Project: "/tmp/gx/ws", DryRun: true})
 	require.NoError(t, err)
 	assert.Empty(t, rep.Imported, "no projects.json: unknown")
 	require.NoError(t, os.WriteFile(filepath.Join(from, "projects.json"), []byte(`{"projects":{"/tmp/gx/ws":"ws"}}`), 0o644))
-	rep, err = Import(store, ImportOptions{Agent: Gemini, From: from, Project: "/tmp/gx/ws", DryRun: true})
+	rep, err = agents.Import(store, agents.ImportOptions{Agent: gemini.Agent, From: from, Project: "/tmp/gx/ws", DryRun: true})
 	require.NoError(t, err)
 	assert.Len(t, rep.Imported, 2)
 }
@@ -112,7 +117,7 @@ func TestImportNoLinks(t *testing.T) {
 	require.NoError(t, os.MkdirAll(chats, 0o755))
 	require.NoError(t, os.Symlink(filepath.Join(outside, "secret"), filepath.Join(chats, "6ff0322b-05c7-4854-be6e-8e9ae644122e.jsonl")))
 	require.NoError(t, os.Symlink(outside, filepath.Join(from, "projects", "-y")))
-	rep, err := Import(store, ImportOptions{Agent: Qwen, From: from, Into: "s"})
+	rep, err := agents.Import(store, agents.ImportOptions{Agent: qwen.Agent, From: from, Into: "s"})
 	require.NoError(t, err)
 	assert.Empty(t, rep.Imported)
 	assert.False(t, store.Exists("s"))

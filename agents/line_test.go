@@ -1,4 +1,4 @@
-package agents
+package agents_test
 
 import (
 	"bytes"
@@ -10,6 +10,12 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sessionfs/sessionfs/agents"
+	"github.com/sessionfs/sessionfs/agents/all"
+	"github.com/sessionfs/sessionfs/agents/codex"
+	"github.com/sessionfs/sessionfs/agents/gemini"
+	"github.com/sessionfs/sessionfs/agents/qwen"
 )
 
 func TestFileOf(t *testing.T) {
@@ -18,7 +24,7 @@ func TestFileOf(t *testing.T) {
 		".gemini/tmp/workspace/chats/session-2026-11-23T07-00-9ab916a9.jsonl":                               "gemini 9ab916a9",
 		".qwen/projects/-session-workspace/chats/6ff0322b-05c7-4854-be6e-8e9ae644122e.jsonl":                "qwen 6ff0322b",
 	} {
-		a, conv, ok := FileOf(rel)
+		a, conv, ok := all.FileOf(rel)
 		require.True(t, ok, rel)
 		assert.Equal(t, want, a.Name+" "+conv, rel)
 	}
@@ -31,7 +37,7 @@ func TestFileOf(t *testing.T) {
 		".claude/projects/-session-workspace/6ff0322b-05c7-4854-be6e-8e9ae644122e.jsonl",
 		"workspace/.qwen/projects/x/chats/6ff0322b-05c7-4854-be6e-8e9ae644122e.jsonl",
 	} {
-		_, _, ok := FileOf(rel)
+		_, _, ok := all.FileOf(rel)
 		assert.False(t, ok, rel)
 	}
 }
@@ -41,15 +47,15 @@ func TestFileOf(t *testing.T) {
 func TestLine(t *testing.T) {
 	stamp := regexp.MustCompile(`^\d\d:\d\d:\d\d `)
 	for _, tt := range []struct {
-		agent *Agent
+		agent *agents.Agent
 		glob  string
 		want  []string
 	}{
-		{Codex, ".codex/sessions/*/*/*/*.jsonl", []string{"[codex] user hello there", "[codex] assistant stub reply",
+		{codex.Agent, ".codex/sessions/*/*/*/*.jsonl", []string{"[codex] user hello there", "[codex] assistant stub reply",
 			"[codex] user again", "[codex] assistant stub reply"}},
-		{Gemini, ".gemini/tmp/ws/chats/session-2026-11-23T07-00-*.jsonl", []string{"[gemini] user hello there",
+		{gemini.Agent, ".gemini/tmp/ws/chats/session-2026-11-23T07-00-*.jsonl", []string{"[gemini] user hello there",
 			"[gemini] assistant stub reply", "[gemini] user again", "[gemini] assistant stub reply"}},
-		{Qwen, ".qwen/projects/*/chats/*.jsonl", []string{"[qwen] user hello there", "[qwen] assistant stub reply"}},
+		{qwen.Agent, ".qwen/projects/*/chats/*.jsonl", []string{"[qwen] user hello there", "[qwen] assistant stub reply"}},
 	} {
 		files, err := filepath.Glob(filepath.Join("testdata", "session", tt.glob))
 		require.NoError(t, err)
@@ -58,7 +64,7 @@ func TestLine(t *testing.T) {
 		require.NoError(t, err)
 		var got []string
 		for _, l := range bytes.Split(b, []byte("\n")) {
-			if s := Line(tt.agent, l); s != "" {
+			if s := agents.Line(tt.agent, l); s != "" {
 				require.Regexp(t, stamp, s)
 				got = append(got, strings.Join(strings.Fields(s[9:]), " "))
 			}
@@ -68,17 +74,17 @@ func TestLine(t *testing.T) {
 }
 
 func TestLineToolsAndGarbage(t *testing.T) {
-	assert.Contains(t, Line(Codex, []byte(`{"timestamp":"2026-11-23T07:05:15Z","type":"response_item","payload":{"type":"function_call","name":"shell","arguments":"{\"cmd\":\"ls\"}"}}`)),
+	assert.Contains(t, agents.Line(codex.Agent, []byte(`{"timestamp":"2026-11-23T07:05:15Z","type":"response_item","payload":{"type":"function_call","name":"shell","arguments":"{\"cmd\":\"ls\"}"}}`)),
 		`[codex] assistant → shell({"cmd":"ls"})`)
-	assert.Contains(t, Line(Qwen, []byte(`{"type":"assistant","message":{"parts":[{"functionCall":{"name":"read_file","args":{"path":"a"}}}]}}`)),
+	assert.Contains(t, agents.Line(qwen.Agent, []byte(`{"type":"assistant","message":{"parts":[{"functionCall":{"name":"read_file","args":{"path":"a"}}}]}}`)),
 		`→ read_file({"path":"a"})`)
-	assert.Contains(t, Line(Qwen, []byte(`{"type":"tool_result","message":{"parts":[{"functionResponse":{"name":"read_file"}}]}}`)), "← tool result")
-	assert.Contains(t, Line(Gemini, []byte(`{"id":"1","type":"gemini","content":"","toolCalls":[{"name":"ls","args":{}}]}`)), "→ ls({})")
+	assert.Contains(t, agents.Line(qwen.Agent, []byte(`{"type":"tool_result","message":{"parts":[{"functionResponse":{"name":"read_file"}}]}}`)), "← tool result")
+	assert.Contains(t, agents.Line(gemini.Agent, []byte(`{"id":"1","type":"gemini","content":"","toolCalls":[{"name":"ls","args":{}}]}`)), "→ ls({})")
 	for _, bad := range []string{"", "{", "[]", "null", `{"type":"user"}`, `{"$set":{"messages":[]}}`, `{"id":"x","type":"info","content":"hi"}`} {
-		for _, a := range []*Agent{Codex, Gemini, Qwen} {
-			assert.Empty(t, Line(a, []byte(bad)), "%s %q", a.Name, bad)
+		for _, a := range []*agents.Agent{codex.Agent, gemini.Agent, qwen.Agent} {
+			assert.Empty(t, agents.Line(a, []byte(bad)), "%s %q", a.Name, bad)
 		}
 	}
 	long := `{"type":"user","message":{"parts":[{"text":"` + strings.Repeat("é", 500) + `"}]}}`
-	assert.LessOrEqual(t, len([]rune(Line(Qwen, []byte(long)))), 240)
+	assert.LessOrEqual(t, len([]rune(agents.Line(qwen.Agent, []byte(long)))), 240)
 }

@@ -11,13 +11,11 @@ import (
 	"github.com/sessionfs/sessionfs/layout"
 )
 
-// Prepare makes the agent's folder in the session open as sess (owned like the session) and seeds what the agent
-// needs to start there unattended. Gemini CLI gets its trust in the session's workspaces (trustedFolders.json)
-// and a registry that gives /session/workspace the canonical project folder, as a fresh Gemini would, so a run
-// on the plain store (a sandbox, no mount) files its chats where the mount's views lead. What is already there is
-// kept. Everything is written beneath sess, never through a symlink. Claude's folder is seeded by package claude.
+// Prepare makes agent a's folder in the session open as sess (owned like the session) and seeds what the agent
+// needs to start there unattended (a.Seed). What is already there is kept. Everything is written beneath sess,
+// never through a symlink. A folder made with every session (Claude's) is its package's to seed.
 func Prepare(sess *layout.Dir, a *Agent, workspaces []string) error {
-	if a == Claude {
+	if a.Always {
 		return nil
 	}
 	uid, gid, err := sess.Owner()
@@ -27,65 +25,18 @@ func Prepare(sess *layout.Dir, a *Agent, workspaces []string) error {
 	if err := sess.MkdirAll(a.Dir, 0o755, uid, gid); err != nil {
 		return err
 	}
-	if a != Gemini {
+	if a.Seed == nil {
 		return nil
 	}
-	trusted := a.Dir + "/trustedFolders.json"
-	if err := mergeJSON(sess, trusted, 0o600, uid, gid, func(m map[string]any) bool {
-		changed := false
-		for _, w := range workspaces {
-			if _, ok := m[w]; !ok {
-				m[w] = "TRUST_FOLDER"
-				changed = true
-			}
-		}
-		return changed
-	}); err != nil {
-		return err
-	}
-	slug := GeminiSlug(CanonicalCwd)
-	claimed := false
-	if err := mergeJSON(sess, a.Dir+"/projects.json", 0o644, uid, gid, func(m map[string]any) bool {
-		projects, _ := m["projects"].(map[string]any)
-		if projects == nil {
-			projects = map[string]any{}
-			m["projects"] = projects
-		}
-		if v, ok := projects[CanonicalCwd]; ok {
-			claimed = v == slug
-			return false
-		}
-		for _, v := range projects {
-			if v == slug {
-				return false // another cwd holds the name: Gemini's choice stands
-			}
-		}
-		projects[CanonicalCwd] = slug
-		claimed = true
-		return true
-	}); err != nil || !claimed {
-		return err
-	}
-	for _, v := range a.Views {
-		dir := a.Dir + "/" + v.Dir + "/" + slug
-		if _, err := sess.Lstat(dir + "/" + v.Own); !errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err := sess.MkdirAll(dir, 0o755, uid, gid); err != nil {
-			return err
-		}
-		if err := sess.WriteAtomic(dir+"/"+v.Own, []byte(CanonicalCwd), 0o644, uid, gid); err != nil {
-			return err
-		}
-	}
-	return nil
+	return a.Seed(sess, workspaces)
 }
 
-// mergeJSON reads the JSON object rel beneath sess (absent means empty), lets edit change it, and writes it back
+// MergeJSON reads the JSON object rel beneath sess (absent means empty), lets edit change it, and writes it back
 // atomically when edit reports a change. The session wrote the file and may be hostile: it is read only if it is
-// a regular file of at most layout.MaxMetaSize bytes reached with no symlink, and a file that is not a JSON
-// object is left as it is (an error says so).
-func mergeJSON(sess *layout.Dir, rel string, perm uint32, uid, gid int, edit func(map[string]any) bool) error {
+// a regular file of at most layout.MaxMetaSize bytes, never through a symlink nor blocking on a FIFO, a file that
+// is not a JSON object is left as it is (an error says so), and the new file replaces the name (never written
+// through it) with the session folder's owner.
+func MergeJSON(sess *layout.Dir, rel string, perm uint32, edit func(map[string]any) bool) error {
 	m := map[string]any{}
 	b, err := sess.ReadRegular(rel, layout.MaxMetaSize)
 	switch {
@@ -103,8 +54,17 @@ func mergeJSON(sess *layout.Dir, rel string, perm uint32, uid, gid int, edit fun
 	if err != nil {
 		return err
 	}
+	uid, gid, err := sess.Owner()
+	if err != nil {
+		return err
+	}
 	if err := sess.MkdirAll(path.Dir(rel), 0o755, uid, gid); err != nil {
 		return err
 	}
 	return sess.WriteAtomic(rel, append(out, '\n'), perm, uid, gid)
+}
+
+// ReadJSON reads the JSON object rel beneath d, as MergeJSON does, and hands it to read.
+func ReadJSON(d *layout.Dir, rel string, read func(map[string]any)) error {
+	return MergeJSON(d, rel, 0, func(m map[string]any) bool { read(m); return false })
 }

@@ -8,7 +8,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/sessionfs/sessionfs/agents"
+	"github.com/sessionfs/sessionfs/agents/all"
+	"github.com/sessionfs/sessionfs/agents/claude"
 	"github.com/sessionfs/sessionfs/layout"
 )
 
@@ -23,7 +24,7 @@ type Spec struct {
 	// write nothing.
 	Folder *layout.Dir
 	Argv   []string
-	// Agent is the coding agent the command runs (agents.Names; "" is Claude): its variables point it at its
+	// Agent is the coding agent the command runs (all.Names; "" is Claude): its variables point it at its
 	// folder in the session, as the command sees the session. Claude's are set for every agent.
 	Agent string
 	Env   []string // extra K=V pairs, applied over the backend's defaults
@@ -51,8 +52,8 @@ var NativeDirs = []string{layout.WorkspaceDir, layout.AppDir, layout.MCPDir, lay
 // AgentEnv is the environment the spec's agent needs in a session a process sees at root ("/session" in a
 // container), before the user's own -e pairs. An unknown agent gets none (the CLI refuses it first).
 func (s Spec) AgentEnv(root string) []string {
-	a, err := agents.ByName(s.Agent)
-	if err != nil || a == agents.Claude {
+	a, err := all.ByName(s.Agent)
+	if err != nil || a == claude.Agent {
 		return nil
 	}
 	return a.Env(root)

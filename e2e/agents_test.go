@@ -16,6 +16,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionfs/sessionfs/agents"
+	geminiagent "github.com/sessionfs/sessionfs/agents/gemini"
+	qwenagent "github.com/sessionfs/sessionfs/agents/qwen"
 	"github.com/sessionfs/sessionfs/e2e/geministub"
 	"github.com/sessionfs/sessionfs/e2e/openaistub"
 )
@@ -230,7 +232,7 @@ func TestGeminiResumesFromAnyCwd(t *testing.T) {
 	// The mount's workspace path got a name of its own ("workspace" is /session/workspace's): a view, holding only
 	// its claim in the store.
 	ws := filepath.Join(m.session("s1"), "workspace")
-	claims := glob(t, filepath.Join(tmp, "*", agents.GeminiOwner))
+	claims := glob(t, filepath.Join(tmp, "*", geminiagent.Owner))
 	var owners []string
 	for _, c := range claims {
 		b, _ := os.ReadFile(c)
@@ -344,7 +346,7 @@ func TestQwenKeepsChatsInTheSession(t *testing.T) {
 	r := agentExec(t, store, "qwen", env, "", run("hello from the workspace")...)
 	require.Equal(t, 0, r.code, "%s\n%s\nstub saw %v", r.stdout, r.stderr, api.Paths())
 	assert.Contains(t, r.stdout, openaistub.Reply)
-	chats := filepath.Join(store, "sessions", "s1", ".qwen", "projects", agents.QwenFolder(agents.CanonicalCwd), "chats")
+	chats := filepath.Join(store, "sessions", "s1", ".qwen", "projects", qwenagent.Folder(agents.CanonicalCwd), "chats")
 	files := glob(t, filepath.Join(chats, "*.jsonl"))
 	require.Len(t, files, 1, "the chat lands in the canonical folder, in the store")
 	id := strings.TrimSuffix(filepath.Base(files[0]), ".jsonl")
@@ -361,7 +363,7 @@ func TestQwenKeepsChatsInTheSession(t *testing.T) {
 	n = lines(t, files[0])
 
 	outside := t.TempDir()
-	view := filepath.Join(m.session("s1"), ".qwen", "projects", agents.QwenFolder(outside), "chats", id+".jsonl")
+	view := filepath.Join(m.session("s1"), ".qwen", "projects", qwenagent.Folder(outside), "chats", id+".jsonl")
 	assert.FileExists(t, view, "the mount shows the chat in the folder of the other cwd")
 	out, _ := agentOutside(t, store, "qwen", outside, env, run("--resume", id, "from outside")...)
 	assert.Contains(t, out, "No saved session found", "Qwen refuses a chat begun in another cwd")
@@ -410,7 +412,7 @@ func TestAgentFlag(t *testing.T) {
 	b, err = os.ReadFile(filepath.Join(sess, ".gemini", "trustedFolders.json"))
 	require.NoError(t, err)
 	assert.Contains(t, string(b), `"/session/workspace": "TRUST_FOLDER"`)
-	b, err = os.ReadFile(filepath.Join(sess, ".gemini", "tmp", "workspace", agents.GeminiOwner))
+	b, err = os.ReadFile(filepath.Join(sess, ".gemini", "tmp", "workspace", geminiagent.Owner))
 	require.NoError(t, err)
 	assert.Equal(t, "/session/workspace", string(b), "the canonical name is claimed as Gemini claims one")
 
@@ -687,13 +689,13 @@ func TestAgentViewsThroughMount(t *testing.T) {
 	// Gemini: mkdir of a new project name makes the canonical folder; the claim stays the name's own.
 	tmp := filepath.Join(mnt, ".gemini", "tmp")
 	require.NoError(t, os.MkdirAll(filepath.Join(tmp, "webapp", "chats"), 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(tmp, "webapp", agents.GeminiOwner), []byte("/src/webapp"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(tmp, "webapp", geminiagent.Owner), []byte("/src/webapp"), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(tmp, "webapp", "chats", "c.jsonl"), []byte("{}\n"), 0o644))
 	assert.FileExists(t, filepath.Join(sess, ".gemini", "tmp", "workspace", "chats", "c.jsonl"), "written through the view, kept in the canonical folder")
-	b, err := os.ReadFile(filepath.Join(sess, ".gemini", "tmp", "webapp", agents.GeminiOwner))
+	b, err := os.ReadFile(filepath.Join(sess, ".gemini", "tmp", "webapp", geminiagent.Owner))
 	require.NoError(t, err)
 	assert.Equal(t, "/src/webapp", string(b), "the claim is the name's own")
-	assert.NoFileExists(t, filepath.Join(sess, ".gemini", "tmp", "workspace", agents.GeminiOwner))
+	assert.NoFileExists(t, filepath.Join(sess, ".gemini", "tmp", "workspace", geminiagent.Owner))
 	assert.FileExists(t, filepath.Join(tmp, "api", "chats", "c.jsonl"), "every project name shows it")
 	require.NoError(t, os.MkdirAll(filepath.Join(tmp, "bin"), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(tmp, "bin", "rg"), nil, 0o755))
@@ -704,7 +706,7 @@ func TestAgentViewsThroughMount(t *testing.T) {
 	// Qwen: every cwd's folder is the canonical one; Codex's folders are plain.
 	require.NoError(t, os.MkdirAll(filepath.Join(mnt, ".qwen", "projects", "-src-api", "chats"), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(mnt, ".qwen", "projects", "-src-api", "chats", "q.jsonl"), []byte("{}\n"), 0o644))
-	assert.FileExists(t, filepath.Join(sess, ".qwen", "projects", agents.QwenFolder(agents.CanonicalCwd), "chats", "q.jsonl"))
+	assert.FileExists(t, filepath.Join(sess, ".qwen", "projects", qwenagent.Folder(agents.CanonicalCwd), "chats", "q.jsonl"))
 	require.NoError(t, os.MkdirAll(filepath.Join(mnt, ".codex", "sessions", "2026"), 0o755))
 	assert.DirExists(t, filepath.Join(sess, ".codex", "sessions", "2026"))
 

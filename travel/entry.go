@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/sessionfs/sessionfs/agents"
+	"github.com/sessionfs/sessionfs/agents/all"
 	"github.com/sessionfs/sessionfs/layout"
 )
 
@@ -28,14 +28,8 @@ type walked struct {
 }
 
 // credentialFiles are the known places of credentials in a session, as (folder, file name) anywhere in it: the
-// agents' logins and the usual tools' tokens. They are left out of an export unless asked for.
-var credentialFiles = []struct{ dir, name string }{
-	{".claude", ".credentials.json"},     // Claude Code's OAuth login
-	{".codex", "auth.json"},              // Codex
-	{".gemini", "oauth_creds.json"},      // Gemini CLI
-	{".qwen", "oauth_creds.json"},        // Qwen Code
-	{".gemini", "mcp-oauth-tokens.json"}, // MCP servers' OAuth tokens
-	{".qwen", "mcp-oauth-tokens.json"},
+// agents' logins (their Credentials) and the usual tools' tokens. They are left out of an export unless asked for.
+var credentialFiles = append(agentCredentials(), []credential{
 	{".aws", "credentials"},
 	{".docker", "config.json"},
 	{"gh", "hosts.yml"},      // GitHub CLI (.config/gh)
@@ -43,6 +37,19 @@ var credentialFiles = []struct{ dir, name string }{
 	{"", ".netrc"},
 	{"", ".pypirc"},
 	{"", ".npmrc"}, // may hold an auth token
+}...)
+
+// credential is a file name, in a folder of that name ("" for any).
+type credential struct{ dir, name string }
+
+func agentCredentials() []credential {
+	var out []credential
+	for _, a := range all.Agents {
+		for _, name := range a.Credentials {
+			out = append(out, credential{a.Dir, name})
+		}
+	}
+	return out
 }
 
 // stateKeys are the credentials Claude Code may keep in its state file (.claude.json) beside settings a session
@@ -124,7 +131,7 @@ func isTranscript(rel string) bool {
 		return false
 	}
 	top, _, _ := strings.Cut(rel, "/")
-	return agents.ByDir(top) != nil
+	return all.ByDir(top) != nil
 }
 
 // wholeLines returns the length of the first size bytes of f up to and including their last newline: a

@@ -22,8 +22,8 @@ import (
 	"github.com/docker/docker/pkg/stdcopy"
 	"golang.org/x/term"
 
+	"github.com/sessionfs/sessionfs/agents/claude"
 	"github.com/sessionfs/sessionfs/backends"
-	"github.com/sessionfs/sessionfs/claude"
 	"github.com/sessionfs/sessionfs/layout"
 )
 

@@ -12,8 +12,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sessionfs/sessionfs/agents/claude"
 	"github.com/sessionfs/sessionfs/backends"
-	"github.com/sessionfs/sessionfs/claude"
 	"github.com/sessionfs/sessionfs/layout"
 )
 

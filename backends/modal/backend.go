@@ -20,7 +20,7 @@ import (
 	"github.com/sessionfs/sessionfs/backends"
 	"golang.org/x/sys/unix"
 
-	"github.com/sessionfs/sessionfs/claude"
+	"github.com/sessionfs/sessionfs/agents/claude"
 	"github.com/sessionfs/sessionfs/layout"
 )
 

@@ -9,7 +9,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sessionfs/sessionfs/agents"
-	"github.com/sessionfs/sessionfs/claude"
+	"github.com/sessionfs/sessionfs/agents/all"
+	"github.com/sessionfs/sessionfs/agents/claude"
 	"github.com/sessionfs/sessionfs/layout"
 )
 
@@ -21,16 +22,16 @@ func agentFlag(cmd *cobra.Command, name *string, help ...string) {
 	if len(help) > 0 {
 		h = help[0]
 	}
-	cmd.Flags().StringVar(name, "agent", agents.Claude.Name, h)
-	_ = cmd.RegisterFlagCompletionFunc("agent", fixedValues(agents.Names()...))
+	cmd.Flags().StringVar(name, "agent", claude.Agent.Name, h)
+	_ = cmd.RegisterFlagCompletionFunc("agent", fixedValues(all.Names()...))
 }
 
 // checkAgent refuses an unknown --agent as a usage mistake.
 func checkAgent(name string) (*agents.Agent, error) {
 	if name == "" {
-		return nil, usageError("--agent: empty (want " + strings.Join(agents.Names(), ", ") + ")")
+		return nil, usageError("--agent: empty (want " + strings.Join(all.Names(), ", ") + ")")
 	}
-	a, err := agents.ByName(name)
+	a, err := all.ByName(name)
 	if err != nil {
 		return nil, usageError("--agent: " + strings.TrimPrefix(err.Error(), "unknown agent "))
 	}
@@ -42,7 +43,7 @@ func checkAgent(name string) (*agents.Agent, error) {
 // made something else (a symlink out of it) is refused: the agent would follow it. A seed that cannot be written
 // is only a warning.
 func prepareAgent(s *layout.Store, id, dir string, mounted bool, a *agents.Agent) error {
-	if a == agents.Claude {
+	if a == claude.Agent {
 		return nil
 	}
 	sess, err := s.OpenSession(id)
@@ -69,9 +70,9 @@ func workspaces(s *layout.Store, id, dir string, mounted bool) []string {
 }
 
 // importAgent is "import --agent": agent a's conversations, reported as Claude's are.
-func importAgent(cmd *cobra.Command, s *layout.Store, a *agents.Agent, copts claude.ImportOptions, asJSON bool) error {
-	opts := agents.ImportOptions{Agent: a, From: copts.From, Project: copts.Project, Into: copts.Into, DryRun: copts.DryRun,
-		Workspaces: func(id string) []string { dir, mounted := sessionDir(s, id); return workspaces(s, id, dir, mounted) }}
+func importAgent(cmd *cobra.Command, s *layout.Store, a *agents.Agent, opts agents.ImportOptions, asJSON bool) error {
+	opts.Agent = a
+	opts.Workspaces = func(id string) []string { dir, mounted := sessionDir(s, id); return workspaces(s, id, dir, mounted) }
 	if opts.From == "" {
 		home, err := a.Home()
 		if err != nil {

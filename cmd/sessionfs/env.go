@@ -6,8 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/sessionfs/sessionfs/agents"
-	"github.com/sessionfs/sessionfs/claude"
+	"github.com/sessionfs/sessionfs/agents/claude"
 	"github.com/sessionfs/sessionfs/layout"
 )
 
@@ -41,7 +40,7 @@ folder is made in the session if it has none yet.`,
 			}
 			vars := []string{"SESSIONFS_SESSION=" + m.ID, "SESSION_DIR=" + p.Root, claude.EnvConfigDir + "=" + p.Claude,
 				claude.EnvProjectDirName + "=" + claude.ProjectDirName}
-			if ag != agents.Claude {
+			if ag != claude.Agent {
 				if err := prepareAgent(s, m.ID, dir, mounted, ag); err != nil {
 					return err
 				}

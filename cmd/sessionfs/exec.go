@@ -12,7 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/sessionfs/sessionfs/agents"
+	"github.com/sessionfs/sessionfs/agents/all"
 	"github.com/sessionfs/sessionfs/backends"
 	"github.com/sessionfs/sessionfs/backends/local"
 	"github.com/sessionfs/sessionfs/layout"
@@ -93,7 +93,7 @@ func (a *app) execIn(id string, argv []string, adjust ...func(*backends.Spec)) e
 	for _, f := range adjust {
 		f(&spec)
 	}
-	if ag, err := agents.ByName(spec.Agent); err == nil {
+	if ag, err := all.ByName(spec.Agent); err == nil {
 		if err := prepareAgent(s, m.ID, dir, mounted, ag); err != nil {
 			return err
 		}

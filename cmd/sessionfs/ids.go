@@ -8,7 +8,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/sessionfs/sessionfs/agents"
+	"github.com/sessionfs/sessionfs/agents/all"
 	"github.com/sessionfs/sessionfs/layout"
 )
 
@@ -114,7 +114,7 @@ func expandConversation(s *layout.Store, arg string) (string, error) {
 		if err != nil {
 			continue
 		}
-		cs, _ := agents.SessionConversations(sess)
+		cs, _ := all.SessionConversations(sess)
 		sess.Close()
 		for _, c := range cs {
 			if strings.HasPrefix(strings.ToLower(c.ID), strings.ToLower(arg)) {

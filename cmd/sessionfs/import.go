@@ -14,14 +14,15 @@ import (
 	"golang.org/x/term"
 
 	"github.com/sessionfs/sessionfs/agents"
+	"github.com/sessionfs/sessionfs/agents/all"
+	"github.com/sessionfs/sessionfs/agents/claude"
 	"github.com/sessionfs/sessionfs/backends"
-	"github.com/sessionfs/sessionfs/claude"
 	"github.com/sessionfs/sessionfs/layout"
 	"github.com/sessionfs/sessionfs/travel"
 )
 
 func (a *app) importCmd() *cobra.Command {
-	var opts claude.ImportOptions
+	var opts agents.ImportOptions
 	var asJSON bool
 	var agent string
 	var archive, maxBytes string
@@ -71,7 +72,7 @@ device files, more than --max-bytes of content or --max-files entries) is refuse
 			if err != nil {
 				return err
 			}
-			if ag != agents.Claude {
+			if ag != claude.Agent {
 				return importAgent(cmd, s, ag, opts, asJSON)
 			}
 			if opts.From == "" {
@@ -203,7 +204,7 @@ PATH, with its variables set as exec --agent sets them: "codex resume UUID", "ge
 			// Neither a whole conversation id nor a session's: the start of a conversation's id (watch prints 8).
 			if !s.Exists(target) {
 				if h, _ := claude.Holders(s, target); len(h) == 0 {
-					if o, _ := agents.Holders(s, target); len(o) == 0 {
+					if o, _ := all.Holders(s, target); len(o) == 0 {
 						if target, err = expandConversation(s, target); err != nil {
 							return err
 						}
@@ -223,9 +224,9 @@ PATH, with its variables set as exec --agent sets them: "codex resume UUID", "ge
 				holders, _ = conversationHolders(s, target) // names the other holders, if any
 				return a.execIn(holders[0].ID, append([]string{claudeBin, "--resume", target}, extra...))
 			}
-			if others, err := agents.Holders(s, target); err == nil && len(others) > 0 {
+			if others, err := all.Holders(s, target); err == nil && len(others) > 0 {
 				holders, name, _ := anyHolders(s, target) // names the other holders, if any
-				ag, _ := agents.ByName(name)
+				ag, _ := all.ByName(name)
 				argv := append(ag.Resume(target), extra...)
 				if err := needCLI(argv[0]); err != nil {
 					return err
@@ -251,19 +252,16 @@ PATH, with its variables set as exec --agent sets them: "codex resume UUID", "ge
 
 // anyHolders is conversationHolders for a conversation of any agent: Claude's first, then the others' (a uuid
 // is one agent's).
-func anyHolders(s *layout.Store, uuid string) ([]claude.Holder, string, error) {
+func anyHolders(s *layout.Store, uuid string) ([]agents.Holder, string, error) {
 	holders, err := conversationHolders(s, uuid)
 	if !errors.Is(err, claude.ErrNoConversation) {
-		return holders, agents.Claude.Name, err
+		return holders, claude.Agent.Name, err
 	}
-	others, aerr := agents.Holders(s, uuid)
+	others, aerr := all.Holders(s, uuid)
 	if aerr != nil || len(others) == 0 {
 		return nil, "", err
 	}
-	holders = nil
-	for _, h := range others {
-		holders = append(holders, h.Holder)
-	}
+	holders = others
 	if len(holders) > 1 {
 		var ids []string
 		for _, h := range holders[1:] {
@@ -277,7 +275,7 @@ func anyHolders(s *layout.Store, uuid string) ([]claude.Holder, string, error) {
 
 // conversationHolders returns the sessions holding conversation uuid, the owner first, and names the others on
 // stderr: a uuid in two sessions is never resolved silently.
-func conversationHolders(s *layout.Store, uuid string) ([]claude.Holder, error) {
+func conversationHolders(s *layout.Store, uuid string) ([]agents.Holder, error) {
 	holders, err := claude.Holders(s, uuid)
 	if err != nil {
 		return nil, err

@@ -12,7 +12,8 @@ import (
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
 
-	"github.com/sessionfs/sessionfs/agents"
+	"github.com/sessionfs/sessionfs/agents/all"
+	"github.com/sessionfs/sessionfs/agents/claude"
 	"github.com/sessionfs/sessionfs/layout"
 )
 
@@ -80,12 +81,12 @@ first) or size (largest first). -q prints only ids; --format prints each session
 			for i, in := range infos {
 				rows[i] = listed{sessionView: viewOf(s, mnt, &in.Meta, in), Agents: map[string]int{}}
 				if sess, err := s.OpenSession(in.ID); err == nil {
-					by := agents.CountConversations(sess)
+					by := all.CountConversations(sess)
 					sess.Close()
 					for _, n := range by {
 						rows[i].Conversations += n
 					}
-					if len(by) > 1 || (len(by) == 1 && by[agents.Claude.Name] == 0) {
+					if len(by) > 1 || (len(by) == 1 && by[claude.Agent.Name] == 0) {
 						rows[i].Agents = by
 					}
 				}

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sessionfs/sessionfs/agents"
+	"github.com/sessionfs/sessionfs/agents/all"
 	"github.com/sessionfs/sessionfs/layout"
 )
 
@@ -54,7 +55,7 @@ func (a *app) showCmd() *cobra.Command {
 				return err
 			}
 			defer sess.Close()
-			if out.Conversations, err = agents.SessionConversations(sess); err != nil {
+			if out.Conversations, err = all.SessionConversations(sess); err != nil {
 				return err
 			}
 			if asJSON {

@@ -15,7 +15,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sessionfs/sessionfs/agents"
-	"github.com/sessionfs/sessionfs/claude"
+	"github.com/sessionfs/sessionfs/agents/all"
+	"github.com/sessionfs/sessionfs/agents/claude"
 	"github.com/sessionfs/sessionfs/layout"
 )
 
@@ -82,8 +83,8 @@ func follow(root, projects string, out io.Writer, asJSON, fromStart bool, stop <
 	if err := f.add(projects, !fromStart); err != nil {
 		return err
 	}
-	for _, a := range agents.All {
-		if a != agents.Claude {
+	for _, a := range all.Agents {
+		if a != claude.Agent {
 			_ = f.add(filepath.Join(root, a.Dir), !fromStart)
 		}
 	}
@@ -99,7 +100,7 @@ func follow(root, projects string, out io.Writer, asJSON, fromStart bool, stop <
 			case err != nil:
 				delete(f.offsets, ev.Name)
 			case fi.IsDir() && ev.Has(fsnotify.Create):
-				if filepath.Dir(ev.Name) == f.root && agents.ByDir(filepath.Base(ev.Name)) == nil {
+				if filepath.Dir(ev.Name) == f.root && all.ByDir(filepath.Base(ev.Name)) == nil {
 					continue // of the session's own folders, only the agents' are followed
 				}
 				_ = f.add(ev.Name, false) // a new sidecar, subagents or agent folder: read it from the start
@@ -176,7 +177,7 @@ func (f *follower) read(p string) {
 // for a file that is no agent's conversation.
 func (f *follower) kind(p string) (render func(line []byte, sub string) string, conv, sub string) {
 	if rel, err := filepath.Rel(f.root, p); err == nil {
-		if a, conv, ok := agents.FileOf(filepath.ToSlash(rel)); ok {
+		if a, conv, ok := all.FileOf(filepath.ToSlash(rel)); ok {
 			return func(line []byte, _ string) string { return agents.Line(a, line) }, conv, ""
 		}
 	}

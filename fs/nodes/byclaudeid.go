@@ -11,7 +11,8 @@ import (
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 
-	"github.com/sessionfs/sessionfs/claude"
+	"github.com/sessionfs/sessionfs/agents"
+	"github.com/sessionfs/sessionfs/agents/claude"
 )
 
 // ByClaudeID is by-claude-id/: for every conversation in the store, <uuid> is a symlink to ../sessions/<id>,
@@ -22,7 +23,7 @@ type ByClaudeID struct {
 	tree *Tree
 
 	mu    sync.Mutex
-	index map[string]claude.Holder // conversation uuid -> its owner, from the last listing
+	index map[string]agents.Holder // conversation uuid -> its owner, from the last listing
 	built time.Time
 	listed
 }
@@ -59,13 +60,13 @@ func (b *ByClaudeID) Lookup(ctx context.Context, name string, out *fuse.EntryOut
 
 // indexed answers from the last listing's index while it is fresh, checking that the transcript is still there:
 // ls -l of the folder then costs one scan of the store, not one per entry.
-func (b *ByClaudeID) indexed(uuid string) (claude.Holder, bool) {
+func (b *ByClaudeID) indexed(uuid string) (agents.Holder, bool) {
 	b.mu.Lock()
 	h, ok := b.index[uuid]
 	fresh := time.Since(b.built) < byIDTimeout
 	b.mu.Unlock()
 	if !ok || !fresh {
-		return claude.Holder{}, false
+		return agents.Holder{}, false
 	}
 	return h, claude.Holds(b.tree.Store, h)
 }

@@ -8,7 +8,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
 
-	"github.com/sessionfs/sessionfs/agents"
+	"github.com/sessionfs/sessionfs/agents/claude"
 	"github.com/sessionfs/sessionfs/layout"
 )
 
@@ -32,7 +32,7 @@ var (
 	_ = (fs.NodeStatfser)((*Projects)(nil))
 )
 
-// AliasTarget is the alias rule (Claude's row of the agents' table, agents.Claude.Views): the store folder that
+// AliasTarget is the alias rule (Claude's row of the agents' table, claude.Agent.Views): the store folder that
 // projects/<name> shows, and the view number its folders' inode numbers carry; ok is false for a name Claude Code
 // could never make, which does not exist.
 func (t *Tree) AliasTarget(projectsDir, name string) (target string, view uint64, ok bool) {
@@ -43,7 +43,7 @@ func (t *Tree) AliasTarget(projectsDir, name string) (target string, view uint64
 }
 
 // claudeViews is Claude's rule: every name of its alphabet is a view of the canonical folder, nothing else exists.
-var claudeViews = agents.Claude.Views[0]
+var claudeViews = claude.Agent.Views[0]
 
 func (p *Projects) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	target, view, ok := p.tree.AliasTarget(p.dir, name)

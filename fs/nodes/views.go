@@ -10,6 +10,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sessionfs/sessionfs/agents"
+	"github.com/sessionfs/sessionfs/agents/all"
+	"github.com/sessionfs/sessionfs/agents/claude"
 	"github.com/sessionfs/sessionfs/layout"
 )
 
@@ -18,7 +20,7 @@ import (
 // Claude's, such a folder may hold entries of its own (Gemini's tmp/bin), so it stays a passthrough folder whose
 // view names lead to the canonical entry. The nodes on the way carry their part in their role byte:
 //
-//	sessions/<id>/.gemini          roleAgent + i     (agents.All[i])
+//	sessions/<id>/.gemini          roleAgent + i     (all.Agents[i])
 //	  .gemini/tmp                  roleViews + j     (viewFolders[j]): its view names are views
 //	    .gemini/tmp/<name>         roleOwnView + j   a view whose Own file is the name's own (Gemini's claim)
 const (
@@ -37,8 +39,8 @@ type viewFolder struct {
 // viewFolders are the cwd-keyed folders of every agent but Claude (whose projects folder is the Projects node).
 var viewFolders = func() []viewFolder {
 	var out []viewFolder
-	for _, a := range agents.All {
-		if a == agents.Claude {
+	for _, a := range all.Agents {
+		if a == claude.Agent {
 			continue
 		}
 		for _, v := range a.Views {
@@ -59,13 +61,13 @@ func (n *Node) childRole(name string) role {
 	case n.role == roleSession && name == layout.ClaudeDir:
 		return roleClaude
 	case n.role == roleSession:
-		for i, a := range agents.All {
-			if a.Dir == name && a != agents.Claude {
+		for i, a := range all.Agents {
+			if a.Dir == name && a != claude.Agent {
 				return roleAgent + role(i)
 			}
 		}
 	case n.role >= roleAgent && n.role < roleViews:
-		a := agents.All[n.role-roleAgent]
+		a := all.Agents[n.role-roleAgent]
 		for j, v := range viewFolders {
 			if v.agent == a && v.Dir == name {
 				return roleViews + role(j)

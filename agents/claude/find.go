@@ -5,41 +5,22 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"time"
 
+	"github.com/sessionfs/sessionfs/agents"
 	"github.com/sessionfs/sessionfs/layout"
 )
 
 // ErrNoConversation is returned by Find when no session holds the conversation.
 var ErrNoConversation = errors.New("no session holds that conversation")
 
-// Holder is a session that holds a conversation's transcript.
-type Holder struct {
-	ID   string    `json:"session"`
-	Rel  string    `json:"path"` // the transcript, relative to the session's folder
-	Born time.Time `json:"born"` // when the transcript file was made (its birth time, else its change time)
-}
-
-// Which session owns a conversation is decided by the store, not by what any session writes: a uuid is any
-// session's to write into its own transcript folder, so a session can copy another's transcript, or plant a file
-// named after a uuid it wants to capture. The owner is the session whose transcript file was born first
-// (statx birth time, which no process can set; the change time where the filesystem keeps no birth time), then
-// the smaller session id. A copy is always born after its original, so the original keeps the conversation:
-// by-claude-id, find and resume all follow this rule, and find lists the others. Before birth comes the fork
-// rule (ordered): a fork's copies never take a conversation from the session it was forked from.
-func less(a, b Holder) bool {
-	if !a.Born.Equal(b.Born) {
-		return a.Born.Before(b.Born)
-	}
-	if a.ID != b.ID {
-		return a.ID < b.ID
-	}
-	return a.Rel < b.Rel
-}
+// Which session owns a conversation is decided by the store, not by what any session writes: the session whose
+// transcript file was born first (agents.Less). by-claude-id, find and resume all follow this rule, and find
+// lists the others. Before birth comes the fork rule (ordered): a fork's copies never take a conversation from
+// the session it was forked from.
 
 // Holders returns every session that holds conversation uuid, in any of its transcript folders (folded or not),
 // the owner first. It reads the store beneath each session's descriptor, following no symlink.
-func Holders(store *layout.Store, uuid string) ([]Holder, error) {
+func Holders(store *layout.Store, uuid string) ([]agents.Holder, error) {
 	if layout.ValidateID(uuid) != nil {
 		return nil, fmt.Errorf("%q: %w", uuid, ErrNoConversation)
 	}
@@ -47,7 +28,7 @@ func Holders(store *layout.Store, uuid string) ([]Holder, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []Holder
+	var out []agents.Holder
 	for _, id := range ids {
 		sess, err := store.OpenSession(id)
 		if err != nil {
@@ -56,7 +37,7 @@ func Holders(store *layout.Store, uuid string) ([]Holder, error) {
 		for _, folder := range projectFolders(sess) {
 			rel := folder + "/" + uuid + ".jsonl"
 			if born, ok := sess.Born(rel); ok {
-				out = append(out, Holder{ID: id, Rel: rel, Born: born})
+				out = append(out, agents.Holder{ID: id, Rel: rel, Born: born, Agent: name})
 			}
 		}
 		sess.Close()
@@ -84,7 +65,7 @@ func forkedFrom(store *layout.Store) func(id string) string {
 // so the origin keeps its conversations whatever the filesystem says of birth times (where there are none, the
 // change time of an appended transcript moves). forked_from is read from each fork's own session.json, so a
 // session can only give a conversation away by it, never take one.
-func ordered(hs []Holder, forkedFrom func(id string) string) []Holder {
+func ordered(hs []agents.Holder, forkedFrom func(id string) string) []agents.Holder {
 	if len(hs) < 2 {
 		return hs
 	}
@@ -111,7 +92,7 @@ func ordered(hs []Holder, forkedFrom func(id string) string) []Holder {
 		if di, dj := depths[hs[i].ID], depths[hs[j].ID]; di != dj {
 			return di < dj
 		}
-		return less(hs[i], hs[j])
+		return agents.Less(hs[i], hs[j])
 	})
 	return hs
 }
@@ -129,13 +110,13 @@ func Find(store *layout.Store, uuid string) (string, error) {
 }
 
 // Index maps every conversation in the store to its owner (see Holders).
-func Index(store *layout.Store) (map[string]Holder, error) {
+func Index(store *layout.Store) (map[string]agents.Holder, error) {
 	ids, err := store.IDs()
 	if err != nil {
 		return nil, err
 	}
-	index := map[string]Holder{}
-	dups := map[string][]Holder{} // conversations held by several sessions, for ordered
+	index := map[string]agents.Holder{}
+	dups := map[string][]agents.Holder{} // conversations held by several sessions, for ordered
 	for _, id := range ids {
 		sess, err := store.OpenSession(id)
 		if err != nil {
@@ -153,10 +134,10 @@ func Index(store *layout.Store) (map[string]Holder, error) {
 				if !ok {
 					continue
 				}
-				h := Holder{ID: id, Rel: rel, Born: born}
+				h := agents.Holder{ID: id, Rel: rel, Born: born, Agent: name}
 				if cur, dup := index[uuid]; dup {
 					if dups[uuid] == nil {
-						dups[uuid] = []Holder{cur}
+						dups[uuid] = []agents.Holder{cur}
 					}
 					dups[uuid] = append(dups[uuid], h)
 					continue
@@ -174,7 +155,7 @@ func Index(store *layout.Store) (map[string]Holder, error) {
 }
 
 // Holds reports whether h's transcript is still in its session.
-func Holds(store *layout.Store, h Holder) bool {
+func Holds(store *layout.Store, h agents.Holder) bool {
 	sess, err := store.OpenSession(h.ID)
 	if err != nil {
 		return false

@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sessionfs/sessionfs/agents"
 	"github.com/sessionfs/sessionfs/layout"
 )
 
@@ -74,60 +75,31 @@ func FindSources(configDir string) (sources []Source, malformed []string, err er
 	return sources, malformed, nil
 }
 
-// ImportOptions say what to import and where.
-type ImportOptions struct {
-	From    string // a Claude Code config dir, e.g. ~/.claude
-	Project string // only conversations of this project folder (or run under it); "" for all
-	Into    string // gather every conversation into this session; "" makes one session per conversation
-	DryRun  bool
-	// Progress is told after each conversation; it may be nil.
-	Progress func(done, total int)
-}
-
-// ImportReport says what an import did.
-type ImportReport struct {
-	Sessions  []string `json:"sessions"`  // sessions created
-	Imported  []string `json:"imported"`  // conversations copied (new or grown)
-	Unchanged []string `json:"unchanged"` // conversations already imported as they are
-	Malformed []string `json:"malformed"` // files reported and skipped, with the reason
-}
-
 // Import adopts existing Claude Code history into the store: each conversation's transcript and sidecar are
 // copied into a session's canonical folder with their modification times, and the cwds it ran in are recorded
 // as the session's known cwds and aliases. The originals are only read. Running it again copies only what is new
 // or has grown.
-func Import(store *layout.Store, opts ImportOptions) (ImportReport, error) {
-	var rep ImportReport
-	if opts.Into != "" {
-		if err := layout.ValidateID(opts.Into); err != nil {
-			return rep, err
-		}
+func Import(store *layout.Store, opts agents.ImportOptions) (agents.ImportReport, error) {
+	im, err := agents.NewImporter(store, opts)
+	if err != nil {
+		return agents.ImportReport{}, err
 	}
 	sources, malformed, err := FindSources(opts.From)
 	if err != nil {
-		return rep, fmt.Errorf("import from %s: %w", opts.From, err)
+		return im.Report, fmt.Errorf("import from %s: %w", opts.From, err)
 	}
-	rep.Malformed = malformed
+	im.Report.Malformed = malformed
 	sources = filterProject(sources, opts.Project)
-	planned := map[string]bool{} // sessions a dry run would have made by now
+	uuids := make([]string, len(sources))
 	for i, src := range sources {
-		id := opts.Into
-		if id == "" {
-			// One session per conversation, unless a session holds it already (gathered with --into, say):
-			// then that session is brought up to date, and no second copy is made.
-			id = src.UUID
-			if owner, err := Find(store, src.UUID); err == nil {
-				id = owner
-			}
-		}
-		if err := importOne(store, id, src, opts.DryRun, planned, &rep); err != nil {
-			return rep, err
-		}
-		if opts.Progress != nil {
-			opts.Progress(i+1, len(sources))
-		}
+		uuids[i] = src.UUID
 	}
-	return rep, nil
+	owner := func(uuid string) string {
+		owner, _ := Find(store, uuid)
+		return owner
+	}
+	err = im.Run(uuids, owner, func(i int, id string) error { return importOne(im, id, sources[i]) })
+	return im.Report, err
 }
 
 // filterProject keeps the conversations of project: found in its folder, or run in it or below it.
@@ -153,26 +125,9 @@ func filterProject(sources []Source, project string) []Source {
 	return out
 }
 
-func importOne(store *layout.Store, id string, src Source, dryRun bool, planned map[string]bool, rep *ImportReport) error {
-	if dryRun && planned[id] {
-		rep.Imported = append(rep.Imported, src.UUID)
-		return nil
-	}
-	if !store.Exists(id) {
-		rep.Sessions = append(rep.Sessions, id)
-		if dryRun {
-			planned[id] = true
-			rep.Imported = append(rep.Imported, src.UUID)
-			return nil
-		}
-		if _, err := store.Create(id, layout.CreateOptions{Labels: map[string]string{"imported-from": src.Folder}}); err != nil {
-			return err
-		}
-	}
-	// The session may already exist and hold anything its processes wrote: everything in it is resolved beneath
-	// its folder, never through a symlink.
-	sess, err := store.OpenSession(id)
-	if err != nil {
+func importOne(im *agents.Importer, id string, src Source) error {
+	sess, err := im.Session(id, src.UUID, src.Folder)
+	if sess == nil || err != nil {
 		return err
 	}
 	defer sess.Close()
@@ -182,12 +137,7 @@ func importOne(store *layout.Store, id string, src Source, dryRun bool, planned 
 	canonical := layout.ProjectsDir + "/" + layout.CanonicalProject
 	dst := canonical + "/" + src.UUID + ".jsonl"
 	sidecar := canonical + "/" + src.UUID
-	if same(sess, src.Path, dst) && (src.Sidecar == "" || sameTree(sess, src.Sidecar, sidecar)) {
-		rep.Unchanged = append(rep.Unchanged, src.UUID)
-		return nil
-	}
-	rep.Imported = append(rep.Imported, src.UUID)
-	if dryRun {
+	if !im.Copies(src.UUID, same(sess, src.Path, dst) && (src.Sidecar == "" || sameTree(sess, src.Sidecar, sidecar))) {
 		return nil
 	}
 	uid, gid, err := sess.Owner()
@@ -202,7 +152,7 @@ func importOne(store *layout.Store, id string, src Source, dryRun bool, planned 
 			return fmt.Errorf("import %s: %w", src.Sidecar, err)
 		}
 	}
-	_, err = store.Update(id, func(m *layout.Meta) error {
+	_, err = im.Store.Update(id, func(m *layout.Meta) error {
 		for _, cwd := range src.Cwds {
 			m.AddCwd(cwd)
 			m.AddAlias(Sanitize(cwd))

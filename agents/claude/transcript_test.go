@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sessionfs/sessionfs/agents"
 	"github.com/sessionfs/sessionfs/layout"
 )
 
@@ -21,7 +22,7 @@ func TestConversationsOnRealTranscripts(t *testing.T) {
 	convs, err := Conversations(realDir)
 	require.NoError(t, err)
 	require.Len(t, convs, 2)
-	byID := map[string]Conversation{}
+	byID := map[string]agents.Conversation{}
 	for _, c := range convs {
 		byID[c.ID] = c
 	}
@@ -53,7 +54,7 @@ func TestMalformedLinesAreCountedAndSkipped(t *testing.T) {
 }
 
 func TestOverlongLineIsMalformedNotFatal(t *testing.T) {
-	in := `{"type":"user","message":{"role":"user","content":"a"}}` + "\n" + strings.Repeat("x", maxLine+10) + "\n" +
+	in := `{"type":"user","message":{"role":"user","content":"a"}}` + "\n" + strings.Repeat("x", agents.MaxLine+10) + "\n" +
 		`{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"b"}]}}` + "\n"
 	var types []string
 	n, err := ScanEntries(strings.NewReader(in), func(e *Entry) { types = append(types, e.Type+":"+e.Text()) })

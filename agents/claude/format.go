@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/sessionfs/sessionfs/agents"
 )
 
 // Line renders a transcript entry as one readable line: time, role, then the text or the tool call. Entries that
@@ -32,15 +34,7 @@ func Line(e *Entry, agent string) string {
 	if agent != "" {
 		who = "[" + agent + "] " + who
 	}
-	ts := "--:--:--"
-	if !e.Timestamp.IsZero() {
-		ts = e.Timestamp.Local().Format("15:04:05")
-	}
-	text := strings.Join(strings.Fields(strings.Join(parts, " ")), " ")
-	if r := []rune(text); len(r) > 200 {
-		text = string(r[:199]) + "…"
-	}
-	return fmt.Sprintf("%s %-9s %s", ts, who, text)
+	return agents.Render(e.Timestamp, who, parts)
 }
 
 func compact(raw json.RawMessage) string {

@@ -1,7 +1,6 @@
 package claude
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,22 +14,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sessionfs/sessionfs/agents"
 	"github.com/sessionfs/sessionfs/layout"
 )
-
-// Conversation summarises one Claude Code conversation: <uuid>.jsonl and its <uuid>/ sidecar folder.
-type Conversation struct {
-	ID          string    `json:"id"` // Claude's session uuid, the file's base name
-	Path        string    `json:"path"`
-	FirstPrompt string    `json:"first_prompt,omitempty"`
-	Messages    int       `json:"messages"` // user and assistant lines
-	First       time.Time `json:"first,omitzero"`
-	Last        time.Time `json:"last,omitzero"`
-	Cwds        []string  `json:"cwds,omitempty"`
-	Subagents   int       `json:"subagents"`
-	Malformed   int       `json:"malformed,omitempty"` // lines that did not parse, skipped
-	Size        int64     `json:"size"`
-}
 
 // Entry is the part of a transcript line sessionfs reads. Lines carry far more; unknown fields are ignored so new
 // CLI versions keep working.
@@ -89,71 +75,23 @@ func (e *Entry) IsMessage() bool {
 	return (e.Type == "user" || e.Type == "assistant") && e.Message != nil
 }
 
-// maxLine bounds one transcript line; tool results can be large, and anything larger is counted as malformed.
-const maxLine = 64 << 20
-
 // ScanEntries streams a transcript, calling fn for each line that parses. It returns the number of malformed lines,
 // which are skipped: a torn last line (a writer mid-append) or garbage never stops the scan.
 func ScanEntries(r io.Reader, fn func(*Entry)) (malformed int, err error) {
-	br := bufio.NewReaderSize(r, 64<<10)
-	for {
-		line, err := readLine(br)
-		if len(line) > 0 {
-			var e Entry
-			if json.Unmarshal(line, &e) != nil {
-				malformed++
-			} else {
-				fn(&e)
-			}
+	return agents.ScanLines(r, func(line []byte) error {
+		var e Entry
+		if err := json.Unmarshal(line, &e); err != nil {
+			return err
 		}
-		if errors.Is(err, errLineTooLong) {
-			malformed++
-			continue
-		}
-		if err == io.EOF {
-			return malformed, nil
-		}
-		if err != nil {
-			return malformed, err
-		}
-	}
-}
-
-var errLineTooLong = errors.New("line too long")
-
-// readLine returns the next line without its newline; an over-long line is consumed and reported.
-func readLine(br *bufio.Reader) ([]byte, error) {
-	var buf []byte
-	for {
-		chunk, err := br.ReadSlice('\n')
-		if len(buf)+len(chunk) > maxLine {
-			for errors.Is(err, bufio.ErrBufferFull) {
-				_, err = br.ReadSlice('\n')
-			}
-			if err != nil && err != io.EOF {
-				return nil, err
-			}
-			return nil, errLineTooLong
-		}
-		buf = append(buf, chunk...)
-		if errors.Is(err, bufio.ErrBufferFull) {
-			continue
-		}
-		return trimNewline(buf), err
-	}
-}
-
-func trimNewline(b []byte) []byte {
-	for len(b) > 0 && (b[len(b)-1] == '\n' || b[len(b)-1] == '\r') {
-		b = b[:len(b)-1]
-	}
-	return b
+		fn(&e)
+		return nil
+	})
 }
 
 // ReadConversation summarises the transcript at path and counts its subagents. The file is read only if it is a
 // regular file reached with no final symlink (a FIFO never blocks it).
-func ReadConversation(path string) (Conversation, error) {
-	c := Conversation{ID: strings.TrimSuffix(filepath.Base(path), ".jsonl"), Path: path}
+func ReadConversation(path string) (agents.Conversation, error) {
+	c := agents.Conversation{Agent: name, ID: strings.TrimSuffix(filepath.Base(path), ".jsonl"), Path: path}
 	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOFOLLOW|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return c, &os.PathError{Op: "open", Path: path, Err: err}
@@ -169,20 +107,13 @@ func ReadConversation(path string) (Conversation, error) {
 }
 
 // summarise reads a transcript into c.
-func summarise(c *Conversation, f *os.File) error {
+func summarise(c *agents.Conversation, f *os.File) error {
 	if st, err := f.Stat(); err == nil {
 		c.Size = st.Size()
 	}
 	var err error
 	c.Malformed, err = ScanEntries(f, func(e *Entry) {
-		if !e.Timestamp.IsZero() {
-			if c.First.IsZero() || e.Timestamp.Before(c.First) {
-				c.First = e.Timestamp
-			}
-			if e.Timestamp.After(c.Last) {
-				c.Last = e.Timestamp
-			}
-		}
+		c.At(e.Timestamp)
 		if e.Cwd != "" && !slices.Contains(c.Cwds, e.Cwd) {
 			c.Cwds = append(c.Cwds, e.Cwd)
 		}
@@ -210,7 +141,7 @@ func countSubagents(dir string) int {
 
 // Conversations lists the conversations in a transcript folder (a session's canonical folder), newest first.
 // Unreadable transcripts are reported with what could be read; a missing folder has none.
-func Conversations(dir string) ([]Conversation, error) {
+func Conversations(dir string) ([]agents.Conversation, error) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
@@ -218,7 +149,7 @@ func Conversations(dir string) ([]Conversation, error) {
 		}
 		return nil, err
 	}
-	var out []Conversation
+	var out []agents.Conversation
 	for _, e := range ents {
 		if !e.Type().IsRegular() || !strings.HasSuffix(e.Name(), ".jsonl") {
 			continue
@@ -249,9 +180,9 @@ func CountConversations(sess *layout.Dir) int {
 // folder's, and those in other folders (a session used without the mount files transcripts under the sanitized
 // name of each cwd). A conversation seen in several folders is listed once. The session wrote every file: each
 // is resolved beneath sess with no symlink, and read only if it is a regular file (a FIFO never blocks).
-func SessionConversations(sess *layout.Dir) ([]Conversation, error) {
+func SessionConversations(sess *layout.Dir) ([]agents.Conversation, error) {
 	seen := map[string]bool{}
-	var out []Conversation
+	var out []agents.Conversation
 	for _, folder := range projectFolders(sess) {
 		ents, _ := sess.ReadDir(folder)
 		for _, e := range ents {
@@ -260,7 +191,7 @@ func SessionConversations(sess *layout.Dir) ([]Conversation, error) {
 				continue
 			}
 			rel := folder + "/" + e.Name()
-			c := Conversation{ID: id, Path: filepath.Join(sess.Name(), rel)}
+			c := agents.Conversation{Agent: name, ID: id, Path: filepath.Join(sess.Name(), rel)}
 			f, err := sess.OpenRegular(rel, -1)
 			if err != nil {
 				continue

@@ -1,0 +1,27 @@
+package claude
+
+import (
+	"github.com/sessionfs/sessionfs/agents"
+	"github.com/sessionfs/sessionfs/layout"
+)
+
+// Agent is Claude Code. Its projects folder is the alias rule the mount has always had: every name of Sanitize's
+// alphabet is a view of the canonical folder, and nothing else exists there.
+var Agent = &agents.Agent{
+	Name: name, Dir: layout.ClaudeDir, Var: EnvConfigDir, Always: true,
+	Views: []agents.Views{{
+		Dir: "projects", Canonical: layout.CanonicalProject, Name: IsFolderName, Only: true,
+	}},
+	Credentials: []string{".credentials.json"}, // its OAuth login
+	ResumeArg:   "--resume",
+	Chats:       chats{},
+}
+
+const name = "claude"
+
+// chats reads Claude's transcripts: in every transcript folder of a session, with their subagents' sidecars.
+type chats struct{}
+
+func (chats) List(sess *layout.Dir) ([]agents.Conversation, error) { return SessionConversations(sess) }
+
+func (chats) Count(sess *layout.Dir) int { return CountConversations(sess) }

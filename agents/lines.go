@@ -1,0 +1,98 @@
+package agents
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+)
+
+// MaxLine bounds one line of a conversation file; tool results can be large, and a longer line is counted as
+// malformed and skipped.
+const MaxLine = 64 << 20
+
+// ScanLines calls fn for each line of r (without its newline) and counts the lines fn refused or that were too
+// long. A torn last line (a writer mid-append) or garbage never stops the scan.
+func ScanLines(r io.Reader, fn func([]byte) error) (malformed int, err error) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	for {
+		var line []byte
+		long := false
+		for {
+			chunk, err := br.ReadSlice('\n')
+			if !long && len(line)+len(chunk) <= MaxLine {
+				line = append(line, chunk...)
+			} else {
+				long, line = true, nil
+			}
+			if errors.Is(err, bufio.ErrBufferFull) {
+				continue
+			}
+			if err != nil && err != io.EOF {
+				return malformed, err
+			}
+			line = []byte(strings.TrimRight(string(line), "\r\n"))
+			switch {
+			case long:
+				malformed++
+			case len(line) > 0:
+				if fn(line) != nil {
+					malformed++
+				}
+			}
+			if err == io.EOF {
+				return malformed, nil
+			}
+			break
+		}
+	}
+}
+
+// Line renders one line of agent a's conversation file as watch prints it (Render), "" for a line that is not a
+// message (metadata, Gemini's rewrites of the whole history on resume, the context the agents add themselves).
+func Line(a *Agent, line []byte) string {
+	ts, role, parts, err := a.Files.Line(line)
+	if err != nil || role == "" || len(parts) == 0 {
+		return ""
+	}
+	return Render(ts, "["+a.Name+"] "+role, parts)
+}
+
+// Render is one line of watch: the time, who speaks, then the text or the tool call, cut at 200 characters.
+func Render(ts time.Time, who string, parts []string) string {
+	stamp := "--:--:--"
+	if !ts.IsZero() {
+		stamp = ts.Local().Format("15:04:05")
+	}
+	text := strings.Join(strings.Fields(strings.Join(parts, " ")), " ")
+	if r := []rune(text); len(r) > 200 {
+		text = string(r[:199]) + "…"
+	}
+	return fmt.Sprintf("%s %-9s %s", stamp, who, text)
+}
+
+// Call renders a tool call, its arguments cut at 80 characters.
+func Call(name string, args any) string {
+	b, _ := json.Marshal(args)
+	if s, ok := args.(string); ok {
+		b = []byte(s) // Codex gives the arguments as a JSON string
+	}
+	if r := []rune(string(b)); len(r) > 80 {
+		b = []byte(string(r[:79]) + "…")
+	}
+	return fmt.Sprintf("→ %s(%s)", name, b)
+}
+
+// Texts are ts trimmed, the empty ones left out.
+func Texts(ts []string) []string {
+	var out []string
+	for _, t := range ts {
+		if t = strings.TrimSpace(t); t != "" {
+			out = append(out, t)
+		}
+	}
+	return out
+}

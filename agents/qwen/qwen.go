@@ -1,0 +1,115 @@
+// Package qwen is what sessionfs knows of Qwen Code: its folder, its variables, the names it gives a cwd, and how
+// its chats read.
+package qwen
+
+import (
+	"encoding/json"
+	"io"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/sessionfs/sessionfs/agents"
+	"github.com/sessionfs/sessionfs/agents/claude"
+	"github.com/sessionfs/sessionfs/layout"
+)
+
+// Agent is Qwen Code. It keeps conversations in projects/<Folder of the cwd>/chats and scratch files in
+// tmp/<sha256 of the cwd>. QWEN_RUNTIME_DIR, when set, takes projects/ and tmp/ (the chats) out of QWEN_HOME.
+var Agent = &agents.Agent{
+	Name: "qwen", Dir: ".qwen", Var: "QWEN_HOME", Also: []string{"QWEN_RUNTIME_DIR"}, Views: []agents.Views{
+		{Dir: "projects", Canonical: Folder(agents.CanonicalCwd), Name: claude.IsFolderName},
+		{Dir: "tmp", Canonical: agents.PathHash(agents.CanonicalCwd), Name: agents.IsHash},
+	},
+	Credentials: []string{"oauth_creds.json", "mcp-oauth-tokens.json"},
+	ResumeArg:   "--resume",
+	Files: &agents.Files{
+		Dir: "projects", Depth: 1, Sub: "chats", Name: regexp.MustCompile(`^([0-9a-fA-F-]{32,36})\.jsonl$`),
+		Read: read, Line: line,
+		InProject: func(_ *layout.Dir, folder, project string) bool { return folder == Folder(project) },
+	},
+}
+
+// Folder is the folder name Qwen Code gives a cwd under projects/: every UTF-16 code unit that is not
+// [A-Za-z0-9] becomes '-' (an astral character is two units, so two dashes). Unlike Claude it never truncates,
+// so a long path makes a name the filesystem refuses, for Qwen itself too.
+func Folder(cwd string) string {
+	var b strings.Builder
+	for _, r := range cwd {
+		switch {
+		case r < 128 && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9'):
+			b.WriteRune(r)
+		case r > 0xffff:
+			b.WriteString("--")
+		default:
+			b.WriteByte('-')
+		}
+	}
+	return b.String()
+}
+
+// entry is a chat line: {"type": "user"|"assistant"|"tool_result", "timestamp", "cwd", "message": {"parts"}}.
+type entry struct {
+	Type      string    `json:"type"`
+	Timestamp time.Time `json:"timestamp"`
+	Cwd       string    `json:"cwd"`
+	Message   *struct {
+		Parts []struct {
+			Text         string `json:"text"`
+			FunctionCall *struct {
+				Name string          `json:"name"`
+				Args json.RawMessage `json:"args"`
+			} `json:"functionCall"`
+			FunctionResponse json.RawMessage `json:"functionResponse"`
+		} `json:"parts"`
+	} `json:"message"`
+}
+
+func read(c *agents.Conversation, r io.Reader) {
+	c.Malformed, _ = agents.ScanLines(r, func(line []byte) error {
+		var e entry
+		if err := json.Unmarshal(line, &e); err != nil {
+			return err
+		}
+		c.At(e.Timestamp)
+		c.AddCwd(e.Cwd)
+		if (e.Type != "user" && e.Type != "assistant") || e.Message == nil {
+			return nil
+		}
+		c.Messages++
+		if c.FirstPrompt == "" && e.Type == "user" {
+			var text []string
+			for _, p := range e.Message.Parts {
+				text = append(text, p.Text)
+			}
+			c.FirstPrompt = strings.Join(text, " ")
+		}
+		return nil
+	})
+}
+
+// line reads a chat line for watch: text parts, tool calls and their results.
+func line(b []byte) (time.Time, string, []string, error) {
+	var e entry
+	if err := json.Unmarshal(b, &e); err != nil || e.Message == nil {
+		return time.Time{}, "", nil, err
+	}
+	var parts []string
+	for _, p := range e.Message.Parts {
+		switch {
+		case p.FunctionCall != nil:
+			parts = append(parts, agents.Call(p.FunctionCall.Name, p.FunctionCall.Args))
+		case len(p.FunctionResponse) > 0:
+			parts = append(parts, "← tool result")
+		default:
+			parts = append(parts, agents.Texts([]string{p.Text})...)
+		}
+	}
+	switch e.Type {
+	case "user", "assistant":
+		return e.Timestamp, e.Type, parts, nil
+	case "tool_result":
+		return e.Timestamp, "user", parts, nil
+	}
+	return e.Timestamp, "", nil, nil
+}
