@@ -3,6 +3,7 @@ package agents
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path"
 	"path/filepath"
 	"slices"
@@ -232,11 +233,17 @@ func copyFile(src *layout.Dir, from string, sess *layout.Dir, rel string) error 
 		return err
 	}
 	defer in.Close()
-	st, err := in.Stat()
+	uid, gid, err := sess.Owner()
 	if err != nil {
 		return err
 	}
-	uid, gid, err := sess.Owner()
+	return CopyFile(in, sess, rel, uid, gid)
+}
+
+// CopyFile copies in over rel beneath sess through a temporary file (a reader never sees half a conversation),
+// with in's mode and modification time and owner uid, gid.
+func CopyFile(in *os.File, sess *layout.Dir, rel string, uid, gid int) error {
+	st, err := in.Stat()
 	if err != nil {
 		return err
 	}

@@ -51,6 +51,18 @@ func ScanLines(r io.Reader, fn func([]byte) error) (malformed int, err error) {
 	}
 }
 
+// ScanJSON is ScanLines over JSON lines: fn gets each line that parses as a T, the others are malformed.
+func ScanJSON[T any](r io.Reader, fn func(*T)) (malformed int, err error) {
+	return ScanLines(r, func(line []byte) error {
+		var e T
+		if err := json.Unmarshal(line, &e); err != nil {
+			return err
+		}
+		fn(&e)
+		return nil
+	})
+}
+
 // Line renders one line of agent a's conversation file as watch prints it (Render), "" for a line that is not a
 // message (metadata, Gemini's rewrites of the whole history on resume, the context the agents add themselves).
 func Line(a *Agent, line []byte) string {

@@ -1,7 +1,6 @@
 package agents_test
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
@@ -10,33 +9,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionfs/sessionfs/agents"
+	"github.com/sessionfs/sessionfs/agents/agentstest"
 	"github.com/sessionfs/sessionfs/agents/claude"
 	"github.com/sessionfs/sessionfs/agents/codex"
 	"github.com/sessionfs/sessionfs/agents/gemini"
 	"github.com/sessionfs/sessionfs/agents/qwen"
-	"github.com/sessionfs/sessionfs/layout"
 )
 
-func openSession(t *testing.T) (*layout.Dir, string) {
-	t.Helper()
-	root := t.TempDir()
-	d, err := layout.OpenDir(root)
-	require.NoError(t, err)
-	t.Cleanup(func() { d.Close() })
-	return d, root
-}
-
-func readJSON(t *testing.T, p string) map[string]any {
-	t.Helper()
-	b, err := os.ReadFile(p)
-	require.NoError(t, err)
-	var m map[string]any
-	require.NoError(t, json.Unmarshal(b, &m))
-	return m
-}
-
 func TestPrepareMakesTheFolder(t *testing.T) {
-	sess, root := openSession(t)
+	sess, root := agentstest.OpenSession(t)
 	for _, a := range []*agents.Agent{codex.Agent, qwen.Agent} {
 		require.NoError(t, agents.Prepare(sess, a, nil))
 		st, err := os.Lstat(filepath.Join(root, a.Dir))
@@ -52,14 +33,14 @@ func TestPrepareMakesTheFolder(t *testing.T) {
 // Gemini gets trust in the workspaces and the canonical project folder for /session/workspace, as Gemini itself
 // would claim it; what the session already has is kept.
 func TestPrepareSeedsGemini(t *testing.T) {
-	sess, root := openSession(t)
+	sess, root := agentstest.OpenSession(t)
 	ws := []string{"/session/workspace", "/mnt/sessions/s/workspace"}
 	require.NoError(t, agents.Prepare(sess, gemini.Agent, ws))
 	dir := filepath.Join(root, ".gemini")
 	assert.Equal(t, map[string]any{"/session/workspace": "TRUST_FOLDER", "/mnt/sessions/s/workspace": "TRUST_FOLDER"},
-		readJSON(t, filepath.Join(dir, "trustedFolders.json")))
+		agentstest.ReadJSON(t, filepath.Join(dir, "trustedFolders.json")))
 	assert.Equal(t, map[string]any{"projects": map[string]any{"/session/workspace": "workspace"}},
-		readJSON(t, filepath.Join(dir, "projects.json")))
+		agentstest.ReadJSON(t, filepath.Join(dir, "projects.json")))
 	for _, sub := range []string{"tmp", "history"} {
 		b, err := os.ReadFile(filepath.Join(dir, sub, "workspace", gemini.Owner))
 		require.NoError(t, err)
@@ -67,19 +48,19 @@ func TestPrepareSeedsGemini(t *testing.T) {
 	}
 
 	// The user's own choices stay: a distrusted folder, another cwd holding the name "workspace".
-	sess2, root2 := openSession(t)
+	sess2, root2 := agentstest.OpenSession(t)
 	d2 := filepath.Join(root2, ".gemini")
 	require.NoError(t, os.MkdirAll(d2, 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(d2, "trustedFolders.json"), []byte(`{"/session/workspace":"DO_NOT_TRUST"}`), 0o600))
 	require.NoError(t, os.WriteFile(filepath.Join(d2, "projects.json"), []byte(`{"projects":{"/host/workspace":"workspace"}}`), 0o644))
 	require.NoError(t, agents.Prepare(sess2, gemini.Agent, ws))
-	assert.Equal(t, "DO_NOT_TRUST", readJSON(t, filepath.Join(d2, "trustedFolders.json"))["/session/workspace"])
-	assert.Equal(t, map[string]any{"/host/workspace": "workspace"}, readJSON(t, filepath.Join(d2, "projects.json"))["projects"])
+	assert.Equal(t, "DO_NOT_TRUST", agentstest.ReadJSON(t, filepath.Join(d2, "trustedFolders.json"))["/session/workspace"])
+	assert.Equal(t, map[string]any{"/host/workspace": "workspace"}, agentstest.ReadJSON(t, filepath.Join(d2, "projects.json"))["projects"])
 	_, err := os.Lstat(filepath.Join(d2, "tmp", "workspace", gemini.Owner))
 	assert.True(t, os.IsNotExist(err), "no marker for a name another cwd holds")
 
 	// A hostile registry (a link out, not JSON) is left alone, with an error.
-	sess3, root3 := openSession(t)
+	sess3, root3 := agentstest.OpenSession(t)
 	d3 := filepath.Join(root3, ".gemini")
 	require.NoError(t, os.MkdirAll(d3, 0o755))
 	outside := filepath.Join(t.TempDir(), "secret.json")

@@ -224,14 +224,5 @@ func copyKeepingTime(src string, sess *layout.Dir, rel string, uid, gid int) err
 		return err
 	}
 	defer in.Close()
-	st, err := in.Stat()
-	if err != nil {
-		return err
-	}
-	if i := strings.LastIndexByte(rel, '/'); i > 0 {
-		if err := sess.MkdirAll(rel[:i], 0o755, uid, gid); err != nil {
-			return err
-		}
-	}
-	return sess.WriteAtomicFrom(rel, in, uint32(st.Mode().Perm()), uid, gid, st.ModTime())
+	return agents.CopyFile(in, sess, rel, uid, gid)
 }

@@ -1,7 +1,6 @@
 package claude
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -11,17 +10,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sessionfs/sessionfs/agents/agentstest"
 	"github.com/sessionfs/sessionfs/layout"
 )
-
-func readJSON(t *testing.T, p string) map[string]any {
-	t.Helper()
-	b, err := os.ReadFile(p)
-	require.NoError(t, err)
-	var m map[string]any
-	require.NoError(t, json.Unmarshal(b, &m))
-	return m
-}
 
 // session makes a session-like folder with an empty .claude and opens it.
 func session(t *testing.T) (*layout.Dir, string) {
@@ -39,7 +30,7 @@ func TestSeedSettingsMergesAndKeeps(t *testing.T) {
 	p := filepath.Join(dir, "settings.json")
 	require.NoError(t, os.WriteFile(p, []byte(`{"model":"opus","cleanupPeriodDays":7,"hooks":{"x":1}}`), 0o644))
 	require.NoError(t, SeedSettings(sess))
-	m := readJSON(t, p)
+	m := agentstest.ReadJSON(t, p)
 	assert.Equal(t, float64(KeepTranscriptsDays), m["cleanupPeriodDays"])
 	assert.Equal(t, "opus", m["model"])
 	assert.Equal(t, map[string]any{"x": float64(1)}, m["hooks"])
@@ -47,10 +38,10 @@ func TestSeedSettingsMergesAndKeeps(t *testing.T) {
 	// A missing file is created; a larger value is kept.
 	sess2, dir2 := session(t)
 	require.NoError(t, SeedSettings(sess2))
-	assert.Equal(t, float64(KeepTranscriptsDays), readJSON(t, filepath.Join(dir2, "settings.json"))["cleanupPeriodDays"])
+	assert.Equal(t, float64(KeepTranscriptsDays), agentstest.ReadJSON(t, filepath.Join(dir2, "settings.json"))["cleanupPeriodDays"])
 	require.NoError(t, os.WriteFile(p, []byte(`{"cleanupPeriodDays":99999}`), 0o644))
 	require.NoError(t, SeedSettings(sess))
-	assert.Equal(t, float64(99999), readJSON(t, p)["cleanupPeriodDays"])
+	assert.Equal(t, float64(99999), agentstest.ReadJSON(t, p)["cleanupPeriodDays"])
 }
 
 func TestSeedSettingsRefusesNonObject(t *testing.T) {
@@ -67,7 +58,7 @@ func TestSeedTrust(t *testing.T) {
 	p := filepath.Join(dir, ".claude.json")
 	require.NoError(t, os.WriteFile(p, []byte(`{"numStartups":3,"projects":{"/a":{"allowedTools":["x"]}}}`), 0o600))
 	require.NoError(t, SeedTrust(sess, []string{"/a", "/session/workspace"}))
-	m := readJSON(t, p)
+	m := agentstest.ReadJSON(t, p)
 	assert.Equal(t, float64(3), m["numStartups"])
 	projects := m["projects"].(map[string]any)
 	assert.Equal(t, true, projects["/a"].(map[string]any)["hasTrustDialogAccepted"])

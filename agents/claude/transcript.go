@@ -78,14 +78,7 @@ func (e *Entry) IsMessage() bool {
 // ScanEntries streams a transcript, calling fn for each line that parses. It returns the number of malformed lines,
 // which are skipped: a torn last line (a writer mid-append) or garbage never stops the scan.
 func ScanEntries(r io.Reader, fn func(*Entry)) (malformed int, err error) {
-	return agents.ScanLines(r, func(line []byte) error {
-		var e Entry
-		if err := json.Unmarshal(line, &e); err != nil {
-			return err
-		}
-		fn(&e)
-		return nil
-	})
+	return agents.ScanJSON(r, fn)
 }
 
 // ReadConversation summarises the transcript at path and counts its subagents. The file is read only if it is a
