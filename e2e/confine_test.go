@@ -71,6 +71,13 @@ func TestConfinedServerContainsASlip(t *testing.T) {
 		}
 		assert.Equal(t, "0000000000000000", status["CapAmb"])
 		assert.Equal(t, "0000000000000000", status["CapInh"])
+		// The helper holds what it uses: those, and SYS_PTRACE to list the processes that keep the mount busy.
+		helper := procStatus(t, helperPID(t, pid))
+		for _, set := range []string{"CapEff", "CapPrm", "CapBnd"} {
+			got, err := strconv.ParseUint(helper[set], 16, 64)
+			require.NoError(t, err)
+			assert.Equal(t, want|1<<19, got, "the helper's %s = %s", set, helper[set])
+		}
 		assert.Contains(t, m.log.String(), "the serving process is confined: Landlock ABI")
 		r := cli(t, m.store, "doctor")
 		assert.Regexp(t, fmt.Sprintf(`(?m)^OK\s+confine\s+serving process %d of %s: seccomp filter \(an allow-list\); capabilities cap_chown cap_dac_override cap_fowner cap_fsetid cap_setgid cap_setuid cap_sys_admin; Landlock ABI \d+`, pid, regexp.QuoteMeta(m.mnt)), r.stdout)
@@ -123,6 +130,28 @@ func (m *mounted) serverPID(t *testing.T) int {
 		return pid
 	}
 	return m.cmd.Process.Pid
+}
+
+// helperPID is the privileged helper of the daemon pid: its child.
+func helperPID(t *testing.T, pid int) int {
+	t.Helper()
+	// Each thread lists the children it started.
+	files, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	require.NoError(t, err)
+	var children []string
+	for _, f := range files {
+		b, _ := os.ReadFile(f)
+		children = append(children, strings.Fields(string(b))...)
+	}
+	for _, f := range children {
+		child, err := strconv.Atoi(f)
+		require.NoError(t, err)
+		if cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", child)); strings.Contains(string(cmdline), sfs.HelperArg) {
+			return child
+		}
+	}
+	t.Fatalf("the daemon %d has no helper", pid)
+	return 0
 }
 
 // procStatus is /proc/<pid>/status as a map.

@@ -214,15 +214,34 @@ func TestMountFUSEErrors(t *testing.T) {
 func TestInterruptBusyMount(t *testing.T) {
 	store := t.TempDir()
 	ok(t, store, "new", "s1")
-	m := mount(t, store)
+	var extra []string
+	if os.Geteuid() == 0 {
+		require.NoError(t, os.Chmod(store, 0o755))
+		extra = append(extra, "--allow-other")
+	}
+	m := mount(t, store, extra...)
 	user := exec.Command("sleep", "60")
 	user.Dir = filepath.Join(m.session("s1"), ".claude")
 	require.NoError(t, user.Start())
 	t.Cleanup(func() { _ = user.Process.Kill(); _ = user.Wait() })
+	var other *exec.Cmd // another user's process: root's helper reads its /proc entries with SYS_PTRACE
+	if os.Geteuid() == 0 {
+		for d := filepath.Dir(m.mnt); d != os.TempDir() && d != "/"; d = filepath.Dir(d) {
+			require.NoError(t, os.Chmod(d, 0o755)) // t.TempDir makes 0700 folders
+		}
+		other = exec.Command("sleep", "61")
+		other.Dir = filepath.Join(m.mnt, "sessions")
+		other.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+		require.NoError(t, other.Start())
+		t.Cleanup(func() { _ = other.Process.Kill(); _ = other.Wait() })
+	}
 	require.NoError(t, m.cmd.Process.Signal(os.Interrupt))
 	eventually(t, 10*time.Second, func() bool { return strings.Contains(m.log.String(), "is in use") },
 		"the first interrupt says what it waits for: %s", m.log.String())
 	assert.Contains(t, m.log.String(), fmt.Sprintf("%d sleep", user.Process.Pid))
+	if other != nil {
+		assert.Contains(t, m.log.String(), fmt.Sprintf("%d sleep", other.Process.Pid), "another user's process too")
+	}
 	assert.Contains(t, m.log.String(), "interrupt again to stop now")
 	exited := make(chan struct{})
 	go func() { _ = m.cmd.Wait(); close(exited) }()

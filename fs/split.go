@@ -53,6 +53,10 @@ func Start(store *layout.Store, mountpoint string, opts Options, ready func()) (
 	if err := opts.Confine.Check(); err != nil {
 		return nil, err
 	}
+	// The bounding set first, while the process is quiet; the helper is started with what it leaves.
+	if err := confine.Bound(opts.Confine); err != nil {
+		return nil, fmt.Errorf("confine the serving process: %w", err)
+	}
 	mnt, shared, watched, err := prepare(store, mountpoint, &opts)
 	if err != nil {
 		return nil, err
