@@ -22,7 +22,7 @@ FUZZTIME  ?= 200000x
 # Each import makes a store on disk: fewer runs in the same time.
 FUZZTIME_IMPORT ?= 5000x
 
-.PHONY: build run test unit e2e fuzz bench fmt vet claude agents clean
+.PHONY: build run test unit e2e fuzz bench fmt vet claude agents agents-check clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/sessionfs
@@ -68,6 +68,11 @@ $(CURDIR)/e2e/.cache/claude-%/node_modules/.bin/claude:
 	npm install --prefix $(CURDIR)/e2e/.cache/claude-$* --no-audit --no-fund @anthropic-ai/claude-code@$*
 
 agents: $(CODEX_BIN) $(GEMINI_BIN) $(QWEN_BIN)
+
+# Which of the pins above the registry has moved past (asks npm; no test depends on it).
+agents-check:
+	@scripts/agents-check claude=@anthropic-ai/claude-code@$(CLAUDE_NEW_VERSION) codex=@openai/codex@$(CODEX_VERSION) \
+		gemini=@google/gemini-cli@$(GEMINI_VERSION) qwen=@qwen-code/qwen-code@$(QWEN_VERSION)
 
 $(CODEX_BIN):
 	mkdir -p $(CURDIR)/e2e/.cache/codex-$(CODEX_VERSION)
