@@ -25,9 +25,10 @@ import (
 var Keep = []cap.Value{cap.CHOWN, cap.DAC_OVERRIDE, cap.FOWNER, cap.FSETID, cap.SETGID, cap.SETUID, cap.SYS_ADMIN}
 
 // HelperKeep are the capabilities the privileged helper holds beyond Keep: SYS_PTRACE, to read which processes of
-// every user keep the mount busy (their /proc/<pid>/fd). The helper is started with what the bounding set holds
+// every user keep the mount busy (their /proc/<pid>/fd), and SYS_NICE, to leave the idle scheduling class it is
+// started in (fs/idle.go). The helper is started with what the bounding set holds
 // (Bound), so it holds nothing else either.
-var HelperKeep = []cap.Value{cap.SYS_PTRACE}
+var HelperKeep = []cap.Value{cap.SYS_PTRACE, cap.SYS_NICE}
 
 // Bound shrinks the bounding set of every thread to Keep and HelperKeep, before the helper is started. It is
 // early on purpose: each drop stops every thread of the process, and a busy process (its watcher starting, the

@@ -162,7 +162,7 @@ func startHelper(cfg helperConfig) (*rpc.Client, error) {
 	helper.Env = append(os.Environ(), helperEnv+"="+string(env))
 	helper.Stdout, helper.Stderr = os.Stderr, os.Stderr
 	helper.ExtraFiles = []*os.File{theirs}
-	if err := helper.Start(); err != nil {
+	if err := startIdle(helper); err != nil {
 		ours.Close()
 		return nil, err
 	}
@@ -195,6 +195,7 @@ func runHelper() error {
 		return fmt.Errorf("read the configuration: %w (this process is started by sessionfs mount)", err)
 	}
 	os.Unsetenv(helperEnv)
+	helperBusy()
 	// The daemon stops the mount: an interrupt at the terminal reaches both processes, and only the daemon acts.
 	signal.Ignore(os.Interrupt, syscall.SIGTERM)
 	f := os.NewFile(helperFD, "daemon")

@@ -1,0 +1,39 @@
+package fs
+
+import (
+	"os/exec"
+	"runtime"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// The helper is a second start of this binary: some 45 ms of CPU for the Go runtime and package init, at the
+// moment the daemon confines itself. Each step of the confinement stops every thread of the daemon and waits
+// for each to run, and with the helper's start-up taking both cores, that took 5-8 ms a step instead of 0.2. So
+// the helper starts in the idle scheduling class (it runs when the daemon does not), and leaves it (helperBusy)
+// once it is up, before it takes its first request.
+
+// startIdle starts cmd in the idle scheduling class: from a thread of this process put there for the fork, and
+// put back after.
+func startIdle(cmd *exec.Cmd) error {
+	runtime.LockOSThread()
+	idle := &unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_IDLE}
+	if unix.SchedSetAttr(0, idle, 0) != nil {
+		runtime.UnlockOSThread()
+		return cmd.Start() // not allowed here: started as usual
+	}
+	err := cmd.Start()
+	if unix.SchedSetAttr(0, &unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_NORMAL}, 0) == nil {
+		runtime.UnlockOSThread()
+	} // else the thread stays locked, and ends with this goroutine's end: no idle thread serves requests
+	return err
+}
+
+// helperBusy takes every thread of the helper out of the idle scheduling class it was started in (it holds
+// SYS_NICE for this): its binds must not wait for every other process of a busy machine.
+func helperBusy() {
+	var param struct{ priority int32 }
+	_, _, _ = syscall.AllThreadsSyscall(unix.SYS_SCHED_SETSCHEDULER, 0, unix.SCHED_NORMAL, uintptr(unsafe.Pointer(&param)))
+}
