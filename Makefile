@@ -13,9 +13,11 @@ CLAUDE_NEW_BIN     := $(CURDIR)/e2e/.cache/claude-$(CLAUDE_NEW_VERSION)/node_mod
 CODEX_VERSION  ?= 0.169.0
 GEMINI_VERSION ?= 0.61.0
 QWEN_VERSION   ?= 0.24.4
+OPENCODE_VERSION ?= 1.18.33
 CODEX_BIN      := $(CURDIR)/e2e/.cache/codex-$(CODEX_VERSION)/node_modules/.bin/codex
 GEMINI_BIN     := $(CURDIR)/e2e/.cache/gemini-$(GEMINI_VERSION)/node_modules/.bin/gemini
 QWEN_BIN       := $(CURDIR)/e2e/.cache/qwen-$(QWEN_VERSION)/node_modules/.bin/qwen
+OPENCODE_BIN   := $(CURDIR)/e2e/.cache/opencode-$(OPENCODE_VERSION)/node_modules/.bin/opencode
 # An execution count, not a duration: a duration races Go's fuzz coordinator at its deadline (golang/go#75804)
 # and fails a run that found nothing.
 FUZZTIME  ?= 200000x
@@ -46,7 +48,7 @@ unit:
 e2e: build claude agents
 	@mkdir -p e2e/.cache; rm -f e2e/.cache/skips.txt
 	SESSIONFS_BIN=$(CURDIR)/$(BIN) SESSIONFS_CLAUDE=$(CLAUDE_BIN) SESSIONFS_CLAUDE_NEW=$(CLAUDE_NEW_BIN) SESSIONFS_SKIPS=$(CURDIR)/e2e/.cache/skips.txt \
-		SESSIONFS_CODEX=$(CODEX_BIN) SESSIONFS_GEMINI=$(GEMINI_BIN) SESSIONFS_QWEN=$(QWEN_BIN) \
+		SESSIONFS_CODEX=$(CODEX_BIN) SESSIONFS_GEMINI=$(GEMINI_BIN) SESSIONFS_QWEN=$(QWEN_BIN) SESSIONFS_OPENCODE=$(OPENCODE_BIN) \
 		$(GO) test -race -count=1 -timeout 30m ./e2e/...; status=$$?; \
 		if [ -s e2e/.cache/skips.txt ]; then echo "skipped e2e tests:"; cat e2e/.cache/skips.txt; fi; exit $$status
 
@@ -67,12 +69,13 @@ $(CURDIR)/e2e/.cache/claude-%/node_modules/.bin/claude:
 	mkdir -p $(CURDIR)/e2e/.cache/claude-$*
 	npm install --prefix $(CURDIR)/e2e/.cache/claude-$* --no-audit --no-fund @anthropic-ai/claude-code@$*
 
-agents: $(CODEX_BIN) $(GEMINI_BIN) $(QWEN_BIN)
+agents: $(CODEX_BIN) $(GEMINI_BIN) $(QWEN_BIN) $(OPENCODE_BIN)
 
 # Which of the pins above the registry has moved past (asks npm; no test depends on it).
 agents-check:
 	@scripts/agents-check claude=@anthropic-ai/claude-code@$(CLAUDE_NEW_VERSION) codex=@openai/codex@$(CODEX_VERSION) \
-		gemini=@google/gemini-cli@$(GEMINI_VERSION) qwen=@qwen-code/qwen-code@$(QWEN_VERSION)
+		gemini=@google/gemini-cli@$(GEMINI_VERSION) qwen=@qwen-code/qwen-code@$(QWEN_VERSION) \
+		opencode=opencode-ai@$(OPENCODE_VERSION)
 
 $(CODEX_BIN):
 	mkdir -p $(CURDIR)/e2e/.cache/codex-$(CODEX_VERSION)
@@ -83,6 +86,10 @@ $(GEMINI_BIN):
 $(QWEN_BIN):
 	mkdir -p $(CURDIR)/e2e/.cache/qwen-$(QWEN_VERSION)
 	npm install --prefix $(CURDIR)/e2e/.cache/qwen-$(QWEN_VERSION) --no-audit --no-fund @qwen-code/qwen-code@$(QWEN_VERSION)
+# opencode is one compiled binary (npm's opencode-ai installs the one of this platform as bin/opencode.exe).
+$(OPENCODE_BIN):
+	mkdir -p $(CURDIR)/e2e/.cache/opencode-$(OPENCODE_VERSION)
+	npm install --prefix $(CURDIR)/e2e/.cache/opencode-$(OPENCODE_VERSION) --no-audit --no-fund opencode-ai@$(OPENCODE_VERSION)
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

@@ -20,6 +20,9 @@ type Agent struct {
 	// Also are variables that move part of the agent's state (its index, its chats) elsewhere when set: set to
 	// the agent's folder too, so a value in the caller's environment does not take that part out of the session.
 	Also []string
+	// In names, for Var or a variable of Also, the path below Dir it is set to instead of Dir itself: opencode's
+	// XDG_DATA_HOME is .opencode/data, its XDG_CONFIG_HOME .opencode/config.
+	In map[string]string
 	// Always: the agent's folder is made with every session and seeded by its own package (Claude's); the
 	// others' are made on demand (Prepare).
 	Always bool
@@ -37,6 +40,10 @@ type Agent struct {
 	// Seed writes what the agent needs to start unattended in a session beyond its folder (Gemini's trust and
 	// project registry); nil for none.
 	Seed func(sess *layout.Dir, workspaces []string) error
+	// Launch readies the agent's state in the session open as sess for a run whose cwd (as the agent sees it) is
+	// cwd, each time sessionfs starts it (env, exec, run, resume): opencode's conversations follow the cwd. nil
+	// for none.
+	Launch func(sess *layout.Dir, cwd string) error
 }
 
 // Chats is what an agent with rules of its own for its conversations (Claude) reads them by.
@@ -70,12 +77,12 @@ var CanonicalCwd = layout.ContainerPaths.Workspace
 // container): K=V pairs. Claude's (CLAUDE_CONFIG_DIR and its project folder name) every run gets anyway.
 func (a *Agent) Env(root string) []string {
 	dir := filepath.Join(root, a.Dir)
-	env := []string{a.Var + "=" + dir}
+	env := []string{a.Var + "=" + filepath.Join(dir, a.In[a.Var])}
 	if a.VarIsParent {
 		env[0] = a.Var + "=" + root
 	}
 	for _, v := range a.Also {
-		env = append(env, v+"="+dir)
+		env = append(env, v+"="+filepath.Join(dir, a.In[v]))
 	}
 	return env
 }

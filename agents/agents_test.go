@@ -12,6 +12,7 @@ import (
 	"github.com/sessionfs/sessionfs/agents/claude"
 	"github.com/sessionfs/sessionfs/agents/codex"
 	"github.com/sessionfs/sessionfs/agents/gemini"
+	"github.com/sessionfs/sessionfs/agents/opencode"
 	"github.com/sessionfs/sessionfs/agents/qwen"
 	"github.com/sessionfs/sessionfs/layout"
 )
@@ -68,8 +69,14 @@ func TestEnvAndNames(t *testing.T) {
 	a, err = all.ByName("gemini")
 	require.NoError(t, err)
 	assert.Same(t, gemini.Agent, a)
-	_, err = all.ByName("opencode")
-	assert.ErrorContains(t, err, "claude, codex, gemini, qwen")
+	assert.Equal(t, []string{"XDG_DATA_HOME=/session/.opencode/data", "XDG_CONFIG_HOME=/session/.opencode/config",
+		"XDG_STATE_HOME=/session/.opencode/state", "OPENCODE_DB=/session/.opencode/data/opencode/opencode.db"},
+		opencode.Agent.Env("/session"), "opencode's XDG folders, each its own below .opencode")
+	a, err = all.ByName("opencode")
+	require.NoError(t, err)
+	assert.Same(t, opencode.Agent, a)
+	_, err = all.ByName("aider")
+	assert.ErrorContains(t, err, "claude, codex, gemini, qwen, opencode")
 	assert.Same(t, qwen.Agent, all.ByDir(".qwen"))
 	assert.Nil(t, all.ByDir("workspace"))
 }

@@ -133,7 +133,15 @@ func Less(a, b Holder) bool {
 	return a.Rel < b.Rel
 }
 
-// Holders returns every session whose agents of among with Files hold conversation id, the owner first (Less).
+// Holds is the Chats of an agent that keeps its conversations in one file of its own (opencode's database): find
+// and resume look a conversation up by it.
+type Holds interface {
+	// Holds reports whether the session open as sess holds conversation id, and the file it is in (relative to
+	// the session's folder).
+	Holds(sess *layout.Dir, id string) (rel string, ok bool)
+}
+
+// Holders returns every session whose agents of among with Files (or Chats that are Holds) hold conversation id, the owner first (Less).
 // Claude's transcripts have owners of their own (agents/claude: a fork's copies never take them).
 func Holders(store *layout.Store, id string, among []*Agent) ([]Holder, error) {
 	if layout.ValidateID(id) != nil {
@@ -151,6 +159,14 @@ func Holders(store *layout.Store, id string, among []*Agent) ([]Holder, error) {
 		}
 		mine := map[string]int{} // agent -> index in out: a session holds a conversation once (its first file)
 		for _, a := range among {
+			if h, ok := a.Chats.(Holds); ok {
+				if rel, held := h.Holds(sess, id); held {
+					if born, ok := sess.Born(rel); ok {
+						out = append(out, Holder{ID: sid, Rel: rel, Born: born, Agent: a.Name})
+					}
+				}
+				continue
+			}
 			if a.Files == nil {
 				continue
 			}

@@ -39,14 +39,15 @@ var credentialFiles = append(agentCredentials(), []credential{
 	{"", ".npmrc"}, // may hold an auth token
 }...)
 
-// credential is a file name, in a folder of that name ("" for any).
+// credential is a file name, in a folder of that name or path ("" for any): ".opencode/data/opencode" matches
+// the end of the file's folder.
 type credential struct{ dir, name string }
 
 func agentCredentials() []credential {
 	var out []credential
 	for _, a := range all.Agents {
-		for _, name := range a.Credentials {
-			out = append(out, credential{a.Dir, name})
+		for _, name := range a.Credentials { // a name may lie below the agent's folder: data/opencode/auth.json
+			out = append(out, credential{path.Join(a.Dir, path.Dir(name)), path.Base(name)})
 		}
 	}
 	return out
@@ -93,8 +94,9 @@ func IsCredential(rel string) bool {
 	if dir == "" {
 		parent = ""
 	}
+	folder := "/" + strings.TrimSuffix(dir, "/")
 	for _, c := range credentialFiles {
-		if name == c.name && (c.dir == "" || parent == c.dir) {
+		if name == c.name && (c.dir == "" || parent == c.dir || strings.Contains(c.dir, "/") && strings.HasSuffix(folder, "/"+c.dir)) {
 			return true
 		}
 	}

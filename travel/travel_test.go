@@ -198,16 +198,20 @@ func assertClean(t *testing.T, s *layout.Store) {
 
 func TestIsCredential(t *testing.T) {
 	for rel, want := range map[string]bool{
-		".claude/.credentials.json":      true,
-		"home/.claude/.credentials.json": true,
-		".codex/auth.json":               true,
-		"home/.ssh/id_rsa":               true,
-		"home/.ssh/id_rsa.pub":           false,
-		".netrc":                         true,
-		"workspace/.git-credentials":     true,
-		"workspace/auth.json":            false,
-		".claude/settings.json":          false,
-		"workspace/credentials":          false,
+		".claude/.credentials.json":             true,
+		"home/.claude/.credentials.json":        true,
+		".codex/auth.json":                      true,
+		"home/.ssh/id_rsa":                      true,
+		"home/.ssh/id_rsa.pub":                  false,
+		".netrc":                                true,
+		"workspace/.git-credentials":            true,
+		"workspace/auth.json":                   false,
+		".claude/settings.json":                 false,
+		"workspace/credentials":                 false,
+		".opencode/data/opencode/auth.json":     true,
+		".opencode/data/opencode/mcp-auth.json": true,
+		"workspace/opencode/auth.json":          false,
+		".opencode/config/opencode/auth.json":   false,
 	} {
 		assert.Equal(t, want, IsCredential(rel), rel)
 	}

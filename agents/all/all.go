@@ -10,6 +10,7 @@ import (
 	"github.com/sessionfs/sessionfs/agents/claude"
 	"github.com/sessionfs/sessionfs/agents/codex"
 	"github.com/sessionfs/sessionfs/agents/gemini"
+	"github.com/sessionfs/sessionfs/agents/opencode"
 	"github.com/sessionfs/sessionfs/agents/qwen"
 	"github.com/sessionfs/sessionfs/layout"
 )
@@ -20,6 +21,7 @@ var Agents = []*agents.Agent{
 	codex.Agent,
 	gemini.Agent,
 	qwen.Agent,
+	opencode.Agent,
 }
 
 // Names is the list --agent takes.

@@ -98,8 +98,10 @@ func (Backend) Run(ctx context.Context, spec backends.Spec) (int, error) {
 		noteOnce(why)
 	}
 	cmd.Dir = dir
+	// PWD is the cwd as a shell would set it: a program that trusts it (opencode keys its conversations by it) must
+	// not get the caller's.
 	cmd.Env = claude.ProcessEnv(p.Claude, append(append([]string{"SESSIONFS_SESSION=" + spec.SessionID,
-		"SESSION_DIR=" + p.Root}, spec.AgentEnv(p.Root)...), spec.Env...)...)
+		"SESSION_DIR=" + p.Root, "PWD=" + dir}, spec.AgentEnv(p.Root)...), spec.Env...)...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = spec.Stdin, spec.Stdout, spec.Stderr
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = 10 * time.Second

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -14,7 +15,7 @@ import (
 	"github.com/sessionfs/sessionfs/layout"
 )
 
-const agentHelp = "the coding agent the command runs (claude, codex, gemini, qwen): its variables point it at its folder in the session"
+const agentHelp = "the coding agent the command runs (claude, codex, gemini, qwen, opencode): its variables point it at its folder in the session"
 
 // agentFlag adds --agent to cmd, with help if given.
 func agentFlag(cmd *cobra.Command, name *string, help ...string) {
@@ -58,6 +59,32 @@ func prepareAgent(s *layout.Store, id, dir string, mounted bool, a *agents.Agent
 		warnf("prepare %s: %v", a.Dir, err)
 	}
 	return nil
+}
+
+// launchAgent readies agent a's state in session id for a run whose cwd, as the agent sees it, is cwd (opencode's
+// conversations follow it). A failure is only a warning: the agent starts as it would have.
+func launchAgent(s *layout.Store, id string, a *agents.Agent, cwd string) {
+	if a == nil || a.Launch == nil {
+		return
+	}
+	sess, err := s.OpenSession(id)
+	if err != nil {
+		warnf("%s: %v", a.Name, err)
+		return
+	}
+	defer sess.Close()
+	if err := a.Launch(sess, cwd); err != nil {
+		warnf("%s: its conversations stay where they were: %v", a.Name, err)
+	}
+}
+
+// agentCwd is the cwd a run starts in as it sees it: workdir (relative to the session) below root, the session's
+// root as the run sees it, else the workspace.
+func agentCwd(root, workdir string) string {
+	if workdir == "" {
+		return layout.Derive(root).Workspace
+	}
+	return filepath.Join(root, workdir)
 }
 
 // workspaces are the paths a session's workspace is known by: in containers, in the store, in the mount.

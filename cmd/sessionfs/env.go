@@ -17,8 +17,9 @@ func (a *app) envCmd() *cobra.Command {
 		Use:   "env ID [--agent AGENT]",
 		Short: "Print export lines that point a shell at a session (for eval)",
 		Long: `env prints export lines for eval: SESSION_DIR, and the variables that point Claude Code at the session's
-.claude. With --agent codex|gemini|qwen, also that agent's (CODEX_HOME, GEMINI_CLI_HOME, QWEN_HOME), whose
-folder is made in the session if it has none yet.`,
+.claude. With --agent codex|gemini|qwen|opencode, also that agent's (CODEX_HOME, GEMINI_CLI_HOME, QWEN_HOME,
+opencode's XDG_DATA_HOME, XDG_CONFIG_HOME, XDG_STATE_HOME and OPENCODE_DB), whose folder is made in the session if
+it has none yet. opencode's conversations are moved to the session's workspace, the cwd it continues them from.`,
 		Example: `  eval "$(sessionfs env fix-login)" && cd "$SESSION_DIR/workspace" && claude
   eval "$(sessionfs env fix-login --agent codex)" && codex
   sessionfs env fix-login --container   # the paths a container sees`,
@@ -45,6 +46,7 @@ folder is made in the session if it has none yet.`,
 					return err
 				}
 				vars = append(vars, ag.Env(p.Root)...)
+				launchAgent(s, m.ID, ag, p.Workspace)
 			}
 			for _, kv := range vars {
 				k, v, _ := strings.Cut(kv, "=")

@@ -33,9 +33,11 @@ is CMD's; sessionfs's own failures exit 125, a command that cannot be executed 1
 One runner per session, on every host that shares the store: while exec, run or resume runs in a session,
 another one fails at once, naming the host, pid and start of the holder (exit 125), or waits with --wait.
 
---agent codex|gemini|qwen also points that agent at its own folder in the session (CODEX_HOME=.codex,
-GEMINI_CLI_HOME=the session, whose .gemini it uses, QWEN_HOME=.qwen), made on demand; the API settings
-(OPENAI_BASE_URL, GOOGLE_GEMINI_BASE_URL, keys) stay this shell's.`,
+--agent codex|gemini|qwen|opencode also points that agent at its own folder in the session (CODEX_HOME=.codex,
+GEMINI_CLI_HOME=the session, whose .gemini it uses, QWEN_HOME=.qwen, opencode's XDG_DATA_HOME, XDG_CONFIG_HOME
+and XDG_STATE_HOME=.opencode/data, config, state), made on demand; the API settings (OPENAI_BASE_URL,
+GOOGLE_GEMINI_BASE_URL, keys, OPENCODE_CONFIG) stay this shell's. opencode's conversations are moved to the
+run's cwd first: opencode continues only the cwd's own.`,
 		Example: `  sessionfs exec fix-login -- claude
   sessionfs exec fix-login -- claude --continue
   sessionfs exec fix-login --agent codex -- codex exec resume --all --last
@@ -97,6 +99,7 @@ func (a *app) execIn(id string, argv []string, adjust ...func(*backends.Spec)) e
 		if err := prepareAgent(s, m.ID, dir, mounted, ag); err != nil {
 			return err
 		}
+		launchAgent(s, m.ID, ag, agentCwd(dir, spec.Workdir))
 	}
 	return a.runBackend(s, local.Backend{}, spec, "")
 }

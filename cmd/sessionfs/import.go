@@ -187,7 +187,7 @@ func (a *app) resumeCmd() *cobra.Command {
 that holds conversation UUID, or "claude --continue" in session ID. It runs in the session's workspace,
 through the mount when the store is mounted. A conversation of another agent is resumed with that agent, from
 PATH, with its variables set as exec --agent sets them: "codex resume UUID", "gemini --resume UUID",
-"qwen --resume UUID".`,
+"qwen --resume UUID", "opencode --session ID" (its conversations moved to the workspace first).`,
 		Example: `  sessionfs resume 2fe2d21b-be8f-4b12-b46b-12e68f6e9f01
   sessionfs resume fix-login -- -p "carry on"`,
 		Args:              cobra.MinimumNArgs(1),
@@ -296,7 +296,7 @@ func conversationHolders(s *layout.Store, uuid string) ([]agents.Holder, error) 
 
 // npmPackages are the agents' CLIs as npm installs them, for the hint when one is missing.
 var npmPackages = map[string]string{
-	"claude": "@anthropic-ai/claude-code", "codex": "@openai/codex", "gemini": "@google/gemini-cli", "qwen": "@qwen-code/qwen-code",
+	"claude": "@anthropic-ai/claude-code", "codex": "@openai/codex", "gemini": "@google/gemini-cli", "qwen": "@qwen-code/qwen-code", "opencode": "opencode-ai",
 }
 
 // needCLI checks that the agent's command bin can be run, before anything is recorded: a missing one is exit

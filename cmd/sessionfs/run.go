@@ -16,6 +16,7 @@ import (
 	"github.com/sessionfs/sessionfs/backends/local"
 	"github.com/sessionfs/sessionfs/backends/modal"
 	sfs "github.com/sessionfs/sessionfs/fs"
+	"github.com/sessionfs/sessionfs/layout"
 )
 
 func (a *app) runCmd() *cobra.Command {
@@ -46,7 +47,7 @@ not found 127 (as docker run). Ctrl-C stops the container; it is removed afterwa
 volumes) unless --keep. Each run is recorded in the session's session.json. The engine is found the Docker way
 (DOCKER_HOST, ...). Flags of other backends are refused.
 
---agent codex|gemini|qwen also points that agent at its own folder in the session, as the command sees it
+--agent codex|gemini|qwen|opencode also points that agent at its own folder in the session, as the command sees it
 (CODEX_HOME=/session/.codex in a container), made on demand; see "sessionfs exec --help".`,
 		Example: `  sessionfs run --backend docker --image node:22 fix-login -- claude -p "run the tests"
   sessionfs run --backend docker --image my-agent -it --user 1000 fix-login -- claude
@@ -137,6 +138,11 @@ volumes) unless --keep. Each run is recorded in the session's session.json. The 
 			default:
 				return usageError(fmt.Sprintf("run: unknown backend %q (want local, docker or modal)", backend))
 			}
+			root := layout.ContainerRoot // as a container or a sandbox sees the session
+			if backend == "local" {
+				root = dir
+			}
+			launchAgent(s, m.ID, ag, agentCwd(root, workdir))
 			return a.runBackend(s, b, spec, dopts.Image)
 		},
 	}

@@ -1,0 +1,281 @@
+package opencode
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+	_ "modernc.org/sqlite" // opencode's database, read and moved (Follow) in pure Go
+
+	"github.com/sessionfs/sessionfs/agents"
+	"github.com/sessionfs/sessionfs/layout"
+)
+
+// dbRel is the database's path below the session's folder.
+const dbRel = dir + "/" + DB
+
+// open opens the session's opencode database, read-only unless write. The session wrote it and may be hostile:
+// its folder is reached beneath sess with no symlink followed, the file must be a regular one, and its schema is
+// not trusted (no SQL functions of it run). It returns fs.ErrNotExist when there is none.
+func open(sess *layout.Dir, write bool) (*sql.DB, func(), error) {
+	dir, err := sess.Sub(path.Dir(dbRel))
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := dir.Lstat(path.Base(dbRel))
+	if err != nil {
+		dir.Close()
+		return nil, nil, err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		dir.Close()
+		return nil, nil, fmt.Errorf("%s: not a regular file", dbRel)
+	}
+	mode := "ro"
+	if write {
+		mode = "rw"
+	}
+	// Through the folder's descriptor: a link put in its path meanwhile is not followed.
+	dsn := fmt.Sprintf("file:/proc/self/fd/%d/%s?mode=%s&_pragma=busy_timeout(10000)&_pragma=trusted_schema(0)",
+		dir.Fd(), path.Base(dbRel), mode)
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		dir.Close()
+		return nil, nil, err
+	}
+	db.SetMaxOpenConns(1)
+	return db, func() { db.Close(); dir.Close(); chownSidecars(sess) }, nil
+}
+
+type chats struct{}
+
+// List reads the session's opencode conversations: each top-level session of opencode's (its subagents' are
+// counted as its Subagents).
+func (chats) List(sess *layout.Dir) ([]agents.Conversation, error) {
+	db, done, err := open(sess, false)
+	if err != nil {
+		return nil, nil // none, or not one to read: as a missing transcript folder
+	}
+	defer done()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rows, err := db.QueryContext(ctx, `SELECT s.id, s.directory, s.time_created, s.time_updated,
+		(SELECT count(*) FROM session c WHERE c.parent_id = s.id),
+		(SELECT coalesce(sum(length(m.data)), 0) FROM message m WHERE m.session_id = s.id) +
+		(SELECT coalesce(sum(length(p.data)), 0) FROM part p WHERE p.session_id = s.id)
+		FROM session s WHERE s.parent_id IS NULL ORDER BY s.time_updated DESC`)
+	if err != nil {
+		return nil, nil
+	}
+	var out []agents.Conversation
+	for rows.Next() {
+		var c agents.Conversation
+		var dir string
+		var created, updated int64
+		if rows.Scan(&c.ID, &dir, &created, &updated, &c.Subagents, &c.Size) != nil {
+			continue
+		}
+		c.Agent, c.Path = Agent.Name, path.Join(sess.Name(), dbRel)
+		c.At(ms(created))
+		c.At(ms(updated))
+		c.AddCwd(dir)
+		out = append(out, c)
+	}
+	rows.Close()
+	for i := range out {
+		messages(ctx, db, &out[i])
+	}
+	return out, nil
+}
+
+// messages reads a conversation's messages into c: their count, the cwds they ran in, the first prompt.
+func messages(ctx context.Context, db *sql.DB, c *agents.Conversation) {
+	rows, err := db.QueryContext(ctx, `SELECT id, time_created, data FROM message WHERE session_id = ? ORDER BY time_created, id`, c.ID)
+	if err != nil {
+		return
+	}
+	first := ""
+	for rows.Next() {
+		var id, data string
+		var created int64
+		if rows.Scan(&id, &created, &data) != nil {
+			c.Malformed++
+			continue
+		}
+		var m struct {
+			Role string `json:"role"`
+			Path struct {
+				Cwd string `json:"cwd"`
+			} `json:"path"`
+		}
+		if json.Unmarshal([]byte(data), &m) != nil {
+			c.Malformed++
+			continue
+		}
+		if m.Role != "user" && m.Role != "assistant" {
+			continue
+		}
+		c.Messages++
+		c.At(ms(created))
+		c.AddCwd(m.Path.Cwd)
+		if first == "" && m.Role == "user" {
+			first = id
+		}
+	}
+	rows.Close()
+	if first != "" {
+		c.FirstPrompt = strings.Join(texts(ctx, db, first), " ")
+	}
+}
+
+// ms is a time opencode recorded (milliseconds since the epoch); none is the zero time.
+func ms(t int64) time.Time {
+	if t <= 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(t)
+}
+
+// texts are the text parts of message id, as the user or the model wrote them (not what opencode added itself).
+func texts(ctx context.Context, db *sql.DB, id string) []string {
+	rows, err := db.QueryContext(ctx, `SELECT data FROM part WHERE message_id = ? ORDER BY id`, id)
+	if err != nil {
+		return nil
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var data string
+		if rows.Scan(&data) != nil {
+			continue
+		}
+		var p part
+		if json.Unmarshal([]byte(data), &p) == nil && p.Type == "text" && !p.Synthetic && p.Text != "" {
+			out = append(out, p.Text)
+		}
+	}
+	return out
+}
+
+// part is one part of a message: {"type": "text"|"tool"|"step-start"|..., "text", "tool", "state"}.
+type part struct {
+	Type      string          `json:"type"`
+	Text      string          `json:"text"`
+	Synthetic bool            `json:"synthetic"`
+	Tool      string          `json:"tool"`
+	State     json.RawMessage `json:"state"`
+	Time      *struct {
+		Start int64 `json:"start"`
+	} `json:"time"`
+}
+
+// Count counts the session's top-level opencode conversations.
+func (chats) Count(sess *layout.Dir) int {
+	db, done, err := open(sess, false)
+	if err != nil {
+		return 0
+	}
+	defer done()
+	var n int
+	if db.QueryRow(`SELECT count(*) FROM session WHERE parent_id IS NULL`).Scan(&n) != nil {
+		return 0
+	}
+	return n
+}
+
+// Holds reports whether the session's database holds opencode session id (any of them, a subagent's too).
+func (chats) Holds(sess *layout.Dir, id string) (string, bool) {
+	if !strings.HasPrefix(id, "ses_") {
+		return "", false
+	}
+	db, done, err := open(sess, false)
+	if err != nil {
+		return "", false
+	}
+	defer done()
+	var n int
+	if db.QueryRow(`SELECT count(*) FROM session WHERE id = ?`, id).Scan(&n) != nil || n == 0 {
+		return "", false
+	}
+	return dbRel, true
+}
+
+// Follow moves every conversation in the session's opencode database to cwd, the cwd opencode is about to start
+// in (as it sees it): opencode lists, continues (--continue) and resumes (--session) only the conversations whose
+// directory is its cwd exactly. Each conversation's path (its cwd below its project's worktree) is moved too where
+// cwd lies in that worktree. Nothing else changes: a conversation keeps its project (opencode's, of the git
+// repository it began in), so one begun in another repository stays out of the list. No database (opencode never
+// ran in the session) is nothing to do.
+func Follow(sess *layout.Dir, cwd string) error {
+	if real, err := filepath.EvalSymlinks(cwd); err == nil {
+		cwd = real // opencode's cwd is the kernel's, links resolved
+	}
+	db, done, err := open(sess, true)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer done()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("%s: %w", dbRel, err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `UPDATE session SET directory = ? WHERE directory IS NOT ?`, cwd, cwd); err != nil {
+		return fmt.Errorf("%s: %w", dbRel, err)
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT id, worktree FROM project`)
+	if err != nil {
+		return fmt.Errorf("%s: %w", dbRel, err)
+	}
+	worktrees := map[string]string{}
+	for rows.Next() {
+		var id, wt string
+		if rows.Scan(&id, &wt) == nil {
+			worktrees[id] = wt
+		}
+	}
+	rows.Close()
+	for id, wt := range worktrees {
+		rel, err := filepath.Rel(wt, cwd)
+		if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+			continue
+		}
+		if rel == "." {
+			rel = ""
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE session SET path = ? WHERE project_id = ? AND path IS NOT ?`, rel, id, rel); err != nil {
+			return fmt.Errorf("%s: %w", dbRel, err)
+		}
+	}
+	return tx.Commit()
+}
+
+// chownSidecars gives the database's journal files, should this process have made them (a reader of a WAL
+// database makes them too), to the session's owner: opencode, running as that user, must write them.
+func chownSidecars(sess *layout.Dir) {
+	uid, gid, err := sess.Owner()
+	if err != nil {
+		return
+	}
+	dir, err := sess.Sub(path.Dir(dbRel))
+	if err != nil {
+		return
+	}
+	defer dir.Close()
+	for _, suffix := range []string{"-wal", "-shm", "-journal"} {
+		_ = unix.Fchownat(dir.Fd(), path.Base(dbRel)+suffix, uid, gid, unix.AT_SYMLINK_NOFOLLOW)
+	}
+}

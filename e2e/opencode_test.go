@@ -1,0 +1,249 @@
+package e2e
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/client"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	_ "modernc.org/sqlite"
+
+	"github.com/sessionfs/sessionfs/e2e/openaistub"
+	"github.com/sessionfs/sessionfs/e2e/testimage"
+)
+
+// opencode's real CLI (npm opencode-ai, one compiled binary), offline against e2e/openaistub: a provider of its
+// own (@ai-sdk/openai-compatible, bundled in the binary) given as OPENCODE_CONFIG_CONTENT, the caller's setting as
+// an API key would be, and none of its downloads (models list, updates, LSPs).
+
+// opencodeEnv is the offline environment for opencode against the stub at url.
+func opencodeEnv(t *testing.T, url string) []string {
+	cfg := fmt.Sprintf(`{"$schema":"https://opencode.ai/config.json","autoupdate":false,"share":"disabled",`+
+		`"enabled_providers":["stub"],"model":"stub/stub-model","small_model":"stub/stub-model",`+
+		`"provider":{"stub":{"npm":"@ai-sdk/openai-compatible","name":"stub","options":{"baseURL":%q,"apiKey":"sk-test"},`+
+		`"models":{"stub-model":{"name":"stub"}}}}}`, url)
+	return agentEnv(t, "OPENCODE_CONFIG_CONTENT="+cfg, "OPENCODE_DISABLE_AUTOUPDATE=1", "OPENCODE_DISABLE_MODELS_FETCH=1",
+		"OPENCODE_DISABLE_LSP_DOWNLOAD=1", "OPENCODE_DISABLE_SHARE=1", "NO_PROXY=127.0.0.1,localhost")
+}
+
+// opencodeSeed gives the session's opencode config folder the package files opencode would otherwise make with a
+// background "npm install @opencode-ai/plugin" (the network), as a config folder it set up before has them.
+func opencodeSeed(t *testing.T, sessionDir string) {
+	t.Helper()
+	cfg := filepath.Join(sessionDir, ".opencode", "config", "opencode")
+	require.NoError(t, os.MkdirAll(filepath.Join(cfg, "node_modules"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(cfg, "package.json"), []byte(`{"dependencies":{"@opencode-ai/plugin":"1.18.33"}}`), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(cfg, "package-lock.json"),
+		[]byte(`{"lockfileVersion":3,"packages":{"":{"dependencies":{"@opencode-ai/plugin":"1.18.33"}}}}`), 0o644))
+}
+
+// opencodeSessions reads opencode's database in the store: each conversation (top-level session) with its
+// directory and its number of messages.
+func opencodeSessions(t *testing.T, store string) map[string]opencodeSession {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(store, "sessions", "s1", ".opencode", "data", "opencode", "opencode.db")+"?mode=ro")
+	require.NoError(t, err)
+	defer db.Close()
+	rows, err := db.Query(`SELECT id, directory, (SELECT count(*) FROM message m WHERE m.session_id = s.id) FROM session s WHERE parent_id IS NULL`)
+	require.NoError(t, err)
+	defer rows.Close()
+	out := map[string]opencodeSession{}
+	for rows.Next() {
+		var id string
+		var s opencodeSession
+		require.NoError(t, rows.Scan(&id, &s.dir, &s.messages))
+		out[id] = s
+	}
+	return out
+}
+
+type opencodeSession struct {
+	dir      string
+	messages int
+}
+
+// only returns the one conversation of sessions.
+func only(t *testing.T, sessions map[string]opencodeSession) (string, opencodeSession) {
+	t.Helper()
+	require.Len(t, sessions, 1, "one conversation: %v", sessions)
+	for id, s := range sessions {
+		return id, s
+	}
+	panic("unreachable")
+}
+
+// opencodeIDs are the opencode session ids of "opencode run --format json" output, one JSON event a line.
+func opencodeIDs(out string) []string {
+	seen := map[string]bool{}
+	var ids []string
+	for _, line := range strings.Split(out, "\n") {
+		var ev struct{ SessionID string }
+		if json.Unmarshal([]byte(line), &ev) == nil && ev.SessionID != "" && !seen[ev.SessionID] {
+			seen[ev.SessionID] = true
+			ids = append(ids, ev.SessionID)
+		}
+	}
+	return ids
+}
+
+// TestOpencodeFollowsTheCwd: opencode keeps its conversations in one SQLite database in the session's .opencode
+// (XDG_DATA_HOME) and continues only those whose directory is its cwd exactly. sessionfs moves them to the cwd
+// it starts opencode in (exec, exec -w, env, resume), so a conversation begun in the workspace continues from a
+// subfolder and from a shell that evals "sessionfs env", through the mount; a cwd sessionfs did not start it in
+// starts a new one.
+func TestOpencodeFollowsTheCwd(t *testing.T) {
+	oc := agentCLI(t, "opencode")
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	m := mount(t, store)
+	api, err := openaistub.Start("127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { api.Close() })
+	opencodeSeed(t, m.session("s1"))
+	env := opencodeEnv(t, api.URL)
+	ws := filepath.Join(m.session("s1"), "workspace")
+
+	r := agentExec(t, store, "opencode", env, "", oc, "run", "--format", "json", "hello from the workspace")
+	require.Equal(t, 0, r.code, "%s\n%s\nstub saw %v", r.stdout, r.stderr, api.Paths())
+	assert.Contains(t, r.stdout, openaistub.Reply)
+	id, s := only(t, opencodeSessions(t, store))
+	assert.Equal(t, ws, s.dir, "keyed by the cwd, the mount's workspace")
+	assert.Equal(t, []string{id}, opencodeIDs(r.stdout))
+	n := s.messages
+
+	// From a subfolder (exec -w): --continue finds it, moved there.
+	require.NoError(t, os.MkdirAll(filepath.Join(ws, "pkg"), 0o755))
+	r = agentExec(t, store, "opencode", env, "workspace/pkg", oc, "run", "--format", "json", "--continue", "again from a subfolder")
+	require.Equal(t, 0, r.code, "%s\n%s", r.stdout, r.stderr)
+	assert.Equal(t, []string{id}, opencodeIDs(r.stdout), "the same conversation")
+	_, s = only(t, opencodeSessions(t, store))
+	assert.Equal(t, filepath.Join(ws, "pkg"), s.dir)
+	assert.Greater(t, s.messages, n, "it grew")
+	n = s.messages
+
+	// A person's shell: "sessionfs env --agent opencode" moves them to the workspace, where the shell runs it.
+	out, err := agentOutside(t, store, "opencode", ws, append(env, "PWD="+ws), oc, "run", "--format", "json", "--continue", "again from my shell")
+	require.NoError(t, err, out)
+	assert.Equal(t, []string{id}, opencodeIDs(out), "the same conversation")
+	_, s = only(t, opencodeSessions(t, store))
+	assert.Greater(t, s.messages, n)
+	n = s.messages
+
+	// "sessionfs resume ID" finds the session and runs opencode --session there, from PATH.
+	r = cliWith(t, store, "", withPath(env, oc), nil, "resume", id, "--", "run", "--format", "json", "via sessionfs resume")
+	require.Equal(t, 0, r.code, "%s\n%s", r.stdout, r.stderr)
+	assert.Equal(t, []string{id}, opencodeIDs(r.stdout))
+	_, s = only(t, opencodeSessions(t, store))
+	assert.Greater(t, s.messages, n, "resumed by sessionfs resume")
+
+	session, agent := findAgent(t, store, id)
+	assert.Equal(t, "s1/opencode", session+"/"+agent)
+	// opencode run stores an argument holding spaces quoted, as it joins its arguments into the prompt.
+	assert.Equal(t, `"hello from the workspace"`, shownConversations(t, store)["opencode/"+id])
+
+	// What does not hold: a cwd sessionfs did not start opencode in (after env, the shell cd'd elsewhere) has no
+	// conversation of its own, so --continue starts one.
+	out, err = agentOutside(t, store, "opencode", ws, env, "true")
+	require.NoError(t, err, out)
+	out, err = runIn(t, t.TempDir(), env, m.session("s1"), oc, "run", "--format", "json", "--continue", "from elsewhere")
+	require.NoError(t, err, out)
+	assert.Len(t, opencodeSessions(t, store), 2, "a new conversation")
+}
+
+// runIn runs argv in dir with env and the opencode variables of the session at root, as a shell that evaluated
+// "sessionfs env --agent opencode" and then changed folder would.
+func runIn(t *testing.T, dir string, env []string, root string, argv ...string) (string, error) {
+	t.Helper()
+	data := filepath.Join(root, ".opencode")
+	env = append(append([]string{}, env...), "XDG_DATA_HOME="+filepath.Join(data, "data"), "XDG_CONFIG_HOME="+filepath.Join(data, "config"),
+		"XDG_STATE_HOME="+filepath.Join(data, "state"), "OPENCODE_DB="+filepath.Join(data, "data", "opencode", "opencode.db"), "PWD="+dir)
+	return runCmd(dir, env, argv...)
+}
+
+var (
+	opencodeOnce  sync.Once
+	opencodeErr   error
+	opencodeImage = "sessionfs-e2e-opencode:" + runTag
+)
+
+// opencodeImageFor builds the image opencode's binary runs in (bound in read-only): busybox and the shared
+// libraries the binary needs.
+func opencodeImageFor(t *testing.T, cli *client.Client, binary string) string {
+	t.Helper()
+	opencodeOnce.Do(func() {
+		var libs []string
+		if libs, opencodeErr = testimage.SharedLibs(binary); opencodeErr == nil {
+			opencodeErr = importImage(cli, opencodeImage, libs)
+		}
+	})
+	require.NoError(t, opencodeErr)
+	return opencodeImage
+}
+
+// TestOpencodeContainerAndHost: a conversation begun on the host (exec, through the mount) continues in a
+// container (run --backend docker: the session at /session, opencode's cwd /session/workspace), and back on the
+// host: each launch moves it to the cwd the run sees.
+func TestOpencodeContainerAndHost(t *testing.T) {
+	oc := agentCLI(t, "opencode")
+	cli := needDocker(t)
+	images(t, cli, "")
+	real, err := filepath.EvalSymlinks(oc)
+	require.NoError(t, err)
+	img := opencodeImageFor(t, cli, real)
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	m := mount(t, store)
+	api, err := openaistub.Start("127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { api.Close() })
+	opencodeSeed(t, m.session("s1"))
+	env := opencodeEnv(t, api.URL)
+	ws := filepath.Join(m.session("s1"), "workspace")
+
+	r := agentExec(t, store, "opencode", env, "", oc, "run", "--format", "json", "hello from the host")
+	require.Equal(t, 0, r.code, "%s\n%s\nstub saw %v", r.stdout, r.stderr, api.Paths())
+	id, s := only(t, opencodeSessions(t, store))
+	n := s.messages
+
+	// The container shares the host's network, so it reaches the stub on the loopback.
+	args := []string{"--image", img, "--network", "host", "--agent", "opencode", "-v", real + ":/usr/local/bin/opencode:ro", "-e", "HOME=/tmp"}
+	for _, kv := range env {
+		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "OPENCODE_") {
+			args = append(args, "-e", kv)
+		}
+	}
+	r = dockerRun(t, store, append(args, "s1", "--", "/usr/local/bin/opencode", "run", "--format", "json", "--continue", "now in a container")...)
+	require.Equal(t, 0, r.code, "%s\n%s", r.stdout, r.stderr)
+	assert.Equal(t, []string{id}, opencodeIDs(r.stdout), "the host's conversation")
+	_, s = only(t, opencodeSessions(t, store))
+	assert.Equal(t, "/session/workspace", s.dir, "moved to the container's cwd")
+	assert.Greater(t, s.messages, n)
+	n = s.messages
+
+	r = agentExec(t, store, "opencode", env, "", oc, "run", "--format", "json", "--continue", "back on the host")
+	require.Equal(t, 0, r.code, "%s\n%s", r.stdout, r.stderr)
+	assert.Equal(t, []string{id}, opencodeIDs(r.stdout))
+	_, s = only(t, opencodeSessions(t, store))
+	assert.Equal(t, ws, s.dir)
+	assert.Greater(t, s.messages, n, "the container's turn and the host's, one conversation")
+}
+
+// runCmd runs argv in dir with env (two minutes at most) and returns its combined output.
+func runCmd(dir string, env []string, argv ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Dir, cmd.Env = dir, env
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
