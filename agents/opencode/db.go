@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"os"
 	"path"
 	"path/filepath"
 	"strings"
@@ -22,37 +24,111 @@ import (
 // dbRel is the database's path below the session's folder.
 const dbRel = dir + "/" + DB
 
+// sidecars are the files SQLite keeps beside a database. SQLite opens them by name: a session could put a FIFO
+// there (an open that never returns) or a link.
+var sidecars = []string{"-wal", "-shm", "-journal"}
+
+// maxCopy bounds the database a read copies (a session could make it as large as its disk).
+const maxCopy = 1 << 30
+
 // open opens the session's opencode database, read-only unless write. The session wrote it and may be hostile:
-// its folder is reached beneath sess with no symlink followed, the file must be a regular one, and its schema is
-// not trusted (no SQL functions of it run). It returns fs.ErrNotExist when there is none.
+// its schema is not trusted (no SQL functions of it run), and its folder is reached beneath sess with no symlink
+// followed. A read works on a private copy of the database and its log, made by descriptor, so SQLite opens
+// nothing of the session's. An update (Follow, at a launch) must change the session's own file: it goes ahead
+// only when the database and the files beside it are regular files (or missing). It returns fs.ErrNotExist when
+// there is no database.
 func open(sess *layout.Dir, write bool) (*sql.DB, func(), error) {
 	dir, err := sess.Sub(path.Dir(dbRel))
 	if err != nil {
 		return nil, nil, err
 	}
-	st, err := dir.Lstat(path.Base(dbRel))
-	if err != nil {
+	base := path.Base(dbRel)
+	if err := regular(dir, base); err != nil {
 		dir.Close()
 		return nil, nil, err
 	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		dir.Close()
-		return nil, nil, fmt.Errorf("%s: not a regular file", dbRel)
-	}
-	mode := "ro"
+	var dsn string
+	cleanup := func() { dir.Close() }
 	if write {
-		mode = "rw"
-	}
-	// Through the folder's descriptor: a link put in its path meanwhile is not followed.
-	dsn := fmt.Sprintf("file:/proc/self/fd/%d/%s?mode=%s&_pragma=busy_timeout(10000)&_pragma=trusted_schema(0)",
-		dir.Fd(), path.Base(dbRel), mode)
-	db, err := sql.Open("sqlite", dsn)
-	if err != nil {
+		for _, suffix := range sidecars {
+			if err := regular(dir, base+suffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				dir.Close()
+				return nil, nil, err
+			}
+		}
+		// Through the folder's descriptor: a link put in its path meanwhile is not followed.
+		dsn = fmt.Sprintf("file:/proc/self/fd/%d/%s?mode=rw", dir.Fd(), base)
+		cleanup = func() { dir.Close(); chownSidecars(sess) }
+	} else {
+		tmp, err := os.MkdirTemp("", "sessionfs-opencode-")
+		if err != nil {
+			dir.Close()
+			return nil, nil, err
+		}
+		err = copyOut(dir, base, filepath.Join(tmp, base))
+		if err == nil {
+			err = copyOut(dir, base+"-wal", filepath.Join(tmp, base+"-wal"))
+			if errors.Is(err, fs.ErrNotExist) {
+				err = nil
+			}
+		}
 		dir.Close()
+		if err != nil {
+			os.RemoveAll(tmp)
+			return nil, nil, err
+		}
+		dsn = "file:" + filepath.Join(tmp, base) + "?mode=ro"
+		cleanup = func() { os.RemoveAll(tmp) }
+	}
+	db, err := sql.Open("sqlite", dsn+"&_pragma=busy_timeout(10000)&_pragma=trusted_schema(0)")
+	if err != nil {
+		cleanup()
 		return nil, nil, err
 	}
 	db.SetMaxOpenConns(1)
-	return db, func() { db.Close(); dir.Close(); chownSidecars(sess) }, nil
+	return db, func() { db.Close(); cleanup() }, nil
+}
+
+// regular checks that name in dir is a regular file, without following it.
+func regular(dir *layout.Dir, name string) error {
+	st, err := dir.Lstat(name)
+	if err != nil {
+		return err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return fmt.Errorf("%s/%s: not a regular file", path.Dir(dbRel), name)
+	}
+	return nil
+}
+
+// copyOut copies the regular file name in dir to dst (a new file of this process's), by descriptor: no link is
+// followed and no FIFO is waited on.
+func copyOut(dir *layout.Dir, name, dst string) error {
+	fd, err := dir.OpenAt(name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	src := os.NewFile(uintptr(fd), name)
+	defer src.Close()
+	st, err := src.Stat()
+	if err != nil {
+		return err
+	}
+	if !st.Mode().IsRegular() {
+		return fmt.Errorf("%s/%s: not a regular file", path.Dir(dbRel), name)
+	}
+	if st.Size() > maxCopy {
+		return fmt.Errorf("%s/%s: larger than %d MiB", path.Dir(dbRel), name, maxCopy>>20)
+	}
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(out, io.LimitReader(src, maxCopy))
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 type chats struct{}

@@ -5,6 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -108,4 +111,40 @@ func TestHostileDatabase(t *testing.T) {
 	assert.Equal(t, 0, chats{}.Count(sess), "nor a linked folder")
 	_, ok := chats{}.Holds(sess, "ses_b")
 	assert.False(t, ok)
+}
+
+// TestHostileSidecars: SQLite opens the files beside a database by name. A FIFO put there must not hang a read
+// or a launch, and a link must not lead a write out of the session.
+func TestHostileSidecars(t *testing.T) {
+	for _, suffix := range sidecars {
+		t.Run(suffix, func(t *testing.T) {
+			sess, root := agentstest.OpenSession(t)
+			p := seed(t, root)
+			require.NoError(t, unix.Mkfifo(p+suffix, 0o644))
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				if suffix == "-wal" {
+					assert.Equal(t, 0, chats{}.Count(sess), "a FIFO for a log is not read")
+				} else {
+					assert.Equal(t, 2, chats{}.Count(sess), "a read opens nothing of the session's but the database and its log")
+				}
+				assert.ErrorContains(t, Follow(sess, "/x"), "not a regular file", "a launch refuses")
+			}()
+			select {
+			case <-done:
+			case <-time.After(20 * time.Second):
+				t.Fatal("hung on a FIFO beside the database")
+			}
+			require.NoError(t, os.Remove(p+suffix))
+
+			victim := filepath.Join(t.TempDir(), "victim")
+			require.NoError(t, os.WriteFile(victim, []byte("precious"), 0o644))
+			require.NoError(t, os.Symlink(victim, p+suffix))
+			assert.ErrorContains(t, Follow(sess, "/x"), "not a regular file")
+			b, err := os.ReadFile(victim)
+			require.NoError(t, err)
+			assert.Equal(t, "precious", string(b))
+		})
+	}
 }
