@@ -29,6 +29,9 @@ type Agent struct {
 	Views  []Views // its cwd-keyed folders, if any
 	// Credentials are the files in Dir that hold the agent's login: an export leaves them out unless asked to.
 	Credentials []string
+	// Secrets are files in Dir that hold credentials among other state (opencode's database): an export packs
+	// what their Scrub returns instead, unless asked for credentials.
+	Secrets []Secret
 	// ResumeArg comes between the CLI and a conversation id to resume it: "--resume", or Codex's "resume".
 	ResumeArg string
 	// Chats reads the agent's conversations in a session: its own (List, Count) or, for an agent that keeps each
@@ -126,4 +129,13 @@ func IsHash(name string) bool {
 		}
 	}
 	return true
+}
+
+// Secret is a file of an agent's that holds credentials among what a session needs.
+type Secret struct {
+	Name string // below the agent's folder
+	// Sidecars are files beside it that an export leaves out with it: what they held is in Scrub's copy.
+	Sidecars []string
+	// Scrub returns the file's content without its credentials, and names what it took out.
+	Scrub func(sess *layout.Dir) (data []byte, dropped []string, err error)
 }

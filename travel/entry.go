@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sessionfs/sessionfs/agents"
 	"github.com/sessionfs/sessionfs/agents/all"
 	"github.com/sessionfs/sessionfs/layout"
 )
@@ -42,6 +43,25 @@ var credentialFiles = append(agentCredentials(), []credential{
 // credential is a file name, in a folder of that name or path ("" for any): ".opencode/data/opencode" matches
 // the end of the file's folder.
 type credential struct{ dir, name string }
+
+// secretOf finds the agent file at rel (a path in a session) that holds credentials among other state, and
+// whether rel is that file itself or one beside it (a sidecar, left out with it).
+func secretOf(rel string) (s agents.Secret, sidecar, ok bool) {
+	for _, a := range all.Agents {
+		for _, sec := range a.Secrets {
+			p := path.Join(a.Dir, sec.Name)
+			if rel == p {
+				return sec, false, true
+			}
+			for _, suffix := range sec.Sidecars {
+				if rel == p+suffix {
+					return sec, true, true
+				}
+			}
+		}
+	}
+	return agents.Secret{}, false, false
+}
 
 func agentCredentials() []credential {
 	var out []credential

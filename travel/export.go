@@ -75,6 +75,10 @@ func Export(ctx context.Context, store *layout.Store, id string, w io.Writer, op
 		if isStateFile(rel) && st.Mode&unix.S_IFMT == unix.S_IFREG {
 			state[[2]uint64{st.Dev, st.Ino}] = true
 		}
+		if _, sidecar, ok := secretOf(rel); ok && sidecar && !opts.WithCredentials {
+			rep.Skipped = append(rep.Skipped, rel+": beside a file whose credentials are taken out (what it held is in the copy packed)")
+			return nil
+		}
 		if t := st.Mode & unix.S_IFMT; IsCredential(rel) && (t == unix.S_IFREG || t == unix.S_IFLNK) {
 			rep.Credentials = append(rep.Credentials, rel)
 			if !opts.WithCredentials {
@@ -231,6 +235,18 @@ func (x *exporter) file(rel string, hdr *tar.Header) error {
 		}
 		hdr.Typeflag, hdr.Size = tar.TypeReg, int64(len(data))
 		hdr.PAXRecords = paxXattrs(userXattrs(int(f.Fd())))
+		return x.write(hdr, bytes.NewReader(data))
+	}
+	if sec, sidecar, ok := secretOf(rel); ok && !sidecar && !x.withCreds {
+		data, dropped, err := sec.Scrub(x.sess)
+		if err != nil {
+			x.skip(rel, "its credentials could not be taken out ("+err.Error()+")")
+			return nil
+		}
+		for _, d := range dropped {
+			x.rep.Credentials = append(x.rep.Credentials, rel+" ("+d+")")
+		}
+		hdr.Typeflag, hdr.Size = tar.TypeReg, int64(len(data))
 		return x.write(hdr, bytes.NewReader(data))
 	}
 	if isTranscript(rel) {

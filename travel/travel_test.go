@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"database/sql"
 	"fmt"
 	"io"
 	"os"
@@ -514,4 +515,59 @@ func TestIsTranscript(t *testing.T) {
 	} {
 		assert.Equal(t, want, isTranscript(rel), rel)
 	}
+}
+
+// TestExportScrubsOpencodeDatabase: opencode keeps its console logins in tables of the database that holds the
+// session's conversations: an export packs a copy with those tables emptied (its log folded in, no freed page
+// left), and leaves the log and index beside it out.
+func TestExportScrubsOpencodeDatabase(t *testing.T) {
+	s := newStore(t)
+	root := fill(t, s, "s1")
+	p := filepath.Join(root, ".opencode", "data", "opencode", "opencode.db")
+	require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+	db, err := sql.Open("sqlite", p)
+	require.NoError(t, err)
+	db.SetMaxOpenConns(1)
+	defer db.Close()
+	for _, q := range []string{`PRAGMA journal_mode=WAL`, `PRAGMA wal_autocheckpoint=0`,
+		`CREATE TABLE session (id text PRIMARY KEY, directory text)`, `CREATE TABLE account (id text, token text)`,
+		`CREATE TABLE control_account (id text, token text)`,
+		`INSERT INTO session VALUES ('ses_1', '/session/workspace')`,
+		`INSERT INTO account VALUES ('a', 'oc-secret-token')`, `INSERT INTO control_account VALUES ('c', 'oc-other-secret')`} {
+		_, err := db.Exec(q)
+		require.NoError(t, err, q)
+	}
+	require.FileExists(t, p+"-wal", "the rows are in the log, not yet in the database (the connection stays open)")
+
+	plain := func(archive []byte) string { // the tar inside the zstd stream
+		zr, err := zstd.NewReader(bytes.NewReader(archive))
+		require.NoError(t, err)
+		defer zr.Close()
+		b, err := io.ReadAll(zr)
+		require.NoError(t, err)
+		return string(b)
+	}
+	archive, rep := export(t, s, "s1", ExportOptions{})
+	assert.NotContains(t, plain(archive), "oc-secret-token", "nowhere in the archive")
+	assert.NotContains(t, plain(archive), "oc-other-secret")
+	assert.Contains(t, plain(archive), "/session/workspace", "the conversations are packed")
+	assert.Contains(t, rep.Credentials, ".opencode/data/opencode/opencode.db (account)")
+	assert.Contains(t, rep.Credentials, ".opencode/data/opencode/opencode.db (control_account)")
+	dst := newStore(t)
+	_, _, err = Import(context.Background(), dst, bytes.NewReader(archive), ImportOptions{})
+	require.NoError(t, err)
+	got := filepath.Join(dst.Dir("s1"), ".opencode", "data", "opencode", "opencode.db")
+	assert.NoFileExists(t, got+"-wal")
+	in, err := sql.Open("sqlite", "file:"+got+"?mode=ro")
+	require.NoError(t, err)
+	defer in.Close()
+	var dir string
+	require.NoError(t, in.QueryRow(`SELECT directory FROM session WHERE id = 'ses_1'`).Scan(&dir))
+	assert.Equal(t, "/session/workspace", dir, "the conversations travel")
+	var n int
+	require.NoError(t, in.QueryRow(`SELECT count(*) FROM account`).Scan(&n))
+	assert.Zero(t, n)
+
+	archive, _ = export(t, s, "s1", ExportOptions{WithCredentials: true})
+	assert.Contains(t, plain(archive), "oc-secret-token", "--with-credentials packs it as it is")
 }

@@ -355,3 +355,53 @@ func chownSidecars(sess *layout.Dir) {
 		_ = unix.Fchownat(dir.Fd(), path.Base(dbRel)+suffix, uid, gid, unix.AT_SYMLINK_NOFOLLOW)
 	}
 }
+
+// credentialTables are the tables of opencode's database that hold logins (its console's accounts and tokens).
+var credentialTables = []string{"account", "credential", "control_account"}
+
+// Scrub returns the session's opencode database without its logins: a private copy (the log folded in) with the
+// credential tables emptied and the file rewritten, so no freed page keeps them. dropped names the tables that
+// held rows.
+func Scrub(sess *layout.Dir) (data []byte, dropped []string, err error) {
+	db, done, err := open(sess, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer done()
+	tmp, err := os.MkdirTemp("", "sessionfs-opencode-export-")
+	if err != nil {
+		return nil, nil, err
+	}
+	defer os.RemoveAll(tmp)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	clean := filepath.Join(tmp, "opencode.db")
+	if _, err := db.ExecContext(ctx, `VACUUM INTO ?`, clean); err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", dbRel, err)
+	}
+	out, err := sql.Open("sqlite", "file:"+clean+"?_pragma=trusted_schema(0)&_pragma=secure_delete(1)")
+	if err != nil {
+		return nil, nil, err
+	}
+	defer out.Close()
+	out.SetMaxOpenConns(1)
+	for _, table := range credentialTables {
+		var n int
+		// The table's name from the list above, never from the database.
+		if out.QueryRowContext(ctx, `SELECT count(*) FROM "`+table+`"`).Scan(&n) != nil || n == 0 {
+			continue // no such table in this version, or empty
+		}
+		if _, err := out.ExecContext(ctx, `DELETE FROM "`+table+`"`); err != nil {
+			return nil, nil, fmt.Errorf("%s: empty %s: %w", dbRel, table, err)
+		}
+		dropped = append(dropped, table)
+	}
+	if _, err := out.ExecContext(ctx, `VACUUM`); err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", dbRel, err)
+	}
+	if err := out.Close(); err != nil {
+		return nil, nil, err
+	}
+	data, err = os.ReadFile(clean)
+	return data, dropped, err
+}

@@ -26,6 +26,7 @@ var Agent = &agents.Agent{
 	In:   map[string]string{"XDG_DATA_HOME": "data", "XDG_CONFIG_HOME": "config", "XDG_STATE_HOME": "state", "OPENCODE_DB": DB},
 	// Its logins, as files; the database's account tables hold the console's (export blanks them: Scrub).
 	Credentials: []string{"data/opencode/auth.json", "data/opencode/mcp-auth.json"},
+	Secrets:     []agents.Secret{{Name: DB, Sidecars: sidecars, Scrub: Scrub}},
 	ResumeArg:   "--session",
 	Chats:       chats{},
 	Launch:      Follow,
