@@ -42,6 +42,8 @@ var allowed = []string{
 	"removexattrat",
 	// The watcher.
 	"inotify_init1", "inotify_add_watch", "inotify_rm_watch",
+	// Reaping the helper when it ends: os/exec waits on its pidfd, then calls waitid (only a child can be reaped).
+	"waitid", "wait4",
 }
 
 // signalled are the calls that send a signal: the Go runtime signals its own threads (preemption, a crash's

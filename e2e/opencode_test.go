@@ -96,6 +96,20 @@ func opencodeIDs(out string) []string {
 	return ids
 }
 
+// opencodeSetup makes session s1, mounts the store, starts the provider stub and seeds opencode's settings for
+// it: what every opencode test starts from.
+func opencodeSetup(t *testing.T) (store string, m *mounted, api *openaistub.Server, env []string) {
+	t.Helper()
+	store = t.TempDir()
+	ok(t, store, "new", "s1")
+	m = mount(t, store)
+	api, err := openaistub.Start("127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { api.Close() })
+	opencodeSeed(t, m.session("s1"))
+	return store, m, api, opencodeEnv(t, api.URL)
+}
+
 // TestOpencodeFollowsTheCwd: opencode keeps its conversations in one SQLite database in the session's .opencode
 // (XDG_DATA_HOME) and continues only those whose directory is its cwd exactly. sessionfs moves them to the cwd
 // it starts opencode in (exec, exec -w, env, resume), so a conversation begun in the workspace continues from a
@@ -103,14 +117,7 @@ func opencodeIDs(out string) []string {
 // starts a new one.
 func TestOpencodeFollowsTheCwd(t *testing.T) {
 	oc := agentCLI(t, "opencode")
-	store := t.TempDir()
-	ok(t, store, "new", "s1")
-	m := mount(t, store)
-	api, err := openaistub.Start("127.0.0.1:0")
-	require.NoError(t, err)
-	t.Cleanup(func() { api.Close() })
-	opencodeSeed(t, m.session("s1"))
-	env := opencodeEnv(t, api.URL)
+	store, m, api, env := opencodeSetup(t)
 	ws := filepath.Join(m.session("s1"), "workspace")
 
 	r := agentExec(t, store, "opencode", env, "", oc, "run", "--format", "json", "hello from the workspace")
@@ -200,14 +207,7 @@ func TestOpencodeContainerAndHost(t *testing.T) {
 	real, err := filepath.EvalSymlinks(oc)
 	require.NoError(t, err)
 	img := opencodeImageFor(t, cli, real)
-	store := t.TempDir()
-	ok(t, store, "new", "s1")
-	m := mount(t, store)
-	api, err := openaistub.Start("127.0.0.1:0")
-	require.NoError(t, err)
-	t.Cleanup(func() { api.Close() })
-	opencodeSeed(t, m.session("s1"))
-	env := opencodeEnv(t, api.URL)
+	store, m, api, env := opencodeSetup(t)
 	ws := filepath.Join(m.session("s1"), "workspace")
 
 	r := agentExec(t, store, "opencode", env, "", oc, "run", "--format", "json", "hello from the host")
