@@ -6,7 +6,7 @@ LDFLAGS   := -X main.version=$(VERSION)
 # The real Claude Code CLIs the e2e tests drive, pinned: an old one with the stricter resume behaviour, and the
 # newest the registry served when last checked (README, "Claude Code versions").
 CLAUDE_VERSION     ?= 2.1.197
-CLAUDE_NEW_VERSION ?= 2.1.330
+CLAUDE_NEW_VERSION ?= 2.1.332
 CLAUDE_BIN         := $(CURDIR)/e2e/.cache/claude-$(CLAUDE_VERSION)/node_modules/.bin/claude
 CLAUDE_NEW_BIN     := $(CURDIR)/e2e/.cache/claude-$(CLAUDE_NEW_VERSION)/node_modules/.bin/claude
 # The other agents' real CLIs (README, "Other agents"), pinned to the newest the registry served when last checked.

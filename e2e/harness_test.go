@@ -294,7 +294,7 @@ func staleMount(p string) bool {
 	return errors.Is(syscall.Statfs(p, &st), syscall.ENOTCONN)
 }
 
-// claudeCLI is one real claude CLI the Claude tests run against, and its version ("2.1.330").
+// claudeCLI is one real claude CLI the Claude tests run against, and its version ("2.1.332").
 type claudeCLI struct{ path, version string }
 
 // atLeast reports whether the CLI's version is v or newer ("2.1.223").
