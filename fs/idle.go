@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+	"kernel.org/pub/linux/libs/security/libcap/cap"
 )
 
 // The helper is a second start of this binary: some 45 ms of CPU for the Go runtime and package init, at the
@@ -18,6 +19,11 @@ import (
 // startIdle starts cmd in the idle scheduling class: from a thread of this process put there for the fork, and
 // put back after.
 func startIdle(cmd *exec.Cmd) error {
+	// Leaving the idle class needs SYS_NICE (in a container without it, the thread and the helper would stay
+	// there): without it, started as usual.
+	if on, err := cap.GetProc().GetFlag(cap.Effective, cap.SYS_NICE); err != nil || !on {
+		return cmd.Start()
+	}
 	runtime.LockOSThread()
 	idle := &unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_IDLE}
 	if unix.SchedSetAttr(0, idle, 0) != nil {
