@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -49,10 +50,15 @@ func startCSI(t *testing.T, store, node string, extra ...string) *csiPlugin {
 	require.NoError(t, p.cmd.Start())
 	go func() { _ = p.cmd.Wait(); close(p.done) }()
 	t.Cleanup(func() { p.stop(t) })
+	// Listening, not only there: the socket's file exists from bind(2), a moment before listen(2), and a gRPC
+	// client refused in that moment backs off for a second, failing every call meanwhile.
 	eventually(t, 15*time.Second, func() bool {
-		_, err := os.Stat(p.sock)
+		c, err := net.Dial("unix", p.sock)
+		if err == nil {
+			c.Close()
+		}
 		return err == nil
-	}, "the plugin's socket did not appear: %s", p.log)
+	}, "the plugin did not listen on its socket: %s", p.log)
 	return p
 }
 
