@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -36,11 +37,12 @@ func (b *bench) csiPublish() {
 		_ = syscall.Unmount(mnt, syscall.MNT_DETACH)
 	}()
 	for start := time.Now(); ; time.Sleep(10 * time.Millisecond) {
-		if _, err := os.Stat(sock); err == nil {
+		if c, err := net.Dial("unix", sock); err == nil { // listening, not only bound
+			c.Close()
 			break
 		}
 		if time.Since(start) > 15*time.Second {
-			b.skip("CSI: the plugin's socket did not appear")
+			b.skip("CSI: the plugin did not listen on its socket")
 			return
 		}
 	}
