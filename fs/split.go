@@ -27,7 +27,8 @@ import (
 // its first FUSE request, and serves every request from then on: a few capabilities, Landlock to the store, a
 // seccomp allow-list without mount, unshare or execve. So a slip in the code that answers the mount's requests
 // meets the kernel, not the host. What needs more (binding sessions' folders, unmounting, aborting a hung
-// connection) is asked of a small helper it starts before confining itself: the helper (root, every capability)
+// connection) is asked of a small helper it starts before confining itself: the helper (root, holding what the
+// bounding set left it: confine.Keep and confine.HelperKeep)
 // serves no FUSE request, does nothing else, and takes only session ids and folder names (remote.go).
 
 // HelperArg is argv[1] of the privileged helper: main hands it to RunHelper.
