@@ -58,21 +58,25 @@ func TestConfinedServerContainsASlip(t *testing.T) {
 	t.Run("confined, the kernel refuses", func(t *testing.T) {
 		m := mountWith(t, exe, t.TempDir(), "--allow-other")
 		pid := servingPID(t, m.mnt)
-		status := procStatus(t, pid)
-		assert.Equal(t, "2", status["Seccomp"], "seccomp filter mode")
-		assert.Equal(t, "1", status["NoNewPrivs"])
-		// Exactly the capabilities README lists: CHOWN, DAC_OVERRIDE, FOWNER, FSETID, SETGID, SETUID, SYS_ADMIN.
+		// Exactly the capabilities README lists: CHOWN, DAC_OVERRIDE, FOWNER, FSETID, SETGID, SETUID, SYS_ADMIN,
+		// on every thread (each has its own sets, and its own seccomp filter).
 		want := uint64(1<<0 | 1<<1 | 1<<3 | 1<<4 | 1<<6 | 1<<7 | 1<<21)
-		for _, set := range []string{"CapEff", "CapPrm", "CapBnd"} {
-			got, err := strconv.ParseUint(status[set], 16, 64)
-			require.NoError(t, err)
-			assert.Equal(t, want, got, "%s = %s", set, status[set])
-			for name, bit := range map[string]uint{"NET_ADMIN": 12, "SYS_MODULE": 16, "SYS_RAWIO": 17, "SYS_PTRACE": 19, "SYS_BOOT": 22, "BPF": 39} {
-				assert.Zero(t, got&(1<<bit), "%s holds %s", set, name)
+		threads := threadStatus(t, pid)
+		require.NotEmpty(t, threads)
+		for _, status := range threads {
+			assert.Equal(t, "2", status["Seccomp"], "seccomp filter mode")
+			assert.Equal(t, "1", status["NoNewPrivs"])
+			for _, set := range []string{"CapEff", "CapPrm", "CapBnd"} {
+				got, err := strconv.ParseUint(status[set], 16, 64)
+				require.NoError(t, err)
+				assert.Equal(t, want, got, "%s = %s", set, status[set])
+				for name, bit := range map[string]uint{"NET_ADMIN": 12, "SYS_MODULE": 16, "SYS_RAWIO": 17, "SYS_PTRACE": 19, "SYS_BOOT": 22, "BPF": 39, "SETPCAP": 8} {
+					assert.Zero(t, got&(1<<bit), "%s holds %s", set, name)
+				}
 			}
+			assert.Equal(t, "0000000000000000", status["CapAmb"])
+			assert.Equal(t, "0000000000000000", status["CapInh"])
 		}
-		assert.Equal(t, "0000000000000000", status["CapAmb"])
-		assert.Equal(t, "0000000000000000", status["CapInh"])
 		// The helper holds what it uses: those, SYS_PTRACE to list the processes that keep the mount busy, and
 		// SYS_NICE to leave the idle scheduling class it starts in.
 		hpid := helperPID(t, pid)
@@ -180,6 +184,24 @@ func procStatus(t *testing.T, pid int) map[string]string {
 	t.Helper()
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	require.NoError(t, err)
+	return statusFields(b)
+}
+
+// threadStatus reads /proc/<pid>/task/*/status: capabilities and seccomp are each thread's own.
+func threadStatus(t *testing.T, pid int) []map[string]string {
+	t.Helper()
+	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/status", pid))
+	require.NoError(t, err)
+	var out []map[string]string
+	for _, task := range tasks {
+		if b, err := os.ReadFile(task); err == nil { // a thread may have ended meanwhile
+			out = append(out, statusFields(b))
+		}
+	}
+	return out
+}
+
+func statusFields(b []byte) map[string]string {
 	out := map[string]string{}
 	for _, l := range strings.Split(string(b), "\n") {
 		if k, v, ok := strings.Cut(l, ":"); ok {
