@@ -35,5 +35,6 @@ var Agent = &agents.Agent{
 
 // Set at init: they refer to Agent themselves (an initialization cycle otherwise).
 func init() {
+	Agent.Tail = watchTail
 	Agent.Import = Import
 }
