@@ -98,6 +98,9 @@ type source struct {
 	template string  // clean without rows but opencode's bookkeeping: made on first need
 	plan     []tableCopy
 	made     int // databases made from template so far
+	// held caches, per session of the store, the latest change of each conversation its database holds: a
+	// session's database is copied once to be compared, however many conversations go into it.
+	held map[string]map[string]int64
 }
 
 // openSource copies the database at p and its log privately (by descriptor: no link is followed, no FIFO
@@ -112,7 +115,7 @@ func openSource(p string) (*source, error) {
 	if err != nil {
 		return nil, err
 	}
-	src := &source{path: p, tmp: tmp, clean: filepath.Join(tmp, "clean.db")}
+	src := &source{path: p, tmp: tmp, clean: filepath.Join(tmp, "clean.db"), held: map[string]map[string]int64{}}
 	snap := filepath.Join(tmp, "snapshot")
 	if err := os.Mkdir(snap, 0o700); err != nil {
 		src.close()
@@ -184,19 +187,26 @@ func (src *source) one(im *agents.Importer, c agents.Conversation, id string) er
 	if err != nil {
 		return fmt.Errorf("%s: conversation %s: %w", src.path, c.ID, err)
 	}
-	have, held, err := heldStamp(sess, c.ID)
-	if err != nil {
-		return fmt.Errorf("import %s into session %s: %w", c.ID, id, err)
+	if src.held[id] == nil {
+		if src.held[id], err = stamps(sess); err != nil {
+			return fmt.Errorf("import %s into session %s: %w", c.ID, id, err)
+		}
 	}
+	have, held := src.held[id][c.ID]
 	if !im.Copies(c.ID, held && have >= stamp) {
 		return nil
 	}
-	if err := agents.Prepare(sess, Agent, nil); err != nil {
+	var ws []string
+	if im.Opts.Workspaces != nil {
+		ws = im.Opts.Workspaces(id)
+	}
+	if err := agents.Prepare(sess, Agent, ws); err != nil {
 		return err
 	}
 	if err := src.into(ctx, sess, ids); err != nil {
 		return fmt.Errorf("import %s into session %s: %w", c.ID, id, err)
 	}
+	src.held[id][c.ID] = stamp
 	_, err = im.Store.Update(id, func(m *layout.Meta) error {
 		for _, cwd := range c.Cwds {
 			m.AddCwd(cwd)
@@ -243,45 +253,63 @@ func newest(ctx context.Context, db *sql.DB, conv string) (int64, error) {
 	return stamp.Int64, err
 }
 
-// heldStamp is conversation conv's latest change in the session's database, read from a private copy; held is
-// false when the session has no database or not that conversation.
-func heldStamp(sess *layout.Dir, conv string) (stamp int64, held bool, err error) {
+// stamps reads, from a private copy of the session's database, the latest change of each conversation it holds
+// (none without a database).
+func stamps(sess *layout.Dir) (map[string]int64, error) {
+	out := map[string]int64{}
 	db, done, err := open(sess, false)
 	if errors.Is(err, fs.ErrNotExist) {
-		return 0, false, nil
+		return out, nil
 	}
 	if err != nil {
-		return 0, false, err
+		return nil, err
 	}
 	defer done()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	var n int
-	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM session WHERE id = ?`, conv).Scan(&n); err != nil {
-		return 0, false, fmt.Errorf("%s: %w", dbRel, err)
-	}
-	if n == 0 {
-		return 0, false, nil
-	}
-	stamp, err = newest(ctx, db, conv)
+	rows, err := db.QueryContext(ctx, `SELECT id FROM session WHERE parent_id IS NULL`)
 	if err != nil {
-		return 0, false, fmt.Errorf("%s: %w", dbRel, err)
+		return nil, fmt.Errorf("%s: %w", dbRel, err)
 	}
-	return stamp, true, nil
+	var convs []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("%s: %w", dbRel, err)
+		}
+		convs = append(convs, id)
+	}
+	rows.Close()
+	for _, conv := range convs {
+		if out[conv], err = newest(ctx, db, conv); err != nil {
+			return nil, fmt.Errorf("%s: %w", dbRel, err)
+		}
+	}
+	return out, nil
 }
+
+// errMeanwhile: opencode made the session's database while the import was making one.
+var errMeanwhile = errors.New("made meanwhile")
 
 // into writes the rows of sessions ids into the session's database: merged into it if it has one, else in a
 // new one.
 func (src *source) into(ctx context.Context, sess *layout.Dir, ids []string) error {
-	db, done, err := open(sess, true)
-	if errors.Is(err, fs.ErrNotExist) {
-		return src.create(ctx, sess, ids)
+	for range 3 {
+		db, done, err := open(sess, true)
+		if errors.Is(err, fs.ErrNotExist) {
+			if err := src.create(ctx, sess, ids); !errors.Is(err, errMeanwhile) {
+				return err
+			}
+			continue // merged into the one made meanwhile
+		}
+		if err != nil {
+			return err
+		}
+		defer done()
+		return src.merge(ctx, db, ids, true)
 	}
-	if err != nil {
-		return err
-	}
-	defer done()
-	return src.merge(ctx, db, ids, true)
+	return fmt.Errorf("%s: made and removed again and again as it was imported into", dbRel)
 }
 
 // merge copies the rows of sessions ids from the source into db, in one transaction. check compares db's schema
@@ -330,8 +358,12 @@ func (src *source) create(ctx context.Context, sess *layout.Dir, ids []string) e
 	}
 	for _, suffix := range sidecars {
 		// A log without its database would be replayed into the new one.
-		if _, err := sess.Lstat(dbRel + suffix); !errors.Is(err, fs.ErrNotExist) {
+		_, err := sess.Lstat(dbRel + suffix)
+		if err == nil {
 			return fmt.Errorf("%s%s is there without its database: left as it is, nothing imported", dbRel, suffix)
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return err
 		}
 	}
 	made, err := src.fresh(ctx, ids)
@@ -349,12 +381,11 @@ func (src *source) create(ctx context.Context, sess *layout.Dir, ids []string) e
 		return err
 	}
 	err = sess.Rename(tmp, dbRel, unix.RENAME_NOREPLACE)
-	if errors.Is(err, unix.EEXIST) {
-		_ = sess.Remove(tmp)
-		return src.into(ctx, sess, ids)
-	}
 	if err != nil {
 		_ = sess.Remove(tmp)
+	}
+	if errors.Is(err, unix.EEXIST) {
+		return errMeanwhile
 	}
 	return err
 }
