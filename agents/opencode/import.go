@@ -458,7 +458,7 @@ func owners(store *layout.Store) map[string]string {
 		if err != nil {
 			continue
 		}
-		for _, conv := range held(sess) {
+		for _, conv := range heldIDs(sess) {
 			if born, ok := sess.Born(dbRel); ok {
 				h := agents.Holder{ID: sid, Rel: dbRel, Born: born, Agent: Agent.Name}
 				if cur, dup := best[conv]; !dup || agents.Less(h, cur) {
@@ -475,8 +475,8 @@ func owners(store *layout.Store) map[string]string {
 	return out
 }
 
-// held lists the opencode session ids of the session's database.
-func held(sess *layout.Dir) []string {
+// heldIDs lists the opencode session ids of the session's database.
+func heldIDs(sess *layout.Dir) []string {
 	db, done, err := open(sess, false)
 	if err != nil {
 		return nil

@@ -313,3 +313,19 @@ func TestImportNoSource(t *testing.T) {
 	_, err := Import(newStore(t), agents.ImportOptions{Agent: Agent, From: missing})
 	assert.ErrorContains(t, err, filepath.Join(missing, "opencode.db"))
 }
+
+// TestImportHeldElsewhere: a conversation a session of the store holds already is brought up to date there, not copied
+// into a session of its own.
+func TestImportHeldElsewhere(t *testing.T) {
+	from, src := userDB(t)
+	store := newStore(t)
+	_, err := Import(store, agents.ImportOptions{Agent: Agent, From: from, Into: "s1"})
+	require.NoError(t, err)
+	addMessage(t, src, "msg_b2", convB, "assistant", "hi", 1795600003000, false)
+	rep, err := Import(store, agents.ImportOptions{Agent: Agent, From: from})
+	require.NoError(t, err)
+	assert.Empty(t, rep.Sessions)
+	assert.Equal(t, []string{convB}, rep.Imported)
+	assert.Equal(t, []string{convA}, rep.Unchanged)
+	assert.Equal(t, 1, count(t, sessionDB(t, store, "s1"), "message", "id = 'msg_b2'"))
+}
