@@ -47,6 +47,15 @@ type Agent struct {
 	// cwd, each time sessionfs starts it (env, exec, run, resume): opencode's conversations follow the cwd. nil
 	// for none.
 	Launch func(sess *layout.Dir, cwd string) error
+	// IDPrefix starts every conversation id of the agent's ("ses_" for opencode): watch's short ids leave it out,
+	// and a start of an id typed without it is taken (find, resume).
+	IDPrefix string
+	// Tail is how watch follows an agent whose conversations are rows of a database (opencode's) rather than
+	// files it appends to; nil for the others.
+	Tail *Tail
+	// Import adopts the agent's existing history into a store, for an agent without Files (opencode's database);
+	// nil when Import (the files' import) does it. An empty opts.From is the agent's own default.
+	Import func(store *layout.Store, opts ImportOptions) (ImportReport, error)
 }
 
 // Chats is what an agent with rules of its own for its conversations (Claude) reads them by.

@@ -161,17 +161,26 @@ func Import(store *layout.Store, opts ImportOptions) (ImportReport, error) {
 
 // ofProject: conversation c (file f) ran in project or below it, or was filed under project's folder.
 func ofProject(src *layout.Dir, f File, c Conversation, project string) bool {
+	if project == "" || InProject(c.Cwds, project) {
+		return true
+	}
+	if abs, err := filepath.Abs(project); err == nil {
+		project = abs
+	}
+	in := f.Agent.Files.InProject
+	return in != nil && in(src, strings.Split(f.Rel, "/")[1], project) // tmp/<folder>/chats/...
+}
+
+// InProject reports whether one of cwds is project or below it (import --project); "" is every project.
+func InProject(cwds []string, project string) bool {
 	if project == "" {
 		return true
 	}
 	if abs, err := filepath.Abs(project); err == nil {
 		project = abs
 	}
-	if slices.ContainsFunc(c.Cwds, func(cwd string) bool { return cwd == project || strings.HasPrefix(cwd, project+"/") }) {
-		return true
-	}
-	in := f.Agent.Files.InProject
-	return in != nil && in(src, strings.Split(f.Rel, "/")[1], project) // tmp/<folder>/chats/...
+	below := strings.TrimSuffix(project, "/") + "/" // "/" holds everything
+	return slices.ContainsFunc(cwds, func(cwd string) bool { return cwd == project || strings.HasPrefix(cwd, below) })
 }
 
 // target is where conversation file f (rel beneath its agent's folder) goes in a session.

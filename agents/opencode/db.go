@@ -65,13 +65,7 @@ func open(sess *layout.Dir, write bool) (*sql.DB, func(), error) {
 			dir.Close()
 			return nil, nil, err
 		}
-		err = copyOut(dir, base, filepath.Join(tmp, base))
-		if err == nil {
-			err = copyOut(dir, base+"-wal", filepath.Join(tmp, base+"-wal"))
-			if errors.Is(err, fs.ErrNotExist) {
-				err = nil
-			}
-		}
+		err = snapshot(dir, base, tmp, maxCopy)
 		dir.Close()
 		if err != nil {
 			os.RemoveAll(tmp)
@@ -101,9 +95,45 @@ func regular(dir *layout.Dir, name string) error {
 	return nil
 }
 
+// snapshot copies the database base in dir and its log (if any) into the folder tmp under the same names, by
+// descriptor (copyOut), each at most limit bytes (< 0: any size). An opencode running meanwhile may checkpoint
+// its log into the database between the two copies, pairing a database with a log that no longer goes with it:
+// the copy is made again while the database changed during it.
+func snapshot(dir *layout.Dir, base, tmp string, limit int64) error {
+	for try := 1; ; try++ {
+		before, err := dir.Lstat(base)
+		if err != nil {
+			return err
+		}
+		err = copyOut(dir, base, filepath.Join(tmp, base), limit)
+		if err == nil {
+			err = copyOut(dir, base+"-wal", filepath.Join(tmp, base+"-wal"), limit)
+			if errors.Is(err, fs.ErrNotExist) {
+				err = nil
+			}
+		}
+		if err != nil {
+			return err
+		}
+		after, err := dir.Lstat(base)
+		if err != nil {
+			return err
+		}
+		if before.Ino == after.Ino && before.Size == after.Size && before.Mtim == after.Mtim && before.Ctim == after.Ctim {
+			return nil
+		}
+		if try == 10 {
+			return fmt.Errorf("%s/%s: written to as it was copied, %d times", dir.Name(), base, try)
+		}
+		os.Remove(filepath.Join(tmp, base))
+		os.Remove(filepath.Join(tmp, base+"-wal"))
+		time.Sleep(time.Duration(try) * 50 * time.Millisecond)
+	}
+}
+
 // copyOut copies the regular file name in dir to dst (a new file of this process's), by descriptor: no link is
-// followed and no FIFO is waited on.
-func copyOut(dir *layout.Dir, name, dst string) error {
+// followed and no FIFO is waited on. A file larger than limit (>= 0) is refused.
+func copyOut(dir *layout.Dir, name, dst string, limit int64) error {
 	fd, err := dir.OpenAt(name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return err
@@ -115,16 +145,20 @@ func copyOut(dir *layout.Dir, name, dst string) error {
 		return err
 	}
 	if !st.Mode().IsRegular() {
-		return fmt.Errorf("%s/%s: not a regular file", path.Dir(dbRel), name)
+		return fmt.Errorf("%s/%s: not a regular file", dir.Name(), name)
 	}
-	if st.Size() > maxCopy {
-		return fmt.Errorf("%s/%s: larger than %d MiB", path.Dir(dbRel), name, maxCopy>>20)
+	var r io.Reader = src
+	if limit >= 0 {
+		if st.Size() > limit {
+			return fmt.Errorf("%s/%s: larger than %d MiB", dir.Name(), name, limit>>20)
+		}
+		r = io.LimitReader(src, limit)
 	}
 	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return err
 	}
-	_, err = io.Copy(out, io.LimitReader(src, maxCopy))
+	_, err = io.Copy(out, r)
 	if cerr := out.Close(); err == nil {
 		err = cerr
 	}
@@ -143,13 +177,18 @@ func (chats) List(sess *layout.Dir) ([]agents.Conversation, error) {
 	defer done()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	return list(ctx, db, path.Join(sess.Name(), dbRel)), nil
+}
+
+// list reads the top-level conversations of the database db (at where, for Path).
+func list(ctx context.Context, db *sql.DB, where string) []agents.Conversation {
 	rows, err := db.QueryContext(ctx, `SELECT s.id, s.directory, s.time_created, s.time_updated,
 		(SELECT count(*) FROM session c WHERE c.parent_id = s.id),
 		(SELECT coalesce(sum(length(m.data)), 0) FROM message m WHERE m.session_id = s.id) +
 		(SELECT coalesce(sum(length(p.data)), 0) FROM part p WHERE p.session_id = s.id)
 		FROM session s WHERE s.parent_id IS NULL ORDER BY s.time_updated DESC`)
 	if err != nil {
-		return nil, nil
+		return nil
 	}
 	var out []agents.Conversation
 	for rows.Next() {
@@ -159,7 +198,7 @@ func (chats) List(sess *layout.Dir) ([]agents.Conversation, error) {
 		if rows.Scan(&c.ID, &dir, &created, &updated, &c.Subagents, &c.Size) != nil {
 			continue
 		}
-		c.Agent, c.Path = Agent.Name, path.Join(sess.Name(), dbRel)
+		c.Agent, c.Path = Agent.Name, where
 		c.At(ms(created))
 		c.At(ms(updated))
 		c.AddCwd(dir)
@@ -169,7 +208,7 @@ func (chats) List(sess *layout.Dir) ([]agents.Conversation, error) {
 	for i := range out {
 		messages(ctx, db, &out[i])
 	}
-	return out, nil
+	return out
 }
 
 // messages reads a conversation's messages into c: their count, the cwds they ran in, the first prompt.

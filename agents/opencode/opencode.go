@@ -30,4 +30,11 @@ var Agent = &agents.Agent{
 	ResumeArg:   "--session",
 	Chats:       chats{},
 	Launch:      Follow,
+	IDPrefix:    "ses_",
+}
+
+// Set at init: they refer to Agent themselves (an initialization cycle otherwise).
+func init() {
+	Agent.Tail = watchTail
+	Agent.Import = Import
 }

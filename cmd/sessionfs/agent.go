@@ -100,14 +100,18 @@ func workspaces(s *layout.Store, id, dir string, mounted bool) []string {
 func importAgent(cmd *cobra.Command, s *layout.Store, a *agents.Agent, opts agents.ImportOptions, asJSON bool) error {
 	opts.Agent = a
 	opts.Workspaces = func(id string) []string { dir, mounted := sessionDir(s, id); return workspaces(s, id, dir, mounted) }
-	if opts.From == "" {
-		home, err := a.Home()
-		if err != nil {
-			return err
+	run := a.Import // an agent of its own kind (opencode's database); its own default --from
+	if run == nil {
+		run = agents.Import
+		if opts.From == "" {
+			home, err := a.Home()
+			if err != nil {
+				return err
+			}
+			opts.From = home
 		}
-		opts.From = home
 	}
-	rep, err := agents.Import(s, opts)
+	rep, err := run(s, opts)
 	if err != nil {
 		return err
 	}

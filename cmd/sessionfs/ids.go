@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/sessionfs/sessionfs/agents"
 	"github.com/sessionfs/sessionfs/agents/all"
 	"github.com/sessionfs/sessionfs/layout"
 )
@@ -94,7 +95,8 @@ func notFound(arg string, matches []string) error {
 	return fmt.Errorf("%w (did you mean %s? a name is taken whole)", err, strings.Join(matches, ", "))
 }
 
-// minConversationPrefix is the shortest start of a conversation id taken for the whole (watch prints 8).
+// minConversationPrefix is the shortest start of a conversation id taken for the whole (watch prints 8; of an
+// opencode id, the 8 after "ses_").
 const minConversationPrefix = 4
 
 // expandConversation turns an unambiguous start of a conversation id (of any agent, in any session) into the
@@ -117,12 +119,23 @@ func expandConversation(s *layout.Store, arg string) (string, error) {
 		cs, _ := all.SessionConversations(sess)
 		sess.Close()
 		for _, c := range cs {
-			if strings.HasPrefix(strings.ToLower(c.ID), strings.ToLower(arg)) {
+			if startsConversation(c, arg) {
 				found[c.ID] = true
 			}
 		}
 	}
 	return pickPrefix(arg, slices.Sorted(maps.Keys(found)), "conversation")
+}
+
+// startsConversation reports whether arg starts conversation c's id, or its id without the prefix every id of its
+// agent has (opencode's "ses_": watch prints what follows).
+func startsConversation(c agents.Conversation, arg string) bool {
+	id, arg := strings.ToLower(c.ID), strings.ToLower(arg)
+	if strings.HasPrefix(id, arg) {
+		return true
+	}
+	a, err := all.ByName(c.Agent)
+	return err == nil && a.IDPrefix != "" && strings.HasPrefix(id, strings.ToLower(a.IDPrefix)+arg)
 }
 
 // pickPrefix is the one of matches that arg starts, said on stderr; arg itself when nothing matches.

@@ -40,6 +40,15 @@ skipped.
 else ~/.codex, ~/.gemini, ~/.qwen): Codex's rollouts by date as they were, Gemini's and Qwen's chats into the
 folder of /session/workspace. --project keeps those run in PATH or below (Gemini's: filed under PATH's folder).
 
+--agent opencode imports from opencode's database (--from: the database file, or the folder holding
+opencode.db; default $XDG_DATA_HOME/opencode, else ~/.local/share/opencode), read from a private copy (an
+opencode running meanwhile is not disturbed): each conversation with its subagents' sessions, messages, parts,
+events and project, never a login (the account, credential and control_account tables) nor a share's secret.
+A session with no opencode database gets one holding only what was imported; into one it has, the rows are
+merged in one transaction, refused if it is another opencode version's (its schema differs). A conversation
+is copied again only when the source has it newer than the session. Its cwd stays as it was: each launch
+moves it to the cwd opencode starts in.
+
 With --archive, import restores a session written by "sessionfs export" (FILE, or - for stdin), as --as ID
 or under its own id. A damaged or hostile archive (absolute names, "..", links leading out of the session,
 device files, more than --max-bytes of content or --max-files entries) is refused and leaves nothing behind.`,
@@ -47,6 +56,7 @@ device files, more than --max-bytes of content or --max-files entries) is refuse
   sessionfs import --project ~/src/webapp --into webapp
   sessionfs import --from /backup/.claude --dry-run
   sessionfs import --agent codex --project ~/src/webapp --into webapp
+  sessionfs import --agent opencode --project ~/src/webapp
   sessionfs import --archive fix-login.tar.zst --as fix-login-2`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -114,12 +124,12 @@ device files, more than --max-bytes of content or --max-files entries) is refuse
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&opts.From, "from", "", "the Claude Code config dir to read (default ~/.claude), or the agent's folder")
+	f.StringVar(&opts.From, "from", "", "the Claude Code config dir to read (default ~/.claude), or the agent's folder (opencode's: its database or the folder holding it)")
 	f.StringVar(&opts.Project, "project", "", "only conversations of this project folder")
 	f.StringVar(&opts.Into, "into", "", "gather the conversations into this session")
 	f.BoolVarP(&opts.DryRun, "dry-run", "n", false, "say what would be imported, change nothing")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
-	agentFlag(cmd, &agent, "whose history to import (claude, codex, gemini, qwen)")
+	agentFlag(cmd, &agent, "whose history to import (claude, codex, gemini, qwen, opencode)")
 	f.StringVar(&archive, "archive", "", "restore a session from an archive of sessionfs export (- for stdin)")
 	f.StringVar(&topts.As, "as", "", "the restored session's id (default: the archive's)")
 	f.StringVar(&maxBytes, "max-bytes", humanize.IBytes(travel.DefaultMaxBytes), "refuse an archive holding more content")

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/fsnotify/fsnotify"
 	"github.com/spf13/cobra"
@@ -28,9 +29,15 @@ func (a *app) watchCmd() *cobra.Command {
 		Long: `watch follows every transcript of the session (subagents' too) and prints each new message as one line:
 the conversation's short id (the first 8 characters of its uuid), time, role, then the text or the tool call;
 subagent messages are marked [agent-...]. The other agents' conversations in the session (Codex, Gemini CLI,
-Qwen Code) are followed too, marked [codex], [gemini], [qwen]. --json prints the raw entries, one per line, for
-tools. It starts at the current end of the transcripts, like tail -f; --from-start prints what they hold first
-(to read a conversation: --from-start --no-follow).`,
+Qwen Code, opencode) are followed too, marked [codex], [gemini], [qwen], [opencode]. --json prints the raw
+entries, one per line, for tools. It starts at the current end of the transcripts, like tail -f; --from-start
+prints what they hold first (to read a conversation: --from-start --no-follow).
+
+opencode keeps its messages as rows of its database: watch reads a private copy of it when it changes (at most
+a few times a second) and prints a message once it is complete, a reply when opencode marks it completed (its
+text and tool calls then final), a prompt once its text is in. Its short id is the 8 characters after "ses_",
+which find and resume take; a subagent's messages are marked [agent-<its short id>]. With --json each message
+is one object as opencode's API gives it: {"info": the message, "parts": [its parts]}.`,
 		Example: `  sessionfs watch fix-login
   sessionfs watch fix-login --from-start --no-follow | less   # read the session's conversations so far
   sessionfs watch fix-login --json | jq -r .type`,
@@ -48,9 +55,14 @@ tools. It starts at the current end of the transcripts, like tail -f; --from-sta
 			} else {
 				signal.Notify(stop, os.Interrupt, syscall.SIGTERM)
 			}
+			sess, err := s.OpenSession(m.ID)
+			if err != nil {
+				return err
+			}
+			defer sess.Close()
 			// All of projects/: used without the mount, Claude files transcripts under other folder names.
 			p := layout.Derive(s.Dir(m.ID))
-			return follow(p.Root, p.Projects, cmd.OutOrStdout(), asJSON, fromStart, stop)
+			return follow(sess, p.Root, p.Projects, cmd.OutOrStdout(), asJSON, fromStart, stop)
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print each new transcript entry as JSON")
@@ -61,6 +73,7 @@ tools. It starts at the current end of the transcripts, like tail -f; --from-sta
 
 // follower tails the transcripts of a session: Claude's under its projects folder, the other agents' in theirs.
 type follower struct {
+	sess    *layout.Dir
 	root    string // the session's folder
 	claude  string // its .claude/projects
 	w       *fsnotify.Watcher
@@ -68,15 +81,28 @@ type follower struct {
 	json    bool
 	offsets map[string]int64
 	partial map[string][]byte // an unfinished last line, kept until its newline arrives
+	tails   []tail
+	tailed  map[string]bool // the files whose change the tails read
+	warned  map[string]bool
 }
 
-func follow(root, projects string, out io.Writer, asJSON, fromStart bool, stop <-chan os.Signal) error {
+// tail is an agent that keeps its conversations as rows of a database (agents.Tail).
+type tail struct {
+	agent *agents.Agent
+	next  func(*layout.Dir) ([]string, error)
+}
+
+// debounce is how long a burst of writes to a tailed database is let run before it is read (one copy per burst).
+const debounce = 200 * time.Millisecond
+
+func follow(sess *layout.Dir, root, projects string, out io.Writer, asJSON, fromStart bool, stop <-chan os.Signal) error {
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
 		return err
 	}
 	defer w.Close()
-	f := &follower{root: root, claude: projects, w: w, out: out, json: asJSON, offsets: map[string]int64{}, partial: map[string][]byte{}}
+	f := &follower{sess: sess, root: root, claude: projects, w: w, out: out, json: asJSON, offsets: map[string]int64{},
+		partial: map[string][]byte{}, tailed: map[string]bool{}, warned: map[string]bool{}}
 	if err := w.Add(root); err != nil { // itself only: an agent's folder made later is followed from its start
 		return err
 	}
@@ -87,6 +113,21 @@ func follow(root, projects string, out io.Writer, asJSON, fromStart bool, stop <
 		if a != claude.Agent {
 			_ = f.add(filepath.Join(root, a.Dir), !fromStart)
 		}
+		if a.Tail != nil {
+			f.tails = append(f.tails, tail{a, a.Tail.Start(fromStart, asJSON)})
+			for _, rel := range a.Tail.Files {
+				f.tailed[filepath.Join(root, a.Dir, rel)] = true
+			}
+		}
+	}
+	took := f.poll()
+	var due <-chan time.Time // a read of the tails is pending
+	var last time.Time
+	later := func() {
+		if due == nil {
+			// Reading copies the database: at most a fifth of the time goes to it, however fast it is written.
+			due = time.After(max(debounce, time.Until(last.Add(4*took))))
+		}
 	}
 	for {
 		select {
@@ -94,7 +135,14 @@ func follow(root, projects string, out io.Writer, asJSON, fromStart bool, stop <
 			return nil
 		case err := <-w.Errors:
 			return err
+		case <-due:
+			due, last = nil, time.Now()
+			took = f.poll()
 		case ev := <-w.Events:
+			if f.tailed[ev.Name] {
+				later()
+				continue
+			}
 			fi, err := os.Stat(ev.Name)
 			switch {
 			case err != nil:
@@ -104,11 +152,32 @@ func follow(root, projects string, out io.Writer, asJSON, fromStart bool, stop <
 					continue // of the session's own folders, only the agents' are followed
 				}
 				_ = f.add(ev.Name, false) // a new sidecar, subagents or agent folder: read it from the start
+				later()                   // a tailed database may be in it already
 			case strings.HasSuffix(ev.Name, ".jsonl"):
 				f.read(ev.Name)
 			}
 		}
 	}
+}
+
+// poll prints what the tails have new, and returns how long it took. A tail that cannot read (a session that
+// put something else where its database goes) is named once on stderr.
+func (f *follower) poll() time.Duration {
+	start := time.Now()
+	for _, t := range f.tails {
+		lines, err := t.next(f.sess)
+		if err != nil {
+			if msg := err.Error(); !f.warned[msg] {
+				f.warned[msg] = true
+				warnf("watch: %s: %s", t.agent.Name, oneLine(msg))
+			}
+			continue
+		}
+		for _, l := range lines {
+			fmt.Fprintln(f.out, l)
+		}
+	}
+	return time.Since(start)
 }
 
 // add watches dir and the folders below it; existing transcripts start at their end when atEnd.

@@ -1,0 +1,498 @@
+package opencode
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sessionfs/sessionfs/agents"
+	"github.com/sessionfs/sessionfs/layout"
+)
+
+// DefaultFrom is the database opencode keeps for this user: $XDG_DATA_HOME/opencode/opencode.db, else
+// ~/.local/share/opencode/opencode.db.
+func DefaultFrom() (string, error) {
+	if v := os.Getenv("XDG_DATA_HOME"); filepath.IsAbs(v) {
+		return filepath.Join(v, "opencode", "opencode.db"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(home, ".local", "share", "opencode", "opencode.db"), nil
+}
+
+// Import adopts the conversations of a user's opencode database (opts.From: the database, or the folder holding
+// opencode.db; DefaultFrom when empty) into the store: each top-level conversation with its subagents' sessions,
+// their messages, parts, events and the rest of their rows, and its project, as Importer places them (one
+// session per conversation, named after its id, unless Into). The database is read from a private copy, so a
+// running opencode is not disturbed. A session with no database gets one of the source's schema (its
+// migrations recorded, so opencode starts on it as it is) holding only what was imported; into a session's own
+// database the rows are merged, in one transaction, when its schema is the source's (the same opencode version),
+// else refused. No login is ever copied (account, credential, control_account), nor a share's secret. Running
+// it again imports a conversation only when the source has it newer than the session; the conversation's cwd
+// stays as it was (Follow moves it at each launch) and is recorded among the session's cwds.
+func Import(store *layout.Store, opts agents.ImportOptions) (agents.ImportReport, error) {
+	im, err := agents.NewImporter(store, opts)
+	if err != nil {
+		return agents.ImportReport{}, err
+	}
+	from, err := sourcePath(opts.From)
+	if err != nil {
+		return im.Report, err
+	}
+	src, err := openSource(from)
+	if err != nil {
+		return im.Report, err
+	}
+	defer src.close()
+	var convs []agents.Conversation
+	for _, c := range list(context.Background(), src.db, from) {
+		switch {
+		case layout.ValidateID(c.ID) != nil:
+			im.Report.Malformed = append(im.Report.Malformed, fmt.Sprintf("%s: %q is not a conversation id", from, c.ID))
+		case agents.InProject(c.Cwds, opts.Project):
+			convs = append(convs, c)
+		}
+	}
+	ids := make([]string, len(convs))
+	for i, c := range convs {
+		ids[i] = c.ID
+	}
+	var owned map[string]string
+	owner := func(conv string) string {
+		if owned == nil {
+			owned = owners(store)
+		}
+		return owned[conv]
+	}
+	err = im.Run(ids, owner, func(i int, id string) error { return src.one(im, convs[i], id) })
+	return im.Report, err
+}
+
+// sourcePath is the database --from names: the file itself, or opencode.db in the folder it names.
+func sourcePath(from string) (string, error) {
+	if from == "" {
+		return DefaultFrom()
+	}
+	if st, err := os.Stat(from); err == nil && st.IsDir() {
+		return filepath.Join(from, path.Base(DB)), nil
+	}
+	return from, nil
+}
+
+// source is the database imported from, as a private copy of its own.
+type source struct {
+	path     string  // as given, for messages
+	tmp      string  // the private folder
+	clean    string  // the copy, its log folded in
+	db       *sql.DB // clean, open
+	template string  // clean without rows but opencode's bookkeeping: made on first need
+	plan     []tableCopy
+	made     int // databases made from template so far
+	// held caches, per session of the store, the latest change of each conversation its database holds: a
+	// session's database is copied once to be compared, however many conversations go into it.
+	held map[string]map[string]int64
+}
+
+// openSource copies the database at p and its log privately (by descriptor: no link is followed, no FIFO
+// waited on; the copy is made again if a running opencode wrote meanwhile) and folds them into one file.
+func openSource(p string) (*source, error) {
+	dir, err := layout.OpenDir(filepath.Dir(p))
+	if err != nil {
+		return nil, fmt.Errorf("opencode database %s: %w", p, err)
+	}
+	defer dir.Close()
+	tmp, err := os.MkdirTemp("", "sessionfs-opencode-import-")
+	if err != nil {
+		return nil, err
+	}
+	src := &source{path: p, tmp: tmp, clean: filepath.Join(tmp, "clean.db"), held: map[string]map[string]int64{}}
+	snap := filepath.Join(tmp, "snapshot")
+	if err := os.Mkdir(snap, 0o700); err != nil {
+		src.close()
+		return nil, err
+	}
+	base := filepath.Base(p)
+	if err := snapshot(dir, base, snap, -1); err != nil {
+		src.close()
+		return nil, fmt.Errorf("opencode database %s: %w", p, err)
+	}
+	err = vacuumInto(filepath.Join(snap, base), src.clean)
+	os.RemoveAll(snap)
+	if err == nil {
+		src.db, err = private(src.clean)
+	}
+	if err == nil {
+		var n int
+		err = src.db.QueryRow(`SELECT count(*) FROM session`).Scan(&n)
+	}
+	if err == nil {
+		src.plan, err = planCopy(context.Background(), src.db)
+	}
+	if err != nil {
+		src.close()
+		return nil, fmt.Errorf("opencode database %s: %w", p, err)
+	}
+	return src, nil
+}
+
+func (src *source) close() {
+	if src.db != nil {
+		src.db.Close()
+	}
+	os.RemoveAll(src.tmp)
+}
+
+// private opens a database file of this process's own (a copy), its schema untrusted all the same, freed pages
+// overwritten.
+func private(p string) (*sql.DB, error) {
+	db, err := sql.Open("sqlite", "file:"+p+"?_pragma=trusted_schema(0)&_pragma=secure_delete(1)&_pragma=foreign_keys(0)")
+	if err != nil {
+		return nil, err
+	}
+	db.SetMaxOpenConns(1)
+	return db, nil
+}
+
+// vacuumInto writes the database at p (a private copy, with its log) as one new file, dst.
+func vacuumInto(p, dst string) error {
+	db, err := private(p)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	_, err = db.Exec(`VACUUM INTO ?`, dst)
+	return err
+}
+
+// one imports conversation c into session id.
+func (src *source) one(im *agents.Importer, c agents.Conversation, id string) error {
+	sess, err := im.Session(id, c.ID, Agent.Name)
+	if sess == nil || err != nil {
+		return err
+	}
+	defer sess.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	ids, stamp, err := tree(ctx, src.db, c.ID)
+	if err != nil {
+		return fmt.Errorf("%s: conversation %s: %w", src.path, c.ID, err)
+	}
+	if src.held[id] == nil {
+		if src.held[id], err = stamps(sess); err != nil {
+			return fmt.Errorf("import %s into session %s: %w", c.ID, id, err)
+		}
+	}
+	have, held := src.held[id][c.ID]
+	if !im.Copies(c.ID, held && have >= stamp) {
+		return nil
+	}
+	var ws []string
+	if im.Opts.Workspaces != nil {
+		ws = im.Opts.Workspaces(id)
+	}
+	if err := agents.Prepare(sess, Agent, ws); err != nil {
+		return err
+	}
+	if err := src.into(ctx, sess, ids); err != nil {
+		return fmt.Errorf("import %s into session %s: %w", c.ID, id, err)
+	}
+	src.held[id][c.ID] = stamp
+	_, err = im.Store.Update(id, func(m *layout.Meta) error {
+		for _, cwd := range c.Cwds {
+			m.AddCwd(cwd)
+		}
+		return nil
+	})
+	return err
+}
+
+// treeSQL lists a conversation (?1) and every session below it (its subagents', theirs): a cycle a hostile
+// database may hold ends, as UNION keeps each once.
+const treeSQL = `WITH RECURSIVE t(id) AS (SELECT id FROM session WHERE id = ?1
+	UNION SELECT s.id FROM session s JOIN t ON s.parent_id = t.id) `
+
+// tree returns conversation conv's sessions in db (its own and its subagents') and its newest change: the latest
+// time_updated of those sessions, their messages and parts.
+func tree(ctx context.Context, db *sql.DB, conv string) (ids []string, stamp int64, err error) {
+	rows, err := db.QueryContext(ctx, treeSQL+`SELECT id FROM t`, conv)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, 0, err
+		}
+		ids = append(ids, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, 0, err
+	}
+	stamp, err = newest(ctx, db, conv)
+	return ids, stamp, err
+}
+
+// newest is conversation conv's latest change in db (0 for none).
+func newest(ctx context.Context, db *sql.DB, conv string) (int64, error) {
+	var stamp sql.NullInt64
+	err := db.QueryRowContext(ctx, treeSQL+`SELECT max(x) FROM (
+		SELECT max(time_updated) x FROM session WHERE id IN t
+		UNION ALL SELECT max(time_updated) FROM message WHERE session_id IN t
+		UNION ALL SELECT max(time_updated) FROM part WHERE session_id IN t)`, conv).Scan(&stamp)
+	return stamp.Int64, err
+}
+
+// stamps reads, from a private copy of the session's database, the latest change of each conversation it holds
+// (none without a database).
+func stamps(sess *layout.Dir) (map[string]int64, error) {
+	out := map[string]int64{}
+	db, done, err := open(sess, false)
+	if errors.Is(err, fs.ErrNotExist) {
+		return out, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	rows, err := db.QueryContext(ctx, `SELECT id FROM session WHERE parent_id IS NULL`)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", dbRel, err)
+	}
+	var convs []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("%s: %w", dbRel, err)
+		}
+		convs = append(convs, id)
+	}
+	rows.Close()
+	for _, conv := range convs {
+		if out[conv], err = newest(ctx, db, conv); err != nil {
+			return nil, fmt.Errorf("%s: %w", dbRel, err)
+		}
+	}
+	return out, nil
+}
+
+// errMeanwhile: opencode made the session's database while the import was making one.
+var errMeanwhile = errors.New("made meanwhile")
+
+// into writes the rows of sessions ids into the session's database: merged into it if it has one, else in a
+// new one.
+func (src *source) into(ctx context.Context, sess *layout.Dir, ids []string) error {
+	for range 3 {
+		db, done, err := open(sess, true)
+		if errors.Is(err, fs.ErrNotExist) {
+			if err := src.create(ctx, sess, ids); !errors.Is(err, errMeanwhile) {
+				return err
+			}
+			continue // merged into the one made meanwhile
+		}
+		if err != nil {
+			return err
+		}
+		defer done()
+		return src.merge(ctx, db, ids, true)
+	}
+	return fmt.Errorf("%s: made and removed again and again as it was imported into", dbRel)
+}
+
+// merge copies the rows of sessions ids from the source into db, in one transaction. check compares db's schema
+// with the source's first (a database of the session's; one made from the source has its schema).
+func (src *source) merge(ctx context.Context, db *sql.DB, ids []string, check bool) error {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("%s: %w", dbRel, err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, `PRAGMA foreign_keys = OFF`); err != nil {
+		return fmt.Errorf("%s: %w", dbRel, err)
+	}
+	// The source is this process's own copy: attached by its private path, never a path of the session's.
+	if _, err := conn.ExecContext(ctx, `ATTACH DATABASE ? AS src`, src.clean); err != nil {
+		return fmt.Errorf("%s: %w", dbRel, err)
+	}
+	defer conn.ExecContext(context.Background(), `DETACH DATABASE src`)
+	if check {
+		if err := sameSchema(ctx, conn); err != nil {
+			return fmt.Errorf("%s: another opencode version's database than %s (%w): run the same opencode version on both, or import into a new session (--into NEW-ID)", dbRel, src.path, err)
+		}
+	}
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("%s: %w", dbRel, err)
+	}
+	defer tx.Rollback()
+	if err := copyRows(ctx, tx, src.plan, ids); err != nil {
+		return fmt.Errorf("%s: %w", dbRel, err)
+	}
+	return tx.Commit()
+}
+
+// create gives the session a database of its own holding sessions ids: made privately from the source's
+// template, then moved into place under a name no other file has (an opencode that made one meanwhile keeps
+// its own, and the rows are merged into it instead).
+func (src *source) create(ctx context.Context, sess *layout.Dir, ids []string) error {
+	uid, gid, err := sess.Owner()
+	if err != nil {
+		return err
+	}
+	folder, base := path.Dir(dbRel), path.Base(dbRel)
+	if err := sess.MkdirAll(folder, 0o755, uid, gid); err != nil {
+		return err
+	}
+	for _, suffix := range sidecars {
+		// A log without its database would be replayed into the new one.
+		_, err := sess.Lstat(dbRel + suffix)
+		if err == nil {
+			return fmt.Errorf("%s%s is there without its database: left as it is, nothing imported", dbRel, suffix)
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	made, err := src.fresh(ctx, ids)
+	if err != nil {
+		return err
+	}
+	defer os.Remove(made)
+	f, err := os.Open(made)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	tmp := fmt.Sprintf("%s/.%s.import-%d", folder, base, os.Getpid())
+	if err := sess.WriteAtomicFrom(tmp, f, 0o644, uid, gid, time.Time{}); err != nil {
+		return err
+	}
+	err = sess.Rename(tmp, dbRel, unix.RENAME_NOREPLACE)
+	if err != nil {
+		_ = sess.Remove(tmp)
+	}
+	if errors.Is(err, unix.EEXIST) {
+		return errMeanwhile
+	}
+	return err
+}
+
+// fresh makes a new database in the private folder holding only sessions ids' rows and opencode's migration
+// bookkeeping, every freed page gone (VACUUM), and returns its path.
+func (src *source) fresh(ctx context.Context, ids []string) (string, error) {
+	if src.template == "" {
+		if err := src.makeTemplate(ctx); err != nil {
+			return "", err
+		}
+	}
+	src.made++
+	p := filepath.Join(src.tmp, fmt.Sprintf("new-%d.db", src.made))
+	if err := vacuumInto(src.template, p); err != nil {
+		return "", err
+	}
+	db, err := private(p)
+	if err != nil {
+		return "", err
+	}
+	defer db.Close()
+	if err := src.merge(ctx, db, ids, false); err != nil {
+		return "", err
+	}
+	if _, err := db.ExecContext(ctx, `VACUUM`); err != nil {
+		return "", err
+	}
+	return p, db.Close()
+}
+
+// makeTemplate writes the source's schema with no rows but its migrations' bookkeeping (so opencode finds its
+// migrations done).
+func (src *source) makeTemplate(ctx context.Context) error {
+	p := filepath.Join(src.tmp, "template.db")
+	if _, err := src.db.ExecContext(ctx, `VACUUM INTO ?`, p); err != nil {
+		return err
+	}
+	db, err := private(p)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	tables, err := tableNames(ctx, db, "main")
+	if err != nil {
+		return err
+	}
+	for _, t := range tables {
+		if t == "migration" || t == "data_migration" {
+			continue
+		}
+		if _, err := db.ExecContext(ctx, `DELETE FROM `+quote(t)); err != nil {
+			return fmt.Errorf("empty %s: %w", t, err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		return err
+	}
+	src.template = p
+	return nil
+}
+
+// owners maps each opencode session id held in the store to the session holding it, the first one's where
+// several do (agents.Less): each session's database is read once, from a private copy.
+func owners(store *layout.Store) map[string]string {
+	best := map[string]agents.Holder{}
+	ids, _ := store.IDs()
+	for _, sid := range ids {
+		sess, err := store.OpenSession(sid)
+		if err != nil {
+			continue
+		}
+		for _, conv := range heldIDs(sess) {
+			if born, ok := sess.Born(dbRel); ok {
+				h := agents.Holder{ID: sid, Rel: dbRel, Born: born, Agent: Agent.Name}
+				if cur, dup := best[conv]; !dup || agents.Less(h, cur) {
+					best[conv] = h
+				}
+			}
+		}
+		sess.Close()
+	}
+	out := make(map[string]string, len(best))
+	for conv, h := range best {
+		out[conv] = h.ID
+	}
+	return out
+}
+
+// heldIDs lists the opencode session ids of the session's database.
+func heldIDs(sess *layout.Dir) []string {
+	db, done, err := open(sess, false)
+	if err != nil {
+		return nil
+	}
+	defer done()
+	rows, err := db.Query(`SELECT id FROM session`)
+	if err != nil {
+		return nil
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id string
+		if rows.Scan(&id) == nil {
+			out = append(out, id)
+		}
+	}
+	return out
+}
