@@ -18,6 +18,7 @@ import (
 	_ "modernc.org/sqlite" // opencode's database, read and moved (Follow) in pure Go
 
 	"github.com/sessionfs/sessionfs/agents"
+	"github.com/sessionfs/sessionfs/confine"
 	"github.com/sessionfs/sessionfs/layout"
 )
 
@@ -31,13 +32,11 @@ var sidecars = []string{"-wal", "-shm", "-journal"}
 // maxCopy bounds the database a read copies (a session could make it as large as its disk).
 const maxCopy = 1 << 30
 
-// open opens the session's opencode database, read-only unless write. The session wrote it and may be hostile:
-// its schema is not trusted (no SQL functions of it run), and its folder is reached beneath sess with no symlink
-// followed. A read works on a private copy of the database and its log, made by descriptor, so SQLite opens
-// nothing of the session's. An update (Follow, at a launch) must change the session's own file: it goes ahead
-// only when the database and the files beside it are regular files (or missing). It returns fs.ErrNotExist when
-// there is no database.
-func open(sess *layout.Dir, write bool) (*sql.DB, func(), error) {
+// open opens a private copy of the session's opencode database, read-only. The session wrote it and may be
+// hostile: its schema is not trusted (no SQL functions of it run), its folder is reached beneath sess with no
+// symlink followed, and the copy of the database and its log is made by descriptor, so SQLite opens nothing of
+// the session's. It returns fs.ErrNotExist when there is no database.
+func open(sess *layout.Dir) (*sql.DB, func(), error) {
 	dir, err := sess.Sub(path.Dir(dbRel))
 	if err != nil {
 		return nil, nil, err
@@ -47,40 +46,65 @@ func open(sess *layout.Dir, write bool) (*sql.DB, func(), error) {
 		dir.Close()
 		return nil, nil, err
 	}
-	var dsn string
-	cleanup := func() { dir.Close() }
-	if write {
-		for _, suffix := range sidecars {
-			if err := regular(dir, base+suffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				dir.Close()
-				return nil, nil, err
-			}
-		}
-		// Through the folder's descriptor: a link put in its path meanwhile is not followed.
-		dsn = fmt.Sprintf("file:/proc/self/fd/%d/%s?mode=rw", dir.Fd(), base)
-		cleanup = func() { dir.Close(); chownSidecars(sess) }
-	} else {
-		tmp, err := os.MkdirTemp("", "sessionfs-opencode-")
-		if err != nil {
-			dir.Close()
-			return nil, nil, err
-		}
-		err = snapshot(dir, base, tmp, maxCopy)
-		dir.Close()
-		if err != nil {
-			os.RemoveAll(tmp)
-			return nil, nil, err
-		}
-		dsn = "file:" + filepath.Join(tmp, base) + "?mode=ro"
-		cleanup = func() { os.RemoveAll(tmp) }
-	}
-	db, err := sql.Open("sqlite", dsn+"&_pragma=busy_timeout(10000)&_pragma=trusted_schema(0)")
+	tmp, err := os.MkdirTemp("", "sessionfs-opencode-")
 	if err != nil {
-		cleanup()
+		dir.Close()
+		return nil, nil, err
+	}
+	err = snapshot(dir, base, tmp, maxCopy)
+	dir.Close()
+	if err != nil {
+		os.RemoveAll(tmp)
+		return nil, nil, err
+	}
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(tmp, base)+"?mode=ro&_pragma=busy_timeout(10000)&_pragma=trusted_schema(0)")
+	if err != nil {
+		os.RemoveAll(tmp)
 		return nil, nil, err
 	}
 	db.SetMaxOpenConns(1)
-	return db, func() { db.Close(); cleanup() }, nil
+	return db, func() { db.Close(); os.RemoveAll(tmp) }, nil
+}
+
+// update runs fn with the session's database open for SQLite to change in place (a launch's Follow, an import's
+// merge), as it must: an opencode may be running on it. It goes ahead only when the database and the files
+// beside it are regular files (or missing), and fn runs on a thread Landlock confines to the database's folder
+// and to mine (folders of this process's own fn attaches): SQLite opens the database and its log by name, and
+// turns the folder's /proc/self/fd path into the path it stands for, so a session's process that puts a link
+// there (or in place of a folder above it) after the check would otherwise lead the write out of the session
+// (TestSwappedDatabase). With no Landlock in the kernel, nothing is changed. It returns fs.ErrNotExist when
+// there is no database.
+func update(sess *layout.Dir, mine []int, fn func(db *sql.DB) error) error {
+	dir, err := sess.Sub(path.Dir(dbRel))
+	if err != nil {
+		return err
+	}
+	defer dir.Close()
+	base := path.Base(dbRel)
+	for _, name := range []string{base, base + "-wal", base + "-shm", base + "-journal"} {
+		if err := regular(dir, name); err != nil && (name == base || !errors.Is(err, fs.ErrNotExist)) {
+			return err
+		}
+	}
+	dsn := fmt.Sprintf("file:/proc/self/fd/%d/%s?mode=rw&_pragma=busy_timeout(10000)&_pragma=trusted_schema(0)&_pragma=temp_store(2)",
+		dir.Fd(), base)
+	err = confine.Beneath(func() error {
+		db, err := sql.Open("sqlite", dsn)
+		if err != nil {
+			return err
+		}
+		db.SetMaxOpenConns(1)
+		err = fn(db)
+		if cerr := db.Close(); err == nil {
+			err = cerr
+		}
+		return err
+	}, append([]int{dir.Fd()}, mine...)...)
+	chownSidecars(sess)
+	if errors.Is(err, confine.ErrNoLandlock) {
+		return fmt.Errorf("%s left as it is: changing a session's database safely needs Landlock, and %w", dbRel, err)
+	}
+	return err
 }
 
 // regular checks that name in dir is a regular file, without following it.
@@ -170,7 +194,7 @@ type chats struct{}
 // List reads the session's opencode conversations: each top-level session of opencode's (its subagents' are
 // counted as its Subagents).
 func (chats) List(sess *layout.Dir) ([]agents.Conversation, error) {
-	db, done, err := open(sess, false)
+	db, done, err := open(sess)
 	if err != nil {
 		return nil, nil // none, or not one to read: as a missing transcript folder
 	}
@@ -294,7 +318,7 @@ type part struct {
 
 // Count counts the session's top-level opencode conversations.
 func (chats) Count(sess *layout.Dir) int {
-	db, done, err := open(sess, false)
+	db, done, err := open(sess)
 	if err != nil {
 		return 0
 	}
@@ -311,7 +335,7 @@ func (chats) Holds(sess *layout.Dir, id string) (string, bool) {
 	if !strings.HasPrefix(id, "ses_") {
 		return "", false
 	}
-	db, done, err := open(sess, false)
+	db, done, err := open(sess)
 	if err != nil {
 		return "", false
 	}
@@ -333,14 +357,15 @@ func Follow(sess *layout.Dir, cwd string) error {
 	if real, err := filepath.EvalSymlinks(cwd); err == nil {
 		cwd = real // opencode's cwd is the kernel's, links resolved
 	}
-	db, done, err := open(sess, true)
+	err := update(sess, nil, func(db *sql.DB) error { return follow(db, cwd) })
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
-	if err != nil {
-		return err
-	}
-	defer done()
+	return err
+}
+
+// follow moves db's conversations to cwd (Follow), in one transaction.
+func follow(db *sql.DB, cwd string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	tx, err := db.BeginTx(ctx, nil)
@@ -402,7 +427,7 @@ var credentialTables = []string{"account", "credential", "control_account"}
 // credential tables emptied and the file rewritten, so no freed page keeps them. dropped names the tables that
 // held rows.
 func Scrub(sess *layout.Dir) (data []byte, dropped []string, err error) {
-	db, done, err := open(sess, false)
+	db, done, err := open(sess)
 	if err != nil {
 		return nil, nil, err
 	}

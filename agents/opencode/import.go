@@ -257,7 +257,7 @@ func newest(ctx context.Context, db *sql.DB, conv string) (int64, error) {
 // (none without a database).
 func stamps(sess *layout.Dir) (map[string]int64, error) {
 	out := map[string]int64{}
-	db, done, err := open(sess, false)
+	db, done, err := open(sess)
 	if errors.Is(err, fs.ErrNotExist) {
 		return out, nil
 	}
@@ -296,18 +296,20 @@ var errMeanwhile = errors.New("made meanwhile")
 // new one.
 func (src *source) into(ctx context.Context, sess *layout.Dir, ids []string) error {
 	for range 3 {
-		db, done, err := open(sess, true)
+		// The source is attached from this process's own folder, which the confined thread may read too.
+		mine, err := unix.Open(src.tmp, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return err
+		}
+		err = update(sess, []int{mine}, func(db *sql.DB) error { return src.merge(ctx, db, ids, true) })
+		unix.Close(mine)
 		if errors.Is(err, fs.ErrNotExist) {
 			if err := src.create(ctx, sess, ids); !errors.Is(err, errMeanwhile) {
 				return err
 			}
 			continue // merged into the one made meanwhile
 		}
-		if err != nil {
-			return err
-		}
-		defer done()
-		return src.merge(ctx, db, ids, true)
+		return err
 	}
 	return fmt.Errorf("%s: made and removed again and again as it was imported into", dbRel)
 }
@@ -477,7 +479,7 @@ func owners(store *layout.Store) map[string]string {
 
 // heldIDs lists the opencode session ids of the session's database.
 func heldIDs(sess *layout.Dir) []string {
-	db, done, err := open(sess, false)
+	db, done, err := open(sess)
 	if err != nil {
 		return nil
 	}

@@ -37,7 +37,7 @@ func startTail(fromStart, asJSON bool) func(*layout.Dir) ([]string, error) {
 }
 
 func (t *tail) next(sess *layout.Dir) ([]string, error) {
-	db, done, err := open(sess, false)
+	db, done, err := open(sess)
 	if errors.Is(err, fs.ErrNotExist) {
 		t.started = true // none yet: all a database made later holds is new
 		return nil, nil
