@@ -224,19 +224,7 @@ const treeSQL = `WITH RECURSIVE t(id) AS (SELECT id FROM session WHERE id = ?1
 // tree returns conversation conv's sessions in db (its own and its subagents') and its newest change: the latest
 // time_updated of those sessions, their messages and parts.
 func tree(ctx context.Context, db *sql.DB, conv string) (ids []string, stamp int64, err error) {
-	rows, err := db.QueryContext(ctx, treeSQL+`SELECT id FROM t`, conv)
-	if err != nil {
-		return nil, 0, err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, 0, err
-		}
-		ids = append(ids, id)
-	}
-	if err := rows.Err(); err != nil {
+	if ids, err = column(ctx, db, treeSQL+`SELECT id FROM t`, conv); err != nil {
 		return nil, 0, err
 	}
 	stamp, err = newest(ctx, db, conv)
@@ -267,20 +255,10 @@ func stamps(sess *layout.Dir) (map[string]int64, error) {
 	defer done()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	rows, err := db.QueryContext(ctx, `SELECT id FROM session WHERE parent_id IS NULL`)
+	convs, err := column(ctx, db, `SELECT id FROM session WHERE parent_id IS NULL`)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", dbRel, err)
 	}
-	var convs []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("%s: %w", dbRel, err)
-		}
-		convs = append(convs, id)
-	}
-	rows.Close()
 	for _, conv := range convs {
 		if out[conv], err = newest(ctx, db, conv); err != nil {
 			return nil, fmt.Errorf("%s: %w", dbRel, err)
@@ -484,17 +462,6 @@ func heldIDs(sess *layout.Dir) []string {
 		return nil
 	}
 	defer done()
-	rows, err := db.Query(`SELECT id FROM session`)
-	if err != nil {
-		return nil
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var id string
-		if rows.Scan(&id) == nil {
-			out = append(out, id)
-		}
-	}
-	return out
+	ids, _ := column(context.Background(), db, `SELECT id FROM session`)
+	return ids
 }

@@ -130,27 +130,11 @@ func sameSchema(ctx context.Context, conn *sql.Conn) error {
 	if _, ok := theirs["table migration"]; !ok {
 		return nil // no bookkeeping to compare (the schemas are the same)
 	}
-	migrations := func(schema string) ([]string, error) {
-		rows, err := conn.QueryContext(ctx, `SELECT id FROM `+schema+`.migration ORDER BY id`)
-		if err != nil {
-			return nil, err
-		}
-		defer rows.Close()
-		var out []string
-		for rows.Next() {
-			var id string
-			if err := rows.Scan(&id); err != nil {
-				return nil, err
-			}
-			out = append(out, id)
-		}
-		return out, rows.Err()
-	}
-	a, err := migrations("main")
+	a, err := column(ctx, conn, `SELECT id FROM main.migration ORDER BY id`)
 	if err != nil {
 		return err
 	}
-	b, err := migrations("src")
+	b, err := column(ctx, conn, `SELECT id FROM src.migration ORDER BY id`)
 	if err != nil {
 		return err
 	}
@@ -164,39 +148,37 @@ func sameSchema(ctx context.Context, conn *sql.Conn) error {
 
 // tableNames lists the tables of schema in db, SQLite's own left out.
 func tableNames(ctx context.Context, db *sql.DB, schema string) ([]string, error) {
-	rows, err := db.QueryContext(ctx, `SELECT name FROM `+schema+`.sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\_%' ESCAPE '\' ORDER BY name`)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var n string
-		if err := rows.Scan(&n); err != nil {
-			return nil, err
-		}
-		out = append(out, n)
-	}
-	return out, rows.Err()
+	return column(ctx, db, `SELECT name FROM `+schema+`.sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\_%' ESCAPE '\' ORDER BY name`)
 }
 
 // columns lists table's columns in db, in order.
 func columns(ctx context.Context, db *sql.DB, table string) ([]string, error) {
-	rows, err := db.QueryContext(ctx, `SELECT name FROM pragma_table_info(?) ORDER BY cid`, table)
+	out, err := column(ctx, db, `SELECT name FROM pragma_table_info(?) ORDER BY cid`, table)
+	if err == nil && len(out) == 0 {
+		return nil, fmt.Errorf("table %s: no columns", table)
+	}
+	return out, err
+}
+
+// querier is a database, one of its connections or a transaction.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// column reads the one text column of what query returns, row by row.
+func column(ctx context.Context, db querier, query string, args ...any) ([]string, error) {
+	rows, err := db.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
 	var out []string
 	for rows.Next() {
-		var n string
-		if err := rows.Scan(&n); err != nil {
+		var v string
+		if err := rows.Scan(&v); err != nil {
 			return nil, err
 		}
-		out = append(out, n)
-	}
-	if len(out) == 0 && rows.Err() == nil {
-		return nil, fmt.Errorf("table %s: no columns", table)
+		out = append(out, v)
 	}
 	return out, rows.Err()
 }
