@@ -3,6 +3,8 @@
 package backends
 
 import (
+	"github.com/sessionfs/sessionfs/confine"
+
 	"context"
 	"io"
 
@@ -34,6 +36,9 @@ type Spec struct {
 	Stdout  io.Writer
 	Stderr  io.Writer
 	TTY     bool
+	// Landlock, when set, confines the command with Landlock to what it lists, the session's folder and the
+	// command's own install folder (a run on this host: exec, run --backend local).
+	Landlock *confine.Command
 }
 
 // Backend runs commands for sessions. Run returns the command's exit code; err is for failures to run it at all.

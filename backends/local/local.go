@@ -8,12 +8,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/sessionfs/sessionfs/agents/claude"
 	"github.com/sessionfs/sessionfs/backends"
+	"github.com/sessionfs/sessionfs/confine"
 	"github.com/sessionfs/sessionfs/layout"
 )
 
@@ -85,6 +88,21 @@ func (Backend) Run(ctx context.Context, spec backends.Spec) (int, error) {
 		}
 		return 127, fmt.Errorf("run %s: %w", spec.Argv[0], cmd.Err)
 	}
+	var landlock, tmpdir string // the environment pair that asks the helper for Landlock; the run's TMPDIR
+	if spec.Landlock != nil {
+		// /tmp is everyone's: the run gets a folder of its own there, removed after it.
+		var err error
+		if tmpdir, err = os.MkdirTemp("", "sessionfs-"+spec.SessionID+"-"); err != nil {
+			return -1, err
+		}
+		defer os.RemoveAll(tmpdir)
+		c := *spec.Landlock
+		c.RW = append(slices.Clone(c.RW), p.Root, tmpdir)
+		if real, err := filepath.EvalSymlinks(cmd.Path); err == nil {
+			c.RO = append(slices.Clone(c.RO), filepath.Dir(real)) // what the user asked to run, installed where it is
+		}
+		landlock = confine.CommandEnv + "=" + c.Encode()
+	}
 	if native, why := nativeFolders(spec); native {
 		self, err := os.Executable()
 		if err != nil {
@@ -94,14 +112,29 @@ func (Backend) Run(ctx context.Context, spec backends.Spec) (int, error) {
 		args := helperArgs(self, filepath.Dir(spec.Folder.Name()), spec.SessionID, spec.SessionDir, dir, argv)
 		cmd = exec.CommandContext(ctx, self, args[1:]...)
 		cmd.SysProcAttr = nsAttr()
-	} else if why != "" {
-		noteOnce(why)
+	} else {
+		if why != "" {
+			noteOnce(why)
+		}
+		if landlock != "" {
+			self, err := os.Executable()
+			if err != nil {
+				return -1, err
+			}
+			cmd = exec.CommandContext(ctx, self, append([]string{LandlockArg, "--", cmd.Path}, spec.Argv[1:]...)...)
+		}
 	}
 	cmd.Dir = dir
 	// PWD is the cwd as a shell would set it: a program that trusts it (opencode keys its conversations by it) must
 	// not get the caller's.
 	cmd.Env = claude.ProcessEnv(p.Claude, append(append([]string{"SESSIONFS_SESSION=" + spec.SessionID,
 		"SESSION_DIR=" + p.Root, "PWD=" + dir}, spec.AgentEnv(p.Root)...), spec.Env...)...)
+	if landlock != "" {
+		cmd.Env = append(cmd.Env, landlock)
+	}
+	if tmpdir != "" && !slices.ContainsFunc(spec.Env, func(kv string) bool { return strings.HasPrefix(kv, "TMPDIR=") }) {
+		cmd.Env = append(cmd.Env, "TMPDIR="+tmpdir)
+	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = spec.Stdin, spec.Stdout, spec.Stderr
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = 10 * time.Second

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sessionfs/sessionfs/backends"
+	"github.com/sessionfs/sessionfs/confine"
 	"github.com/sessionfs/sessionfs/layout"
 )
 
@@ -52,13 +53,23 @@ func nsAttr() *syscall.SysProcAttr {
 	}
 }
 
-// RunHelper runs the helper when os.Args asks for it, and never returns then; otherwise it returns at once.
+// LandlockArg, as the first argument, makes the sessionfs binary the helper of a run with Landlock that needs no
+// namespace: it restricts itself as confine.CommandEnv says, then execs the command ("--", then the command, its
+// first word already resolved).
+const LandlockArg = "__sessionfs-landlock"
+
+// RunHelper runs a helper when os.Args asks for one, and never returns then; otherwise it returns at once.
 // main calls it first.
 func RunHelper() {
-	if len(os.Args) < 2 || os.Args[1] != HelperArg {
+	if len(os.Args) < 2 || (os.Args[1] != HelperArg && os.Args[1] != LandlockArg) {
 		return
 	}
-	err := helper(os.Args[2:])
+	var err error
+	if os.Args[1] == LandlockArg {
+		err = landlocked(os.Args[2:])
+	} else {
+		err = helper(os.Args[2:])
+	}
 	fmt.Fprintf(os.Stderr, "sessionfs: %v\n", err)
 	switch {
 	case errors.Is(err, unix.ENOENT):
@@ -95,11 +106,34 @@ func helper(args []string) error {
 	if err := os.Chdir(cwd); err != nil {
 		return err
 	}
+	// Landlock last: it refuses the binds.
+	if err := confine.RestrictFromEnv(); err != nil {
+		return err
+	}
 	// The command gets no capability: the ambient set is cleared on the thread that execs.
 	runtime.LockOSThread()
 	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {
 		return fmt.Errorf("drop capabilities: %w", err)
 	}
+	if err := unix.Exec(argv[0], argv, os.Environ()); err != nil {
+		return fmt.Errorf("run %s: %w", argv[0], err)
+	}
+	return nil
+}
+
+// landlocked restricts this process as confine.CommandEnv says and execs the command: a run with Landlock on
+// the store itself (no mount) or without a namespace.
+func landlocked(args []string) error {
+	if len(args) < 2 || args[0] != "--" {
+		return errors.New("internal: bad helper arguments")
+	}
+	if _, ok := os.LookupEnv(confine.CommandEnv); !ok {
+		return errors.New("internal: no Landlock asked for")
+	}
+	if err := confine.RestrictFromEnv(); err != nil {
+		return err
+	}
+	argv := args[1:]
 	if err := unix.Exec(argv[0], argv, os.Environ()); err != nil {
 		return fmt.Errorf("run %s: %w", argv[0], err)
 	}

@@ -21,8 +21,9 @@ import (
 func (a *app) execCmd() *cobra.Command {
 	var env []string
 	var workdir, agent string
+	var lopts landlockOpts
 	cmd := &cobra.Command{
-		Use:   "exec ID [--agent AGENT] -- CMD [ARG...]",
+		Use:   "exec ID [--agent AGENT] [--landlock [--allow PATH]...] -- CMD [ARG...]",
 		Short: "Run a command on this host in a session (cwd: its workspace; CLAUDE_CONFIG_DIR: its .claude)",
 		Long: `exec runs CMD in the session's workspace with CLAUDE_CONFIG_DIR set to the session's .claude. When the
 store is mounted, it runs in the mounted path, so transcripts land in the session's one transcript folder
@@ -37,11 +38,14 @@ another one fails at once, naming the host, pid and start of the holder (exit 12
 GEMINI_CLI_HOME=the session, whose .gemini it uses, QWEN_HOME=.qwen, opencode's XDG_DATA_HOME, XDG_CONFIG_HOME
 and XDG_STATE_HOME=.opencode/data, config, state), made on demand; the API settings (OPENAI_BASE_URL,
 GOOGLE_GEMINI_BASE_URL, keys, OPENCODE_CONFIG) stay this shell's. opencode's conversations are moved to the
-run's cwd first: opencode continues only the cwd's own.`,
+run's cwd first: opencode continues only the cwd's own.
+
+` + landlockHelp,
 		Example: `  sessionfs exec fix-login -- claude
   sessionfs exec fix-login -- claude --continue
   sessionfs exec fix-login --agent codex -- codex exec resume --all --last
-  sessionfs exec fix-login --workdir workspace/api -- make test`,
+  sessionfs exec fix-login --workdir workspace/api -- make test
+  sessionfs exec fix-login --landlock --allow-read ~/.local/share/claude -- claude`,
 		Args:              cobra.MinimumNArgs(2),
 		ValidArgsFunction: a.completeIDs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -59,12 +63,17 @@ run's cwd first: opencode continues only the cwd's own.`,
 			if _, err := checkAgent(agent); err != nil {
 				return err
 			}
-			return a.execIn(args[0], args[1:], func(sp *backends.Spec) { sp.Env, sp.Workdir, sp.Agent = vars, wd, agent })
+			ll, err := lopts.command()
+			if err != nil {
+				return err
+			}
+			return a.execIn(args[0], args[1:], func(sp *backends.Spec) { sp.Env, sp.Workdir, sp.Agent, sp.Landlock = vars, wd, agent, ll })
 		},
 	}
 	cmd.Flags().StringArrayVarP(&env, "env", "e", nil, envHelp)
 	cmd.Flags().StringVarP(&workdir, "workdir", "w", "", "working directory relative to the session (default workspace)")
 	agentFlag(cmd, &agent)
+	landlockFlags(cmd, &lopts)
 	a.waitFlag(cmd)
 	return cmd
 }

@@ -26,6 +26,7 @@ func (a *app) runCmd() *cobra.Command {
 		interactive, tty        bool
 		dopts                   docker.Options
 		timeout                 time.Duration
+		lopts                   landlockOpts
 	)
 	cmd := &cobra.Command{
 		Use:   "run [--backend local|docker|modal] [--image IMG] [--agent AGENT] ID -- CMD [ARG...]",
@@ -48,7 +49,10 @@ volumes) unless --keep. Each run is recorded in the session's session.json. The 
 (DOCKER_HOST, ...). Flags of other backends are refused.
 
 --agent codex|gemini|qwen|opencode also points that agent at its own folder in the session, as the command sees it
-(CODEX_HOME=/session/.codex in a container), made on demand; see "sessionfs exec --help".`,
+(CODEX_HOME=/session/.codex in a container), made on demand; see "sessionfs exec --help".
+
+--landlock (local) confines the command with Landlock to its session, the system's folders and --allow's; see
+"sessionfs exec --help".`,
 		Example: `  sessionfs run --backend docker --image node:22 fix-login -- claude -p "run the tests"
   sessionfs run --backend docker --image my-agent -it --user 1000 fix-login -- claude
   sessionfs run --backend docker --image my-agent --strict --home fix-login -- ./app/start.sh
@@ -63,6 +67,10 @@ volumes) unless --keep. Each run is recorded in the session's session.json. The 
 				return err
 			}
 			ag, err := checkAgent(agent)
+			if err != nil {
+				return err
+			}
+			ll, err := lopts.command()
 			if err != nil {
 				return err
 			}
@@ -94,7 +102,7 @@ volumes) unless --keep. Each run is recorded in the session's session.json. The 
 			}
 			defer folder.Close()
 			spec := backends.Spec{SessionID: m.ID, SessionDir: dir, Folder: folder, Argv: args[1:], Agent: ag.Name, Env: vars,
-				Workdir: workdir, Stdout: os.Stdout, Stderr: os.Stderr, TTY: tty}
+				Workdir: workdir, Stdout: os.Stdout, Stderr: os.Stderr, TTY: tty, Landlock: ll}
 			if interactive {
 				spec.Stdin = os.Stdin
 			}
@@ -161,6 +169,7 @@ volumes) unless --keep. Each run is recorded in the session's session.json. The 
 	f.StringArrayVarP(&dopts.Volumes, "volume", "v", nil, "an extra bind SRC:DST[:ro], as docker run -v takes it (repeatable)")
 	f.BoolVar(&dopts.Keep, "keep", false, "keep the container after it exits (docker)")
 	agentFlag(cmd, &agent)
+	landlockFlags(cmd, &lopts)
 	a.waitFlag(cmd)
 	_ = cmd.RegisterFlagCompletionFunc("backend", fixedValues("local", "docker", "modal"))
 	return cmd
@@ -195,6 +204,9 @@ var backendFlags = map[string][]string{
 	"home":        {"docker"},
 	"volume":      {"docker"},
 	"keep":        {"docker"},
+	"landlock":    {"local"}, // a container or a sandbox has its own walls
+	"allow":       {"local"},
+	"allow-read":  {"local"},
 }
 
 func checkBackendFlags(cmd *cobra.Command, backend string) error {
