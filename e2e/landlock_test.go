@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionfs/sessionfs/confine"
+	"github.com/sessionfs/sessionfs/e2e/apistub"
 )
 
 // TestLandlockedExec: with --landlock, a command exec starts, run as root (DAC checks pass it everywhere), may
@@ -81,4 +83,24 @@ func TestLandlockedExec(t *testing.T) {
 			assert.Equal(t, "a tool", r.stdout)
 		})
 	}
+}
+
+// TestLandlockedClaude: the real claude CLI works under --landlock through the mount, offline against the stub:
+// its state is the session's, the rest it does not need.
+func TestLandlockedClaude(t *testing.T) {
+	need(t, os.Geteuid() == 0, "root: the mount's binds")
+	need(t, confine.ABI() >= 1, "a kernel with Landlock")
+	forEachClaude(t, func(t *testing.T, c claudeCLI) {
+		api := stub(t, "127.0.0.1:0")
+		store := t.TempDir()
+		ok(t, store, "new", "s1")
+		mount(t, store)
+		cmd := exec.Command(bin, "exec", "s1", "--landlock", "--", c.path, "-p", "hello under landlock")
+		cmd.Env = append(claudeEnv(t, api.URL), "SESSIONFS_STORE="+store)
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		assert.Contains(t, string(out), apistub.Reply)
+		r := cli(t, store, "show", "s1", "--json")
+		assert.Contains(t, r.stdout, "hello under landlock", "the conversation is the session's")
+	})
 }
