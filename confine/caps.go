@@ -57,9 +57,9 @@ func dropBound(keep []cap.Value) error {
 	return nil
 }
 
-// dropCaps leaves the process (every thread) with Keep, effective and permitted, and nothing in its inheritable,
+// dropCaps (last run before the capabilities go) leaves the process (every thread) with Keep, effective and permitted, and nothing in its inheritable,
 // ambient and bounding sets: nothing it could exec (seccomp refuses execve too) would get more.
-func dropCaps() error {
+func dropCaps(last func()) error {
 	// The bounding set needs SETPCAP to shrink: first, while the process still has it. After Bound, only
 	// HelperKeep is left to drop.
 	if err := dropBound(Keep); err != nil {
@@ -67,6 +67,9 @@ func dropCaps() error {
 	}
 	if err := cap.ResetAmbient(); err != nil {
 		return fmt.Errorf("clear the ambient set: %w", err)
+	}
+	if last != nil {
+		last()
 	}
 	cur, set := cap.GetProc(), cap.NewSet()
 	for _, v := range Keep {

@@ -107,4 +107,3 @@ func pathRule(p string, dir, file landlock.FSRule) landlock.FSRule {
 	}
 	return dir
 }
-

@@ -58,13 +58,14 @@ func (r Report) String() string {
 
 // Serving confines the calling process (every thread) to serving the store at root: capabilities first (dropping
 // them needs SETPCAP), then Landlock, then seccomp (last: it refuses what the first two need). It is one-way.
-func Serving(root string, o Options) (Report, error) {
+// last, if set, runs just before the capabilities go, while the process holds all it started with.
+func Serving(root string, o Options, last func()) (Report, error) {
 	if o.Mode == Off {
 		return Report{}, nil
 	}
 	// Go loads the local time zone when it first formats a time: now, while /etc/localtime can still be read.
 	_, _ = time.Now().Local().Zone()
-	if err := dropCaps(); err != nil {
+	if err := dropCaps(last); err != nil {
 		return Report{}, err
 	}
 	abi, err := restrictFiles(o.Mode == Strict, root)

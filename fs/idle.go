@@ -1,8 +1,11 @@
 package fs
 
 import (
+	"fmt"
+	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"syscall"
 	"unsafe"
 
@@ -13,8 +16,9 @@ import (
 // The helper is a second start of this binary: some 45 ms of CPU for the Go runtime and package init, at the
 // moment the daemon confines itself. Each step of the confinement stops every thread of the daemon and waits
 // for each to run, and with the helper's start-up taking both cores, that took 5-8 ms a step instead of 0.2. So
-// the helper starts in the idle scheduling class (it runs when the daemon does not), and leaves it (helperBusy)
-// once it is up, before it takes its first request.
+// the helper starts in the idle scheduling class (it runs when the daemon does not). The daemon takes it out just
+// before its own last steps (wake), and the helper takes out any thread it made meanwhile once it is up
+// (helperBusy): an idle process on a machine whose cores are busy would wait seconds for its start.
 
 // startIdle starts cmd in the idle scheduling class: from a thread of this process put there for the fork, and
 // put back after.
@@ -35,6 +39,23 @@ func startIdle(cmd *exec.Cmd) error {
 		runtime.UnlockOSThread()
 	} // else the thread stays locked, and ends with this goroutine's end: no idle thread serves requests
 	return err
+}
+
+// wake takes the threads the helper (pid) has so far out of the idle class, from the daemon while it still holds
+// SYS_NICE (confine.Serving's last step before the capabilities go): the helper's start-up then competes only with
+// the daemon's last confinement steps, not with whatever keeps a busy machine's cores full. A thread it makes
+// later from one still idle is moved by helperBusy.
+func wake(pid int) {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return
+	}
+	normal := &unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_NORMAL}
+	for _, t := range tasks {
+		if tid, err := strconv.Atoi(t.Name()); err == nil {
+			_ = unix.SchedSetAttr(tid, normal, 0)
+		}
+	}
 }
 
 // helperBusy takes every thread of the helper out of the idle scheduling class it was started in (it holds

@@ -83,7 +83,7 @@ func Start(store *layout.Store, mountpoint string, opts Options, ready func()) (
 		tree.Close()
 		return nil, err
 	}
-	helper, err := startHelper(helperConfig{Store: store.Root, Mountpoint: mnt, MaxBinds: opts.MaxBinds, ReadOnly: opts.ReadOnly})
+	helper, helperPID, err := startHelper(helperConfig{Store: store.Root, Mountpoint: mnt, MaxBinds: opts.MaxBinds, ReadOnly: opts.ReadOnly})
 	if err != nil {
 		return fail(fmt.Errorf("start the privileged helper: %w", err))
 	}
@@ -119,7 +119,9 @@ func Start(store *layout.Store, mountpoint string, opts Options, ready func()) (
 		ready()
 	}
 	// Confined before the first request is read: everything it needs outside the store is open by now.
-	report, err := confine.Serving(store.Root, opts.Confine)
+	// The helper leaves the idle class before SYS_NICE goes: on a busy machine an idle process gets almost no CPU,
+	// and its binds (and the unmount it makes) must not wait for the machine to go quiet.
+	report, err := confine.Serving(store.Root, opts.Confine, func() { wake(helperPID) })
 	if err != nil {
 		// Serve nothing unconfined: the mount goes (the helper can still unmount), and so does this process.
 		_ = helper.Call("Binder.Detach", struct{}{}, nil)
@@ -142,20 +144,20 @@ func Start(store *layout.Store, mountpoint string, opts Options, ready func()) (
 		Binding: opts.MaxBinds > 0, done: done, minor: unix.Minor(st.Dev), helper: helper, Confinement: report.String()}, nil
 }
 
-// startHelper starts the privileged helper with its end of a socket pair and returns a client of it. The helper
-// ends when the socket closes (this process ends).
-func startHelper(cfg helperConfig) (*rpc.Client, error) {
+// startHelper starts the privileged helper with its end of a socket pair and returns a client of it and its pid.
+// The helper ends when the socket closes (this process ends).
+func startHelper(cfg helperConfig) (*rpc.Client, int, error) {
 	env, err := json.Marshal(cfg)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	exe, err := os.Executable()
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	ours, theirs := os.NewFile(uintptr(fds[0]), "sessionfs-daemon"), os.NewFile(uintptr(fds[1]), "sessionfs-helper")
 	defer theirs.Close()
@@ -165,16 +167,16 @@ func startHelper(cfg helperConfig) (*rpc.Client, error) {
 	helper.ExtraFiles = []*os.File{theirs}
 	if err := startIdle(helper); err != nil {
 		ours.Close()
-		return nil, err
+		return nil, 0, err
 	}
 	go func() { _ = helper.Wait() }() // reaped, whenever it ends
 	conn, err := net.FileConn(ours)
 	ours.Close()
 	if err != nil {
 		_ = helper.Process.Kill()
-		return nil, err
+		return nil, 0, err
 	}
-	return rpc.NewClient(conn), nil
+	return rpc.NewClient(conn), helper.Process.Pid, nil
 }
 
 // RunHelper is the privileged helper of a confined mount, when argv[1] is HelperArg: it binds, unmounts and aborts

@@ -174,6 +174,10 @@ func (b *bench) runAll() {
 		b.agentWorkload()
 		return
 	}
+	if b.c.walkOnly {
+		b.sessionsWalk()
+		return
+	}
 	if b.c.csiOnly {
 		b.csiPublish()
 		return

@@ -23,6 +23,7 @@ type config struct {
 	treeFiles int    // files of it in the agent workload's tarball
 	agentOnly bool
 	csiOnly   bool
+	walkOnly  bool
 	only      string // a regexp: run only the file-by-file workloads whose names match
 	jsonOut   string
 	dir       string
@@ -41,6 +42,7 @@ func main() {
 	flag.IntVar(&c.treeFiles, "tree-files", 12000, "files in the agent workload's tree")
 	flag.BoolVar(&c.agentOnly, "agent-only", false, "run only the agent workload")
 	flag.BoolVar(&c.csiOnly, "csi-only", false, "run only the CSI plugin's publish and unpublish timing")
+	flag.BoolVar(&c.walkOnly, "walk-only", false, "run only the walk of sessions (du, and the daemon's RSS after it)")
 	flag.StringVar(&c.only, "only", "", "run only the file-by-file workloads whose names match this regexp (e.g. 'create|stat')")
 	flag.StringVar(&c.jsonOut, "json", "bench.json", "where to write the figures as JSON")
 	flag.StringVar(&c.dir, "dir", "", "a folder on the disk to measure (default: a new temporary folder)")
