@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -430,6 +431,23 @@ func TestMountDaemon(t *testing.T) {
 	b, err := os.ReadFile(logPath)
 	require.NoError(t, err)
 	assert.Contains(t, string(b), "serving "+store)
+	if os.Geteuid() == 0 {
+		// Started with its bounding set shrunk already (confine.StartDaemon), the daemon is as confined as a
+		// mount in the foreground: every thread holds the listed capabilities, and its helper its own.
+		keep := uint64(1<<0 | 1<<1 | 1<<3 | 1<<4 | 1<<6 | 1<<7 | 1<<21)
+		for _, st := range threadStatus(t, pid) {
+			assert.Equal(t, "2", st["Seccomp"])
+			for _, set := range []string{"CapEff", "CapPrm", "CapBnd"} {
+				got, err := strconv.ParseUint(st[set], 16, 64)
+				require.NoError(t, err)
+				assert.Equal(t, keep, got, "%s = %s", set, st[set])
+			}
+		}
+		helper := procStatus(t, helperPID(t, pid))
+		got, err := strconv.ParseUint(helper["CapBnd"], 16, 64)
+		require.NoError(t, err)
+		assert.Equal(t, keep|1<<19|1<<23, got, "the helper's bounding set")
+	}
 
 	r = cli(t, store, "mount", "--daemon", "--log", logPath, filepath.Join(t.TempDir(), "again"))
 	assert.Equal(t, 125, r.code)

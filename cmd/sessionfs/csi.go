@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sessionfs/sessionfs/confine"
 	"github.com/sessionfs/sessionfs/csi"
 	sfs "github.com/sessionfs/sessionfs/fs"
 	"github.com/sessionfs/sessionfs/layout"
@@ -105,7 +106,8 @@ func ensureMount(s *layout.Store, mnt string) (stop func(), err error) {
 	// Pods run as any uid; the pods' binds are the plugin's own (publish.go), so the mount binds nothing.
 	daemon := exec.Command(exe, "--store", s.Root, "mount", mnt, "--allow-other", "--max-binds", "0")
 	daemon.Stdout, daemon.Stderr = os.Stderr, os.Stderr
-	if err := daemon.Start(); err != nil {
+	// Started with the bounding set its confinement keeps, so the daemon need not shrink it itself.
+	if err := confine.StartDaemon(daemon, confine.Options{Mode: envOr("SESSIONFS_CONFINE", confine.On)}); err != nil {
 		return nil, err
 	}
 	exited := make(chan struct{})

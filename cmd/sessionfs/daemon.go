@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/sessionfs/sessionfs/confine"
 )
 
 // mount --daemon runs the mount in a detached copy of this program (its own session, output to a log file) and
@@ -35,7 +37,7 @@ func defaultMountLog() string {
 }
 
 // daemonize starts this command again without --daemon, detached, and waits until it serves.
-func daemonize(out, errOut io.Writer, logPath string) error {
+func daemonize(out, errOut io.Writer, logPath string, co confine.Options) error {
 	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
 		return fmt.Errorf("mount --daemon: the log: %w", err)
 	}
@@ -65,7 +67,7 @@ func daemonize(out, errOut io.Writer, logPath string) error {
 	cmd.Env = append(os.Environ(), readyFdEnv+"=3")
 	cmd.Stdout, cmd.Stderr, cmd.ExtraFiles = logf, logf, []*os.File{w}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
+	if err := confine.StartDaemon(cmd, co); err != nil {
 		w.Close()
 		return fmt.Errorf("mount --daemon: %w", err)
 	}

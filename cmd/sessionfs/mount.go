@@ -76,7 +76,7 @@ the unmount. "sessionfs doctor" shows the confinement in force.`,
 				return usageError(fmt.Sprintf("--cache-timeout %s: want a duration of 0 or more (0: the default)", opts.Timeout))
 			}
 			if daemon {
-				return daemonize(cmd.OutOrStdout(), cmd.ErrOrStderr(), logPath)
+				return daemonize(cmd.OutOrStdout(), cmd.ErrOrStderr(), logPath, opts.Confine)
 			}
 			s, err := a.createStore()
 			if err != nil {
