@@ -302,7 +302,9 @@ func (b *bench) sessionsWalk() {
 		return
 	}
 	b.Figures = append(b.Figures, figure{Name: fmt.Sprintf("daemon RSS after walking %d sessions", len(dirs)),
-		Value: float64(daemonRSS(b.mount.pid)) / (1 << 20), Unit: "MiB", Goal: "<= 100 MiB"})
+		Value: float64(daemonRSS(b.mount.pid, "VmRSS:")) / (1 << 20), Unit: "MiB", Goal: "<= 100 MiB"},
+		figure{Name: fmt.Sprintf("daemon PSS after walking %d sessions (the binary's pages shared by daemon and helper counted once)", len(dirs)),
+			Value: float64(daemonRSS(b.mount.pid, "Pss:")) / (1 << 20), Unit: "MiB", Goal: "<= 100 MiB"})
 }
 
 // dockerRun times `docker run` of a trivial command with the session bound through the mount and plainly.

@@ -139,31 +139,36 @@ func startBindfs(store, mnt string) (*target, error) {
 	}}, nil
 }
 
-// daemonRSS is the resident set of the mount's daemon: the process started and its children (as root, the
-// confined process that serves FUSE requests).
-func daemonRSS(pid int) int64 {
-	total := rssBytes(pid)
+// daemonRSS is the resident set of the mount's daemon: the process started and its children (as root, its
+// privileged helper). field is "VmRSS:" (each process's whole resident set: the pages of the binary the two
+// share count twice) or "Pss:" (shared pages divided among the processes that map them).
+func daemonRSS(pid int, field string) int64 {
+	total := memBytes(pid, field)
 	// Children are listed by the thread that started them, which in Go is any of the process's threads.
 	lists, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
 	for _, l := range lists {
 		b, _ := os.ReadFile(l)
 		for _, c := range strings.Fields(string(b)) {
 			if n, err := strconv.Atoi(c); err == nil {
-				total += rssBytes(n)
+				total += memBytes(n, field)
 			}
 		}
 	}
 	return total
 }
 
-// rssBytes reads a process's resident set size.
-func rssBytes(pid int) int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+// memBytes reads field (in kB) of process pid: VmRSS from its status, Pss from its smaps_rollup.
+func memBytes(pid int, field string) int64 {
+	file := "status"
+	if field == "Pss:" {
+		file = "smaps_rollup"
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/%s", pid, file))
 	if err != nil {
 		return 0
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == field {
 			kb, _ := strconv.ParseInt(f[1], 10, 64)
 			return kb << 10
 		}
