@@ -3,8 +3,6 @@
 package backends
 
 import (
-	"github.com/sessionfs/sessionfs/confine"
-
 	"context"
 	"io"
 
@@ -12,6 +10,7 @@ import (
 
 	"github.com/sessionfs/sessionfs/agents/all"
 	"github.com/sessionfs/sessionfs/agents/claude"
+	"github.com/sessionfs/sessionfs/confine"
 	"github.com/sessionfs/sessionfs/layout"
 )
 

@@ -57,8 +57,9 @@ func dropBound(keep []cap.Value) error {
 	return nil
 }
 
-// dropCaps (last run before the capabilities go) leaves the process (every thread) with Keep, effective and permitted, and nothing in its inheritable,
-// ambient and bounding sets: nothing it could exec (seccomp refuses execve too) would get more.
+// dropCaps leaves the process (every thread) with Keep, effective and permitted, and nothing in its inheritable,
+// ambient and bounding sets: nothing it could exec (seccomp refuses execve too) would get more. last, if set, runs
+// just before the capabilities go.
 func dropCaps(last func()) error {
 	// The bounding set needs SETPCAP to shrink: first, while the process still has it. After Bound, only
 	// HelperKeep is left to drop.
