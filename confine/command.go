@@ -8,12 +8,13 @@ import (
 	"slices"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
+	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
 )
 
 // Command is what a command sessionfs starts on this host may reach when its user asks for Landlock (exec
 // --landlock, run --backend local --landlock): the system's programs and libraries to read and run, a few
 // devices, its session's folder, a TMPDIR of its own, and only what the user adds. Everything else (the user's home, other
-// sessions, the store, keys) is refused by the kernel, to root too, whatever path or link leads there.
+// sessions, the store, keys, /etc's secrets) is refused by the kernel, to root too, whatever path or link leads there.
 type Command struct {
 	RW []string `json:"rw"` // folders (or files) it may read, write, make and remove in, and run from
 	RO []string `json:"ro"` // folders (or files) it may read and run from
@@ -23,10 +24,14 @@ type Command struct {
 // helper takes it out of the environment first.
 const CommandEnv = "SESSIONFS_LANDLOCK"
 
-// systemRO are the system's folders a command reads and runs from: programs, libraries, settings, /proc and
-// /sys (a program's own /proc/self, CPU and memory limits), the resolver's stub (/etc/resolv.conf links there).
-var systemRO = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/proc", "/sys",
+// systemRO are the system's folders a command reads and runs from: programs, libraries, /proc and /sys (a
+// program's own /proc/self, CPU and memory limits), the resolver's stub (/etc/resolv.conf links there). Landlock
+// keeps /proc's other processes from it (their environ, mem, fds need ptrace rights across its domain).
+var systemRO = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt", "/proc", "/sys",
 	"/run/systemd/resolve"}
+
+// settings is the system's settings folder, read as any user may read it (ReadableByAll): not its secrets.
+const settings = "/etc"
 
 // homeRO are the user's settings a command reads below $HOME: git's (git refuses to run when it may not read
 // ~/.gitconfig; a missing one is fine).
@@ -77,8 +82,13 @@ func (c Command) restrict() error {
 	if ABI() < 1 {
 		return fmt.Errorf("--landlock: %w", ErrNoLandlock)
 	}
+	etcDirs, etcFiles := ReadableByAll(settings)
 	rules := []landlock.Rule{
 		landlock.RODirs(systemRO...).IgnoreIfMissing(),
+		landlock.RODirs(etcDirs...).IgnoreIfMissing(),
+		landlock.ROFiles(etcFiles...).IgnoreIfMissing(),
+		// Its folders may be listed (a secret's name is no secret): programs that list /etc keep working.
+		landlock.PathAccess(llsys.AccessFSReadDir, settings).IgnoreIfMissing(),
 		landlock.RWFiles(devices...).WithIoctlDev().IgnoreIfMissing(),
 		landlock.RWDirs(sharedRW...).WithIoctlDev().IgnoreIfMissing(),
 	}

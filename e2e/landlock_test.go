@@ -52,13 +52,13 @@ func TestLandlockedExec(t *testing.T) {
 			}
 
 			// Unconfined, the command reaches everything root reaches.
-			r := sh(false, "cat "+secret+" "+other)
+			r := sh(false, "cat "+secret+" "+other+"; grep -c '^root:' /etc/shadow")
 			require.Equal(t, 0, r.code, r.stderr)
-			assert.Equal(t, "host secretanother session's", r.stdout)
+			assert.Equal(t, "host secretanother session's1\n", r.stdout)
 
 			// Its own work goes on: files, folders, links, renames, git, its TMPDIR.
 			r = sh(true, `set -e; echo x > f; mkdir -p d; mv f d/g; ln -s d/g l; cat l; git init -q repo;
-				echo t > "$TMPDIR/t"; cat "$TMPDIR/t"; cat /etc/hostname > /dev/null`)
+				echo t > "$TMPDIR/t"; cat "$TMPDIR/t"; cat /etc/hostname /etc/passwd > /dev/null; ls /etc > /dev/null; id -un > /dev/null`)
 			require.Equal(t, 0, r.code, r.stderr)
 			assert.Equal(t, "x\nt\n", r.stdout)
 
@@ -69,6 +69,7 @@ func TestLandlockedExec(t *testing.T) {
 				"a link planted to lead out": "ln -sf " + secret + " out && cat out",
 				"the store":                  "ls " + filepath.Join(store, "sessions"),
 				"/tmp":                       "echo x > /tmp/sessionfs-landlock-escape",
+				"/etc's secrets":             "cat /etc/shadow",
 			} {
 				r := sh(true, script)
 				assert.NotEqual(t, 0, r.code, "%s: %s", what, r.stdout)

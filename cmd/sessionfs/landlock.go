@@ -8,13 +8,12 @@ import (
 
 // landlockHelp is what --landlock does, for exec's and run's help.
 const landlockHelp = `--landlock confines the command with Landlock (Linux 5.13+; refused on a kernel without it): it may read and
-run the system's folders (/usr, /bin, /lib, /etc, /opt, /proc, /sys) and git's settings (~/.gitconfig,
-~/.config/git), use /dev/null, the terminal and
+run the system's folders (/usr, /bin, /lib, /opt, /proc, /sys), read /etc as any user may (not its secrets:
+/etc/shadow, ssh's host keys) and git's settings (~/.gitconfig, ~/.config/git), use /dev/null, the terminal and
 /dev/shm, work in its session's folder, in a TMPDIR of its own (removed after the run; /tmp itself is refused)
 and read what it was asked to run from, and nothing else: the user's home, other sessions, the store and the
 mount's other sessions are refused by the kernel, to root too. --allow PATH adds a folder (or file) to work in,
---allow-read PATH one to read and run from. Set-uid programs (sudo) gain nothing under it. The system's folders
-are readable whole: a command run as root reads /etc/shadow and /etc/ssh's keys; run agents as a normal user.`
+--allow-read PATH one to read and run from. Set-uid programs (sudo) gain nothing under it.`
 
 // landlockOpts are --landlock, --allow and --allow-read.
 type landlockOpts struct {
