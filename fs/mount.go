@@ -232,6 +232,8 @@ func mountOptions(store *layout.Store, opts Options) fuse.MountOptions {
 		ExtraCapabilities: fuse.CAP_HANDLE_KILLPRIV_V2,
 		// The kernel caches ACLs (ls -l asks for one per file) and checks permissions itself.
 		EnableAcl: true,
+		// Locks are taken on the store's files (nodes/locks.go): they must stop the ones taken through a bind.
+		EnableLocks: true,
 	}
 	if opts.AllowOther && os.Geteuid() == 0 {
 		// The kernel, not the daemon (which runs as root and could do anything), checks permissions.

@@ -63,6 +63,10 @@ var (
 	_ = (fs.NodeRemovexattrer)((*Node)(nil))
 	_ = (fs.NodeListxattrer)((*Node)(nil))
 	_ = (fs.NodeFlusher)((*Node)(nil))
+	_ = (fs.NodeReleaser)((*Node)(nil))
+	_ = (fs.NodeGetlker)((*Node)(nil))
+	_ = (fs.NodeSetlker)((*Node)(nil))
+	_ = (fs.NodeSetlkwer)((*Node)(nil))
 	_ = (fs.NodeOnForgetter)((*Node)(nil))
 )
 
@@ -271,7 +275,8 @@ func (n *Node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 }
 
 // Flush answers ENOSYS, which tells the kernel never to send FLUSH again: close(2) then costs no round trip.
-// There is nothing to flush: writes go to the store file through passthrough, and no locks are kept here.
+// There is nothing to flush: writes go to the store file through passthrough, and POSIX locks are dropped at
+// RELEASE (locks.go).
 func (n *Node) Flush(ctx context.Context, f fs.FileHandle) syscall.Errno { return syscall.ENOSYS }
 
 // killPriv clears set-user-ID and set-group-ID when an unprivileged caller opens a file for writing. The mount

@@ -35,6 +35,7 @@ type Tree struct {
 	Timeout, WatchedTimeout time.Duration
 
 	sessions *layout.Dir // the store's sessions folder: every access is resolved beneath it (at.go)
+	locks    lockTable   // the lock owners' files (locks.go)
 	dev      uint64      // its filesystem
 
 	aliasNums  sync.Map // alias name -> uint64 view number, stable for the mount's life
