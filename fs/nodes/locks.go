@@ -52,52 +52,55 @@ type owned struct {
 	owner uint64
 }
 
-// handleFd is the store file's descriptor behind a request's file.
-func handleFd(f fs.FileHandle) (int, bool) {
-	if p, ok := f.(fs.FilePassthroughFder); ok {
-		return p.PassthroughFd()
-	}
-	return -1, false
-}
-
-// ownerFd is owner's descriptor of the store file fd is open on, made on its first lock through f.
-func (t *lockTable) ownerFd(f fs.FileHandle, fd int, owner uint64) (int, syscall.Errno) {
-	var st syscall.Stat_t
-	if err := syscall.Fstat(fd, &st); err != nil {
-		return -1, fs.ToErrno(err)
-	}
-	key := inodeKey{st.Dev, st.Ino}
+// do runs fn with owner's descriptor of the store file behind f, made on its first lock through f. It holds
+// t.mu throughout, as Release does while it closes f: neither f's descriptor nor the owner's is closed (and its
+// number given to another file) under fn.
+func (t *lockTable) do(f fs.FileHandle, owner uint64, fn func(ofd int) syscall.Errno) syscall.Errno {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	p, ok := f.(fs.FilePassthroughFder)
+	if !ok {
+		return syscall.ENOLCK
+	}
+	fd, ok := p.PassthroughFd()
+	if !ok {
+		return syscall.EBADF // released meanwhile
+	}
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil {
+		return fs.ToErrno(err)
+	}
+	key := inodeKey{st.Dev, st.Ino}
 	if t.owners == nil {
 		t.owners, t.used = map[inodeKey]map[uint64]int{}, map[fs.FileHandle][]owned{}
 	}
 	byOwner := t.owners[key]
-	if ofd, ok := byOwner[owner]; ok {
-		t.note(f, key, owner)
-		return ofd, 0
+	ofd, ok := byOwner[owner]
+	if !ok {
+		if len(byOwner) >= maxOwnersPerFile || t.files >= maxOwnerFiles {
+			return syscall.ENOLCK
+		}
+		// The same file, whatever its name is by now: not a path, which a session's process could swap
+		// meanwhile. Read and write whatever the caller's descriptor allows: the kernel checked it against the
+		// lock's type.
+		self := fmt.Sprintf("/proc/self/fd/%d", fd)
+		var err error
+		ofd, err = syscall.Open(self, syscall.O_RDWR|syscall.O_NONBLOCK|syscall.O_CLOEXEC|syscall.O_NOCTTY, 0)
+		if err != nil {
+			ofd, err = syscall.Open(self, syscall.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC|syscall.O_NOCTTY, 0)
+		}
+		if err != nil {
+			return fs.ToErrno(err)
+		}
+		if byOwner == nil {
+			byOwner = map[uint64]int{}
+			t.owners[key] = byOwner
+		}
+		byOwner[owner] = ofd
+		t.files++
 	}
-	if len(byOwner) >= maxOwnersPerFile || t.files >= maxOwnerFiles {
-		return -1, syscall.ENOLCK
-	}
-	// The same file, whatever its name is by now: not a path, which a session's process could swap meanwhile.
-	// Read and write whatever the caller's descriptor allows: the kernel checked it against the lock's type.
-	self := fmt.Sprintf("/proc/self/fd/%d", fd)
-	ofd, err := syscall.Open(self, syscall.O_RDWR|syscall.O_NONBLOCK|syscall.O_CLOEXEC|syscall.O_NOCTTY, 0)
-	if err != nil {
-		ofd, err = syscall.Open(self, syscall.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC|syscall.O_NOCTTY, 0)
-	}
-	if err != nil {
-		return -1, fs.ToErrno(err)
-	}
-	if byOwner == nil {
-		byOwner = map[uint64]int{}
-		t.owners[key] = byOwner
-	}
-	byOwner[owner] = ofd
-	t.files++
 	t.note(f, key, owner)
-	return ofd, 0
+	return fn(ofd)
 }
 
 // note records that owner locked through f (t.mu held).
@@ -110,9 +113,8 @@ func (t *lockTable) note(f fs.FileHandle, key inodeKey, owner uint64) {
 	t.used[f] = append(t.used[f], owned{key, owner})
 }
 
-// released drops the locks of every owner that locked through f, which is being released: their descriptors
-// are closed.
-func (t *lockTable) released(f fs.FileHandle) {
+// release drops the locks of every owner that locked through f (their descriptors are closed), then f.
+func (t *lockTable) release(ctx context.Context, f fs.FileHandle) syscall.Errno {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, o := range t.used[f] {
@@ -127,24 +129,22 @@ func (t *lockTable) released(f fs.FileHandle) {
 		}
 	}
 	delete(t.used, f)
+	if r, ok := f.(fs.FileReleaser); ok {
+		return r.Release(ctx)
+	}
+	return 0
 }
 
 // Getlk reports a lock that would stop lk: another process's, through the mount or not.
 func (n *Node) Getlk(ctx context.Context, f fs.FileHandle, owner uint64, lk *fuse.FileLock, flags uint32, out *fuse.FileLock) syscall.Errno {
-	fd, ok := handleFd(f)
-	if !ok {
-		return syscall.ENOLCK
-	}
-	ofd, errno := n.tree.locks.ownerFd(f, fd, owner)
-	if errno != 0 {
+	return n.tree.locks.do(f, owner, func(ofd int) syscall.Errno {
+		var flk syscall.Flock_t
+		lk.ToFlockT(&flk)
+		flk.Pid = 0 // OFD requests want 0
+		errno := fs.ToErrno(syscall.FcntlFlock(uintptr(ofd), unix.F_OFD_GETLK, &flk))
+		out.FromFlockT(&flk)
 		return errno
-	}
-	var flk syscall.Flock_t
-	lk.ToFlockT(&flk)
-	flk.Pid = 0 // OFD requests want 0
-	errno = fs.ToErrno(syscall.FcntlFlock(uintptr(ofd), unix.F_OFD_GETLK, &flk))
-	out.FromFlockT(&flk)
-	return errno
+	})
 }
 
 // Setlk takes or releases lk without waiting.
@@ -158,20 +158,21 @@ func (n *Node) Setlkw(ctx context.Context, f fs.FileHandle, owner uint64, lk *fu
 }
 
 func (n *Node) setlk(ctx context.Context, f fs.FileHandle, owner uint64, lk *fuse.FileLock, flags uint32, wait bool) syscall.Errno {
-	fd, ok := handleFd(f)
-	if !ok {
-		return syscall.ENOLCK
-	}
-	try := func() syscall.Errno { return flockTry(fd, lk) }
-	if flags&fuse.FUSE_LK_FLOCK == 0 {
-		ofd, errno := n.tree.locks.ownerFd(f, fd, owner)
-		if errno != 0 {
-			return errno
-		}
+	try := func() syscall.Errno {
 		var flk syscall.Flock_t
 		lk.ToFlockT(&flk)
 		flk.Pid = 0
-		try = func() syscall.Errno { return fs.ToErrno(syscall.FcntlFlock(uintptr(ofd), unix.F_OFD_SETLK, &flk)) }
+		return n.tree.locks.do(f, owner, func(ofd int) syscall.Errno {
+			return fs.ToErrno(syscall.FcntlFlock(uintptr(ofd), unix.F_OFD_SETLK, &flk))
+		})
+	}
+	if flags&fuse.FUSE_LK_FLOCK != 0 {
+		// The file's own lock, taken on its descriptor, which go-fuse keeps open while it is used.
+		l, ok := f.(fs.FileSetlker)
+		if !ok {
+			return syscall.ENOLCK
+		}
+		try = func() syscall.Errno { return l.Setlk(ctx, owner, lk, fuse.FUSE_LK_FLOCK) }
 	}
 	pause := time.Millisecond
 	for {
@@ -188,27 +189,7 @@ func (n *Node) setlk(ctx context.Context, f fs.FileHandle, owner uint64, lk *fus
 	}
 }
 
-// flockTry takes or releases a flock(2) lock on fd without waiting.
-func flockTry(fd int, lk *fuse.FileLock) syscall.Errno {
-	var op int
-	switch lk.Typ {
-	case syscall.F_RDLCK:
-		op = syscall.LOCK_SH | syscall.LOCK_NB
-	case syscall.F_WRLCK:
-		op = syscall.LOCK_EX | syscall.LOCK_NB
-	case syscall.F_UNLCK:
-		op = syscall.LOCK_UN
-	default:
-		return syscall.EINVAL
-	}
-	return fs.ToErrno(syscall.Flock(fd, op))
-}
-
 // Release drops the locks taken through f, then closes it.
 func (n *Node) Release(ctx context.Context, f fs.FileHandle) syscall.Errno {
-	n.tree.locks.released(f)
-	if r, ok := f.(fs.FileReleaser); ok {
-		return r.Release(ctx)
-	}
-	return 0
+	return n.tree.locks.release(ctx, f)
 }
