@@ -86,25 +86,68 @@ func update(sess *layout.Dir, mine []int, fn func(db *sql.DB) error) error {
 			return err
 		}
 	}
+	if checked != nil {
+		checked(dir)
+	}
 	dsn := fmt.Sprintf("file:/proc/self/fd/%d/%s?mode=rw&_pragma=busy_timeout(10000)&_pragma=trusted_schema(0)&_pragma=temp_store(2)",
 		dir.Fd(), base)
-	err = confine.Beneath(func() error {
-		db, err := sql.Open("sqlite", dsn)
-		if err != nil {
+	done := make(chan error, 1)
+	go func() {
+		done <- confine.Beneath(func() error {
+			db, err := sql.Open("sqlite", dsn)
+			if err != nil {
+				return err
+			}
+			db.SetMaxOpenConns(1)
+			err = fn(db)
+			if cerr := db.Close(); err == nil {
+				err = cerr
+			}
 			return err
-		}
-		db.SetMaxOpenConns(1)
-		err = fn(db)
-		if cerr := db.Close(); err == nil {
-			err = cerr
-		}
+		}, append([]int{dir.Fd()}, mine...)...)
+	}()
+	if err = wait(dir, base, done); errors.Is(err, errStuck) {
 		return err
-	}, append([]int{dir.Fd()}, mine...)...)
+	}
 	chownSidecars(sess)
 	if errors.Is(err, confine.ErrNoLandlock) {
 		return fmt.Errorf("%s left as it is: changing a session's database safely needs Landlock, and %w", dbRel, err)
 	}
 	return err
+}
+
+// checked, in tests, runs between the check of the files and SQLite's opens: where a session's process may swap
+// them.
+var checked func(dir *layout.Dir)
+
+// errStuck is an update left waiting on SQLite: a FIFO put in place of its journal after the check (SQLite opens it
+// by name, and an open of a FIFO waits for a writer), or a lock held past busy_timeout's wait.
+var errStuck = errors.New("SQLite did not finish")
+
+// stuckAfter bounds an update: past busy_timeout (10 s), a session's opencode holding its lock or not.
+var stuckAfter = 30 * time.Second
+
+// wait waits for an update's result, and gives up at once when a file beside the database stops being a regular
+// file (the update may be waiting on it for good), or after stuckAfter. An update given up on is left on its
+// thread, which ends with the process; it wrote nothing (SQLite writes the database only after its journal).
+func wait(dir *layout.Dir, base string, done <-chan error) error {
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(stuckAfter)
+	for {
+		select {
+		case err := <-done:
+			return err
+		case <-deadline:
+			return fmt.Errorf("%s left as it is: %w within %s", dbRel, errStuck, stuckAfter)
+		case <-tick.C:
+			for _, side := range sidecars {
+				if err := regular(dir, base+side); err != nil && !errors.Is(err, fs.ErrNotExist) {
+					return fmt.Errorf("%s left as it is: %w (%v)", dbRel, errStuck, err)
+				}
+			}
+		}
+	}
 }
 
 // regular checks that name in dir is a regular file, without following it.
