@@ -17,7 +17,8 @@ type target struct {
 	name string
 	root string // where the store's root is seen
 	stop func()
-	pid  int // the FUSE daemon's pid, if any
+	pid  int  // the FUSE daemon's pid, if any
+	mnt  bool // a sessionfs mount (its transcripts are reached through a view)
 }
 
 // sessionDir is where a session is seen through the target.
@@ -64,7 +65,7 @@ func startSessionfsLog(bin, store, mnt, logPath string, extra ...string) (*targe
 	}
 	for time.Since(start) < 30*time.Second {
 		if served(mnt) {
-			return &target{name: "sessionfs", root: mnt, stop: stop, pid: cmd.Process.Pid}, time.Since(start), nil
+			return &target{name: "sessionfs", root: mnt, stop: stop, pid: cmd.Process.Pid, mnt: true}, time.Since(start), nil
 		}
 		select {
 		case <-exited:

@@ -22,7 +22,7 @@ const viewAlias = "-home-user-proj"
 // transcriptDir is where a target's transcript workloads write.
 func transcriptDir(t *target) string {
 	name := "-session-workspace"
-	if t.name == "sessionfs" {
+	if t.mnt {
 		name = viewAlias
 	}
 	return filepath.Join(t.sessionDir(benchSession), ".claude", "projects", name)
