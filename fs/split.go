@@ -62,17 +62,32 @@ func Start(store *layout.Store, mountpoint string, opts Options, ready func()) (
 	if err != nil {
 		return nil, err
 	}
+	// The helper starts meanwhile: its fork and exec hold up only the thread that makes them. It binds nothing
+	// before it is told to begin, once the mount serves.
+	starting := make(chan startedHelper, 1)
+	go func() {
+		c, pid, err := startHelper(helperConfig{Store: store.Root, Mountpoint: mnt, MaxBinds: opts.MaxBinds, ReadOnly: opts.ReadOnly})
+		starting <- startedHelper{c, pid, err}
+	}()
+	abandon := func() { // the helper ends when its socket closes
+		if h := <-starting; h.client != nil {
+			h.client.Close()
+		}
+	}
 	tree, err := newTree(store, opts, watched)
 	if err != nil {
+		abandon()
 		return nil, err
 	}
 	// A plain descriptor, not an *os.File: go-fuse takes it over (a File's finalizer would close it under it).
 	dev, err := unix.Open("/dev/fuse", unix.O_RDWR|unix.O_CLOEXEC, 0)
 	if err != nil {
+		abandon()
 		tree.Close()
 		return nil, fmt.Errorf("open /dev/fuse: %w", err)
 	}
 	if err := mountDirect(store, mnt, opts, dev); err != nil {
+		abandon()
 		unix.Close(dev)
 		tree.Close()
 		return nil, mountError(mnt, err)
@@ -83,9 +98,10 @@ func Start(store *layout.Store, mountpoint string, opts Options, ready func()) (
 		tree.Close()
 		return nil, err
 	}
-	helper, helperPID, err := startHelper(helperConfig{Store: store.Root, Mountpoint: mnt, MaxBinds: opts.MaxBinds, ReadOnly: opts.ReadOnly})
-	if err != nil {
-		return fail(fmt.Errorf("start the privileged helper: %w", err))
+	h := <-starting
+	helper, helperPID := h.client, h.pid
+	if h.err != nil {
+		return fail(fmt.Errorf("start the privileged helper: %w", h.err))
 	}
 	var notify binds
 	if opts.MaxBinds > 0 {
@@ -142,6 +158,13 @@ func Start(store *layout.Store, mountpoint string, opts Options, ready func()) (
 	_ = syscall.Stat(mnt, &st) // the connection is named by the mount's device minor
 	return &Mount{Mountpoint: mnt, Store: store, server: server, watcher: wa, tree: tree, Shared: shared, Timeout: opts.Timeout,
 		Binding: opts.MaxBinds > 0, done: done, minor: unix.Minor(st.Dev), helper: helper, Confinement: report.String()}, nil
+}
+
+// startedHelper is startHelper's result.
+type startedHelper struct {
+	client *rpc.Client
+	pid    int
+	err    error
 }
 
 // startHelper starts the privileged helper with its end of a socket pair and returns a client of it and its pid.
