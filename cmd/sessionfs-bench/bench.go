@@ -89,6 +89,9 @@ func newBench(c config) (*bench, error) {
 		}
 	}
 	b.startup()
+	if c.startOnly {
+		return b, nil
+	}
 	native := &target{name: "native", root: b.store, stop: func() {}}
 	m, _, err := startSessionfs(c.sessionfs, b.store, filepath.Join(c.dir, "mnt-sessionfs"))
 	if err != nil {
@@ -258,6 +261,9 @@ func (b *bench) startupDaemon() {
 }
 
 func (b *bench) runAll() {
+	if b.c.startOnly {
+		return
+	}
 	if b.c.agentOnly {
 		b.agentWorkload()
 		return

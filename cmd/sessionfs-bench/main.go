@@ -24,6 +24,7 @@ type config struct {
 	agentOnly bool
 	csiOnly   bool
 	walkOnly  bool
+	startOnly bool
 	// unconfined adds a second store mounted with --confine off beside the confined one (root only): the
 	// confinement's cost, measured in the same run.
 	unconfined bool
@@ -46,6 +47,7 @@ func main() {
 	flag.BoolVar(&c.agentOnly, "agent-only", false, "run only the agent workload")
 	flag.BoolVar(&c.csiOnly, "csi-only", false, "run only the CSI plugin's publish and unpublish timing")
 	flag.BoolVar(&c.unconfined, "unconfined", true, "as root, also time a second store mounted with --confine off, beside the confined mount")
+	flag.BoolVar(&c.startOnly, "startup-only", false, "run only the start-up figures (mount and mount --daemon)")
 	flag.BoolVar(&c.walkOnly, "walk-only", false, "run only the walk of sessions (du, and the daemon's RSS after it)")
 	flag.StringVar(&c.only, "only", "", "run only the file-by-file workloads whose names match this regexp (e.g. 'create|stat')")
 	flag.StringVar(&c.jsonOut, "json", "bench.json", "where to write the figures as JSON")
