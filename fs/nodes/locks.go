@@ -81,13 +81,14 @@ func (t *lockTable) do(f fs.FileHandle, owner uint64, fn func(ofd int) syscall.E
 			return syscall.ENOLCK
 		}
 		// The same file, whatever its name is by now: not a path, which a session's process could swap
-		// meanwhile. Read and write whatever the caller's descriptor allows: the kernel checked it against the
-		// lock's type.
+		// meanwhile. Read and write if the daemon may (a normal user's daemon may not, on a read-only file), else
+		// one of the two: the kernel checked the caller's descriptor against the lock's type.
 		self := fmt.Sprintf("/proc/self/fd/%d", fd)
 		var err error
-		ofd, err = syscall.Open(self, syscall.O_RDWR|syscall.O_NONBLOCK|syscall.O_CLOEXEC|syscall.O_NOCTTY, 0)
-		if err != nil {
-			ofd, err = syscall.Open(self, syscall.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC|syscall.O_NOCTTY, 0)
+		for _, mode := range []int{syscall.O_RDWR, syscall.O_RDONLY, syscall.O_WRONLY} {
+			if ofd, err = syscall.Open(self, mode|syscall.O_NONBLOCK|syscall.O_CLOEXEC|syscall.O_NOCTTY, 0); err == nil {
+				break
+			}
 		}
 		if err != nil {
 			return fs.ToErrno(err)
