@@ -79,7 +79,12 @@ func update(sess *layout.Dir, mine []int, fn func(db *sql.DB) error) error {
 	if err != nil {
 		return err
 	}
-	defer dir.Close()
+	keep := false
+	defer func() {
+		if !keep {
+			dir.Close()
+		}
+	}()
 	base := path.Base(dbRel)
 	for _, name := range []string{base, base + "-wal", base + "-shm", base + "-journal"} {
 		if err := regular(dir, name); err != nil && (name == base || !errors.Is(err, fs.ErrNotExist)) {
@@ -91,6 +96,7 @@ func update(sess *layout.Dir, mine []int, fn func(db *sql.DB) error) error {
 	}
 	dsn := fmt.Sprintf("file:/proc/self/fd/%d/%s?mode=rw&_pragma=busy_timeout(10000)&_pragma=trusted_schema(0)&_pragma=temp_store(2)",
 		dir.Fd(), base)
+	beneath := append([]int{dir.Fd()}, mine...)
 	done := make(chan error, 1)
 	go func() {
 		done <- confine.Beneath(func() error {
@@ -104,9 +110,10 @@ func update(sess *layout.Dir, mine []int, fn func(db *sql.DB) error) error {
 				err = cerr
 			}
 			return err
-		}, append([]int{dir.Fd()}, mine...)...)
+		}, beneath...)
 	}()
 	if err = wait(dir, base, done); errors.Is(err, errStuck) {
+		keep = true // the update given up on may still open files through dsn's descriptor
 		return err
 	}
 	chownSidecars(sess)
