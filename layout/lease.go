@@ -137,7 +137,11 @@ func (l *Lease) Release() error {
 		return nil
 	}
 	_ = unix.Ftruncate(l.fd, 0)
-	err := unix.Close(l.fd) // closing the only descriptor releases the lock
+	// Unlocked before the close: on a FUSE filesystem (MooseFS's client, sessionfs) a close releases the lock
+	// only when the kernel's RELEASE is served, after close(2) has returned, and a runner on another host asking
+	// at once was refused (TestCSIOnePodPerSessionAcrossHosts). An unlock is answered before it returns.
+	_ = unix.Flock(l.fd, unix.LOCK_UN)
+	err := unix.Close(l.fd)
 	l.fd = -1
 	return err
 }

@@ -396,5 +396,8 @@ func (s *Store) lock(id string) (unlock func(), err error) {
 		unix.Close(fd)
 		return nil, err
 	}
-	return func() { unix.Close(fd) }, nil // closing the only descriptor releases the lock
+	return func() { // unlocked first: a close on a FUSE filesystem releases it only later (Lease.Release)
+		_ = unix.Flock(fd, unix.LOCK_UN)
+		unix.Close(fd)
+	}, nil
 }
