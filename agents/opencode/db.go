@@ -86,10 +86,11 @@ func update(sess *layout.Dir, mine []int, fn func(db *sql.DB) error) error {
 		}
 	}()
 	base := path.Base(dbRel)
-	for _, name := range []string{base, base + "-wal", base + "-shm", base + "-journal"} {
-		if err := regular(dir, name); err != nil && (name == base || !errors.Is(err, fs.ErrNotExist)) {
-			return err
-		}
+	if err := regular(dir, base); err != nil {
+		return err
+	}
+	if err := sidecarsRegular(dir, base); err != nil {
+		return err
 	}
 	if checked != nil {
 		checked(dir)
@@ -148,13 +149,21 @@ func wait(dir *layout.Dir, base string, done <-chan error) error {
 		case <-deadline:
 			return fmt.Errorf("%s left as it is: %w within %s", dbRel, errStuck, stuckAfter)
 		case <-tick.C:
-			for _, side := range sidecars {
-				if err := regular(dir, base+side); err != nil && !errors.Is(err, fs.ErrNotExist) {
-					return fmt.Errorf("%s left as it is: %w (%v)", dbRel, errStuck, err)
-				}
+			if err := sidecarsRegular(dir, base); err != nil {
+				return fmt.Errorf("%s left as it is: %w (%v)", dbRel, errStuck, err)
 			}
 		}
 	}
+}
+
+// sidecarsRegular checks that each file SQLite keeps beside the database base is a regular file, if it is there.
+func sidecarsRegular(dir *layout.Dir, base string) error {
+	for _, side := range sidecars {
+		if err := regular(dir, base+side); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
 }
 
 // regular checks that name in dir is a regular file, without following it.
