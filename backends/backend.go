@@ -47,12 +47,6 @@ type Backend interface {
 	Run(ctx context.Context, spec Spec) (exitCode int, err error)
 }
 
-// NativeDirs are the session's folders whose work is heavy (an agent's untar, git, builds, its own transcript
-// appends) and which need no view: backends that run on the mount bind them straight from the store, so that
-// work never reaches the FUSE daemon. Everything else (/session, .claude, every other cwd's transcript folder)
-// stays the mount's.
-var NativeDirs = []string{layout.WorkspaceDir, layout.AppDir, layout.MCPDir, layout.ProjectsDir + "/" + layout.CanonicalProject}
-
 // AgentEnv is the environment the spec's agent needs in a session a process sees at root ("/session" in a
 // container), before the user's own -e pairs. An unknown agent gets none (the CLI refuses it first).
 func (s Spec) AgentEnv(root string) []string {

@@ -13,7 +13,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/sessionfs/sessionfs/backends"
+	"github.com/sessionfs/sessionfs/bind"
 )
 
 // publish lays session id at target as `sessionfs run --backend docker` lays it at /session: the session's
@@ -34,8 +34,7 @@ func (d *Driver) publish(id, target string, ro bool) error {
 		return status.Errorf(codes.FailedPrecondition, "the sessionfs mount at %s: %v", d.Mountpoint, err)
 	}
 	defer unix.Close(root)
-	sfd, err := unix.Openat2(root, "sessions/"+id, &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
-		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_XDEV})
+	sfd, err := bind.OpenPlace(root, "sessions/"+id)
 	if err != nil {
 		return status.Errorf(codes.FailedPrecondition, "session %s on the mount %s: %v", id, d.Mountpoint, err)
 	}
@@ -52,31 +51,34 @@ func (d *Driver) publish(id, target string, ro bool) error {
 			unix.Close(fd)
 		}
 	}()
-	for _, rel := range backends.NativeDirs {
-		fd, err := sess.OpenAt(rel, unix.O_PATH|unix.O_DIRECTORY, 0)
+	for _, rel := range bind.RunDirs {
+		fd, err := bind.OpenFolder(sess.Fd(), rel)
 		if err != nil {
-			if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.EXDEV) {
+			if errors.Is(err, bind.ErrNotFolder) {
 				return status.Errorf(codes.FailedPrecondition, "session %s: %s is not a folder of the session (a symlink or a file): refusing to publish it", id, rel)
 			}
 			return status.Errorf(codes.FailedPrecondition, "session %s: %s: %v", id, rel, err)
 		}
 		srcs = append(srcs, fd)
 	}
-	top, err := attach(sfd, tfd, ro)
+	var flags bind.Flags
+	if ro {
+		flags = bind.ReadOnly
+	}
+	top, err := bind.Attach(sfd, tfd, flags)
 	if err != nil {
 		return status.Errorf(codes.Internal, "mount session %s at %s: %v", id, target, err)
 	}
-	defer unix.Close(top)
-	for i, rel := range backends.NativeDirs {
+	defer top.Close()
+	for i, rel := range bind.RunDirs {
 		// Beneath the session just mounted (top is its root), no symlink, no mount crossed.
-		dst, err := unix.Openat2(top, rel, &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
-			Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_XDEV})
+		dst, err := bind.OpenPlace(top.Fd(), rel)
 		if err == nil {
-			var m int
-			m, err = attach(srcs[i], dst, ro)
+			var m *bind.Mount
+			m, err = bind.Attach(srcs[i], dst, flags)
 			unix.Close(dst)
 			if err == nil {
-				unix.Close(m)
+				m.Close()
 			}
 		}
 		if err != nil {
@@ -85,27 +87,6 @@ func (d *Driver) publish(id, target string, ro bool) error {
 		}
 	}
 	return nil
-}
-
-// attach mounts a copy of the folder src onto the folder dst (both descriptors) and returns the new mount's root.
-func attach(src, dst int, ro bool) (int, error) {
-	tree, err := unix.OpenTree(src, "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH)
-	if err != nil {
-		return -1, err
-	}
-	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV, Propagation: unix.MS_PRIVATE}
-	if ro {
-		attr.Attr_set |= unix.MOUNT_ATTR_RDONLY
-	}
-	if err := unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH, &attr); err != nil {
-		unix.Close(tree)
-		return -1, err
-	}
-	if err := unix.MoveMount(tree, "", dst, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH); err != nil {
-		unix.Close(tree)
-		return -1, err
-	}
-	return tree, nil
 }
 
 // openTarget makes the target folder if need be (its parent is the orchestrator's) and opens it with no symlink
@@ -120,8 +101,7 @@ func openTarget(target string) (int, error) {
 	if err := unix.Mkdirat(pfd, name, 0o750); err != nil && !errors.Is(err, unix.EEXIST) {
 		return -1, status.Errorf(codes.Internal, "make %s: %v", target, err)
 	}
-	fd, err := unix.Openat2(pfd, name, &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
-		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_XDEV})
+	fd, err := bind.OpenPlace(pfd, name)
 	if err != nil {
 		return -1, status.Errorf(codes.InvalidArgument, "target %s is not a folder (a symlink, a file, or a mount already): %v", target, err)
 	}

@@ -21,7 +21,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
-	"github.com/sessionfs/sessionfs/backends"
+	"github.com/sessionfs/sessionfs/bind"
 	"github.com/sessionfs/sessionfs/e2e/apistub"
 )
 
@@ -140,8 +140,8 @@ func TestCSIPodResumesFromAnotherCwd(t *testing.T) {
 			assert.NoDirExists(t, target)
 			assert.Empty(t, mountsUnder(t, filepath.Dir(target)), "unpublish leaves nothing mounted")
 		}()
-		// The heavy folders are the store's own at native speed (backends.NativeDirs), the rest the mount's.
-		assert.Len(t, mountsUnder(t, filepath.Dir(target)), 1+len(backends.NativeDirs), "the session, and its heavy folders bound natively")
+		// The heavy folders are the store's own at native speed (bind.RunDirs), the rest the mount's.
+		assert.Len(t, mountsUnder(t, filepath.Dir(target)), 1+len(bind.RunDirs), "the session, and its heavy folders bound natively")
 		out, err := exec.Command("docker", append([]string{"run", "--rm", "--network", "host", "-v", target + ":/session",
 			"-v", real + ":/usr/local/bin/claude:ro", "-w", workdir, "-e", "HOME=/tmp", "-e", "CLAUDE_CONFIG_DIR=/session/.claude",
 			"-e", "ANTHROPIC_BASE_URL=" + api.URL, "-e", "ANTHROPIC_API_KEY=sk-ant-test", "-e", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",

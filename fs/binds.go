@@ -14,6 +14,7 @@ import (
 	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
 
+	"github.com/sessionfs/sessionfs/bind"
 	"github.com/sessionfs/sessionfs/layout"
 )
 
@@ -37,23 +38,18 @@ import (
 // as any other folder's: its entry stays valid while the store's folder is the same, and nothing beneath it
 // reaches FUSE.
 
-// BoundDirs are the folders of a session bound over the mount. The workspace is bound always; app and mcps only
-// once they hold something (lazyDirs): most sessions' are empty, nothing in an empty folder is faster for a
-// bind, and every mount costs every container start on the machine (README, Performance).
-var BoundDirs = []string{layout.WorkspaceDir, layout.AppDir, layout.MCPDir}
-
-// lazyDirs are the BoundDirs bound only once they hold something.
-var lazyDirs = []string{layout.AppDir, layout.MCPDir}
+// BoundDirs are the folders of a session bound over the mount (bind.MountDirs: app and mcps once they hold
+// something).
+var BoundDirs = bind.MountDirs
 
 // DefaultMaxBinds is how many sessions are bound at once by default: Docker and systemd read the whole mount
 // table at every container start and every mount event, so each bound session (one to three mounts) costs every
 // container start a little (README, Performance); the sessions in use at once are far fewer.
 const DefaultMaxBinds = 256
 
-// bind is one folder bound over the mount.
-type bind struct {
-	fd       int    // the bind's root (open_tree's descriptor, or one opened through it)
-	mntID    uint64 // the bind's mount id
+// bound is one folder bound over the mount.
+type bound struct {
+	*bind.Mount
 	dev, ino uint64 // the store folder it shows
 }
 
@@ -66,9 +62,9 @@ type binder struct {
 	lastUsed   func(ids []string) map[string]int64 // unix nanoseconds; 0 if never
 
 	mu       sync.Mutex
-	bound    map[string]map[string]*bind // id -> folder -> bind
-	removing map[string]int              // sessions being removed: nothing is bound there
-	removals map[string]int              // removals of each session so far (release puts back nothing removed meanwhile)
+	bound    map[string]map[string]*bound // id -> folder -> bind
+	removing map[string]int               // sessions being removed: nothing is bound there
+	removals map[string]int               // removals of each session so far (release puts back nothing removed meanwhile)
 	queued   map[string]bool
 	retries  map[string]int // sessions whose folders the mount did not show yet (a mkdir in flight)
 	// prefetch: queued sessions bound only while there is room (the recently active ones at start): they never
@@ -90,7 +86,7 @@ type binder struct {
 
 func newBinder(mountpoint string, sessions *layout.Dir, max int, readOnly bool, lastUsed func([]string) map[string]int64) *binder {
 	b := &binder{mountpoint: mountpoint, sessions: sessions, max: max, readOnly: readOnly, lastUsed: lastUsed,
-		bound: map[string]map[string]*bind{}, removing: map[string]int{}, removals: map[string]int{}, queued: map[string]bool{}, retries: map[string]int{}, prefetch: map[string]bool{},
+		bound: map[string]map[string]*bound{}, removing: map[string]int{}, removals: map[string]int{}, queued: map[string]bool{}, retries: map[string]int{}, prefetch: map[string]bool{},
 		wake: make(chan struct{}, 1), done: make(chan struct{}), stopped: make(chan struct{}),
 		tid: make(chan int, 1), begin: make(chan struct{})}
 	go b.loop()
@@ -253,7 +249,7 @@ func (b *binder) refresh(id string) {
 		cur := b.bound[id][dir]
 		b.mu.Unlock()
 		if cur != nil {
-			if err == nil && cur.dev == st.Dev && cur.ino == st.Ino && attached(root, rel, cur.mntID) {
+			if err == nil && cur.dev == st.Dev && cur.ino == st.Ino && cur.At(root, "sessions/"+rel) {
 				unix.Close(src)
 				continue
 			}
@@ -264,7 +260,7 @@ func (b *binder) refresh(id string) {
 		if err != nil {
 			continue // gone, a symlink, a FIFO: nothing is bound
 		}
-		if slices.Contains(lazyDirs, dir) && isEmpty(src) {
+		if bind.Lazy(dir) && isEmpty(src) {
 			unix.Close(src)
 			continue // bound once something is made in it (the watcher's event)
 		}
@@ -294,32 +290,19 @@ func (b *binder) refresh(id string) {
 
 // make binds the store folder src (session id's dir, described by st) over the mount's own folder.
 func (b *binder) make(root int, id, dir string, src int, st *unix.Stat_t) error {
-	// The mount's folder: beneath its root, no symlink, no mount crossed (something mounted there already is
-	// EXDEV), so the bind lands on this mount's folder of this session and nowhere else.
-	target, err := unix.Openat2(root, "sessions/"+id+"/"+dir, &unix.OpenHow{
-		Flags:   unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
-		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_XDEV})
+	// The mount's folder, beneath its root: something mounted there already is EXDEV, so the bind lands on this
+	// mount's folder of this session and nowhere else.
+	target, err := bind.OpenPlace(root, "sessions/"+id+"/"+dir)
 	if err != nil {
 		return err
 	}
 	defer unix.Close(target)
-	// Recursive, as the mount's FUSE view was: a filesystem mounted inside the store's folder shows inside the
-	// bind too (the host's root mounted it; a session's processes cannot).
-	tree, err := unix.OpenTree(src, "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH|unix.AT_RECURSIVE)
-	if err != nil {
-		return err
-	}
-	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV, Propagation: unix.MS_PRIVATE}
+	flags := bind.Recursive
 	if b.readOnly {
-		attr.Attr_set |= unix.MOUNT_ATTR_RDONLY
+		flags |= bind.ReadOnly
 	}
-	if err := unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &attr); err != nil {
-		unix.Close(tree)
-		return err
-	}
-	var stx unix.Statx_t
-	if err := unix.Statx(tree, "", unix.AT_EMPTY_PATH, unix.STATX_MNT_ID, &stx); err != nil {
-		unix.Close(tree)
+	tree, err := bind.Clone(src, flags)
+	if err != nil {
 		return err
 	}
 	b.mu.Lock()
@@ -328,17 +311,17 @@ func (b *binder) make(root int, id, dir string, src int, st *unix.Stat_t) error 
 	// session's (not moved to the trash since it was opened), and no removal is under way.
 	now, err := b.sessions.Lstat(id + "/" + dir)
 	if b.closed || b.removing[id] > 0 || err != nil || now.Dev != st.Dev || now.Ino != st.Ino || b.bound[id][dir] != nil {
-		unix.Close(tree)
+		tree.Close()
 		return nil
 	}
-	if err := unix.MoveMount(tree, "", target, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH); err != nil {
-		unix.Close(tree)
+	m, err := tree.AttachTo(target)
+	if err != nil {
 		return err
 	}
 	if b.bound[id] == nil {
-		b.bound[id] = map[string]*bind{}
+		b.bound[id] = map[string]*bound{}
 	}
-	b.bound[id][dir] = &bind{fd: tree, mntID: stx.Mnt_id, dev: st.Dev, ino: st.Ino}
+	b.bound[id][dir] = &bound{Mount: m, dev: st.Dev, ino: st.Ino}
 	return nil
 }
 
@@ -360,18 +343,6 @@ func isEmpty(fd int) bool {
 	}
 }
 
-// attached reports whether the mount's folder rel (beneath its sessions folder) shows the mount mntID.
-func attached(root int, rel string, mntID uint64) bool {
-	fd, err := unix.Openat2(root, "sessions/"+rel, &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
-		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS})
-	if err != nil {
-		return false
-	}
-	defer unix.Close(fd)
-	var stx unix.Statx_t
-	return unix.Statx(fd, "", unix.AT_EMPTY_PATH, unix.STATX_MNT_ID, &stx) == nil && stx.Mnt_id == mntID
-}
-
 // drop detaches session id's bind of dir through its descriptor (lazily: a process inside keeps its folder) and
 // forgets it. b.mu is held.
 func (b *binder) drop(id, dir string) {
@@ -379,9 +350,7 @@ func (b *binder) drop(id, dir string) {
 	if cur == nil {
 		return
 	}
-	// EINVAL: the kernel detached it already (its name was invalidated).
-	_ = unix.Unmount(fmt.Sprintf("/proc/self/fd/%d", cur.fd), unix.MNT_DETACH)
-	unix.Close(cur.fd)
+	_ = cur.Detach()
 	delete(b.bound[id], dir)
 	if len(b.bound[id]) == 0 {
 		delete(b.bound, id)
@@ -473,34 +442,32 @@ func (b *binder) newest() string {
 // limitRetry is how soon sessions kept past the limit because they were in use are tried again.
 const limitRetry = time.Second
 
-// release removes session id's binds unless one is in use; it reports whether they are gone. It walks the
-// mount's path (a plain unmount takes one), so it holds no lock meanwhile: the session's binds are taken out of
-// the table first, and what stays is put back.
+// release removes session id's binds unless one is in use; it reports whether they are gone. A plain unmount
+// waits on nothing here but the kernel's answer, yet it walks the mount's folder (through its descriptor, no
+// symlink), whose lookups the serving daemon answers: so it holds no lock meanwhile. The session's binds are taken
+// out of the table first, and what stays is put back.
 func (b *binder) release(id string) bool {
 	b.mu.Lock()
 	binds := b.bound[id]
 	delete(b.bound, id)
 	removals := b.removals[id]
 	b.mu.Unlock()
-	kept := map[string]*bind{}
-	for dir, cur := range binds {
-		// Our own descriptor would make the mount busy: closed first, taken again if the mount stays.
-		unix.Close(cur.fd)
-		p := SessionPath(b.mountpoint, id) + "/" + dir
-		if err := unix.Unmount(p, unix.UMOUNT_NOFOLLOW); !errors.Is(err, unix.EBUSY) {
-			continue
+	kept := map[string]*bound{}
+	if root, err := unix.Open(b.mountpoint, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err == nil {
+		parent, err := bind.OpenPlace(root, "sessions/"+id)
+		unix.Close(root)
+		for dir, cur := range binds {
+			if err != nil {
+				cur.Close() // the session's folder is gone from the mount: the kernel detached its binds
+				continue
+			}
+			if gone, _ := cur.Release(parent, dir); !gone {
+				kept[dir] = cur
+			}
 		}
-		fd, err := unix.Open(p, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		if err != nil {
-			continue
+		if err == nil {
+			unix.Close(parent)
 		}
-		var stx unix.Statx_t
-		if unix.Statx(fd, "", unix.AT_EMPTY_PATH, unix.STATX_MNT_ID, &stx) != nil || stx.Mnt_id != cur.mntID {
-			unix.Close(fd)
-			continue
-		}
-		cur.fd = fd
-		kept[dir] = cur
 	}
 	if len(kept) == 0 {
 		return true
@@ -508,7 +475,7 @@ func (b *binder) release(id string) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.bound[id] == nil {
-		b.bound[id] = map[string]*bind{}
+		b.bound[id] = map[string]*bound{}
 	}
 	for dir, cur := range kept {
 		b.bound[id][dir] = cur
@@ -549,28 +516,48 @@ func (b *binder) close() {
 // Binds lists the binds of sessions' folders over the mount at mnt, as the mount table shows them (the daemon's,
 // or those a killed daemon left).
 func Binds(mnt string) []string {
+	var out []string
+	for _, m := range listBinds(mnt) {
+		out = append(out, m.Mountpoint)
+	}
+	return out
+}
+
+// listBinds is Binds with the mount table's entries.
+func listBinds(mnt string) []*mountinfo.Info {
 	prefix := strings.TrimSuffix(mnt, "/") + "/sessions/"
 	mounts, err := mountinfo.GetMounts(mountinfo.PrefixFilter(strings.TrimSuffix(mnt, "/")))
 	if err != nil {
 		return nil
 	}
-	var out []string
+	var out []*mountinfo.Info
 	for _, m := range mounts {
 		rel, ok := strings.CutPrefix(m.Mountpoint, prefix)
 		if !ok {
 			continue
 		}
 		id, dir, _ := strings.Cut(rel, "/")
-		if layout.ValidateID(id) == nil && slices.Contains(BoundDirs, dir) {
-			out = append(out, m.Mountpoint)
+		if layout.ValidateID(id) == nil && bind.IsMountDir(dir) {
+			out = append(out, m)
 		}
 	}
 	return out
 }
 
-// DetachBinds detaches (lazily: a process inside keeps its folder) the binds over the mount at mnt.
+// DetachBinds detaches (lazily: a process inside keeps its folder) the binds over the mount at mnt: each through
+// the mount's own folder opened beneath its root (bind.DetachAt), never by a path the mount's daemon answers.
 func DetachBinds(mnt string) {
-	for _, p := range Binds(mnt) {
-		_ = unix.Unmount(p, unix.MNT_DETACH|unix.UMOUNT_NOFOLLOW)
+	binds := listBinds(mnt)
+	if len(binds) == 0 {
+		return
+	}
+	root, err := unix.Open(mnt, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	defer unix.Close(root)
+	prefix := strings.TrimSuffix(mnt, "/") + "/"
+	for _, m := range binds {
+		_ = bind.DetachAt(root, strings.TrimPrefix(m.Mountpoint, prefix), uint64(m.ID))
 	}
 }

@@ -4,13 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"net/rpc"
-	"slices"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/moby/sys/mountinfo"
 
+	"github.com/sessionfs/sessionfs/bind"
 	"github.com/sessionfs/sessionfs/layout"
 )
 
@@ -79,7 +79,7 @@ func (s *binderService) Want(ids []string, _ *struct{}) error {
 
 // WantFilled binds a lazy folder once it holds something (binder.wantFilled).
 func (s *binderService) WantFilled(idDir [2]string, _ *struct{}) error {
-	if !slices.Contains(lazyDirs, idDir[1]) {
+	if !bind.Lazy(idDir[1]) {
 		return fmt.Errorf("%q is not a folder bound once it holds something", idDir[1])
 	}
 	if s.b == nil {
@@ -144,13 +144,14 @@ func (s *binderService) Unmount(_ struct{}, _ *struct{}) error {
 	return err
 }
 
-// Detach detaches the binds and the mount lazily: it serves on until its last user leaves.
+// Detach detaches the binds and the mount lazily: it serves on until its last user leaves. The binds go through
+// their own descriptors (binder.close); a lazy unmount takes whatever else is mounted beneath the mount, so no
+// name is walked through the mount.
 func (s *binderService) Detach(_ struct{}, _ *struct{}) error {
 	s.connection() // noted while the mount table still shows it: Abort may follow
 	if s.b != nil {
 		s.b.close()
 	}
-	DetachBinds(s.mnt)
 	return syscall.Unmount(s.mnt, syscall.MNT_DETACH)
 }
 

@@ -275,15 +275,27 @@ func mountDirect(store *layout.Store, mnt string, opts Options, dev int) error {
 }
 
 // pollHack makes the kernel ask the serving process for POLL once, so that it learns POLL is not supported
-// (go-fuse's own mount does this; with a mount made here, the helper does).
+// (go-fuse's own mount does this; with a mount made here, the helper does). The helper trusts nothing the mount
+// answers: the name is opened beneath the mount's root with no symlink and no mount crossed, and a FIFO or a device
+// answered there neither blocks the open (O_NONBLOCK) nor becomes a terminal (O_NOCTTY); the mount is nodev.
 func pollHack(mnt string) {
-	fd, err := unix.Open(filepath.Join(mnt, ".go-fuse-epoll-hack"), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	root, err := unix.Open(mnt, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	fd, err := unix.Openat2(root, pollHackName, &unix.OpenHow{
+		Flags:   unix.O_RDONLY | unix.O_NONBLOCK | unix.O_NOCTTY | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_XDEV})
+	unix.Close(root)
 	if err != nil {
 		return
 	}
 	_, _ = unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN | unix.POLLPRI | unix.POLLOUT}}, 0)
 	unix.Close(fd)
 }
+
+// pollHackName is the name go-fuse answers for the POLL probe (its fuse/poll.go).
+const pollHackName = ".go-fuse-epoll-hack"
 
 // unmountConfined unmounts a confined mount through its helper: the binds, then the mount (retried a moment while
 // the kernel finishes releasing files); an error says it is busy.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 
+	"github.com/sessionfs/sessionfs/bind"
 	"github.com/sessionfs/sessionfs/fs/nodes"
 )
 
@@ -82,7 +83,7 @@ func (wa *watcher) rebind(p string) {
 	switch {
 	case !nested || (!inside && slices.Contains(BoundDirs, dir)):
 		wa.binder.want(id)
-	case inside && !strings.Contains(below, "/") && slices.Contains(lazyDirs, dir):
+	case inside && !strings.Contains(below, "/") && bind.Lazy(dir):
 		wa.binder.wantFilled(id, dir)
 	}
 }

@@ -24,6 +24,7 @@ import (
 
 	"github.com/sessionfs/sessionfs/agents/claude"
 	"github.com/sessionfs/sessionfs/backends"
+	"github.com/sessionfs/sessionfs/bind"
 	"github.com/sessionfs/sessionfs/layout"
 )
 
@@ -250,7 +251,7 @@ func (b *Backend) storeBinds(spec backends.Spec, sess *layout.Dir, st *stage) ([
 	strict := map[string]bool{layout.AppDir: b.opts.Strict, layout.MCPDir: b.opts.Strict}
 	ro := backends.ReadOnlyMount(spec.SessionDir) // a read-only mount's folders stay read-only through the binds
 	var out []mount.Mount
-	for _, rel := range backends.NativeDirs {
+	for _, rel := range bind.RunDirs {
 		if src == sess && !strict[rel] {
 			continue // already native: /session is the store folder
 		}

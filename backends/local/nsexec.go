@@ -6,18 +6,19 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
 
-	"github.com/sessionfs/sessionfs/backends"
+	"github.com/sessionfs/sessionfs/bind"
 	"github.com/sessionfs/sessionfs/confine"
 	"github.com/sessionfs/sessionfs/layout"
 )
 
 // A run on the mount sees the session at its mounted path, so every cwd's transcript folder is a view of the
 // canonical one. Its heavy work would then go through FUSE, several times slower than the disk. So the command
-// runs in a private mount namespace in which the store's own folders (backends.NativeDirs) are bound over the
+// runs in a private mount namespace in which the store's own folders (bind.RunDirs) are bound over the
 // mount's paths: the same paths, the store's speed. The binds are made by a helper, the sessionfs binary itself
 // started with HelperArg in the new namespace, which then execs the command: as root the namespace is a plain
 // private one; as anyone else it is owned by a new user namespace that maps the user to itself (the command
@@ -96,14 +97,23 @@ func helper(args []string) error {
 	if err != nil {
 		return fmt.Errorf("session %s: %w", id, err)
 	}
-	ro := backends.ReadOnlyMount(mounted)
-	for _, rel := range backends.NativeDirs {
-		if err := bindOver(sess, rel, filepath.Join(mounted, rel), ro); err != nil {
+	onMount, err := openMounted(mounted, id)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(onMount)
+	var flags bind.Flags
+	var fs unix.Statfs_t
+	if err := unix.Fstatfs(onMount, &fs); err == nil && fs.Flags&unix.ST_RDONLY != 0 {
+		flags |= bind.ReadOnly // a read-only mount's folders stay read-only through the binds
+	}
+	for _, rel := range bind.RunDirs {
+		if err := bindOver(sess, onMount, rel, flags); err != nil {
 			return err
 		}
 	}
-	// The cwd was the mount's folder; taken again, it is the bind laid over it.
-	if err := os.Chdir(cwd); err != nil {
+	// The cwd was the mount's folder; taken again beneath the session, with no symlink, it is the bind laid over it.
+	if err := chdirBeneath(onMount, mounted, cwd); err != nil {
 		return err
 	}
 	// Landlock last: it refuses the binds.
@@ -140,25 +150,67 @@ func landlocked(args []string) error {
 	return nil
 }
 
-// bindOver binds rel, a folder beneath the store's session folder reached with no symlink, over target
-// (read-only if ro).
-func bindOver(sess *layout.Dir, rel, target string, ro bool) error {
-	fd, err := sess.OpenAt(rel, unix.O_PATH|unix.O_DIRECTORY, 0)
+// openMounted opens the session's folder on the mount, mounted (<mnt>/sessions/<id>), beneath the mount's root
+// with no symlink and no mount crossed: the mountpoint is the user's, what lies beneath it the session's.
+func openMounted(mounted, id string) (int, error) {
+	mnt := filepath.Dir(filepath.Dir(mounted))
+	if filepath.Join(mnt, "sessions", id) != filepath.Clean(mounted) {
+		return -1, fmt.Errorf("internal: %s is not session %s of a mount", mounted, id)
+	}
+	root, err := unix.Open(mnt, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.EXDEV) {
+		return -1, fmt.Errorf("the mount %s: %w", mnt, err)
+	}
+	defer unix.Close(root)
+	fd, err := bind.OpenPlace(root, "sessions/"+id)
+	if err != nil {
+		return -1, fmt.Errorf("session %s on the mount %s: %w", id, mnt, err)
+	}
+	return fd, nil
+}
+
+// bindOver binds the store's folder rel of the session (sess) over the mount's folder rel of it (beneath onMount),
+// both opened with no symlink and no mount crossed (package bind). A folder the mount's daemon bound there already
+// (the same store folder) is left as it is.
+func bindOver(sess *layout.Dir, onMount int, rel string, flags bind.Flags) error {
+	src, err := bind.OpenFolder(sess.Fd(), rel)
+	if err != nil {
+		if errors.Is(err, bind.ErrNotFolder) {
 			return fmt.Errorf("%s/%s is not a folder of the session (a symlink or a file): refusing to run with it", sess.Name(), rel)
 		}
 		return fmt.Errorf("%s/%s: %w", sess.Name(), rel, err)
 	}
-	defer unix.Close(fd)
-	if err := unix.Mount(fmt.Sprintf("/proc/self/fd/%d", fd), target, "", unix.MS_BIND, ""); err != nil {
-		return fmt.Errorf("bind %s/%s over %s: %w", sess.Name(), rel, target, err)
+	defer unix.Close(src)
+	dst, err := bind.OpenPlace(onMount, rel)
+	if errors.Is(err, unix.EXDEV) && bind.Shows(onMount, rel, src) {
+		return nil // the daemon's bind of this very folder: native already
 	}
-	if ro {
-		// mount_setattr changes only this flag (a remount would have to repeat the locked ones).
-		if err := unix.MountSetattr(unix.AT_FDCWD, target, 0, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}); err != nil {
-			return fmt.Errorf("make %s read-only (the mount is): %w", target, err)
-		}
+	if err != nil {
+		return fmt.Errorf("the mount's %s of session %s is not a folder of it (a symlink, a file or a foreign mount): refusing to run with it: %w", rel, filepath.Base(sess.Name()), err)
+	}
+	defer unix.Close(dst)
+	m, err := bind.Attach(src, dst, flags)
+	if err != nil {
+		return fmt.Errorf("bind %s/%s over the mount: %w", sess.Name(), rel, err)
+	}
+	m.Close()
+	return nil
+}
+
+// chdirBeneath moves into cwd, a folder beneath the session's folder on the mount (mounted, open at onMount),
+// reached beneath it with no symlink: a name the session swapped for a link is refused, never followed.
+func chdirBeneath(onMount int, mounted, cwd string) error {
+	rel, err := filepath.Rel(mounted, cwd)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		return fmt.Errorf("working directory %s: outside the session", cwd)
+	}
+	fd, err := layout.OpenBeneath(onMount, rel, unix.O_PATH|unix.O_DIRECTORY, 0)
+	if err != nil {
+		return fmt.Errorf("working directory %s: %w", cwd, err)
+	}
+	defer unix.Close(fd)
+	if err := unix.Fchdir(fd); err != nil {
+		return fmt.Errorf("working directory %s: %w", cwd, err)
 	}
 	return nil
 }
