@@ -2,150 +2,156 @@ package nodes
 
 import (
 	"context"
-	"fmt"
+	"math/rand/v2"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
-	"golang.org/x/sys/unix"
 )
 
 // File locks are taken on the store's files, not kept in the kernel's FUSE inode: a session is served through
 // FUSE until it is bound, and through the bind after, and a lock taken one way must stop one taken the other way
 // (or through the store, by the CLI merging an agent's database, or by a container given the store's folder).
 //
-// flock(2) locks belong to an open file: each is taken on the request's own file, with flock. POSIX (fcntl)
-// locks belong to a process: the kernel names it (the lock owner), and each owner gets a file of its own on the
-// store's file, reopened through /proc/self/fd, on which its locks are taken as OFD locks. So two descriptors of
-// one process share their locks, as POSIX has it, and two processes conflict. An owner's locks go when a file it
-// locked through is released (closed by the last of its descriptors), as POSIX drops them at a close.
+// flock(2) locks belong to an open file: each is taken on the request's own file, with flock (locks_flock.go,
+// where an exclusive lock asked through a read-only descriptor is made shared). POSIX (fcntl) locks belong to a
+// process: the kernel names it (the lock owner), and each owner gets a file of its own on the store's file,
+// reopened through /proc/self/fd, on which its locks are taken as OFD locks (locks_posix.go). So two descriptors
+// of one process share their locks, as POSIX has it, and two processes conflict. An owner's locks go when a file
+// it locked through is released (closed by the last of its descriptors), as POSIX drops them at a close; its
+// file is closed as soon as it holds no lock.
 //
 // A blocking request (F_SETLKW, flock without LOCK_NB) is retried without holding a thread of the daemon: a
-// session's processes waiting on many locks must not use up the threads every other request needs. A signal to
-// the waiter interrupts it (FUSE_INTERRUPT ends the wait with EINTR).
+// session's processes waiting on many locks must not use up the threads every other request needs. The tries
+// back off to about a second, and a session (a uid) has only so many waiting at once (locks_shares.go). A signal
+// to the waiter interrupts it (FUSE_INTERRUPT ends the wait with EINTR).
 
-// maxOwnersPerFile and maxOwnerFiles bound the files the daemon opens for owners: a session's processes could
-// otherwise make it open a file for each of thousands of forks that share one descriptor.
 const (
+	// maxOwnersPerFile bounds the owners' files of one store file: a session's processes could otherwise make
+	// the daemon open a file for each of thousands of forks that share one descriptor.
 	maxOwnersPerFile = 64
-	maxOwnerFiles    = 8192
+	// firstLockWait and lockWait are the first and the longest pause between two tries of a blocking lock.
+	firstLockWait = time.Millisecond
+	lockWait      = time.Second
 )
-
-// lockWait is the longest pause between two tries of a blocking lock.
-const lockWait = 20 * time.Millisecond
 
 // inodeKey names a store file.
 type inodeKey struct{ dev, ino uint64 }
 
-// lockTable holds the owners' files.
+// lockTable holds the owners' files and the flocks taken through the mount. One mutex guards it all, and
+// Release holds it while it closes a file: neither a request's descriptor nor an owner's is closed (and its
+// number given to another file) while a lock is taken on it.
 type lockTable struct {
 	mu     sync.Mutex
-	owners map[inodeKey]map[uint64]int // the file -> lock owner -> the owner's descriptor of it
-	used   map[fs.FileHandle][]owned   // a request's file -> the owners that locked through it
-	files  int                         // descriptors held for owners
+	owners map[inodeKey]map[uint64]*ownerFile // the file -> lock owner -> the owner's descriptor of it
+	used   map[fs.FileHandle]map[owned]bool   // a request's file -> the owners holding locks taken through it
+	// flocked: a request's file -> the store file it holds a flock on; readers: the flocks of read-only
+	// descriptors on each store file (exclusive or not), which only this table keeps apart (locks_flock.go).
+	flocked map[fs.FileHandle]inodeKey
+	readers map[inodeKey]map[fs.FileHandle]bool
+	files   shares // owners' descriptors
+	waiters shares // blocking requests waiting
 }
 
-type owned struct {
-	key   inodeKey
-	owner uint64
+// init makes the maps and sets the limits left unset (t.mu held).
+func (t *lockTable) init() {
+	if t.owners != nil {
+		return
+	}
+	t.owners, t.used = map[inodeKey]map[uint64]*ownerFile{}, map[fs.FileHandle]map[owned]bool{}
+	t.flocked, t.readers = map[fs.FileHandle]inodeKey{}, map[inodeKey]map[fs.FileHandle]bool{}
+	if t.files.limits == (shareLimits{}) {
+		t.files.limits = ownerFileLimits
+	}
+	if t.waiters.limits == (shareLimits{}) {
+		t.waiters.limits = waiterLimits
+	}
 }
 
-// do runs fn with owner's descriptor of the store file behind f, made on its first lock through f. It holds
-// t.mu throughout, as Release does while it closes f: neither f's descriptor nor the owner's is closed (and its
-// number given to another file) under fn.
-func (t *lockTable) do(f fs.FileHandle, owner uint64, fn func(ofd int) syscall.Errno) syscall.Errno {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+// file is the request's descriptor of the store file behind f and that file's identity (t.mu held).
+func (t *lockTable) file(f fs.FileHandle) (int, inodeKey, syscall.Errno) {
+	t.init()
 	p, ok := f.(fs.FilePassthroughFder)
 	if !ok {
-		return syscall.ENOLCK
+		return -1, inodeKey{}, syscall.ENOLCK
 	}
 	fd, ok := p.PassthroughFd()
 	if !ok {
-		return syscall.EBADF // released meanwhile
+		return -1, inodeKey{}, syscall.EBADF // released meanwhile
 	}
 	var st syscall.Stat_t
 	if err := syscall.Fstat(fd, &st); err != nil {
-		return fs.ToErrno(err)
+		return -1, inodeKey{}, fs.ToErrno(err)
 	}
-	key := inodeKey{st.Dev, st.Ino}
-	if t.owners == nil {
-		t.owners, t.used = map[inodeKey]map[uint64]int{}, map[fs.FileHandle][]owned{}
-	}
-	byOwner := t.owners[key]
-	ofd, ok := byOwner[owner]
-	if !ok {
-		if len(byOwner) >= maxOwnersPerFile || t.files >= maxOwnerFiles {
-			return syscall.ENOLCK
-		}
-		// The same file, whatever its name is by now: not a path, which a session's process could swap
-		// meanwhile. Read and write if the daemon may (a normal user's daemon may not, on a read-only file), else
-		// one of the two: the kernel checked the caller's descriptor against the lock's type.
-		self := fmt.Sprintf("/proc/self/fd/%d", fd)
-		var err error
-		for _, mode := range []int{syscall.O_RDWR, syscall.O_RDONLY, syscall.O_WRONLY} {
-			if ofd, err = syscall.Open(self, mode|syscall.O_NONBLOCK|syscall.O_CLOEXEC|syscall.O_NOCTTY, 0); err == nil {
-				break
-			}
-		}
-		if err != nil {
-			return fs.ToErrno(err)
-		}
-		if byOwner == nil {
-			byOwner = map[uint64]int{}
-			t.owners[key] = byOwner
-		}
-		byOwner[owner] = ofd
-		t.files++
-	}
-	t.note(f, key, owner)
-	return fn(ofd)
+	return fd, inodeKey{st.Dev, st.Ino}, 0
 }
 
-// note records that owner locked through f (t.mu held).
-func (t *lockTable) note(f fs.FileHandle, key inodeKey, owner uint64) {
-	for _, o := range t.used[f] {
-		if o == (owned{key, owner}) {
-			return
-		}
-	}
-	t.used[f] = append(t.used[f], owned{key, owner})
-}
-
-// release drops the locks of every owner that locked through f (their descriptors are closed), then f.
+// release drops the locks of every owner that holds locks taken through f (their descriptors are closed) and
+// f's flock, then closes f.
 func (t *lockTable) release(ctx context.Context, f fs.FileHandle) syscall.Errno {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for _, o := range t.used[f] {
-		byOwner := t.owners[o.key]
-		if ofd, ok := byOwner[o.owner]; ok {
-			syscall.Close(ofd)
-			t.files--
-			delete(byOwner, o.owner)
-			if len(byOwner) == 0 {
-				delete(t.owners, o.key)
-			}
+	t.init()
+	for o := range t.used[f] {
+		if of := t.owners[o.key][o.owner]; of != nil {
+			t.closeOwner(o.key, o.owner, of)
 		}
 	}
 	delete(t.used, f)
+	t.releaseFlock(f)
 	if r, ok := f.(fs.FileReleaser); ok {
 		return r.Release(ctx)
 	}
 	return 0
 }
 
+// busy reports whether errno says the lock is held by another.
+func busy(errno syscall.Errno) bool {
+	return errno == syscall.EAGAIN || errno == syscall.EACCES || errno == syscall.EWOULDBLOCK
+}
+
+// wait retries try until it no longer finds the lock busy, pausing longer each time up to lockWait; ctx ends it
+// (the caller was interrupted). p's share of waiters bounds how many wait at once.
+func (t *lockTable) wait(ctx context.Context, p payer, try func() syscall.Errno) syscall.Errno {
+	t.mu.Lock()
+	t.init()
+	admitted := t.waiters.take(p)
+	t.mu.Unlock()
+	if !admitted {
+		return syscall.ENOLCK
+	}
+	defer func() {
+		t.mu.Lock()
+		t.waiters.give(p)
+		t.mu.Unlock()
+	}()
+	pause := firstLockWait
+	timer := time.NewTimer(jittered(pause))
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return syscall.EINTR
+		case <-timer.C:
+		}
+		if errno := try(); !busy(errno) {
+			return errno
+		}
+		pause = min(2*pause, lockWait)
+		timer.Reset(jittered(pause))
+	}
+}
+
+// jittered is d less up to a quarter, so waiters that started together do not all wake together.
+func jittered(d time.Duration) time.Duration {
+	return d - rand.N(d/4+1)
+}
+
 // Getlk reports a lock that would stop lk: another process's, through the mount or not.
 func (n *Node) Getlk(ctx context.Context, f fs.FileHandle, owner uint64, lk *fuse.FileLock, flags uint32, out *fuse.FileLock) syscall.Errno {
-	return n.tree.locks.do(f, owner, func(ofd int) syscall.Errno {
-		var flk syscall.Flock_t
-		lk.ToFlockT(&flk)
-		flk.Pid = 0 // OFD requests want 0
-		errno := fs.ToErrno(syscall.FcntlFlock(uintptr(ofd), unix.F_OFD_GETLK, &flk))
-		out.FromFlockT(&flk)
-		return errno
-	})
+	return n.tree.locks.getPosix(f, owner, lk, out)
 }
 
 // Setlk takes or releases lk without waiting.
@@ -159,35 +165,16 @@ func (n *Node) Setlkw(ctx context.Context, f fs.FileHandle, owner uint64, lk *fu
 }
 
 func (n *Node) setlk(ctx context.Context, f fs.FileHandle, owner uint64, lk *fuse.FileLock, flags uint32, wait bool) syscall.Errno {
-	try := func() syscall.Errno {
-		var flk syscall.Flock_t
-		lk.ToFlockT(&flk)
-		flk.Pid = 0
-		return n.tree.locks.do(f, owner, func(ofd int) syscall.Errno {
-			return fs.ToErrno(syscall.FcntlFlock(uintptr(ofd), unix.F_OFD_SETLK, &flk))
-		})
-	}
+	p := payerOf(ctx, n.id)
+	try := func() syscall.Errno { return n.tree.locks.setPosix(f, owner, p, lk) }
 	if flags&fuse.FUSE_LK_FLOCK != 0 {
-		// The file's own lock, taken on its descriptor, which go-fuse keeps open while it is used.
-		l, ok := f.(fs.FileSetlker)
-		if !ok {
-			return syscall.ENOLCK
-		}
-		try = func() syscall.Errno { return l.Setlk(ctx, owner, lk, fuse.FUSE_LK_FLOCK) }
+		try = func() syscall.Errno { return n.tree.locks.flock(f, lk, n.tree.ReadOnly) }
 	}
-	pause := time.Millisecond
-	for {
-		errno := try()
-		if !wait || (errno != syscall.EAGAIN && errno != syscall.EACCES && errno != syscall.EWOULDBLOCK) {
-			return errno
-		}
-		select {
-		case <-ctx.Done():
-			return syscall.EINTR
-		case <-time.After(pause):
-		}
-		pause = min(2*pause, lockWait)
+	errno := try()
+	if !wait || !busy(errno) {
+		return errno
 	}
+	return n.tree.locks.wait(ctx, p, try)
 }
 
 // Release drops the locks taken through f, then closes it.

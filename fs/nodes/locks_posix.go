@@ -1,0 +1,134 @@
+package nodes
+
+import (
+	"fmt"
+	"syscall"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
+)
+
+// ownerFile is a POSIX lock owner's descriptor of one store file, on which its locks are OFD locks.
+type ownerFile struct {
+	fd    int
+	held  byteRanges             // what the owner holds locked: the descriptor is closed once it is empty
+	payer payer                  // whose share the descriptor is counted in
+	via   map[fs.FileHandle]bool // the request files its locks were taken through (their release drops them)
+}
+
+// owned names an owner's locks on one store file.
+type owned struct {
+	key   inodeKey
+	owner uint64
+}
+
+// setPosix takes or releases lk for owner on the store file behind f, without waiting. The owner's descriptor is
+// opened (charged to p) for its first lock and closed once it holds none, so an owner that holds nothing costs
+// the daemon nothing, whether it unlocked, was refused, or never got the lock.
+func (t *lockTable) setPosix(f fs.FileHandle, owner uint64, p payer, lk *fuse.FileLock) syscall.Errno {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	fd, key, errno := t.file(f)
+	if errno != 0 {
+		return errno
+	}
+	of := t.owners[key][owner]
+	if of == nil {
+		if lk.Typ == syscall.F_UNLCK {
+			return 0 // it holds nothing here
+		}
+		if of, errno = t.openOwner(fd, key, owner, p); errno != 0 {
+			return errno
+		}
+	}
+	var flk syscall.Flock_t
+	lk.ToFlockT(&flk)
+	flk.Pid = 0 // OFD requests want 0
+	errno = fs.ToErrno(syscall.FcntlFlock(uintptr(of.fd), unix.F_OFD_SETLK, &flk))
+	if errno == 0 {
+		if lk.Typ == syscall.F_UNLCK {
+			of.held.remove(lk.Start, lk.End)
+		} else {
+			of.held.add(lk.Start, lk.End)
+			of.via[f] = true
+			if t.used[f] == nil {
+				t.used[f] = map[owned]bool{}
+			}
+			t.used[f][owned{key, owner}] = true
+		}
+	}
+	if of.held.empty() {
+		t.closeOwner(key, owner, of)
+	}
+	return errno
+}
+
+// getPosix reports in out a lock that would stop owner's lk: another owner's, through the mount or not.
+func (t *lockTable) getPosix(f fs.FileHandle, owner uint64, lk *fuse.FileLock, out *fuse.FileLock) syscall.Errno {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	fd, key, errno := t.file(f)
+	if errno != 0 {
+		return errno
+	}
+	// An owner that holds nothing here has no descriptor; the request's own does as well, since no OFD lock
+	// is ever taken on it.
+	if of := t.owners[key][owner]; of != nil {
+		fd = of.fd
+	}
+	var flk syscall.Flock_t
+	lk.ToFlockT(&flk)
+	flk.Pid = 0
+	errno = fs.ToErrno(syscall.FcntlFlock(uintptr(fd), unix.F_OFD_GETLK, &flk))
+	out.FromFlockT(&flk)
+	return errno
+}
+
+// openOwner opens owner's descriptor of the store file behind fd, within the per-file limit and p's share
+// (t.mu held).
+func (t *lockTable) openOwner(fd int, key inodeKey, owner uint64, p payer) (*ownerFile, syscall.Errno) {
+	byOwner := t.owners[key]
+	if len(byOwner) >= maxOwnersPerFile || !t.files.take(p) {
+		return nil, syscall.ENOLCK
+	}
+	// The same file, whatever its name is by now: not a path, which a session's process could swap
+	// meanwhile. Read and write if the daemon may (a normal user's daemon may not, on a read-only file), else
+	// one of the two: the kernel checked the caller's descriptor against the lock's type.
+	self := fmt.Sprintf("/proc/self/fd/%d", fd)
+	var ofd int
+	var err error
+	for _, mode := range []int{syscall.O_RDWR, syscall.O_RDONLY, syscall.O_WRONLY} {
+		if ofd, err = syscall.Open(self, mode|syscall.O_NONBLOCK|syscall.O_CLOEXEC|syscall.O_NOCTTY, 0); err == nil {
+			break
+		}
+	}
+	if err != nil {
+		t.files.give(p)
+		return nil, fs.ToErrno(err)
+	}
+	if byOwner == nil {
+		byOwner = map[uint64]*ownerFile{}
+		t.owners[key] = byOwner
+	}
+	of := &ownerFile{fd: ofd, payer: p, via: map[fs.FileHandle]bool{}}
+	byOwner[owner] = of
+	return of, 0
+}
+
+// closeOwner closes owner's descriptor, which drops its locks, and forgets it (t.mu held).
+func (t *lockTable) closeOwner(key inodeKey, owner uint64, of *ownerFile) {
+	syscall.Close(of.fd)
+	t.files.give(of.payer)
+	for f := range of.via {
+		delete(t.used[f], owned{key, owner})
+		if len(t.used[f]) == 0 {
+			delete(t.used, f)
+		}
+	}
+	byOwner := t.owners[key]
+	delete(byOwner, owner)
+	if len(byOwner) == 0 {
+		delete(t.owners, key)
+	}
+}

@@ -1,0 +1,60 @@
+package nodes
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func TestByteRangesTrackWhatIsHeld(t *testing.T) {
+	const eof = 1<<63 - 1 // FUSE's end of a lock to the end of the file
+	var r byteRanges
+	r.add(10, 19)
+	r.add(30, 39)
+	assert.Equal(t, byteRanges{{10, 19}, {30, 39}}, r)
+	r.add(20, 29)
+	assert.Equal(t, byteRanges{{10, 39}}, r, "adjacent ranges merge")
+	r.add(0, 4)
+	r.add(50, eof)
+	assert.Equal(t, byteRanges{{0, 4}, {10, 39}, {50, eof}}, r)
+	r.remove(15, 34)
+	assert.Equal(t, byteRanges{{0, 4}, {10, 14}, {35, 39}, {50, eof}}, r, "an unlock splits a range")
+	r.remove(60, eof)
+	assert.Equal(t, byteRanges{{0, 4}, {10, 14}, {35, 39}, {50, 59}}, r)
+	r.remove(5, 9)
+	assert.Len(t, r, 4, "freeing what is not held changes nothing")
+	r.add(3, 52)
+	assert.Equal(t, byteRanges{{0, 59}}, r)
+	r.remove(0, eof)
+	assert.True(t, r.empty())
+
+	r.add(^uint64(0), ^uint64(0))
+	r.add(0, 0)
+	assert.Equal(t, byteRanges{{0, 0}, {^uint64(0), ^uint64(0)}}, r, "no overflow at the ends")
+	r.remove(0, ^uint64(0))
+	assert.True(t, r.empty())
+	r.add(5, 4)
+	assert.True(t, r.empty(), "an empty range holds nothing")
+}
+
+// Each limit holds on its own: a session, a uid, the daemon.
+func TestSharesBoundSessionUIDAndDaemon(t *testing.T) {
+	s := shares{limits: shareLimits{session: 2, uid: 3, total: 5}}
+	a1, a2, b1, c9 := payer{"a", 1}, payer{"a2", 1}, payer{"b", 2}, payer{"c", 9}
+	assert.True(t, s.take(a1))
+	assert.True(t, s.take(a1))
+	assert.False(t, s.take(a1), "session a is full")
+	assert.True(t, s.take(a2), "uid 1 has room in another session")
+	assert.False(t, s.take(a2), "uid 1 is full")
+	assert.True(t, s.take(b1), "another session of another uid is not touched")
+	assert.True(t, s.take(b1))
+	assert.False(t, s.take(c9), "the daemon is full")
+	s.give(a1)
+	assert.True(t, s.take(c9))
+	for _, p := range []payer{a1, a2, b1, b1, c9} {
+		s.give(p)
+	}
+	assert.Zero(t, s.total)
+	assert.Empty(t, s.bySession)
+	assert.Empty(t, s.byUID)
+}
