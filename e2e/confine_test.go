@@ -139,22 +139,19 @@ func TestConfinedServerContainsASlip(t *testing.T) {
 	})
 }
 
-// servingPID is the pid of the process serving the confined mount at mnt.
+// servingPID is the pid of the process serving the mount at mnt: the one holding its FUSE connection.
 func servingPID(t *testing.T, mnt string) int {
 	t.Helper()
-	pid, ok := sfs.ServingPID(mnt)
-	require.True(t, ok, "no serving process for %s", mnt)
+	pid, err := sfs.ServingPID(mnt)
+	require.NoError(t, err, "the serving process of %s", mnt)
 	return pid
 }
 
-// serverPID is the process that serves the mount's FUSE requests: the confined child of a root mount, or the
-// daemon itself (a normal user's mount, --confine off).
+// serverPID is the process that serves the mount's FUSE requests (the daemon itself for every mount this harness
+// starts: it runs without a terminal, so it is not relayed).
 func (m *mounted) serverPID(t *testing.T) int {
 	t.Helper()
-	if pid, ok := sfs.ServingPID(m.mnt); ok {
-		return pid
-	}
-	return m.cmd.Process.Pid
+	return servingPID(t, m.mnt)
 }
 
 // helperPID is the privileged helper of the daemon pid: its child.

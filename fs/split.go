@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"syscall"
@@ -304,36 +303,4 @@ func (m *Mount) unmountConfined() error {
 		return fmt.Errorf("unmount %s: %v", m.Mountpoint, err)
 	}
 	return nil
-}
-
-// ServingPID finds the process serving the confined mount at mnt: the parent of its helper, found by its command
-// line.
-func ServingPID(mnt string) (int, bool) {
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		return 0, false
-	}
-	want := HelperArg + "\x00" + mnt + "\x00"
-	for _, e := range ents {
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil {
-			continue
-		}
-		if _, rest, ok := strings.Cut(string(b), "\x00"); !ok || rest != want {
-			continue
-		}
-		st, err := os.ReadFile(filepath.Join("/proc", e.Name(), "status"))
-		if err != nil {
-			continue
-		}
-		for _, l := range strings.Split(string(st), "\n") {
-			if v, ok := strings.CutPrefix(l, "PPid:"); ok {
-				var pid int
-				if _, err := fmt.Sscan(strings.TrimSpace(v), &pid); err == nil && pid > 1 {
-					return pid, true
-				}
-			}
-		}
-	}
-	return 0, false
 }

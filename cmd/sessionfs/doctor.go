@@ -228,14 +228,15 @@ func (a *app) checkMounts(s *layout.Store, add func(name, status, detail, fix st
 }
 
 // checkConfinement reports what confines the process serving the mount m: its seccomp mode and capabilities
-// (from /proc), and the kernel's Landlock.
+// (from /proc), and the kernel's Landlock. The process is the one the kernel shows holding the mount's FUSE
+// connection, not one found by its command line (which any user can choose).
 func checkConfinement(m *mountinfo.Info) (name, status, detail, fix string) {
 	if !strings.Contains(","+m.VFSOptions+",", ",user_id=0,") {
 		return "confine", "OK", "the mount at " + m.Mountpoint + " is a normal user's: its one process holds no privilege to confine", ""
 	}
-	pid, ok := sfs.ServingPID(m.Mountpoint)
-	if !ok {
-		return "confine", "WARN", "the root mount at " + m.Mountpoint + " is served unconfined, with every capability (mount --confine off)", "mount without --confine off"
+	pid, err := sfs.ServingPID(m.Mountpoint)
+	if err != nil {
+		return "confine", "WARN", "cannot tell which process serves the root mount at " + m.Mountpoint + ": " + err.Error(), ""
 	}
 	seccomp := "none"
 	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); err == nil {
@@ -250,11 +251,36 @@ func checkConfinement(m *mountinfo.Info) (name, status, detail, fix string) {
 		caps = "unknown (" + err.Error() + ")"
 	}
 	detail = fmt.Sprintf("serving process %d of %s: seccomp %s; capabilities %s", pid, m.Mountpoint, seccomp, strings.ToLower(caps))
+	if seccomp == "none" {
+		return "confine", "WARN", detail + ": served unconfined (mount --confine off)", "mount without --confine off"
+	}
+	if tty := terminalFDs(pid); tty != "" {
+		return "confine", "WARN", detail + "; its " + tty + " a terminal, which a slip in its code could type into",
+			"mount --daemon, or a foreground mount of this version (it serves from a copy whose output is relayed)"
+	}
 	if abi := confine.ABI(); abi > 0 {
 		return "confine", "OK", detail + fmt.Sprintf("; Landlock ABI %d (the store only)", abi), ""
 	}
 	return "confine", "WARN", detail + "; the kernel lacks Landlock, so nothing but the daemon's own code keeps it to the store",
 		"a kernel of 5.13 or later with landlock in its lsm= list"
+}
+
+// terminalFDs names which of pid's descriptors 0-2 are a terminal ("fd 1 is", "fds 1, 2 are"; "" for none).
+func terminalFDs(pid int) string {
+	var fds []string
+	for fd := 0; fd <= 2; fd++ {
+		target, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%d", pid, fd))
+		if err == nil && (strings.HasPrefix(target, "/dev/pts/") || strings.HasPrefix(target, "/dev/tty") || target == "/dev/console") {
+			fds = append(fds, strconv.Itoa(fd))
+		}
+	}
+	switch len(fds) {
+	case 0:
+		return ""
+	case 1:
+		return "fd " + fds[0] + " is"
+	}
+	return "fds " + strings.Join(fds, ", ") + " are"
 }
 
 func fileExists(p string) bool {

@@ -78,6 +78,10 @@ the unmount. "sessionfs doctor" shows the confinement in force.`,
 			if daemon {
 				return daemonize(cmd.OutOrStdout(), cmd.ErrOrStderr(), logPath, opts.Confine)
 			}
+			// A confined root mount never serves from a process that can reach a terminal (relay.go).
+			if os.Geteuid() == 0 && opts.Confine.Mode != confine.Off && os.Getenv(relayEnv) == "" && reachesTerminal() {
+				return relayMount()
+			}
 			s, err := a.createStore()
 			if err != nil {
 				return err
@@ -108,6 +112,12 @@ the unmount. "sessionfs doctor" shows the confinement in force.`,
 			// mount is up, instead of killing the daemon mid-way with the mount left behind.
 			sigs := make(chan os.Signal, 1)
 			signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+			watchRelay(func() {
+				select {
+				case sigs <- syscall.SIGTERM: // unmounted as on SIGTERM
+				default: // a signal is on its way already
+				}
+			})
 			// systemd is told before the confinement takes the socket away: the mount is made by then, and the
 			// kernel holds requests until they are served.
 			notify := func() {

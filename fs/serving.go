@@ -1,0 +1,103 @@
+package fs
+
+import (
+	"errors"
+	"fmt"
+	iofs "io/fs"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/moby/sys/mountinfo"
+)
+
+// ErrNoConnectionInfo: the kernel does not say which FUSE connection a /dev/fuse descriptor serves.
+var ErrNoConnectionInfo = errors.New("the kernel does not say which mount a /dev/fuse descriptor serves " +
+	"(its fdinfo shows fuse_connection from Linux 6.16)")
+
+// ServingPID finds the process that serves the mount at mnt from the kernel, not from anything a process says of
+// itself (any user can start a process with any command line): the process holding a /dev/fuse descriptor whose
+// connection (fuse_connection in the descriptor's /proc fdinfo: the connection's device number) is the mount's
+// device as the mount table gives it, so that the mount itself is not asked (a hung one answers nothing). Other
+// users' descriptors are readable by root only.
+func ServingPID(mnt string) (int, error) {
+	mounts, err := mountinfo.GetMounts(mountinfo.SingleEntryFilter(mnt))
+	if err != nil || len(mounts) == 0 {
+		return 0, fmt.Errorf("%s is not in the mount table", mnt)
+	}
+	want := kernelDev(uint32(mounts[0].Major), uint32(mounts[0].Minor))
+	procs, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, err
+	}
+	var holders []int
+	var unnamed, unreadable bool // a /dev/fuse descriptor without fuse_connection; a process whose fds are hidden
+	for _, p := range procs {
+		pid, err := strconv.Atoi(p.Name())
+		if err != nil {
+			continue
+		}
+		conns, err := fuseConnections(pid)
+		if errors.Is(err, iofs.ErrPermission) {
+			unreadable = true
+		}
+		for _, c := range conns {
+			switch {
+			case c < 0:
+				unnamed = true
+			case uint64(c) == want && !slices.Contains(holders, pid):
+				holders = append(holders, pid)
+			}
+		}
+	}
+	switch {
+	case len(holders) == 1:
+		return holders[0], nil
+	case len(holders) > 1:
+		return 0, fmt.Errorf("the connection of %s is held by several processes: %v", mnt, holders)
+	case unnamed:
+		return 0, ErrNoConnectionInfo
+	case unreadable:
+		return 0, fmt.Errorf("no process this user may inspect holds the connection of %s (run as root)", mnt)
+	}
+	return 0, fmt.Errorf("no process holds the connection of %s (its daemon is gone)", mnt)
+}
+
+// fuseConnections lists the connections of the /dev/fuse descriptors pid holds (-1: the kernel does not say).
+// Descriptors are told by their link's text alone: stat would follow one into a hung mount and wait with it.
+func fuseConnections(pid int) ([]int64, error) {
+	dir := fmt.Sprintf("/proc/%d/fd", pid)
+	fds, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []int64
+	for _, fd := range fds {
+		if target, err := os.Readlink(dir + "/" + fd.Name()); err != nil || target != "/dev/fuse" {
+			continue
+		}
+		info, err := os.ReadFile(fmt.Sprintf("/proc/%d/fdinfo/%s", pid, fd.Name()))
+		if err != nil {
+			continue // closed meanwhile
+		}
+		out = append(out, fuseConnection(string(info)))
+	}
+	return out, nil
+}
+
+// fuseConnection reads fuse_connection from a /dev/fuse descriptor's fdinfo (-1 when it is not there).
+func fuseConnection(fdinfo string) int64 {
+	for _, l := range strings.Split(fdinfo, "\n") {
+		if v, ok := strings.CutPrefix(l, "fuse_connection:"); ok {
+			if n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 32); err == nil {
+				return int64(n)
+			}
+		}
+	}
+	return -1
+}
+
+// kernelDev is a device number as the kernel writes it in fdinfo (its own dev_t: 12 bits of major above 20 of
+// minor), not as stat encodes it.
+func kernelDev(major, minor uint32) uint64 { return uint64(major)<<20 | uint64(minor) }
