@@ -52,9 +52,8 @@ func TestAttackCSIPublishSwap(t *testing.T) {
 			_, err = node.NodeUnpublishVolume(rpcCtx(t), &spec.NodeUnpublishVolumeRequest{VolumeId: "csi-race", TargetPath: target})
 			require.NoError(t, err)
 		}
-		host := treeNames(t, host)
-		require.Equal(t, "host-file", host, "after %d publishes: the host folder holds only its own file", tries)
-		assertNothingMountedIn(t, p.mnt, filepath.Dir(filepath.Dir(target)), filepath.Dir(target))
+		require.Equal(t, "host-file", treeNames(t, host), "after %d publishes: the host folder holds only its own file", tries)
+		assertNothingMountedIn(t, p.mnt, host, filepath.Dir(target))
 	}
 	t.Logf("%d publishes while the workspace was exchanged with a link to a host folder: %d published the session's own workspace, %d refused a link", tries, published, refused)
 	assert.Positive(t, published)
