@@ -34,8 +34,6 @@ var allowedMountCalls = map[string][]string{
 	"fs/remote.go":         {"Unmount", "Unmount"},
 	// Staged binds under a root-only folder of sessionfs's own (the engine needs a path).
 	"backends/docker/binds.go": {"Unmount", "Unmount"},
-	// Unpublish beneath the kubelet's target, of what this plugin published.
-	"csi/publish.go": {"Unmount"},
 }
 
 // primitiveCallers are the files that bind a session's folder, each through Attach or Clone.

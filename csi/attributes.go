@@ -16,8 +16,12 @@ const (
 	AttrLabels  = "labels"  // labels of a new session: "team=web,env=dev"
 	// kubePrefix starts the attributes Kubernetes adds itself (ephemeral, pod name, ...): read, never refused.
 	kubePrefix = "csi.storage.k8s.io/"
-	// attrEphemeral marks an inline (ephemeral) volume.
-	attrEphemeral = kubePrefix + "ephemeral"
+	// attrEphemeral marks an inline (ephemeral) volume, and attrPodNamespace names its pod's namespace: the kubelet
+	// writes both over anything the pod gives when the CSIDriver has podInfoOnMount: true.
+	attrEphemeral    = kubePrefix + "ephemeral"
+	attrPodNamespace = kubePrefix + "pod.namespace"
+	// attrClaimNamespace is a claim's namespace, which csi-provisioner --extra-create-metadata gives CreateVolume.
+	attrClaimNamespace = kubePrefix + "pvc/namespace"
 )
 
 // attributes are a volume's parsed attributes.
@@ -27,6 +31,8 @@ type attributes struct {
 	profile   string
 	labels    map[string]string
 	ephemeral bool
+	// namespace is the pod's namespace (NodePublishVolume) or the claim's (CreateVolume); "" when not given.
+	namespace string
 }
 
 // parseAttributes checks every attribute as hostile input: an unknown key, an id or a profile name outside the
@@ -60,6 +66,11 @@ func parseAttributes(attrs map[string]string) (attributes, error) {
 			a.labels = labels
 		case k == attrEphemeral:
 			a.ephemeral = v == "true"
+		case k == attrPodNamespace || k == attrClaimNamespace:
+			if !validNamespace(v) {
+				return a, fmt.Errorf("attribute %s=%q: not a Kubernetes namespace's name", k, v)
+			}
+			a.namespace = v
 		case strings.HasPrefix(k, kubePrefix):
 		default:
 			return a, fmt.Errorf("unknown attribute %q (known: %s, %s, %s, %s)", k, AttrSession, AttrCreate, AttrProfile, AttrLabels)
@@ -88,4 +99,17 @@ func parseLabels(s string) (map[string]string, error) {
 		out[k] = v
 	}
 	return out, nil
+}
+
+// validNamespace reports whether s is a Kubernetes namespace's name (an RFC 1123 label).
+func validNamespace(s string) bool {
+	if s == "" || len(s) > 63 || s[0] == '-' || s[len(s)-1] == '-' {
+		return false
+	}
+	for _, c := range s {
+		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '-' {
+			return false
+		}
+	}
+	return true
 }

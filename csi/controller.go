@@ -45,17 +45,36 @@ func (d *Driver) CreateVolume(_ context.Context, req *spec.CreateVolumeRequest) 
 	if err := layout.ValidateID(id); err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "volume name: %v", err)
 	}
+	capacity := req.GetCapacityRange().GetRequiredBytes()
 	if !d.Store.Exists(id) {
-		if err := d.create(id, a); err != nil {
+		if err := d.create(id, a, capacity); err != nil {
 			return nil, err
 		}
 	}
+	// The session is the volume if it fits the capacity asked (the session's own, once a CreateVolume made it).
+	m, err := d.Store.Get(id)
+	if err != nil {
+		return nil, status.Errorf(codes.FailedPrecondition, "session %s: %v", id, err)
+	}
+	if !fits(m.CapacityBytes, req.GetCapacityRange()) {
+		return nil, status.Errorf(codes.AlreadyExists, "volume %s exists with %d bytes, outside the capacity asked (%d to %d bytes)",
+			id, m.CapacityBytes, req.GetCapacityRange().GetRequiredBytes(), req.GetCapacityRange().GetLimitBytes())
+	}
+	if m.CapacityBytes != 0 {
+		capacity = m.CapacityBytes
+	}
 	return &spec.CreateVolumeResponse{Volume: &spec.Volume{VolumeId: id, VolumeContext: map[string]string{AttrSession: id},
-		CapacityBytes: req.GetCapacityRange().GetRequiredBytes()}}, nil
+		CapacityBytes: capacity}}, nil
 }
 
-// create makes session id with a's labels and profile.
-func (d *Driver) create(id string, a attributes) error {
+// fits reports whether a volume of capacity bytes satisfies r (0 bytes: no capacity was asked when it was made,
+// a session has no size of its own, so it fits any).
+func fits(capacity int64, r *spec.CapacityRange) bool {
+	return capacity == 0 || (capacity >= r.GetRequiredBytes() && (r.GetLimitBytes() == 0 || capacity <= r.GetLimitBytes()))
+}
+
+// create makes session id with a's labels, profile and namespace, and the capacity a CreateVolume asked.
+func (d *Driver) create(id string, a attributes, capacity int64) error {
 	profile := ""
 	if a.profile != "" {
 		if d.Profiles == "" {
@@ -66,7 +85,8 @@ func (d *Driver) create(id string, a attributes) error {
 			return status.Errorf(codes.NotFound, "profile %q: no such folder in %s", a.profile, d.Profiles)
 		}
 	}
-	if err := d.Create(id, a.labels, profile); err != nil && !errors.Is(err, layout.ErrExists) {
+	opts := layout.CreateOptions{Labels: a.labels, Profile: profile, Namespace: a.namespace, CapacityBytes: capacity}
+	if err := d.Create(id, opts); err != nil && !errors.Is(err, layout.ErrExists) {
 		return status.Errorf(codes.Internal, "create session %s: %v", id, err)
 	}
 	return nil

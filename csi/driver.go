@@ -32,19 +32,25 @@ type Driver struct {
 	Mountpoint string
 	NodeID     string
 	Version    string
-	// Create makes a session as `sessionfs new` does (seeded), with the profile folder's path ("" for none).
-	Create func(id string, labels map[string]string, profile string) error
+	// Create makes a session as `sessionfs new` does (seeded); opts.Profile is the profile folder's path.
+	Create func(id string, opts layout.CreateOptions) error
 	// Profiles is the folder of the profiles a volume may name ("" : none may be named).
 	Profiles string
+	// KubeletRoot is the kubelet's folder (DefaultKubeletRoot when ""): targets are beneath it, nothing else is
+	// published or unpublished.
+	KubeletRoot string
+	// StateDir keeps the record of what this plugin published, so a restarted plugin knows its own mounts (""
+	// keeps it in memory only).
+	StateDir string
 
 	mu        sync.Mutex
 	published map[string]*publication // target path -> what is published there
 }
 
-// publication is a session published at a target path, with the run lease it holds until unpublished.
+// publication is a session published at a target path, with the run lease it holds until unpublished (nil when
+// a restarted plugin could not take it back).
 type publication struct {
-	id    string
-	ro    bool
+	rec   record
 	lease *layout.Lease
 }
 
@@ -52,6 +58,9 @@ type publication struct {
 func (d *Driver) Serve(ctx context.Context, endpoint string) error {
 	path, err := socketPath(endpoint)
 	if err != nil {
+		return err
+	}
+	if err := d.restore(); err != nil {
 		return err
 	}
 	// A socket left by a plugin that died is removed; anything else at the path is not ours to remove.

@@ -2,9 +2,9 @@ package csi
 
 import (
 	"context"
-	"errors"
-	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	spec "github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
@@ -23,10 +23,11 @@ func (d *Driver) NodeGetCapabilities(context.Context, *spec.NodeGetCapabilitiesR
 	return &spec.NodeGetCapabilitiesResponse{}, nil
 }
 
-// NodePublishVolume takes the session's run lease and lays the session at the target path (publish.go). It is
-// idempotent: the same session at the same target is published already.
+// NodePublishVolume takes the session's run lease and lays the session at the target path (publish.go), once the
+// pod may have it (tenancy.go). It is idempotent: the same session at the same target, read-only alike, is
+// published already, also by a plugin before a restart (its record, or the mount table).
 func (d *Driver) NodePublishVolume(_ context.Context, req *spec.NodePublishVolumeRequest) (*spec.NodePublishVolumeResponse, error) {
-	target, err := checkTarget(req.GetVolumeId(), req.GetTargetPath())
+	target, err := d.checkTarget(req.GetVolumeId(), req.GetTargetPath())
 	switch {
 	case err != nil:
 		return nil, err
@@ -42,12 +43,9 @@ func (d *Driver) NodePublishVolume(_ context.Context, req *spec.NodePublishVolum
 	if err != nil {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
-	id := a.session
-	switch {
-	case id == "" && a.ephemeral:
-		return nil, status.Error(codes.InvalidArgument, "an inline volume names its session: volumeAttributes: {session: ID}")
-	case id == "":
-		id = req.GetVolumeId()
+	id, err := sessionOf(req.GetVolumeId(), a)
+	if err != nil {
+		return nil, err
 	}
 	if err := layout.ValidateID(id); err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "session: %v", err)
@@ -59,63 +57,109 @@ func (d *Driver) NodePublishVolume(_ context.Context, req *spec.NodePublishVolum
 	if d.published == nil {
 		d.published = map[string]*publication{}
 	}
-	if p := d.published[target]; p != nil {
-		if p.id == id && p.ro == ro {
-			return &spec.NodePublishVolumeResponse{}, nil
-		}
-		return nil, status.Errorf(codes.AlreadyExists, "%s holds session %s already", target, p.id)
-	}
 	if !d.Store.Exists(id) {
 		if !a.create {
 			return nil, status.Errorf(codes.NotFound, "no session %s (and create=false)", id)
 		}
-		if err := d.create(id, a); err != nil {
+		if err := d.create(id, a, 0); err != nil {
 			return nil, err
 		}
+	}
+	// Before the lease: a pod refused must not hold another namespace's session from its owners.
+	if a.ephemeral {
+		if err := d.checkOwner(id, a.namespace); err != nil {
+			return nil, err
+		}
+	}
+	if p, err := d.publishedAt(target); err != nil || p != nil {
+		if err != nil {
+			return nil, err
+		}
+		if p.rec.Session != id || p.rec.ReadOnly != ro {
+			return nil, status.Errorf(codes.AlreadyExists, "%s holds session %s already (read-only: %t)", target, p.rec.Session, p.rec.ReadOnly)
+		}
+		if p.lease == nil {
+			if p.lease, err = d.Store.TryLease(id, d.holder()); err != nil {
+				return nil, leaseError(err)
+			}
+		}
+		return &spec.NodePublishVolumeResponse{}, nil
+	}
+	node, err := d.nodeMount()
+	if err != nil {
+		return nil, status.Errorf(codes.FailedPrecondition, "%v", err)
 	}
 	lease, err := d.Store.TryLease(id, d.holder())
 	if err != nil {
 		return nil, leaseError(err)
 	}
+	// Recorded before it is mounted, so a plugin that dies part-way knows the mount for its own.
+	d.published[target] = &publication{lease: lease, rec: record{Target: target, Session: id, ReadOnly: ro, VolumeID: req.GetVolumeId(),
+		Major: node.Major, Minor: node.Minor, Root: "/sessions/" + id}}
+	if err := d.saveRecords(); err != nil {
+		_ = d.forget(target)
+		return nil, status.Errorf(codes.Internal, "record of what is published (--state-dir %s): %v", d.StateDir, err)
+	}
 	if err := d.publish(id, target, ro); err != nil {
-		lease.Release()
+		_ = d.forget(target)
 		return nil, err
 	}
-	d.published[target] = &publication{id: id, ro: ro, lease: lease}
 	return &spec.NodePublishVolumeResponse{}, nil
 }
 
-// NodeUnpublishVolume unmounts what publishing made at the target, removes the folder and releases the lease.
-// It is idempotent: a target already gone is unpublished.
+// publishedAt is what this plugin published at target: its record, or a clone of the node's mount found there
+// with no record (a plugin that lost its state folder), which is then recorded. nil: nothing of the plugin's.
+func (d *Driver) publishedAt(target string) (*publication, error) {
+	if p := d.published[target]; p != nil {
+		return p, nil
+	}
+	m, err := d.mountAt(target)
+	if err != nil || m == nil || !d.owns(nil, m) {
+		return nil, nil // publish itself says what is wrong with the target
+	}
+	id := strings.TrimPrefix(m.Root, "/sessions/")
+	if layout.ValidateID(id) != nil {
+		return nil, status.Errorf(codes.AlreadyExists, "%s holds a folder of the node's mount (%s) already", target, m.Root)
+	}
+	p := &publication{rec: record{Target: target, Session: id, ReadOnly: slices.Contains(strings.Split(m.Options, ","), "ro"),
+		Major: m.Major, Minor: m.Minor, Root: m.Root}}
+	d.published[target] = p
+	if err := d.saveRecords(); err != nil {
+		return nil, status.Errorf(codes.Internal, "record of what is published (--state-dir %s): %v", d.StateDir, err)
+	}
+	return p, nil
+}
+
+// NodeUnpublishVolume unmounts what this plugin published at the target, removes the folder and releases the
+// lease (unpublish.go). It is idempotent: a target already gone is unpublished. A target outside the kubelet's
+// folder, or holding a mount the plugin did not make, is refused and left alone.
 func (d *Driver) NodeUnpublishVolume(_ context.Context, req *spec.NodeUnpublishVolumeRequest) (*spec.NodeUnpublishVolumeResponse, error) {
-	target, err := checkTarget(req.GetVolumeId(), req.GetTargetPath())
+	target, err := d.checkTarget(req.GetVolumeId(), req.GetTargetPath())
 	if err != nil {
 		return nil, err
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if err := unpublish(target); err != nil {
-		return nil, status.Errorf(codes.Internal, "unmount %s: %v", target, err)
-	}
-	if err := os.Remove(target); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, status.Errorf(codes.Internal, "remove %s: %v", target, err)
-	}
-	if p := d.published[target]; p != nil {
-		_ = p.lease.Release()
-		delete(d.published, target)
+	if err := d.unpublishTarget(target); err != nil {
+		return nil, err
 	}
 	return &spec.NodeUnpublishVolumeResponse{}, nil
 }
 
-// checkTarget checks a request's volume id and target path, and returns the path cleaned.
-func checkTarget(volumeID, target string) (string, error) {
+// checkTarget checks a request's volume id and target path (beneath the kubelet's folder), and returns the path
+// cleaned.
+func (d *Driver) checkTarget(volumeID, target string) (string, error) {
 	switch {
 	case volumeID == "":
 		return "", status.Error(codes.InvalidArgument, "no volume id")
 	case target == "" || !filepath.IsAbs(target):
 		return "", status.Errorf(codes.InvalidArgument, "target path %q: want an absolute path", target)
 	}
-	return filepath.Clean(target), nil
+	target = filepath.Clean(target)
+	if _, err := d.beneathKubelet(target); err != nil {
+		return "", err
+	}
+	return target, nil
 }
 
 // Close releases every lease (the plugin stops; what it published stays mounted for the pods).
@@ -123,7 +167,9 @@ func (d *Driver) Close() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for t, p := range d.published {
-		_ = p.lease.Release()
-		delete(d.published, t)
+		if p.lease != nil {
+			_ = p.lease.Release()
+		}
+		delete(d.published, t) // its record stays: the mount stays
 	}
 }

@@ -2,13 +2,8 @@ package csi
 
 import (
 	"errors"
-	"fmt"
-	"os"
 	"path/filepath"
-	"slices"
-	"strings"
 
-	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -106,29 +101,4 @@ func openTarget(target string) (int, error) {
 		return -1, status.Errorf(codes.InvalidArgument, "target %s is not a folder (a symlink, a file, or a mount already): %v", target, err)
 	}
 	return fd, nil
-}
-
-// unpublish unmounts everything mounted at or beneath target, the deepest first.
-func unpublish(target string) error {
-	mounts, err := mountinfo.GetMounts(mountinfo.PrefixFilter(target))
-	if err != nil {
-		return err
-	}
-	paths := make([]string, 0, len(mounts))
-	for _, m := range mounts {
-		if m.Mountpoint == target || strings.HasPrefix(m.Mountpoint, target+"/") {
-			paths = append(paths, m.Mountpoint)
-		}
-	}
-	slices.SortFunc(paths, func(a, b string) int { return strings.Count(b, "/") - strings.Count(a, "/") })
-	var errs []error
-	for _, p := range paths {
-		if err := unix.Unmount(p, unix.MNT_DETACH|unix.UMOUNT_NOFOLLOW); err != nil && !errors.Is(err, unix.EINVAL) {
-			errs = append(errs, fmt.Errorf("%s: %w", p, err))
-		}
-	}
-	if _, err := os.Lstat(target); err != nil && !errors.Is(err, os.ErrNotExist) {
-		errs = append(errs, err)
-	}
-	return errors.Join(errs...)
 }

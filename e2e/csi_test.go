@@ -25,12 +25,14 @@ import (
 	"github.com/sessionfs/sessionfs/e2e/apistub"
 )
 
-// csiPlugin is a running `sessionfs csi` on its own store, socket and node mount.
+// csiPlugin is a running `sessionfs csi` on its own store, socket, node mount, kubelet folder (the targets are
+// beneath it) and state folder.
 type csiPlugin struct {
-	store, mnt, sock string
-	cmd              *exec.Cmd
-	done             chan struct{} // closed when the plugin has exited
-	log              *syncBuffer
+	store, node, mnt, sock, kubelet, state string
+	extra                                  []string
+	cmd                                    *exec.Cmd
+	done                                   chan struct{} // closed when the plugin has exited
+	log                                    *syncBuffer
 }
 
 // startCSI starts the plugin as a node would (root, a real FUSE mount it makes itself) and waits for its socket.
@@ -40,9 +42,27 @@ func startCSI(t *testing.T, store, node string, extra ...string) *csiPlugin {
 	needFUSE(t)
 	need(t, os.Geteuid() == 0, "the CSI plugin mounts: root")
 	dir := t.TempDir()
-	p := &csiPlugin{store: store, mnt: filepath.Join(dir, "mnt"), sock: filepath.Join(dir, "csi.sock"), done: make(chan struct{}), log: &syncBuffer{}}
-	p.cmd = exec.Command(bin, append([]string{"csi", "--endpoint", "unix://" + p.sock, "--node-id", node, "--mountpoint", p.mnt}, extra...)...)
-	p.cmd.Env = append(os.Environ(), "SESSIONFS_STORE="+store)
+	p := &csiPlugin{store: store, node: node, mnt: filepath.Join(dir, "mnt"), sock: filepath.Join(dir, "csi.sock"),
+		kubelet: filepath.Join(dir, "kubelet"), state: filepath.Join(dir, "state"), extra: extra}
+	require.NoError(t, os.Mkdir(p.kubelet, 0o750))
+	p.start(t)
+	return p
+}
+
+// restart is the plugin started again on the same folders, after it was killed (its node mount serves on).
+func (p *csiPlugin) restart(t *testing.T) *csiPlugin {
+	t.Helper()
+	q := *p
+	q.start(t)
+	return &q
+}
+
+func (p *csiPlugin) start(t *testing.T) {
+	t.Helper()
+	p.done, p.log = make(chan struct{}), &syncBuffer{}
+	p.cmd = exec.Command(bin, append([]string{"csi", "--endpoint", "unix://" + p.sock, "--node-id", p.node, "--mountpoint", p.mnt,
+		"--kubelet-root", p.kubelet, "--state-dir", p.state}, p.extra...)...)
+	p.cmd.Env = append(os.Environ(), "SESSIONFS_STORE="+p.store)
 	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
 	// The node's mount daemon the plugin starts shares its output and outlives a killed plugin (its pods keep
 	// their sessions): Wait must not wait for that output to end.
@@ -59,7 +79,6 @@ func startCSI(t *testing.T, store, node string, extra ...string) *csiPlugin {
 		}
 		return err == nil
 	}, "the plugin did not listen on its socket: %s", p.log)
-	return p
 }
 
 func (p *csiPlugin) stop(t *testing.T) {
@@ -84,20 +103,38 @@ func TestCSISanity(t *testing.T) {
 	p := startCSI(t, t.TempDir(), "node-a")
 	cfg := sanity.NewTestConfig()
 	cfg.Address = p.sock
-	base := t.TempDir()
+	base := p.kubelet
 	cfg.TargetPath = filepath.Join(base, "target")
 	cfg.StagingPath = filepath.Join(base, "staging")
 	cfg.IdempotentCount = 2
-	cfg.TestVolumeSize = 0
+	cfg.TestVolumeSize = 1 << 20        // a size, so the suite checks a second CreateVolume of another size is refused
 	t.Setenv("GINKGO_NO_COLOR", "TRUE") // plain lines in CI's log
 	sanity.Test(t, cfg)
 	out, _ := exec.Command("grep", "-c", " "+base, "/proc/self/mountinfo").Output()
 	require.Equal(t, "0", strings.TrimSpace(string(out)), "csi-sanity left mounts behind")
 }
 
-// publishReq is a kubelet's NodePublishVolume of an inline volume with these attributes.
+// publishReq is a kubelet's NodePublishVolume of an inline volume with these attributes, for a pod of namespace
+// "default" (podInfoOnMount: the kubelet's attributes win over the pod's).
 func publishReq(volID, target string, attrs map[string]string) *spec.NodePublishVolumeRequest {
-	ctx := map[string]string{"csi.storage.k8s.io/ephemeral": "true", "csi.storage.k8s.io/pod.name": "agent-0"}
+	return inNamespace("default", publishReq0(volID, target, attrs), true)
+}
+
+// pvReq is a kubelet's NodePublishVolume of the persistent volume whose handle is the session id.
+func pvReq(id, target string) *spec.NodePublishVolumeRequest {
+	return inNamespace("default", publishReq0(id, target, nil), false)
+}
+
+// inNamespace sets the pod information the kubelet gives (podInfoOnMount) over what the request holds.
+func inNamespace(ns string, req *spec.NodePublishVolumeRequest, ephemeral bool) *spec.NodePublishVolumeRequest {
+	req.VolumeContext["csi.storage.k8s.io/pod.namespace"] = ns
+	req.VolumeContext["csi.storage.k8s.io/pod.name"] = "agent-0"
+	req.VolumeContext["csi.storage.k8s.io/ephemeral"] = fmt.Sprint(ephemeral)
+	return req
+}
+
+func publishReq0(volID, target string, attrs map[string]string) *spec.NodePublishVolumeRequest {
+	ctx := map[string]string{}
 	for k, v := range attrs {
 		ctx[k] = v
 	}
@@ -126,7 +163,7 @@ func TestCSIPodResumesFromAnotherCwd(t *testing.T) {
 	p := startCSI(t, store, "node-a")
 	node, _ := p.client(t)
 	api := stub(t, "127.0.0.1:0")
-	pods := t.TempDir()
+	pods := p.kubelet
 	canonical := filepath.Join(store, "sessions", "s", ".claude", "projects", "-session-workspace")
 
 	pod := func(name, workdir string, args ...string) string {
@@ -163,7 +200,8 @@ func TestCSIPodResumesFromAnotherCwd(t *testing.T) {
 }
 
 // TestCSIAttacks: hostile volume attributes, a session whose folders are links or FIFOs, a target that is a link.
-// Each is a clear gRPC error at once, and nothing is mounted anywhere.
+// Each is a clear gRPC error at once, and nothing is mounted anywhere. (The sessions, made by `sessionfs new`,
+// belong to no namespace: they are published as persistent volumes, whose handles Kubernetes authorizes.)
 func TestCSIAttacks(t *testing.T) {
 	store := t.TempDir()
 	ok(t, store, "new", "evil")
@@ -173,7 +211,7 @@ func TestCSIAttacks(t *testing.T) {
 	node, ctrl := p.client(t)
 	host := t.TempDir() // a host folder a publish must never reach
 	require.NoError(t, os.WriteFile(filepath.Join(host, "secret"), []byte("host"), 0o600))
-	pods := t.TempDir()
+	pods := p.kubelet
 	target := filepath.Join(pods, "pod", "session")
 	require.NoError(t, os.MkdirAll(filepath.Dir(target), 0o750))
 	nothingMounted := func(what string) {
@@ -198,30 +236,30 @@ func TestCSIAttacks(t *testing.T) {
 	ws := filepath.Join(store, "sessions", "evil", "workspace")
 	require.NoError(t, os.RemoveAll(ws))
 	require.NoError(t, os.Symlink(host, ws))
-	_, err = node.NodePublishVolume(rpcCtx(t), publishReq("csi-2", target, map[string]string{"session": "evil"}))
+	_, err = node.NodePublishVolume(rpcCtx(t), pvReq("evil", target))
 	assert.Equal(t, codes.FailedPrecondition, status.Code(err), "%v", err)
 	assert.Contains(t, status.Convert(err).Message(), "workspace is not a folder of the session")
 	nothingMounted("a workspace that is a link")
 	fifo := filepath.Join(store, "sessions", "fifo", "workspace")
 	require.NoError(t, os.RemoveAll(fifo))
 	require.NoError(t, syscall.Mkfifo(fifo, 0o644))
-	_, err = node.NodePublishVolume(rpcCtx(t), publishReq("csi-3", target, map[string]string{"session": "fifo"}))
+	_, err = node.NodePublishVolume(rpcCtx(t), pvReq("fifo", target))
 	assert.Equal(t, codes.FailedPrecondition, status.Code(err), "%v", err)
 	nothingMounted("a workspace that is a FIFO")
 
 	// A target that is a link to a host folder: refused, the host folder untouched.
 	linked := filepath.Join(pods, "pod", "linked")
 	require.NoError(t, os.Symlink(host, linked))
-	_, err = node.NodePublishVolume(rpcCtx(t), publishReq("csi-4", linked, map[string]string{"session": "good"}))
+	_, err = node.NodePublishVolume(rpcCtx(t), pvReq("good", linked))
 	assert.Equal(t, codes.InvalidArgument, status.Code(err), "%v", err)
 	nothingMounted("a target that is a link")
 
 	// The refusals held no lease: the good session publishes, then unpublishes twice (idempotent).
-	_, err = node.NodePublishVolume(rpcCtx(t), publishReq("csi-5", target, map[string]string{"session": "good"}))
+	_, err = node.NodePublishVolume(rpcCtx(t), pvReq("good", target))
 	require.NoError(t, err)
 	assertBindsWithin(t, target, filepath.Join(store, "sessions", "good"))
 	for range 2 {
-		_, err = node.NodeUnpublishVolume(rpcCtx(t), &spec.NodeUnpublishVolumeRequest{VolumeId: "csi-5", TargetPath: target})
+		_, err = node.NodeUnpublishVolume(rpcCtx(t), &spec.NodeUnpublishVolumeRequest{VolumeId: "good", TargetPath: target})
 		require.NoError(t, err)
 	}
 	nothingMounted("after unpublishing")
@@ -251,40 +289,40 @@ func TestCSIOnePodPerSessionAcrossHosts(t *testing.T) {
 	a, b := startCSI(t, storeA, "node-a"), startCSI(t, storeB, "node-b")
 	nodeA, _ := a.client(t)
 	nodeB, _ := b.client(t)
-	pods := t.TempDir()
 	t.Cleanup(func() {
-		for _, e := range mountsUnder(t, pods) {
-			_ = syscall.Unmount(e.point, syscall.MNT_DETACH)
+		for _, pods := range []string{a.kubelet, b.kubelet} {
+			for _, e := range mountsUnder(t, pods) {
+				_ = syscall.Unmount(e.point, syscall.MNT_DETACH)
+			}
 		}
 	})
-	targetA, targetB := filepath.Join(pods, "a"), filepath.Join(pods, "b")
-	web := map[string]string{"session": "web", "create": "false"}
+	targetA, targetB := filepath.Join(a.kubelet, "a"), filepath.Join(b.kubelet, "b")
 	unpublish := func(n spec.NodeClient, target string) {
 		t.Helper()
-		_, err := n.NodeUnpublishVolume(rpcCtx(t), &spec.NodeUnpublishVolumeRequest{VolumeId: "csi-web", TargetPath: target})
+		_, err := n.NodeUnpublishVolume(rpcCtx(t), &spec.NodeUnpublishVolumeRequest{VolumeId: "web", TargetPath: target})
 		require.NoError(t, err)
 	}
 
-	_, err := nodeA.NodePublishVolume(rpcCtx(t), publishReq("csi-web", targetA, web))
+	_, err := nodeA.NodePublishVolume(rpcCtx(t), pvReq("web", targetA))
 	require.NoError(t, err)
-	_, err = nodeB.NodePublishVolume(rpcCtx(t), publishReq("csi-web", targetB, web))
+	_, err = nodeB.NodePublishVolume(rpcCtx(t), pvReq("web", targetB))
 	require.Equal(t, codes.FailedPrecondition, status.Code(err), "%v", err)
 	assert.Contains(t, status.Convert(err).Message(), "session web is running on host node-a")
 	assert.Empty(t, mountsUnder(t, targetB), "nothing published on B")
 	assert.NoFileExists(t, filepath.Join(targetB, "workspace"))
 
 	unpublish(nodeA, targetA)
-	_, err = nodeB.NodePublishVolume(rpcCtx(t), publishReq("csi-web", targetB, web))
+	_, err = nodeB.NodePublishVolume(rpcCtx(t), pvReq("web", targetB))
 	require.NoError(t, err, "A unpublished: B gets the session")
 	unpublish(nodeB, targetB)
 
 	// A's plugin dies while it holds the session: its lease dies with it.
-	_, err = nodeA.NodePublishVolume(rpcCtx(t), publishReq("csi-web", targetA, web))
+	_, err = nodeA.NodePublishVolume(rpcCtx(t), pvReq("web", targetA))
 	require.NoError(t, err)
 	require.NoError(t, a.cmd.Process.Kill())
 	<-a.done
 	eventually(t, 30*time.Second, func() bool {
-		_, err = nodeB.NodePublishVolume(rpcCtx(t), publishReq("csi-web", targetB, web))
+		_, err = nodeB.NodePublishVolume(rpcCtx(t), pvReq("web", targetB))
 		return err == nil
 	}, "B never got the session of A's dead plugin: %v", err)
 	unpublish(nodeB, targetB)

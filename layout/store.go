@@ -193,6 +193,9 @@ type CreateOptions struct {
 	Labels  map[string]string
 	Profile string // a .claude template folder copied into the session's .claude
 	Now     time.Time
+	// Namespace and CapacityBytes are recorded in the new session's Meta (the CSI plugin's owner and capacity).
+	Namespace     string
+	CapacityBytes int64
 }
 
 // Create makes a session with the convention folders and its session.json. It is all or nothing: the session is
@@ -224,7 +227,7 @@ func (s *Store) Create(id string, opts CreateOptions) (*Meta, error) {
 	}
 	defer sd.Close()
 
-	m := &Meta{ID: id, Created: opts.Now.UTC(), Labels: opts.Labels}
+	m := &Meta{ID: id, Created: opts.Now.UTC(), Labels: opts.Labels, Namespace: opts.Namespace, CapacityBytes: opts.CapacityBytes}
 	if err := populate(sd, m, opts.Profile); err != nil {
 		return nil, wrap("create", id, "", err)
 	}

@@ -19,7 +19,7 @@ import (
 )
 
 func (a *app) csiCmd() *cobra.Command {
-	var endpoint, nodeID, mnt, profiles string
+	var endpoint, nodeID, mnt, profiles, kubeletRoot, stateDir string
 	cmd := &cobra.Command{
 		Use:   "csi",
 		Short: "Serve sessions as Kubernetes/Nomad volumes: a CSI plugin (driver " + csi.Name + ")",
@@ -38,6 +38,10 @@ lease until the pod ends: one pod per session across every node sharing the stor
 (the id), create (true: make it if missing; false: it must exist), profile (a name beneath --profiles), labels
 ("team=web,env=dev"). A persistent volume (a PVC of a StorageClass with this provisioner) is a session made on
 CreateVolume (its id is the volume's name) and moved to the trash on DeleteVolume.
+Tenancy: a session belongs to the namespace that made it. An inline volume (the CSIDriver needs podInfoOnMount:
+true) makes sessions into its pod's namespace and names only that namespace's; a persistent volume's handle is
+trusted (Kubernetes bound it to the pod's claim). Only targets beneath --kubelet-root are published, and only
+what this plugin published there (its record in --state-dir, kept across restarts) is unpublished.
 The node's mount at --mountpoint is used if it serves the store, and made (and unmounted at exit) otherwise.
 The plugin runs as root (it mounts). See README, "Running on Kubernetes", and contrib/kubernetes/.`,
 		Example: `  sessionfs csi --endpoint unix:///csi/csi.sock --node-id "$NODE_NAME" --store /mnt/shared/sessions
@@ -66,9 +70,13 @@ The plugin runs as root (it mounts). See README, "Running on Kubernetes", and co
 				return err
 			}
 			defer stop()
+			if !filepath.IsAbs(kubeletRoot) || !filepath.IsAbs(stateDir) {
+				return usageError("--kubelet-root and --state-dir want absolute paths")
+			}
 			d := &csi.Driver{Store: s, Mountpoint: abs, NodeID: nodeID, Version: version, Profiles: profiles,
-				Create: func(id string, labels map[string]string, profile string) error {
-					if _, err := s.Create(id, layout.CreateOptions{Labels: labels, Profile: profile}); err != nil {
+				KubeletRoot: kubeletRoot, StateDir: stateDir,
+				Create: func(id string, opts layout.CreateOptions) error {
+					if _, err := s.Create(id, opts); err != nil {
 						return err
 					}
 					return seedClaude(s, id, sfs.SessionPath(abs, id), true)
@@ -85,6 +93,8 @@ The plugin runs as root (it mounts). See README, "Running on Kubernetes", and co
 	cmd.Flags().StringVar(&nodeID, "node-id", envOr("NODE_ID", host), "this node's name (the leases name it; $NODE_ID)")
 	cmd.Flags().StringVar(&mnt, "mountpoint", defaultMountpoint(), "where this node's sessionfs mount serves the store")
 	cmd.Flags().StringVar(&profiles, "profiles", "", "the folder of profiles (.claude templates) a volume's profile attribute may name")
+	cmd.Flags().StringVar(&kubeletRoot, "kubelet-root", csi.DefaultKubeletRoot, "the kubelet's folder: targets are beneath it")
+	cmd.Flags().StringVar(&stateDir, "state-dir", "/var/lib/sessionfs/csi", "where the plugin records what it published (kept across restarts)")
 	return cmd
 }
 

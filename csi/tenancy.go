@@ -1,0 +1,41 @@
+package csi
+
+import (
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// Tenancy. A session belongs to the Kubernetes namespace that made it (Meta.Namespace): an inline volume's pod
+// (its namespace given by the kubelet, podInfoOnMount) makes sessions into its namespace and may name only its
+// namespace's; a session of another namespace, or of none (made outside Kubernetes), is PERMISSION_DENIED before
+// its lease is touched. A persistent volume is authorized by Kubernetes (a PV bound to the pod's claim), so its
+// handle is trusted whatever the session's namespace.
+
+// sessionOf is the session a publish names: an inline volume's attribute, a persistent volume's handle.
+func sessionOf(volumeID string, a attributes) (string, error) {
+	switch {
+	case a.ephemeral && a.session == "":
+		return "", status.Error(codes.InvalidArgument, "an inline volume names its session: volumeAttributes: {session: ID}")
+	case a.ephemeral && a.namespace == "":
+		return "", status.Error(codes.FailedPrecondition, "an inline volume comes without its pod's namespace: set podInfoOnMount: true on the CSIDriver "+Name+" (contrib/kubernetes/csidriver.yaml)")
+	case a.ephemeral:
+		return a.session, nil
+	case a.session != "" && a.session != volumeID:
+		// Only a pod's own attributes name another session than the handle: an inline volume the kubelet did not
+		// mark, so its namespace is unknown.
+		return "", status.Errorf(codes.InvalidArgument, "volume %s names session %s: a persistent volume's session is its handle (an inline volume needs podInfoOnMount: true on the CSIDriver %s)", volumeID, a.session, Name)
+	}
+	return volumeID, nil
+}
+
+// checkOwner lets an inline volume of namespace ns have session id only if ns owns it.
+func (d *Driver) checkOwner(id, ns string) error {
+	m, err := d.Store.Get(id)
+	if err != nil {
+		return status.Errorf(codes.FailedPrecondition, "session %s: %v", id, err)
+	}
+	if m.Namespace != ns {
+		return status.Errorf(codes.PermissionDenied, "session %s is not namespace %s's: an inline volume names only its namespace's sessions (give another's through a PersistentVolume bound to a claim)", id, ns)
+	}
+	return nil
+}
