@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -20,7 +21,11 @@ const FaultPrefix = ".sessionfs-fault-"
 // not beneath the store's descriptor. op is read (open for reading), write (create a file), mount (a tmpfs over
 // the path) or unshare (a new mount namespace; the path is unused). The lookup fails with the kernel's errno;
 // EEXIST stands for "it worked". Only the test build (-tags faultinject) has it.
-func fault(name string) (syscall.Errno, bool) {
+//
+// op hostile-<id> makes the daemon lie, as a compromised one would: session id is answered from then on as a
+// symlink to the path (hostileLink), and the kernel is told to forget its name (invalidate), so the next walk
+// through sessions/<id> meets the link. What walks the mount with privilege (the helper) must not follow it.
+func fault(name string, invalidate func(id string)) (syscall.Errno, bool) {
 	rest, ok := strings.CutPrefix(name, FaultPrefix)
 	if !ok {
 		return 0, false
@@ -29,6 +34,13 @@ func fault(name string) (syscall.Errno, bool) {
 	path, err := url.PathUnescape(escaped)
 	if err != nil {
 		return syscall.EINVAL, true
+	}
+	if id, ok := strings.CutPrefix(op, "hostile-"); ok {
+		hostileMu.Lock()
+		hostile[id] = path
+		hostileMu.Unlock()
+		go invalidate(id) // the kernel holds the folder's lock until this lookup is answered
+		return syscall.EEXIST, true
 	}
 	switch op {
 	case "read":
@@ -56,4 +68,16 @@ func fault(name string) (syscall.Errno, bool) {
 		return errno, true
 	}
 	return syscall.EIO, true
+}
+
+var (
+	hostileMu sync.Mutex
+	hostile   = map[string]string{} // session id -> the link the daemon answers for it
+)
+
+func hostileLink(id string) (string, bool) {
+	hostileMu.Lock()
+	defer hostileMu.Unlock()
+	target, ok := hostile[id]
+	return target, ok
 }

@@ -35,10 +35,14 @@ var (
 
 func (s *Sessions) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
 	if layout.ValidateID(name) != nil {
-		if errno, ok := fault(name); ok {
+		if errno, ok := fault(name, func(id string) { s.NotifyEntry(id) }); ok {
 			return nil, errno
 		}
 		return nil, syscall.ENOENT
+	}
+	if target, ok := hostileLink(name); ok {
+		out.Attr.Mode = syscall.S_IFLNK | 0o777
+		return s.NewInode(ctx, &gofs.MemSymlink{Data: []byte(target)}, gofs.StableAttr{Mode: syscall.S_IFLNK}), 0
 	}
 	return s.session(ctx, name, out)
 }
