@@ -1,7 +1,6 @@
 package opencode
 
 import (
-	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
@@ -12,6 +11,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -32,49 +32,57 @@ var sidecars = []string{"-wal", "-shm", "-journal"}
 // maxCopy bounds the database a read copies (a session could make it as large as its disk).
 const maxCopy = 1 << 30
 
-// open opens a private copy of the session's opencode database, read-only. The session wrote it and may be
-// hostile: its schema is not trusted (no SQL functions of it run), its folder is reached beneath sess with no
-// symlink followed, and the copy of the database and its log is made by descriptor, so SQLite opens nothing of
-// the session's. It returns fs.ErrNotExist when there is no database.
-func open(sess *layout.Dir) (*sql.DB, func(), error) {
-	dir, err := sess.Sub(path.Dir(dbRel))
+// open opens a private copy of the session's opencode database, read only, as untrusted (openDB: refused unless
+// its schema is plain tables, a's among them; its statements within a.within). It returns fs.ErrNotExist when
+// there is no database.
+func open(sess *layout.Dir, a access) (*db, func(), error) {
+	p, remove, err := privateCopy(sess)
 	if err != nil {
 		return nil, nil, err
 	}
+	d, err := openDB(p, a)
+	if err != nil {
+		remove()
+		return nil, nil, fmt.Errorf("%s: %w", dbRel, err)
+	}
+	return d, func() { d.Close(); remove() }, nil
+}
+
+// privateCopy copies the session's opencode database and its log into a folder of this process's, and returns
+// the copy's path and what removes it. The database's folder is reached beneath sess with no symlink followed,
+// and the copy is made by descriptor, so SQLite opens nothing of the session's. It returns fs.ErrNotExist when
+// there is no database.
+func privateCopy(sess *layout.Dir) (string, func(), error) {
+	dir, err := sess.Sub(path.Dir(dbRel))
+	if err != nil {
+		return "", nil, err
+	}
+	defer dir.Close()
 	base := path.Base(dbRel)
 	if err := regular(dir, base); err != nil {
-		dir.Close()
-		return nil, nil, err
+		return "", nil, err
 	}
 	tmp, err := os.MkdirTemp("", "sessionfs-opencode-")
 	if err != nil {
-		dir.Close()
-		return nil, nil, err
+		return "", nil, err
 	}
-	err = snapshot(dir, base, tmp, maxCopy)
-	dir.Close()
-	if err != nil {
+	if err := snapshot(dir, base, tmp, maxCopy); err != nil {
 		os.RemoveAll(tmp)
-		return nil, nil, err
+		return "", nil, err
 	}
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(tmp, base)+"?mode=ro&_pragma=busy_timeout(10000)&_pragma=trusted_schema(0)")
-	if err != nil {
-		os.RemoveAll(tmp)
-		return nil, nil, err
-	}
-	db.SetMaxOpenConns(1)
-	return db, func() { db.Close(); os.RemoveAll(tmp) }, nil
+	return filepath.Join(tmp, base), func() { os.RemoveAll(tmp) }, nil
 }
 
 // update runs fn with the session's database open for SQLite to change in place (a launch's Follow, an import's
-// merge), as it must: an opencode may be running on it. It goes ahead only when the database and the files
-// beside it are regular files (or missing), and fn runs on a thread Landlock confines to the database's folder
+// merge), as it must: an opencode may be running on it. It is opened as untrusted (openDB, with a: a schema with
+// a view or a trigger is refused, and the authorizer keeps any that appears later from running). It goes ahead
+// only when the database and the files beside it are regular files (or missing), and fn runs on a thread Landlock confines to the database's folder
 // and to mine (folders of this process's own fn attaches): SQLite opens the database and its log by name, and
 // turns the folder's /proc/self/fd path into the path it stands for, so a session's process that puts a link
 // there (or in place of a folder above it) after the check would otherwise lead the write out of the session
 // (TestSwappedDatabase). With no Landlock in the kernel, nothing is changed. It returns fs.ErrNotExist when
 // there is no database.
-func update(sess *layout.Dir, mine []int, fn func(db *sql.DB) error) error {
+func update(sess *layout.Dir, mine []int, a access, fn func(d *db) error) error {
 	dir, err := sess.Sub(path.Dir(dbRel))
 	if err != nil {
 		return err
@@ -95,19 +103,18 @@ func update(sess *layout.Dir, mine []int, fn func(db *sql.DB) error) error {
 	if checked != nil {
 		checked(dir)
 	}
-	dsn := fmt.Sprintf("file:/proc/self/fd/%d/%s?mode=rw&_pragma=busy_timeout(10000)&_pragma=trusted_schema(0)&_pragma=temp_store(2)",
-		dir.Fd(), base)
+	file := fmt.Sprintf("/proc/self/fd/%d/%s", dir.Fd(), base)
+	a.write = true
 	beneath := append([]int{dir.Fd()}, mine...)
 	done := make(chan error, 1)
 	go func() {
 		done <- confine.Beneath(func() error {
-			db, err := sql.Open("sqlite", dsn)
+			d, err := openDB(file, a)
 			if err != nil {
-				return err
+				return fmt.Errorf("%s left as it is: %w", dbRel, err)
 			}
-			db.SetMaxOpenConns(1)
-			err = fn(db)
-			if cerr := db.Close(); err == nil {
+			err = fn(d)
+			if cerr := d.Close(); err == nil {
 				err = cerr
 			}
 			return err
@@ -250,88 +257,125 @@ func copyOut(dir *layout.Dir, name, dst string, limit int64) error {
 
 type chats struct{}
 
+// What each reader reads of the database: the tables, with their columns (openDB refuses a database without).
+var (
+	listShape = map[string][]string{
+		"session": {"id", "parent_id", "directory", "time_created", "time_updated"},
+		"message": {"id", "session_id", "time_created", "data"},
+		"part":    {"id", "message_id", "session_id", "data"},
+	}
+	countShape  = map[string][]string{"session": {"id", "parent_id"}}
+	followShape = map[string][]string{"session": {"directory", "path", "project_id"}, "project": {"id", "worktree"}}
+)
+
+// Deadlines of a read: a listing reads every conversation, a count or a look-up one statement.
+const (
+	listWithin  = 30 * time.Second
+	countWithin = 10 * time.Second
+)
+
+// warned holds the warnings given: ls counts a session's conversations more than once.
+var warned sync.Map
+
+// warn tells the user, once, that the session's conversations are left out of what is read, and why (a
+// database refused for its schema, one that did not answer in time).
+func warn(sess *layout.Dir, err error) {
+	if errors.Is(err, fs.ErrNotExist) {
+		return
+	}
+	msg := fmt.Sprintf("%s: its opencode conversations are left out: %v", sess.Name(), err)
+	if _, dup := warned.LoadOrStore(msg, true); !dup {
+		fmt.Fprintln(os.Stderr, "sessionfs: warning: "+msg)
+	}
+}
+
 // List reads the session's opencode conversations: each top-level session of opencode's (its subagents' are
 // counted as its Subagents).
 func (chats) List(sess *layout.Dir) ([]agents.Conversation, error) {
-	db, done, err := open(sess)
+	d, done, err := open(sess, access{within: listWithin, tables: listShape})
 	if err != nil {
+		warn(sess, err)
 		return nil, nil // none, or not one to read: as a missing transcript folder
 	}
 	defer done()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	return list(ctx, db, path.Join(sess.Name(), dbRel)), nil
+	cs, err := list(d, path.Join(sess.Name(), dbRel))
+	if err != nil {
+		warn(sess, fmt.Errorf("%s: %w", dbRel, err))
+	}
+	return cs, nil
 }
 
-// list reads the top-level conversations of the database db (at where, for Path).
-func list(ctx context.Context, db *sql.DB, where string) []agents.Conversation {
-	rows, err := db.QueryContext(ctx, `SELECT s.id, s.directory, s.time_created, s.time_updated,
+// list reads the top-level conversations of the database d (at where, for Path): what it read before an error
+// too.
+func list(d *db, where string) ([]agents.Conversation, error) {
+	var out []agents.Conversation
+	err := d.each(`SELECT s.id, s.directory, s.time_created, s.time_updated,
 		(SELECT count(*) FROM session c WHERE c.parent_id = s.id),
 		(SELECT coalesce(sum(length(m.data)), 0) FROM message m WHERE m.session_id = s.id) +
 		(SELECT coalesce(sum(length(p.data)), 0) FROM part p WHERE p.session_id = s.id)
-		FROM session s WHERE s.parent_id IS NULL ORDER BY s.time_updated DESC`)
-	if err != nil {
-		return nil
-	}
-	var out []agents.Conversation
-	for rows.Next() {
+		FROM session s WHERE s.parent_id IS NULL ORDER BY s.time_updated DESC`, nil, func(rows *sql.Rows) error {
 		var c agents.Conversation
 		var dir string
 		var created, updated int64
 		if rows.Scan(&c.ID, &dir, &created, &updated, &c.Subagents, &c.Size) != nil {
-			continue
+			return nil
 		}
 		c.Agent, c.Path = Agent.Name, where
 		c.At(ms(created))
 		c.At(ms(updated))
 		c.AddCwd(dir)
 		out = append(out, c)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	rows.Close()
 	for i := range out {
-		messages(ctx, db, &out[i])
+		if err := messages(d, &out[i]); err != nil {
+			return out[:i], err
+		}
 	}
-	return out
+	return out, nil
 }
 
 // messages reads a conversation's messages into c: their count, the cwds they ran in, the first prompt.
-func messages(ctx context.Context, db *sql.DB, c *agents.Conversation) {
-	rows, err := db.QueryContext(ctx, `SELECT id, time_created, data FROM message WHERE session_id = ? ORDER BY time_created, id`, c.ID)
-	if err != nil {
-		return
-	}
+func messages(d *db, c *agents.Conversation) error {
 	first := ""
-	for rows.Next() {
-		var id, data string
-		var created int64
-		if rows.Scan(&id, &created, &data) != nil {
-			c.Malformed++
-			continue
-		}
-		var m struct {
-			Role string `json:"role"`
-			Path struct {
-				Cwd string `json:"cwd"`
-			} `json:"path"`
-		}
-		if json.Unmarshal([]byte(data), &m) != nil {
-			c.Malformed++
-			continue
-		}
-		if m.Role != "user" && m.Role != "assistant" {
-			continue
-		}
-		c.Messages++
-		c.At(ms(created))
-		c.AddCwd(m.Path.Cwd)
-		if first == "" && m.Role == "user" {
-			first = id
-		}
+	err := d.each(`SELECT id, time_created, data FROM message WHERE session_id = ? ORDER BY time_created, id`, []any{c.ID},
+		func(rows *sql.Rows) error {
+			var id, data string
+			var created int64
+			if rows.Scan(&id, &created, &data) != nil {
+				c.Malformed++
+				return nil
+			}
+			var m struct {
+				Role string `json:"role"`
+				Path struct {
+					Cwd string `json:"cwd"`
+				} `json:"path"`
+			}
+			if json.Unmarshal([]byte(data), &m) != nil {
+				c.Malformed++
+				return nil
+			}
+			if m.Role != "user" && m.Role != "assistant" {
+				return nil
+			}
+			c.Messages++
+			c.At(ms(created))
+			c.AddCwd(m.Path.Cwd)
+			if first == "" && m.Role == "user" {
+				first = id
+			}
+			return nil
+		})
+	if err != nil || first == "" {
+		return err
 	}
-	rows.Close()
-	if first != "" {
-		c.FirstPrompt = strings.Join(texts(ctx, db, first), " ")
-	}
+	ts, err := texts(d, first)
+	c.FirstPrompt = strings.Join(ts, " ")
+	return err
 }
 
 // ms is a time opencode recorded (milliseconds since the epoch); none is the zero time.
@@ -343,24 +387,20 @@ func ms(t int64) time.Time {
 }
 
 // texts are the text parts of message id, as the user or the model wrote them (not what opencode added itself).
-func texts(ctx context.Context, db *sql.DB, id string) []string {
-	rows, err := db.QueryContext(ctx, `SELECT data FROM part WHERE message_id = ? ORDER BY id`, id)
-	if err != nil {
-		return nil
-	}
-	defer rows.Close()
+func texts(d *db, id string) ([]string, error) {
 	var out []string
-	for rows.Next() {
+	err := d.each(`SELECT data FROM part WHERE message_id = ? ORDER BY id`, []any{id}, func(rows *sql.Rows) error {
 		var data string
 		if rows.Scan(&data) != nil {
-			continue
+			return nil
 		}
 		var p part
 		if json.Unmarshal([]byte(data), &p) == nil && p.Type == "text" && !p.Synthetic && p.Text != "" {
 			out = append(out, p.Text)
 		}
-	}
-	return out
+		return nil
+	})
+	return out, err
 }
 
 // part is one part of a message: {"type": "text"|"tool"|"step-start"|..., "text", "tool", "state"}.
@@ -377,13 +417,15 @@ type part struct {
 
 // Count counts the session's top-level opencode conversations.
 func (chats) Count(sess *layout.Dir) int {
-	db, done, err := open(sess)
+	d, done, err := open(sess, access{within: countWithin, tables: countShape})
 	if err != nil {
+		warn(sess, err)
 		return 0
 	}
 	defer done()
 	var n int
-	if db.QueryRow(`SELECT count(*) FROM session WHERE parent_id IS NULL`).Scan(&n) != nil {
+	if err := d.row(`SELECT count(*) FROM session WHERE parent_id IS NULL`, nil, &n); err != nil {
+		warn(sess, fmt.Errorf("%s: %w", dbRel, err))
 		return 0
 	}
 	return n
@@ -394,16 +436,18 @@ func (chats) Holds(sess *layout.Dir, id string) (string, bool) {
 	if !strings.HasPrefix(id, "ses_") {
 		return "", false
 	}
-	db, done, err := open(sess)
+	d, done, err := open(sess, access{within: countWithin, tables: countShape})
 	if err != nil {
+		warn(sess, err)
 		return "", false
 	}
 	defer done()
 	var n int
-	if db.QueryRow(`SELECT count(*) FROM session WHERE id = ?`, id).Scan(&n) != nil || n == 0 {
+	if err := d.row(`SELECT count(*) FROM session WHERE id = ?`, []any{id}, &n); err != nil {
+		warn(sess, fmt.Errorf("%s: %w", dbRel, err))
 		return "", false
 	}
-	return dbRel, true
+	return dbRel, n > 0
 }
 
 // Follow moves every conversation in the session's opencode database to cwd, the cwd opencode is about to start
@@ -416,50 +460,48 @@ func Follow(sess *layout.Dir, cwd string) error {
 	if real, err := filepath.EvalSymlinks(cwd); err == nil {
 		cwd = real // opencode's cwd is the kernel's, links resolved
 	}
-	err := update(sess, nil, func(db *sql.DB) error { return follow(db, cwd) })
+	err := update(sess, nil, access{within: stuckAfter, tables: followShape}, func(d *db) error { return follow(d, cwd) })
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
 	return err
 }
 
-// follow moves db's conversations to cwd (Follow), in one transaction.
-func follow(db *sql.DB, cwd string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	tx, err := db.BeginTx(ctx, nil)
+// follow moves d's conversations to cwd (Follow), in one transaction.
+func follow(d *db, cwd string) error {
+	err := d.transaction(func() error {
+		if err := d.exec(`UPDATE session SET directory = ? WHERE directory IS NOT ?`, cwd, cwd); err != nil {
+			return err
+		}
+		worktrees := map[string]string{}
+		err := d.each(`SELECT id, worktree FROM project`, nil, func(rows *sql.Rows) error {
+			var id, wt string
+			if rows.Scan(&id, &wt) == nil {
+				worktrees[id] = wt
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for id, wt := range worktrees {
+			rel, err := filepath.Rel(wt, cwd)
+			if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+				continue
+			}
+			if rel == "." {
+				rel = ""
+			}
+			if err := d.exec(`UPDATE session SET path = ? WHERE project_id = ? AND path IS NOT ?`, rel, id, rel); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 	if err != nil {
 		return fmt.Errorf("%s: %w", dbRel, err)
 	}
-	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, `UPDATE session SET directory = ? WHERE directory IS NOT ?`, cwd, cwd); err != nil {
-		return fmt.Errorf("%s: %w", dbRel, err)
-	}
-	rows, err := tx.QueryContext(ctx, `SELECT id, worktree FROM project`)
-	if err != nil {
-		return fmt.Errorf("%s: %w", dbRel, err)
-	}
-	worktrees := map[string]string{}
-	for rows.Next() {
-		var id, wt string
-		if rows.Scan(&id, &wt) == nil {
-			worktrees[id] = wt
-		}
-	}
-	rows.Close()
-	for id, wt := range worktrees {
-		rel, err := filepath.Rel(wt, cwd)
-		if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
-			continue
-		}
-		if rel == "." {
-			rel = ""
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE session SET path = ? WHERE project_id = ? AND path IS NOT ?`, rel, id, rel); err != nil {
-			return fmt.Errorf("%s: %w", dbRel, err)
-		}
-	}
-	return tx.Commit()
+	return nil
 }
 
 // chownSidecars gives the database's journal files, should this process have made them (a reader of a WAL
@@ -477,54 +519,4 @@ func chownSidecars(sess *layout.Dir) {
 	for _, suffix := range []string{"-wal", "-shm", "-journal"} {
 		_ = unix.Fchownat(dir.Fd(), path.Base(dbRel)+suffix, uid, gid, unix.AT_SYMLINK_NOFOLLOW)
 	}
-}
-
-// credentialTables are the tables of opencode's database that hold logins (its console's accounts and tokens).
-var credentialTables = []string{"account", "credential", "control_account"}
-
-// Scrub returns the session's opencode database without its logins: a private copy (the log folded in) with the
-// credential tables emptied and the file rewritten, so no freed page keeps them. dropped names the tables that
-// held rows.
-func Scrub(sess *layout.Dir) (data []byte, dropped []string, err error) {
-	db, done, err := open(sess)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer done()
-	tmp, err := os.MkdirTemp("", "sessionfs-opencode-export-")
-	if err != nil {
-		return nil, nil, err
-	}
-	defer os.RemoveAll(tmp)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	clean := filepath.Join(tmp, "opencode.db")
-	if _, err := db.ExecContext(ctx, `VACUUM INTO ?`, clean); err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", dbRel, err)
-	}
-	out, err := sql.Open("sqlite", "file:"+clean+"?_pragma=trusted_schema(0)&_pragma=secure_delete(1)")
-	if err != nil {
-		return nil, nil, err
-	}
-	defer out.Close()
-	out.SetMaxOpenConns(1)
-	for _, table := range credentialTables {
-		var n int
-		// The table's name from the list above, never from the database.
-		if out.QueryRowContext(ctx, `SELECT count(*) FROM "`+table+`"`).Scan(&n) != nil || n == 0 {
-			continue // no such table in this version, or empty
-		}
-		if _, err := out.ExecContext(ctx, `DELETE FROM "`+table+`"`); err != nil {
-			return nil, nil, fmt.Errorf("%s: empty %s: %w", dbRel, table, err)
-		}
-		dropped = append(dropped, table)
-	}
-	if _, err := out.ExecContext(ctx, `VACUUM`); err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", dbRel, err)
-	}
-	if err := out.Close(); err != nil {
-		return nil, nil, err
-	}
-	data, err = os.ReadFile(clean)
-	return data, dropped, err
 }

@@ -1,7 +1,6 @@
 package opencode
 
 import (
-	"context"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -9,6 +8,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -54,8 +54,12 @@ func Import(store *layout.Store, opts agents.ImportOptions) (agents.ImportReport
 		return im.Report, err
 	}
 	defer src.close()
+	all, err := list(src.db, from)
+	if err != nil {
+		return im.Report, fmt.Errorf("opencode database %s: %w", from, err)
+	}
 	var convs []agents.Conversation
-	for _, c := range list(context.Background(), src.db, from) {
+	for _, c := range all {
 		switch {
 		case layout.ValidateID(c.ID) != nil:
 			im.Report.Malformed = append(im.Report.Malformed, fmt.Sprintf("%s: %q is not a conversation id", from, c.ID))
@@ -91,11 +95,11 @@ func sourcePath(from string) (string, error) {
 
 // source is the database imported from, as a private copy of its own.
 type source struct {
-	path     string  // as given, for messages
-	tmp      string  // the private folder
-	clean    string  // the copy, its log folded in
-	db       *sql.DB // clean, open
-	template string  // clean without rows but opencode's bookkeeping: made on first need
+	path     string // as given, for messages
+	tmp      string // the private folder
+	clean    string // the copy, its log folded in
+	db       *db    // clean, open as untrusted
+	template string // clean without rows but opencode's bookkeeping: made on first need
 	plan     []tableCopy
 	made     int // databases made from template so far
 	// held caches, per session of the store, the latest change of each conversation its database holds: a
@@ -103,8 +107,23 @@ type source struct {
 	held map[string]map[string]int64
 }
 
+// What an import reads of a database: its conversations (list), their sessions' tree and latest change (tree).
+var importShape = map[string][]string{
+	"session": {"id", "parent_id", "project_id", "directory", "time_created", "time_updated"},
+	"message": {"id", "session_id", "time_created", "time_updated", "data"},
+	"part":    {"id", "message_id", "session_id", "time_updated", "data"},
+}
+
+// Deadlines of an import's statements: the source's, renewed for each conversation; a session's, read to
+// compare (stamps).
+const (
+	convWithin  = 10 * time.Minute
+	stampWithin = 5 * time.Minute
+)
+
 // openSource copies the database at p and its log privately (by descriptor: no link is followed, no FIFO
-// waited on; the copy is made again if a running opencode wrote meanwhile) and folds them into one file.
+// waited on; the copy is made again if a running opencode wrote meanwhile) and folds them into one file; both
+// are opened as untrusted (openDB: a view, a trigger, a table not of the shape read refuse the import).
 func openSource(p string) (*source, error) {
 	dir, err := layout.OpenDir(filepath.Dir(p))
 	if err != nil {
@@ -126,17 +145,13 @@ func openSource(p string) (*source, error) {
 		src.close()
 		return nil, fmt.Errorf("opencode database %s: %w", p, err)
 	}
-	err = vacuumInto(filepath.Join(snap, base), src.clean)
+	err = vacuumFile(filepath.Join(snap, base), src.clean, importShape)
 	os.RemoveAll(snap)
 	if err == nil {
-		src.db, err = private(src.clean)
+		src.db, err = openDB(src.clean, access{attach: 1, within: convWithin, tables: importShape})
 	}
 	if err == nil {
-		var n int
-		err = src.db.QueryRow(`SELECT count(*) FROM session`).Scan(&n)
-	}
-	if err == nil {
-		src.plan, err = planCopy(context.Background(), src.db)
+		src.plan = planCopy(src.db)
 	}
 	if err != nil {
 		src.close()
@@ -152,26 +167,15 @@ func (src *source) close() {
 	os.RemoveAll(src.tmp)
 }
 
-// private opens a database file of this process's own (a copy), its schema untrusted all the same, freed pages
-// overwritten.
-func private(p string) (*sql.DB, error) {
-	db, err := sql.Open("sqlite", "file:"+p+"?_pragma=trusted_schema(0)&_pragma=secure_delete(1)&_pragma=foreign_keys(0)")
-	if err != nil {
-		return nil, err
-	}
-	db.SetMaxOpenConns(1)
-	return db, nil
-}
-
-// vacuumInto writes the database at p (a private copy, with its log) as one new file, dst.
-func vacuumInto(p, dst string) error {
-	db, err := private(p)
+// vacuumFile writes the database at p (a private copy, with its log; opened as untrusted, want among its
+// tables) as one new file, dst.
+func vacuumFile(p, dst string, want map[string][]string) error {
+	d, err := openDB(p, access{attach: 1, within: convWithin, tables: want})
 	if err != nil {
 		return err
 	}
-	defer db.Close()
-	_, err = db.Exec(`VACUUM INTO ?`, dst)
-	return err
+	defer d.Close()
+	return d.vacuumInto(dst)
 }
 
 // one imports conversation c into session id.
@@ -181,9 +185,8 @@ func (src *source) one(im *agents.Importer, c agents.Conversation, id string) er
 		return err
 	}
 	defer sess.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	ids, stamp, err := tree(ctx, src.db, c.ID)
+	src.db.deadline(convWithin)
+	ids, stamp, err := tree(src.db, c.ID)
 	if err != nil {
 		return fmt.Errorf("%s: conversation %s: %w", src.path, c.ID, err)
 	}
@@ -203,7 +206,7 @@ func (src *source) one(im *agents.Importer, c agents.Conversation, id string) er
 	if err := agents.Prepare(sess, Agent, ws); err != nil {
 		return err
 	}
-	if err := src.into(ctx, sess, ids); err != nil {
+	if err := src.into(sess, ids); err != nil {
 		return fmt.Errorf("import %s into session %s: %w", c.ID, id, err)
 	}
 	src.held[id][c.ID] = stamp
@@ -216,36 +219,77 @@ func (src *source) one(im *agents.Importer, c agents.Conversation, id string) er
 	return err
 }
 
-// treeSQL lists a conversation (?1) and every session below it (its subagents', theirs): a cycle a hostile
-// database may hold ends, as UNION keeps each once.
-const treeSQL = `WITH RECURSIVE t(id) AS (SELECT id FROM session WHERE id = ?1
-	UNION SELECT s.id FROM session s JOIN t ON s.parent_id = t.id) `
+// maxTree bounds the sessions of one conversation (its own and its subagents', theirs): SQLite's limit on the
+// variables of one statement, which lists them.
+const maxTree = 10_000
 
-// tree returns conversation conv's sessions in db (its own and its subagents') and its newest change: the latest
-// time_updated of those sessions, their messages and parts.
-func tree(ctx context.Context, db *sql.DB, conv string) (ids []string, stamp int64, err error) {
-	if ids, err = column(ctx, db, treeSQL+`SELECT id FROM t`, conv); err != nil {
-		return nil, 0, err
+// tree returns conversation conv's sessions in d (its own and its subagents', theirs) and its newest change: the
+// latest time_updated of those sessions, their messages and parts. The tree is walked here, one level a
+// statement, rather than by a recursive query (the authorizer denies what a named subquery holds, as it does a
+// view's); a cycle a hostile database may hold ends, as each session is taken once.
+func tree(d *db, conv string) (ids []string, stamp int64, err error) {
+	seen := map[string]bool{}
+	for level := []string{conv}; len(level) > 0; {
+		var next []string
+		for _, id := range level {
+			if !seen[id] {
+				seen[id] = true
+				ids = append(ids, id)
+			}
+		}
+		if len(ids) > maxTree {
+			return nil, 0, fmt.Errorf("conversation %s: more than %d sessions", conv, maxTree)
+		}
+		kids, err := d.column(`SELECT id FROM session WHERE parent_id IN (`+marks(len(level))+`)`, anys(level)...)
+		if err != nil {
+			return nil, 0, err
+		}
+		for _, k := range kids {
+			if !seen[k] {
+				next = append(next, k)
+			}
+		}
+		level = next
 	}
-	stamp, err = newest(ctx, db, conv)
+	if ids, err = d.column(`SELECT id FROM session WHERE id IN (`+marks(len(ids))+`)`, anys(ids)...); err != nil {
+		return nil, 0, err // the sessions there are (conv itself may not be)
+	}
+	if len(ids) == 0 {
+		return nil, 0, nil
+	}
+	stamp, err = newest(d, ids)
 	return ids, stamp, err
 }
 
-// newest is conversation conv's latest change in db (0 for none).
-func newest(ctx context.Context, db *sql.DB, conv string) (int64, error) {
+// newest is the latest change of sessions ids in d (0 for none).
+func newest(d *db, ids []string) (int64, error) {
+	in := marks(len(ids))
 	var stamp sql.NullInt64
-	err := db.QueryRowContext(ctx, treeSQL+`SELECT max(x) FROM (
-		SELECT max(time_updated) x FROM session WHERE id IN t
-		UNION ALL SELECT max(time_updated) FROM message WHERE session_id IN t
-		UNION ALL SELECT max(time_updated) FROM part WHERE session_id IN t)`, conv).Scan(&stamp)
+	args := anys(ids)
+	err := d.row(`SELECT max(x) FROM (
+		SELECT max(time_updated) x FROM session WHERE id IN (`+in+`)
+		UNION ALL SELECT max(time_updated) FROM message WHERE session_id IN (`+in+`)
+		UNION ALL SELECT max(time_updated) FROM part WHERE session_id IN (`+in+`))`, append(append(args, args...), args...), &stamp)
 	return stamp.Int64, err
+}
+
+// marks are n placeholders, comma-separated.
+func marks(n int) string { return strings.TrimSuffix(strings.Repeat("?,", n), ",") }
+
+// anys are ss as arguments of a statement.
+func anys(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
 }
 
 // stamps reads, from a private copy of the session's database, the latest change of each conversation it holds
 // (none without a database).
 func stamps(sess *layout.Dir) (map[string]int64, error) {
 	out := map[string]int64{}
-	db, done, err := open(sess)
+	d, done, err := open(sess, access{within: stampWithin, tables: importShape})
 	if errors.Is(err, fs.ErrNotExist) {
 		return out, nil
 	}
@@ -253,14 +297,12 @@ func stamps(sess *layout.Dir) (map[string]int64, error) {
 		return nil, err
 	}
 	defer done()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	convs, err := column(ctx, db, `SELECT id FROM session WHERE parent_id IS NULL`)
+	convs, err := d.column(`SELECT id FROM session WHERE parent_id IS NULL`)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", dbRel, err)
 	}
 	for _, conv := range convs {
-		if out[conv], err = newest(ctx, db, conv); err != nil {
+		if _, out[conv], err = tree(d, conv); err != nil {
 			return nil, fmt.Errorf("%s: %w", dbRel, err)
 		}
 	}
@@ -272,17 +314,17 @@ var errMeanwhile = errors.New("made meanwhile")
 
 // into writes the rows of sessions ids into the session's database: merged into it if it has one, else in a
 // new one.
-func (src *source) into(ctx context.Context, sess *layout.Dir, ids []string) error {
+func (src *source) into(sess *layout.Dir, ids []string) error {
 	for range 3 {
 		// The source is attached from this process's own folder, which the confined thread may read too.
 		mine, err := unix.Open(src.tmp, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 		if err != nil {
 			return err
 		}
-		err = update(sess, []int{mine}, func(db *sql.DB) error { return src.merge(ctx, db, ids, true) })
+		err = update(sess, []int{mine}, access{attach: 1, within: stuckAfter}, func(d *db) error { return src.merge(d, ids, true) })
 		unix.Close(mine)
 		if errors.Is(err, fs.ErrNotExist) {
-			if err := src.create(ctx, sess, ids); !errors.Is(err, errMeanwhile) {
+			if err := src.create(sess, ids); !errors.Is(err, errMeanwhile) {
 				return err
 			}
 			continue // merged into the one made meanwhile
@@ -292,42 +334,30 @@ func (src *source) into(ctx context.Context, sess *layout.Dir, ids []string) err
 	return fmt.Errorf("%s: made and removed again and again as it was imported into", dbRel)
 }
 
-// merge copies the rows of sessions ids from the source into db, in one transaction. check compares db's schema
+// merge copies the rows of sessions ids from the source into d, in one transaction. check compares d's schema
 // with the source's first (a database of the session's; one made from the source has its schema).
-func (src *source) merge(ctx context.Context, db *sql.DB, ids []string, check bool) error {
-	conn, err := db.Conn(ctx)
+func (src *source) merge(d *db, ids []string, check bool) error {
+	// The source is this process's own copy: attached by its private path, never a path of the session's.
+	theirs, err := d.attach(src.clean, "src", nil)
 	if err != nil {
 		return fmt.Errorf("%s: %w", dbRel, err)
 	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, `PRAGMA foreign_keys = OFF`); err != nil {
-		return fmt.Errorf("%s: %w", dbRel, err)
-	}
-	// The source is this process's own copy: attached by its private path, never a path of the session's.
-	if _, err := conn.ExecContext(ctx, `ATTACH DATABASE ? AS src`, src.clean); err != nil {
-		return fmt.Errorf("%s: %w", dbRel, err)
-	}
-	defer conn.ExecContext(context.Background(), `DETACH DATABASE src`)
+	defer d.detach("src")
 	if check {
-		if err := sameSchema(ctx, conn); err != nil {
+		if err := sameSchema(d, theirs); err != nil {
 			return fmt.Errorf("%s: another opencode version's database than %s (%w): run the same opencode version on both, or import into a new session (--into NEW-ID)", dbRel, src.path, err)
 		}
 	}
-	tx, err := conn.BeginTx(ctx, nil)
-	if err != nil {
+	if err := d.transaction(func() error { return copyRows(d, src.plan, ids) }); err != nil {
 		return fmt.Errorf("%s: %w", dbRel, err)
 	}
-	defer tx.Rollback()
-	if err := copyRows(ctx, tx, src.plan, ids); err != nil {
-		return fmt.Errorf("%s: %w", dbRel, err)
-	}
-	return tx.Commit()
+	return nil
 }
 
 // create gives the session a database of its own holding sessions ids: made privately from the source's
 // template, then moved into place under a name no other file has (an opencode that made one meanwhile keeps
 // its own, and the rows are merged into it instead).
-func (src *source) create(ctx context.Context, sess *layout.Dir, ids []string) error {
+func (src *source) create(sess *layout.Dir, ids []string) error {
 	uid, gid, err := sess.Owner()
 	if err != nil {
 		return err
@@ -346,7 +376,7 @@ func (src *source) create(ctx context.Context, sess *layout.Dir, ids []string) e
 			return err
 		}
 	}
-	made, err := src.fresh(ctx, ids)
+	made, err := src.fresh(ids)
 	if err != nil {
 		return err
 	}
@@ -372,61 +402,36 @@ func (src *source) create(ctx context.Context, sess *layout.Dir, ids []string) e
 
 // fresh makes a new database in the private folder holding only sessions ids' rows and opencode's migration
 // bookkeeping, every freed page gone (VACUUM), and returns its path.
-func (src *source) fresh(ctx context.Context, ids []string) (string, error) {
+func (src *source) fresh(ids []string) (string, error) {
 	if src.template == "" {
-		if err := src.makeTemplate(ctx); err != nil {
+		p := filepath.Join(src.tmp, "template.db")
+		if _, err := rebuild(src.clean, p, bookkeeping); err != nil {
 			return "", err
 		}
+		src.template = p
 	}
 	src.made++
 	p := filepath.Join(src.tmp, fmt.Sprintf("new-%d.db", src.made))
-	if err := vacuumInto(src.template, p); err != nil {
+	if err := vacuumFile(src.template, p, nil); err != nil {
 		return "", err
 	}
-	db, err := private(p)
+	d, err := openDB(p, access{write: true, attach: 1, within: convWithin})
 	if err != nil {
 		return "", err
 	}
-	defer db.Close()
-	if err := src.merge(ctx, db, ids, false); err != nil {
+	defer d.Close()
+	if err := src.merge(d, ids, false); err != nil {
 		return "", err
 	}
-	if _, err := db.ExecContext(ctx, `VACUUM`); err != nil {
+	if err := d.vacuum(); err != nil {
 		return "", err
 	}
-	return p, db.Close()
+	return p, d.Close()
 }
 
-// makeTemplate writes the source's schema with no rows but its migrations' bookkeeping (so opencode finds its
+// bookkeeping: the tables of opencode's migrations, whose rows a new database keeps (so opencode finds its
 // migrations done).
-func (src *source) makeTemplate(ctx context.Context) error {
-	p := filepath.Join(src.tmp, "template.db")
-	if _, err := src.db.ExecContext(ctx, `VACUUM INTO ?`, p); err != nil {
-		return err
-	}
-	db, err := private(p)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	tables, err := tableNames(ctx, db, "main")
-	if err != nil {
-		return err
-	}
-	for _, t := range tables {
-		if t == "migration" || t == "data_migration" {
-			continue
-		}
-		if _, err := db.ExecContext(ctx, `DELETE FROM `+quote(t)); err != nil {
-			return fmt.Errorf("empty %s: %w", t, err)
-		}
-	}
-	if err := db.Close(); err != nil {
-		return err
-	}
-	src.template = p
-	return nil
-}
+func bookkeeping(table string) bool { return table == "migration" || table == "data_migration" }
 
 // owners maps each opencode session id held in the store to the session holding it, the first one's where
 // several do (agents.Less): each session's database is read once, from a private copy.
@@ -457,11 +462,16 @@ func owners(store *layout.Store) map[string]string {
 
 // heldIDs lists the opencode session ids of the session's database.
 func heldIDs(sess *layout.Dir) []string {
-	db, done, err := open(sess)
+	d, done, err := open(sess, access{within: countWithin, tables: countShape})
 	if err != nil {
+		warn(sess, err)
 		return nil
 	}
 	defer done()
-	ids, _ := column(context.Background(), db, `SELECT id FROM session`)
+	ids, err := d.column(`SELECT id FROM session`)
+	if err != nil {
+		warn(sess, fmt.Errorf("%s: %w", dbRel, err))
+		return nil
+	}
 	return ids
 }

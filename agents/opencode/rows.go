@@ -1,8 +1,6 @@
 package opencode
 
 import (
-	"context"
-	"database/sql"
 	"fmt"
 	"maps"
 	"slices"
@@ -24,28 +22,21 @@ type tableCopy struct {
 	keep  bool   // a row the target has already stays as it is (a project, a workspace)
 }
 
-// planCopy reads which tables of db (the source) to copy and how.
-func planCopy(ctx context.Context, db *sql.DB) ([]tableCopy, error) {
-	tables, err := tableNames(ctx, db, "main")
-	if err != nil {
-		return nil, err
-	}
+// planCopy reads which tables of d (the source) to copy and how.
+func planCopy(d *db) []tableCopy {
 	var plan []tableCopy
-	for _, t := range tables {
+	for _, t := range slices.Sorted(maps.Keys(d.schema.tables)) {
 		if slices.Contains(skipTables, t) {
 			continue
 		}
-		cols, err := columns(ctx, db, t)
-		if err != nil {
-			return nil, err
-		}
+		cols := d.schema.tables[t]
 		c := tableCopy{table: t, cols: cols}
 		switch {
 		case t == "session":
 			c.where = "id IN (%s)"
 		case t == "project":
 			c.where, c.keep = "id IN (SELECT project_id FROM src.session WHERE id IN (%s))", true
-		case t == "workspace":
+		case t == "workspace" && slices.Contains(d.schema.tables["session"], "workspace_id"):
 			c.where, c.keep = "id IN (SELECT workspace_id FROM src.session WHERE id IN (%s))", true
 		case slices.Contains(cols, "aggregate_id"):
 			c.where = "aggregate_id IN (%s)"
@@ -56,12 +47,12 @@ func planCopy(ctx context.Context, db *sql.DB) ([]tableCopy, error) {
 		}
 		plan = append(plan, c)
 	}
-	return plan, nil
+	return plan
 }
 
 // copyRows copies the rows of sessions ids from src (attached) into main, by plan: the source's replace the
 // target's of the same key, rows only the target has stay.
-func copyRows(ctx context.Context, tx *sql.Tx, plan []tableCopy, ids []string) error {
+func copyRows(d *db, plan []tableCopy, ids []string) error {
 	marks := strings.TrimSuffix(strings.Repeat("?,", len(ids)), ",")
 	args := make([]any, len(ids))
 	for i, id := range ids {
@@ -79,62 +70,48 @@ func copyRows(ctx context.Context, tx *sql.Tx, plan []tableCopy, ids []string) e
 		list := strings.Join(cols, ", ")
 		q := fmt.Sprintf("%s INTO main.%s (%s) SELECT %s FROM src.%s WHERE %s", verb, quote(c.table), list, list,
 			quote(c.table), fmt.Sprintf(c.where, marks))
-		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+		if err := d.exec(q, args...); err != nil {
 			return fmt.Errorf("copy %s: %w", c.table, err)
 		}
 	}
 	return nil
 }
 
-// sameSchema checks that main (the session's database) has the schema of src (attached) and the same migrations
-// done: every table, index and trigger as the same SQL. Rows written by another opencode version would not fit.
-func sameSchema(ctx context.Context, conn *sql.Conn) error {
-	read := func(schema string) (map[string]string, error) {
-		// SQLite's own (statistics, indexes of constraints) follow from the rest, or from use.
-		rows, err := conn.QueryContext(ctx, `SELECT type, name, coalesce(sql, '') FROM `+schema+
-			`.sqlite_master WHERE name NOT LIKE 'sqlite\_%' ESCAPE '\'`)
-		if err != nil {
-			return nil, err
-		}
-		defer rows.Close()
+// sameSchema checks that main (the session's database, d) has the schema of theirs (attached as src) and the
+// same migrations done: every table and index as the same SQL (vet let no other object in). Rows written by
+// another opencode version would not fit.
+func sameSchema(d *db, theirs vetted) error {
+	read := func(sc vetted) map[string]string {
 		out := map[string]string{}
-		for rows.Next() {
-			var typ, name, text string
-			if err := rows.Scan(&typ, &name, &text); err != nil {
-				return nil, err
+		for _, o := range sc.objects {
+			if strings.HasPrefix(lower(o.name), "sqlite_stat") {
+				continue // statistics: from use, not from the version
 			}
-			out[typ+" "+name] = text
+			out[o.typ+" "+lower(o.name)] = o.sql.String
 		}
-		return out, rows.Err()
+		return out
 	}
-	mine, err := read("main")
-	if err != nil {
-		return err
-	}
-	theirs, err := read("src")
-	if err != nil {
-		return err
-	}
-	for _, k := range slices.Sorted(maps.Keys(theirs)) {
+	mine, their := read(d.schema), read(theirs)
+	for _, k := range slices.Sorted(maps.Keys(their)) {
 		if text, ok := mine[k]; !ok {
 			return fmt.Errorf("the session's has no %s", k)
-		} else if text != theirs[k] {
+		} else if text != their[k] {
 			return fmt.Errorf("their %s differ", k)
 		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(mine)) {
-		if _, ok := theirs[k]; !ok {
+		if _, ok := their[k]; !ok {
 			return fmt.Errorf("the session's has a %s more", k)
 		}
 	}
-	if _, ok := theirs["table migration"]; !ok {
+	if _, ok := theirs.tables["migration"]; !ok {
 		return nil // no bookkeeping to compare (the schemas are the same)
 	}
-	a, err := column(ctx, conn, `SELECT id FROM main.migration ORDER BY id`)
+	a, err := d.column(`SELECT id FROM main.migration ORDER BY id`)
 	if err != nil {
 		return err
 	}
-	b, err := column(ctx, conn, `SELECT id FROM src.migration ORDER BY id`)
+	b, err := d.column(`SELECT id FROM src.migration ORDER BY id`)
 	if err != nil {
 		return err
 	}
@@ -144,43 +121,6 @@ func sameSchema(ctx context.Context, conn *sql.Conn) error {
 		}
 	}
 	return nil
-}
-
-// tableNames lists the tables of schema in db, SQLite's own left out.
-func tableNames(ctx context.Context, db *sql.DB, schema string) ([]string, error) {
-	return column(ctx, db, `SELECT name FROM `+schema+`.sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\_%' ESCAPE '\' ORDER BY name`)
-}
-
-// columns lists table's columns in db, in order.
-func columns(ctx context.Context, db *sql.DB, table string) ([]string, error) {
-	out, err := column(ctx, db, `SELECT name FROM pragma_table_info(?) ORDER BY cid`, table)
-	if err == nil && len(out) == 0 {
-		return nil, fmt.Errorf("table %s: no columns", table)
-	}
-	return out, err
-}
-
-// querier is a database, one of its connections or a transaction.
-type querier interface {
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-}
-
-// column reads the one text column of what query returns, row by row.
-func column(ctx context.Context, db querier, query string, args ...any) ([]string, error) {
-	rows, err := db.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var v string
-		if err := rows.Scan(&v); err != nil {
-			return nil, err
-		}
-		out = append(out, v)
-	}
-	return out, rows.Err()
 }
 
 // quote makes name an SQL identifier.

@@ -1,7 +1,6 @@
 package opencode
 
 import (
-	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
@@ -36,8 +35,15 @@ func startTail(fromStart, asJSON bool) func(*layout.Dir) ([]string, error) {
 	return t.next
 }
 
+// tailShape is what watch reads of the database.
+var tailShape = map[string][]string{
+	"session": {"id", "parent_id"},
+	"message": {"id", "session_id", "time_created", "time_updated", "data"},
+	"part":    {"id", "message_id", "time_updated", "data"},
+}
+
 func (t *tail) next(sess *layout.Dir) ([]string, error) {
-	db, done, err := open(sess)
+	d, done, err := open(sess, access{within: time.Minute, tables: tailShape})
 	if errors.Is(err, fs.ErrNotExist) {
 		t.started = true // none yet: all a database made later holds is new
 		return nil, nil
@@ -46,10 +52,8 @@ func (t *tail) next(sess *layout.Dir) ([]string, error) {
 		return nil, err
 	}
 	defer done()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
 	quiet := !t.started && !t.fromStart
-	lines, err := t.read(ctx, db, quiet)
+	lines, err := t.read(d, quiet)
 	if err == nil {
 		t.started = true
 	}
@@ -79,8 +83,8 @@ type info struct {
 
 // read returns the lines of the messages completed since the last read; quiet only notes those there are (watch
 // begins at the end).
-func (t *tail) read(ctx context.Context, db *sql.DB, quiet bool) ([]string, error) {
-	parents, err := parentsOf(ctx, db)
+func (t *tail) read(d *db, quiet bool) ([]string, error) {
+	parents, err := parentsOf(d)
 	if err != nil {
 		return nil, err
 	}
@@ -89,28 +93,27 @@ func (t *tail) read(ctx context.Context, db *sql.DB, quiet bool) ([]string, erro
 		since = t.mark - slack
 	}
 	// A part's change leaves its message's row as it was: a prompt's text arrives as a part.
-	rows, err := db.QueryContext(ctx, `SELECT id, session_id, time_created, time_updated, data FROM message
-		WHERE time_updated >= ?1 OR id IN (SELECT message_id FROM part WHERE time_updated >= ?1)
-		ORDER BY time_created, id`, since)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", dbRel, err)
-	}
 	var ms []message
 	mark := t.mark
-	for rows.Next() {
+	err = d.each(`SELECT id, session_id, time_created, time_updated, data FROM message
+		WHERE time_updated >= ?1 OR id IN (SELECT message_id FROM part WHERE time_updated >= ?1)
+		ORDER BY time_created, id`, []any{since}, func(rows *sql.Rows) error {
 		var m message
 		var updated int64
 		if rows.Scan(&m.id, &m.session, &m.created, &updated, &m.data) != nil {
-			continue
+			return nil
 		}
 		mark = max(mark, updated)
 		if !t.printed[m.id] {
 			ms = append(ms, m)
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", dbRel, err)
 	}
-	rows.Close()
 	var newest sql.NullInt64
-	if db.QueryRowContext(ctx, `SELECT max(time_updated) FROM part`).Scan(&newest) == nil {
+	if d.row(`SELECT max(time_updated) FROM part`, nil, &newest) == nil {
 		mark = max(mark, newest.Int64)
 	}
 	t.mark = mark
@@ -125,7 +128,10 @@ func (t *tail) read(ctx context.Context, db *sql.DB, quiet bool) ([]string, erro
 			t.printed[m.id] = true
 			continue
 		}
-		ps := partsOf(ctx, db, m.id)
+		ps, err := partsOf(d, m.id)
+		if err != nil {
+			return out, fmt.Errorf("%s: %w", dbRel, err)
+		}
 		if !complete(in, ps) {
 			continue
 		}
@@ -170,21 +176,16 @@ type partRow struct {
 }
 
 // partsOf reads message id's parts, in order.
-func partsOf(ctx context.Context, db *sql.DB, id string) []partRow {
-	rows, err := db.QueryContext(ctx, `SELECT id, data FROM part WHERE message_id = ? ORDER BY id`, id)
-	if err != nil {
-		return nil
-	}
-	defer rows.Close()
+func partsOf(d *db, id string) ([]partRow, error) {
 	var out []partRow
-	for rows.Next() {
+	err := d.each(`SELECT id, data FROM part WHERE message_id = ? ORDER BY id`, []any{id}, func(rows *sql.Rows) error {
 		var p partRow
-		if rows.Scan(&p.id, &p.data) != nil || json.Unmarshal([]byte(p.data), &p.part) != nil {
-			continue
+		if rows.Scan(&p.id, &p.data) == nil && json.Unmarshal([]byte(p.data), &p.part) == nil {
+			out = append(out, p)
 		}
-		out = append(out, p)
-	}
-	return out
+		return nil
+	})
+	return out, err
 }
 
 // line renders message m as watch prints it: its conversation's short id, then the time, who speaks and what
@@ -239,20 +240,19 @@ func asJSON(m message, ps []partRow) ([]byte, error) {
 }
 
 // parentsOf maps each session of db to its parent (subagents' sessions to the conversation that started them).
-func parentsOf(ctx context.Context, db *sql.DB) (map[string]string, error) {
-	rows, err := db.QueryContext(ctx, `SELECT id, parent_id FROM session WHERE parent_id IS NOT NULL`)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", dbRel, err)
-	}
-	defer rows.Close()
+func parentsOf(d *db) (map[string]string, error) {
 	out := map[string]string{}
-	for rows.Next() {
+	err := d.each(`SELECT id, parent_id FROM session WHERE parent_id IS NOT NULL`, nil, func(rows *sql.Rows) error {
 		var id, parent string
 		if rows.Scan(&id, &parent) == nil {
 			out[id] = parent
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", dbRel, err)
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // root is the top-level conversation session id belongs to (a hostile database's cycle ends somewhere).

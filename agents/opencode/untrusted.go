@@ -1,0 +1,556 @@
+package opencode
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// An opencode database is the session's to write, and so is its schema: a table may be a view that never ends,
+// a trigger may run on the UPDATE a launch makes or on the DELETE an export's scrub makes, a trigger may carry
+// a name of SQLite's own. Every database sessionfs opens (a session's, the user's it imports from, the copies it
+// makes of them) is opened here, as SQLite's "Defense Against the Dark Arts" advises for an untrusted file:
+//   - refused unless every object of its schema is a plain table or an index (sqlite_master read whole, each
+//     row's SQL read as SQLite will parse it: no view, no trigger, no virtual table, no generated column, no
+//     expression index, no name of SQLite's own but its own few), and unless the tables the caller reads are
+//     there with the columns it reads;
+//   - an authorizer denies whatever a view or a trigger would compile, should one appear after the check (a
+//     session's process writes the file under SQLite): no SQL of the session's ever runs;
+//   - SQLITE_DBCONFIG_DEFENSIVE, trusted_schema off, cell_size_check on, no memory map, foreign keys off,
+//     double-quoted strings off, SQLite's limits lowered (length, SQL length, columns, depth, attached...);
+//     modernc's SQLite loads no extension;
+//   - one connection, every statement under the handle's deadline (SQLite is interrupted when it passes) and
+//     every read under a row cap.
+
+// untrustedDriver is the name the hardened driver is registered under: every connection it opens has the
+// authorizer, whoever opens it.
+const untrustedDriver = "sqlite-untrusted"
+
+func init() {
+	d := &sqlite.Driver{}
+	d.RegisterConnectionHook(func(conn sqlite.ExecQuerierContext, _ string) error {
+		auth, ok := conn.(sqlite.AuthorizerRegisterer)
+		if !ok {
+			return errors.New("this SQLite driver has no authorizer")
+		}
+		return auth.RegisterAuthorizer(authorize(nil))
+	})
+	sql.Register(untrustedDriver, d)
+}
+
+// authorize lets SQLite compile only what this process wrote: anything a view or a trigger holds is denied; no
+// view, trigger or virtual table is made; a database is attached or detached only while attaching says so (the
+// handle's own code attaching one: ATTACH, VACUUM INTO).
+func authorize(attaching *atomic.Bool) sqlite.AuthorizerFn {
+	return func(action sqlite.AuthorizerActionCode, _, _, _, triggerOrView string) sqlite.AuthorizerReturnCode {
+		if triggerOrView != "" {
+			return sqlite.AuthorizerDeny
+		}
+		switch action {
+		case sqlite.AuthCreateTrigger, sqlite.AuthCreateTempTrigger, sqlite.AuthCreateView, sqlite.AuthCreateTempView,
+			sqlite.AuthCreateVTable:
+			return sqlite.AuthorizerDeny
+		case sqlite.AuthAttach, sqlite.AuthDetach:
+			if attaching == nil || !attaching.Load() {
+				return sqlite.AuthorizerDeny
+			}
+		}
+		return sqlite.AuthorizerOK
+	}
+}
+
+// limits are SQLite's limits on a connection: lowered to what opencode's rows and sessionfs's statements need
+// (a part's data may hold a large tool output). LIMIT_ATTACHED is the caller's (access.attach).
+var limits = map[int]int{
+	sqlite3.SQLITE_LIMIT_LENGTH:              64 << 20,
+	sqlite3.SQLITE_LIMIT_SQL_LENGTH:          1 << 20,
+	sqlite3.SQLITE_LIMIT_COLUMN:              200,
+	sqlite3.SQLITE_LIMIT_EXPR_DEPTH:          100,
+	sqlite3.SQLITE_LIMIT_COMPOUND_SELECT:     8,
+	sqlite3.SQLITE_LIMIT_VDBE_OP:             250_000,
+	sqlite3.SQLITE_LIMIT_FUNCTION_ARG:        8,
+	sqlite3.SQLITE_LIMIT_LIKE_PATTERN_LENGTH: 50,
+	sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER:     10_000,
+	sqlite3.SQLITE_LIMIT_TRIGGER_DEPTH:       1,
+	sqlite3.SQLITE_LIMIT_WORKER_THREADS:      0,
+}
+
+// maxRows caps the rows one statement may return: a join of a hostile database's tables must not fill memory.
+const maxRows = 1_000_000
+
+// maxObjects caps the objects of a schema (opencode's has a few dozen).
+const maxObjects = 10_000
+
+// errRefused marks a database refused for its schema.
+var errRefused = errors.New("refused")
+
+// errTooMany is a statement that returned more than maxRows rows.
+var errTooMany = fmt.Errorf("more than %d rows", maxRows)
+
+// access is how a database is opened.
+type access struct {
+	write  bool                // changed in place (else read only)
+	create bool                // a new database of this process's own (write)
+	attach int                 // databases the caller attaches (ATTACH, VACUUM INTO)
+	within time.Duration       // the deadline of all its statements, from the open (deadline renews it)
+	tables map[string][]string // the tables the caller reads, with the columns it reads
+}
+
+// db is a database opened by openDB: one connection, its schema vetted.
+type db struct {
+	pool      *sql.DB
+	conn      *sql.Conn
+	ctx       context.Context
+	cancel    context.CancelFunc
+	attaching atomic.Bool // while the handle's own code attaches a database
+	schema    vetted      // main's, as vetted
+}
+
+// openDB opens the database file p (a path this process made, or a /proc/self/fd path of a folder it holds) as
+// untrusted, and vets its schema (see above): a database whose schema is not plain tables of the shape a.tables
+// wants is refused (errRefused).
+func openDB(p string, a access) (*db, error) {
+	mode := "ro"
+	switch {
+	case a.create:
+		mode = "rwc"
+	case a.write:
+		mode = "rw"
+	}
+	dsn := "file:" + p + "?mode=" + mode + "&_defensive=1&_dqs=0" +
+		"&_pragma=busy_timeout(10000)&_pragma=trusted_schema(0)&_pragma=cell_size_check(1)&_pragma=mmap_size(0)" +
+		"&_pragma=foreign_keys(0)&_pragma=recursive_triggers(0)&_pragma=temp_store(2)&_pragma=secure_delete(1)"
+	pool, err := sql.Open(untrustedDriver, dsn)
+	if err != nil {
+		return nil, err
+	}
+	pool.SetMaxOpenConns(1)
+	d := &db{pool: pool}
+	d.ctx, d.cancel = context.WithTimeout(context.Background(), a.within)
+	if d.conn, err = pool.Conn(d.ctx); err != nil {
+		d.Close()
+		return nil, err
+	}
+	err = d.conn.Raw(func(conn any) error {
+		auth, ok := conn.(sqlite.AuthorizerRegisterer)
+		if !ok {
+			return errors.New("this SQLite driver has no authorizer")
+		}
+		return auth.RegisterAuthorizer(authorize(&d.attaching))
+	})
+	if err != nil {
+		d.Close()
+		return nil, err
+	}
+	for id, v := range limits {
+		if _, err := sqlite.Limit(d.conn, id, v); err != nil {
+			d.Close()
+			return nil, err
+		}
+	}
+	if _, err := sqlite.Limit(d.conn, sqlite3.SQLITE_LIMIT_ATTACHED, a.attach); err != nil {
+		d.Close()
+		return nil, err
+	}
+	if d.schema, err = d.vet("main", a.tables); err != nil {
+		d.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+// Close closes the database.
+func (d *db) Close() error {
+	var err error
+	if d.conn != nil {
+		err = d.conn.Close()
+	}
+	if cerr := d.pool.Close(); err == nil {
+		err = cerr
+	}
+	d.cancel()
+	return err
+}
+
+// deadline gives the statements from now on a deadline of their own, within from now (an import's long run,
+// one conversation at a time).
+func (d *db) deadline(within time.Duration) {
+	d.cancel()
+	d.ctx, d.cancel = context.WithTimeout(context.Background(), within)
+}
+
+// exec runs a statement of this process's.
+func (d *db) exec(query string, args ...any) error {
+	_, err := d.conn.ExecContext(d.ctx, query, args...)
+	return d.why(err)
+}
+
+// each runs query and calls fn on each row, up to maxRows.
+func (d *db) each(query string, args []any, fn func(*sql.Rows) error) error {
+	rows, err := d.conn.QueryContext(d.ctx, query, args...)
+	if err != nil {
+		return d.why(err)
+	}
+	defer rows.Close()
+	for n := 0; rows.Next(); n++ {
+		if n == maxRows {
+			return errTooMany
+		}
+		if err := fn(rows); err != nil {
+			return err
+		}
+	}
+	return d.why(rows.Err())
+}
+
+// row reads the one row query returns into dst.
+func (d *db) row(query string, args []any, dst ...any) error {
+	return d.why(d.conn.QueryRowContext(d.ctx, query, args...).Scan(dst...))
+}
+
+// column reads the one text column of what query returns.
+func (d *db) column(query string, args ...any) ([]string, error) {
+	var out []string
+	err := d.each(query, args, func(rows *sql.Rows) error {
+		var v string
+		if err := rows.Scan(&v); err != nil {
+			return err
+		}
+		out = append(out, v)
+		return nil
+	})
+	return out, err
+}
+
+// transaction runs fn in one transaction that takes the write lock at once, committed if fn succeeds.
+func (d *db) transaction(fn func() error) error {
+	if err := d.exec(`BEGIN IMMEDIATE`); err != nil {
+		return err
+	}
+	if err := fn(); err != nil {
+		_, _ = d.conn.ExecContext(context.Background(), `ROLLBACK`)
+		return err
+	}
+	if err := d.exec(`COMMIT`); err != nil {
+		_, _ = d.conn.ExecContext(context.Background(), `ROLLBACK`)
+		return err
+	}
+	return nil
+}
+
+// why names the deadline when it is what ended a statement.
+func (d *db) why(err error) error {
+	if err != nil && d.ctx.Err() != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%w (%v)", context.DeadlineExceeded, err)
+	}
+	return err
+}
+
+// attach attaches this process's own database file p as name, and vets it as openDB does.
+func (d *db) attach(p, name string, want map[string][]string) (vetted, error) {
+	d.attaching.Store(true)
+	err := d.exec(`ATTACH DATABASE ? AS `+quote(name), p)
+	d.attaching.Store(false)
+	if err != nil {
+		return vetted{}, err
+	}
+	sc, err := d.vet(name, want)
+	if err != nil {
+		d.detach(name)
+	}
+	return sc, err
+}
+
+// detach detaches the database attached as name.
+func (d *db) detach(name string) {
+	d.attaching.Store(true)
+	_, _ = d.conn.ExecContext(context.Background(), `DETACH DATABASE `+quote(name))
+	d.attaching.Store(false)
+}
+
+// vacuumInto writes the database (main) as the new file dst of this process's: its pages rewritten, no freed one
+// kept.
+func (d *db) vacuumInto(dst string) error {
+	d.attaching.Store(true) // VACUUM INTO attaches dst
+	defer d.attaching.Store(false)
+	return d.exec(`VACUUM INTO ?`, dst)
+}
+
+// vacuum rewrites the database (main) in place, no freed page kept.
+func (d *db) vacuum() error {
+	d.attaching.Store(true) // VACUUM attaches the copy it makes
+	defer d.attaching.Store(false)
+	return d.exec(`VACUUM`)
+}
+
+// object is one row of sqlite_master.
+type object struct {
+	typ, name, table string
+	sql              sql.NullString
+}
+
+// vetted is what vet read of a database's schema.
+type vetted struct {
+	objects []object            // sqlite_master's rows, in order
+	tables  map[string][]string // each table (not SQLite's own) with its columns, by their names in lower case
+}
+
+// vet reads the whole sqlite_master of the database attached as name (main: the one opened) and refuses it
+// unless every object is a plain table or an index of one, the tables in want there with (at least) their
+// columns.
+func (d *db) vet(name string, want map[string][]string) (vetted, error) {
+	var objs []object
+	err := d.each(`SELECT type, name, tbl_name, sql FROM `+quote(name)+`.sqlite_master`, nil, func(rows *sql.Rows) error {
+		if len(objs) == maxObjects {
+			return fmt.Errorf("%w: more than %d objects in its schema", errRefused, maxObjects)
+		}
+		var o object
+		var typ, name, table sql.NullString
+		if err := rows.Scan(&typ, &name, &table, &o.sql); err != nil {
+			return err
+		}
+		o.typ, o.name, o.table = typ.String, name.String, table.String
+		objs = append(objs, o)
+		return nil
+	})
+	if err != nil {
+		return vetted{}, err
+	}
+	tables := map[string][]string{}
+	var indexes []string
+	for _, o := range objs {
+		if err := plain(o); err != nil {
+			return vetted{}, fmt.Errorf("%w: %v", errRefused, err)
+		}
+		switch {
+		case o.typ == "index":
+			indexes = append(indexes, o.name)
+		case !ours(o.name):
+			tables[lower(o.name)] = nil
+		}
+	}
+	for t := range tables {
+		var cols []string
+		err := d.each(`SELECT name, hidden FROM pragma_table_xinfo(?, ?)`, []any{t, name}, func(rows *sql.Rows) error {
+			var name string
+			var hidden int
+			if err := rows.Scan(&name, &hidden); err != nil {
+				return err
+			}
+			if hidden != 0 {
+				return fmt.Errorf("%w: table %s has a generated or hidden column (%s)", errRefused, t, name)
+			}
+			cols = append(cols, lower(name))
+			return nil
+		})
+		if err != nil {
+			return vetted{}, err
+		}
+		if len(cols) == 0 {
+			return vetted{}, fmt.Errorf("%w: table %s has no columns", errRefused, t)
+		}
+		tables[t] = cols
+	}
+	for _, ix := range indexes {
+		err := d.each(`SELECT cid FROM pragma_index_xinfo(?, ?) WHERE key`, []any{ix, name}, func(rows *sql.Rows) error {
+			var cid int
+			if err := rows.Scan(&cid); err != nil {
+				return err
+			}
+			if cid < 0 {
+				return fmt.Errorf("%w: index %s is on an expression", errRefused, ix)
+			}
+			return nil
+		})
+		if err != nil {
+			return vetted{}, err
+		}
+	}
+	for t, cols := range want {
+		have, ok := tables[t]
+		if !ok {
+			return vetted{}, fmt.Errorf("%w: no table %s", errRefused, t)
+		}
+		for _, c := range cols {
+			if !slices.Contains(have, c) {
+				return vetted{}, fmt.Errorf("%w: table %s has no column %s", errRefused, t, c)
+			}
+		}
+	}
+	return vetted{objects: objs, tables: tables}, nil
+}
+
+// ours reports whether name is one SQLite keeps for itself (which a session may plant with writable_schema).
+func ours(name string) bool { return strings.HasPrefix(lower(name), "sqlite_") }
+
+// sqliteTables are the tables SQLite makes itself, by the name it gives them.
+var sqliteTables = []string{"sqlite_sequence", "sqlite_stat1", "sqlite_stat4"}
+
+// plain checks one object of a schema: a table or an index whose SQL is what SQLite itself writes for one
+// (SQLite parses an object by its SQL alone, whatever its type says), of the object's own name; SQLite's own
+// names only for its own few tables and the indexes of constraints (which have no SQL).
+func plain(o object) error {
+	what := fmt.Sprintf("%s %q", o.typ, o.name)
+	if !o.sql.Valid || o.sql.String == "" {
+		if o.typ == "index" && strings.HasPrefix(lower(o.name), "sqlite_autoindex_") {
+			return nil
+		}
+		return fmt.Errorf("%s has no SQL", what)
+	}
+	kind, name, on := createOf(o.sql.String)
+	switch {
+	case o.typ != "table" && o.typ != "index":
+		return fmt.Errorf("%s: only tables and indexes are read, never a %s", what, o.typ)
+	case kind != o.typ:
+		return fmt.Errorf("%s is not a plain %s: %.60q", what, o.typ, o.sql.String)
+	case !strings.EqualFold(name, o.name):
+		return fmt.Errorf("%s is made as %q", what, name)
+	case kind == "index" && !strings.EqualFold(on, o.table):
+		return fmt.Errorf("%s is on %q, not %q", what, on, o.table)
+	case kind == "table" && !strings.EqualFold(o.table, o.name):
+		return fmt.Errorf("%s is recorded as %q", what, o.table)
+	case ours(o.name) && (kind != "table" || !slices.Contains(sqliteTables, lower(o.name))):
+		return fmt.Errorf("%s has a name of SQLite's own", what)
+	}
+	return nil
+}
+
+// createOf reads the statement SQLite keeps for a table or an index: "CREATE TABLE name (" gives ("table",
+// name); "CREATE [UNIQUE] INDEX name ON table" gives ("index", name, table). Anything else (a view, a trigger,
+// a virtual table, a table made AS SELECT, a name with its schema) gives "".
+func createOf(text string) (kind, name, on string) {
+	toks, _ := tokens(text, 8)
+	word := func(i int, w string) bool {
+		return i < len(toks) && !toks[i].quoted && strings.EqualFold(toks[i].text, w)
+	}
+	ident := func(i int) bool {
+		return i < len(toks) && (toks[i].quoted || isWord(toks[i].text)) && !strings.HasPrefix(toks[i].text, "'")
+	}
+	if !word(0, "create") {
+		return "", "", ""
+	}
+	switch {
+	case word(1, "table") && ident(2) && bare(toks, 3) == "(":
+		return "table", toks[2].text, ""
+	case word(1, "index") && ident(2) && word(3, "on") && ident(4) && bare(toks, 5) == "(":
+		return "index", toks[2].text, toks[4].text
+	case word(1, "unique") && word(2, "index") && ident(3) && word(4, "on") && ident(5) && bare(toks, 6) == "(":
+		return "index", toks[3].text, toks[5].text
+	}
+	return "", "", ""
+}
+
+// bare is the text of token n if it is not quoted.
+func bare(toks []sqlToken, n int) string {
+	if n < len(toks) && !toks[n].quoted {
+		return toks[n].text
+	}
+	return ""
+}
+
+// sqlToken is a word, a quoted name (its text unquoted), a string (its text as written) or one character.
+type sqlToken struct {
+	text   string
+	quoted bool
+}
+
+// oneStatement reports whether text is one SQL statement, a ";" at most after it: what SQLite's schema holds
+// (SQLite parses only the first statement of an object's SQL; one who runs the text would run them all).
+func oneStatement(text string) bool {
+	toks, whole := tokens(text, -1)
+	for i, t := range toks {
+		if !t.quoted && t.text == ";" && i != len(toks)-1 {
+			return false
+		}
+	}
+	return whole && len(toks) > 0
+}
+
+// tokens splits the start of an SQL statement into at most n tokens (n < 0: all), as SQLite's tokenizer would:
+// comments and spaces skipped, names quoted "so", `so` or [so]. whole: the text was read to its end, no quote or
+// comment left open.
+func tokens(s string, n int) (out []sqlToken, whole bool) {
+	for len(s) > 0 && (n < 0 || len(out) < n) {
+		switch c := s[0]; {
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v':
+			s = s[1:]
+		case strings.HasPrefix(s, "--"):
+			end := strings.IndexByte(s, '\n')
+			if end < 0 {
+				return out, true
+			}
+			s = s[end+1:]
+		case strings.HasPrefix(s, "/*"):
+			end := strings.Index(s[2:], "*/")
+			if end < 0 {
+				return out, true // SQLite ends a comment at the end of the text
+			}
+			s = s[2+end+2:]
+		case c == '"' || c == '`' || c == '[' || c == '\'':
+			closing := c
+			if c == '[' {
+				closing = ']'
+			}
+			var b strings.Builder
+			j := 1
+			for ; j < len(s); j++ {
+				if s[j] == closing {
+					if closing != ']' && j+1 < len(s) && s[j+1] == closing {
+						b.WriteByte(closing)
+						j++
+						continue
+					}
+					break
+				}
+				b.WriteByte(s[j])
+			}
+			if j >= len(s) {
+				return out, false // unterminated
+			}
+			if c == '\'' {
+				out = append(out, sqlToken{text: s[:j+1]}) // a string, never a name
+			} else {
+				out = append(out, sqlToken{text: b.String(), quoted: true})
+			}
+			s = s[j+1:]
+		case isWordByte(c):
+			j := 0
+			for j < len(s) && (isWordByte(s[j]) || s[j] >= '0' && s[j] <= '9' || s[j] == '$') {
+				j++
+			}
+			out = append(out, sqlToken{text: s[:j]})
+			s = s[j:]
+		default:
+			out = append(out, sqlToken{text: s[:1]})
+			s = s[1:]
+		}
+	}
+	return out, len(s) == 0
+}
+
+// lower folds the ASCII letters of name, as SQLite compares names.
+func lower(name string) string {
+	b := []byte(name)
+	for i, c := range b {
+		if c >= 'A' && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
+}
+
+// isWordByte: a byte that starts a name (non-ASCII bytes too, as SQLite reads them).
+func isWordByte(c byte) bool {
+	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= 0x80
+}
+
+// isWord reports whether s is a bare name.
+func isWord(s string) bool { return s != "" && isWordByte(s[0]) }
