@@ -18,7 +18,7 @@ import (
 // host folder, and nothing is mounted there.
 func TestAttackCSIPublishSwap(t *testing.T) {
 	store := t.TempDir()
-	ok(t, store, "new", "s1")
+	ok(t, store, "new", "s1") // of no namespace: published as a persistent volume (csi/tenancy.go)
 	p := startCSI(t, store, "node-a")
 	node, _ := p.client(t)
 	host := t.TempDir()
@@ -38,7 +38,7 @@ func TestAttackCSIPublishSwap(t *testing.T) {
 	tries, published, refused := 0, 0, 0
 	for tries < maxTries && time.Now().Before(deadline) {
 		tries++
-		_, err := node.NodePublishVolume(rpcCtx(t), publishReq("csi-race", target, map[string]string{"session": "s1"}))
+		_, err := node.NodePublishVolume(rpcCtx(t), pvReq("s1", target))
 		if err != nil {
 			refused++
 			assert.Contains(t, err.Error(), "not a folder of the session", "a publish refused for another reason")
@@ -49,7 +49,7 @@ func TestAttackCSIPublishSwap(t *testing.T) {
 			for _, e := range ents {
 				assert.NotEqual(t, "host-file", e.Name(), "after %d publishes: the host folder is published as the workspace", tries)
 			}
-			_, err = node.NodeUnpublishVolume(rpcCtx(t), &spec.NodeUnpublishVolumeRequest{VolumeId: "csi-race", TargetPath: target})
+			_, err = node.NodeUnpublishVolume(rpcCtx(t), &spec.NodeUnpublishVolumeRequest{VolumeId: "s1", TargetPath: target})
 			require.NoError(t, err)
 		}
 		require.Equal(t, "host-file", treeNames(t, host), "after %d publishes: the host folder holds only its own file", tries)
