@@ -95,5 +95,8 @@ func (d *Driver) restore() error {
 		}
 		d.published[r.Target] = p
 	}
+	if len(d.published) == len(recs) {
+		return nil // nothing forgotten (a controller, which publishes nothing, writes nothing)
+	}
 	return d.saveRecords()
 }
