@@ -83,8 +83,9 @@ var limits = map[int]int{
 	sqlite3.SQLITE_LIMIT_WORKER_THREADS:      0,
 }
 
-// maxRows caps the rows one statement may return: a join of a hostile database's tables must not fill memory.
-const maxRows = 1_000_000
+// maxRows caps the rows one statement may return: a join of a hostile database's tables must not fill memory
+// (a variable for tests).
+var maxRows = 1_000_000
 
 // maxObjects caps the objects of a schema (opencode's has a few dozen).
 const maxObjects = 10_000
@@ -93,7 +94,7 @@ const maxObjects = 10_000
 var errRefused = errors.New("refused")
 
 // errTooMany is a statement that returned more than maxRows rows.
-var errTooMany = fmt.Errorf("more than %d rows", maxRows)
+var errTooMany = errors.New("more rows than read at most")
 
 // access is how a database is opened.
 type access struct {
