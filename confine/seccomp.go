@@ -3,9 +3,8 @@ package confine
 import (
 	"fmt"
 	"os"
-	"slices"
+	"unsafe"
 
-	seccomp "github.com/elastic/go-seccomp-bpf"
 	"github.com/elastic/go-seccomp-bpf/arch"
 	"golang.org/x/sys/unix"
 )
@@ -67,7 +66,7 @@ const (
 // refusedIoctl is what an ioctl request not on ioctlRequests gets, in every mode but log: ENOTTY, what a file
 // without that request answers. Never the kill of --seccomp kill: a caller chooses the request of its own ioctl
 // on a file of the mount, which go-fuse repeats, so a kill would let any caller end the mount.
-var refusedIoctl = seccomp.Action(unix.SECCOMP_RET_ERRNO | uint32(unix.ENOTTY))
+const refusedIoctl = unix.SECCOMP_RET_ERRNO | uint32(unix.ENOTTY)
 
 // signalled are the calls that send a signal: the Go runtime signals its own threads (preemption, a crash's
 // dump), and nothing else. They are allowed only with the process's own pid as the target's process.
@@ -86,44 +85,111 @@ func filterCalls(mode string) error {
 	if err != nil {
 		return err
 	}
-	known := func(names []string) []string {
-		return slices.DeleteFunc(slices.Clone(names), func(n string) bool { _, ok := info.SyscallNames[n]; return !ok })
+	prog, err := servingProgram(info, mode, os.Getpid())
+	if err != nil {
+		return err
 	}
-	deny, denyIoctl := seccomp.ActionErrno, refusedIoctl
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("no_new_privs: %w", err)
+	}
+	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
+	flags := uintptr(unix.SECCOMP_FILTER_FLAG_TSYNC | unix.SECCOMP_FILTER_FLAG_LOG)
+	// With TSYNC, a thread that cannot take the filter is named by a positive return.
+	r, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, flags, uintptr(unsafe.Pointer(&fprog)))
+	switch {
+	case errno != 0:
+		return fmt.Errorf("load the filter: %w", errno)
+	case r != 0:
+		return fmt.Errorf("load the filter: thread %d cannot take it", r)
+	}
+	return nil
+}
+
+// Offsets in struct seccomp_data, which a filter reads.
+const (
+	seccompNr   = 0
+	seccompArch = 4
+	seccompArgs = 16 // six 64-bit arguments, in the machine's byte order
+)
+
+// servingProgram assembles the filter for the process pid. It is written by hand, not with go-seccomp-bpf's
+// policies: after a call's argument fails its condition, their program goes on comparing the argument it loaded
+// (not the call's number) with the following calls' numbers, so tgkill aimed at pid 56 passed as clone (56 on
+// x86-64), and an ioctl request equal to a later call's number would take that call's action. Here each
+// conditional call's block ends in a return of its own.
+func servingProgram(info *arch.Info, mode string, pid int) ([]unix.SockFilter, error) {
+	ret := func(v uint32) unix.SockFilter { return unix.SockFilter{Code: unix.BPF_RET | unix.BPF_K, K: v} }
+	load := func(off uint32) unix.SockFilter {
+		return unix.SockFilter{Code: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, K: off}
+	}
+	jump := func(op uint16, v uint32, jt, jf uint8) unix.SockFilter {
+		return unix.SockFilter{Code: unix.BPF_JMP | op | unix.BPF_K, K: v, Jt: jt, Jf: jf}
+	}
+	allow := ret(unix.SECCOMP_RET_ALLOW)
+	deny, denyIoctl := ret(unix.SECCOMP_RET_ERRNO|uint32(unix.EPERM)), ret(refusedIoctl)
 	switch mode {
 	case SeccompErrno, "":
 	case SeccompKill:
-		deny = seccomp.ActionKillProcess
+		deny = ret(unix.SECCOMP_RET_KILL_PROCESS)
 	case SeccompLog:
-		deny, denyIoctl = seccomp.ActionLog, seccomp.ActionLog
+		deny, denyIoctl = ret(unix.SECCOMP_RET_LOG), ret(unix.SECCOMP_RET_LOG)
 	default:
-		return fmt.Errorf("seccomp mode %q: want %s, %s or %s", mode, SeccompErrno, SeccompKill, SeccompLog)
+		return nil, fmt.Errorf("seccomp mode %q: want %s, %s or %s", mode, SeccompErrno, SeccompKill, SeccompLog)
 	}
-	self := seccomp.ArgumentConditions{{Argument: 0, Operation: seccomp.Equal, Value: uint64(os.Getpid())}}
-	var own []seccomp.NameWithConditions
-	for _, n := range known(signalled) {
-		own = append(own, seccomp.NameWithConditions{Name: n, Conditions: self})
+	// An argument's two 32-bit halves, in the machine's byte order.
+	lo, hi := uint32(0), uint32(4)
+	if !littleEndian() {
+		lo, hi = 4, 0
+	}
+	arg := func(n uint32) (uint32, uint32) { return seccompArgs + 8*n + lo, seccompArgs + 8*n + hi }
+	prog := []unix.SockFilter{
+		// Another architecture's calls (x86's int 0x80) have other numbers: none is this list's.
+		load(seccompArch),
+		jump(unix.BPF_JEQ, uint32(info.ID), 1, 0),
+		deny,
+		load(seccompNr),
+	}
+	if info.ID == arch.X86_64.ID { // x32's calls are x86-64's numbers with a bit set
+		prog = append(prog, jump(unix.BPF_JGE, uint32(arch.X32.SeccompMask), 0, 1), ret(unix.SECCOMP_RET_ERRNO|uint32(unix.ENOSYS)))
+	}
+	for _, name := range allowed {
+		if nr, ok := info.SyscallNames[name]; ok { // a name this architecture lacks is left out
+			prog = append(prog, jump(unix.BPF_JEQ, uint32(nr), 0, 1), allow)
+		}
+	}
+	// block appends the instructions that decide the call name, skipped for any other call; it must end in a
+	// return (it clobbers the number it is given).
+	block := func(name string, body ...unix.SockFilter) {
+		if nr, ok := info.SyscallNames[name]; ok {
+			prog = append(prog, jump(unix.BPF_JEQ, uint32(nr), 0, uint8(len(body))))
+			prog = append(prog, body...)
+		}
+	}
+	// Signals only to the process itself (the Go runtime's preemption of its own threads, a crash's dump).
+	pidLo, pidHi := arg(0)
+	for _, name := range signalled {
+		block(name, load(pidHi), jump(unix.BPF_JEQ, 0, 0, 2), load(pidLo), jump(unix.BPF_JEQ, uint32(pid), 1, 0), deny, allow)
 	}
 	// Threads, never namespaces: clone with a CLONE_NEW* flag is unshare by another name. clone3 passes its
 	// flags in memory a filter cannot read: ENOSYS, so that glibc (a cgo build) falls back to clone.
-	threads := seccomp.ArgumentConditions{{Argument: 0, Operation: seccomp.BitsNotSet, Value: namespaces}}
-	own = append(own, seccomp.NameWithConditions{Name: "clone", Conditions: threads})
-	// The request is compared in all 64 bits: the kernel reads only the low 32, so a value with any high bit set
-	// is refused here whatever the kernel would make of it.
+	flagsLo, flagsHi := arg(0)
+	block("clone", load(flagsHi), jump(unix.BPF_JEQ, 0, 0, 2), load(flagsLo), jump(unix.BPF_JSET, namespaces, 0, 1), deny, allow)
+	block("clone3", ret(unix.SECCOMP_RET_ERRNO|uint32(unix.ENOSYS)))
+	// ioctl: the requests of ioctlRequests, compared in all 64 bits (the kernel reads the low 32, so a request
+	// with a high bit set is refused here whatever the kernel would make of it).
+	reqLo, reqHi := arg(1)
+	requests := []unix.SockFilter{load(reqHi), jump(unix.BPF_JEQ, 0, 1, 0), denyIoctl, load(reqLo)}
 	for _, req := range ioctlRequests {
-		own = append(own, seccomp.NameWithConditions{Name: "ioctl", Conditions: seccomp.ArgumentConditions{
-			{Argument: 1, Operation: seccomp.Equal, Value: req}}})
+		requests = append(requests, jump(unix.BPF_JEQ, uint32(req), 0, 1), allow)
 	}
-	return seccomp.LoadFilter(seccomp.Filter{
-		NoNewPrivs: true,
-		Flag:       seccomp.FilterFlagTSync | seccomp.FilterFlagLog,
-		Policy: seccomp.Policy{DefaultAction: deny, Syscalls: []seccomp.SyscallGroup{
-			{Action: seccomp.ActionAllow, Names: known(allowed)},
-			{Action: seccomp.ActionAllow, NamesWithCondtions: own},
-			{Action: seccomp.Action(unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS)), Names: known([]string{"clone3"})},
-			{Action: denyIoctl, Names: []string{"ioctl"}}, // the requests not allowed above
-		}},
-	})
+	block("ioctl", append(requests, denyIoctl)...)
+	return append(prog, deny), nil
+}
+
+// littleEndian reports the machine's byte order, which seccomp_data's arguments are in.
+func littleEndian() bool {
+	x := uint16(1)
+	return *(*byte)(unsafe.Pointer(&x)) == 1
 }
 
 // namespaces are clone's flags that make a new namespace.

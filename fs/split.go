@@ -136,6 +136,7 @@ func Start(store *layout.Store, mountpoint string, opts Options, ready func()) (
 	// Confined before the first request is read: everything it needs outside the store is open by now.
 	// The helper leaves the idle class before SYS_NICE goes: on a busy machine an idle process gets almost no CPU,
 	// and its binds (and the unmount it makes) must not wait for the machine to go quiet.
+	openSpliceSink()
 	report, err := confine.Serving(store.Root, opts.Confine, func() { wake(helperPID) })
 	if err != nil {
 		// Serve nothing unconfined: the mount goes (the helper can still unmount), and so does this process.
