@@ -96,11 +96,7 @@ func (Backend) Run(ctx context.Context, spec backends.Spec) (int, error) {
 			return -1, err
 		}
 		defer os.RemoveAll(tmpdir)
-		c := *spec.Landlock
-		c.RW = append(slices.Clone(c.RW), p.Root, tmpdir)
-		if real, err := filepath.EvalSymlinks(cmd.Path); err == nil {
-			c.RO = append(slices.Clone(c.RO), filepath.Dir(real)) // what the user asked to run, installed where it is
-		}
+		c := landlockFor(*spec.Landlock, spec, p.Root, tmpdir)
 		landlock = confine.CommandEnv + "=" + c.Encode()
 	}
 	if native, why := nativeFolders(spec); native {
@@ -161,4 +157,22 @@ func (Backend) Run(ctx context.Context, spec backends.Spec) (int, error) {
 		return 126, fmt.Errorf("run %s: %w", spec.Argv[0], err)
 	}
 	return -1, fmt.Errorf("run %s: %w", spec.Argv[0], err)
+}
+
+// landlockFor is what a run confined with Landlock may reach: what the user allowed (c), its session's folder and
+// its TMPDIR to work in; and what no rule may cover or lie in: the store and the mount (but for the session) and
+// $HOME. The command's own file is granted by the helper, which opens it (confine.ExecFromEnv).
+func landlockFor(c confine.Command, spec backends.Spec, root, tmpdir string) confine.Command {
+	c.RW = append(slices.Clone(c.RW), root, tmpdir)
+	c.Session = []string{root}
+	if spec.Folder != nil {
+		inStore := spec.Folder.Name() // <store>/sessions/<id>
+		c.Store = filepath.Dir(filepath.Dir(inStore))
+		if filepath.Clean(inStore) != filepath.Clean(root) {
+			c.Session = append(c.Session, inStore)
+			c.Mount = filepath.Dir(filepath.Dir(root)) // <mnt>/sessions/<id>
+		}
+	}
+	c.Home, _ = os.UserHomeDir()
+	return c
 }

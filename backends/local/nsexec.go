@@ -116,9 +116,9 @@ func helper(args []string) error {
 	if err := chdirBeneath(onMount, mounted, cwd); err != nil {
 		return err
 	}
-	// Landlock last: it refuses the binds.
-	if err := confine.RestrictFromEnv(); err != nil {
-		return err
+	// Landlock last: it refuses the binds. The confined command is run in place of this process.
+	if _, ok := os.LookupEnv(confine.CommandEnv); ok {
+		return confine.ExecFromEnv(argv)
 	}
 	// The command gets no capability: the ambient set is cleared on the thread that execs.
 	runtime.LockOSThread()
@@ -131,23 +131,13 @@ func helper(args []string) error {
 	return nil
 }
 
-// landlocked restricts this process as confine.CommandEnv says and execs the command: a run with Landlock on
-// the store itself (no mount) or without a namespace.
+// landlocked runs the command confined as confine.CommandEnv says, in place of this process: a run with Landlock
+// on the store itself (no mount) or without a namespace.
 func landlocked(args []string) error {
 	if len(args) < 2 || args[0] != "--" {
 		return errors.New("internal: bad helper arguments")
 	}
-	if _, ok := os.LookupEnv(confine.CommandEnv); !ok {
-		return errors.New("internal: no Landlock asked for")
-	}
-	if err := confine.RestrictFromEnv(); err != nil {
-		return err
-	}
-	argv := args[1:]
-	if err := unix.Exec(argv[0], argv, os.Environ()); err != nil {
-		return fmt.Errorf("run %s: %w", argv[0], err)
-	}
-	return nil
+	return confine.ExecFromEnv(args[1:])
 }
 
 // openMounted opens the session's folder on the mount, mounted (<mnt>/sessions/<id>), beneath the mount's root

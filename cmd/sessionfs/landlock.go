@@ -1,25 +1,36 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
+
 	"github.com/spf13/cobra"
 
 	"github.com/sessionfs/sessionfs/confine"
+	sfs "github.com/sessionfs/sessionfs/fs"
+	"github.com/sessionfs/sessionfs/layout"
 )
 
 // landlockHelp is what --landlock does, for exec's and run's help.
-const landlockHelp = `--landlock confines the command with Landlock (Linux 5.13+; refused on a kernel without it): it may read and
-run the system's folders (/usr, /bin, /lib, /opt, /proc, /sys), read /etc as any user may (not its secrets:
-/etc/shadow, ssh's host keys) and git's settings (~/.gitconfig, ~/.config/git), use /dev/null, the terminal and
-/dev/shm, work in its session's folder, in a TMPDIR of its own (removed after the run; /tmp itself is refused)
-and read what it was asked to run from, and nothing else: the user's home, other sessions, the store and the
-mount's other sessions are refused by the kernel, to root too. --allow PATH adds a folder (or file) to work in,
---allow-read PATH one to read and run from. Set-uid programs (sudo) gain nothing under it.`
+const landlockHelp = `--landlock runs the command in a sandbox the kernel enforces, to root too (Linux 6.12+: Landlock ABI 6 and
+seccomp; refused, naming what is missing, on an older kernel). It may read and run the system's folders (/usr,
+/bin, /lib, /opt, /proc, /sys), read /etc as any user may (not its secrets: /etc/shadow, ssh's host keys) and
+git's settings (~/.gitconfig, ~/.config/git), use /dev/null, the terminal and /dev/shm, work in its session's
+folder and in a TMPDIR of its own (removed after the run; /tmp itself is refused), and read and run the one file
+it was asked to run (never that file's folder: an agent installed in a folder of its own needs --allow-read of
+it). The user's home, other sessions, the store and the mount are refused. It holds no capability (none is
+regained by exec, as root either), cannot make device files, signal processes outside its sandbox, reach a unix
+socket made outside it (socket(AF_UNIX) is refused: the Docker API, D-Bus, ssh-agent; pipes and socketpair
+work), or push input into the terminal (TIOCSTI). Set-uid programs (sudo) gain nothing. The network is open.
+--allow PATH adds a folder (or file) to work in, --allow-read PATH one to read and run from; a path that covers
+/, $HOME, the store or the mount is refused.`
 
 // landlockOpts are --landlock, --allow and --allow-read.
 type landlockOpts struct {
 	on        bool
 	rw, ro    []string
-	allowFlag string // the command's name, for messages
+	allowFlag string         // the command's name, for messages
+	cmd       *cobra.Command // for the --store it was given
 }
 
 func landlockFlags(cmd *cobra.Command, o *landlockOpts) {
@@ -27,7 +38,7 @@ func landlockFlags(cmd *cobra.Command, o *landlockOpts) {
 	f.BoolVar(&o.on, "landlock", false, "confine the command with Landlock to its session, the system's folders and --allow's")
 	f.StringArrayVar(&o.rw, "allow", nil, "with --landlock: a folder (or file) the command may also work in (repeatable)")
 	f.StringArrayVar(&o.ro, "allow-read", nil, "with --landlock: a folder (or file) the command may also read and run from (repeatable)")
-	o.allowFlag = cmd.Name()
+	o.allowFlag, o.cmd = cmd.Name(), cmd
 }
 
 // command is what the flags ask for (nil: no Landlock), checked: a missing path or a kernel without Landlock is
@@ -39,12 +50,40 @@ func (o *landlockOpts) command() (*confine.Command, error) {
 		}
 		return nil, nil
 	}
-	if confine.ABI() < 1 {
-		return nil, usageError(o.allowFlag + ": --landlock: " + confine.ErrNoLandlock.Error())
+	if err := confine.Supported(); err != nil {
+		return nil, usageError(o.allowFlag + ": --landlock: " + err.Error())
 	}
 	c := &confine.Command{RW: o.rw, RO: o.ro}
+	// What no --allow may cover, checked here for a usage error before anything runs (the run checks again on
+	// the folders it grants, with the session's own: backends/local).
+	c.Home, _ = os.UserHomeDir()
+	c.Store, c.Mount = o.storeAndMount()
 	if err := c.Check(); err != nil {
 		return nil, usageError(o.allowFlag + ": " + err.Error())
 	}
 	return c, nil
+}
+
+// storeAndMount are the store the command names (--store, else the default, as app.open takes it) and its mount
+// ("" when not mounted or not found).
+func (o *landlockOpts) storeAndMount() (store, mnt string) {
+	if o.cmd != nil {
+		if f := o.cmd.Flag("store"); f != nil {
+			store = f.Value.String()
+		}
+	}
+	if store == "" {
+		store, _ = layout.DefaultStoreRoot()
+	}
+	if store == "" {
+		return "", ""
+	}
+	store, _ = filepath.Abs(store)
+	if _, err := os.Stat(store); err != nil {
+		return "", "" // no store: the command fails on it next
+	}
+	if m, ok := sfs.FindMount(store); ok {
+		mnt = m.Mountpoint
+	}
+	return store, mnt
 }
