@@ -571,3 +571,32 @@ func TestExportScrubsOpencodeDatabase(t *testing.T) {
 	archive, _ = export(t, s, "s1", ExportOptions{WithCredentials: true})
 	assert.Contains(t, plain(archive), "oc-secret-token", "--with-credentials packs it as it is")
 }
+
+// TestExportScrubWithTrigger: a trigger of the session's that keeps the logins when they are deleted
+// (RAISE(IGNORE)) must not put them in the archive: the database is refused, left out and named.
+func TestExportScrubWithTrigger(t *testing.T) {
+	s := newStore(t)
+	root := fill(t, s, "s1")
+	p := filepath.Join(root, ".opencode", "data", "opencode", "opencode.db")
+	require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+	db, err := sql.Open("sqlite", p)
+	require.NoError(t, err)
+	for _, q := range []string{`CREATE TABLE session (id text PRIMARY KEY, directory text)`,
+		`CREATE TABLE account (id text, token text)`, `INSERT INTO account VALUES ('a', 'oc-secret-token')`,
+		`CREATE TRIGGER keep BEFORE DELETE ON account BEGIN SELECT RAISE(IGNORE); END`} {
+		_, err := db.Exec(q)
+		require.NoError(t, err, q)
+	}
+	require.NoError(t, db.Close())
+
+	archive, rep := export(t, s, "s1", ExportOptions{})
+	zr, err := zstd.NewReader(bytes.NewReader(archive))
+	require.NoError(t, err)
+	defer zr.Close()
+	plain, err := io.ReadAll(zr)
+	require.NoError(t, err)
+	assert.False(t, bytes.Contains(plain, []byte("oc-secret-token")), "the login packed")
+	assert.NotContains(t, rep.Credentials, ".opencode/data/opencode/opencode.db (account)", "nothing was taken out")
+	require.NotEmpty(t, rep.Skipped)
+	assert.Contains(t, strings.Join(rep.Skipped, "\n"), `refused: trigger "keep"`)
+}
