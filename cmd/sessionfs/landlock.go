@@ -16,14 +16,14 @@ const landlockHelp = `--landlock runs the command in a sandbox the kernel enforc
 seccomp; refused, naming what is missing, on an older kernel). It may read and run the system's folders (/usr,
 /bin, /lib, /opt, /proc, /sys), read /etc as any user may (not its secrets: /etc/shadow, ssh's host keys) and
 git's settings (~/.gitconfig, ~/.config/git), use /dev/null, the terminal and /dev/shm, work in its session's
-folder and in a TMPDIR of its own (removed after the run; /tmp itself is refused), and read and run the one file
-it was asked to run (never that file's folder: an agent installed in a folder of its own needs --allow-read of
-it). The user's home, other sessions, the store and the mount are refused. It holds no capability (none is
-regained by exec, as root either), cannot make device files, signal processes outside its sandbox, reach a unix
-socket made outside it (socket(AF_UNIX) is refused: the Docker API, D-Bus, ssh-agent; pipes and socketpair
-work), or push input into the terminal (TIOCSTI). Set-uid programs (sudo) gain nothing. The network is open.
---allow PATH adds a folder (or file) to work in, --allow-read PATH one to read and run from; a path that covers
-/, $HOME, the store or the mount is refused.`
+folder and in a TMPDIR of its own (removed after the run; /tmp itself is refused), and read and run the file it
+was asked to run: that file, never its folder (an agent whose entry point loads files beside it needs
+--allow-read of its folder); a script sees $0 as /dev/fd/N. The user's home, other sessions, the store and the
+mount are refused. It holds no capability (as root either: exec gives none back), cannot make device files,
+signal a process outside its sandbox or reach its abstract sockets, make unix sockets (the Docker API, D-Bus
+and ssh-agent are out of reach; pipes and socketpair work), or push input into the terminal (TIOCSTI).
+Set-uid programs (sudo) gain nothing. The network is open. --allow PATH adds a folder (or file) to work in,
+--allow-read PATH one to read and run from; a path that covers /, $HOME, the store or the mount is refused.`
 
 // landlockOpts are --landlock, --allow and --allow-read.
 type landlockOpts struct {
