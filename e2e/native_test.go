@@ -26,6 +26,28 @@ func fstypes(mountinfo string) map[string]string {
 	return out
 }
 
+// mountOpts maps each mount point of a mountinfo text to its per-mount options (the top of a stack wins).
+func mountOpts(mountinfo string) map[string]string {
+	out := map[string]string{}
+	for _, line := range strings.Split(mountinfo, "\n") {
+		if f := strings.Fields(line); len(f) > 5 {
+			out[f[4]] = f[5]
+		}
+	}
+	return out
+}
+
+// assertNoSuidNoDev checks the binds at paths are nosuid and nodev: a set-uid file or a device node a session
+// planted in its own folder gives nothing through them.
+func assertNoSuidNoDev(t *testing.T, mountinfo string, paths ...string) {
+	t.Helper()
+	opts := mountOpts(mountinfo)
+	for _, p := range paths {
+		o := strings.Split(opts[p], ",")
+		assert.Subset(t, o, []string{"nosuid", "nodev"}, "%s is bound nosuid,nodev: %s", p, opts[p])
+	}
+}
+
 // TestDockerHeavyFoldersAreNative: in a run on the mount, workspace/, app/, mcps/ and the canonical transcript
 // folder are binds of the store (no FUSE round trip), /session and .claude stay the mount's (views work), and
 // what the container writes through the binds shows through the mount within 100 ms.
@@ -43,6 +65,7 @@ func TestDockerHeavyFoldersAreNative(t *testing.T) {
 		require.Contains(t, types, p, "%s is bound", p)
 		assert.False(t, strings.HasPrefix(types[p], "fuse"), "%s is bound from the store, not through FUSE: %s", p, types[p])
 	}
+	assertNoSuidNoDev(t, r.stdout, "/session/workspace", "/session/app", "/session/mcps", "/session/.claude/projects/-session-workspace")
 
 	// Warm the mount's caches, then let a container write through its native bind.
 	viaMount := filepath.Join(m.session("s1"), "workspace", "from-bind.txt")
@@ -109,6 +132,7 @@ func TestExecHeavyFoldersAreNative(t *testing.T) {
 		p := filepath.Join(m.session("s1"), rel)
 		require.Contains(t, types, p)
 		assert.False(t, strings.HasPrefix(types[p], "fuse"), "%s is the store's folder: %s", p, types[p])
+		assertNoSuidNoDev(t, info, p)
 	}
 	within100ms(t, "a file written through exec's bind", func() bool {
 		b, err := os.ReadFile(filepath.Join(m.session("s1"), "workspace", "made.txt"))
