@@ -35,8 +35,8 @@ type Spec struct {
 	Stdout  io.Writer
 	Stderr  io.Writer
 	TTY     bool
-	// Landlock, when set, confines the command with Landlock to what it lists, the session's folder and the
-	// command's own install folder (a run on this host: exec, run --backend local).
+	// Landlock, when set, runs the command sandboxed (confine.Command): what it lists, the session's folder and
+	// the command's own file (a run on this host: exec, run --backend local).
 	Landlock *confine.Command
 }
 
