@@ -49,6 +49,7 @@ func (t *lockTable) flock(f fs.FileHandle, lk *fuse.FileLock, readOnly bool) sys
 		}
 	}
 	if err := unix.Flock(fd, op|unix.LOCK_NB); err != nil {
+		t.forgetFlock(f) // a conversion refused has dropped the lock f held
 		return fs.ToErrno(err)
 	}
 	t.flocked[f] = key

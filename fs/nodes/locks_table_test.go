@@ -115,7 +115,11 @@ func TestReadOnlyExclusiveFlockIsShared(t *testing.T) {
 
 	require.Zero(t, tbl.flock(rw, ex, false))
 	assert.Equal(t, unix.EWOULDBLOCK, unix.Flock(elsewhere, unix.LOCK_SH|unix.LOCK_NB), "a writer's exclusive lock is one")
-	require.Zero(t, tbl.flock(rw, un, false))
+	require.Zero(t, tbl.flock(rw, sh, false))
+	require.NoError(t, unix.Flock(elsewhere, unix.LOCK_SH|unix.LOCK_NB))
+	assert.Equal(t, syscall.EWOULDBLOCK, tbl.flock(rw, ex, false))
+	assert.Empty(t, tbl.flocked, "a conversion refused drops the lock held, as flock(2) does")
+	require.NoError(t, unix.Flock(elsewhere, unix.LOCK_UN))
 	require.Zero(t, tbl.flock(rw, ex, true))
 	require.NoError(t, unix.Flock(elsewhere, unix.LOCK_SH|unix.LOCK_NB), "through a read-only mount, every flock is shared")
 }
