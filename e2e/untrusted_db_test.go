@@ -207,3 +207,29 @@ func TestExportScrubWithTrigger(t *testing.T) {
 		assert.False(t, bytes.Contains(body, []byte(token)), "the login packed in %s", hdr.Name)
 	}
 }
+
+// TestOpencodeImportTriggerNeverFires: "import --agent opencode --into" merges rows into the session's own
+// database with INSERTs: a trigger of the session's on them, named as SQLite's own (planted with writable_schema,
+// so the schemas still compare equal), never fires.
+func TestOpencodeImportTriggerNeverFires(t *testing.T) {
+	need(t, os.Geteuid() == 0, "root: the CLI runs as root, as the daemon's admin does")
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	p := opencodeDBOf(store, "s1")
+	plantOpencodeDB(t, p, "ses_have0000001", `PRAGMA writable_schema = ON`,
+		`INSERT INTO sqlite_master (type, name, tbl_name, rootpage, sql) VALUES ('trigger', 'sqlite_t', 'session', 0,
+			'CREATE TRIGGER sqlite_t AFTER INSERT ON session BEGIN INSERT INTO account VALUES (''fired'', ''as root''); END')`,
+		`PRAGMA writable_schema = OFF`)
+	mine := filepath.Join(t.TempDir(), "opencode.db")
+	plantOpencodeDB(t, mine, "ses_mine0000001")
+
+	r, _ := cliBounded(t, store, nil, "import", "--agent", "opencode", "--from", mine, "--into", "s1")
+	t.Log(r.stderr)
+	db, err := sql.Open("sqlite", "file:"+p+"?mode=ro")
+	require.NoError(t, err)
+	defer db.Close()
+	var fired int
+	require.NoError(t, db.QueryRow(`SELECT count(*) FROM account WHERE id = 'fired'`).Scan(&fired))
+	assert.Zero(t, fired, "the session's trigger ran in the root CLI")
+	assert.NotEqual(t, 0, r.code, "the import into a database with a trigger is refused")
+}

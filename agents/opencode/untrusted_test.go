@@ -1,6 +1,7 @@
 package opencode
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"os"
@@ -280,4 +281,36 @@ func TestCreateOf(t *testing.T) {
 	} {
 		assert.Equal(t, one, oneStatement(text), text)
 	}
+}
+
+// TestOneOpener: openDB is the one place the module's code opens an SQLite database; a second would skip its
+// checks.
+func TestOneOpener(t *testing.T) {
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	require.NoError(t, err)
+	var openers []string
+	err = filepath.WalkDir(root, func(p string, e os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if e.IsDir() && (strings.HasPrefix(e.Name(), ".") || e.Name() == "e2e" || e.Name() == "testdata") {
+			return filepath.SkipDir
+		}
+		if e.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		for _, call := range []string{"sql.Open(", "sql.OpenDB(", "sqlite.NewConnector(", "sqlite.Driver{"} {
+			if bytes.Contains(b, []byte(call)) {
+				rel, _ := filepath.Rel(root, p)
+				openers = append(openers, rel+": "+call)
+			}
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	assert.ElementsMatch(t, []string{"agents/opencode/untrusted.go: sql.Open(", "agents/opencode/untrusted.go: sqlite.Driver{"}, openers)
 }
