@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
@@ -242,7 +243,11 @@ func (g *guard) check(name string, fd int) error {
 		return fmt.Errorf("%s: %w", name, err)
 	}
 	if what, ok := g.covered[fileID{st.Dev, st.Ino}]; ok {
-		return fmt.Errorf("%s covers %s: refused (the command could read all of it); allow a folder inside it instead", name, what)
+		advice := "allow a folder inside it instead"
+		if !strings.HasPrefix(name, "--allow") {
+			advice = "every --landlock command reads it: keep the store, the mount and $HOME out of the system's folders"
+		}
+		return fmt.Errorf("%s covers %s: refused (the command could read all of it); %s", name, what, advice)
 	}
 	if len(g.fenced) == 0 {
 		return nil
