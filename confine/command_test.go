@@ -1,7 +1,10 @@
 package confine
 
 import (
+	"fmt"
+	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"testing"
@@ -185,4 +188,47 @@ func TestNamedInside(t *testing.T) {
 	} {
 		assert.Equal(t, inside, namedInside(c, name), name)
 	}
+}
+
+// TestCommandRuleset: a thread restricted by a command's ruleset works in its folder, makes no device there,
+// reads no secret, and neither signals nor reaches the abstract sockets of what runs outside it.
+func TestCommandRuleset(t *testing.T) {
+	if err := Supported(); err != nil {
+		t.Skipf("no sandbox here: %v", err)
+	}
+	work := t.TempDir()
+	secret := filepath.Join(t.TempDir(), "secret")
+	require.NoError(t, os.WriteFile(secret, []byte("s"), 0o600))
+	l, err := net.Listen("unix", fmt.Sprintf("@sessionfs-confine-%d", os.Getpid()))
+	require.NoError(t, err)
+	defer l.Close()
+	sleep := exec.Command("sleep", "600")
+	require.NoError(t, sleep.Start())
+	defer func() { _ = sleep.Process.Kill(); _ = sleep.Wait() }()
+
+	rs, err := Command{RW: []string{work}, Session: []string{work}}.ruleset(ABI(), -1, false)
+	require.NoError(t, err)
+	onThrowawayThread(func() {
+		if !assert.NoError(t, unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)) || !assert.NoError(t, restrictThread(rs)) {
+			return
+		}
+		fd, err := unix.Open(filepath.Join(work, "f"), unix.O_CREAT|unix.O_WRONLY|unix.O_CLOEXEC, 0o644)
+		if assert.NoError(t, err, "a file in its folder") {
+			unix.Close(fd)
+		}
+		assert.NoError(t, unix.Mknod(filepath.Join(work, "fifo"), unix.S_IFIFO|0o644, 0), "a FIFO in its folder")
+		assert.ErrorIs(t, unix.Mknod(filepath.Join(work, "null"), unix.S_IFCHR|0o644, int(unix.Mkdev(1, 3))), unix.EACCES, "a device")
+		_, err = unix.Open(secret, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		assert.ErrorIs(t, err, unix.EACCES, "a file outside")
+		assert.ErrorIs(t, unix.Kill(sleep.Process.Pid, unix.SIGKILL), unix.EPERM, "a signal outside")
+		s, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+		if assert.NoError(t, err) {
+			defer unix.Close(s)
+			assert.ErrorIs(t, unix.Connect(s, &unix.SockaddrUnix{Name: l.Addr().String()}), unix.EPERM, "an abstract socket outside")
+		}
+	})
+	var ws unix.WaitStatus
+	got, err := unix.Wait4(sleep.Process.Pid, &ws, unix.WNOHANG, nil)
+	require.NoError(t, err)
+	assert.Zero(t, got, "the process outside was signalled")
 }
