@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -132,4 +133,101 @@ func TestDetachAtOnlyThatMount(t *testing.T) {
 	assert.NotEmpty(t, mountOptions(t, dst))
 	require.NoError(t, DetachAt(root, "ws", m.ID))
 	assert.Empty(t, mountOptions(t, dst))
+}
+
+// TestNoDevicesBeneath: a device node on a mount, or on one beneath it, opens nothing once NoDevicesBeneath ran
+// there, until AllowDevices gives that one mount (not the one beneath) its devices back.
+func TestNoDevicesBeneath(t *testing.T) {
+	needRoot(t)
+	top := filepath.Join(t.TempDir(), "top")
+	sub := filepath.Join(top, "sub")
+	require.NoError(t, os.Mkdir(top, 0o755))
+	require.NoError(t, unix.Mount("tmpfs", top, "tmpfs", 0, ""))
+	t.Cleanup(func() { _ = unix.Unmount(top, unix.MNT_DETACH) })
+	require.NoError(t, os.Mkdir(sub, 0o755))
+	require.NoError(t, unix.Mount("tmpfs", sub, "tmpfs", 0, ""))
+	t.Cleanup(func() { _ = unix.Unmount(sub, unix.MNT_DETACH) })
+	opens := func(dir string) error {
+		fd, err := unix.Open(filepath.Join(dir, "null"), unix.O_WRONLY|unix.O_CLOEXEC, 0)
+		if err == nil {
+			unix.Close(fd)
+		}
+		return err
+	}
+	for _, d := range []string{top, sub} {
+		require.NoError(t, unix.Mknod(filepath.Join(d, "null"), unix.S_IFCHR|0o666, int(unix.Mkdev(1, 3))))
+		require.NoError(t, opens(d), "%s honours devices to begin with", d)
+	}
+	fd := openPath(t, top)
+	root, err := IsMountRoot(fd)
+	require.NoError(t, err)
+	assert.True(t, root)
+	nullFd, err := unix.Open(filepath.Join(top, "null"), unix.O_PATH|unix.O_CLOEXEC, 0)
+	require.NoError(t, err)
+	defer unix.Close(nullFd)
+	root, err = IsMountRoot(nullFd)
+	require.NoError(t, err)
+	assert.False(t, root, "a file on the mount is not its root")
+
+	require.NoError(t, NoDevicesBeneath(fd))
+	for _, d := range []string{top, sub} {
+		assert.ErrorIs(t, opens(d), unix.EACCES, d)
+		assert.Subset(t, strings.Split(mountOptions(t, d), ","), []string{"nosuid", "nodev"}, d)
+		honours, err := HonoursDevices(openPath(t, d))
+		require.NoError(t, err)
+		assert.False(t, honours, d)
+	}
+	require.NoError(t, AllowDevices(fd))
+	assert.NoError(t, opens(top), "given back")
+	assert.ErrorIs(t, opens(sub), unix.EACCES, "the mount beneath stays nodev")
+	require.NoError(t, os.Mkdir(filepath.Join(sub, "dir"), 0o755))
+	assert.ErrorIs(t, AllowDevices(openPath(t, filepath.Join(sub, "dir"))), unix.EINVAL, "a folder that is no mount's root")
+}
+
+// TestTerminals: a devpts instance of its own shows only the terminals made through it, and they work.
+func TestTerminals(t *testing.T) {
+	needRoot(t)
+	place := t.TempDir()
+	m, err := Terminals(openPath(t, place))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = m.Detach() })
+	var fs unix.Statfs_t
+	require.NoError(t, unix.Statfs(place, &fs))
+	assert.Equal(t, int64(unix.DEVPTS_SUPER_MAGIC), int64(fs.Type))
+	assert.Subset(t, strings.Split(mountOptions(t, place), ","), []string{"nosuid", "noexec"})
+	assert.NotContains(t, strings.Split(mountOptions(t, place), ","), "nodev", "its terminals are devices")
+	names := func() []string {
+		ents, err := os.ReadDir(place)
+		require.NoError(t, err)
+		var n []string
+		for _, e := range ents {
+			n = append(n, e.Name())
+		}
+		return n
+	}
+	assert.Equal(t, []string{"ptmx"}, names(), "no terminal but those made through it")
+
+	master, err := os.OpenFile(filepath.Join(place, "ptmx"), os.O_RDWR|unix.O_NOCTTY, 0)
+	require.NoError(t, err)
+	defer master.Close()
+	st, err := master.Stat()
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o666), st.Mode().Perm(), "ptmxmode")
+	require.NoError(t, unix.IoctlSetPointerInt(int(master.Fd()), unix.TIOCSPTLCK, 0))
+	n, err := unix.IoctlGetUint32(int(master.Fd()), unix.TIOCGPTN)
+	require.NoError(t, err)
+	pts := filepath.Join(place, strconv.Itoa(int(n)))
+	assert.Equal(t, []string{strconv.Itoa(int(n)), "ptmx"}, names())
+	slave, err := os.OpenFile(pts, os.O_RDWR|unix.O_NOCTTY, 0)
+	require.NoError(t, err)
+	defer slave.Close()
+	st, err = slave.Stat()
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o620), st.Mode().Perm(), "mode")
+	_, err = slave.WriteString("ping\n")
+	require.NoError(t, err)
+	buf := make([]byte, 16)
+	got, err := master.Read(buf)
+	require.NoError(t, err)
+	assert.Equal(t, "ping\r\n", string(buf[:got]))
 }

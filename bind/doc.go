@@ -10,4 +10,7 @@
 // mount_setattr), and attaches it by descriptor (move_mount). A bind is detached through its own descriptor
 // (Mount.Detach) or, when a process inside must keep it (Mount.Release), through the folder holding it, opened the
 // same way: no path a session or a FUSE daemon answers is ever walked by umount(2).
+//
+// The few other mounts a sandboxed run's namespace makes are here too: its mounts made nodev but /dev's
+// (devices.go), and a devpts instance of its own (terminals.go).
 package bind
