@@ -53,9 +53,10 @@ var homeRO = []string{".gitconfig", ".config/git"}
 // devices are the device files a command writes and reads: no disk, no memory.
 var devices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx"}
 
-// sharedRW are the folders every command may write in: terminals and POSIX shared memory. Not /tmp, which holds
-// other programs' files (a store or a mount there, even): the run gets a TMPDIR of its own (backends/local).
-var sharedRW = []string{"/dev/pts", "/dev/shm"}
+// sharedRW are the folders every command may write in: POSIX shared memory (terminals: command_rules.go). Not
+// /tmp, which holds other programs' files (a store or a mount there, even): the run gets a TMPDIR of its own
+// (backends/local).
+var sharedRW = []string{"/dev/shm"}
 
 // landlockScopes is the Landlock ABI that scopes signals and abstract unix sockets to the sandbox: without it a
 // command could kill any process of its user (as root: the mount's daemon), so --landlock refuses to run.

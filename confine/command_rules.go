@@ -80,6 +80,7 @@ func (c Command) ruleset(abi int, exe int, outside bool) (int, error) {
 	for _, p := range sharedRW {
 		b.add(p, p, workDir|ll.AccessFSIoctlDev, 0, optional)
 	}
+	b.addTerminals()
 	if c.Home != "" {
 		for _, rel := range homeRO {
 			p := filepath.Join(c.Home, rel)
@@ -100,6 +101,45 @@ func (c Command) ruleset(abi int, exe int, outside bool) (int, error) {
 		return -1, b.err
 	}
 	return rs, nil
+}
+
+// terminals is where a command opens the terminals it makes (node-pty in gemini's and qwen's CLIs opens
+// /dev/ptmx, then the /dev/pts/N it names).
+const terminals = "/dev/pts"
+
+// addTerminals grants the run's own /dev/pts: a devpts instance the run's namespace mounted (backends/local), in
+// which the command sees only the terminals it opens. A /dev/pts that lists a terminal already is the host's,
+// where every login's terminal is (to read what is typed there, or write a fake prompt into it): no rule then.
+// The command's stdin, stdout and stderr and /dev/tty (its own terminal) need none.
+func (b *rules) addTerminals() {
+	if b.err != nil {
+		return
+	}
+	fd, err := unix.Open(terminals, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return // no /dev/pts on this host
+	}
+	defer unix.Close(fd)
+	if ownTerminals(fd) {
+		b.addFd(terminals, fd, ll.AccessFSReadDir|deviceFile, 0)
+	}
+}
+
+// ownTerminals reports whether the folder open at fd is a devpts instance holding no terminal (its ptmx alone):
+// one mounted a moment ago, for the run alone.
+func ownTerminals(fd int) bool {
+	var fs unix.Statfs_t
+	if unix.Fstatfs(fd, &fs) != nil || fs.Type != unix.DEVPTS_SUPER_MAGIC {
+		return false
+	}
+	dir, err := unix.Openat(fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	f := os.NewFile(uintptr(dir), terminals)
+	defer f.Close()
+	names, err := f.Readdirnames(-1)
+	return err == nil && len(names) == 1 && names[0] == "ptmx"
 }
 
 type need int

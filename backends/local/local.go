@@ -99,26 +99,22 @@ func (Backend) Run(ctx context.Context, spec backends.Spec) (int, error) {
 		c := landlockFor(*spec.Landlock, spec, p.Root, tmpdir)
 		landlock = confine.CommandEnv + "=" + c.Encode()
 	}
-	if native, why := nativeFolders(spec); native {
+	native, why := nativeFolders(spec)
+	if !native && why != "" {
+		noteOnce(why)
+	}
+	if native || landlock != "" {
 		self, err := os.Executable()
 		if err != nil {
 			return -1, err
 		}
 		argv := append([]string{cmd.Path}, spec.Argv[1:]...)
-		args := helperArgs(self, filepath.Dir(spec.Folder.Name()), spec.SessionID, spec.SessionDir, dir, argv)
+		args := append([]string{self, LandlockArg, "--"}, argv...) // on the store: a namespace for the sandbox alone
+		if native {
+			args = helperArgs(self, filepath.Dir(spec.Folder.Name()), spec.SessionID, spec.SessionDir, dir, argv)
+		}
 		cmd = exec.CommandContext(ctx, self, args[1:]...)
 		cmd.SysProcAttr = nsAttr()
-	} else {
-		if why != "" {
-			noteOnce(why)
-		}
-		if landlock != "" {
-			self, err := os.Executable()
-			if err != nil {
-				return -1, err
-			}
-			cmd = exec.CommandContext(ctx, self, append([]string{LandlockArg, "--", cmd.Path}, spec.Argv[1:]...)...)
-		}
 	}
 	cmd.Dir = dir
 	// PWD is the cwd as a shell would set it: a program that trusts it (opencode keys its conversations by it) must
@@ -136,6 +132,10 @@ func (Backend) Run(ctx context.Context, spec backends.Spec) (int, error) {
 	cmd.WaitDelay = 10 * time.Second
 	err := runForwarding(cmd)
 	if err != nil && cmd.SysProcAttr != nil && cmd.ProcessState == nil {
+		if landlock != "" {
+			// The sandbox's promise rests on its namespace (sandbox.go): refused, never run without it.
+			return helperExit, fmt.Errorf("--landlock needs a mount namespace of its own (as a normal user, in a user namespace of its own), and none could be made here (%v): refusing to run without it; allow user namespaces (sysctl user.max_user_namespaces, kernel.unprivileged_userns_clone, kernel.apparmor_restrict_unprivileged_userns), or in a container a seccomp profile that allows unshare", err)
+		}
 		// The namespace could not be made (user namespaces disabled, say): run on the mount.
 		noteOnce(fmt.Sprintf("no private mount namespace (%v): the session's folders are used through the mount, slower", err))
 		plain := spec

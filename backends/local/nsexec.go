@@ -23,7 +23,8 @@ import (
 // started with HelperArg in the new namespace, which then execs the command: as root the namespace is a plain
 // private one; as anyone else it is owned by a new user namespace that maps the user to itself (the command
 // keeps its uid, and loses the namespace's capabilities at exec). Where neither can be made, the command runs
-// on the mount, and the user is told once.
+// on the mount, and the user is told once; but a run with Landlock, which has a namespace always (on the store
+// too, started with LandlockArg), is refused (sandbox.go).
 
 // HelperArg, as the first argument, makes the sessionfs binary the namespace helper (see RunHelper).
 const HelperArg = "__sessionfs-nsexec"
@@ -54,9 +55,10 @@ func nsAttr() *syscall.SysProcAttr {
 	}
 }
 
-// LandlockArg, as the first argument, makes the sessionfs binary the helper of a run with Landlock that needs no
-// namespace: it restricts itself as confine.CommandEnv says, then execs the command ("--", then the command, its
-// first word already resolved).
+// LandlockArg, as the first argument, makes the sessionfs binary the helper of a run with Landlock on the store
+// itself (no binds): started in a mount namespace of its own (nsAttr), it shapes it for the sandbox
+// (sandboxMounts), restricts itself as confine.CommandEnv says, then execs the command ("--", then the command,
+// its first word already resolved).
 const LandlockArg = "__sessionfs-landlock"
 
 // RunHelper runs a helper when os.Args asks for one, and never returns then; otherwise it returns at once.
@@ -118,6 +120,9 @@ func helper(args []string) error {
 	}
 	// Landlock last: it refuses the binds. The confined command is run in place of this process.
 	if _, ok := os.LookupEnv(confine.CommandEnv); ok {
+		if err := sandboxMounts(); err != nil {
+			return err
+		}
 		return confine.ExecFromEnv(argv)
 	}
 	// The command gets no capability: the ambient set is cleared on the thread that execs.
@@ -131,11 +136,14 @@ func helper(args []string) error {
 	return nil
 }
 
-// landlocked runs the command confined as confine.CommandEnv says, in place of this process: a run with Landlock
-// on the store itself (no mount) or without a namespace.
+// landlocked runs the command confined as confine.CommandEnv says, in place of this process, in the namespace it
+// was started in: a run with Landlock on the store itself (no mount).
 func landlocked(args []string) error {
 	if len(args) < 2 || args[0] != "--" {
 		return errors.New("internal: bad helper arguments")
+	}
+	if err := sandboxMounts(); err != nil {
+		return err
 	}
 	return confine.ExecFromEnv(args[1:])
 }

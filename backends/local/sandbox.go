@@ -1,0 +1,124 @@
+package local
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sessionfs/sessionfs/bind"
+)
+
+// A run with Landlock has a mount namespace of its own always, on the store as through the mount (nsAttr; where
+// none can be made it is refused, never run without). The helper shapes it before it restricts itself:
+//
+//   - no mount honours device nodes but /dev and the device files mounted in it, as they did: Landlock refuses
+//     making a node, and this makes one the session's folder holds already (planted by a container with
+//     CAP_MKNOD bound to the store, or unpacked from an archive) open nothing, whatever path leads to it: the
+//     store, the mount, or another mount of the same disk (Landlock's rules are on folders, and any mount of a
+//     folder leads into it). Every mount is nosuid too (no_new_privs already makes set-uid files gain nothing);
+//   - /dev/pts is a devpts instance of the run's own (bind.Terminals): the command sees the terminals it opens
+//     (node-pty's), none of the host's other logins, to read what is typed there or write a fake prompt into
+//     it. Its stdin, stdout and stderr and /dev/tty (the caller's terminal, its controlling one) are reached
+//     without a name in /dev/pts, and keep working.
+
+// sandboxMounts shapes the run's mount namespace for Landlock (see above). The namespace is the helper's alone:
+// every mount changed is its copy, never the host's.
+func sandboxMounts() error {
+	dev, err := unix.Open("/dev", unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("--landlock: /dev: %w", err)
+	}
+	defer unix.Close(dev)
+	keep, err := deviceMounts(dev)
+	defer func() {
+		for _, fd := range keep {
+			unix.Close(fd)
+		}
+	}()
+	if err != nil {
+		return fmt.Errorf("--landlock: %w", err)
+	}
+	root, err := unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("--landlock: /: %w", err)
+	}
+	defer unix.Close(root)
+	if err := bind.NoDevicesBeneath(root); err != nil {
+		return fmt.Errorf("--landlock: make the run's mounts nodev: %w", err)
+	}
+	for _, fd := range keep {
+		if err := bind.AllowDevices(fd); err != nil {
+			return fmt.Errorf("--landlock: give /dev its devices back: %w", err)
+		}
+	}
+	pts, err := unix.Openat(dev, "pts", unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("--landlock: /dev/pts: %w", err)
+	}
+	defer unix.Close(pts)
+	m, err := bind.Terminals(pts)
+	if err != nil {
+		return fmt.Errorf("--landlock: a /dev/pts of the run's own (devpts newinstance): %w", err)
+	}
+	m.Close()
+	return nil
+}
+
+// deviceMounts opens the mounts of /dev (open at dev) that honour device nodes: /dev itself, and the device files
+// in it that are mounts of their own (a container's /dev/null, bound from its host's). A /dev that is no mount of
+// its own cannot keep its devices while the rest is made nodev: refused.
+func deviceMounts(dev int) ([]int, error) {
+	root, err := bind.IsMountRoot(dev)
+	if err != nil {
+		return nil, fmt.Errorf("/dev: %w", err)
+	}
+	if !root {
+		return nil, errors.New("/dev is no filesystem of its own (devtmpfs), so the sandbox cannot keep its devices (/dev/null) while it makes device nodes elsewhere inert: refusing to run")
+	}
+	var keep []int
+	add := func(fd int) error {
+		honours, err := bind.HonoursDevices(fd)
+		if err != nil || !honours {
+			unix.Close(fd)
+			return err
+		}
+		keep = append(keep, fd)
+		return nil
+	}
+	self, err := unix.Dup(dev)
+	if err != nil {
+		return nil, err
+	}
+	if err := add(self); err != nil {
+		return keep, fmt.Errorf("/dev: %w", err)
+	}
+	list, err := unix.Openat(dev, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return keep, fmt.Errorf("/dev: %w", err)
+	}
+	d := os.NewFile(uintptr(list), "/dev")
+	defer d.Close()
+	ents, err := d.ReadDir(-1)
+	if err != nil {
+		return keep, fmt.Errorf("/dev: %w", err)
+	}
+	for _, e := range ents {
+		if e.Type()&os.ModeDevice == 0 {
+			continue
+		}
+		fd, err := unix.Openat(dev, e.Name(), unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			continue // gone meanwhile
+		}
+		if root, err := bind.IsMountRoot(fd); err != nil || !root {
+			unix.Close(fd)
+			continue
+		}
+		if err := add(fd); err != nil {
+			return keep, fmt.Errorf("/dev/%s: %w", e.Name(), err)
+		}
+	}
+	return keep, nil
+}
