@@ -1,0 +1,359 @@
+package e2e
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"unsafe"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+
+	"github.com/sessionfs/sessionfs/confine"
+)
+
+// Two holes of exec --landlock that a mount namespace of the run's own closes (backends/local/sandbox.go): the
+// command read and wrote the host's other terminals in /dev/pts, and, run on the store itself (where it had no
+// namespace), it opened a device node planted in the session's folder (the raw disk). And a run that cannot have
+// the namespace is refused, not run without it.
+
+// The test binary doubles as a program in the sandbox, and as a wrapper that takes namespaces away.
+func init() {
+	switch os.Getenv("SESSIONFS_E2E_SANDBOX") {
+	case "":
+		return
+	case "pty":
+		os.Exit(makePty())
+	case "nons":
+		os.Exit(withoutNamespaces())
+	}
+}
+
+// makePty does what node-pty does (gemini's and qwen's CLIs): opens /dev/ptmx and the /dev/pts/N it names, and
+// talks through the pair; then lists /dev/pts.
+func makePty() int {
+	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		fmt.Printf("pty: %v\n", err)
+		return 1
+	}
+	if err := unix.IoctlSetPointerInt(int(m.Fd()), unix.TIOCSPTLCK, 0); err != nil {
+		fmt.Printf("pty: unlock: %v\n", err)
+		return 1
+	}
+	n, err := unix.IoctlGetUint32(int(m.Fd()), unix.TIOCGPTN)
+	if err != nil {
+		fmt.Printf("pty: number: %v\n", err)
+		return 1
+	}
+	name := "/dev/pts/" + strconv.Itoa(int(n))
+	s, err := os.OpenFile(name, os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		fmt.Printf("pty: %v\n", err)
+		return 1
+	}
+	if _, err := s.WriteString("ping\n"); err != nil {
+		fmt.Printf("pty: write: %v\n", err)
+		return 1
+	}
+	buf := make([]byte, 16)
+	got, err := m.Read(buf)
+	if err != nil {
+		fmt.Printf("pty: read: %v\n", err)
+		return 1
+	}
+	fmt.Printf("pty %s echoed %q\n", name, buf[:got])
+	ents, err := os.ReadDir("/dev/pts")
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	fmt.Printf("/dev/pts lists %s (%v)\n", strings.Join(names, " "), err)
+	return 0
+}
+
+// withoutNamespaces runs its arguments where no namespace can be made, as in a container under Docker's default
+// seccomp profile or on a host with user namespaces turned off: unshare and a clone into a new user or mount
+// namespace fail with EPERM (clone3, whose flags a filter cannot read, with ENOSYS: callers fall back to clone).
+func withoutNamespaces() int {
+	os.Unsetenv("SESSIONFS_E2E_SANDBOX")
+	ret := func(v uint32) unix.SockFilter { return unix.SockFilter{Code: unix.BPF_RET | unix.BPF_K, K: v} }
+	jeq := func(v uint32, jt, jf uint8) unix.SockFilter {
+		return unix.SockFilter{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, K: v, Jt: jt, Jf: jf}
+	}
+	prog := []unix.SockFilter{
+		{Code: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, K: 0}, // the call's number
+		jeq(unix.SYS_UNSHARE, 0, 1),
+		ret(unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)),
+		jeq(unix.SYS_CLONE3, 0, 1),
+		ret(unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS)),
+		jeq(unix.SYS_CLONE, 0, 3),
+		{Code: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, K: 16}, // its flags (low word)
+		{Code: unix.BPF_JMP | unix.BPF_JSET | unix.BPF_K, K: unix.CLONE_NEWUSER | unix.CLONE_NEWNS, Jt: 0, Jf: 1},
+		ret(unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)),
+		ret(unix.SECCOMP_RET_ALLOW),
+	}
+	runtime.LockOSThread()
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		fmt.Fprintln(os.Stderr, "no_new_privs:", err)
+		return 2
+	}
+	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
+	if _, _, e := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, unix.SECCOMP_FILTER_FLAG_TSYNC,
+		uintptr(unsafe.Pointer(&fprog))); e != 0 {
+		fmt.Fprintln(os.Stderr, "seccomp:", e)
+		return 2
+	}
+	err := unix.Exec(os.Args[1], os.Args[1:], os.Environ())
+	fmt.Fprintln(os.Stderr, "exec:", err)
+	return 2
+}
+
+// userStore is a store of uid 65534's with session s1, run by that user (the store under /tmp: the tests' own
+// folders are root's alone).
+type userStore struct {
+	store, session, home string
+}
+
+func newUserStore(t *testing.T) userStore {
+	t.Helper()
+	base, err := os.MkdirTemp("/tmp", "sessionfs-landlock-user-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(base) })
+	u := userStore{store: filepath.Join(base, "store"), home: filepath.Join(base, "home")}
+	for _, d := range []string{base, u.store, u.home} {
+		require.NoError(t, os.MkdirAll(d, 0o755))
+		require.NoError(t, os.Chown(d, 65534, 65534))
+	}
+	r := runResult(t, u.command(bin, "new", "s1"))
+	require.Equal(t, 0, r.code, r.stderr)
+	u.session = filepath.Join(u.store, "sessions", "s1")
+	return u
+}
+
+// command is argv run as uid 65534 with the user's store and home.
+func (u userStore) command(argv ...string) *exec.Cmd {
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), "SESSIONFS_STORE="+u.store, "HOME="+u.home)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	return cmd
+}
+
+// TestLandlockAttackOtherTerminal: another terminal of the host (a pty the test opens, standing for an admin's
+// login; owned by root, or by the user for a normal user's run) holds what was typed in it. The sandboxed command
+// must neither read that input (`head -c 12 /dev/pts/N`) nor write a fake prompt into it. As root on the store
+// and through the mount, and as a normal user on its store (a user namespace).
+func TestLandlockAttackOtherTerminal(t *testing.T) {
+	attack := func(t *testing.T, owner int, run func(script string) result) {
+		master, slave := openPty(t)
+		defer master.Close()
+		defer slave.Close()
+		if owner != 0 {
+			require.NoError(t, os.Chown(slave.Name(), owner, owner))
+		}
+		typed := "typed-secret\n"
+		_, err := master.WriteString(typed)
+		require.NoError(t, err)
+		r := run(fmt.Sprintf("head -c 12 %[1]s; echo; echo read: $?; printf FAKE-PROMPT > %[1]s; echo write: $?", slave.Name()))
+		t.Logf("the attack on %s: exit %d\n%s%s", slave.Name(), r.code, r.stdout, r.stderr)
+		assert.NotContains(t, r.stdout, "typed-secret", "the sandbox read what was typed in another terminal")
+		fd := int(master.Fd()) // once: Fd puts the file back in blocking mode
+		require.NoError(t, unix.SetNonblock(fd, true))
+		shown, _ := io.ReadAll(io.LimitReader(nonblockReader(fd), 1<<16))
+		t.Logf("the terminal shows %q", shown)
+		assert.NotContains(t, string(shown), "FAKE-PROMPT", "the sandbox wrote into another terminal")
+		queued, err := unix.IoctlGetInt(int(slave.Fd()), unix.TIOCINQ)
+		require.NoError(t, err)
+		assert.Equal(t, len(typed), queued, "the typed input is there still, unread")
+	}
+	t.Run("as root", func(t *testing.T) {
+		eachLandlockPath(t, func(t *testing.T, lt landlockTarget) {
+			attack(t, 0, func(script string) result { return lt.landlocked(t, nil, "sh", "-c", script) })
+		})
+	})
+	t.Run("as a normal user", func(t *testing.T) {
+		needUserSandbox(t)
+		u := newUserStore(t)
+		attack(t, 65534, func(script string) result {
+			return runResult(t, u.command(bin, "exec", "s1", "--landlock", "--", "sh", "-c", script))
+		})
+	})
+}
+
+// needUserSandbox: a normal user's --landlock run needs root to set it up here, and the kernel's sandbox.
+func needUserSandbox(t *testing.T) {
+	t.Helper()
+	need(t, os.Geteuid() == 0, "root: to switch to a normal user")
+	need(t, confine.Supported() == nil, "a kernel with Landlock ABI 6 and seccomp")
+}
+
+// nonblockReader reads a non-blocking descriptor until it has nothing more (EAGAIN is its end).
+type nonblockReader int
+
+func (r nonblockReader) Read(p []byte) (int, error) {
+	n, err := unix.Read(int(r), p)
+	if err == unix.EAGAIN || err == unix.EIO || (err == nil && n == 0) {
+		return 0, io.EOF
+	}
+	if err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// TestLandlockTerminals: what the private /dev/pts must keep working. The caller's terminal is the command's
+// stdin, stdout and controlling terminal: writes to stdout and to /dev/tty reach it; and a pty made inside the
+// sandbox as node-pty makes it works, and is the only terminal /dev/pts lists.
+func TestLandlockTerminals(t *testing.T) {
+	check := func(t *testing.T, cmd *exec.Cmd, attacker string) {
+		cmd.Args = append(cmd.Args, "sh", "-c", "echo via-stdout; echo via-tty > /dev/tty; exec "+attacker)
+		cmd.Env = append(cmd.Env, "SESSIONFS_E2E_SANDBOX=pty")
+		master, slave := openPty(t)
+		defer master.Close()
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+		if cmd.SysProcAttr == nil {
+			cmd.SysProcAttr = &syscall.SysProcAttr{}
+		}
+		cmd.SysProcAttr.Setsid, cmd.SysProcAttr.Setctty, cmd.SysProcAttr.Ctty = true, true, 0
+		require.NoError(t, cmd.Start())
+		slave.Close() // the master reads EIO once the command's side is all closed
+		var out bytes.Buffer
+		_, _ = io.Copy(&out, eioReader{master})
+		err := cmd.Wait()
+		t.Logf("the command on its terminal: %v\n%s", err, out.String())
+		require.NoError(t, err)
+		assert.Contains(t, out.String(), "via-stdout")
+		assert.Contains(t, out.String(), "via-tty")
+		assert.Regexp(t, `pty /dev/pts/(\d+) echoed "ping\\r\\n"`, out.String())
+		if m := regexp.MustCompile(`pty /dev/pts/(\d+) echoed`).FindStringSubmatch(out.String()); m != nil {
+			assert.Contains(t, out.String(), "/dev/pts lists "+m[1]+" ptmx (<nil>)", "only its own terminal")
+		}
+	}
+	t.Run("as root", func(t *testing.T) {
+		eachLandlockPath(t, func(t *testing.T, lt landlockTarget) {
+			cmd := exec.Command(bin, "exec", "s1", "--landlock", "--")
+			cmd.Env = append(os.Environ(), "SESSIONFS_STORE="+lt.store)
+			check(t, cmd, lt.attacker(t))
+		})
+	})
+	t.Run("as a normal user", func(t *testing.T) {
+		needUserSandbox(t)
+		u := newUserStore(t)
+		attacker := landlockTarget{store: u.store, session: u.session}.attacker(t)
+		check(t, u.command(bin, "exec", "s1", "--landlock", "--"), attacker)
+	})
+}
+
+// eioReader reads a pty's master until the other side is closed (EIO).
+type eioReader struct{ f *os.File }
+
+func (r eioReader) Read(p []byte) (int, error) {
+	n, err := r.f.Read(p)
+	if errors.Is(err, unix.EIO) {
+		return n, io.EOF
+	}
+	return n, err
+}
+
+// TestLandlockAttackPlantedDevice: a block device node of a disk (a loop device holding a marker, standing for
+// the host's disk) lies in the session's folder in the store, made from outside the sandbox, as a container
+// with CAP_MKNOD (Docker's default) bound to the store's folder makes it. The sandboxed command reads it, in its
+// workspace and in its session's folder, and through a second mount of the store (a bind of it elsewhere):
+// nothing of the disk may come out. As root on the store and through the mount, and as a normal user on its
+// store (the node open to all, as a container's root may leave it).
+func TestLandlockAttackPlantedDevice(t *testing.T) {
+	_, err := exec.LookPath("losetup")
+	need(t, err == nil, "losetup (util-linux) for a block device to read")
+	need(t, os.Geteuid() == 0, "root: a loop device, and a node planted as a container's root plants it")
+	img := filepath.Join(t.TempDir(), "disk.img")
+	disk := make([]byte, 1<<20)
+	copy(disk, hostMarker)
+	require.NoError(t, os.WriteFile(img, disk, 0o600))
+	out, err := exec.Command("losetup", "-f", "--show", img).Output()
+	need(t, err == nil, fmt.Sprintf("a loop device (losetup: %v)", err))
+	loop := strings.TrimSpace(string(out))
+	t.Cleanup(func() { _ = exec.Command("losetup", "-d", loop).Run() })
+	var st unix.Stat_t
+	require.NoError(t, unix.Stat(loop, &st), "%q", loop)
+	plant := func(t *testing.T, sessionInStore string) {
+		for _, p := range []string{filepath.Join(sessionInStore, "workspace", "disk"), filepath.Join(sessionInStore, "disk")} {
+			require.NoError(t, unix.Mknod(p, unix.S_IFBLK|0o666, int(st.Rdev)))
+			require.NoError(t, unix.Chmod(p, 0o666))
+		}
+	}
+	read := func(t *testing.T, run func(script string) result, paths ...string) {
+		for _, p := range paths {
+			r := run(fmt.Sprintf("head -c %d %s", len(hostMarker), p))
+			t.Logf("head %s: exit %d, %q %s", p, r.code, r.stdout, strings.TrimSpace(r.stderr))
+			assert.NotContains(t, r.stdout, hostMarker, "the raw disk read through a node planted at %s", p)
+			assert.NotEqual(t, 0, r.code, p)
+		}
+	}
+	t.Run("as root", func(t *testing.T) {
+		eachLandlockPath(t, func(t *testing.T, lt landlockTarget) {
+			inStore := filepath.Join(lt.store, "sessions", "s1")
+			plant(t, inStore)
+			alias := t.TempDir()
+			require.NoError(t, unix.Mount(lt.store, alias, "", unix.MS_BIND, ""))
+			t.Cleanup(func() { _ = unix.Unmount(alias, unix.MNT_DETACH) })
+			read(t, func(script string) result { return lt.landlocked(t, nil, "sh", "-c", script) },
+				"disk", `"$SESSION_DIR/disk"`, filepath.Join(alias, "sessions", "s1", "workspace", "disk"))
+		})
+	})
+	t.Run("as a normal user", func(t *testing.T) {
+		needUserSandbox(t)
+		u := newUserStore(t)
+		plant(t, u.session)
+		read(t, func(script string) result {
+			return runResult(t, u.command(bin, "exec", "s1", "--landlock", "--", "sh", "-c", script))
+		}, "disk", `"$SESSION_DIR/disk"`)
+	})
+}
+
+// TestLandlockNeedsANamespace: where no mount namespace can be made (a container's seccomp profile, user
+// namespaces turned off), --landlock refuses to run (exit 125, naming what is missing) instead of running
+// without the namespace its promise rests on. Without --landlock the run goes on, on the mount.
+func TestLandlockNeedsANamespace(t *testing.T) {
+	self, err := os.Executable()
+	require.NoError(t, err)
+	refused := func(t *testing.T, cmd *exec.Cmd) {
+		cmd.Env = append(cmd.Env, "SESSIONFS_E2E_SANDBOX=nons")
+		r := runResult(t, cmd)
+		t.Logf("exit %d: %s%s", r.code, r.stdout, r.stderr)
+		assert.Equal(t, 125, r.code)
+		assert.NotContains(t, r.stdout, "ran")
+		assert.Contains(t, r.stderr, "namespace")
+	}
+	t.Run("as root", func(t *testing.T) {
+		eachLandlockPath(t, func(t *testing.T, lt landlockTarget) {
+			cmd := exec.Command(self, bin, "exec", "s1", "--landlock", "--", "echo", "ran")
+			cmd.Env = append(os.Environ(), "SESSIONFS_STORE="+lt.store)
+			refused(t, cmd)
+			cmd = exec.Command(self, bin, "exec", "s1", "--", "echo", "ran")
+			cmd.Env = append(os.Environ(), "SESSIONFS_STORE="+lt.store, "SESSIONFS_E2E_SANDBOX=nons")
+			r := runResult(t, cmd)
+			assert.Equal(t, "ran\n", r.stdout, "without --landlock: %s", r.stderr)
+		})
+	})
+	t.Run("as a normal user", func(t *testing.T) {
+		needUserSandbox(t)
+		u := newUserStore(t)
+		// The test binary, where the user may run it.
+		wrapper := filepath.Join(u.home, "nons")
+		b, err := os.ReadFile(self)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(wrapper, b, 0o755))
+		refused(t, u.command(wrapper, bin, "exec", "s1", "--landlock", "--", "echo", "ran"))
+	})
+}
