@@ -45,16 +45,21 @@ var allowed = []string{
 	"waitid", "wait4",
 }
 
-// ioctlRequests are the only ioctl requests the serving process makes, measured as allowed was (the kernel logs
-// a refused call's number, not its request: strace of the serving process gave those):
+// ioctlRequests are the only ioctl requests the serving process makes (the kernel's log names a refused call, not
+// its request: strace and the kernel's syscall trace of the serving process gave these, running the mount's e2e
+// tests):
 //   - FUSE passthrough: go-fuse registers each opened store file with the kernel and unregisters it on release;
-//   - FIONREAD (TIOCINQ): go-fuse empties a splice pipe it reuses (and panics if it cannot ask how much it holds);
-//   - TCGETS, TIOCGWINSZ: a caller's own ioctl on a file of the mount reaches the daemon as a FUSE request, which
-//     go-fuse repeats on the store's file; isatty() (glibc's TCGETS, musl's TIOCGWINSZ: Python asks at every
-//     open) is the one callers make. Both only read, and a store file answers ENOTTY.
+//   - FIONREAD (TIOCINQ): go-fuse empties the pipe it splices a read through (where passthrough is not to be
+//     had: a store on overlayfs), and panics if it cannot ask how much the pipe holds;
+//   - TCGETS, TIOCGWINSZ, FS_IOC_GETFLAGS: a caller's own ioctl on a file of the mount reaches the daemon as a
+//     FUSE request, which go-fuse repeats on the store's file. isatty() (glibc's TCGETS, musl's TIOCGWINSZ:
+//     Python asks at every open; a store file answers ENOTTY) and lsattr are those callers make; each only
+//     reads. Setting a file's flags or project (chattr, FS_IOC_FSSETXATTR: the latter with the daemon's
+//     SYS_ADMIN) is refused.
 //
 // Not TIOCSTI, TIOCLINUX or TIOCSETD (typing into a terminal, or changing its line discipline), nor any other.
-var ioctlRequests = []uint64{fuseDevIocBackingOpen, fuseDevIocBackingClose, unix.TIOCINQ, unix.TCGETS, unix.TIOCGWINSZ}
+var ioctlRequests = []uint64{fuseDevIocBackingOpen, fuseDevIocBackingClose, unix.TIOCINQ, unix.TCGETS, unix.TIOCGWINSZ,
+	unix.FS_IOC_GETFLAGS}
 
 // FUSE's device ioctls for passthrough (linux/fuse.h; go-fuse's values): _IOW(229, 1, struct fuse_backing_map)
 // and _IOW(229, 2, uint32_t).

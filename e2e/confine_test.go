@@ -207,3 +207,32 @@ func statusFields(b []byte) map[string]string {
 	}
 	return out
 }
+
+// A store on overlayfs, where the kernel does not stack FUSE passthrough: the serving process reads the store's
+// files for the callers, splicing them through a pipe that go-fuse empties into /dev/null, which it opened at its
+// first read. Confined (Landlock: only the store), that open failed and go-fuse panicked: the mount ended at its
+// first read. It must serve the read, and go on serving.
+func TestConfinedServesReadsWithoutPassthrough(t *testing.T) {
+	need(t, os.Geteuid() == 0, "the confined serving process is root's, and an overlayfs store is mounted by root")
+	dir := t.TempDir()
+	for _, d := range []string{"lower", "upper", "work", "store"} {
+		require.NoError(t, os.Mkdir(filepath.Join(dir, d), 0o755))
+	}
+	store := filepath.Join(dir, "store")
+	err := syscall.Mount("overlay", store, "overlay", 0, fmt.Sprintf("lowerdir=%s/lower,upperdir=%s/upper,workdir=%s/work", dir, dir, dir))
+	need(t, err == nil, fmt.Sprintf("an overlayfs mount: %v", err))
+	t.Cleanup(func() { _ = syscall.Unmount(store, syscall.MNT_DETACH) }) // after the sessionfs mount's own cleanup
+	m := mount(t, store)
+	pid := servingPID(t, m.mnt)
+	s := m.session("s")
+	require.NoError(t, os.Mkdir(s, 0o755))
+	want := []byte(strings.Repeat("read through the serving process\n", 10000))
+	f := filepath.Join(s, ".claude", "notes.json") // served through FUSE, not a bind
+	require.NoError(t, os.WriteFile(f, want, 0o644))
+	got, err := os.ReadFile(f)
+	require.NoError(t, err, "%s", m.log)
+	assert.Equal(t, want, got)
+	assert.NotContains(t, m.log.String(), "panic")
+	assert.Equal(t, pid, servingPID(t, m.mnt), "the same serving process")
+	assert.True(t, isFUSEMount(m.mnt) && !staleMount(m.mnt), "still serving")
+}

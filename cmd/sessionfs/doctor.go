@@ -252,7 +252,7 @@ func checkConfinement(m *mountinfo.Info) (name, status, detail, fix string) {
 	}
 	detail = fmt.Sprintf("serving process %d of %s: seccomp %s; capabilities %s", pid, m.Mountpoint, seccomp, strings.ToLower(caps))
 	if seccomp == "none" {
-		return "confine", "WARN", detail + ": served unconfined (mount --confine off)", "mount without --confine off"
+		return "confine", "WARN", detail + ": served unconfined", "mount without --confine off"
 	}
 	if tty := terminalFDs(pid); tty != "" {
 		return "confine", "WARN", detail + "; its " + tty + " a terminal, which a slip in its code could type into",
