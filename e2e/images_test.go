@@ -13,7 +13,7 @@ import (
 	"github.com/docker/docker/client"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sessionfs/sessionfs/e2e/testimage"
+	"github.com/sessionfs/sessionfs/internal/testimage"
 )
 
 // Test images are built here from files of this machine (no registry is reachable): a busybox rootfs, and one

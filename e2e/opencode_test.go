@@ -20,7 +20,7 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/sessionfs/sessionfs/e2e/openaistub"
-	"github.com/sessionfs/sessionfs/e2e/testimage"
+	"github.com/sessionfs/sessionfs/internal/testimage"
 )
 
 // opencode's real CLI (npm opencode-ai, one compiled binary), offline against e2e/openaistub: a provider of its

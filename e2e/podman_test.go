@@ -18,7 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
-	"github.com/sessionfs/sessionfs/e2e/testimage"
+	"github.com/sessionfs/sessionfs/internal/testimage"
 )
 
 // Podman serves the Docker Engine API on a socket (podman system service), so run --backend docker works against

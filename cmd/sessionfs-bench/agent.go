@@ -15,7 +15,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/sessionfs/sessionfs/e2e/testimage"
+	"github.com/sessionfs/sessionfs/internal/testimage"
 )
 
 // The agent workload: what an agent does in its workspace (untar a source tree, git add and commit, git status,

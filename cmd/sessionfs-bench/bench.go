@@ -20,7 +20,7 @@ import (
 	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/client"
 
-	"github.com/sessionfs/sessionfs/e2e/testimage"
+	"github.com/sessionfs/sessionfs/internal/testimage"
 )
 
 const benchSession = "bench"

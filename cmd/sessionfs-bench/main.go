@@ -50,7 +50,7 @@ func main() {
 	flag.BoolVar(&c.startOnly, "startup-only", false, "run only the start-up figures (mount and mount --daemon)")
 	flag.BoolVar(&c.walkOnly, "walk-only", false, "run only the walk of sessions (du, and the daemon's RSS after it)")
 	flag.StringVar(&c.only, "only", "", "run only the file-by-file workloads whose names match this regexp (e.g. 'create|stat')")
-	flag.StringVar(&c.jsonOut, "json", "bench.json", "where to write the figures as JSON")
+	flag.StringVar(&c.jsonOut, "json", "docs/bench.json", "where to write the figures as JSON")
 	flag.StringVar(&c.dir, "dir", "", "a folder on the disk to measure (default: a new temporary folder)")
 	flag.Parse()
 	if err := run(c); err != nil {
