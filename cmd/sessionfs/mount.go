@@ -55,7 +55,9 @@ A store on a filesystem other hosts mount too (JuiceFS, CephFS, NFS, GlusterFS, 
 served with a 1s kernel cache instead of 1h: this host's watcher cannot see the other hosts' changes.
 As root, the daemon confines itself before it serves (--confine): it keeps a few capabilities, Landlock
 limits it to the store, and seccomp to the system calls it makes; a helper it starts first does the binds and
-the unmount. "sessionfs doctor" shows the confinement in force.`,
+the unmount. At a terminal, it serves from a copy of itself that holds no terminal (which a slip in its code
+could type into), and relays that copy's log and the signals it gets. "sessionfs doctor" shows the
+confinement in force.`,
 		Example: `  sessionfs mount                       # ~/agent-sessions
   sessionfs mount /mnt/sessions --allow-other   # containers running as other users
   sessionfs mount --daemon                      # in the background; prints the pid
