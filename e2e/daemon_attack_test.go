@@ -207,13 +207,20 @@ func helperRelabel() int {
 // store's file: with the serving process's capabilities, SYS_ADMIN among them. A session's process (uid 65534, on
 // an --allow-other mount, in a file of its own session) asks for the store's filesystem to be renamed: ext4
 // obliges whoever holds SYS_ADMIN (and as readily shuts the filesystem down: EXT4_IOC_SHUTDOWN). The store is a
-// filesystem of its own here (a loop device), whose label must not change.
+// filesystem of its own here (a loop device), whose label must not change: confined (the seccomp filter refuses
+// the request) and with --confine off (the mount's nodes repeat no such request: fs/nodes/ioctl.go).
 func TestAttackSessionIoctlWithDaemonsCapabilities(t *testing.T) {
 	need(t, os.Geteuid() == 0, "the confined serving process is root's, and the loop-mounted store is made by root")
 	need(t, runtime.GOARCH == "amd64" || runtime.GOARCH == "arm64", "FS_IOC_SETFSLABEL's number is asm-generic's")
 	_, mkfsErr := exec.LookPath("mkfs.ext4")
 	_, labelErr := exec.LookPath("e2label")
 	need(t, mkfsErr == nil && labelErr == nil, "mkfs.ext4 and e2label (e2fsprogs)")
+	t.Run("confined", func(t *testing.T) { relabelThroughMount(t) })
+	t.Run("unconfined", func(t *testing.T) { relabelThroughMount(t, "--confine", "off") })
+}
+
+// relabelThroughMount runs the relabel attack against a mount made with extra flags.
+func relabelThroughMount(t *testing.T, extra ...string) {
 	dir := t.TempDir()
 	img, store := filepath.Join(dir, "store.img"), filepath.Join(dir, "store")
 	require.NoError(t, os.Mkdir(store, 0o755))
@@ -234,7 +241,7 @@ func TestAttackSessionIoctlWithDaemonsCapabilities(t *testing.T) {
 	}
 	require.Equal(t, "sessions", label())
 
-	m := mount(t, store, "--allow-other")
+	m := mount(t, store, append([]string{"--allow-other"}, extra...)...)
 	openUp(t, m.mnt)
 	s := m.session("s")
 	require.NoError(t, os.Mkdir(s, 0o755))
