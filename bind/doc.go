@@ -12,5 +12,6 @@
 // same way: no path a session or a FUSE daemon answers is ever walked by umount(2).
 //
 // The few other mounts a sandboxed run's namespace makes are here too: its mounts made nodev but /dev's
-// (devices.go), and a devpts instance of its own (terminals.go).
+// (devices.go), a devpts instance of its own (terminals.go), and a /proc and a /dev/shm of its own
+// (sandboxfs.go).
 package bind

@@ -16,10 +16,17 @@ import (
 //     module's code): EPERM, on every descriptor, the inherited terminal included (Landlock checks a file's
 //     rights when it is opened, never on the descriptors a process starts with). Compared on the low 32 bits:
 //     the kernel takes the request as an unsigned int, so its high bits would pass an equality of 64;
+//   - ioctl TIOCSPGRP (tcsetpgrp: a process of the command made itself the caller's terminal's foreground and
+//     read what the user typed next into the shell, the passwords), TIOCSCTTY with its "steal" argument (take a
+//     terminal that is another session's) and TIOCCONS (the console's output): EPERM. TIOCSCTTY with 0 stays:
+//     forkpty (node-pty) gives the pty it made to its child with it, and a terminal some session holds is refused
+//     it by the kernel. The cost: a shell in the sandbox has no job control (bash -i says so);
 //   - unix sockets, where Landlock cannot say which ones it reaches (before ABI 9's resolve-unix right): making
 //     one (socket(AF_UNIX)) is refused with EACCES, so no pathname socket outside the sandbox (the Docker API,
-//     D-Bus, ssh-agent) answers; socketpair stays (node, libuv and shells talk to their children over it) except
-//     a datagram pair, which could send to any datagram socket by name;
+//     D-Bus, ssh-agent) answers; socketpair stays for its stream and seqpacket types alone (node, libuv and
+//     shells talk to their children over them): any other type is refused, for a datagram pair (SOCK_DGRAM, and
+//     SOCK_RAW, which the kernel makes a datagram one) could send to any datagram socket by name (/dev/log,
+//     systemd's notify socket);
 //   - io_uring: its operations (socket, connect) pass no seccomp filter; ENOSYS, so libraries fall back to the
 //     plain calls;
 //   - every call of another architecture's ABI (x86's 32-bit int 0x80, x32): their numbers differ, and 32-bit
@@ -35,14 +42,28 @@ const (
 	dataArgs = 16
 )
 
-// argRule refuses a call whose argument arg (its low 32 bits, masked when mask != 0) is one of values.
+// argRule decides a call by its argument arg (its low 32 bits, masked when mask != 0): refused when it is one of
+// refused, or one of guarded while argument guardArg (low 32 bits) is not 0, or, when allowed is set, none of
+// allowed. Everything else passes.
 type argRule struct {
-	call   string
-	arg    uint32
-	mask   uint32
-	values []uint32
-	errno  unix.Errno
+	call     string
+	arg      uint32
+	mask     uint32
+	refused  []uint32
+	guarded  []uint32
+	guardArg uint32
+	allowed  []uint32
+	errno    unix.Errno
 }
+
+// The terminal's requests a command may not make (see above).
+var (
+	refusedIoctls = []uint32{unix.TIOCSTI, unix.TIOCLINUX, unix.TIOCSETD, unix.TIOCSPGRP, unix.TIOCCONS}
+	stealIoctls   = []uint32{unix.TIOCSCTTY} // refused with a non-zero argument
+)
+
+// socketpairTypes are the socketpair types a command may make, SOCK_NONBLOCK and SOCK_CLOEXEC aside.
+var socketpairTypes = []uint32{unix.SOCK_STREAM, unix.SOCK_SEQPACKET}
 
 // commandFilter is the filter's program for this architecture and the kernel's Landlock ABI.
 func commandFilter(abi int) ([]unix.SockFilter, error) {
@@ -57,20 +78,12 @@ func commandFilter(abi int) ([]unix.SockFilter, error) {
 		}
 		return uint32(n), nil
 	}
-	rules := []argRule{{call: "ioctl", arg: 1, values: []uint32{unix.TIOCSTI, unix.TIOCLINUX, unix.TIOCSETD}, errno: unix.EPERM}}
+	rules := []argRule{{call: "ioctl", arg: 1, refused: refusedIoctls, guarded: stealIoctls, guardArg: 2, errno: unix.EPERM}}
 	if abi < resolveUnixABI {
 		rules = append(rules,
-			argRule{call: "socket", arg: 0, values: []uint32{unix.AF_UNIX}, errno: unix.EACCES},
-			argRule{call: "socketpair", arg: 1, mask: 0xf, values: []uint32{unix.SOCK_DGRAM}, errno: unix.EACCES})
-	}
-	ret := func(v uint32) unix.SockFilter { return unix.SockFilter{Code: unix.BPF_RET | unix.BPF_K, K: v} }
-	errno := func(e unix.Errno) unix.SockFilter { return ret(unix.SECCOMP_RET_ERRNO | uint32(e)) }
-	allow := ret(unix.SECCOMP_RET_ALLOW)
-	load := func(off uint32) unix.SockFilter {
-		return unix.SockFilter{Code: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, K: off}
-	}
-	jeq := func(v uint32, jt, jf uint8) unix.SockFilter {
-		return unix.SockFilter{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, K: v, Jt: jt, Jf: jf}
+			argRule{call: "socket", arg: 0, refused: []uint32{unix.AF_UNIX}, errno: unix.EACCES},
+			argRule{call: "socketpair", arg: 1, mask: ^uint32(unix.SOCK_NONBLOCK | unix.SOCK_CLOEXEC),
+				allowed: socketpairTypes, errno: unix.EACCES})
 	}
 	prog := []unix.SockFilter{
 		load(dataArch),
@@ -88,14 +101,10 @@ func commandFilter(abi int) ([]unix.SockFilter, error) {
 		if err != nil {
 			return nil, err
 		}
-		block := []unix.SockFilter{load(dataArgs + 8*r.arg)}
-		if r.mask != 0 {
-			block = append(block, unix.SockFilter{Code: unix.BPF_ALU | unix.BPF_AND | unix.BPF_K, K: r.mask})
+		block := r.block()
+		if len(block) > 255 {
+			return nil, fmt.Errorf("internal: the %s rule is too long for a jump", r.call)
 		}
-		for i, v := range r.values {
-			block = append(block, jeq(v, uint8(len(r.values)-i), 0)) // to the errno after the allow
-		}
-		block = append(block, allow, errno(r.errno))
 		prog = append(prog, jeq(n, 0, uint8(len(block))))
 		prog = append(prog, block...)
 	}
@@ -103,6 +112,61 @@ func commandFilter(abi int) ([]unix.SockFilter, error) {
 		prog = append(prog, jeq(n, 0, 1), errno(unix.ENOSYS))
 	}
 	return append(prog, allow), nil
+}
+
+// block is r's program, entered when the call is r's: the number is reloaded by the next rule's block, which
+// follows it; every path ends here in an allow or r's errno.
+//
+//	load arg (and mask); a jump per refused, guarded and allowed value; a jump to allow (deny when allowed is
+//	set); [guard: load guardArg; zero: allow, else deny]; allow; deny
+func (r argRule) block() []unix.SockFilter {
+	head := []unix.SockFilter{load(dataArgs + 8*r.arg)}
+	if r.mask != 0 {
+		head = append(head, unix.SockFilter{Code: unix.BPF_ALU | unix.BPF_AND | unix.BPF_K, K: r.mask})
+	}
+	jumps := len(r.refused) + len(r.guarded) + len(r.allowed)
+	fall := len(head) + jumps // the jump taken when no value matched
+	guard := fall + 1
+	allowAt := guard
+	if len(r.guarded) > 0 {
+		allowAt += 2
+	}
+	denyAt := allowAt + 1
+	to := func(from, target int) uint8 { return uint8(target - from - 1) }
+	prog := head
+	for _, v := range r.refused {
+		prog = append(prog, jeq(v, to(len(prog), denyAt), 0))
+	}
+	for _, v := range r.guarded {
+		prog = append(prog, jeq(v, to(len(prog), guard), 0))
+	}
+	for _, v := range r.allowed {
+		prog = append(prog, jeq(v, to(len(prog), allowAt), 0))
+	}
+	otherwise := allowAt
+	if len(r.allowed) > 0 {
+		otherwise = denyAt
+	}
+	prog = append(prog, unix.SockFilter{Code: unix.BPF_JMP | unix.BPF_JA, K: uint32(otherwise - len(prog) - 1)})
+	if len(r.guarded) > 0 {
+		prog = append(prog, load(dataArgs+8*r.guardArg), jeq(0, 0, 1))
+	}
+	return append(prog, allow, errno(r.errno))
+}
+
+// The filter's instructions.
+var allow = ret(unix.SECCOMP_RET_ALLOW)
+
+func ret(v uint32) unix.SockFilter { return unix.SockFilter{Code: unix.BPF_RET | unix.BPF_K, K: v} }
+
+func errno(e unix.Errno) unix.SockFilter { return ret(unix.SECCOMP_RET_ERRNO | uint32(e)) }
+
+func load(off uint32) unix.SockFilter {
+	return unix.SockFilter{Code: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, K: off}
+}
+
+func jeq(v uint32, jt, jf uint8) unix.SockFilter {
+	return unix.SockFilter{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, K: v, Jt: jt, Jf: jf}
 }
 
 // loadThreadFilter installs prog on the calling thread alone (no_new_privs must be set): the thread about to exec.

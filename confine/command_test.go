@@ -34,8 +34,9 @@ func rawErrno(e unix.Errno) error {
 	return e
 }
 
-// TestCommandFilter: the filter refuses the terminal's injecting ioctls (their high bits set too), unix sockets
-// but stream socketpairs, and io_uring, and lets the rest through; with Landlock's resolve-unix right (ABI 9)
+// TestCommandFilter: the filter refuses the terminal's injecting ioctls (their high bits set too) and those that
+// take a terminal over (tcsetpgrp, a stolen controlling terminal, the console), unix sockets but stream and
+// seqpacket socketpairs, and io_uring, and lets the rest through; with Landlock's resolve-unix right (ABI 9)
 // unix sockets are Landlock's to refuse.
 func TestCommandFilter(t *testing.T) {
 	ptmx, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
@@ -44,6 +45,14 @@ func TestCommandFilter(t *testing.T) {
 	ioctl := func(req uint64) error {
 		var c byte = 'x'
 		_, _, e := unix.Syscall(unix.SYS_IOCTL, ptmx.Fd(), uintptr(req), uintptr(unsafe.Pointer(&c)))
+		return rawErrno(e)
+	}
+	// On a file that is no terminal the kernel answers ENOTTY: an EPERM is the filter's.
+	null, err := os.Open("/dev/null")
+	require.NoError(t, err)
+	defer null.Close()
+	ioctlNull := func(req, arg uint64) error {
+		_, _, e := unix.Syscall(unix.SYS_IOCTL, null.Fd(), uintptr(req), uintptr(arg))
 		return rawErrno(e)
 	}
 	socket := func(domain, typ int) error {
@@ -71,17 +80,28 @@ func TestCommandFilter(t *testing.T) {
 			for _, req := range []uint64{unix.TIOCSTI, unix.TIOCSTI | 1<<32, unix.TIOCLINUX, unix.TIOCSETD, unix.TIOCSETD | 0xffff_0000_0000_0000} {
 				assert.ErrorIs(t, ioctl(req), unix.EPERM, "ioctl %#x", req)
 			}
+			for _, req := range []uint64{unix.TIOCSPGRP, unix.TIOCSPGRP | 1<<32, unix.TIOCCONS} {
+				assert.ErrorIs(t, ioctlNull(req, 0), unix.EPERM, "ioctl %#x", req)
+			}
+			assert.ErrorIs(t, ioctlNull(unix.TIOCSCTTY, 1), unix.EPERM, "TIOCSCTTY stealing a terminal")
+			assert.ErrorIs(t, ioctlNull(unix.TIOCSCTTY, 1<<32|1), unix.EPERM, "TIOCSCTTY stealing, high bits set")
+			assert.ErrorIs(t, ioctlNull(unix.TIOCSCTTY, 0), unix.ENOTTY, "TIOCSCTTY 0 (forkpty's) passes to the kernel")
+			assert.ErrorIs(t, ioctlNull(unix.TIOCSCTTY, 1<<32), unix.ENOTTY, "the kernel reads TIOCSCTTY's argument as an int")
+			assert.ErrorIs(t, ioctlNull(unix.TIOCNOTTY, 0), unix.ENOTTY, "TIOCNOTTY passes")
 			_, err := unix.IoctlGetWinsize(int(ptmx.Fd()), unix.TIOCGWINSZ)
 			assert.NoError(t, err, "other ioctls pass")
 			assert.NoError(t, socket(unix.AF_INET, unix.SOCK_STREAM), "other sockets pass")
-			assert.NoError(t, pair(unix.SOCK_STREAM), "a stream socketpair passes")
-			assert.NoError(t, pair(unix.SOCK_SEQPACKET), "a seqpacket socketpair passes")
+			for _, typ := range []int{unix.SOCK_STREAM, unix.SOCK_SEQPACKET, unix.SOCK_STREAM | unix.SOCK_NONBLOCK, unix.SOCK_SEQPACKET | unix.SOCK_NONBLOCK} {
+				assert.NoError(t, pair(typ), "a socketpair of type %#x passes", typ)
+			}
 			_, _, e := unix.Syscall(unix.SYS_IO_URING_SETUP, 1, 0, 0)
 			assert.ErrorIs(t, rawErrno(e), unix.ENOSYS, "io_uring")
 			if abi < resolveUnixABI {
 				assert.ErrorIs(t, socket(unix.AF_UNIX, unix.SOCK_STREAM), unix.EACCES, "ABI %d: socket(AF_UNIX)", abi)
 				assert.ErrorIs(t, socket(unix.AF_UNIX, unix.SOCK_DGRAM), unix.EACCES, "ABI %d: socket(AF_UNIX)", abi)
-				assert.ErrorIs(t, pair(unix.SOCK_DGRAM), unix.EACCES, "ABI %d: a datagram socketpair", abi)
+				for _, typ := range []int{unix.SOCK_DGRAM, unix.SOCK_DGRAM | unix.SOCK_NONBLOCK, unix.SOCK_RAW, unix.SOCK_RDM, 9, unix.SOCK_PACKET, unix.SOCK_STREAM | 0x100} {
+					assert.ErrorIs(t, pair(typ), unix.EACCES, "ABI %d: a socketpair of type %#x", abi, typ)
+				}
 			} else {
 				assert.NoError(t, socket(unix.AF_UNIX, unix.SOCK_STREAM), "ABI %d: Landlock governs unix sockets", abi)
 				assert.NoError(t, pair(unix.SOCK_DGRAM), "ABI %d: Landlock governs unix sockets", abi)

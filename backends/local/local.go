@@ -114,7 +114,7 @@ func (Backend) Run(ctx context.Context, spec backends.Spec) (int, error) {
 			args = helperArgs(self, filepath.Dir(spec.Folder.Name()), spec.SessionID, spec.SessionDir, dir, argv)
 		}
 		cmd = exec.CommandContext(ctx, self, args[1:]...)
-		cmd.SysProcAttr = nsAttr()
+		cmd.SysProcAttr = nsAttr(landlock != "")
 	}
 	cmd.Dir = dir
 	// PWD is the cwd as a shell would set it: a program that trusts it (opencode keys its conversations by it) must
@@ -133,8 +133,8 @@ func (Backend) Run(ctx context.Context, spec backends.Spec) (int, error) {
 	err := runForwarding(cmd)
 	if err != nil && cmd.SysProcAttr != nil && cmd.ProcessState == nil {
 		if landlock != "" {
-			// The sandbox's promise rests on its namespace (sandbox.go): refused, never run without it.
-			return helperExit, fmt.Errorf("--landlock needs a mount namespace of its own (as a normal user, in a user namespace of its own), and none could be made here (%v): refusing to run without it; allow user namespaces (sysctl user.max_user_namespaces, kernel.unprivileged_userns_clone, kernel.apparmor_restrict_unprivileged_userns), or in a container a seccomp profile that allows unshare", err)
+			// The sandbox's promise rests on its namespaces (sandbox.go): refused, never run without them.
+			return helperExit, fmt.Errorf("--landlock needs a mount and a PID namespace of its own (as a normal user, in a user namespace of its own), and none could be made here (%v): refusing to run without them; allow user namespaces (sysctl user.max_user_namespaces, kernel.unprivileged_userns_clone, kernel.apparmor_restrict_unprivileged_userns), or in a container a seccomp profile that allows unshare and clone's namespace flags", err)
 		}
 		// The namespace could not be made (user namespaces disabled, say): run on the mount.
 		noteOnce(fmt.Sprintf("no private mount namespace (%v): the session's folders are used through the mount, slower", err))

@@ -24,7 +24,8 @@ import (
 // private one; as anyone else it is owned by a new user namespace that maps the user to itself (the command
 // keeps its uid, and loses the namespace's capabilities at exec). Where neither can be made, the command runs
 // on the mount, and the user is told once; but a run with Landlock, which has a namespace always (on the store
-// too, started with LandlockArg), is refused (sandbox.go).
+// too, started with LandlockArg), and a PID namespace whose init the helper is (sandbox_init.go), is refused
+// (sandbox.go).
 
 // HelperArg, as the first argument, makes the sessionfs binary the namespace helper (see RunHelper).
 const HelperArg = "__sessionfs-nsexec"
@@ -38,40 +39,55 @@ func helperArgs(self, sessionsDir, id, mounted, cwd string, argv []string) []str
 	return append([]string{self, HelperArg, sessionsDir, id, mounted, cwd, "--"}, argv...)
 }
 
-// nsAttr is the namespace the helper is started in.
-func nsAttr() *syscall.SysProcAttr {
-	if os.Geteuid() == 0 {
-		return &syscall.SysProcAttr{Unshareflags: syscall.CLONE_NEWNS} // Go makes / private in the child
+// nsAttr is the namespace the helper is started in; with sandbox (a run with Landlock), a PID namespace too,
+// whose init the helper is (sandbox_init.go), killed with all it holds if the CLI dies first.
+func nsAttr(sandbox bool) *syscall.SysProcAttr {
+	attr := &syscall.SysProcAttr{Unshareflags: syscall.CLONE_NEWNS} // Go makes / private in the child
+	if os.Geteuid() != 0 {
+		uid, gid := os.Getuid(), os.Getgid()
+		attr = &syscall.SysProcAttr{
+			Cloneflags:   syscall.CLONE_NEWUSER,
+			Unshareflags: syscall.CLONE_NEWNS,
+			UidMappings:  []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}},
+			GidMappings:  []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}},
+			// The helper keeps its uid, so exec would drop the namespace's capabilities: CAP_SYS_ADMIN is kept
+			// ambient for the binds, and cleared before the command is exec'd.
+			AmbientCaps: []uintptr{unix.CAP_SYS_ADMIN},
+		}
 	}
-	uid, gid := os.Getuid(), os.Getgid()
-	return &syscall.SysProcAttr{
-		Cloneflags:   syscall.CLONE_NEWUSER,
-		Unshareflags: syscall.CLONE_NEWNS,
-		UidMappings:  []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}},
-		GidMappings:  []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}},
-		// The helper keeps its uid, so exec would drop the namespace's capabilities: CAP_SYS_ADMIN is kept
-		// ambient for the binds, and cleared before the command is exec'd.
-		AmbientCaps: []uintptr{unix.CAP_SYS_ADMIN},
+	if sandbox {
+		// Owned by the user namespace made in the same clone, for a normal user.
+		attr.Cloneflags |= syscall.CLONE_NEWPID
+		attr.Pdeathsig = syscall.SIGKILL
 	}
+	return attr
 }
 
 // LandlockArg, as the first argument, makes the sessionfs binary the helper of a run with Landlock on the store
-// itself (no binds): started in a mount namespace of its own (nsAttr), it shapes it for the sandbox
-// (sandboxMounts), restricts itself as confine.CommandEnv says, then execs the command ("--", then the command,
-// its first word already resolved).
+// itself (no binds): started in a mount and a PID namespace of its own (nsAttr), it shapes the mounts for the
+// sandbox (sandboxMounts), then runs the command confined as confine.CommandEnv says, as the namespace's init
+// (runInit; "--", then the command, its first word already resolved).
 const LandlockArg = "__sessionfs-landlock"
 
 // RunHelper runs a helper when os.Args asks for one, and never returns then; otherwise it returns at once.
 // main calls it first.
 func RunHelper() {
-	if len(os.Args) < 2 || (os.Args[1] != HelperArg && os.Args[1] != LandlockArg) {
+	if len(os.Args) < 2 {
 		return
 	}
-	var err error
-	if os.Args[1] == LandlockArg {
-		err = landlocked(os.Args[2:])
-	} else {
-		err = helper(os.Args[2:])
+	code, err := 0, error(nil)
+	switch os.Args[1] {
+	case HelperArg:
+		code, err = helper(os.Args[2:])
+	case LandlockArg:
+		code, err = landlocked(os.Args[2:])
+	case confineArg:
+		err = confined(os.Args[2:])
+	default:
+		return
+	}
+	if err == nil {
+		os.Exit(code) // the command's own exit code, as the sandbox's init reports it
 	}
 	fmt.Fprintf(os.Stderr, "sessionfs: %v\n", err)
 	switch {
@@ -83,11 +99,37 @@ func RunHelper() {
 	os.Exit(helperExit)
 }
 
-func helper(args []string) error {
+// helper binds the store's folders over the mount's in its namespace, then execs the command, or with Landlock
+// runs it confined as the namespace's init: it returns only then, or on failure.
+func helper(args []string) (int, error) {
 	if len(args) < 6 || args[4] != "--" {
-		return errors.New("internal: bad helper arguments")
+		return 0, errors.New("internal: bad helper arguments")
 	}
 	sessionsDir, id, mounted, cwd, argv := args[0], args[1], args[2], args[3], args[5:]
+	if err := bindSession(sessionsDir, id, mounted, cwd); err != nil {
+		return 0, err
+	}
+	// Landlock last, in the command's own process: it refuses the binds.
+	if _, ok := os.LookupEnv(confine.CommandEnv); ok {
+		if err := sandboxMounts(); err != nil {
+			return 0, err
+		}
+		return runInit(argv)
+	}
+	// The command gets no capability: the ambient set is cleared on the thread that execs.
+	runtime.LockOSThread()
+	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {
+		return 0, fmt.Errorf("drop capabilities: %w", err)
+	}
+	if err := unix.Exec(argv[0], argv, os.Environ()); err != nil {
+		return 0, fmt.Errorf("run %s: %w", argv[0], err)
+	}
+	return 0, nil
+}
+
+// bindSession binds the store's folders of session id (in sessionsDir) over its folders on the mount (mounted),
+// then moves into cwd, beneath the session on the mount.
+func bindSession(sessionsDir, id, mounted, cwd string) error {
 	if err := layout.ValidateID(id); err != nil {
 		return err
 	}
@@ -95,10 +137,12 @@ func helper(args []string) error {
 	if err != nil {
 		return err
 	}
+	defer sessions.Close()
 	sess, err := sessions.Sub(id)
 	if err != nil {
 		return fmt.Errorf("session %s: %w", id, err)
 	}
+	defer sess.Close()
 	onMount, err := openMounted(mounted, id)
 	if err != nil {
 		return err
@@ -115,37 +159,19 @@ func helper(args []string) error {
 		}
 	}
 	// The cwd was the mount's folder; taken again beneath the session, with no symlink, it is the bind laid over it.
-	if err := chdirBeneath(onMount, mounted, cwd); err != nil {
-		return err
-	}
-	// Landlock last: it refuses the binds. The confined command is run in place of this process.
-	if _, ok := os.LookupEnv(confine.CommandEnv); ok {
-		if err := sandboxMounts(); err != nil {
-			return err
-		}
-		return confine.ExecFromEnv(argv)
-	}
-	// The command gets no capability: the ambient set is cleared on the thread that execs.
-	runtime.LockOSThread()
-	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {
-		return fmt.Errorf("drop capabilities: %w", err)
-	}
-	if err := unix.Exec(argv[0], argv, os.Environ()); err != nil {
-		return fmt.Errorf("run %s: %w", argv[0], err)
-	}
-	return nil
+	return chdirBeneath(onMount, mounted, cwd)
 }
 
-// landlocked runs the command confined as confine.CommandEnv says, in place of this process, in the namespace it
-// was started in: a run with Landlock on the store itself (no mount).
-func landlocked(args []string) error {
+// landlocked runs the command confined as confine.CommandEnv says, as the init of the namespaces it was started
+// in: a run with Landlock on the store itself (no mount).
+func landlocked(args []string) (int, error) {
 	if len(args) < 2 || args[0] != "--" {
-		return errors.New("internal: bad helper arguments")
+		return 0, errors.New("internal: bad helper arguments")
 	}
 	if err := sandboxMounts(); err != nil {
-		return err
+		return 0, err
 	}
-	return confine.ExecFromEnv(args[1:])
+	return runInit(args[1:])
 }
 
 // openMounted opens the session's folder on the mount, mounted (<mnt>/sessions/<id>), beneath the mount's root

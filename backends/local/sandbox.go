@@ -21,10 +21,20 @@ import (
 //   - /dev/pts is a devpts instance of the run's own (bind.Terminals): the command sees the terminals it opens
 //     (node-pty's), none of the host's other logins, to read what is typed there or write a fake prompt into
 //     it. Its stdin, stdout and stderr and /dev/tty (the caller's terminal, its controlling one) are reached
-//     without a name in /dev/pts, and keep working.
+//     without a name in /dev/pts, and keep working;
+//   - /proc is a procfs of the run's PID namespace (bind.Processes): the command sees its own processes and the
+//     init, not the host's (their command lines, which may hold a secret);
+//   - /dev/shm is an empty tmpfs of the run's own (bind.SharedMemory, at most shmSize, noexec): the host's
+//     /dev/shm is every program's, and held files others could read or would trust (a root sandbox read a 0600
+//     file of root's there, and planted files).
+
+// shmSize bounds the run's /dev/shm (tmpfs's size=): a quarter of the memory, half of what a host's /dev/shm
+// usually allows.
+const shmSize = "25%"
 
 // sandboxMounts shapes the run's mount namespace for Landlock (see above). The namespace is the helper's alone:
-// every mount changed is its copy, never the host's.
+// every mount changed is its copy, never the host's. The helper must be the init of the run's PID namespace
+// (its /proc shows the namespace of the process that mounts it).
 func sandboxMounts() error {
 	dev, err := unix.Open("/dev", unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -61,6 +71,46 @@ func sandboxMounts() error {
 	m, err := bind.Terminals(pts)
 	if err != nil {
 		return fmt.Errorf("--landlock: a /dev/pts of the run's own (devpts newinstance): %w", err)
+	}
+	m.Close()
+	if err := ownProcesses(); err != nil {
+		return fmt.Errorf("--landlock: a /proc of the run's own: %w", err)
+	}
+	if err := ownSharedMemory(dev); err != nil {
+		return fmt.Errorf("--landlock: a /dev/shm of the run's own: %w", err)
+	}
+	return nil
+}
+
+// ownProcesses mounts a procfs of the run's PID namespace over /proc.
+func ownProcesses() error {
+	proc, err := unix.Open("/proc", unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(proc)
+	m, err := bind.Processes(proc)
+	if err != nil {
+		return err
+	}
+	m.Close()
+	return nil
+}
+
+// ownSharedMemory mounts an empty tmpfs over /dev/shm (beneath dev), where the host has one: a /dev/shm that is
+// not a folder (a link elsewhere) is refused, since the command's rule would follow it.
+func ownSharedMemory(dev int) error {
+	shm, err := unix.Openat(dev, "shm", unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ENOENT) {
+		return nil // nothing shared to hide; the command gets no /dev/shm either
+	}
+	if err != nil {
+		return fmt.Errorf("/dev/shm is not a folder (%w): refusing to run with the host's shared memory", err)
+	}
+	defer unix.Close(shm)
+	m, err := bind.SharedMemory(shm, shmSize)
+	if err != nil {
+		return err
 	}
 	m.Close()
 	return nil

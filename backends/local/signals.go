@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -20,6 +21,12 @@ func runForwarding(cmd *exec.Cmd) error {
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, forwarded...)
 	defer signal.Stop(sigs)
+	if cmd.SysProcAttr != nil && cmd.SysProcAttr.Pdeathsig != 0 {
+		// The kernel sends the command its parent-death signal when the thread that started it ends: this one
+		// stays until the command is gone.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+	}
 	if err := cmd.Start(); err != nil {
 		return err
 	}
