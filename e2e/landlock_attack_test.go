@@ -8,7 +8,9 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -39,6 +41,16 @@ func init() {
 		os.Exit(attackConnect())
 	case "tiocsti":
 		os.Exit(attackTIOCSTI())
+	case "takeover":
+		os.Exit(attackTakeover())
+	case "takeover-child":
+		os.Exit(attackTakeoverChild())
+	case "tcsetpgrp":
+		os.Exit(attackTcsetpgrp())
+	case "socketpair":
+		os.Exit(attackSocketpair())
+	case "shell":
+		os.Exit(fakeShell())
 	}
 }
 
@@ -369,5 +381,305 @@ func TestLandlockAttackWideRules(t *testing.T) {
 		t.Logf("~/x.sh: exit %d: %s %s", r.code, r.stdout, strings.TrimSpace(r.stderr))
 		assert.Contains(t, r.stdout, "ran")
 		assert.NotContains(t, r.stdout, hostMarker, "running ~/x.sh opened $HOME")
+	})
+}
+
+// attackTakeover takes the caller's terminal over after the run (the review's finding): it ignores SIGTTOU,
+// SIGTTIN and SIGHUP, starts a child and exits; the child (attackTakeoverChild) outlives it.
+func attackTakeover() int {
+	signal.Ignore(syscall.SIGTTOU, syscall.SIGTTIN, syscall.SIGHUP)
+	self, err := os.Executable()
+	if err != nil {
+		fmt.Printf("fork: %v\n", err)
+		return 1
+	}
+	child := exec.Command(self)
+	child.Env = append(os.Environ(), "SESSIONFS_E2E_ATTACK=takeover-child", fmt.Sprintf("ATTACK_PARENT=%d", os.Getpid()))
+	child.Stdin, child.Stdout, child.Stderr = os.Stdin, os.Stdout, os.Stderr
+	if err := child.Start(); err != nil {
+		fmt.Printf("fork: %v\n", err)
+		return 1
+	}
+	fmt.Println("forked")
+	return 0
+}
+
+// attackTakeoverChild waits for its parent (the command) to end and for the shell to take its terminal back,
+// makes its own process group the terminal's foreground again (tcsetpgrp), and reads the next line the user
+// types into the shell, into "stolen". Each step is reported in "took", in its working folder.
+func attackTakeoverChild() int {
+	report := func(format string, a ...any) {
+		if f, err := os.OpenFile("took", os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644); err == nil {
+			fmt.Fprintf(f, format+"\n", a...)
+			f.Close()
+		}
+	}
+	parent, _ := strconv.Atoi(os.Getenv("ATTACK_PARENT"))
+	deadline := time.Now().Add(30 * time.Second) // an attacker that lost gives up
+	for os.Getppid() == parent {
+		if time.Now().After(deadline) {
+			report("the command never ended")
+			return 1
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	for {
+		pgrp, err := unix.IoctlGetInt(0, unix.TIOCGPGRP)
+		if err == nil && pgrp != unix.Getpgrp() {
+			break // the shell has its terminal back
+		}
+		if time.Now().After(deadline) {
+			report("the shell never took its terminal back (%v)", err)
+			return 1
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	err := unix.IoctlSetPointerInt(0, unix.TIOCSPGRP, unix.Getpgrp())
+	report("tcsetpgrp: %v", err)
+	if err != nil {
+		return 1
+	}
+	line, err := bufio.NewReader(os.Stdin).ReadString('\n')
+	_ = os.WriteFile("stolen", []byte(line), 0o644)
+	report("read %q: %v", line, err)
+	return 0
+}
+
+// fakeShell is a login shell on its terminal (fds 0-2, its controlling one): it runs os.Args[1:] as a job in
+// the foreground (as uid ATTACK_JOB_UID when set), takes the terminal back when the job ends, and reads the next
+// line typed, as a shell does. It reports each step on fd 3, and reads once fd 4 says so.
+func fakeShell() int {
+	report, gate := os.NewFile(3, "report"), os.NewFile(4, "gate")
+	unix.CloseOnExec(3)
+	unix.CloseOnExec(4)
+	job := exec.Command(os.Args[1], os.Args[2:]...)
+	job.Stdin, job.Stdout, job.Stderr = os.Stdin, os.Stdout, os.Stderr
+	job.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Foreground: true, Ctty: 0}
+	if uid, err := strconv.Atoi(os.Getenv("ATTACK_JOB_UID")); err == nil {
+		job.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}
+	}
+	if err := job.Start(); err != nil {
+		fmt.Fprintf(report, "exited %v\n", err)
+		return 1
+	}
+	// As a shell: job control's signals do not stop it (set after the job's exec, which would inherit them).
+	signal.Ignore(syscall.SIGTTOU, syscall.SIGTTIN)
+	fmt.Fprintf(report, "exited %v\n", job.Wait())
+	fmt.Fprintf(report, "foreground again: %v\n", unix.IoctlSetPointerInt(0, unix.TIOCSPGRP, unix.Getpgrp()))
+	if _, err := bufio.NewReader(gate).ReadString('\n'); err != nil {
+		return 1
+	}
+	line, err := bufio.NewReader(os.Stdin).ReadString('\n')
+	fmt.Fprintf(report, "read %q %v\n", line, err)
+	return 0
+}
+
+// processesWithEnv are the processes of the host whose environment holds kv.
+func processesWithEnv(kv string) []int {
+	var pids []int
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		env, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+		if bytes.Contains(append([]byte{0}, env...), []byte("\x00"+kv+"\x00")) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// killAll kills the processes pids (what an attack left behind).
+func killAll(pids []int) {
+	for _, pid := range pids {
+		_ = unix.Kill(pid, unix.SIGKILL)
+	}
+}
+
+// TestLandlockAttackTerminalTakeover: the command, run by a shell in the foreground of its terminal, leaves a
+// process behind that takes the terminal over once the shell has it back (tcsetpgrp), and reads what the user
+// types next into the shell (a password). Nothing of the sandbox may outlive the run, and the shell must read
+// the line. As root on the store and through the mount, and as a normal user.
+func TestLandlockAttackTerminalTakeover(t *testing.T) {
+	self, err := os.Executable()
+	require.NoError(t, err)
+	attack := func(t *testing.T, lt landlockTarget, uid int, env ...string) {
+		attacker := lt.attacker(t)
+		ws := filepath.Join(lt.session, "workspace")
+		master, slave := openPty(t)
+		defer master.Close()
+		defer slave.Close()
+		if uid != 0 {
+			require.NoError(t, os.Chown(slave.Name(), uid, uid))
+		}
+		reportR, reportW, err := os.Pipe()
+		require.NoError(t, err)
+		defer reportR.Close()
+		gateR, gateW, err := os.Pipe()
+		require.NoError(t, err)
+		defer gateW.Close()
+		shell := exec.Command(self, bin, "exec", "s1", "--landlock", "-e", "SESSIONFS_E2E_ATTACK=takeover", "--", attacker)
+		shell.Env = append(append(os.Environ(), "SESSIONFS_E2E_ATTACK=shell", "SESSIONFS_STORE="+lt.store), env...)
+		if uid != 0 {
+			shell.Env = append(shell.Env, fmt.Sprintf("ATTACK_JOB_UID=%d", uid))
+		}
+		shell.Stdin, shell.Stdout, shell.Stderr = slave, slave, slave
+		shell.ExtraFiles = []*os.File{reportW, gateR}
+		shell.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+		require.NoError(t, shell.Start())
+		reportW.Close()
+		gateR.Close()
+		defer func() { _ = shell.Process.Kill(); _ = shell.Wait() }()
+		screen := &syncBuffer{}
+		go func() { _, _ = io.Copy(screen, eioReader{master}) }()
+		reports := bufio.NewReader(reportR)
+		next := func() string {
+			line, err := reports.ReadString('\n')
+			require.NoError(t, err, "the shell stopped reporting; the terminal shows %q", screen.String())
+			return strings.TrimSpace(line)
+		}
+		t.Logf("the job: %s; the shell: %s", next(), next())
+		left := processesWithEnv("SESSIONFS_E2E_ATTACK=takeover-child")
+		defer killAll(left)
+		took := filepath.Join(ws, "took")
+		if len(left) > 0 { // it lives on: let it do its worst before the user types
+			waitFor(func() bool { b, _ := os.ReadFile(took); return len(b) > 0 })
+		}
+		_, err = fmt.Fprintln(gateW, "read")
+		require.NoError(t, err)
+		_, err = master.WriteString("hunter2\n")
+		require.NoError(t, err)
+		read := next()
+		if len(left) > 0 {
+			waitFor(func() bool { _, err := os.Stat(filepath.Join(ws, "stolen")); return err == nil })
+		}
+		reported, _ := os.ReadFile(took)
+		stolen, _ := os.ReadFile(filepath.Join(ws, "stolen"))
+		t.Logf("processes of the sandbox left after the run: %v; they reported %q and read %q; the shell: %s", left,
+			reported, stolen, read)
+		assert.Empty(t, left, "a process of the sandbox outlived the run")
+		assert.Equal(t, `read "hunter2\n" <nil>`, read, "the shell read what the user typed")
+		assert.NotContains(t, string(stolen), "hunter2", "the sandbox read what the user typed into the shell")
+	}
+	t.Run("as root", func(t *testing.T) {
+		eachLandlockPath(t, func(t *testing.T, lt landlockTarget) { attack(t, lt, 0) })
+	})
+	t.Run("as a normal user", func(t *testing.T) {
+		needUserSandbox(t)
+		u := newUserStore(t)
+		attack(t, landlockTarget{store: u.store, session: u.session}, 65534, "HOME="+u.home)
+	})
+}
+
+// waitFor waits a bounded time for cond (what an attacker that outlived its run does next); false if it never
+// held.
+func waitFor(cond func() bool) bool {
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if cond() {
+			return true
+		}
+	}
+	return false
+}
+
+// attackTcsetpgrp, in a process group of its own, makes it its terminal's foreground (tcsetpgrp), steals the
+// terminal as its controlling one (TIOCSCTTY 1) and takes the console's output (TIOCCONS), reporting each.
+func attackTcsetpgrp() int {
+	signal.Ignore(syscall.SIGTTOU, syscall.SIGTTIN)
+	fmt.Printf("setpgid: %v\n", unix.Setpgid(0, 0))
+	fmt.Printf("tcsetpgrp: %v\n", unix.IoctlSetPointerInt(0, unix.TIOCSPGRP, unix.Getpgrp()))
+	pgrp, err := unix.IoctlGetInt(0, unix.TIOCGPGRP)
+	fmt.Printf("foreground: %v (%v)\n", err == nil && pgrp == unix.Getpgrp(), err)
+	fmt.Printf("steal: %v\n", unix.IoctlSetInt(0, unix.TIOCSCTTY, 1))
+	fmt.Printf("console: %v\n", unix.IoctlSetInt(0, unix.TIOCCONS, 0))
+	return 0
+}
+
+// TestLandlockAttackTcsetpgrp: while it runs on the caller's terminal (its controlling one), the command moves to
+// a process group of its own and makes it the terminal's foreground: the caller's job would stop on its next read
+// (SIGTTIN), and a process left behind reads the shell's input. The kernel allows it to any process of the
+// terminal's session; the sandbox must refuse it.
+func TestLandlockAttackTcsetpgrp(t *testing.T) {
+	eachLandlockPath(t, func(t *testing.T, lt landlockTarget) {
+		attacker := lt.attacker(t)
+		master, slave := openPty(t)
+		defer master.Close()
+		defer slave.Close()
+		cmd := exec.Command(bin, "exec", "s1", "--landlock", "-e", "SESSIONFS_E2E_ATTACK=tcsetpgrp", "--", attacker)
+		cmd.Env = append(os.Environ(), "SESSIONFS_STORE="+lt.store)
+		cmd.Stdin = slave
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err := cmd.Run()
+		t.Logf("the attacker: %v\n%s%s", err, out.String(), errb.String())
+		require.NoError(t, err)
+		assert.Contains(t, out.String(), "setpgid: <nil>", "the attack ran")
+		assert.Contains(t, out.String(), "tcsetpgrp: operation not permitted")
+		assert.Contains(t, out.String(), "foreground: false")
+		assert.Contains(t, out.String(), "steal: operation not permitted")
+		assert.Contains(t, out.String(), "console: operation not permitted")
+	})
+}
+
+// attackSocketpair makes a socketpair of each type of ATTACK_TYPES (with SOCK_CLOEXEC) and, for each made, sends
+// a datagram from it to ATTACK_DGRAM (a socket's path outside the sandbox).
+func attackSocketpair() int {
+	for _, v := range strings.Split(os.Getenv("ATTACK_TYPES"), ",") {
+		typ, err := strconv.ParseInt(v, 0, 32)
+		if err != nil {
+			fmt.Printf("type %s: %v\n", v, err)
+			continue
+		}
+		fds, err := unix.Socketpair(unix.AF_UNIX, int(typ)|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			fmt.Printf("type %#x: socketpair: %v\n", typ, err)
+			continue
+		}
+		err = unix.Sendto(fds[0], []byte("spoofed\n"), unix.MSG_DONTWAIT, &unix.SockaddrUnix{Name: os.Getenv("ATTACK_DGRAM")})
+		fmt.Printf("type %#x: socketpair: <nil>, sendto: %v\n", typ, err)
+		unix.Close(fds[0])
+		unix.Close(fds[1])
+	}
+	return 0
+}
+
+// TestLandlockAttackSocketpairTypes: socketpair(AF_UNIX, SOCK_RAW) passed the filter (it refused SOCK_DGRAM
+// alone), and the kernel makes a datagram pair of it, which may send to any datagram socket by its path (/dev/log,
+// systemd's notify socket; here one the test listens on). Only stream and seqpacket pairs may be made, with or
+// without SOCK_NONBLOCK.
+func TestLandlockAttackSocketpairTypes(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "log")
+	dg, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: log, Net: "unixgram"})
+	require.NoError(t, err)
+	t.Cleanup(func() { dg.Close() })
+	refused := []int{unix.SOCK_RAW, unix.SOCK_DGRAM, unix.SOCK_DGRAM | unix.SOCK_NONBLOCK, unix.SOCK_RDM, 9}
+	allowed := []int{unix.SOCK_STREAM, unix.SOCK_SEQPACKET, unix.SOCK_STREAM | unix.SOCK_NONBLOCK}
+	var types []string
+	for _, typ := range append(slices.Clone(refused), allowed...) {
+		types = append(types, fmt.Sprintf("%#x", typ))
+	}
+	eachLandlockPath(t, func(t *testing.T, lt landlockTarget) {
+		attacker := lt.attacker(t)
+		r := lt.landlocked(t, []string{"-e", "SESSIONFS_E2E_ATTACK=socketpair", "-e", "ATTACK_TYPES=" + strings.Join(types, ","),
+			"-e", "ATTACK_DGRAM=" + log}, attacker)
+		t.Logf("the attacker: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+		require.Equal(t, 0, r.code, r.stderr)
+		for _, typ := range refused {
+			assert.Contains(t, r.stdout, fmt.Sprintf("type %#x: socketpair: permission denied", typ))
+		}
+		for _, typ := range allowed {
+			assert.Contains(t, r.stdout, fmt.Sprintf("type %#x: socketpair: <nil>", typ), "stream and seqpacket pairs work")
+		}
+		raw, err := dg.SyscallConn()
+		require.NoError(t, err)
+		var n int
+		var rerr error
+		require.NoError(t, raw.Control(func(fd uintptr) {
+			n, _, rerr = unix.Recvfrom(int(fd), make([]byte, 64), unix.MSG_DONTWAIT)
+		}))
+		assert.ErrorIs(t, rerr, unix.EAGAIN, "a datagram reached the socket outside the sandbox (%d bytes)", n)
 	})
 }
