@@ -1,17 +1,20 @@
 package e2e
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"unsafe"
@@ -37,6 +40,8 @@ func init() {
 		os.Exit(makePty())
 	case "nons":
 		os.Exit(withoutNamespaces())
+	case "signals":
+		os.Exit(reportSignals())
 	}
 }
 
@@ -355,5 +360,254 @@ func TestLandlockNeedsANamespace(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, os.WriteFile(wrapper, b, 0o755))
 		refused(t, u.command(wrapper, bin, "exec", "s1", "--landlock", "--", "echo", "ran"))
+	})
+}
+
+// reportSignals prints "started", then "got <signal>" for each signal it gets, until SIGTERM (exit 143).
+func reportSignals() int {
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGWINCH)
+	fmt.Println("started")
+	for sig := range sigs {
+		fmt.Printf("got %v\n", sig)
+		if sig == syscall.SIGTERM {
+			return 143
+		}
+	}
+	return 0
+}
+
+// TestLandlockSignals: the sandbox's init (the command's parent in its PID namespace) changes nothing of what a
+// shell's user sees: each signal sent to sessionfs reaches the command once, a terminal's Ctrl-C, Ctrl-\ and
+// resize reach it once (not again through the init), and exit codes are the command's (128+signal when a signal
+// ended it). As root on the store and through the mount, and as a normal user.
+func TestLandlockSignals(t *testing.T) {
+	sent := func(t *testing.T, cmd *exec.Cmd) {
+		stdout, err := cmd.StdoutPipe()
+		require.NoError(t, err)
+		require.NoError(t, cmd.Start())
+		defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+		lines := bufio.NewReader(stdout)
+		expect := func(want string) {
+			line, err := lines.ReadString('\n')
+			require.NoError(t, err)
+			assert.Equal(t, want+"\n", line)
+		}
+		expect("started")
+		for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGHUP, syscall.SIGUSR1, syscall.SIGTERM} {
+			require.NoError(t, cmd.Process.Signal(sig))
+			expect("got " + sig.String()) // the next line: a second copy of the one before would be here
+		}
+		rest, _ := io.ReadAll(lines)
+		assert.Empty(t, string(rest))
+		err = cmd.Wait()
+		var exit *exec.ExitError
+		require.ErrorAs(t, err, &exit)
+		assert.Equal(t, 143, exit.ExitCode(), "the command's exit code")
+	}
+	typed := func(t *testing.T, cmd *exec.Cmd) {
+		master, slave := openPty(t)
+		defer master.Close()
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+		require.NoError(t, cmd.Start())
+		slave.Close()
+		defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+		lines := bufio.NewReader(eioReader{master})
+		var seen []string
+		next := func() string {
+			for {
+				line, err := lines.ReadString('\n')
+				require.NoError(t, err, "the terminal showed %q", seen)
+				seen = append(seen, line)
+				if !strings.Contains(line, "warning") { // the CLI's note on a store not mounted
+					return line
+				}
+			}
+		}
+		assert.Contains(t, next(), "started")
+		for _, k := range []struct {
+			do   func() error
+			want string
+		}{
+			{func() error { _, err := master.WriteString("\x03"); return err }, "got interrupt"}, // Ctrl-C
+			{func() error { _, err := master.WriteString("\x1c"); return err }, "got quit"},      // Ctrl-\
+			{func() error {
+				return unix.IoctlSetWinsize(int(master.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: 40, Col: 100})
+			}, "got window changed"},
+			{func() error { return cmd.Process.Signal(syscall.SIGTERM) }, "got terminated"},
+		} {
+			require.NoError(t, k.do())
+			assert.Contains(t, next(), k.want, "the next line (a second copy of the one before would be here)")
+		}
+		err := cmd.Wait()
+		rest, _ := io.ReadAll(lines)
+		t.Logf("the terminal showed %q, then %q", seen, rest)
+		assert.NotContains(t, string(rest), "got ")
+		var exit *exec.ExitError
+		require.ErrorAs(t, err, &exit)
+		assert.Equal(t, 143, exit.ExitCode(), "the command's exit code")
+	}
+	codes := func(t *testing.T, run func(script string) result) {
+		for script, want := range map[string]int{"exit 3": 3, "kill -9 $$": 137, "kill -TERM $$": 143, "true": 0} {
+			r := run(script)
+			assert.Equal(t, want, r.code, "%s: %s", script, r.stderr)
+		}
+	}
+	t.Run("as root", func(t *testing.T) {
+		eachLandlockPath(t, func(t *testing.T, lt landlockTarget) {
+			attacker := lt.attacker(t)
+			command := func() *exec.Cmd {
+				cmd := exec.Command(bin, "exec", "s1", "--landlock", "-e", "SESSIONFS_E2E_SANDBOX=signals", "--", attacker)
+				cmd.Env = append(os.Environ(), "SESSIONFS_STORE="+lt.store)
+				return cmd
+			}
+			t.Run("sent to sessionfs", func(t *testing.T) { sent(t, command()) })
+			t.Run("typed on its terminal", func(t *testing.T) { typed(t, command()) })
+			codes(t, func(script string) result { return lt.landlocked(t, nil, "sh", "-c", script) })
+		})
+	})
+	t.Run("as a normal user", func(t *testing.T) {
+		needUserSandbox(t)
+		u := newUserStore(t)
+		attacker := landlockTarget{store: u.store, session: u.session}.attacker(t)
+		sent(t, u.command(bin, "exec", "s1", "--landlock", "-e", "SESSIONFS_E2E_SANDBOX=signals", "--", attacker))
+		codes(t, func(script string) result {
+			return runResult(t, u.command(bin, "exec", "s1", "--landlock", "--", "sh", "-c", script))
+		})
+	})
+}
+
+// runMarks tells the processes of one run apart (processesWithEnv finds them by it).
+var runMarks atomic.Int64
+
+// TestLandlockRunEndsItsProcesses: nothing the sandboxed command starts outlives its run: not a process it
+// leaves behind in a session of its own (setsid), nor the command itself when sessionfs is killed (SIGKILL, where
+// no relay can tell it). As root on the store and through the mount, and as a normal user.
+func TestLandlockRunEndsItsProcesses(t *testing.T) {
+	check := func(t *testing.T, command func(args ...string) *exec.Cmd) {
+		mark := fmt.Sprintf("SESSIONFS_E2E_RUN=%d-%d", os.Getpid(), runMarks.Add(1))
+		sh := func(script string) *exec.Cmd {
+			return command("exec", "s1", "--landlock", "-e", mark, "--", "sh", "-c", script)
+		}
+		r := runResult(t, sh("setsid sleep 600 </dev/null >/dev/null 2>&1 & echo started"))
+		require.Equal(t, 0, r.code, r.stderr)
+		left := processesWithEnv(mark)
+		t.Logf("left behind after the run: %v", left)
+		killAll(left)
+		assert.Empty(t, left, "a process of the sandbox outlived the run")
+
+		cmd := sh("echo started; sleep 600 </dev/null >/dev/null 2>&1; :")
+		startUntil(t, cmd, "started\n")
+		require.NoError(t, cmd.Process.Kill())
+		_ = cmd.Wait()
+		gone := waitFor(func() bool { return len(processesWithEnv(mark)) == 0 })
+		left = processesWithEnv(mark)
+		t.Logf("left behind once sessionfs was killed: %v", left)
+		killAll(left)
+		assert.True(t, gone, "the sandbox lived on after sessionfs was killed")
+	}
+	t.Run("as root", func(t *testing.T) {
+		eachLandlockPath(t, func(t *testing.T, lt landlockTarget) {
+			check(t, func(args ...string) *exec.Cmd {
+				cmd := exec.Command(bin, args...)
+				cmd.Env = append(os.Environ(), "SESSIONFS_STORE="+lt.store)
+				return cmd
+			})
+		})
+	})
+	t.Run("as a normal user", func(t *testing.T) {
+		needUserSandbox(t)
+		u := newUserStore(t)
+		check(t, func(args ...string) *exec.Cmd { return u.command(append([]string{bin}, args...)...) })
+	})
+}
+
+// TestLandlockAttackProcessList: a process of the host holds a secret on its command line (a token passed as an
+// argument, as many tools take one). The sandboxed command lists /proc and reads every command line: it must
+// see its own processes alone, and the secret nowhere. As root on the store and through the mount, and as a
+// normal user.
+func TestLandlockAttackProcessList(t *testing.T) {
+	need(t, os.Geteuid() == 0, "root: a process of the host's to look for")
+	host := exec.Command("sleep", "600")
+	host.Args[0] = "sleep-" + hostMarker
+	require.NoError(t, host.Start())
+	defer func() { _ = host.Process.Kill(); _ = host.Wait() }()
+	script := `cat /proc/[0-9]*/cmdline | tr '\0' ' '; echo; echo listed: $(ls /proc | grep '^[0-9]'); readlink /proc/self >/dev/null && echo self: ok`
+	check := func(t *testing.T, r result) {
+		t.Logf("the sandbox: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+		require.Equal(t, 0, r.code, r.stderr)
+		assert.NotContains(t, r.stdout, hostMarker, "a command line of the host's was read")
+		assert.NotRegexp(t, fmt.Sprintf(`listed:.* %d( |$)`, host.Process.Pid), r.stdout, "the host's process is listed")
+		assert.Regexp(t, `listed: 1 `, r.stdout, "the run's init is its pid 1")
+		assert.Contains(t, r.stdout, "self: ok", "/proc/self works")
+	}
+	t.Run("as root", func(t *testing.T) {
+		eachLandlockPath(t, func(t *testing.T, lt landlockTarget) {
+			check(t, lt.landlocked(t, nil, "sh", "-c", script))
+		})
+	})
+	t.Run("as a normal user", func(t *testing.T) {
+		needUserSandbox(t)
+		u := newUserStore(t)
+		check(t, runResult(t, u.command(bin, "exec", "s1", "--landlock", "--", "sh", "-c", script)))
+	})
+}
+
+// TestLandlockAttackSharedMemory: /dev/shm is the host's, a tmpfs every program writes in. A root-only file of
+// the host's lies there (a 0600 one, as a database's shared memory); the sandboxed command reads it, plants a
+// file there for the host's programs to trust, and uses /dev/shm as programs do (Python's multiprocessing). It
+// must read and plant nothing, and have a /dev/shm of its own that works: nosuid, nodev, noexec, size-limited.
+// As root on the store and through the mount, and as a normal user.
+func TestLandlockAttackSharedMemory(t *testing.T) {
+	need(t, os.Geteuid() == 0, "root: a root-only file of the host's in /dev/shm")
+	st, err := os.Stat("/dev/shm")
+	need(t, err == nil && st.IsDir(), "a /dev/shm")
+	name := fmt.Sprintf("/dev/shm/sessionfs-e2e-%d-", os.Getpid())
+	secret, planted, own := name+"secret", name+"planted", name+"own"
+	require.NoError(t, os.WriteFile(secret, []byte(hostMarker), 0o600))
+	t.Cleanup(func() { os.Remove(secret); os.Remove(planted); os.Remove(own) })
+	script := fmt.Sprintf(`cat %s; echo planted > %s; echo mine > %s && cat %s; grep ' /dev/shm ' /proc/self/mountinfo | tail -1`,
+		secret, planted, own, own)
+	check := func(t *testing.T, r result) {
+		t.Logf("the sandbox: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+		os.Remove(own)
+		assert.NotContains(t, r.stdout, hostMarker, "the host's shared memory was read")
+		assert.NoFileExists(t, planted, "a file was planted in the host's shared memory")
+		os.Remove(planted)
+		assert.Contains(t, r.stdout, "mine", "its own /dev/shm works")
+		assert.Regexp(t, `/dev/shm \S*nosuid,nodev,noexec\S* - tmpfs \S+ \S*size=\d+k`, r.stdout, "its own, bounded")
+	}
+	t.Run("as root", func(t *testing.T) {
+		eachLandlockPath(t, func(t *testing.T, lt landlockTarget) {
+			check(t, lt.landlocked(t, nil, "sh", "-c", script))
+		})
+	})
+	t.Run("as a normal user", func(t *testing.T) {
+		needUserSandbox(t)
+		u := newUserStore(t)
+		check(t, runResult(t, u.command(bin, "exec", "s1", "--landlock", "--", "sh", "-c", script)))
+	})
+}
+
+// TestLandlockNodePty: node-pty (gemini's and qwen's CLIs run their shell commands through it) still works under
+// --landlock: forkpty gives the child the pty it made as its controlling terminal (TIOCSCTTY 0), which the
+// sandbox lets through while it refuses stealing another session's terminal.
+func TestLandlockNodePty(t *testing.T) {
+	node, err := exec.LookPath("node")
+	need(t, err == nil, "node")
+	found, _ := filepath.Glob(filepath.Join(".cache", "*", "node_modules", "@lydell", "node-pty"))
+	need(t, len(found) > 0, "node-pty in e2e/.cache (qwen's or gemini's install: make agents)")
+	modules, err := filepath.Abs(filepath.Dir(filepath.Dir(found[0])))
+	require.NoError(t, err)
+	eachLandlockPath(t, func(t *testing.T, lt landlockTarget) {
+		js := `const p = require(process.env.NODE_PTY).spawn('/bin/sh', ['-c', 'echo pty-ok'], {cols: 80, rows: 24});
+let out = ''; p.onData(d => { out += d; }); p.onExit(e => console.log(JSON.stringify(out), 'exit', e.exitCode));`
+		require.NoError(t, os.WriteFile(filepath.Join(lt.session, "workspace", "pty.js"), []byte(js), 0o644))
+		r := lt.landlocked(t, []string{"--allow-read", modules, "-e", "NODE_PTY=" + filepath.Join(modules, "@lydell", "node-pty")},
+			node, "pty.js")
+		t.Logf("node-pty: exit %d: %s%s", r.code, r.stdout, r.stderr)
+		require.Equal(t, 0, r.code, r.stderr)
+		assert.Equal(t, `"pty-ok\r\n" exit 0`+"\n", r.stdout)
 	})
 }
