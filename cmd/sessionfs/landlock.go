@@ -13,20 +13,22 @@ import (
 
 // landlockHelp is what --landlock does, for exec's and run's help.
 const landlockHelp = `--landlock runs the command in a sandbox the kernel enforces, to root too (Linux 6.12+: Landlock ABI 6 and
-seccomp, and a mount namespace of its own: a user namespace too for a normal user; refused, naming what is
-missing, where any lacks). It may read and run the system's folders (/usr, /bin, /lib, /opt, /proc, /sys), read
-/etc as any user may (not its secrets: /etc/shadow, ssh's host keys) and git's settings (~/.gitconfig,
-~/.config/git), use /dev/null, /dev/shm, its own terminal (stdin, /dev/tty) and the ptys it opens (/dev/pts is
-its own: the host's other terminals are out of sight), work in its session's folder and in a TMPDIR of its own
-(removed after the run; /tmp itself is refused), and read and run the file it was asked to run: that file, never
-its folder (an agent whose entry point loads files beside it needs --allow-read of its folder); a script sees $0
-as /dev/fd/N. The user's home, other sessions, the store and the mount are refused. It holds no capability (as
-root either: exec gives none back), cannot make device files nor open one outside /dev (a node planted in the
-session opens nothing), signal a process outside its sandbox or reach its abstract sockets, make unix sockets
-(the Docker API, D-Bus and ssh-agent are out of reach; pipes and socketpair work), or push input into the
-terminal (TIOCSTI). Set-uid programs (sudo) gain nothing. The network is open. --allow PATH adds a folder (or
-file) to work in, --allow-read PATH one to read and run from; a path that covers /, $HOME, the store or the
-mount is refused.`
+seccomp, and a mount and a PID namespace of its own: a user namespace too for a normal user; refused, naming what
+is missing, where any lacks). It may read and run the system's folders (/usr, /bin, /lib, /opt, /sys, and /proc,
+which shows its own processes alone), read /etc as any user may (not its secrets: /etc/shadow, ssh's host keys)
+and git's settings (~/.gitconfig, ~/.config/git), use /dev/null, a /dev/shm of its own (empty, noexec, a quarter
+of the memory at most), its own terminal (stdin, /dev/tty) and the ptys it opens (/dev/pts is its own: the host's
+other terminals are out of sight), work in its session's folder and in a TMPDIR of its own (removed after the run;
+/tmp itself is refused), and read and run the file it was asked to run: that file, never its folder (an agent
+whose entry point loads files beside it needs --allow-read of its folder); a script sees $0 as /dev/fd/N. The
+user's home, other sessions, the store and the mount are refused. It holds no capability (as root either: exec
+gives none back), cannot make device files nor open one outside /dev (a node planted in the session opens
+nothing), signal a process outside its sandbox or reach its abstract sockets, make unix sockets (the Docker API,
+D-Bus and ssh-agent are out of reach; pipes and stream socketpairs work), push input into the terminal (TIOCSTI)
+or take it over (tcsetpgrp: a shell inside has no job control). Nothing it starts outlives it: when the command
+ends, or sessionfs is killed, every process it left is killed. Set-uid programs (sudo) gain nothing. The network
+is open. --allow PATH adds a folder (or file) to work in, --allow-read PATH one to read and run from; a path that
+covers /, $HOME, the store or the mount is refused.`
 
 // landlockOpts are --landlock, --allow and --allow-read.
 type landlockOpts struct {
