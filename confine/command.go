@@ -19,7 +19,7 @@ import (
 // devices, its session's folder, a TMPDIR of its own, the file it was asked to run, and only what the user adds.
 // Everything else (the user's home, other sessions, the store, keys, /etc's secrets) is refused by the kernel, to
 // root too, whatever path or link leads there. It holds no capability, makes no device, sends no signal and
-// reaches no socket outside its sandbox, and pushes nothing into a terminal (ExecFromEnv).
+// reaches no socket outside its sandbox, and pushes nothing into a terminal nor takes one over (ExecFromEnv).
 type Command struct {
 	RW []string `json:"rw"` // folders (or files) it may read, write, make and remove in, and run from
 	RO []string `json:"ro"` // folders (or files) it may read and run from
@@ -38,8 +38,9 @@ type Command struct {
 const CommandEnv = "SESSIONFS_LANDLOCK"
 
 // systemRO are the system's folders a command reads and runs from: programs, libraries, /proc and /sys (a
-// program's own /proc/self, CPU and memory limits), the resolver's stub (/etc/resolv.conf links there). Landlock
-// keeps /proc's other processes from it (their environ, mem, fds need ptrace rights across its domain).
+// program's own /proc/self, CPU and memory limits), the resolver's stub (/etc/resolv.conf links there). The
+// run's /proc is its PID namespace's (backends/local): its own processes and their init, whose environ, mem and
+// fds Landlock keeps from it (they need ptrace rights across its domain).
 var systemRO = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt", "/proc", "/sys",
 	"/run/systemd/resolve"}
 
@@ -53,9 +54,9 @@ var homeRO = []string{".gitconfig", ".config/git"}
 // devices are the device files a command writes and reads: no disk, no memory.
 var devices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx"}
 
-// sharedRW are the folders every command may write in: POSIX shared memory (terminals: command_rules.go). Not
-// /tmp, which holds other programs' files (a store or a mount there, even): the run gets a TMPDIR of its own
-// (backends/local).
+// sharedRW are the folders every command may write in: POSIX shared memory, a tmpfs of the run's own
+// (backends/local; terminals: command_rules.go). Not /tmp, which holds other programs' files (a store or a mount
+// there, even): the run gets a TMPDIR of its own (backends/local).
 var sharedRW = []string{"/dev/shm"}
 
 // landlockScopes is the Landlock ABI that scopes signals and abstract unix sockets to the sandbox: without it a

@@ -56,7 +56,9 @@ func nsAttr(sandbox bool) *syscall.SysProcAttr {
 		}
 	}
 	if sandbox {
-		// Owned by the user namespace made in the same clone, for a normal user.
+		// Owned by the user namespace made in the same clone, for a normal user. (Go's check that the parent still
+		// lives compares getppid(), 0 in the new namespace, and sends the child its own SIGKILL: which the kernel
+		// never delivers to a namespace's init from inside it.)
 		attr.Cloneflags |= syscall.CLONE_NEWPID
 		attr.Pdeathsig = syscall.SIGKILL
 	}
