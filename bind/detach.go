@@ -22,16 +22,9 @@ func (m *Mount) Detach() error {
 	return nil
 }
 
-// At reports whether the place rel beneath root shows the bind (it was not detached meanwhile): rel's folder is
-// reached with no symlink and no mount crossed, its last name with no symlink.
+// At reports whether the place rel beneath root shows the bind (it was not detached meanwhile).
 func (m *Mount) At(root int, rel string) bool {
-	dir, name := split(rel)
-	parent, err := OpenPlace(root, dir)
-	if err != nil {
-		return false
-	}
-	defer unix.Close(parent)
-	fd, err := openShown(parent, name)
+	fd, err := openShownAt(root, rel)
 	if err != nil {
 		return false
 	}
@@ -41,21 +34,27 @@ func (m *Mount) At(root int, rel string) bool {
 }
 
 // Shows reports whether the place rel beneath root shows the very folder open at src (the same file: a bind of it
-// is there already), reached with no symlink; a mount is crossed at the last name only.
+// is there already).
 func Shows(root int, rel string, src int) bool {
-	dir, name := split(rel)
-	parent, err := OpenPlace(root, dir)
-	if err != nil {
-		return false
-	}
-	defer unix.Close(parent)
-	fd, err := openShown(parent, name)
+	fd, err := openShownAt(root, rel)
 	if err != nil {
 		return false
 	}
 	defer unix.Close(fd)
 	var a, b unix.Stat_t
 	return unix.Fstat(fd, &a) == nil && unix.Fstat(src, &b) == nil && a.Dev == b.Dev && a.Ino == b.Ino
+}
+
+// openShownAt opens what the place rel beneath root shows: rel's folder reached with no symlink and no mount
+// crossed, its last name with no symlink, crossing the mount on it if any.
+func openShownAt(root int, rel string) (int, error) {
+	dir, name := split(rel)
+	parent, err := OpenPlace(root, dir)
+	if err != nil {
+		return -1, err
+	}
+	defer unix.Close(parent)
+	return openShown(parent, name)
 }
 
 // split cuts rel into its folder and its last name.
