@@ -16,11 +16,14 @@ import (
 //     module's code): EPERM, on every descriptor, the inherited terminal included (Landlock checks a file's
 //     rights when it is opened, never on the descriptors a process starts with). Compared on the low 32 bits:
 //     the kernel takes the request as an unsigned int, so its high bits would pass an equality of 64;
-//   - ioctl TIOCSPGRP (tcsetpgrp: a process of the command made itself the caller's terminal's foreground and
-//     read what the user typed next into the shell, the passwords), TIOCSCTTY with its "steal" argument (take a
-//     terminal that is another session's) and TIOCCONS (the console's output): EPERM. TIOCSCTTY with 0 stays:
-//     forkpty (node-pty) gives the pty it made to its child with it, and a terminal some session holds is refused
-//     it by the kernel. The cost: a shell in the sandbox has no job control (bash -i says so);
+//   - ioctl TIOCSCTTY with its "steal" argument (take a terminal that is another session's) and TIOCCONS (the
+//     console's output): EPERM (the kernel wants CAP_SYS_ADMIN for both, which the command lacks: a second
+//     wall). TIOCSCTTY with 0 stays: forkpty (node-pty) gives the pty it made to its child with it, and a
+//     terminal some session holds is refused it by the kernel. TIOCSPGRP (tcsetpgrp) stays too: a shell with
+//     job control needs it, and in its PID namespace (backends/local) the command names only its own process
+//     groups, all killed when it ends, so none is left to take the terminal back from the caller's shell and
+//     read what the user types next (the review's finding); refused, it hung bash -i, which cannot see the
+//     caller's process group from there and stops itself (SIGTTIN) until it is the terminal's foreground;
 //   - unix sockets, where Landlock cannot say which ones it reaches (before ABI 9's resolve-unix right): making
 //     one (socket(AF_UNIX)) is refused with EACCES, so no pathname socket outside the sandbox (the Docker API,
 //     D-Bus, ssh-agent) answers; socketpair stays for its stream and seqpacket types alone (node, libuv and
@@ -58,7 +61,7 @@ type argRule struct {
 
 // The terminal's requests a command may not make (see above).
 var (
-	refusedIoctls = []uint32{unix.TIOCSTI, unix.TIOCLINUX, unix.TIOCSETD, unix.TIOCSPGRP, unix.TIOCCONS}
+	refusedIoctls = []uint32{unix.TIOCSTI, unix.TIOCLINUX, unix.TIOCSETD, unix.TIOCCONS}
 	stealIoctls   = []uint32{unix.TIOCSCTTY} // refused with a non-zero argument
 )
 

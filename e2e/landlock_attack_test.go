@@ -447,7 +447,8 @@ func attackTakeoverChild() int {
 
 // fakeShell is a login shell on its terminal (fds 0-2, its controlling one): it runs os.Args[1:] as a job in
 // the foreground (as uid ATTACK_JOB_UID when set), takes the terminal back when the job ends, and reads the next
-// line typed, as a shell does. It reports each step on fd 3, and reads once fd 4 says so.
+// line typed, as a shell does. It reports each step on fd 3, and reads once fd 4 says so (not at all when fd 4
+// is closed).
 func fakeShell() int {
 	report, gate := os.NewFile(3, "report"), os.NewFile(4, "gate")
 	unix.CloseOnExec(3)
@@ -465,9 +466,19 @@ func fakeShell() int {
 	// As a shell: job control's signals do not stop it (set after the job's exec, which would inherit them).
 	signal.Ignore(syscall.SIGTTOU, syscall.SIGTTIN)
 	fmt.Fprintf(report, "exited %v\n", job.Wait())
+	switch pgrp, err := unix.IoctlGetInt(0, unix.TIOCGPGRP); {
+	case err != nil:
+		fmt.Fprintf(report, "foreground after the job: %v\n", err)
+	case pgrp == job.Process.Pid:
+		fmt.Fprintln(report, "foreground after the job: the job's group")
+	case unix.Kill(-pgrp, 0) == unix.ESRCH:
+		fmt.Fprintln(report, "foreground after the job: a group that is gone")
+	default:
+		fmt.Fprintf(report, "foreground after the job: group %d\n", pgrp)
+	}
 	fmt.Fprintf(report, "foreground again: %v\n", unix.IoctlSetPointerInt(0, unix.TIOCSPGRP, unix.Getpgrp()))
 	if _, err := bufio.NewReader(gate).ReadString('\n'); err != nil {
-		return 1
+		return 0 // no line to read: the test closed the gate
 	}
 	line, err := bufio.NewReader(os.Stdin).ReadString('\n')
 	fmt.Fprintf(report, "read %q %v\n", line, err)
@@ -540,7 +551,7 @@ func TestLandlockAttackTerminalTakeover(t *testing.T) {
 			require.NoError(t, err, "the shell stopped reporting; the terminal shows %q", screen.String())
 			return strings.TrimSpace(line)
 		}
-		t.Logf("the job: %s; the shell: %s", next(), next())
+		t.Logf("the job: %s; %s; the shell: %s", next(), next(), next())
 		left := processesWithEnv("SESSIONFS_E2E_ATTACK=takeover-child")
 		defer killAll(left)
 		took := filepath.Join(ws, "took")
@@ -584,8 +595,9 @@ func waitFor(cond func() bool) bool {
 	return false
 }
 
-// attackTcsetpgrp, in a process group of its own, makes it its terminal's foreground (tcsetpgrp), steals the
-// terminal as its controlling one (TIOCSCTTY 1) and takes the console's output (TIOCCONS), reporting each.
+// attackTcsetpgrp, in a process group of its own, makes it its terminal's foreground (tcsetpgrp, as a shell
+// does for its jobs), steals the terminal as its controlling one (TIOCSCTTY 1) and takes the console's output
+// (TIOCCONS), reporting each.
 func attackTcsetpgrp() int {
 	signal.Ignore(syscall.SIGTTOU, syscall.SIGTTIN)
 	fmt.Printf("setpgid: %v\n", unix.Setpgid(0, 0))
@@ -597,30 +609,48 @@ func attackTcsetpgrp() int {
 	return 0
 }
 
-// TestLandlockAttackTcsetpgrp: while it runs on the caller's terminal (its controlling one), the command moves to
-// a process group of its own and makes it the terminal's foreground: the caller's job would stop on its next read
-// (SIGTTIN), and a process left behind reads the shell's input. The kernel allows it to any process of the
-// terminal's session; the sandbox must refuse it.
-func TestLandlockAttackTcsetpgrp(t *testing.T) {
+// TestLandlockTerminalGivenBack: the command, run by a shell in the foreground of its terminal, makes a process
+// group of its own the terminal's foreground (as a shell inside does for its jobs: allowed, its PID namespace
+// names its own groups alone) and ends. The caller's job must have the terminal again when the run ends (a
+// group left in the foreground, gone, stopped the caller's next read), and the terminal may be neither stolen
+// (TIOCSCTTY 1) nor made the console's (TIOCCONS).
+func TestLandlockTerminalGivenBack(t *testing.T) {
+	self, err := os.Executable()
+	require.NoError(t, err)
 	eachLandlockPath(t, func(t *testing.T, lt landlockTarget) {
 		attacker := lt.attacker(t)
 		master, slave := openPty(t)
 		defer master.Close()
 		defer slave.Close()
-		cmd := exec.Command(bin, "exec", "s1", "--landlock", "-e", "SESSIONFS_E2E_ATTACK=tcsetpgrp", "--", attacker)
-		cmd.Env = append(os.Environ(), "SESSIONFS_STORE="+lt.store)
-		cmd.Stdin = slave
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
-		var out, errb bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		err := cmd.Run()
-		t.Logf("the attacker: %v\n%s%s", err, out.String(), errb.String())
+		reportR, reportW, err := os.Pipe()
 		require.NoError(t, err)
-		assert.Contains(t, out.String(), "setpgid: <nil>", "the attack ran")
-		assert.Contains(t, out.String(), "tcsetpgrp: operation not permitted")
-		assert.Contains(t, out.String(), "foreground: false")
-		assert.Contains(t, out.String(), "steal: operation not permitted")
-		assert.Contains(t, out.String(), "console: operation not permitted")
+		defer reportR.Close()
+		gateR, gateW, err := os.Pipe()
+		require.NoError(t, err)
+		shell := exec.Command(self, bin, "exec", "s1", "--landlock", "-e", "SESSIONFS_E2E_ATTACK=tcsetpgrp", "--", attacker)
+		shell.Env = append(os.Environ(), "SESSIONFS_E2E_ATTACK=shell", "SESSIONFS_STORE="+lt.store)
+		shell.Stdin, shell.Stdout, shell.Stderr = slave, slave, slave
+		shell.ExtraFiles = []*os.File{reportW, gateR}
+		shell.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+		require.NoError(t, shell.Start())
+		reportW.Close()
+		gateR.Close()
+		gateW.Close() // the shell reads no line after the job
+		defer func() { _ = shell.Process.Kill(); _ = shell.Wait() }()
+		screen := &syncBuffer{}
+		go func() { _, _ = io.Copy(screen, eioReader{master}) }()
+		reports, err := io.ReadAll(reportR)
+		require.NoError(t, err)
+		t.Logf("the shell: %s", reports)
+		assert.Contains(t, string(reports), "exited <nil>")
+		assert.Contains(t, string(reports), "foreground after the job: the job's group")
+		require.NoError(t, shell.Wait())
+		eventually(t, 10*time.Second, func() bool { return strings.Contains(screen.String(), "console: ") }, "the terminal shows %q", screen.String())
+		out := screen.String()
+		t.Logf("the command: %s", out)
+		assert.Contains(t, out, "tcsetpgrp: <nil>", "its own group may be the foreground")
+		assert.Contains(t, out, "steal: operation not permitted")
+		assert.Contains(t, out, "console: operation not permitted")
 	})
 }
 

@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/stretchr/testify/assert"
@@ -609,5 +610,70 @@ let out = ''; p.onData(d => { out += d; }); p.onExit(e => console.log(JSON.strin
 		t.Logf("node-pty: exit %d: %s%s", r.code, r.stdout, r.stderr)
 		require.Equal(t, 0, r.code, r.stderr)
 		assert.Equal(t, `"pty-ok\r\n" exit 0`+"\n", r.stdout)
+	})
+}
+
+// TestLandlockInteractiveShell: an interactive shell runs in the sandbox on the caller's terminal, with job
+// control: its prompt, a command, a job that reads the terminal, exit. (Refused tcsetpgrp, bash hung: from its
+// PID namespace it cannot see the caller's process group, makes its own, and stops itself with SIGTTIN until
+// that is the terminal's foreground.) As root on the store and through the mount, and as a normal user.
+func TestLandlockInteractiveShell(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	need(t, err == nil, "bash")
+	check := func(t *testing.T, cmd *exec.Cmd) {
+		cmd.Args = append(cmd.Args, bash, "--norc", "--noprofile", "-i")
+		cmd.Env = append(cmd.Env, "PS1=PROMPT> ")
+		master, slave := openPty(t)
+		defer master.Close()
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+		if cmd.SysProcAttr == nil {
+			cmd.SysProcAttr = &syscall.SysProcAttr{}
+		}
+		cmd.SysProcAttr.Setsid, cmd.SysProcAttr.Setctty, cmd.SysProcAttr.Ctty = true, true, 0
+		require.NoError(t, cmd.Start())
+		slave.Close()
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		// A shell that hangs fails the test rather than the suite.
+		stuck := time.AfterFunc(60*time.Second, func() { _ = cmd.Process.Kill() })
+		defer stuck.Stop()
+		var screen []byte
+		until := func(want string) {
+			buf := make([]byte, 4096)
+			for !bytes.Contains(screen, []byte(want)) {
+				n, err := master.Read(buf)
+				screen = append(screen, buf[:n]...)
+				require.NoError(t, err, "waiting for %q, the terminal shows %q", want, screen)
+			}
+		}
+		typeLine := func(line string) {
+			_, err := master.WriteString(line + "\n")
+			require.NoError(t, err)
+		}
+		until("PROMPT> ")
+		typeLine("echo inside-$((6*7))")
+		until("inside-42")
+		typeLine("sed -n 's/^/job-read-/p;q'")
+		typeLine("typed")
+		until("job-read-typed")
+		typeLine("exit 7")
+		err := <-done
+		rest, _ := io.ReadAll(eioReader{master})
+		t.Logf("the terminal showed %q%q", screen, rest)
+		var exit *exec.ExitError
+		require.ErrorAs(t, err, &exit)
+		assert.Equal(t, 7, exit.ExitCode(), "the shell's exit code")
+	}
+	t.Run("as root", func(t *testing.T) {
+		eachLandlockPath(t, func(t *testing.T, lt landlockTarget) {
+			cmd := exec.Command(bin, "exec", "s1", "--landlock", "--")
+			cmd.Env = append(os.Environ(), "SESSIONFS_STORE="+lt.store)
+			check(t, cmd)
+		})
+	})
+	t.Run("as a normal user", func(t *testing.T) {
+		needUserSandbox(t)
+		u := newUserStore(t)
+		check(t, u.command(bin, "exec", "s1", "--landlock", "--"))
 	})
 }

@@ -21,11 +21,15 @@ func runForwarding(cmd *exec.Cmd) error {
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, forwarded...)
 	defer signal.Stop(sigs)
-	if cmd.SysProcAttr != nil && cmd.SysProcAttr.Pdeathsig != 0 {
+	sandbox := cmd.SysProcAttr != nil && cmd.SysProcAttr.Pdeathsig != 0
+	if sandbox {
 		// The kernel sends the command its parent-death signal when the thread that started it ends: this one
 		// stays until the command is gone.
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
+	}
+	if sandbox && fromTerminal() {
+		defer reclaimTerminal()
 	}
 	if err := cmd.Start(); err != nil {
 		return err
@@ -53,4 +57,17 @@ func runForwarding(cmd *exec.Cmd) error {
 func fromTerminal() bool {
 	pgrp, err := unix.IoctlGetInt(0, unix.TIOCGPGRP)
 	return err == nil && pgrp == unix.Getpgrp()
+}
+
+// reclaimTerminal makes this process's group its terminal's foreground again when a sandboxed run left it to a
+// process group that is gone: a shell in the sandbox took the terminal for its jobs (tcsetpgrp), and from its
+// PID namespace it cannot name this group to give it back. The caller's next read must not stop it (SIGTTIN).
+func reclaimTerminal() {
+	pgrp, err := unix.IoctlGetInt(0, unix.TIOCGPGRP)
+	if err != nil || pgrp <= 0 || pgrp == unix.Getpgrp() || unix.Kill(-pgrp, 0) != unix.ESRCH {
+		return
+	}
+	signal.Ignore(syscall.SIGTTOU) // from a background group, tcsetpgrp would stop this process
+	defer signal.Reset(syscall.SIGTTOU)
+	_ = unix.IoctlSetPointerInt(0, unix.TIOCSPGRP, unix.Getpgrp())
 }
