@@ -24,10 +24,10 @@ whose entry point loads files beside it needs --allow-read of its folder); a scr
 user's home, other sessions, the store and the mount are refused. It holds no capability (as root either: exec
 gives none back), cannot make device files nor open one outside /dev (a node planted in the session opens
 nothing), signal a process outside its sandbox or reach its abstract sockets, make unix sockets (the Docker API,
-D-Bus and ssh-agent are out of reach; pipes and stream socketpairs work), push input into the terminal (TIOCSTI)
-or take it over (tcsetpgrp: a shell inside has no job control). Nothing it starts outlives it: when the command
-ends, or sessionfs is killed, every process it left is killed. Set-uid programs (sudo) gain nothing. The network
-is open. --allow PATH adds a folder (or file) to work in, --allow-read PATH one to read and run from; a path that
+D-Bus and ssh-agent are out of reach; pipes and stream socketpairs work), or push input into the terminal
+(TIOCSTI). Nothing it starts outlives it: when the command ends, or sessionfs is killed, every process it left is
+killed (none takes the terminal back from your shell), and the terminal is given back to sessionfs. Set-uid
+programs (sudo) gain nothing. The network is open. --allow PATH adds a folder (or file) to work in, --allow-read PATH one to read and run from; a path that
 covers /, $HOME, the store or the mount is refused.`
 
 // landlockOpts are --landlock, --allow and --allow-read.
