@@ -78,19 +78,27 @@ func helperLocksHold() int {
 	return 0
 }
 
-// helperLocksWait takes an exclusive flock on HELPER_FILE, says "holding", then makes HELPER_WAITERS blocking
-// requests for it, each on a descriptor of its own in a thread of its own, printing how each ends ("ENOLCK"...).
-// It keeps the lock until its stdin ends.
+// helperLocksWait takes an exclusive flock on each file of HELPER_FILE (names separated by ':'), says "holding",
+// then makes HELPER_WAITERS blocking requests for them in turn, each on a descriptor of its own in a thread of
+// its own, printing how each ends ("ENOLCK"...). With HELPER_READONLY=1 every descriptor is read-only (of
+// files it may only read: the mount keeps such exclusive flocks apart among read-only descriptors). It keeps
+// its locks until its stdin ends.
 func helperLocksWait() int {
-	path := os.Getenv("HELPER_FILE")
+	paths := strings.Split(os.Getenv("HELPER_FILE"), ":")
 	n, _ := strconv.Atoi(os.Getenv("HELPER_WAITERS"))
-	holder, err := unix.Open(path, unix.O_RDWR|unix.O_CREAT|unix.O_CLOEXEC, 0o644)
-	if err == nil {
-		err = unix.Flock(holder, unix.LOCK_EX|unix.LOCK_NB)
+	mode := unix.O_RDWR | unix.O_CREAT
+	if os.Getenv("HELPER_READONLY") == "1" {
+		mode = unix.O_RDONLY
 	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "hold:", err)
-		return 1
+	for _, path := range paths {
+		holder, err := unix.Open(path, mode|unix.O_CLOEXEC, 0o644)
+		if err == nil {
+			err = unix.Flock(holder, unix.LOCK_EX|unix.LOCK_NB)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "hold:", err)
+			return 1
+		}
 	}
 	var mu sync.Mutex
 	say := func(s string) {
@@ -100,7 +108,7 @@ func helperLocksWait() int {
 	}
 	say("holding")
 	for i := 0; i < n; i++ {
-		fd, err := unix.Open(path, unix.O_RDWR|unix.O_CLOEXEC, 0)
+		fd, err := unix.Open(paths[i%len(paths)], mode&^unix.O_CREAT|unix.O_CLOEXEC, 0)
 		if err != nil {
 			say("open " + errnoName(err))
 			continue

@@ -25,12 +25,14 @@ import (
 //
 // A blocking request (F_SETLKW, flock without LOCK_NB) is retried without holding a thread of the daemon: a
 // session's processes waiting on many locks must not use up the threads every other request needs. The tries
-// back off to about a second, and a session (a uid) has only so many waiting at once (locks_shares.go). A signal
+// back off to about a second, and a uid has only so many waiting at once in a session, and across sessions
+// (locks_shares.go). A signal
 // to the waiter interrupts it (FUSE_INTERRUPT ends the wait with EINTR).
 
 const (
-	// maxOwnersPerFile bounds the owners' files of one store file: a session's processes could otherwise make
-	// the daemon open a file for each of thousands of forks that share one descriptor.
+	// maxOwnersPerFile bounds the owners' files of one store file charged to one uid: a uid's processes could
+	// otherwise make the daemon open a file for each of thousands of forks that share one descriptor. Per uid,
+	// so that readers of another uid holding their 64 leave the file's own session room (locks_shares.go).
 	maxOwnersPerFile = 64
 	// firstLockWait and lockWait are the first and the longest pause between two tries of a blocking lock.
 	firstLockWait = time.Millisecond
@@ -51,8 +53,15 @@ type lockTable struct {
 	// descriptors on each store file (exclusive or not), which only this table keeps apart (locks_flock.go).
 	flocked map[fs.FileHandle]inodeKey
 	readers map[inodeKey]map[fs.FileHandle]bool
-	files   shares // owners' descriptors
-	waiters shares // blocking requests waiting
+	files   shares          // owners' descriptors
+	perFile map[fileUID]int // owners' descriptors of each store file, by the uid they are charged to
+	waiters shares          // blocking requests waiting
+}
+
+// fileUID names the owners' descriptors of one store file charged to one uid.
+type fileUID struct {
+	key inodeKey
+	uid uint32
 }
 
 // init makes the maps and sets the limits left unset (t.mu held).
@@ -62,6 +71,7 @@ func (t *lockTable) init() {
 	}
 	t.owners, t.used = map[inodeKey]map[uint64]*ownerFile{}, map[fs.FileHandle]map[owned]bool{}
 	t.flocked, t.readers = map[fs.FileHandle]inodeKey{}, map[inodeKey]map[fs.FileHandle]bool{}
+	t.perFile = map[fileUID]int{}
 	if t.files.limits == (shareLimits{}) {
 		t.files.limits = ownerFileLimits
 	}

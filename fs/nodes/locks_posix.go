@@ -85,11 +85,11 @@ func (t *lockTable) getPosix(f fs.FileHandle, owner uint64, lk *fuse.FileLock, o
 	return errno
 }
 
-// openOwner opens owner's descriptor of the store file behind fd, within the per-file limit and p's share
+// openOwner opens owner's descriptor of the store file behind fd, within p's uid's per-file limit and p's share
 // (t.mu held).
 func (t *lockTable) openOwner(fd int, key inodeKey, owner uint64, p payer) (*ownerFile, syscall.Errno) {
-	byOwner := t.owners[key]
-	if len(byOwner) >= maxOwnersPerFile || !t.files.take(p) {
+	byOwner, mine := t.owners[key], fileUID{key, p.uid}
+	if t.perFile[mine] >= maxOwnersPerFile || !t.files.take(p) {
 		return nil, syscall.ENOLCK
 	}
 	// The same file, whatever its name is by now: not a path, which a session's process could swap
@@ -113,6 +113,7 @@ func (t *lockTable) openOwner(fd int, key inodeKey, owner uint64, p payer) (*own
 	}
 	of := &ownerFile{fd: ofd, payer: p, via: map[fs.FileHandle]bool{}}
 	byOwner[owner] = of
+	t.perFile[mine]++
 	return of, 0
 }
 
@@ -120,6 +121,11 @@ func (t *lockTable) openOwner(fd int, key inodeKey, owner uint64, p payer) (*own
 func (t *lockTable) closeOwner(key inodeKey, owner uint64, of *ownerFile) {
 	syscall.Close(of.fd)
 	t.files.give(of.payer)
+	if mine := (fileUID{key, of.payer.uid}); t.perFile[mine] <= 1 {
+		delete(t.perFile, mine)
+	} else {
+		t.perFile[mine]--
+	}
 	for f := range of.via {
 		delete(t.used[f], owned{key, owner})
 		if len(t.used[f]) == 0 {

@@ -36,25 +36,3 @@ func TestByteRangesTrackWhatIsHeld(t *testing.T) {
 	r.add(5, 4)
 	assert.True(t, r.empty(), "an empty range holds nothing")
 }
-
-// Each limit holds on its own: a session, a uid, the daemon.
-func TestSharesBoundSessionUIDAndDaemon(t *testing.T) {
-	s := shares{limits: shareLimits{session: 2, uid: 3, total: 5}}
-	a1, a2, b1, c9 := payer{"a", 1}, payer{"a2", 1}, payer{"b", 2}, payer{"c", 9}
-	assert.True(t, s.take(a1))
-	assert.True(t, s.take(a1))
-	assert.False(t, s.take(a1), "session a is full")
-	assert.True(t, s.take(a2), "uid 1 has room in another session")
-	assert.False(t, s.take(a2), "uid 1 is full")
-	assert.True(t, s.take(b1), "another session of another uid is not touched")
-	assert.True(t, s.take(b1))
-	assert.False(t, s.take(c9), "the daemon is full")
-	s.give(a1)
-	assert.True(t, s.take(c9))
-	for _, p := range []payer{a1, a2, b1, b1, c9} {
-		s.give(p)
-	}
-	assert.Zero(t, s.total)
-	assert.Empty(t, s.bySession)
-	assert.Empty(t, s.byUID)
-}

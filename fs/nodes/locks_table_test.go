@@ -60,9 +60,10 @@ func TestOwnerFileClosedOnceIdle(t *testing.T) {
 	assert.Empty(t, tbl.used)
 }
 
-// One session fills only its own share of owners' descriptors, one uid only its own.
+// One uid fills only its own share of owners' descriptors in a session, then its own across sessions; another
+// uid locking the same session's file has its own.
 func TestOwnerFilesShared(t *testing.T) {
-	tbl := &lockTable{files: shares{limits: shareLimits{session: 2, uid: 3, total: 4}}}
+	tbl := &lockTable{files: shares{limits: shareLimits{sessionUID: 2, uid: 3, total: 5}}}
 	dir := t.TempDir()
 	f := request(t, tbl, filepath.Join(dir, "f"), syscall.O_RDWR)
 	owner := uint64(0)
@@ -70,16 +71,40 @@ func TestOwnerFilesShared(t *testing.T) {
 		owner++
 		return tbl.setPosix(f, owner, p, posixLock(syscall.F_RDLCK, 0, 0))
 	}
-	a, a2, b, c := payer{"a", 1}, payer{"a2", 1}, payer{"b", 2}, payer{"c", 3}
+	a, a2, aOther, b, c := payer{"a", 1}, payer{"a2", 1}, payer{"a", 2}, payer{"b", 2}, payer{"c", 3}
 	require.Zero(t, lock(a))
 	require.Zero(t, lock(a))
-	assert.Equal(t, syscall.ENOLCK, lock(a), "session a used up its share")
+	assert.Equal(t, syscall.ENOLCK, lock(a), "uid 1 used up its share in session a")
+	require.Zero(t, lock(aOther), "another uid on session a's file")
 	require.Zero(t, lock(a2), "the same uid in another session")
 	assert.Equal(t, syscall.ENOLCK, lock(a2), "uid 1 used up its share")
 	require.Zero(t, lock(b), "another uid's session")
 	assert.Equal(t, syscall.ENOLCK, lock(c), "the daemon's are all used")
 	require.Zero(t, tbl.setPosix(f, 1, a, posixLock(syscall.F_UNLCK, 0, 0)))
 	require.Zero(t, lock(c), "given back by an unlock")
+}
+
+// The owners' descriptors of one store file are bounded per uid: one uid's readers holding all theirs leave
+// another uid (the file's own session's) room on the same file.
+func TestOwnersPerFileByUID(t *testing.T) {
+	tbl := &lockTable{}
+	dir := t.TempDir()
+	f, g := request(t, tbl, filepath.Join(dir, "f"), syscall.O_RDWR), request(t, tbl, filepath.Join(dir, "g"), syscall.O_RDWR)
+	attacker, victim := payer{"vic", 65534}, payer{"vic", 0}
+	for owner := uint64(1); owner <= maxOwnersPerFile; owner++ {
+		require.Zero(t, tbl.setPosix(f, owner, attacker, posixLock(syscall.F_RDLCK, 0, 0)))
+	}
+	assert.Equal(t, syscall.ENOLCK, tbl.setPosix(f, 1000, attacker, posixLock(syscall.F_RDLCK, 0, 0)),
+		"one uid has only so many owners on a file")
+	require.Zero(t, tbl.setPosix(g, 1000, attacker, posixLock(syscall.F_RDLCK, 0, 0)), "and so many on each file")
+	require.Zero(t, tbl.setPosix(f, 2000, victim, posixLock(syscall.F_RDLCK, 0, 0)), "another uid on the same file")
+	require.Zero(t, tbl.setPosix(f, 1, attacker, posixLock(syscall.F_UNLCK, 0, 0)))
+	require.Zero(t, tbl.setPosix(f, 1000, attacker, posixLock(syscall.F_RDLCK, 0, 0)), "given back by an unlock")
+
+	require.Zero(t, tbl.release(context.Background(), f))
+	require.Zero(t, tbl.release(context.Background(), g))
+	assert.Empty(t, tbl.perFile)
+	assert.Zero(t, tbl.files.total)
 }
 
 // An exclusive flock through a read-only descriptor is a shared lock on the store's file, and exclusive only
@@ -124,10 +149,11 @@ func TestReadOnlyExclusiveFlockIsShared(t *testing.T) {
 	require.NoError(t, unix.Flock(elsewhere, unix.LOCK_SH|unix.LOCK_NB), "through a read-only mount, every flock is shared")
 }
 
-// A session has only so many requests waiting; the others are refused at once, and the waiters end when the lock
-// comes free or their caller is interrupted.
+// A uid has only so many requests waiting in a session; the others are refused at once, while another uid on
+// the same session's files and the same uid in another session still wait; the waiters end when the lock comes
+// free or their caller is interrupted.
 func TestWaitersShared(t *testing.T) {
-	tbl := &lockTable{waiters: shares{limits: shareLimits{session: 2, uid: 3, total: 10}}}
+	tbl := &lockTable{waiters: shares{limits: shareLimits{sessionUID: 2, uid: 3, total: 10}}}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	a := payer{"a", 1}
@@ -145,16 +171,18 @@ func TestWaitersShared(t *testing.T) {
 	}
 	<-tried
 	<-tried // both admitted: they try only once admitted
-	assert.Equal(t, syscall.ENOLCK, tbl.wait(ctx, a, held), "session a's waiters are all in use")
-	tries := 0
-	freeSoon := func() syscall.Errno {
-		if tries++; tries < 3 {
-			return syscall.EAGAIN
+	assert.Equal(t, syscall.ENOLCK, tbl.wait(ctx, a, held), "uid 1's waiters in session a are all in use")
+	for _, p := range []payer{{"a", 2}, {"b", 1}} {
+		tries := 0
+		freeSoon := func() syscall.Errno {
+			if tries++; tries < 3 {
+				return syscall.EAGAIN
+			}
+			return 0
 		}
-		return 0
+		assert.Zero(t, tbl.wait(ctx, p, freeSoon), "%v waits, and gets the lock", p)
+		assert.Equal(t, 3, tries)
 	}
-	assert.Zero(t, tbl.wait(ctx, payer{"b", 1}, freeSoon), "another session of the uid waits, and gets the lock")
-	assert.Equal(t, 3, tries)
 	cancel()
 	assert.Equal(t, syscall.EINTR, <-ended)
 	assert.Equal(t, syscall.EINTR, <-ended)
