@@ -89,20 +89,34 @@ func privateFile(t *testing.T, dir, name string) string {
 func TestLockSharesOfTheCaller(t *testing.T) {
 	t.Run("held", func(t *testing.T) {
 		exe, vic, files := crossSessions(t)
-		held, refused := 0, map[string]int{}
-		for range 64 {
-			a := startAttacker(t, exe, "SESSIONFS_E2E_HELPER=locks-read", "HELPER_FILES="+strings.Join(files, ":"))
-			var rep locksHeld
-			require.NoError(t, json.Unmarshal([]byte(a.line(t)), &rep))
-			for _, n := range rep.Locked {
-				held += n
+		// readers starts n processes of uid 65534 at once, each read-locking the eight files, and counts the
+		// locks they hold and why the others were refused.
+		readers := func(n int) (int, map[string]int) {
+			var as []*attacker
+			for range n {
+				// Under -race, each would sleep a second as it exits (GORACE atexit_sleep_ms).
+				as = append(as, startAttacker(t, exe, "SESSIONFS_E2E_HELPER=locks-read", "GORACE=atexit_sleep_ms=0",
+					"HELPER_FILES="+strings.Join(files, ":")))
 			}
-			for e, n := range rep.Errnos {
-				refused[e] += n
+			held, refused := 0, map[string]int{}
+			for _, a := range as {
+				var rep locksHeld
+				require.NoError(t, json.Unmarshal([]byte(a.line(t)), &rep))
+				for _, n := range rep.Locked {
+					held += n
+				}
+				for e, n := range rep.Errnos {
+					refused[e] += n
+				}
 			}
+			return held, refused
 		}
+		held, refused := readers(64)
 		t.Logf("attacker uid 65534, 64 processes: %d read locks held on the victim's 8 files, refused %v", held, refused)
 		require.Positive(t, held, "the attacker could lock none of the victim's files: the attack did not run")
+		more, refused := readers(1)
+		t.Logf("a 65th process of uid 65534: %d held, refused %v", more, refused)
+		assert.Zero(t, more, "uid 65534's owners on a file of the victim's are not bounded")
 
 		failed := map[string]string{}
 		// One of the eight: the attacker holds 64 read locks on it, another reader's is not in conflict.
