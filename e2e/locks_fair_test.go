@@ -231,8 +231,9 @@ func otherSessionLocks(t *testing.T, dir string) map[string]int {
 }
 
 // TestLockSharesPerSession: one session's processes holding every POSIX lock the daemon would give them (each
-// owner costs the daemon a descriptor) use up their session's share, and then their uid's, never the others':
-// another session's locks and SQLite writes go on. Owners that unlocked cost nothing.
+// owner costs the daemon a descriptor) use up their uid's share in their session, and then their uid's, never
+// another's: another session's locks and SQLite writes go on. Owners that unlocked cost nothing. (The attacker
+// locking another session's files is TestLockSharesOfTheCaller's.)
 func TestLockSharesPerSession(t *testing.T) {
 	need(t, os.Geteuid() == 0, "the attacker runs as another uid: needs root")
 	store := t.TempDir()
@@ -289,9 +290,9 @@ func TestLockSharesPerSession(t *testing.T) {
 }
 
 // TestLockWaitersShared: one session's processes holding every lock they may and making 2,000 blocking lock
-// requests on a file they hold get their session's share of waiters, the rest are refused at once; those waiting
-// are tried at most about once a second, so the daemon stays idle and another session's work is not slowed
-// (figures logged).
+// requests on a file they hold get their uid's share of waiters in their session, the rest are refused at once;
+// those waiting are tried at most about once a second, so the daemon stays idle and another session's work is
+// not slowed (figures logged).
 func TestLockWaitersShared(t *testing.T) {
 	need(t, os.Geteuid() == 0, "the attacker runs as another uid: needs root")
 	const waiters = 2000
