@@ -10,13 +10,13 @@ import (
 // wait for each blocked request) is charged to whoever asks for it: the caller's uid in the session whose file
 // it is, the caller's uid across sessions, and the whole daemon; and the descriptors of one store file to the
 // callers' uids, each apart (maxOwnersPerFile). Each limit is below the next: one uid can use up only its own
-// share in a session, then its own across sessions, and it takes several uids to reach the daemon's. Over a
-// share, a request fails with ENOLCK ("no locks available"), which SQLite reports as an I/O error of its own.
+// share in a session, then its own across sessions, and it takes four uids to reach the daemon's. Over a share,
+// a request fails with ENOLCK ("no locks available"), which SQLite takes for a busy database.
 //
 // Charged to the caller, not to the file: sessions are world-readable by default, so another uid may open a
-// session's files read-only and read-lock them. Were its locks counted against the file's session (as they
-// were), uid 65534 holding 512 read locks on a session's 0644 files left that session's own processes ENOLCK
-// on files the attacker could not even open. Now it fills only (that session, uid 65534).
+// session's files read-only and read-lock them. Counted against the file's session, as they were before, uid
+// 65534's 512 read locks on a session's 0644 files left that session's own processes ENOLCK on files the
+// attacker could not even open. Now they fill only (that session, uid 65534).
 //
 // The caller is known by its uid, the one thing the FUSE request names that a process cannot change at will.
 // Not by its pid: a process forks as many as it likes (each fork a lock owner of its own, so a share per pid
