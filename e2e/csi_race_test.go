@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -37,6 +38,9 @@ func TestAttackCSIPublishSwap(t *testing.T) {
 
 	target := filepath.Join(p.kubelet, "pods", "pod", "volumes", "session")
 	require.NoError(t, os.MkdirAll(filepath.Dir(target), 0o750))
+	t.Cleanup(func() { // a failure mid-loop leaves nothing published (before the plugin stops)
+		_, _ = node.NodeUnpublishVolume(context.Background(), &spec.NodeUnpublishVolumeRequest{VolumeId: "s1", TargetPath: target})
+	})
 	const maxTries = 200
 	deadline := time.Now().Add(2 * time.Minute)
 	tries, published, refused, linked := 0, 0, 0, 0
