@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sessionfs/sessionfs/layout"
 )
 
 // Detach detaches the bind through its own descriptor, lazily (a process inside keeps its folder), and closes it.
@@ -123,14 +125,7 @@ func openShown(parent int, name string) (int, error) {
 	if name == "" || name == "." || name == ".." || strings.Contains(name, "/") {
 		return -1, unix.EINVAL
 	}
-	for {
-		fd, err := unix.Openat2(parent, name, &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
-			Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS})
-		if err == unix.EINTR || err == unix.EAGAIN {
-			continue
-		}
-		return fd, err
-	}
+	return layout.OpenBeneath(parent, name, unix.O_PATH|unix.O_DIRECTORY, 0)
 }
 
 // unmountBeneath unmounts what is mounted on the single name beneath the folder parent. umount(2) takes only a

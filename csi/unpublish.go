@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/sessionfs/sessionfs/bind"
+	"github.com/sessionfs/sessionfs/layout"
 )
 
 // DefaultKubeletRoot is the kubelet's folder: every target a kubelet gives is beneath it.
@@ -53,23 +54,11 @@ func (d *Driver) openParent(target string) (int, string, error) {
 		return -1, "", fmt.Errorf("the kubelet's folder %s: %w", d.kubeletRoot(), err)
 	}
 	defer unix.Close(root)
-	fd, err := openat(root, filepath.Dir(rel), unix.O_DIRECTORY)
+	fd, err := layout.OpenBeneath(root, filepath.Dir(rel), unix.O_PATH|unix.O_DIRECTORY, 0) // mounts may be crossed: the kubelet's pods folder may be one
 	if err != nil {
 		return -1, "", err
 	}
 	return fd, filepath.Base(rel), nil
-}
-
-// openat opens rel beneath dir, O_PATH, with no symlink followed (mounts may be crossed: the kubelet's pods folder
-// may be one).
-func openat(dir int, rel string, flags uint64) (int, error) {
-	for {
-		fd, err := unix.Openat2(dir, rel, &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC | flags,
-			Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS})
-		if err != unix.EINTR && err != unix.EAGAIN {
-			return fd, err
-		}
-	}
 }
 
 // mountAt is the mount on target (nil when nothing is mounted there).
@@ -84,7 +73,7 @@ func (d *Driver) mountAt(target string) (*mountinfo.Info, error) {
 
 // mountOn is the mount on the single name beneath parent: the topmost, or nil when name is not a mountpoint.
 func mountOn(parent int, name string) (*mountinfo.Info, error) {
-	fd, err := openat(parent, name, 0)
+	fd, err := layout.OpenBeneath(parent, name, unix.O_PATH, 0)
 	if err != nil {
 		return nil, err
 	}

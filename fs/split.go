@@ -283,9 +283,7 @@ func pollHack(mnt string) {
 	if err != nil {
 		return
 	}
-	fd, err := unix.Openat2(root, pollHackName, &unix.OpenHow{
-		Flags:   unix.O_RDONLY | unix.O_NONBLOCK | unix.O_NOCTTY | unix.O_CLOEXEC,
-		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_XDEV})
+	fd, err := layout.OpenBeneathNoMounts(root, pollHackName, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY)
 	unix.Close(root)
 	if err != nil {
 		return

@@ -79,11 +79,21 @@ func (d *Dir) Parent(rel string) (fd int, name string, err error) {
 
 // OpenBeneath is OpenAt on a raw folder descriptor.
 func OpenBeneath(dirfd int, rel string, flags int, mode uint32) (int, error) {
+	return openBeneath(dirfd, rel, flags, mode, resolveFlags)
+}
+
+// OpenBeneathNoMounts is OpenBeneath that also refuses to cross a mount (EXDEV): for a place something is to be
+// mounted on, or a name whose answer must come from the folder's own filesystem.
+func OpenBeneathNoMounts(dirfd int, rel string, flags int) (int, error) {
+	return openBeneath(dirfd, rel, flags, 0, resolveFlags|unix.RESOLVE_NO_XDEV)
+}
+
+func openBeneath(dirfd int, rel string, flags int, mode uint32, resolve uint64) (int, error) {
 	rel = strings.Trim(rel, "/")
 	if rel == "" {
 		rel = "."
 	}
-	how := unix.OpenHow{Flags: uint64(flags | unix.O_CLOEXEC), Resolve: resolveFlags}
+	how := unix.OpenHow{Flags: uint64(flags | unix.O_CLOEXEC), Resolve: resolve}
 	if flags&(unix.O_CREAT|unix.O_TMPFILE) != 0 {
 		how.Mode = uint64(mode & 0o7777) // openat2 refuses file-type bits
 	}
@@ -102,7 +112,7 @@ func OpenBeneath(dirfd int, rel string, flags int, mode uint32) (int, error) {
 		if cut <= 0 {
 			return -1, syscall.ENAMETOOLONG
 		}
-		next, err := openat2(cur, rel[:cut], &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: resolveFlags})
+		next, err := openat2(cur, rel[:cut], &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: resolve})
 		if err != nil {
 			return -1, err
 		}
