@@ -160,6 +160,7 @@ func prepare(store *layout.Store, mountpoint string, opts *Options) (mnt, shared
 	if err := checkFUSE(); err != nil {
 		return "", "", 0, err
 	}
+	nodes.RaiseFileLimit() // the callers' shares of descriptors are sized from it (nodes/opens.go)
 	if err := checkPlaces(store, mnt); err != nil {
 		return "", "", 0, err
 	}

@@ -166,25 +166,27 @@ func (t *Tree) writing(path string, delta int) {
 // writer is a file handle open for writing through the mount: while it is open, and shortly after, the
 // watcher leaves the kernel's attributes of the file alone, since the kernel saw those writes itself.
 type writer struct {
-	*fs.LoopbackFile
-	tree *Tree
-	path string
+	*heldFile // charged to its opener until released (opens.go)
+	tree      *Tree
+	path      string
 }
 
-var _ = (fs.FileReleaser)((*writer)(nil))
+var (
+	_ = (fs.FileReleaser)((*writer)(nil))
+	_ = (fs.FilePassthroughFder)((*writer)(nil))
+)
 
-func (t *Tree) writer(path string, fd int) fs.FileHandle {
-	lf := fs.NewLoopbackFile(fd).(*fs.LoopbackFile)
+func (t *Tree) writer(path string, h *heldFile) fs.FileHandle {
 	if t.cache.watch == nil {
-		return lf
+		return h
 	}
 	t.writing(path, +1)
-	return &writer{LoopbackFile: lf, tree: t, path: path}
+	return &writer{heldFile: h, tree: t, path: path}
 }
 
 func (w *writer) Release(ctx context.Context) syscall.Errno {
 	w.tree.writing(w.path, -1)
-	return w.LoopbackFile.Release(ctx)
+	return w.heldFile.Release(ctx)
 }
 
 // abs is the absolute path of a store path relative to the sessions folder, for the watcher (inotify takes paths).

@@ -255,12 +255,18 @@ func (n *Node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 	n.tree.touch(n.id)
 	flags &^= syscall.O_APPEND | fuse.FMODE_EXEC
 	p := n.path()
+	payer, errno := takeOpen(ctx, n.id) // the store descriptor held until RELEASE (opens.go)
+	if errno != 0 {
+		return nil, 0, errno
+	}
 	// O_NONBLOCK: the kernel sends OPEN only for files and folders; should the name have become a FIFO
 	// meanwhile, the daemon must not wait on it.
 	fd, err := n.tree.openAt(p, int(flags)|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
+		opens.give(payer)
 		return nil, 0, fs.ToErrno(err)
 	}
+	h := newHeldFile(fd, payer)
 	if int(flags)&syscall.O_NONBLOCK == 0 {
 		_, _ = unix.FcntlInt(uintptr(fd), unix.F_SETFL, int(flags)&^(syscall.O_ACCMODE|syscall.O_CREAT|syscall.O_EXCL|syscall.O_TRUNC|syscall.O_NOCTTY))
 	}
@@ -269,9 +275,9 @@ func (n *Node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 			n.tree.wroteThrough(n.id, view.(uint64))
 		}
 		killPriv(ctx, fd)
-		return n.tree.writer(p, fd), 0, 0
+		return n.tree.writer(p, h), 0, 0
 	}
-	return fs.NewLoopbackFile(fd), 0, 0
+	return h, 0, 0
 }
 
 // Flush answers ENOSYS, which tells the kernel never to send FLUSH again: close(2) then costs no round trip.
@@ -309,6 +315,10 @@ func killPrivMode(ctx context.Context, stMode uint32) (uint32, bool) {
 func (n *Node) Create(ctx context.Context, name string, flags, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
 	p := n.child(name)
 	flags &^= syscall.O_APPEND
+	payer, errno := takeOpen(ctx, n.id) // the store descriptor held until RELEASE (opens.go)
+	if errno != 0 {
+		return nil, nil, 0, errno
+	}
 	n.ownFolder(name, p)
 	n.did(p)
 	var fd int
@@ -322,17 +332,19 @@ func (n *Node) Create(ctx context.Context, name string, flags, mode uint32, out 
 		fd, err = n.tree.openAt(p, int(flags)|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	}
 	if err != nil {
+		opens.give(payer)
 		return nil, nil, 0, fs.ToErrno(err)
 	}
 	var st syscall.Stat_t
 	gen, err := fstat(fd, &st)
 	if err != nil {
 		syscall.Close(fd)
+		opens.give(payer)
 		return nil, nil, 0, fs.ToErrno(err)
 	}
 	ch := n.newChild(ctx, name, p, &st, gen)
 	n.entry(out, &st, ch)
-	return ch, n.tree.writer(p, fd), 0, 0
+	return ch, n.tree.writer(p, newHeldFile(fd, payer)), 0, 0
 }
 
 // made finishes the creation of name at rel (a folder, node or link): attributes, inode. On failure it removes
