@@ -128,9 +128,16 @@ func (Backend) Run(ctx context.Context, spec backends.Spec) (int, error) {
 		cmd.Env = append(cmd.Env, "TMPDIR="+tmpdir)
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = spec.Stdin, spec.Stdout, spec.Stderr
+	var relay *terminalRelay
+	if landlock != "" {
+		var err error
+		if relay, err = newTerminalRelay(&cmd.Stdin, &cmd.Stdout, &cmd.Stderr); err != nil {
+			return helperExit, err
+		}
+	}
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = 10 * time.Second
-	err := runForwarding(cmd)
+	err := runForwarding(cmd, relay)
 	if err != nil && cmd.SysProcAttr != nil && cmd.ProcessState == nil {
 		if landlock != "" {
 			// The sandbox's promise rests on its namespaces (sandbox.go): refused, never run without them.

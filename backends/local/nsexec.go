@@ -61,6 +61,9 @@ func nsAttr(sandbox bool) *syscall.SysProcAttr {
 		// never delivers to a namespace's init from inside it.)
 		attr.Cloneflags |= syscall.CLONE_NEWPID
 		attr.Pdeathsig = syscall.SIGKILL
+		// Out of the caller's terminal session: nothing of the sandbox may make its group that terminal's
+		// foreground (pty.go); the caller's signals reach it through the CLI alone.
+		attr.Setsid = true
 	}
 	return attr
 }

@@ -8,6 +8,7 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+	"golang.org/x/term"
 
 	"github.com/sessionfs/sessionfs/confine"
 )
@@ -19,7 +20,7 @@ import (
 // ends. Then the kernel kills whatever else the sandbox started: nothing of it outlives the run (a process that
 // ignored SIGHUP and waited for the shell to take its terminal back took it over again, and read what the user
 // typed next). The init itself holds no rule: it runs no code of the command's, the command may neither signal
-// nor trace it (Landlock's scopes), and it never touches the terminal.
+// nor trace it (Landlock's scopes), and it has no terminal (a session of its own, made by the CLI: nsAttr).
 
 // confineArg, as the first argument, makes the sessionfs binary the confinement stage of a run with Landlock:
 // started by the run's init in the namespaces it shaped, it restricts itself as confine.CommandEnv says and execs
@@ -27,7 +28,7 @@ import (
 const confineArg = "__sessionfs-confine"
 
 // initSignals are the signals the init relays to the command: those the CLI relays (signals.go) and any other a
-// user may send the init itself. The terminal's own (Ctrl-C, Ctrl-Z, a resize) reach the command without it.
+// user may send the init itself. The pty's own (Ctrl-C, Ctrl-Z, a resize) reach the command without it.
 var initSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1,
 	syscall.SIGUSR2, syscall.SIGWINCH, syscall.SIGCONT, syscall.SIGTSTP}
 
@@ -37,18 +38,20 @@ func runInit(argv []string) (int, error) {
 	sigs := make(chan os.Signal, 16)
 	signal.Notify(sigs, initSignals...) // before the child: none is lost
 	// /proc/self/exe is this very binary (the run's own /proc shows this process), whatever its path shows now.
+	// The command runs in a session of its own (the init's, made by the CLI, has no terminal): a terminal on its
+	// stdio is the run's own pty (pty.go), made its controlling one; no terminal of the caller's is reachable.
+	sys := &syscall.SysProcAttr{Setsid: true}
+	for fd := range 3 {
+		if term.IsTerminal(fd) {
+			sys.Setctty, sys.Ctty = true, fd
+			break
+		}
+	}
 	child, err := os.StartProcess("/proc/self/exe", append([]string{os.Args[0], confineArg, "--"}, argv...),
-		&os.ProcAttr{Env: os.Environ(), Files: []*os.File{os.Stdin, os.Stdout, os.Stderr}})
+		&os.ProcAttr{Env: os.Environ(), Files: []*os.File{os.Stdin, os.Stdout, os.Stderr}, Sys: sys})
 	if err != nil {
 		return helperExit, fmt.Errorf("--landlock: start the command: %w", err)
 	}
-	// The command stays in the caller's process group, where a terminal's signals reach it; the init leaves it,
-	// so that a signal it gets was meant for it (the CLI's, relayed once) and never a second copy of the
-	// terminal's. Should the kernel refuse, a Ctrl-C may reach the command twice: no reason to stop the run.
-	_ = unix.Setpgid(0, 0)
-	// Out of the terminal's foreground group, a write to it must not stop the init (its child has exec'd: the
-	// dispositions are this process's alone).
-	signal.Ignore(syscall.SIGTTOU, syscall.SIGTTIN)
 	go func() {
 		for sig := range sigs {
 			_ = child.Signal(sig) // by pidfd: never another process, once the command is gone

@@ -15,9 +15,10 @@ var forwarded = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, sys
 
 // runForwarding runs cmd, passing it the signals this process gets, as a shell does: the command decides what a
 // signal means (its SIGINT trap runs to its end, and its exit code is the CLI's). A terminal's Ctrl-C already
-// reached the command (the terminal signals the whole foreground process group, which it shares with this
-// process), so a SIGINT or SIGQUIT is relayed only when the command would not have had it from a terminal.
-func runForwarding(cmd *exec.Cmd) error {
+// reached a command in the CLI's process group (the terminal signals the whole foreground group), so a SIGINT or
+// SIGQUIT is relayed to it only when it would not have had it from a terminal; a sandbox, in a session of its own
+// (its keys go through relay, its pty), gets them all. relay (nil: none) starts once the command holds its pty.
+func runForwarding(cmd *exec.Cmd, relay *terminalRelay) error {
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, forwarded...)
 	defer signal.Stop(sigs)
@@ -28,11 +29,20 @@ func runForwarding(cmd *exec.Cmd) error {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
 	}
-	if sandbox && fromTerminal() {
-		defer reclaimTerminal()
-	}
 	if err := cmd.Start(); err != nil {
+		if relay != nil {
+			relay.close()
+		}
 		return err
+	}
+	if relay != nil {
+		if err := relay.start(); err != nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			relay.close()
+			return err
+		}
+		defer relay.stop()
 	}
 	done := make(chan struct{})
 	defer close(done)
@@ -42,7 +52,7 @@ func runForwarding(cmd *exec.Cmd) error {
 			case <-done:
 				return
 			case sig := <-sigs:
-				if (sig == syscall.SIGINT || sig == syscall.SIGQUIT) && fromTerminal() {
+				if (sig == syscall.SIGINT || sig == syscall.SIGQUIT) && !sandbox && fromTerminal() {
 					continue
 				}
 				_ = cmd.Process.Signal(sig)
@@ -57,17 +67,4 @@ func runForwarding(cmd *exec.Cmd) error {
 func fromTerminal() bool {
 	pgrp, err := unix.IoctlGetInt(0, unix.TIOCGPGRP)
 	return err == nil && pgrp == unix.Getpgrp()
-}
-
-// reclaimTerminal makes this process's group its terminal's foreground again when a sandboxed run left it to a
-// process group that is gone: a shell in the sandbox took the terminal for its jobs (tcsetpgrp), and from its
-// PID namespace it cannot name this group to give it back. The caller's next read must not stop it (SIGTTIN).
-func reclaimTerminal() {
-	pgrp, err := unix.IoctlGetInt(0, unix.TIOCGPGRP)
-	if err != nil || pgrp <= 0 || pgrp == unix.Getpgrp() || unix.Kill(-pgrp, 0) != unix.ESRCH {
-		return
-	}
-	signal.Ignore(syscall.SIGTTOU) // from a background group, tcsetpgrp would stop this process
-	defer signal.Reset(syscall.SIGTTOU)
-	_ = unix.IoctlSetPointerInt(0, unix.TIOCSPGRP, unix.Getpgrp())
 }
