@@ -20,8 +20,8 @@ import (
 //     folder leads into it). Every mount is nosuid too (no_new_privs already makes set-uid files gain nothing);
 //   - /dev/pts is a devpts instance of the run's own (bind.Terminals): the command sees the terminals it opens
 //     (node-pty's), none of the host's other logins, to read what is typed there or write a fake prompt into
-//     it. Its stdin, stdout and stderr and /dev/tty (the caller's terminal, its controlling one) are reached
-//     without a name in /dev/pts, and keep working;
+//     it. Its stdin, stdout and stderr and /dev/tty (the run's own pty, when the caller's were a terminal:
+//     pty.go) are reached without a name in /dev/pts, and keep working;
 //   - /proc is a procfs of the run's PID namespace (bind.Processes): the command sees its own processes and the
 //     init, not the host's (their command lines, which may hold a secret);
 //   - /dev/shm is an empty tmpfs of the run's own (bind.SharedMemory, at most shmSize, noexec): the host's
