@@ -218,8 +218,8 @@ func (r nonblockReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// TestLandlockTerminals: what the private /dev/pts must keep working. The caller's terminal is the command's
-// stdin, stdout and controlling terminal: writes to stdout and to /dev/tty reach it; and a pty made inside the
+// TestLandlockTerminals: what the private /dev/pts must keep working. The command's stdin, stdout and controlling
+// terminal are the run's own pty, relayed to the caller's terminal: writes to stdout and to /dev/tty reach it; and a pty made inside the
 // sandbox as node-pty makes it works, and is the only terminal /dev/pts lists.
 func TestLandlockTerminals(t *testing.T) {
 	check := func(t *testing.T, cmd *exec.Cmd, attacker string) {
@@ -613,8 +613,8 @@ let out = ''; p.onData(d => { out += d; }); p.onExit(e => console.log(JSON.strin
 	})
 }
 
-// TestLandlockInteractiveShell: an interactive shell runs in the sandbox on the caller's terminal, with job
-// control: its prompt, a command, a job that reads the terminal, exit. (Refused tcsetpgrp, bash hung: from its
+// TestLandlockInteractiveShell: an interactive shell runs in the sandbox on its pty, relayed to the caller's
+// terminal, with job control: its prompt, a command, a job that reads the terminal, exit. (Refused tcsetpgrp, bash hung: from its
 // PID namespace it cannot see the caller's process group, makes its own, and stops itself with SIGTTIN until
 // that is the terminal's foreground.) As root on the store and through the mount, and as a normal user.
 func TestLandlockInteractiveShell(t *testing.T) {
