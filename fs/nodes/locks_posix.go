@@ -25,7 +25,8 @@ type owned struct {
 
 // setPosix takes or releases lk for owner on the store file behind f, without waiting. The owner's descriptor is
 // opened (charged to p) for its first lock and closed once it holds none, so an owner that holds nothing costs
-// the daemon nothing, whether it unlocked, was refused, or never got the lock.
+// the daemon nothing, whether it unlocked, was refused, or never got the lock. A request that would leave the
+// owner more than maxRangesPerOwner ranges is refused (locks_ranges.go).
 func (t *lockTable) setPosix(f fs.FileHandle, owner uint64, p payer, lk *fuse.FileLock) syscall.Errno {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -42,10 +43,14 @@ func (t *lockTable) setPosix(f fs.FileHandle, owner uint64, p payer, lk *fuse.Fi
 			return errno
 		}
 	}
-	var flk syscall.Flock_t
-	lk.ToFlockT(&flk)
-	flk.Pid = 0 // OFD requests want 0
-	errno = fs.ToErrno(syscall.FcntlFlock(uintptr(of.fd), unix.F_OFD_SETLK, &flk))
+	if of.held.lenAfter(lk) > maxRangesPerOwner {
+		errno = syscall.ENOLCK
+	} else {
+		var flk syscall.Flock_t
+		lk.ToFlockT(&flk)
+		flk.Pid = 0 // OFD requests want 0
+		errno = fs.ToErrno(syscall.FcntlFlock(uintptr(of.fd), unix.F_OFD_SETLK, &flk))
+	}
 	if errno == 0 {
 		if lk.Typ == syscall.F_UNLCK {
 			of.held.remove(lk.Start, lk.End)
@@ -62,6 +67,14 @@ func (t *lockTable) setPosix(f fs.FileHandle, owner uint64, p payer, lk *fuse.Fi
 		t.closeOwner(key, owner, of)
 	}
 	return errno
+}
+
+// lenAfter is how many ranges the owner would hold once lk is taken or released.
+func (r byteRanges) lenAfter(lk *fuse.FileLock) int {
+	if lk.Typ == syscall.F_UNLCK {
+		return r.lenAfterRemove(lk.Start, lk.End)
+	}
+	return r.lenAfterAdd(lk.Start, lk.End)
 }
 
 // getPosix reports in out a lock that would stop owner's lk: another owner's, through the mount or not.

@@ -61,9 +61,9 @@ func TestOwnerFileClosedOnceIdle(t *testing.T) {
 }
 
 // One uid fills only its own share of owners' descriptors in a session, then its own across sessions; another
-// uid locking the same session's file has its own.
+// uid locking the same session's file has its own, until the session's share is used up.
 func TestOwnerFilesShared(t *testing.T) {
-	tbl := &lockTable{files: shares{limits: shareLimits{sessionUID: 2, uid: 3, total: 5}}}
+	tbl := &lockTable{files: shares{limits: shareLimits{sessionUID: 2, session: 3, uid: 3, total: 5}}}
 	dir := t.TempDir()
 	f := request(t, tbl, filepath.Join(dir, "f"), syscall.O_RDWR)
 	owner := uint64(0)
@@ -76,6 +76,7 @@ func TestOwnerFilesShared(t *testing.T) {
 	require.Zero(t, lock(a))
 	assert.Equal(t, syscall.ENOLCK, lock(a), "uid 1 used up its share in session a")
 	require.Zero(t, lock(aOther), "another uid on session a's file")
+	assert.Equal(t, syscall.ENOLCK, lock(payer{"a", 7}), "session a used up its share, whatever uid asks")
 	require.Zero(t, lock(a2), "the same uid in another session")
 	assert.Equal(t, syscall.ENOLCK, lock(a2), "uid 1 used up its share")
 	require.Zero(t, lock(b), "another uid's session")
@@ -149,11 +150,11 @@ func TestReadOnlyExclusiveFlockIsShared(t *testing.T) {
 	require.NoError(t, unix.Flock(elsewhere, unix.LOCK_SH|unix.LOCK_NB), "through a read-only mount, every flock is shared")
 }
 
-// A uid has only so many requests waiting in a session; the others are refused at once, while another uid on
-// the same session's files and the same uid in another session still wait; the waiters end when the lock comes
+// A uid has only so many requests waiting in a session, and a session over all uids; the others are refused at
+// once, while another uid on the same session's files and the same uid in another session still wait; the waiters end when the lock comes
 // free or their caller is interrupted.
 func TestWaitersShared(t *testing.T) {
-	tbl := &lockTable{waiters: shares{limits: shareLimits{sessionUID: 2, uid: 3, total: 10}}}
+	tbl := &lockTable{waiters: shares{limits: shareLimits{sessionUID: 2, session: 3, uid: 3, total: 10}}}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	a := payer{"a", 1}
@@ -165,7 +166,7 @@ func TestWaitersShared(t *testing.T) {
 		}
 		return syscall.EAGAIN
 	}
-	ended := make(chan syscall.Errno, 2)
+	ended := make(chan syscall.Errno, 3)
 	for range 2 {
 		go func() { ended <- tbl.wait(ctx, a, held) }()
 	}
@@ -183,9 +184,23 @@ func TestWaitersShared(t *testing.T) {
 		assert.Zero(t, tbl.wait(ctx, p, freeSoon), "%v waits, and gets the lock", p)
 		assert.Equal(t, 3, tries)
 	}
+	third := make(chan struct{})
+	go func() {
+		ended <- tbl.wait(ctx, payer{"a", 5}, func() syscall.Errno {
+			select {
+			case <-third:
+			default:
+				close(third)
+			}
+			return syscall.EAGAIN
+		})
+	}()
+	<-third
+	assert.Equal(t, syscall.ENOLCK, tbl.wait(ctx, payer{"a", 6}, held), "session a's waiters are all in use, whatever uid asks")
 	cancel()
-	assert.Equal(t, syscall.EINTR, <-ended)
-	assert.Equal(t, syscall.EINTR, <-ended)
+	for range 3 {
+		assert.Equal(t, syscall.EINTR, <-ended)
+	}
 	tbl.mu.Lock()
 	defer tbl.mu.Unlock()
 	assert.Zero(t, tbl.waiters.total)
