@@ -144,9 +144,15 @@ type attacker struct {
 
 func startAttacker(t *testing.T, exe string, env ...string) *attacker {
 	t.Helper()
+	return startAttackerAs(t, 65534, exe, env...)
+}
+
+// startAttackerAs is startAttacker run as uid (and gid) uid.
+func startAttackerAs(t *testing.T, uid uint32, exe string, env ...string) *attacker {
+	t.Helper()
 	cmd := exec.Command(exe)
 	cmd.Env = append(os.Environ(), env...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: uid}}
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	require.NoError(t, err)
