@@ -70,7 +70,7 @@ func payerOf(ctx context.Context, session string) payer {
 	return p
 }
 
-// shares counts one kind of use against its limits. The lock table's mutex guards it.
+// shares counts one kind of use against its limits. Its user guards it (the lock table's mutex, openShares's).
 type shares struct {
 	limits    shareLimits
 	byPayer   map[payer]int

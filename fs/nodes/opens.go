@@ -23,59 +23,32 @@ import (
 // program (a server backs off and closes idle files, a shell reports the command's failure); ENFILE claims
 // the whole system is out, which no program of the caller can remedy.
 
-// openLimits bounds the store descriptors held for callers' opens: per uid in one session, per session (all
-// uids), per uid (all sessions), and all callers together.
-type openLimits struct{ sessionUID, session, uid, total int }
-
-// openLimitsFor sizes the shares from the daemon's descriptor limit: one session's worst (an eighth) or one
-// uid's (an eighth) leaves all callers together room for three more as bad, and the daemon half its table.
-func openLimitsFor(nofile int) openLimits {
-	return openLimits{sessionUID: nofile / 16, session: nofile / 8, uid: nofile / 8, total: nofile / 2}
+// openLimitsFor sizes the shares of store descriptors held for callers' opens from the daemon's descriptor
+// limit: one session's worst (an eighth) or one uid's (an eighth) leaves all callers together room for three
+// more as bad, and the daemon half its table.
+func openLimitsFor(nofile int) shareLimits {
+	return shareLimits{sessionUID: nofile / 16, session: nofile / 8, uid: nofile / 8, total: nofile / 2}
 }
 
-// openShares counts the store descriptors held for callers' opens.
+// openShares counts the store descriptors held for callers' opens: the shares locks are counted with
+// (locks_shares.go), under a mutex of their own (an open holds no lock table).
 type openShares struct {
-	mu        sync.Mutex
-	limits    openLimits
-	byPayer   map[payer]int
-	bySession map[string]int
-	byUID     map[uint32]int
-	total     int
+	mu sync.Mutex
+	shares
 }
 
-// take charges one open to p, unless that would take p (its uid in its session), p's session, p's uid or all
-// callers over their limit.
+// take charges one open to p, unless that would take one of its shares over its limit.
 func (s *openShares) take(p payer) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.byPayer == nil {
-		s.byPayer, s.bySession, s.byUID = map[payer]int{}, map[string]int{}, map[uint32]int{}
-	}
-	l := s.limits
-	if s.byPayer[p] >= l.sessionUID || s.bySession[p.session] >= l.session || s.byUID[p.uid] >= l.uid || s.total >= l.total {
-		return false
-	}
-	s.byPayer[p]++
-	s.bySession[p.session]++
-	s.byUID[p.uid]++
-	s.total++
-	return true
+	return s.shares.take(p)
 }
 
 // give returns one open taken by p.
 func (s *openShares) give(p payer) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.byPayer[p]--; s.byPayer[p] <= 0 {
-		delete(s.byPayer, p)
-	}
-	if s.bySession[p.session]--; s.bySession[p.session] <= 0 {
-		delete(s.bySession, p.session)
-	}
-	if s.byUID[p.uid]--; s.byUID[p.uid] <= 0 {
-		delete(s.byUID, p.uid)
-	}
-	s.total--
+	s.shares.give(p)
 }
 
 // held is how many opens p holds now (for tests).

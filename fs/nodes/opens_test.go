@@ -16,8 +16,8 @@ import (
 // One uid fills its share in a session, then its share across sessions; a session's callers together fill the
 // session's; all together never the daemon's reserve; what is given back can be taken again.
 func TestOpenSharesBoundEachCaller(t *testing.T) {
-	s := openShares{limits: openLimitsFor(160)} // 10 per uid in a session, 20 a session, 20 a uid, 80 in all
-	assert.Equal(t, openLimits{sessionUID: 10, session: 20, uid: 20, total: 80}, s.limits)
+	s := openShares{shares: shares{limits: openLimitsFor(160)}} // 10 per uid in a session, 20 a session, 20 a uid, 80 in all
+	assert.Equal(t, shareLimits{sessionUID: 10, session: 20, uid: 20, total: 80}, s.limits)
 	fill := func(p payer) int {
 		n := 0
 		for s.take(p) {
@@ -47,7 +47,7 @@ func TestOpenSharesBoundEachCaller(t *testing.T) {
 func TestOpensChargedUntilRelease(t *testing.T) {
 	RaiseFileLimit()
 	saved := opens.limits
-	opens.limits = openLimits{sessionUID: 2, session: 4, uid: 4, total: 8}
+	opens.limits = shareLimits{sessionUID: 2, session: 4, uid: 4, total: 8}
 	t.Cleanup(func() { opens.limits = saved })
 	p := filepath.Join(t.TempDir(), "f")
 	require.NoError(t, os.WriteFile(p, nil, 0o644))
