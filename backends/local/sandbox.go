@@ -63,52 +63,32 @@ func sandboxMounts() error {
 			return fmt.Errorf("--landlock: give /dev its devices back: %w", err)
 		}
 	}
-	pts, err := unix.Openat(dev, "pts", unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return fmt.Errorf("--landlock: /dev/pts: %w", err)
-	}
-	defer unix.Close(pts)
-	m, err := bind.Terminals(pts)
-	if err != nil {
+	if err := mountOwn(dev, "pts", false, bind.Terminals); err != nil {
 		return fmt.Errorf("--landlock: a /dev/pts of the run's own (devpts newinstance): %w", err)
 	}
-	m.Close()
-	if err := ownProcesses(); err != nil {
+	if err := mountOwn(root, "proc", false, bind.Processes); err != nil {
 		return fmt.Errorf("--landlock: a /proc of the run's own: %w", err)
 	}
-	if err := ownSharedMemory(dev); err != nil {
-		return fmt.Errorf("--landlock: a /dev/shm of the run's own: %w", err)
+	// Where the host has no /dev/shm there is nothing shared to hide, and the command gets none either.
+	if err := mountOwn(dev, "shm", true, func(place int) (*bind.Mount, error) { return bind.SharedMemory(place, shmSize) }); err != nil {
+		return fmt.Errorf("--landlock: a /dev/shm of the run's own (refusing to run with the host's): %w", err)
 	}
 	return nil
 }
 
-// ownProcesses mounts a procfs of the run's PID namespace over /proc.
-func ownProcesses() error {
-	proc, err := unix.Open("/proc", unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return err
-	}
-	defer unix.Close(proc)
-	m, err := bind.Processes(proc)
-	if err != nil {
-		return err
-	}
-	m.Close()
-	return nil
-}
-
-// ownSharedMemory mounts an empty tmpfs over /dev/shm (beneath dev), where the host has one: a /dev/shm that is
-// not a folder (a link elsewhere) is refused, since the command's rule would follow it.
-func ownSharedMemory(dev int) error {
-	shm, err := unix.Openat(dev, "shm", unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if errors.Is(err, unix.ENOENT) {
-		return nil // nothing shared to hide; the command gets no /dev/shm either
+// mountOwn mounts a filesystem of the run's own (mount) over the folder name beneath dir, reached with no
+// symlink: a link there is refused, since the command's rule would follow it. optional says a name that is
+// missing is no error (nothing of the host's to hide there).
+func mountOwn(dir int, name string, optional bool, mount func(place int) (*bind.Mount, error)) error {
+	place, err := unix.Openat(dir, name, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if optional && errors.Is(err, unix.ENOENT) {
+		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("/dev/shm is not a folder (%w): refusing to run with the host's shared memory", err)
+		return fmt.Errorf("%s is not a folder: %w", name, err)
 	}
-	defer unix.Close(shm)
-	m, err := bind.SharedMemory(shm, shmSize)
+	defer unix.Close(place)
+	m, err := mount(place)
 	if err != nil {
 		return err
 	}
