@@ -1,6 +1,7 @@
 package bind
 
 import (
+	"errors"
 	"fmt"
 
 	"golang.org/x/sys/unix"
@@ -44,7 +45,7 @@ func Clone(src int, f Flags) (*Tree, error) {
 		unix.Close(fd)
 		return nil, fmt.Errorf("mount_setattr: %w", err)
 	}
-	id, err := mountID(fd)
+	id, err := MountID(fd)
 	if err != nil {
 		unix.Close(fd)
 		return nil, err
@@ -97,11 +98,16 @@ func (m *Mount) Close() {
 	}
 }
 
-// mountID is the id of the mount the descriptor fd is on.
-func mountID(fd int) (uint64, error) {
+// MountID is the id of the mount the descriptor fd is on (the mount table's). DONT_SYNC: the attributes cached
+// will do (a mount id is not the filesystem's to answer), so a FUSE mount whose daemon is gone or stuck answers
+// at once.
+func MountID(fd int) (uint64, error) {
 	var stx unix.Statx_t
-	if err := unix.Statx(fd, "", unix.AT_EMPTY_PATH, unix.STATX_MNT_ID, &stx); err != nil {
+	if err := unix.Statx(fd, "", unix.AT_EMPTY_PATH|unix.AT_STATX_DONT_SYNC, unix.STATX_MNT_ID, &stx); err != nil {
 		return 0, fmt.Errorf("statx: %w", err)
+	}
+	if stx.Mask&unix.STATX_MNT_ID == 0 {
+		return 0, errors.New("the kernel gives no mount id (statx STATX_MNT_ID, Linux 5.8)")
 	}
 	return stx.Mnt_id, nil
 }

@@ -31,7 +31,7 @@ func (m *Mount) At(root int, rel string) bool {
 		return false
 	}
 	defer unix.Close(fd)
-	id, err := mountID(fd)
+	id, err := MountID(fd)
 	return err == nil && id == m.ID
 }
 
@@ -86,7 +86,7 @@ func (m *Mount) Release(parent int, name string) (bool, error) {
 	if err != nil {
 		return true, nil
 	}
-	if id, err := mountID(fd); err != nil || id != m.ID {
+	if id, err := MountID(fd); err != nil || id != m.ID {
 		unix.Close(fd)
 		return true, nil
 	}
@@ -108,7 +108,7 @@ func DetachAt(root int, rel string, id uint64) error {
 	if err != nil {
 		return err
 	}
-	got, err := mountID(fd)
+	got, err := MountID(fd)
 	unix.Close(fd)
 	if err != nil {
 		return err

@@ -53,7 +53,7 @@ func mountNew(fstype string, flags []string, options [][2]string, attrs int, pla
 	if err != nil {
 		return nil, fmt.Errorf("fsmount %s: %w", fstype, err)
 	}
-	id, err := mountID(mfd)
+	id, err := MountID(mfd)
 	if err != nil {
 		unix.Close(mfd)
 		return nil, err

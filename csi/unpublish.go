@@ -78,28 +78,15 @@ func mountOn(parent int, name string) (*mountinfo.Info, error) {
 		return nil, err
 	}
 	defer unix.Close(fd)
-	below, err := mountID(parent)
+	below, err := bind.MountID(parent)
 	if err != nil {
 		return nil, err
 	}
-	id, err := mountID(fd)
+	id, err := bind.MountID(fd)
 	if err != nil || id == below {
 		return nil, err
 	}
 	return mountByID(id)
-}
-
-// mountID is the id of the mount fd is on. DONT_SYNC: the attributes cached will do, so a FUSE mount whose
-// daemon is gone or stuck answers at once.
-func mountID(fd int) (uint64, error) {
-	var stx unix.Statx_t
-	if err := unix.Statx(fd, "", unix.AT_EMPTY_PATH|unix.AT_STATX_DONT_SYNC, unix.STATX_MNT_ID, &stx); err != nil {
-		return 0, fmt.Errorf("statx: %w", err)
-	}
-	if stx.Mask&unix.STATX_MNT_ID == 0 {
-		return 0, errors.New("the kernel gives no mount id (statx STATX_MNT_ID, Linux 5.8)")
-	}
-	return stx.Mnt_id, nil
 }
 
 // mountByID is the mount table's entry of mount id.
@@ -121,7 +108,7 @@ func (d *Driver) nodeMount() (*mountinfo.Info, error) {
 		return nil, fmt.Errorf("the sessionfs mount at %s: %w", d.Mountpoint, err)
 	}
 	defer unix.Close(fd)
-	id, err := mountID(fd)
+	id, err := bind.MountID(fd)
 	if err != nil {
 		return nil, err
 	}
