@@ -57,6 +57,10 @@ The plugin runs as root (it mounts). See README, "Running on Kubernetes", and co
 			if err := csi.CheckEndpoint(endpoint); err != nil {
 				return usageError(err.Error())
 			}
+			// Checked before anything is made: bad input mounts nothing.
+			if !filepath.IsAbs(kubeletRoot) || !filepath.IsAbs(stateDir) {
+				return usageError("--kubelet-root and --state-dir want absolute paths")
+			}
 			s, err := a.createStore()
 			if err != nil {
 				return err
@@ -70,9 +74,6 @@ The plugin runs as root (it mounts). See README, "Running on Kubernetes", and co
 				return err
 			}
 			defer stop()
-			if !filepath.IsAbs(kubeletRoot) || !filepath.IsAbs(stateDir) {
-				return usageError("--kubelet-root and --state-dir want absolute paths")
-			}
 			d := &csi.Driver{Store: s, Mountpoint: abs, NodeID: nodeID, Version: version, Profiles: profiles,
 				KubeletRoot: kubeletRoot, StateDir: stateDir,
 				Create: func(id string, opts layout.CreateOptions) error {
