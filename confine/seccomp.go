@@ -157,11 +157,6 @@ func servingProgram(info *arch.Info, mode string, pid int) ([]unix.SockFilter, e
 	if info.ID == arch.X86_64.ID { // x32's calls are x86-64's numbers with a bit set
 		prog = append(prog, jump(unix.BPF_JGE, uint32(arch.X32.SeccompMask), 0, 1), ret(unix.SECCOMP_RET_ERRNO|uint32(unix.ENOSYS)))
 	}
-	for _, name := range allowed {
-		if nr, ok := info.SyscallNames[name]; ok { // a name this architecture lacks is left out
-			prog = append(prog, jump(unix.BPF_JEQ, uint32(nr), 0, 1), allow)
-		}
-	}
 	// block appends the instructions that decide the call name, skipped for any other call; it must end in a
 	// return (it clobbers the number it is given).
 	block := func(name string, body ...unix.SockFilter) {
@@ -188,6 +183,15 @@ func servingProgram(info *arch.Info, mode string, pid int) ([]unix.SockFilter, e
 		requests = append(requests, jump(unix.BPF_JEQ, uint32(req), 0, 1), allow)
 	}
 	block("ioctl", append(requests, denyIoctl)...)
+	// The calls allowed whatever their arguments come after the ones decided by an argument: the kernel caches
+	// their answer by number (its seccomp action cache) and never runs the program for them, while an ioctl
+	// (two on every open of a file through the mount: passthrough's backing open and close) runs it, and would
+	// otherwise first walk this whole list.
+	for _, name := range allowed {
+		if nr, ok := info.SyscallNames[name]; ok { // a name this architecture lacks is left out
+			prog = append(prog, jump(unix.BPF_JEQ, uint32(nr), 0, 1), allow)
+		}
+	}
 	return append(prog, deny), nil
 }
 
