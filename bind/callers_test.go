@@ -25,19 +25,19 @@ var mountCalls = []string{"Mount", "Unmount", "OpenTree", "MoveMount", "MountSet
 // allowedMountCalls are the calls outside package bind, by file, with why each is not a bind of a session's folder.
 var allowedMountCalls = map[string][]string{
 	// The FUSE mount itself at the user's mountpoint, and its unmount there (the admin's path, not the mount's).
-	"fs/split.go": {"Mount", "Unmount"},
-	"fs/mount.go": {"Unmount", "Unmount"},
+	"mount/split.go": {"Mount", "Unmount"},
+	"mount/mount.go": {"Unmount", "Unmount"},
 	// fusectl at /sys/fs/fuse/connections, to abort a hung connection.
-	"fs/stale.go": {"Mount"},
+	"mount/stale.go": {"Mount"},
 	// The fault-injection build's tmpfs over a test's own path (build tag fault, never in a release).
-	"fs/nodes/fault_on.go": {"Mount"},
-	"fs/remote.go":         {"Unmount", "Unmount"},
+	"mount/nodes/fault_on.go": {"Mount"},
+	"mount/remote.go":         {"Unmount", "Unmount"},
 	// Staged binds under a root-only folder of sessionfs's own (the engine needs a path).
 	"backends/docker/binds.go": {"Unmount", "Unmount"},
 }
 
 // primitiveCallers are the files that bind a session's folder, each through Attach or Clone.
-var primitiveCallers = []string{"backends/docker/binds.go", "backends/local/nsexec.go", "csi/publish.go", "fs/binds.go"}
+var primitiveCallers = []string{"backends/docker/binds.go", "backends/local/nsexec.go", "csi/publish.go", "mount/binds.go"}
 
 func TestOneBindPrimitive(t *testing.T) {
 	root, err := filepath.Abs("..")

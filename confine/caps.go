@@ -26,7 +26,7 @@ var Keep = []cap.Value{cap.CHOWN, cap.DAC_OVERRIDE, cap.FOWNER, cap.FSETID, cap.
 
 // HelperKeep are the capabilities the privileged helper holds beyond Keep: SYS_PTRACE, to read which processes of
 // every user keep the mount busy (their /proc/<pid>/fd), and SYS_NICE, to leave the idle scheduling class it is
-// started in (fs/idle.go). The helper is started with what the bounding set holds
+// started in (mount/idle.go). The helper is started with what the bounding set holds
 // (Bound), so it holds nothing else either.
 var HelperKeep = []cap.Value{cap.SYS_PTRACE, cap.SYS_NICE}
 

@@ -22,7 +22,7 @@ var allowed = []string{
 	"epoll_create1", "epoll_ctl", "epoll_wait", "epoll_pwait", "epoll_pwait2", "eventfd2", "pipe2",
 	"poll", "ppoll", "getrlimit", "prlimit64", "uname", "getrandom", "prctl", "capget", "arch_prctl",
 	"getuid", "geteuid", "getgid", "getegid", "getgroups", "restart_syscall",
-	// A caller's filesystem identity for what is made on its behalf (fs/nodes/at.go); no other identity call.
+	// A caller's filesystem identity for what is made on its behalf (mount/nodes/at.go); no other identity call.
 	"setfsuid", "setfsgid",
 	// Descriptors and I/O: /dev/fuse (read, write; its ioctls are ioctlRequests), files, the socket to the helper.
 	"read", "write", "readv", "writev", "pread64", "pwrite64", "preadv", "pwritev", "preadv2", "pwritev2",

@@ -14,7 +14,7 @@ import (
 )
 
 // The mount as root binds each session's workspace, app and mcps from the store over its own folders, so a
-// person's shell, grep -r or docker run -v on the mount works at the disk's speed (fs/binds.go).
+// person's shell, grep -r or docker run -v on the mount works at the disk's speed (mount/binds.go).
 
 // mountEntry is one line of /proc/self/mountinfo.
 type mountEntry struct {

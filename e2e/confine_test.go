@@ -17,14 +17,14 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	sfs "github.com/sessionfs/sessionfs/fs"
+	sfsmount "github.com/sessionfs/sessionfs/mount"
 )
 
 // faultPrefix is nodes.FaultPrefix: the names the fault-injection build answers in sessions/.
 const faultPrefix = ".sessionfs-fault-"
 
 // TestConfinedServerContainsASlip runs a test build of the daemon whose serving process, on request, uses a host
-// path by name (fs/nodes/fault_on.go), as a slip in its code would: the kernel must refuse it (Landlock,
+// path by name (mount/nodes/fault_on.go), as a slip in its code would: the kernel must refuse it (Landlock,
 // seccomp), and the mount must go on serving. The same build unconfined does reach the host's files, which shows
 // the hook works and the refusal is the confinement's.
 func TestConfinedServerContainsASlip(t *testing.T) {
@@ -142,7 +142,7 @@ func TestConfinedServerContainsASlip(t *testing.T) {
 // servingPID is the pid of the process serving the mount at mnt: the one holding its FUSE connection.
 func servingPID(t *testing.T, mnt string) int {
 	t.Helper()
-	pid, err := sfs.ServingPID(mnt)
+	pid, err := sfsmount.ServingPID(mnt)
 	require.NoError(t, err, "the serving process of %s", mnt)
 	return pid
 }
@@ -168,7 +168,7 @@ func helperPID(t *testing.T, pid int) int {
 	for _, f := range children {
 		child, err := strconv.Atoi(f)
 		require.NoError(t, err)
-		if cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", child)); strings.Contains(string(cmdline), sfs.HelperArg) {
+		if cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", child)); strings.Contains(string(cmdline), sfsmount.HelperArg) {
 			return child
 		}
 	}

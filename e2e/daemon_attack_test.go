@@ -208,7 +208,7 @@ func helperRelabel() int {
 // an --allow-other mount, in a file of its own session) asks for the store's filesystem to be renamed: ext4
 // obliges whoever holds SYS_ADMIN (and as readily shuts the filesystem down: EXT4_IOC_SHUTDOWN). The store is a
 // filesystem of its own here (a loop device), whose label must not change: confined (the seccomp filter refuses
-// the request) and with --confine off (the mount's nodes repeat no such request: fs/nodes/ioctl.go).
+// the request) and with --confine off (the mount's nodes repeat no such request: mount/nodes/ioctl.go).
 func TestAttackSessionIoctlWithDaemonsCapabilities(t *testing.T) {
 	need(t, os.Geteuid() == 0, "the confined serving process is root's, and the loop-mounted store is made by root")
 	need(t, runtime.GOARCH == "amd64" || runtime.GOARCH == "arm64", "FS_IOC_SETFSLABEL's number is asm-generic's")

@@ -15,7 +15,7 @@ import (
 )
 
 // TestAttackHelperFollowsHostileMount: the privileged helper of a confined mount walks nothing the serving daemon
-// answers. A test build of the daemon lies as a compromised one would (fs/nodes/fault_on.go, op hostile): a bound
+// answers. A test build of the daemon lies as a compromised one would (mount/nodes/fault_on.go, op hostile): a bound
 // session's folder is answered as a symlink to a host folder that holds a mount named workspace (another mount's
 // bind, a CSI pod's). The helper then releases that session's binds (--max-binds 1, two more sessions made).
 // Before, it unmounted <mnt>/sessions/<id>/workspace by path, followed the link, and unmounted the host's mount.

@@ -12,12 +12,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionfs/sessionfs/e2e/apistub"
-	sfs "github.com/sessionfs/sessionfs/fs"
+	sfsmount "github.com/sessionfs/sessionfs/mount"
 )
 
 // visibilityBound is what a mount of a shared store adds to the shared filesystem's own delay before another
 // host's change shows: its kernel cache's timeout (1 s), with room for a loaded machine.
-const visibilityBound = sfs.SharedTimeout + time.Second
+const visibilityBound = sfsmount.SharedTimeout + time.Second
 
 // seenOnB does change (on host A) and measures how long until host B sees it: directly on B's shared
 // filesystem (direct) and through B's sessionfs mount (mounted); it returns the latter and how much later than the
@@ -52,7 +52,7 @@ func TestHostsShareOneStore(t *testing.T) {
 	ok(t, storeA, "new", "web")
 	// The daemons find their store shared, so their kernel caches last 1 s, not 30 (the visibility subtest
 	// measures it).
-	fstype, shared := sfs.SharedStore(storeA)
+	fstype, shared := sfsmount.SharedStore(storeA)
 	require.True(t, shared, "a store on MooseFS (%s) is found shared", fstype)
 	assert.Regexp(t, `(?m)^OK\s+sharing\s+the store is on `+regexpQuote(fstype)+`, which other hosts may mount`,
 		cli(t, storeA, "doctor").stdout, "doctor says the store is shared")
@@ -91,7 +91,7 @@ func TestHostsShareOneStore(t *testing.T) {
 			"shared filesystem showed it), grown file %v (%v after)", worst[0].Round(time.Millisecond),
 			worstLag[0].Round(time.Millisecond), worst[1].Round(time.Millisecond), worstLag[1].Round(time.Millisecond))
 		for _, lag := range worstLag {
-			assert.Less(t, lag, visibilityBound, "the mount adds at most its kernel cache's %v (and slack)", sfs.SharedTimeout)
+			assert.Less(t, lag, visibilityBound, "the mount adds at most its kernel cache's %v (and slack)", sfsmount.SharedTimeout)
 		}
 	})
 

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	sfs "github.com/sessionfs/sessionfs/fs"
+	"github.com/sessionfs/sessionfs/mount"
 )
 
 // manyBinds measures what bound sessions cost the machine, at the default limit and at 1,000: Docker (runc)
@@ -55,7 +55,7 @@ func (b *bench) manyBinds() {
 		b.skip("bound sessions: %v", err)
 		return
 	}
-	for _, n := range []int{sfs.DefaultMaxBinds, 1000} {
+	for _, n := range []int{mount.DefaultMaxBinds, 1000} {
 		if b.c.sessions < n {
 			b.skip("%d bound sessions: the store holds %d sessions (-sessions)", n, b.c.sessions)
 			continue

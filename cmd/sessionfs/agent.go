@@ -13,6 +13,7 @@ import (
 	"github.com/sessionfs/sessionfs/agents/all"
 	"github.com/sessionfs/sessionfs/agents/claude"
 	"github.com/sessionfs/sessionfs/layout"
+	"github.com/sessionfs/sessionfs/session"
 )
 
 const agentHelp = "the coding agent the command runs (claude, codex, gemini, qwen, opencode): its variables point it at its folder in the session"
@@ -55,7 +56,7 @@ func prepareAgent(s *layout.Store, id, dir string, mounted bool, a *agents.Agent
 	if st, err := sess.Lstat(a.Dir); err == nil && st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		return fmt.Errorf("session %s: its %s is not a folder (a link?); the %s agent would follow it: refused", id, a.Dir, a.Name)
 	}
-	if err := agents.Prepare(sess, a, workspaces(s, id, dir, mounted)); err != nil {
+	if err := agents.Prepare(sess, a, session.Workspaces(s, id, mountpoint(s))); err != nil {
 		warnf("prepare %s: %v", a.Dir, err)
 	}
 	return nil
@@ -87,19 +88,11 @@ func agentCwd(root, workdir string) string {
 	return filepath.Join(root, workdir)
 }
 
-// workspaces are the paths a session's workspace is known by: in containers, in the store, in the mount.
-func workspaces(s *layout.Store, id, dir string, mounted bool) []string {
-	ws := []string{layout.ContainerPaths.Workspace, layout.Derive(s.Dir(id)).Workspace}
-	if mounted {
-		ws = append(ws, layout.Derive(dir).Workspace)
-	}
-	return ws
-}
-
 // importAgent is "import --agent": agent a's conversations, reported as Claude's are.
 func importAgent(cmd *cobra.Command, s *layout.Store, a *agents.Agent, opts agents.ImportOptions, asJSON bool) error {
 	opts.Agent = a
-	opts.Workspaces = func(id string) []string { dir, mounted := sessionDir(s, id); return workspaces(s, id, dir, mounted) }
+	mnt := mountpoint(s)
+	opts.Workspaces = func(id string) []string { return session.Workspaces(s, id, mnt) }
 	run := a.Import // an agent of its own kind (opencode's database); its own default --from
 	if run == nil {
 		run = agents.Import

@@ -14,8 +14,9 @@ import (
 
 	"github.com/sessionfs/sessionfs/confine"
 	"github.com/sessionfs/sessionfs/csi"
-	sfs "github.com/sessionfs/sessionfs/fs"
 	"github.com/sessionfs/sessionfs/layout"
+	"github.com/sessionfs/sessionfs/mount"
+	"github.com/sessionfs/sessionfs/session"
 )
 
 func (a *app) csiCmd() *cobra.Command {
@@ -77,10 +78,8 @@ The plugin runs as root (it mounts). See README, "Running on Kubernetes", and co
 			d := &csi.Driver{Store: s, Mountpoint: abs, NodeID: nodeID, Version: version, Profiles: profiles,
 				KubeletRoot: kubeletRoot, StateDir: stateDir,
 				Create: func(id string, opts layout.CreateOptions) error {
-					if _, err := s.Create(id, opts); err != nil {
-						return err
-					}
-					return seedClaude(s, id, sfs.SessionPath(abs, id), true)
+					_, err := session.Create(s, id, session.Options{CreateOptions: opts, Mountpoint: abs})
+					return err
 				}}
 			defer d.Close()
 			ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -104,8 +103,8 @@ The plugin runs as root (it mounts). See README, "Running on Kubernetes", and co
 // leaves that mount serving its pods, and the next plugin uses it.
 func ensureMount(s *layout.Store, mnt string) (stop func(), err error) {
 	serving := func() bool {
-		m, ok := sfs.FindMount(s.Root)
-		return ok && m.Mountpoint == mnt && !sfs.Stale(mnt)
+		m, ok := mount.Find(s.Root)
+		return ok && m.Mountpoint == mnt && !mount.Stale(mnt)
 	}
 	if serving() {
 		return func() {}, nil
@@ -139,7 +138,7 @@ func ensureMount(s *layout.Store, mnt string) (stop func(), err error) {
 		select {
 		case <-exited:
 		case <-time.After(10 * time.Second):
-			_ = sfs.Unmount(mnt) // busy (pods still hold it): detached, served until they leave
+			_ = mount.Unmount(mnt) // busy (pods still hold it): detached, served until they leave
 			_ = daemon.Process.Signal(syscall.SIGTERM)
 		}
 	}, nil

@@ -24,8 +24,8 @@ import (
 
 	"github.com/sessionfs/sessionfs/backends/modal"
 	"github.com/sessionfs/sessionfs/confine"
-	sfs "github.com/sessionfs/sessionfs/fs"
 	"github.com/sessionfs/sessionfs/layout"
+	"github.com/sessionfs/sessionfs/mount"
 )
 
 // check is one line of doctor's report.
@@ -110,9 +110,9 @@ func (a *app) diagnose() []check {
 			ids, _ := s.IDs()
 			add("store", status, fmt.Sprintf("%s writable, %s%s", s.Root, plural(len(ids), "session"), free), "")
 		}
-		if fstype, shared := sfs.SharedStore(s.Root); shared {
+		if fstype, shared := mount.SharedStore(s.Root); shared {
 			add("sharing", "OK", fmt.Sprintf("the store is on %s, which other hosts may mount: a mount caches names for %s, "+
-				"exec, run and resume take a lease", fstype, sfs.SharedTimeout), "")
+				"exec, run and resume take a lease", fstype, mount.SharedTimeout), "")
 		} else {
 			add("sharing", "OK", "the store's filesystem is not one other hosts mount (if they do: mount --shared)", "")
 		}
@@ -192,7 +192,7 @@ func checkWatches() (name, status, detail, fix string) {
 		return "watches", "WARN", "cannot read fs.inotify.max_user_watches", ""
 	}
 	detail = fmt.Sprintf("fs.inotify.max_user_watches %d: the mount watches each folder it shows, so changes made behind it "+
-		"show at once (past the limit: within %s)", n, sfs.DefaultTimeout)
+		"show at once (past the limit: within %s)", n, mount.DefaultTimeout)
 	if n < lowWatches {
 		return "watches", "WARN", detail, fmt.Sprintf("sysctl -w fs.inotify.max_user_watches=%d", 8*lowWatches)
 	}
@@ -202,21 +202,21 @@ func checkWatches() (name, status, detail, fix string) {
 // checkMounts reports the store's mounts: live, or stale (left by a crashed daemon).
 func (a *app) checkMounts(s *layout.Store, add func(name, status, detail, fix string)) {
 	mounts, _ := mountinfo.GetMounts(func(m *mountinfo.Info) (bool, bool) {
-		return m.FSType != sfs.FSType || m.Source != s.Root, false
+		return m.FSType != mount.FSType || m.Source != s.Root, false
 	})
 	if len(mounts) == 0 {
 		add("mount", "WARN", "the store is not mounted: transcripts resume only from the cwd they began in", "sessionfs mount")
 		return
 	}
 	for _, m := range mounts {
-		if sfs.Stale(m.Mountpoint) {
+		if mount.Stale(m.Mountpoint) {
 			add("mount", "FAIL", m.Mountpoint+" is stale (its daemon is gone)", "sessionfs unmount "+m.Mountpoint+", or mount again")
 			continue
 		}
 		add("mount", "OK", m.Mountpoint+" serves the store", "")
 		add(checkConfinement(m))
 		// Binds are the root daemon's: a normal user's mount serves everything through FUSE.
-		if n := len(sfs.Binds(m.Mountpoint)); n > 0 {
+		if n := len(mount.Binds(m.Mountpoint)); n > 0 {
 			add("binds", "OK", fmt.Sprintf("%s bound over %s (workspace, app and mcps at the disk's speed)", plural(n, "folder"), m.Mountpoint), "")
 		} else if !strings.Contains(","+m.VFSOptions+",", ",user_id=0,") {
 			add("binds", "WARN", "no session folder is bound over "+m.Mountpoint+": workspace, app and mcps go through FUSE "+
@@ -234,7 +234,7 @@ func checkConfinement(m *mountinfo.Info) (name, status, detail, fix string) {
 	if !strings.Contains(","+m.VFSOptions+",", ",user_id=0,") {
 		return "confine", "OK", "the mount at " + m.Mountpoint + " is a normal user's: its one process holds no privilege to confine", ""
 	}
-	pid, err := sfs.ServingPID(m.Mountpoint)
+	pid, err := mount.ServingPID(m.Mountpoint)
 	if err != nil {
 		return "confine", "WARN", "cannot tell which process serves the root mount at " + m.Mountpoint + ": " + err.Error(), ""
 	}

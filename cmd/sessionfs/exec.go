@@ -16,6 +16,7 @@ import (
 	"github.com/sessionfs/sessionfs/backends"
 	"github.com/sessionfs/sessionfs/backends/local"
 	"github.com/sessionfs/sessionfs/layout"
+	"github.com/sessionfs/sessionfs/session"
 )
 
 func (a *app) execCmd() *cobra.Command {
@@ -89,7 +90,7 @@ func (a *app) execIn(id string, argv []string, adjust ...func(*backends.Spec)) e
 	}
 	defer a.unlockSession()
 	dir, mounted := sessionDir(s, m.ID)
-	if err := seedClaude(s, m.ID, dir, mounted); err != nil {
+	if err := session.Seed(s, m.ID, mountpoint(s)); err != nil {
 		warnf("%v", err)
 	}
 	if !mounted {

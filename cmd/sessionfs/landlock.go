@@ -7,8 +7,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sessionfs/sessionfs/confine"
-	sfs "github.com/sessionfs/sessionfs/fs"
 	"github.com/sessionfs/sessionfs/layout"
+	"github.com/sessionfs/sessionfs/mount"
 )
 
 // landlockHelp is what --landlock does, for exec's and run's help.
@@ -90,7 +90,7 @@ func (o *landlockOpts) storeAndMount() (store, mnt string) {
 	if _, err := os.Stat(store); err != nil {
 		return "", "" // no store: the command fails on it next
 	}
-	if m, ok := sfs.FindMount(store); ok {
+	if m, ok := mount.Find(store); ok {
 		mnt = m.Mountpoint
 	}
 	return store, mnt

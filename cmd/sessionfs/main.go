@@ -10,12 +10,12 @@ import (
 	"strings"
 
 	"github.com/sessionfs/sessionfs/backends/local"
-	sfs "github.com/sessionfs/sessionfs/fs"
+	"github.com/sessionfs/sessionfs/mount"
 )
 
 func main() {
 	local.RunHelper() // the namespace helper of local runs, when asked: it never returns then
-	sfs.RunHelper()   // the privileged helper of a confined mount, when asked: it never returns then
+	mount.RunHelper() // the privileged helper of a confined mount, when asked: it never returns then
 	cmd, err := newRootCmd().ExecuteC()
 	var exit exitCode
 	var coded codedError

@@ -14,8 +14,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sessionfs/sessionfs/confine"
-	sfs "github.com/sessionfs/sessionfs/fs"
-	"github.com/sessionfs/sessionfs/fs/nodes"
+	"github.com/sessionfs/sessionfs/mount"
+	"github.com/sessionfs/sessionfs/mount/nodes"
 )
 
 // defaultMountpoint is ~/agent-sessions.
@@ -28,7 +28,7 @@ func defaultMountpoint() string {
 }
 
 func (a *app) mountCmd() *cobra.Command {
-	var opts sfs.Options
+	var opts mount.Options
 	var cpuProfile, logPath string
 	var maxNodes int64
 	var maxBinds int
@@ -92,17 +92,12 @@ confinement in force.`,
 			if len(args) == 1 {
 				mnt = args[0]
 			}
-			abs, err := filepath.Abs(mnt)
-			if err != nil {
-				return err
-			}
 			if opts.MaxBinds = maxBinds; maxBinds == 0 {
 				opts.MaxBinds = -1 // bind none
 			}
 			if opts.MaxNodes = maxNodes; maxNodes == 0 {
 				opts.MaxNodes = -1 // never prune
 			}
-			opts.OnCreate = func(id string) error { return seedClaude(s, id, sfs.SessionPath(abs, id), true) }
 			if cpuProfile != "" {
 				stop, err := startCPUProfile(cpuProfile)
 				if err != nil {
@@ -123,16 +118,16 @@ confinement in force.`,
 			// systemd is told before the confinement takes the socket away: the mount is made by then, and the
 			// kernel holds requests until they are served.
 			notify := func() {
-				if err := sfs.NotifyReady(); err != nil {
+				if err := mount.NotifyReady(); err != nil {
 					warnf("tell systemd the mount is ready: %v", err)
 				}
 			}
-			var m *sfs.Mount
+			var m *mount.Mount
 			if os.Geteuid() == 0 && opts.Confine.Mode != confine.Off {
-				m, err = sfs.Start(s, mnt, opts, notify) // served confined
+				m, err = mount.Start(s, mnt, opts, notify) // served confined
 				notify = func() {}
 			} else {
-				m, err = sfs.New(s, mnt, opts)
+				m, err = mount.New(s, mnt, opts)
 			}
 			if err != nil {
 				return err
@@ -162,7 +157,7 @@ confinement in force.`,
 			}
 			switch {
 			case m.Binding:
-				fmt.Fprintf(os.Stderr, "sessionfs: sessions' %s are binds of the store's folders (native speed; app and mcps once they hold something), up to %s at once\n", strings.Join(sfs.BoundDirs, ", "), plural(opts.MaxBinds, "session"))
+				fmt.Fprintf(os.Stderr, "sessionfs: sessions' %s are binds of the store's folders (native speed; app and mcps once they hold something), up to %s at once\n", strings.Join(mount.BoundDirs, ", "), plural(opts.MaxBinds, "session"))
 			case os.Geteuid() != 0:
 				fmt.Fprintln(os.Stderr, "sessionfs: not root: workspace, app and mcps are served through FUSE too (metadata-heavy work such as untar, grep -r, du or rm -rf runs 2-10x slower than on the store; sessionfs exec and run bind them natively all the same)")
 			}
@@ -179,10 +174,10 @@ confinement in force.`,
 	cmd.Flags().BoolVar(&opts.AllowOther, "allow-other", false, "let other users (containers running as another uid) use the mount")
 	cmd.Flags().BoolVar(&opts.ReadOnly, "read-only", false, "mount read-only")
 	cmd.Flags().BoolVar(&opts.Debug, "debug", false, "log every FUSE request")
-	cmd.Flags().DurationVar(&opts.Timeout, "cache-timeout", 0, fmt.Sprintf("how long the kernel caches names and attributes (default %s for the store's files while the watcher follows them, else %s; %s on a store shared with other hosts)", fmtDuration(sfs.WatchedTimeout), sfs.DefaultTimeout, sfs.SharedTimeout))
+	cmd.Flags().DurationVar(&opts.Timeout, "cache-timeout", 0, fmt.Sprintf("how long the kernel caches names and attributes (default %s for the store's files while the watcher follows them, else %s; %s on a store shared with other hosts)", fmtDuration(mount.WatchedTimeout), mount.DefaultTimeout, mount.SharedTimeout))
 	cmd.Flags().BoolVar(&opts.Shared, "shared", false, "the store is shared with other hosts (detected for JuiceFS, CephFS, NFS, GlusterFS, MooseFS, ...): bound the kernel's caches")
 	cmd.Flags().Int64Var(&maxNodes, "max-nodes", nodes.DefaultMaxNodes, "files and folders the daemon keeps for the kernel; past it, the kernel is asked to forget those of idle sessions (0: never)")
-	cmd.Flags().IntVar(&maxBinds, "max-binds", sfs.DefaultMaxBinds, "as root, how many sessions have workspace (and app and mcps once they hold something) bound from the store over the mount at once (native speed); the least recently used idle ones are released past it (0: none)")
+	cmd.Flags().IntVar(&maxBinds, "max-binds", mount.DefaultMaxBinds, "as root, how many sessions have workspace (and app and mcps once they hold something) bound from the store over the mount at once (native speed); the least recently used idle ones are released past it (0: none)")
 	cmd.Flags().StringVar(&opts.Confine.Mode, "confine", envOr("SESSIONFS_CONFINE", confine.On), "as root, how the process that serves FUSE requests is confined: on (a few capabilities, seccomp, and Landlock where the kernel has it), strict (on, and no Landlock is an error), off")
 	cmd.Flags().StringVar(&opts.Confine.Seccomp, "seccomp", envOr("SESSIONFS_SECCOMP", confine.SeccompErrno), "what a system call outside the serving process's allow-list gets: errno (EPERM, logged by the kernel), kill (the process), log (allowed and logged: to measure the list)")
 	cmd.Flags().BoolVarP(&daemon, "daemon", "d", false, "run in the background once the mount serves; print the daemon's pid")
@@ -205,8 +200,8 @@ func unmountCmd() *cobra.Command {
 			if len(args) == 1 {
 				mnt = args[0]
 			}
-			err := sfs.Unmount(mnt)
-			if errors.Is(err, sfs.ErrBusy) {
+			err := mount.Unmount(mnt)
+			if errors.Is(err, mount.ErrBusy) {
 				fmt.Fprintln(cmd.ErrOrStderr(), "sessionfs: note: "+err.Error())
 				return nil
 			}

@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/sessionfs/sessionfs/agents/claude"
 	"github.com/sessionfs/sessionfs/layout"
+	"github.com/sessionfs/sessionfs/session"
 )
 
 func (a *app) newCmd() *cobra.Command {
@@ -37,13 +37,9 @@ func (a *app) newCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			m, err := s.Create(id, layout.CreateOptions{Labels: lm, Profile: profile})
+			m, err := session.Create(s, id, session.Options{CreateOptions: layout.CreateOptions{Labels: lm, Profile: profile}, Mountpoint: mountpoint(s)})
 			if err != nil {
 				return err
-			}
-			dir, mounted := sessionDir(s, id)
-			if err := seedClaude(s, id, dir, mounted); err != nil {
-				return fmt.Errorf("session %q created, but seeding its .claude failed: %w", id, err)
 			}
 			if shareCreds {
 				if err := shareCredentials(s, id); err != nil {
@@ -80,24 +76,6 @@ func parseLabels(kvs []string) (map[string]string, error) {
 		m[k] = v
 	}
 	return m, nil
-}
-
-// seedClaude makes the session's .claude safe for Claude Code: transcripts are never aged out, and the
-// session's workspace paths (in containers, in the store, and dir when mounted) are trusted. Callers pass what
-// sessionDir told them, so seeding never looks the mount up itself (the mount seeds from inside mkdir, where
-// probing its own mount would be a request to itself).
-func seedClaude(s *layout.Store, id, dir string, mounted bool) error {
-	// Seeding writes into the store, beneath the session's folder fd (never through the mount, nor a path the
-	// session could redirect with a symlink).
-	sess, err := s.OpenSession(id)
-	if err != nil {
-		return err
-	}
-	defer sess.Close()
-	if err := claude.SeedSettings(sess); err != nil {
-		return err
-	}
-	return claude.SeedTrust(sess, workspaces(s, id, dir, mounted))
 }
 
 // shareCredentials links the session's .claude/.credentials.json to the user's, so a session is not a new login.

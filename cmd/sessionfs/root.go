@@ -11,8 +11,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	sfs "github.com/sessionfs/sessionfs/fs"
 	"github.com/sessionfs/sessionfs/layout"
+	"github.com/sessionfs/sessionfs/mount"
+	"github.com/sessionfs/sessionfs/session"
 )
 
 // app is what every command shares: the global flags and the store they name.
@@ -107,8 +108,8 @@ func (a *app) exactSession(arg string) (*layout.Store, *layout.Meta, error) {
 // sessionDir is where processes should see the session: through the mount when the store is mounted, so the
 // transcript aliases apply; the store folder otherwise.
 func sessionDir(s *layout.Store, id string) (dir string, mounted bool) {
-	if m, ok := sfs.FindMount(s.Root); ok {
-		return sfs.SessionPath(m.Mountpoint, id), true
+	if m, ok := mount.Find(s.Root); ok {
+		return session.Path(m.Mountpoint, id), true
 	}
 	return s.Dir(id), false
 }
@@ -144,7 +145,7 @@ func warnf(format string, args ...any) {
 // notMounted is what to tell a user whose store is not served: that it is not mounted, or that its mount is
 // stale (its daemon gone), which "sessionfs mount" clears.
 func notMounted(s *layout.Store) string {
-	if mnt, ok := sfs.FindStale(s.Root); ok {
+	if mnt, ok := mount.FindStale(s.Root); ok {
 		return "the store's mount at " + mnt + " is stale (its daemon is gone; sessionfs mount serves it again)"
 	}
 	return "the store is not mounted"

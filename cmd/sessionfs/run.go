@@ -15,8 +15,9 @@ import (
 	"github.com/sessionfs/sessionfs/backends/docker"
 	"github.com/sessionfs/sessionfs/backends/local"
 	"github.com/sessionfs/sessionfs/backends/modal"
-	sfs "github.com/sessionfs/sessionfs/fs"
 	"github.com/sessionfs/sessionfs/layout"
+	"github.com/sessionfs/sessionfs/mount"
+	"github.com/sessionfs/sessionfs/session"
 )
 
 func (a *app) runCmd() *cobra.Command {
@@ -90,7 +91,7 @@ volumes) unless --keep. Each run is recorded in the session's session.json. The 
 				return err
 			}
 			dir, mounted := sessionDir(s, m.ID)
-			if err := seedClaude(s, m.ID, dir, mounted); err != nil {
+			if err := session.Seed(s, m.ID, mountpoint(s)); err != nil {
 				warnf("%v", err)
 			}
 			if err := prepareAgent(s, m.ID, dir, mounted, ag); err != nil {
@@ -181,7 +182,7 @@ func checkDockerUser(storeRoot string, mounted bool, user string) error {
 	if !mounted || isRootUser(user) {
 		return nil
 	}
-	if m, ok := sfs.FindMount(storeRoot); ok && !m.AllowOther {
+	if m, ok := mount.Find(storeRoot); ok && !m.AllowOther {
 		return fmt.Errorf("container user %q cannot use the mount at %s: it was mounted without --allow-other (remount with sessionfs mount --allow-other)", user, m.Mountpoint)
 	}
 	return nil

@@ -3,8 +3,9 @@ package main
 import (
 	"time"
 
-	sfs "github.com/sessionfs/sessionfs/fs"
 	"github.com/sessionfs/sessionfs/layout"
+	"github.com/sessionfs/sessionfs/mount"
+	"github.com/sessionfs/sessionfs/session"
 )
 
 // sessionView is a session as ls --json, show --json and their --format see it: the same keys in both, every one
@@ -37,7 +38,7 @@ func viewOf(s *layout.Store, mnt string, m *layout.Meta, info layout.Info) sessi
 	running := len(m.Runs) > 0 && m.Runs[len(m.Runs)-1].End.IsZero() && runningNow(s, m.ID)
 	v.Runs = runsOf(m.Runs, running)
 	if mnt != "" {
-		p := layout.Derive(sfs.SessionPath(mnt, m.ID))
+		p := layout.Derive(session.Path(mnt, m.ID))
 		v.Mounted = &p
 	}
 	v.LastActivity, v.Damaged = known(info.LastActivity), known(info.Damaged)
@@ -55,7 +56,7 @@ func known[T comparable](v T) *T {
 
 // mountpoint is where the store is mounted, "" when it is not.
 func mountpoint(s *layout.Store) string {
-	if m, ok := sfs.FindMount(s.Root); ok {
+	if m, ok := mount.Find(s.Root); ok {
 		return m.Mountpoint
 	}
 	return ""

@@ -1,4 +1,4 @@
-package fs
+package mount
 
 import (
 	"errors"
@@ -8,7 +8,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 
 	"github.com/sessionfs/sessionfs/bind"
-	"github.com/sessionfs/sessionfs/fs/nodes"
+	"github.com/sessionfs/sessionfs/mount/nodes"
 )
 
 // watcher tells the tree about changes made to the store behind the mount, so the kernel can cache names and
@@ -65,7 +65,7 @@ func (wa *watcher) close() {
 
 // binds is what the watcher asks of the binder: in this process, or in the privileged one (split.go).
 type binds interface {
-	want(id string)
+	nodes.Binder
 	wantFilled(id, dir string)
 	wantBound()
 }
@@ -82,7 +82,7 @@ func (wa *watcher) rebind(p string) {
 	dir, below, inside := strings.Cut(rest, "/")
 	switch {
 	case !nested || (!inside && slices.Contains(BoundDirs, dir)):
-		wa.binder.want(id)
+		wa.binder.Want(id)
 	case inside && !strings.Contains(below, "/") && bind.Lazy(dir):
 		wa.binder.wantFilled(id, dir)
 	}

@@ -21,9 +21,7 @@ import (
 // is not noted as our own change: the store watcher then tells the kernel the session is gone.
 func (t *Tree) removeSession(id string) syscall.Errno {
 	// The session's binds go first: what rm does next must find nothing, not the trashed folders through them.
-	if t.Removing != nil {
-		defer t.Removing(id)()
-	}
+	defer t.removing(id)()
 	_, err := t.Store.Remove(id)
 	return storeErrno(err)
 }

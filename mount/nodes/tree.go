@@ -17,15 +17,10 @@ import (
 // Tree is the state every node of one mount shares: the store it serves and the numbering of alias views.
 type Tree struct {
 	Store *layout.Store
-	// OnAlias is told when a session first uses a projects folder name other than the canonical one (the
-	// mount records it in session.json). It may be nil.
-	OnAlias func(id, name string)
-	// OnSession is told when the kernel looks a session up (the mount binds its folders then); it must not block.
-	// It may be nil.
-	OnSession func(id string)
-	// Removing is told before a session is removed through the mount, inside the request: what it returns is
-	// called once the removal is over. It may be nil.
-	Removing func(id string) (done func())
+	// Mountpoint is where the tree is mounted: a session made by mkdir trusts its workspace there.
+	Mountpoint string
+	// Binder binds sessions' folders over the mount (the mount's binder, or its helper's); nil binds nothing.
+	Binder Binder
 	// ReadOnly: the daemon changes nothing in the store on its own (no folding, no canonical folder made again,
 	// no alias records); the kernel refuses the callers' changes.
 	ReadOnly bool
@@ -46,7 +41,7 @@ type Tree struct {
 	nextAlias  atomic.Uint64
 	devs       sync.Map // st_dev -> uint64 filesystem number (the store's is 0)
 	nextDev    atomic.Uint64
-	seen       sync.Map // id + "/" + name -> struct{}: aliases already reported to OnAlias
+	seen       sync.Map // id + "/" + name -> struct{}: aliases already recorded (used)
 	cache      cache
 	live       atomic.Int64 // nodes of sessions the kernel may hold (prune.go)
 	lastUse    sync.Map     // session id -> *atomic.Int64: when it was last used, for pruning
@@ -56,8 +51,17 @@ type Tree struct {
 	binder      atomic.Uint32 // the thread that binds sessions' folders: its lookups are not uses (SetBinderThread)
 }
 
+// Binder is told of what the nodes see happen to sessions, so the folders bound over the mount follow them.
+type Binder interface {
+	// Want: the kernel looked session id up (its folders are bound then). It must not block.
+	Want(id string)
+	// Removing: session id is about to be removed through the mount, inside the request; done is called once
+	// the removal is over.
+	Removing(id string) (done func())
+}
+
 // SetBinderThread names the thread that binds sessions' folders over the mount: the lookups it makes walking a
-// session's path are not told to OnSession, so walking a session does not make it the most recently used.
+// session's path are not told to the Binder, so walking a session does not make it the most recently used.
 func (t *Tree) SetBinderThread(tid int) { t.binder.Store(uint32(tid)) }
 
 // byBinder reports whether the request comes from the binder's thread.
@@ -66,11 +70,19 @@ func (t *Tree) byBinder(ctx context.Context) bool {
 	return ok && c.Pid != 0 && c.Pid == t.binder.Load()
 }
 
-// lookedUp tells OnSession that session id was looked up, unless by the binder itself.
+// lookedUp tells the binder that session id was looked up, unless by the binder itself.
 func (t *Tree) lookedUp(ctx context.Context, id string) {
-	if t.OnSession != nil && !t.byBinder(ctx) {
-		t.OnSession(id)
+	if t.Binder != nil && !t.byBinder(ctx) {
+		t.Binder.Want(id)
 	}
+}
+
+// removing tells the binder that session id is about to be removed; the caller calls what it returns once done.
+func (t *Tree) removing(id string) (done func()) {
+	if t.Binder == nil {
+		return func() {}
+	}
+	return t.Binder.Removing(id)
 }
 
 // NewTree returns the shared state for a mount of store. It holds the store's sessions folder open.
@@ -117,13 +129,16 @@ func (t *Tree) wroteThrough(id string, view uint64) {
 	}
 }
 
-// used notes that session id used alias name, telling OnAlias the first time.
+// used notes that session id used alias name, recording it in session.json the first time.
 func (t *Tree) used(id, name string) {
-	if name == layout.CanonicalProject || t.OnAlias == nil || t.ReadOnly {
+	if name == layout.CanonicalProject || t.ReadOnly {
 		return
 	}
 	if _, loaded := t.seen.LoadOrStore(id+"/"+name, struct{}{}); !loaded {
-		t.OnAlias(id, name)
+		// Off the request path: a lookup should not wait for session.json's fsync.
+		go func() {
+			_, _ = t.Store.Update(id, func(m *layout.Meta) error { m.AddAlias(name); return nil })
+		}()
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"syscall"
 
@@ -12,6 +11,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"github.com/sessionfs/sessionfs/layout"
+	"github.com/sessionfs/sessionfs/session"
 )
 
 // Sessions is the sessions/ folder: one entry per session in the store, read live, so a session made with the
@@ -19,8 +19,6 @@ import (
 type Sessions struct {
 	gofs.Inode
 	tree *Tree
-	// OnCreate runs after mkdir made a session (seeding its .claude); it may be nil.
-	OnCreate func(id string) error
 }
 
 var (
@@ -107,18 +105,8 @@ func (s *Sessions) Mkdir(ctx context.Context, name string, mode uint32, out *fus
 		return nil, syscall.EINVAL
 	}
 	s.tree.did(name, &s.Inode)
-	if _, err := s.tree.Store.Create(name, layout.CreateOptions{}); err != nil {
+	if _, err := session.Create(s.tree.Store, name, session.Options{Mountpoint: s.tree.Mountpoint}); err != nil {
 		return nil, storeErrno(err)
-	}
-	if s.OnCreate != nil {
-		if err := s.OnCreate(name); err != nil {
-			// All or nothing: a session that could not be seeded (a full disk, say) is not left half made,
-			// so the same mkdir works once there is room.
-			if trashed, rerr := s.tree.Store.Remove(name); rerr == nil {
-				_ = os.RemoveAll(trashed)
-			}
-			return nil, storeErrno(err)
-		}
 	}
 	chownTree(ctx, s.tree.Store.Dir(name))
 	return s.session(ctx, name, out)
@@ -133,9 +121,7 @@ func (s *Sessions) Rmdir(ctx context.Context, name string) syscall.Errno {
 		return syscall.ENOTEMPTY
 	}
 	s.tree.did(name, &s.Inode)
-	if s.tree.Removing != nil {
-		defer s.tree.Removing(name)()
-	}
+	defer s.tree.removing(name)()
 	if _, err := s.tree.Store.Remove(name); err != nil {
 		return storeErrno(err)
 	}

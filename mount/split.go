@@ -1,4 +1,4 @@
-package fs
+package mount
 
 import (
 	"encoding/json"
@@ -18,8 +18,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sessionfs/sessionfs/confine"
-	"github.com/sessionfs/sessionfs/fs/nodes"
 	"github.com/sessionfs/sessionfs/layout"
+	"github.com/sessionfs/sessionfs/mount/nodes"
 )
 
 // A confined mount is two processes. The daemon mounts, then confines itself (package confine) before it reads
@@ -73,7 +73,7 @@ func Start(store *layout.Store, mountpoint string, opts Options, ready func()) (
 			h.client.Close()
 		}
 	}
-	tree, err := newTree(store, opts, watched)
+	tree, err := newTree(store, mnt, opts, watched)
 	if err != nil {
 		abandon()
 		return nil, err
@@ -105,7 +105,7 @@ func Start(store *layout.Store, mountpoint string, opts Options, ready func()) (
 	var notify binds
 	if opts.MaxBinds > 0 {
 		rb := newRemoteBinder(helper)
-		tree.OnSession, tree.Removing = rb.want, rb.removingSession
+		tree.Binder = rb
 		notify = rb
 		go func() { // not waited for: the helper is still starting, and the mount serves meanwhile
 			var tid int
@@ -120,7 +120,7 @@ func Start(store *layout.Store, mountpoint string, opts Options, ready func()) (
 		helper.Close()
 		return fail(fmt.Errorf("watch the store: %w", err))
 	}
-	root := nodes.NewRoot(tree, opts.OnCreate)
+	root := nodes.NewRoot(tree)
 	syscall.Umask(0)               // modes reach us already masked by the caller's umask
 	procs := runtime.GOMAXPROCS(0) // what go-fuse sizes its readers by (procs.go)
 	nodeOpts := nodeOptions(mountOptions(store, opts), opts.Timeout)

@@ -1,4 +1,4 @@
-package fs
+package mount
 
 import (
 	"errors"
@@ -94,7 +94,7 @@ func newBinder(mountpoint string, sessions *layout.Dir, max int, readOnly bool, 
 }
 
 // want asks the worker to bind session id's folders (or to check the ones it has). It never blocks.
-func (b *binder) want(id string) { b.enqueue(id, false) }
+func (b *binder) Want(id string) { b.enqueue(id, false) }
 
 // enqueue queues session id for the worker; a prefetch is bound only while there is room. A session someone uses
 // (a lookup, an event) is never a prefetch, whatever queued it first.
@@ -129,7 +129,7 @@ func (b *binder) wantFilled(id, dir string) {
 	filled := b.bound[id] != nil && b.bound[id][dir] == nil
 	b.mu.Unlock()
 	if filled {
-		b.want(id)
+		b.Want(id)
 	}
 }
 
@@ -145,7 +145,7 @@ func (b *binder) wantBound() {
 	})
 	b.mu.Unlock()
 	for _, id := range ids {
-		b.want(id)
+		b.Want(id)
 	}
 }
 
@@ -282,7 +282,7 @@ func (b *binder) refresh(id string) {
 		return
 	}
 	if b.retries[id]++; b.retries[id] <= 10 {
-		time.AfterFunc(time.Duration(b.retries[id])*20*time.Millisecond, func() { b.want(id) })
+		time.AfterFunc(time.Duration(b.retries[id])*20*time.Millisecond, func() { b.Want(id) })
 	} else {
 		delete(b.retries, id)
 	}
@@ -359,7 +359,7 @@ func (b *binder) drop(id, dir string) {
 
 // removing detaches session id's binds and binds nothing there until done is called: for a removal of the
 // session through the mount, inside its FUSE request (no path is walked).
-func (b *binder) removingSession(id string) (done func()) {
+func (b *binder) Removing(id string) (done func()) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.removing[id]++

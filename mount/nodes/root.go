@@ -24,9 +24,9 @@ var (
 // Sessions is the sessions/ folder's inode (for Tree.Prune).
 func (r *Root) Sessions() *fs.Inode { return &r.sessions.Inode }
 
-// NewRoot returns the root node of a mount of tree's store. onCreate runs after mkdir made a session.
-func NewRoot(tree *Tree, onCreate func(id string) error) *Root {
-	return &Root{tree: tree, sessions: &Sessions{tree: tree, OnCreate: onCreate}}
+// NewRoot returns the root node of a mount of tree's store.
+func NewRoot(tree *Tree) *Root {
+	return &Root{tree: tree, sessions: &Sessions{tree: tree}}
 }
 
 func (r *Root) OnAdd(ctx context.Context) {

@@ -1,4 +1,4 @@
-package fs
+package mount
 
 import (
 	"errors"
@@ -72,7 +72,7 @@ func (s *binderService) Want(ids []string, _ *struct{}) error {
 	}
 	s.mu.Unlock()
 	for _, id := range ids {
-		s.b.want(id)
+		s.b.Want(id)
 	}
 	return nil
 }
@@ -106,7 +106,7 @@ func (s *binderService) Removing(id string, token *uint64) error {
 	if s.b == nil {
 		return errNoBinder
 	}
-	done := s.b.removingSession(id)
+	done := s.b.Removing(id)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.next++
@@ -247,7 +247,7 @@ func (r *remoteBinder) call(method string, arg any) {
 	r.c.Go(method, arg, nil, make(chan *rpc.Call, 1))
 }
 
-func (r *remoteBinder) want(id string) {
+func (r *remoteBinder) Want(id string) {
 	r.mu.Lock()
 	if !r.queued[id] {
 		r.queued[id] = true
@@ -263,8 +263,8 @@ func (r *remoteBinder) want(id string) {
 func (r *remoteBinder) wantFilled(id, dir string) { r.call("Binder.WantFilled", [2]string{id, dir}) }
 func (r *remoteBinder) wantBound()                { r.call("Binder.WantBound", struct{}{}) }
 
-// removingSession waits for session id's binds to be detached (a removal through the mount, inside its request).
-func (r *remoteBinder) removingSession(id string) (done func()) {
+// Removing waits for session id's binds to be detached (a removal through the mount, inside its request).
+func (r *remoteBinder) Removing(id string) (done func()) {
 	var token uint64
 	if err := r.c.Call("Binder.Removing", id, &token); err != nil {
 		return func() {}

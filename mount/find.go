@@ -1,4 +1,4 @@
-package fs
+package mount
 
 import (
 	"strings"
@@ -9,28 +9,28 @@ import (
 // FSType is the filesystem type sessionfs mounts show in /proc/self/mountinfo ("fuse." + Name).
 const FSType = "fuse.sessionfs"
 
-// MountInfo describes a live sessionfs mount.
-type MountInfo struct {
+// Found describes a live sessionfs mount.
+type Found struct {
 	Mountpoint string
 	// AllowOther: users other than the mounting one may use it (containers running as another uid).
 	AllowOther bool
 }
 
-// FindMount returns a live sessionfs mount of storeRoot, if there is one. The mount's source is the store's
+// Find returns a live sessionfs mount of storeRoot, if there is one. The mount's source is the store's
 // absolute path, so the mount table says which store each mount serves.
-func FindMount(storeRoot string) (MountInfo, bool) {
+func Find(storeRoot string) (Found, bool) {
 	mounts, err := mountinfo.GetMounts(func(m *mountinfo.Info) (skip, stop bool) {
 		return m.FSType != FSType || m.Source != storeRoot, false
 	})
 	if err != nil {
-		return MountInfo{}, false
+		return Found{}, false
 	}
 	for _, m := range mounts {
 		if !Stale(m.Mountpoint) {
-			return MountInfo{Mountpoint: m.Mountpoint, AllowOther: hasOption(m.VFSOptions, "allow_other")}, true
+			return Found{Mountpoint: m.Mountpoint, AllowOther: hasOption(m.VFSOptions, "allow_other")}, true
 		}
 	}
-	return MountInfo{}, false
+	return Found{}, false
 }
 
 func hasOption(opts, name string) bool {

@@ -1,4 +1,4 @@
-package fs
+package mount
 
 import (
 	"errors"
@@ -19,8 +19,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sessionfs/sessionfs/confine"
-	"github.com/sessionfs/sessionfs/fs/nodes"
 	"github.com/sessionfs/sessionfs/layout"
+	"github.com/sessionfs/sessionfs/mount/nodes"
 )
 
 // Options configure a mount.
@@ -37,8 +37,6 @@ type Options struct {
 	Timeout time.Duration
 	// Shared says the store is shared with other hosts even when its filesystem is not recognised as such.
 	Shared bool
-	// OnCreate runs after mkdir through the mount made a session (the CLI seeds its .claude).
-	OnCreate func(id string) error `json:"-"`
 	// MaxNodes is how many files and folders the daemon keeps for the kernel before it asks the kernel to
 	// forget the least recently used sessions' (0: nodes.DefaultMaxNodes; negative: never).
 	MaxNodes int64
@@ -90,7 +88,7 @@ func New(store *layout.Store, mountpoint string, opts Options) (*Mount, error) {
 	if err != nil {
 		return nil, err
 	}
-	tree, err := newTree(store, opts, watched)
+	tree, err := newTree(store, mnt, opts, watched)
 	if err != nil {
 		return nil, err
 	}
@@ -100,7 +98,7 @@ func New(store *layout.Store, mountpoint string, opts Options) (*Mount, error) {
 	var notify binds
 	if os.Geteuid() == 0 && opts.MaxBinds > 0 {
 		bd = newBinder(mnt, tree.Sessions(), opts.MaxBinds, opts.ReadOnly, func(ids []string) map[string]int64 { return lastUsed(tree, ids) })
-		tree.OnSession, tree.Removing = bd.want, bd.removingSession
+		tree.Binder = bd
 		tree.SetBinderThread(bd.thread())
 		bd.start()
 		notify = bd
@@ -110,7 +108,7 @@ func New(store *layout.Store, mountpoint string, opts Options) (*Mount, error) {
 		tree.Close()
 		return nil, fmt.Errorf("watch the store: %w", err)
 	}
-	root := nodes.NewRoot(tree, opts.OnCreate)
+	root := nodes.NewRoot(tree)
 	// Modes reach us already masked by the caller's umask; the daemon's own must not mask them again.
 	syscall.Umask(0)
 	mo := mountOptions(store, opts)
@@ -191,19 +189,13 @@ func prepare(store *layout.Store, mountpoint string, opts *Options) (mnt, shared
 }
 
 // newTree opens the store's tree of nodes as opts and the watcher want it.
-func newTree(store *layout.Store, opts Options, watched time.Duration) (*nodes.Tree, error) {
+func newTree(store *layout.Store, mnt string, opts Options, watched time.Duration) (*nodes.Tree, error) {
 	tree, err := nodes.NewTree(store)
 	if err != nil {
 		return nil, fmt.Errorf("open the store: %w", err)
 	}
-	tree.ReadOnly = opts.ReadOnly
+	tree.Mountpoint, tree.ReadOnly = mnt, opts.ReadOnly
 	tree.Timeout, tree.WatchedTimeout = opts.Timeout, watched
-	tree.OnAlias = func(id, name string) {
-		// Off the request path: a lookup should not wait for session.json's fsync.
-		go func() {
-			_, _ = store.Update(id, func(m *layout.Meta) error { m.AddAlias(name); return nil })
-		}()
-	}
 	return tree, nil
 }
 
@@ -408,7 +400,7 @@ func checkPlaces(store *layout.Store, mnt string) error {
 	case within(root, m):
 		return fmt.Errorf("the store %s is inside the mountpoint %s: pick a folder outside it", store.Root, mnt)
 	}
-	if other, ok := FindMount(store.Root); ok && other.Mountpoint != mnt {
+	if other, ok := Find(store.Root); ok && other.Mountpoint != mnt {
 		if err := probe(other.Mountpoint); !isStale(err) {
 			return fmt.Errorf("the store %s is already mounted at %s (sessionfs unmount %s first)", store.Root, other.Mountpoint, other.Mountpoint)
 		}

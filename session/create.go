@@ -1,0 +1,64 @@
+package session
+
+import (
+	"os"
+	"path/filepath"
+
+	"github.com/sessionfs/sessionfs/agents/claude"
+	"github.com/sessionfs/sessionfs/layout"
+)
+
+// Options say how to make a session.
+type Options struct {
+	layout.CreateOptions
+	// Mountpoint is where the store is mounted ("" when it is not): the session's workspace there is trusted as
+	// its other paths are.
+	Mountpoint string
+}
+
+// Create makes session id in s and seeds its .claude (Seed). All or nothing: a session that could not be
+// seeded (a full disk, say) goes to the trash and is emptied, so the same request works once there is room.
+func Create(s *layout.Store, id string, opts Options) (*layout.Meta, error) {
+	m, err := s.Create(id, opts.CreateOptions)
+	if err != nil {
+		return nil, err
+	}
+	if err := Seed(s, id, opts.Mountpoint); err != nil {
+		if trashed, rerr := s.Remove(id); rerr == nil {
+			_ = os.RemoveAll(trashed)
+		}
+		return nil, err
+	}
+	return m, nil
+}
+
+// Seed makes session id's .claude safe for Claude Code: transcripts are never aged out, and the session's
+// workspace paths (Workspaces) are trusted. It writes beneath the session's folder descriptor, never through the
+// mount nor a path the session could redirect with a symlink (the mount seeds from inside mkdir, where a
+// request to itself would never be answered).
+func Seed(s *layout.Store, id, mountpoint string) error {
+	sess, err := s.OpenSession(id)
+	if err != nil {
+		return err
+	}
+	defer sess.Close()
+	if err := claude.SeedSettings(sess); err != nil {
+		return err
+	}
+	return claude.SeedTrust(sess, Workspaces(s, id, mountpoint))
+}
+
+// Workspaces are the paths at which session id's workspace is seen: in containers, in the store, and through the
+// mount when there is one.
+func Workspaces(s *layout.Store, id, mountpoint string) []string {
+	ws := []string{layout.ContainerPaths.Workspace, layout.Derive(s.Dir(id)).Workspace}
+	if mountpoint != "" {
+		ws = append(ws, layout.Derive(Path(mountpoint, id)).Workspace)
+	}
+	return ws
+}
+
+// Path is session id's folder on a mount of its store at mountpoint.
+func Path(mountpoint, id string) string {
+	return filepath.Join(mountpoint, "sessions", id) // the mount shows the store's sessions folder by its name
+}

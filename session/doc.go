@@ -1,0 +1,4 @@
+// Package session makes a store's sessions ready for their agents: Create is the one way a session is made,
+// whoever asks (sessionfs new, mkdir through the mount, a CSI volume, an import), so every session starts seeded
+// the same way.
+package session
