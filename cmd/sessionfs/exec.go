@@ -167,10 +167,6 @@ func recordRun(s *layout.Store, id string, run layout.Run) {
 	}
 }
 
-type usageError string
-
-func (e usageError) Error() string { return string(e) }
-
 const envHelp = "set KEY=VALUE in the command's environment; KEY alone passes this shell's value (repeatable)"
 
 // parseEnv checks -e values as docker takes them: KEY=VALUE sets KEY; KEY alone passes this process's value of

@@ -91,3 +91,8 @@ type codedError struct {
 
 func (e codedError) Error() string { return e.err.Error() }
 func (e codedError) Unwrap() error { return e.err }
+
+// usageError is bad input on the command line: exit code 125, as docker gives.
+type usageError string
+
+func (e usageError) Error() string { return string(e) }
