@@ -9,7 +9,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"sort"
 	"time"
 
 	"github.com/klauspost/compress/zstd"
@@ -63,9 +62,7 @@ func Export(ctx context.Context, store *layout.Store, id string, w io.Writer, op
 	if opts.Output == nil || unix.Fstat(int(opts.Output.Fd()), &out) != nil {
 		out.Ino = 0
 	}
-	entries := []walked{{".", root}}
-	var total Counts
-	total.Files = 1
+	all := found{entries: []walked{{".", root}}, total: Counts{Files: 1}}
 	secret := map[[2]uint64]string{} // credential files left out: their other names are left out too
 	state := map[[2]uint64]bool{}    // Claude's state files, under any of their names
 	err = sess.Walk(func(rel string, st *unix.Stat_t) error {
@@ -88,29 +85,24 @@ func Export(ctx context.Context, store *layout.Store, id string, w io.Writer, op
 				return nil
 			}
 		}
-		entries = append(entries, walked{rel, *st})
-		total.Files++
-		if st.Mode&unix.S_IFMT == unix.S_IFREG {
-			total.Bytes += st.Size
-		}
+		all.add(rel, st)
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("export %s: %w", id, err)
 	}
 	if len(secret) > 0 {
-		kept := entries[:0]
-		for _, e := range entries {
+		kept := all.entries[:0]
+		for _, e := range all.entries {
 			if c, ok := secret[[2]uint64{e.st.Dev, e.st.Ino}]; ok && e.st.Mode&unix.S_IFMT == unix.S_IFREG {
 				rep.Skipped = append(rep.Skipped, e.rel+": a hard link to the credential "+c)
 				continue
 			}
 			kept = append(kept, e)
 		}
-		entries = kept
+		all.entries = kept
 	}
-	// Sorted names put every folder before what it holds (a name sorts before the names it prefixes).
-	sort.Slice(entries[1:], func(i, j int) bool { return entries[1+i].rel < entries[1+j].rel })
+	all.sortFrom(1) // the session's own folder stays first
 
 	zw, err := zstd.NewWriter(w, zstd.WithEncoderLevel(zstd.SpeedDefault))
 	if err != nil {
@@ -119,18 +111,12 @@ func Export(ctx context.Context, store *layout.Store, id string, w io.Writer, op
 	tw := tar.NewWriter(zw)
 	x := exporter{sess: sess, tw: tw, id: id, rep: rep, links: map[[2]uint64]string{}, withCreds: opts.WithCredentials,
 		state: state}
-	for _, e := range entries {
-		if err := ctx.Err(); err != nil {
-			zw.Close()
+	if cancelled, err := all.copyEach(ctx, x.add, &rep.Counts, opts.Progress); err != nil {
+		zw.Close()
+		if cancelled {
 			return nil, err
 		}
-		if err := x.add(e.rel, &e.st); err != nil {
-			zw.Close()
-			return nil, fmt.Errorf("export %s: %w", id, err)
-		}
-		if opts.Progress != nil {
-			opts.Progress(rep.Counts, total)
-		}
+		return nil, fmt.Errorf("export %s: %w", id, err)
 	}
 	if err := tw.Close(); err != nil {
 		zw.Close()

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sort"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -59,23 +58,18 @@ func Fork(ctx context.Context, store *layout.Store, id, newID string, opts ForkO
 		return nil, err
 	}
 
-	var entries []walked
-	var total Counts
+	var all found
 	err = sess.Walk(func(rel string, st *unix.Stat_t) error {
 		if rel == layout.MetaFile {
 			return nil // written anew below
 		}
-		entries = append(entries, walked{rel, *st})
-		total.Files++
-		if st.Mode&unix.S_IFMT == unix.S_IFREG {
-			total.Bytes += st.Size
-		}
+		all.add(rel, st)
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("fork %s: %w", id, err)
 	}
-	sort.Slice(entries, func(i, j int) bool { return entries[i].rel < entries[j].rel })
+	all.sortFrom(0)
 
 	stage, dst, remove, err := newStage(store, forkStage, newID)
 	if err != nil {
@@ -90,16 +84,17 @@ func Fork(ctx context.Context, store *layout.Store, id, newID string, opts ForkO
 
 	rep = &ForkReport{ID: newID, From: id, Skipped: []string{}}
 	f := &forker{src: sess, dst: dst, rep: rep, clone: true, links: map[[2]uint64]string{}}
-	for _, e := range entries {
-		if err := ctx.Err(); err != nil {
+	copyNamed := func(rel string, st *unix.Stat_t) error {
+		if err := f.add(rel, st); err != nil {
+			return fmt.Errorf("%s: %w", rel, err)
+		}
+		return nil
+	}
+	if cancelled, err := all.copyEach(ctx, copyNamed, &rep.Counts, opts.Progress); err != nil {
+		if cancelled {
 			return nil, err
 		}
-		if err := f.add(e.rel, &e.st); err != nil {
-			return nil, fmt.Errorf("fork %s: %s: %w", id, e.rel, err)
-		}
-		if opts.Progress != nil {
-			opts.Progress(rep.Counts, total)
-		}
+		return nil, fmt.Errorf("fork %s: %w", id, err)
 	}
 	now := opts.Now
 	if now.IsZero() {
