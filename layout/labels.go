@@ -36,3 +36,25 @@ func ValidateLabel(key, value string) error {
 	}
 	return nil
 }
+
+// EditLabels sets the labels of set and removes those of unset (removals first), refusing more than MaxLabels; a
+// session left with none has nil. The keys and values are checked by the caller (ValidateLabel), removals taken
+// whatever they are: a key set before the rule may go.
+func (m *Meta) EditLabels(set map[string]string, unset []string) error {
+	if m.Labels == nil {
+		m.Labels = map[string]string{}
+	}
+	for _, k := range unset {
+		delete(m.Labels, k)
+	}
+	for k, v := range set {
+		if _, ok := m.Labels[k]; !ok && len(m.Labels) >= MaxLabels {
+			return fmt.Errorf("label %s: a session has at most %d labels", m.ID, MaxLabels)
+		}
+		m.Labels[k] = v
+	}
+	if len(m.Labels) == 0 {
+		m.Labels = nil
+	}
+	return nil
+}

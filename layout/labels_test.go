@@ -1,10 +1,12 @@
 package layout
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestValidateLabel(t *testing.T) {
@@ -15,4 +17,20 @@ func TestValidateLabel(t *testing.T) {
 		{strings.Repeat("k", 64), ""}, {"-k", ""}, {"k-", ""}, {"/k", ""}, {"Example.com/k", ""}, {"k", "-v"}, {"k", "v w"}} {
 		assert.Error(t, ValidateLabel(bad[0], bad[1]), "%q=%q", bad[0], bad[1])
 	}
+}
+
+func TestEditLabels(t *testing.T) {
+	m := &Meta{ID: "web", Labels: map[string]string{"team": "web", "stage": "review"}}
+	require.NoError(t, m.EditLabels(map[string]string{"team": "cli", "new": ""}, []string{"stage", "absent"}))
+	assert.Equal(t, map[string]string{"team": "cli", "new": ""}, m.Labels)
+	require.NoError(t, m.EditLabels(nil, []string{"team", "new"}))
+	assert.Nil(t, m.Labels, "no labels left: nil")
+
+	full := map[string]string{}
+	for i := range MaxLabels {
+		full[fmt.Sprint("k", i)] = ""
+	}
+	m = &Meta{ID: "web", Labels: full}
+	require.NoError(t, m.EditLabels(map[string]string{"k0": "v"}, nil), "a label changed is no more labels")
+	assert.EqualError(t, m.EditLabels(map[string]string{"one": "more"}, nil), fmt.Sprintf("label web: a session has at most %d labels", MaxLabels))
 }
