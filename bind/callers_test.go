@@ -25,13 +25,14 @@ var mountCalls = []string{"Mount", "Unmount", "OpenTree", "MoveMount", "MountSet
 // allowedMountCalls are the calls outside package bind, by file, with why each is not a bind of a session's folder.
 var allowedMountCalls = map[string][]string{
 	// The FUSE mount itself at the user's mountpoint, and its unmount there (the admin's path, not the mount's).
-	"mount/split.go": {"Mount", "Unmount"},
-	"mount/mount.go": {"Unmount", "Unmount"},
+	// The helper of a confined mount unmounts it there too (helper_service.go).
+	"mount/start.go":          {"Mount", "Unmount"},
+	"mount/unmount.go":        {"Unmount", "Unmount"},
+	"mount/helper_service.go": {"Unmount", "Unmount"},
 	// fusectl at /sys/fs/fuse/connections, to abort a hung connection.
 	"mount/stale.go": {"Mount"},
 	// The fault-injection build's tmpfs over a test's own path (build tag fault, never in a release).
 	"mount/nodes/fault_on.go": {"Mount"},
-	"mount/remote.go":         {"Unmount", "Unmount"},
 	// Staged binds under a root-only folder of sessionfs's own (the engine needs a path).
 	"backends/docker/binds.go": {"Unmount", "Unmount"},
 }

@@ -5,5 +5,5 @@
 // ptrace, execve and socket among those refused).
 //
 // The privileged work that comes after (binding sessions' folders, unmounting, aborting) is asked of a helper
-// process, which serves no request from the mount (mount/split.go).
+// process, which serves no request from the mount (mount/helper.go).
 package confine

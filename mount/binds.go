@@ -16,6 +16,7 @@ import (
 
 	"github.com/sessionfs/sessionfs/bind"
 	"github.com/sessionfs/sessionfs/layout"
+	"github.com/sessionfs/sessionfs/mount/nodes"
 )
 
 // Where the daemon can mount (root, a direct mount), each session's heavy folders on the mount are kernel binds
@@ -47,6 +48,18 @@ var BoundDirs = bind.MountDirs
 // container start a little (README, Performance); the sessions in use at once are far fewer.
 const DefaultMaxBinds = 256
 
+// binds is a mount's binder as Start wires it into the tree and the watcher: this process's (binder, an
+// unconfined root mount), or the privileged helper's (remoteBinder, a confined mount).
+type binds interface {
+	nodes.Binder
+	// wantFilled: a first entry was made in a lazy folder (bind.Lazy) of session id.
+	wantFilled(id, dir string)
+	// wantBound: events were lost; every bound session is checked.
+	wantBound()
+	// begin starts the binder once tree knows the thread it walks the mount from.
+	begin(tree *nodes.Tree)
+}
+
 // bound is one folder bound over the mount.
 type bound struct {
 	*bind.Mount
@@ -77,18 +90,18 @@ type binder struct {
 	done     chan struct{}
 	stopped  chan struct{}
 	// The worker walks the mount's paths from one thread of its own (tid), and starts once the mount knows it
-	// (begin): the lookups it causes are not uses of a session (walking one would otherwise make it the most
+	// (started): the lookups it causes are not uses of a session (walking one would otherwise make it the most
 	// recently used, and push out the one a person just opened).
-	tid      chan int
-	begin    chan struct{}
-	beginOne sync.Once
+	tid       chan int
+	started   chan struct{}
+	startOnce sync.Once
 }
 
 func newBinder(mountpoint string, sessions *layout.Dir, max int, readOnly bool, lastUsed func([]string) map[string]int64) *binder {
 	b := &binder{mountpoint: mountpoint, sessions: sessions, max: max, readOnly: readOnly, lastUsed: lastUsed,
 		bound: map[string]map[string]*bound{}, removing: map[string]int{}, removals: map[string]int{}, queued: map[string]bool{}, retries: map[string]int{}, prefetch: map[string]bool{},
 		wake: make(chan struct{}, 1), done: make(chan struct{}), stopped: make(chan struct{}),
-		tid: make(chan int, 1), begin: make(chan struct{})}
+		tid: make(chan int, 1), started: make(chan struct{})}
 	go b.loop()
 	return b
 }
@@ -183,8 +196,14 @@ func (b *binder) thread() int {
 	return tid
 }
 
+// begin tells tree the worker's thread and lets the worker begin (an unconfined root mount's binder).
+func (b *binder) begin(tree *nodes.Tree) {
+	tree.SetBinderThread(b.thread())
+	b.start()
+}
+
 // start lets the worker begin: the mount ignores the lookups of its thread by now.
-func (b *binder) start() { b.beginOne.Do(func() { close(b.begin) }) }
+func (b *binder) start() { b.startOnce.Do(func() { close(b.started) }) }
 
 func (b *binder) loop() {
 	defer close(b.stopped)
@@ -193,7 +212,7 @@ func (b *binder) loop() {
 	select {
 	case <-b.done:
 		return
-	case <-b.begin:
+	case <-b.started:
 	}
 	for {
 		select {

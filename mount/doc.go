@@ -1,3 +1,46 @@
-// Package mount mounts a sessionfs store as a FUSE filesystem and manages the mount's life: options, start-up,
-// stale-mount recovery, signals, unmount, and keeping the kernel's caches true to the store.
+// Package mount mounts a sessionfs store as a FUSE filesystem and manages the mount's life: start-up, binds of
+// sessions' heavy folders over it, the watcher that keeps the kernel's caches true to the store, unmount and
+// stale-mount recovery. Its FUSE nodes are package mount/nodes.
+//
+// The files, in the order a start-up meets them:
+//
+//	options.go         Options, their defaults (settle), and the go-fuse and mount(2) options they become
+//	mount.go           Mount: Wait, Unmount, Detach, Abort, Users (through its control)
+//	start.go           Start and its steps, in order (below)
+//	mountpoint.go      the checks before mounting: FUSE, the places, an empty mountpoint (a stale mount cleared)
+//	helper.go          a confined mount's privileged helper process: started (launchHelper) and run (RunHelper)
+//	helper_service.go  what the helper does when the serving process asks (helperService, over net/rpc)
+//	idle.go            the helper started in the idle scheduling class, and taken out of it
+//	binds.go           the binds interface; binder: this process's binds of sessions' folders over the mount
+//	remotebinder.go    remoteBinder: a confined mount's binds, asked of its helper
+//	watch.go           the watcher: changes behind the mount, to the tree and the binder
+//	opendir.go         folders served without OPENDIR (the kernel caches their listings)
+//	splice.go, procs.go  what go-fuse needs before the confinement; GOMAXPROCS kept above its readers
+//	control.go         control: unmount, detach, abort, users; in this process (localControl) or through the
+//	                   helper (helperControl)
+//	unmount.go         Unmount of a mountpoint (the CLI's), busy mounts detached lazily
+//	stale.go           a dead or hung mount told (probe) and its connection aborted (fusectl)
+//	find.go, serving.go, users.go  a store's mount, the process serving a mount, the processes keeping it busy
+//	shared.go          stores shared with other hosts (a short cache timeout)
+//	notify.go          systemd's readiness
+//
+// Start has one start-up with the confinement as its mode (opts.Confine; as root, confined unless its Mode is
+// Off), as virtiofsd's sandbox mode. Its steps, each a method of startup in start.go; "confined" steps do
+// nothing in an unconfined mount:
+//
+//  1. boundCapabilities (confined): the capability bounding set, while the process is quiet.
+//  2. prepare: FUSE there, the places, the mountpoint ready; the options' defaults settled.
+//  3. launchHelper (confined): the privileged helper starts meanwhile.
+//  4. openTree: the store's tree of nodes.
+//  5. mountDevice (confined): the mount made with mount(2) on a /dev/fuse descriptor.
+//  6. connectHelper (confined): the helper is up.
+//  7. wireBinds: the binder into the tree (binds: this process's binder as root, the helper's remoteBinder
+//     confined, none for a normal user).
+//  8. watchStore: the watcher.
+//  9. newServer: go-fuse's server of the root node; unconfined, go-fuse mounts (mount(2) as root, fusermount3
+//     otherwise) and serves now.
+//  10. serve: ready runs; confined, the process confines itself (confine.Serving) and then serves.
+//  11. served: the Mount, with its control (control.go), the tree's pruner and a spare P.
+//
+// A step that fails undoes what the steps before it made (rollback), up to serve.
 package mount

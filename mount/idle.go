@@ -17,8 +17,8 @@ import (
 // moment the daemon confines itself. Each step of the confinement stops every thread of the daemon and waits
 // for each to run, and with the helper's start-up taking both cores, that took 5-8 ms a step instead of 0.2. So
 // the helper starts in the idle scheduling class (it runs when the daemon does not). The daemon takes it out just
-// before its own last steps (wake), and the helper takes out any thread it made meanwhile once it is up
-// (helperBusy): an idle process on a machine whose cores are busy would wait seconds for its start.
+// before its own last steps (wakeHelper), and the helper takes out any thread it made meanwhile once it is up
+// (leaveIdleClass): an idle process on a machine whose cores are busy would wait seconds for its start.
 
 // startIdle starts cmd in the idle scheduling class: from a thread of this process put there for the fork, and
 // put back after.
@@ -41,11 +41,11 @@ func startIdle(cmd *exec.Cmd) error {
 	return err
 }
 
-// wake takes the threads the helper (pid) has so far out of the idle class, from the daemon while it still holds
+// wakeHelper takes the threads the helper (pid) has so far out of the idle class, from the daemon while it still holds
 // SYS_NICE (confine.Serving's last step before the capabilities go): the helper's start-up then competes only with
 // the daemon's last confinement steps, not with whatever keeps a busy machine's cores full. A thread it makes
-// later from one still idle is moved by helperBusy.
-func wake(pid int) {
+// later from one still idle is moved by leaveIdleClass.
+func wakeHelper(pid int) {
 	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
 	if err != nil {
 		return
@@ -58,9 +58,9 @@ func wake(pid int) {
 	}
 }
 
-// helperBusy takes every thread of the helper out of the idle scheduling class it was started in (it holds
+// leaveIdleClass takes every thread of the helper out of the idle scheduling class it was started in (it holds
 // SYS_NICE for this): its binds must not wait for every other process of a busy machine.
-func helperBusy() {
+func leaveIdleClass() {
 	var param struct{ priority int32 }
 	_, _, _ = syscall.AllThreadsSyscall(unix.SYS_SCHED_SETSCHEDULER, 0, unix.SCHED_NORMAL, uintptr(unsafe.Pointer(&param)))
 }

@@ -63,13 +63,6 @@ func (wa *watcher) close() {
 	<-wa.done
 }
 
-// binds is what the watcher asks of the binder: in this process, or in the privileged one (split.go).
-type binds interface {
-	nodes.Binder
-	wantFilled(id, dir string)
-	wantBound()
-}
-
 // rebind tells the binder of a session made, renamed or removed behind the mount, of a bound folder replaced
 // (the kernel detached its bind when its name was invalidated), or of the first entry made in an empty app or
 // mcps: the worker binds what is there now.

@@ -115,20 +115,14 @@ confinement in force.`,
 				default: // a signal is on its way already
 				}
 			})
-			// systemd is told before the confinement takes the socket away: the mount is made by then, and the
-			// kernel holds requests until they are served.
+			// systemd is told once the mount is made, before the confinement takes the socket away: the kernel
+			// holds requests until they are served.
 			notify := func() {
 				if err := mount.NotifyReady(); err != nil {
 					warnf("tell systemd the mount is ready: %v", err)
 				}
 			}
-			var m *mount.Mount
-			if os.Geteuid() == 0 && opts.Confine.Mode != confine.Off {
-				m, err = mount.Start(s, mnt, opts, notify) // served confined
-				notify = func() {}
-			} else {
-				m, err = mount.New(s, mnt, opts)
-			}
+			m, err := mount.Start(s, mnt, opts, notify) // served confined as root, unless --confine off
 			if err != nil {
 				return err
 			}
@@ -164,7 +158,6 @@ confinement in force.`,
 			if m.Shared != "" {
 				fmt.Fprintf(os.Stderr, "sessionfs: the store is shared with other hosts (%s): their changes show here within %s (the kernel's cache) plus the filesystem's own cache\n", m.Shared, m.Timeout)
 			}
-			notify()
 			if err := tellReady(); err != nil {
 				warnf("tell mount --daemon the mount is ready: %v", err)
 			}

@@ -8,8 +8,8 @@ import (
 
 // The privileged side takes the serving process's calls as a session's input: bad ids and folder names are
 // refused, and a mount that binds nothing answers with an error rather than a crash.
-func TestBinderServiceRefusesBadInput(t *testing.T) {
-	s := newBinderService(t.TempDir())
+func TestHelperServiceRefusesBadInput(t *testing.T) {
+	s := newHelperService(t.TempDir())
 	var token uint64
 	assert.Error(t, s.Removing("../etc", &token), "an id outside the rule")
 	assert.Error(t, s.Removing("", &token))

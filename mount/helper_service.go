@@ -3,24 +3,25 @@ package mount
 import (
 	"errors"
 	"fmt"
-	"net/rpc"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/moby/sys/mountinfo"
+	"golang.org/x/sys/unix"
 
 	"github.com/sessionfs/sessionfs/bind"
 	"github.com/sessionfs/sessionfs/layout"
 )
 
-// The two processes of a confined mount (split.go) talk over a socket pair with net/rpc: the serving daemon asks
-// the privileged helper to bind, unmount and abort (Binder). Nothing else crosses: session ids and folder names,
+// The two processes of a confined mount (helper.go) talk over a socket pair with net/rpc: the serving daemon asks
+// the privileged helper to bind, unmount and abort (helperService, as "Helper"). Nothing else crosses: session ids and folder names,
 // which the helper treats as a session's input: ids are checked by the id rule (binder.enqueue, Removing),
 // folder names against the list. The mountpoint and the connection are the helper's own, never taken from a call.
 
-// binderService is the privileged side's binder, as the serving process calls it.
-type binderService struct {
+// helperService is the privileged helper, as the serving process calls it: its binder (remotebinder.go) and its
+// control (control.go).
+type helperService struct {
 	b   *binder // nil when the mount binds nothing
 	mnt string
 
@@ -33,8 +34,8 @@ type binderService struct {
 	used map[string]int64
 }
 
-func newBinderService(mnt string) *binderService {
-	return &binderService{mnt: mnt, removals: map[uint64]func(){}, used: map[string]int64{}}
+func newHelperService(mnt string) *helperService {
+	return &helperService{mnt: mnt, removals: map[uint64]func(){}, used: map[string]int64{}}
 }
 
 // maxUsed bounds the usage record (a serving process that sends endless ids gets its record forgotten, not the
@@ -42,7 +43,7 @@ func newBinderService(mnt string) *binderService {
 const maxUsed = 1 << 17
 
 // lastUsed is when each of ids was last asked for (unix nanoseconds; 0: never).
-func (s *binderService) lastUsed(ids []string) map[string]int64 {
+func (s *helperService) lastUsed(ids []string) map[string]int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := make(map[string]int64, len(ids))
@@ -56,7 +57,7 @@ func (s *binderService) lastUsed(ids []string) map[string]int64 {
 var errNoBinder = errors.New("this mount binds nothing")
 
 // Want binds the sessions' folders (binder.want; ids failing the id rule are ignored there).
-func (s *binderService) Want(ids []string, _ *struct{}) error {
+func (s *helperService) Want(ids []string, _ *struct{}) error {
 	if s.b == nil {
 		return errNoBinder
 	}
@@ -78,7 +79,7 @@ func (s *binderService) Want(ids []string, _ *struct{}) error {
 }
 
 // WantFilled binds a lazy folder once it holds something (binder.wantFilled).
-func (s *binderService) WantFilled(idDir [2]string, _ *struct{}) error {
+func (s *helperService) WantFilled(idDir [2]string, _ *struct{}) error {
 	if !bind.Lazy(idDir[1]) {
 		return fmt.Errorf("%q is not a folder bound once it holds something", idDir[1])
 	}
@@ -90,7 +91,7 @@ func (s *binderService) WantFilled(idDir [2]string, _ *struct{}) error {
 }
 
 // WantBound checks every bound session (binder.wantBound).
-func (s *binderService) WantBound(_ struct{}, _ *struct{}) error {
+func (s *helperService) WantBound(_ struct{}, _ *struct{}) error {
 	if s.b == nil {
 		return errNoBinder
 	}
@@ -99,7 +100,7 @@ func (s *binderService) WantBound(_ struct{}, _ *struct{}) error {
 }
 
 // Removing detaches session id's binds before a removal through the mount; Removed ends it.
-func (s *binderService) Removing(id string, token *uint64) error {
+func (s *helperService) Removing(id string, token *uint64) error {
 	if err := layout.ValidateID(id); err != nil {
 		return err
 	}
@@ -116,7 +117,7 @@ func (s *binderService) Removing(id string, token *uint64) error {
 }
 
 // Removed ends the removal Removing began.
-func (s *binderService) Removed(token uint64, _ *struct{}) error {
+func (s *helperService) Removed(token uint64, _ *struct{}) error {
 	s.mu.Lock()
 	done := s.removals[token]
 	delete(s.removals, token)
@@ -129,7 +130,7 @@ func (s *binderService) Removed(token uint64, _ *struct{}) error {
 
 // Unmount detaches the binds and unmounts the mount (go-fuse's retries: the kernel may still be releasing
 // files); an error says it is busy.
-func (s *binderService) Unmount(_ struct{}, _ *struct{}) error {
+func (s *helperService) Unmount(_ struct{}, _ *struct{}) error {
 	if s.b != nil {
 		s.b.close()
 	}
@@ -147,7 +148,7 @@ func (s *binderService) Unmount(_ struct{}, _ *struct{}) error {
 // Detach detaches the binds and the mount lazily: it serves on until its last user leaves. The binds go through
 // their own descriptors (binder.close); a lazy unmount takes whatever else is mounted beneath the mount, so no
 // name is walked through the mount.
-func (s *binderService) Detach(_ struct{}, _ *struct{}) error {
+func (s *helperService) Detach(_ struct{}, _ *struct{}) error {
 	s.connection() // noted while the mount table still shows it: Abort may follow
 	if s.b != nil {
 		s.b.close()
@@ -158,7 +159,7 @@ func (s *binderService) Detach(_ struct{}, _ *struct{}) error {
 // Abort ends the mount's FUSE connection (fusectl): the processes still inside get errors. The connection is
 // the helper's own mount's, from the mount table, never a number the daemon sends: a daemon that is not
 // itself any more must not abort another filesystem.
-func (s *binderService) Abort(_ struct{}, _ *struct{}) error {
+func (s *helperService) Abort(_ struct{}, _ *struct{}) error {
 	minor, err := s.connection()
 	if err != nil {
 		return err
@@ -167,7 +168,7 @@ func (s *binderService) Abort(_ struct{}, _ *struct{}) error {
 }
 
 // connection is the FUSE connection of the mount at s.mnt (its device minor), read from the mount table once.
-func (s *binderService) connection() (uint32, error) {
+func (s *helperService) connection() (uint32, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.minor != 0 {
@@ -181,15 +182,15 @@ func (s *binderService) connection() (uint32, error) {
 	return s.minor, nil
 }
 
-// Users lists the processes that keep the mount busy (fs.Users: it reads /proc, which the daemon may not).
-func (s *binderService) Users(_ struct{}, out *[]string) error {
+// Users lists the processes that keep the mount busy (Users: it reads /proc, which the daemon may not).
+func (s *helperService) Users(_ struct{}, out *[]string) error {
 	*out = Users(s.mnt)
 	return nil
 }
 
 // Thread tells the binder's thread id (its lookups through the mount are not uses); Begin starts the binder once
 // the serving process knows it.
-func (s *binderService) Thread(_ struct{}, tid *int) error {
+func (s *helperService) Thread(_ struct{}, tid *int) error {
 	if s.b == nil {
 		return errNoBinder
 	}
@@ -197,7 +198,7 @@ func (s *binderService) Thread(_ struct{}, tid *int) error {
 	return nil
 }
 
-func (s *binderService) Begin(_ struct{}, _ *struct{}) error {
+func (s *helperService) Begin(_ struct{}, _ *struct{}) error {
 	if s.b == nil {
 		return errNoBinder
 	}
@@ -206,68 +207,28 @@ func (s *binderService) Begin(_ struct{}, _ *struct{}) error {
 }
 
 // PollHack makes the kernel's one POLL request (pollHack).
-func (s *binderService) PollHack(_ struct{}, _ *struct{}) error {
+func (s *helperService) PollHack(_ struct{}, _ *struct{}) error {
 	pollHack(s.mnt)
 	return nil
 }
 
-// remoteBinder is the binder as the serving process sees it: calls to the privileged process. want is called on
-// every lookup inside a session folder, a walk of a thousand sessions makes thousands: they are gathered and sent
-// together by one sender, a call per burst rather than a round trip (and two context switches) per lookup.
-type remoteBinder struct {
-	c *rpc.Client
-
-	mu      sync.Mutex
-	pending []string
-	queued  map[string]bool
-	wake    chan struct{}
-}
-
-func newRemoteBinder(c *rpc.Client) *remoteBinder {
-	r := &remoteBinder{c: c, queued: map[string]bool{}, wake: make(chan struct{}, 1)}
-	go r.send()
-	return r
-}
-
-// send sends what want gathered, a batch at a time, until the connection ends.
-func (r *remoteBinder) send() {
-	for range r.wake {
-		r.mu.Lock()
-		ids := r.pending
-		r.pending, r.queued = nil, map[string]bool{}
-		r.mu.Unlock()
-		if len(ids) > 0 && errors.Is(r.c.Call("Binder.Want", ids, nil), rpc.ErrShutdown) {
-			return
-		}
+// pollHack makes the kernel ask the serving process for POLL once, so that it learns POLL is not supported
+// (go-fuse's own mount does this; with a mount made by the daemon, the helper does). The helper trusts nothing the
+// mount answers: the name is opened beneath the mount's root with no symlink and no mount crossed, and a FIFO or a
+// device answered there neither blocks the open (O_NONBLOCK) nor becomes a terminal (O_NOCTTY); the mount is nodev.
+func pollHack(mnt string) {
+	root, err := unix.Open(mnt, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return
 	}
-}
-
-// call sends a call without waiting for its answer (nothing here may block a FUSE request).
-func (r *remoteBinder) call(method string, arg any) {
-	r.c.Go(method, arg, nil, make(chan *rpc.Call, 1))
-}
-
-func (r *remoteBinder) Want(id string) {
-	r.mu.Lock()
-	if !r.queued[id] {
-		r.queued[id] = true
-		r.pending = append(r.pending, id)
+	fd, err := layout.OpenBeneathNoMounts(root, pollHackName, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY)
+	unix.Close(root)
+	if err != nil {
+		return
 	}
-	r.mu.Unlock()
-	select {
-	case r.wake <- struct{}{}:
-	default:
-	}
+	_, _ = unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN | unix.POLLPRI | unix.POLLOUT}}, 0)
+	unix.Close(fd)
 }
 
-func (r *remoteBinder) wantFilled(id, dir string) { r.call("Binder.WantFilled", [2]string{id, dir}) }
-func (r *remoteBinder) wantBound()                { r.call("Binder.WantBound", struct{}{}) }
-
-// Removing waits for session id's binds to be detached (a removal through the mount, inside its request).
-func (r *remoteBinder) Removing(id string) (done func()) {
-	var token uint64
-	if err := r.c.Call("Binder.Removing", id, &token); err != nil {
-		return func() {}
-	}
-	return func() { _ = r.c.Call("Binder.Removed", token, nil) }
-}
+// pollHackName is the name go-fuse answers for the POLL probe (its fuse/poll.go).
+const pollHackName = ".go-fuse-epoll-hack"

@@ -1,0 +1,164 @@
+package mount
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/rpc"
+	"os"
+	"os/exec"
+	"os/signal"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sessionfs/sessionfs/layout"
+)
+
+// A confined mount is two processes. The daemon mounts, then confines itself (package confine) before it reads
+// its first FUSE request, and serves every request from then on: a few capabilities, Landlock to the store, a
+// seccomp allow-list without mount, unshare or execve. So a slip in the code that answers the mount's requests
+// meets the kernel, not the host. What needs more (binding sessions' folders, unmounting, aborting a hung
+// connection) is asked of a small helper it starts before confining itself: the helper (root, holding what the
+// bounding set left it: confine.Keep and confine.HelperKeep) serves no FUSE request, does nothing else, and takes
+// only session ids and folder names (helper_service.go). This file starts it and runs it.
+
+// HelperArg is argv[1] of the privileged helper: main hands it to RunHelper.
+const HelperArg = "__privileged"
+
+// helperEnv carries the helper's configuration (helperConfig, JSON).
+const helperEnv = "SESSIONFS_HELPER"
+
+// helperFD is the helper's end of its socket to the daemon.
+const helperFD = 3
+
+// helperConfig is what the helper is told.
+type helperConfig struct {
+	Store, Mountpoint string
+	MaxBinds          int
+	ReadOnly          bool
+}
+
+// helperLaunch is the helper on its way: started in the background while the daemon mounts.
+type helperLaunch struct {
+	started chan struct{}
+	client  *rpc.Client
+	pid     int
+	err     error
+}
+
+// launchHelper starts the helper in the background.
+func launchHelper(cfg helperConfig) *helperLaunch {
+	l := &helperLaunch{started: make(chan struct{})}
+	go func() {
+		defer close(l.started)
+		l.client, l.pid, l.err = startHelper(cfg)
+	}()
+	return l
+}
+
+// wait returns a client of the helper and its pid, once it is started.
+func (l *helperLaunch) wait() (*rpc.Client, int, error) {
+	<-l.started
+	return l.client, l.pid, l.err
+}
+
+// abandon closes the helper's socket once it is started: the helper ends with it.
+func (l *helperLaunch) abandon() {
+	if c, _, _ := l.wait(); c != nil {
+		c.Close()
+	}
+}
+
+// startHelper starts the privileged helper with its end of a socket pair and returns a client of it and its pid.
+// The helper ends when the socket closes (this process ends).
+func startHelper(cfg helperConfig) (*rpc.Client, int, error) {
+	env, err := json.Marshal(cfg)
+	if err != nil {
+		return nil, 0, err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, 0, err
+	}
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, 0, err
+	}
+	ours, theirs := os.NewFile(uintptr(fds[0]), "sessionfs-daemon"), os.NewFile(uintptr(fds[1]), "sessionfs-helper")
+	defer theirs.Close()
+	helper := exec.Command(exe, HelperArg, cfg.Mountpoint)
+	helper.Env = append(os.Environ(), helperEnv+"="+string(env))
+	helper.Stdout, helper.Stderr = os.Stderr, os.Stderr
+	helper.ExtraFiles = []*os.File{theirs}
+	if err := startIdle(helper); err != nil {
+		ours.Close()
+		return nil, 0, err
+	}
+	go func() { _ = helper.Wait() }() // reaped, whenever it ends
+	conn, err := net.FileConn(ours)
+	ours.Close()
+	if err != nil {
+		_ = helper.Process.Kill()
+		return nil, 0, err
+	}
+	return rpc.NewClient(conn), helper.Process.Pid, nil
+}
+
+// RunHelper is the privileged helper of a confined mount, when argv[1] is HelperArg: it binds, unmounts and aborts
+// for the daemon until the daemon is gone, and exits; otherwise it returns at once.
+func RunHelper() {
+	if len(os.Args) < 2 || os.Args[1] != HelperArg {
+		return
+	}
+	if err := serveDaemon(); err != nil {
+		fmt.Fprintf(os.Stderr, "sessionfs: privileged helper: %v\n", err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+// serveDaemon serves the daemon's calls (helperService) on the socket it was started with, until the daemon is
+// gone.
+func serveDaemon() error {
+	var cfg helperConfig
+	if err := json.Unmarshal([]byte(os.Getenv(helperEnv)), &cfg); err != nil {
+		return fmt.Errorf("read the configuration: %w (this process is started by sessionfs mount)", err)
+	}
+	os.Unsetenv(helperEnv)
+	leaveIdleClass()
+	// The daemon stops the mount: an interrupt at the terminal reaches both processes, and only the daemon acts.
+	signal.Ignore(os.Interrupt, syscall.SIGTERM)
+	f := os.NewFile(helperFD, "daemon")
+	if f == nil {
+		return errors.New("descriptor 3 is not open (this process is started by sessionfs mount)")
+	}
+	conn, err := net.FileConn(f)
+	f.Close()
+	if err != nil {
+		return err
+	}
+	svc := newHelperService(cfg.Mountpoint)
+	if cfg.MaxBinds > 0 {
+		store, err := layout.OpenStore(cfg.Store)
+		if err != nil {
+			return err
+		}
+		sessions, err := layout.OpenDir(store.SessionsDir())
+		if err != nil {
+			return err
+		}
+		defer sessions.Close()
+		svc.b = newBinder(cfg.Mountpoint, sessions, cfg.MaxBinds, cfg.ReadOnly, svc.lastUsed)
+		go svc.b.wantRecent()
+	}
+	srv := rpc.NewServer()
+	if err := srv.RegisterName("Helper", svc); err != nil {
+		return err
+	}
+	// Until the daemon is gone. A daemon killed leaves its binds, as a daemon of one process did: the next mount
+	// clears them with the stale mount.
+	srv.ServeConn(conn)
+	return nil
+}

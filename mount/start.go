@@ -1,0 +1,322 @@
+package mount
+
+import (
+	"fmt"
+	"net/rpc"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+
+	gofs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
+
+	"github.com/sessionfs/sessionfs/confine"
+	"github.com/sessionfs/sessionfs/layout"
+	"github.com/sessionfs/sessionfs/mount/nodes"
+)
+
+// Start mounts store at mountpoint (creating the folder if need be) and serves it from this process until
+// Unmount. opts.Confine is the mode, as virtiofsd's sandbox mode is:
+//
+//   - confined (root, and Mode On or Strict): this process mounts, then confines itself (package confine) before
+//     it reads its first request, and asks a privileged helper it starts for what needs more: binding sessions'
+//     folders, unmounting, aborting the connection (helper.go);
+//   - unconfined (Mode Off, or not root): this process does it all; as root it mounts with mount(2) and binds
+//     sessions' folders itself (binds.go), as a normal user it mounts through fusermount3 and binds nothing.
+//
+// ready, when set, runs once the mount is made and before the confinement (it may need what the confinement
+// takes away: systemd's notify socket, say); an unconfined mount runs it once it serves.
+func Start(store *layout.Store, mountpoint string, opts Options, ready func()) (*Mount, error) {
+	s := &startup{store: store, mountpoint: mountpoint, opts: opts, confined: os.Geteuid() == 0 && opts.Confine.Mode != confine.Off}
+	steps := []func() error{
+		s.boundCapabilities, // confined: the bounding set, while the process is quiet
+		s.prepare,           // the places and the mountpoint checked, the options' defaults settled
+		s.launchHelper,      // confined: the helper starts meanwhile
+		s.openTree,          // the store's tree of nodes
+		s.mountDevice,       // confined: the mount made on a /dev/fuse descriptor
+		s.connectHelper,     // confined: the helper is up
+		s.wireBinds,         // the binder the tree and the watcher tell of sessions: this process's or the helper's
+		s.watchStore,        // the watcher of the store
+		s.newServer,         // go-fuse's server (unconfined: the mount made, and served)
+	}
+	for _, step := range steps {
+		if err := step(); err != nil {
+			s.rollback()
+			return nil, err
+		}
+	}
+	// Nothing is rolled back from here on: a confined process may no longer undo what it made.
+	if err := s.serve(ready); err != nil {
+		return nil, err
+	}
+	return s.served(), nil
+}
+
+// startup is a mount on its way: what Start's steps made so far, and how to undo it should a later step fail.
+type startup struct {
+	store      *layout.Store
+	mountpoint string
+	opts       Options
+	confined   bool
+
+	mnt, shared string
+	watched     time.Duration // the store's names' cache timeout while the watcher follows them (0: opts.Timeout)
+	tree        *nodes.Tree
+	launch      *helperLaunch // confined: the helper on its way
+	helper      *rpc.Client   // confined: the helper, once up
+	helperPID   int
+	dev         int     // confined: the /dev/fuse descriptor mounted
+	binder      *binder // unconfined as root: this process's binder
+	binds       binds   // the binder the tree and the watcher tell (nil: the mount binds nothing)
+	watcher     *watcher
+	root        *nodes.Root
+	procs       int // GOMAXPROCS when go-fuse sized its readers by it (procs.go)
+	server      *fuse.Server
+	confinement string
+	undo        []func() // in the order made; run backwards
+}
+
+func (s *startup) onRollback(undo func()) { s.undo = append(s.undo, undo) }
+
+func (s *startup) rollback() {
+	for i := len(s.undo) - 1; i >= 0; i-- {
+		s.undo[i]()
+	}
+}
+
+// boundCapabilities drops, for a confined mount, what the bounding set need not keep: first, while the process is
+// quiet; the helper is started with what it leaves.
+func (s *startup) boundCapabilities() error {
+	if !s.confined {
+		return nil
+	}
+	if err := s.opts.Confine.Check(); err != nil {
+		return err
+	}
+	if err := confine.Bound(s.opts.Confine); err != nil {
+		return fmt.Errorf("confine the serving process: %w", err)
+	}
+	return nil
+}
+
+// prepare checks FUSE, the places and the mountpoint (mountpoint.go), raises the file limit and settles the
+// options' defaults (options.go).
+func (s *startup) prepare() (err error) {
+	if s.mnt, err = filepath.Abs(s.mountpoint); err != nil {
+		return err
+	}
+	if err := checkFUSE(); err != nil {
+		return err
+	}
+	nodes.RaiseFileLimit() // the callers' shares of descriptors are sized from it (nodes/opens.go)
+	if err := checkPlaces(s.store, s.mnt); err != nil {
+		return err
+	}
+	if err := prepareMountpoint(s.mnt); err != nil {
+		return err
+	}
+	s.shared, s.watched = s.opts.settle(s.store)
+	return nil
+}
+
+// launchHelper starts a confined mount's helper in the background: its fork and exec hold up only the thread that
+// makes them. It binds nothing before it is told to begin, once the mount serves.
+func (s *startup) launchHelper() error {
+	if !s.confined {
+		return nil
+	}
+	s.launch = launchHelper(helperConfig{Store: s.store.Root, Mountpoint: s.mnt, MaxBinds: s.opts.MaxBinds, ReadOnly: s.opts.ReadOnly})
+	s.onRollback(s.launch.abandon)
+	return nil
+}
+
+// openTree opens the store's tree of nodes as the options and the watcher want it.
+func (s *startup) openTree() error {
+	tree, err := nodes.NewTree(s.store)
+	if err != nil {
+		return fmt.Errorf("open the store: %w", err)
+	}
+	tree.Mountpoint, tree.ReadOnly = s.mnt, s.opts.ReadOnly
+	tree.Timeout, tree.WatchedTimeout = s.opts.Timeout, s.watched
+	s.tree = tree
+	s.onRollback(func() { tree.Close() })
+	return nil
+}
+
+// mountDevice makes a confined mount now, on a /dev/fuse descriptor of its own which the server takes over (go-fuse
+// makes an unconfined one as it starts serving: newServer).
+func (s *startup) mountDevice() error {
+	if !s.confined {
+		return nil
+	}
+	// A plain descriptor, not an *os.File: go-fuse takes it over (a File's finalizer would close it under it).
+	dev, err := unix.Open("/dev/fuse", unix.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("open /dev/fuse: %w", err)
+	}
+	if err := mountDirect(s.store, s.mnt, s.opts, dev); err != nil {
+		unix.Close(dev)
+		return mountError(s.mnt, err)
+	}
+	s.dev = dev
+	s.onRollback(func() {
+		unix.Close(dev)
+		_ = syscall.Unmount(s.mnt, syscall.MNT_DETACH)
+	})
+	return nil
+}
+
+// mountDirect mounts a FUSE connection on dev at mnt with mount(2), with the options go-fuse would give it.
+func mountDirect(store *layout.Store, mnt string, opts Options, dev int) error {
+	mo := mountOptions(store, opts)
+	data := []string{
+		fmt.Sprintf("fd=%d", dev),
+		fmt.Sprintf("rootmode=%o", syscall.S_IFDIR),
+		fmt.Sprintf("user_id=%d", os.Geteuid()),
+		fmt.Sprintf("group_id=%d", os.Getegid()),
+		fmt.Sprintf("max_read=%d", mo.MaxWrite),
+	}
+	data = append(data, mo.Options...)
+	if mo.AllowOther {
+		data = append(data, "allow_other")
+	}
+	return syscall.Mount(store.Root, mnt, FSType, directFlags(opts), strings.Join(data, ","))
+}
+
+// connectHelper waits for a confined mount's helper to be started.
+func (s *startup) connectHelper() error {
+	if !s.confined {
+		return nil
+	}
+	client, pid, err := s.launch.wait()
+	if err != nil {
+		return fmt.Errorf("start the privileged helper: %w", err)
+	}
+	s.helper, s.helperPID = client, pid
+	return nil
+}
+
+// wireBinds gives the tree and the watcher the mount's binder: a confined mount's is the helper's
+// (remotebinder.go), an unconfined root mount's is this process's own (binds.go), made with mount(2)'s new API. A
+// normal user's mount binds nothing: it goes through fusermount3, and all of it through FUSE.
+func (s *startup) wireBinds() error {
+	switch {
+	case s.opts.MaxBinds <= 0:
+		return nil
+	case s.confined:
+		s.binds = newRemoteBinder(s.helper)
+	case os.Geteuid() == 0:
+		s.binder = newBinder(s.mnt, s.tree.Sessions(), s.opts.MaxBinds, s.opts.ReadOnly, lastUsedIn(s.tree))
+		s.onRollback(s.binder.close)
+		s.binds = s.binder
+	default:
+		return nil
+	}
+	s.tree.Binder = s.binds
+	s.binds.begin(s.tree)
+	return nil
+}
+
+// lastUsedIn is when each session was last used through the mount, as tree saw it.
+func lastUsedIn(tree *nodes.Tree) func(ids []string) map[string]int64 {
+	return func(ids []string) map[string]int64 {
+		out := make(map[string]int64, len(ids))
+		for _, id := range ids {
+			out[id] = tree.LastUsed(id)
+		}
+		return out
+	}
+}
+
+// watchStore starts the watcher, which tells the tree and the binder of changes made behind the mount.
+func (s *startup) watchStore() error {
+	wa, err := startWatcher(s.tree, s.binds)
+	if err != nil {
+		return fmt.Errorf("watch the store: %w", err)
+	}
+	s.watcher = wa
+	s.onRollback(wa.close)
+	return nil
+}
+
+// newServer makes go-fuse's server of the mount's root node, folders without OPENDIR (opendir.go). A confined
+// mount's serves the descriptor mounted already, once serve has confined this process; go-fuse makes an
+// unconfined mount now and serves it at once.
+func (s *startup) newServer() error {
+	s.root = nodes.NewRoot(s.tree)
+	// Modes reach us already masked by the caller's umask; the daemon's own must not mask them again.
+	syscall.Umask(0)
+	s.procs = runtime.GOMAXPROCS(0)
+	mo := mountOptions(s.store, s.opts)
+	if !s.confined {
+		mountByGoFUSE(&mo, s.opts)
+	}
+	opts := nodeOptions(mo, s.opts.Timeout)
+	fs := newNoOpendir(gofs.NewNodeFS(s.root, opts))
+	if s.confined {
+		server, err := fuse.NewServer(fs, fmt.Sprintf("/dev/fd/%d", s.dev), &opts.MountOptions)
+		s.server = server
+		return err
+	}
+	server, err := fuse.NewServer(fs, s.mnt, &opts.MountOptions)
+	if err != nil {
+		return mountError(s.mnt, err)
+	}
+	go server.Serve()
+	if err := server.WaitMount(); err != nil {
+		return mountError(s.mnt, err) // the serve loop ends with the failed mount
+	}
+	s.server = server
+	return nil
+}
+
+// serve runs ready and serves. A confined mount confines this process first, before the first request is read:
+// everything it needs outside the store is open by now.
+func (s *startup) serve(ready func()) error {
+	if ready != nil {
+		ready()
+	}
+	if !s.confined {
+		if s.binder != nil {
+			go s.binder.wantRecent()
+		}
+		return nil
+	}
+	openSpliceSink()
+	// The helper leaves the idle class before SYS_NICE goes: on a busy machine an idle process gets almost no CPU,
+	// and its binds (and the unmount it makes) must not wait for the machine to go quiet.
+	report, err := confine.Serving(s.store.Root, s.opts.Confine, func() { wakeHelper(s.helperPID) })
+	if err != nil {
+		// Serve nothing unconfined: the mount goes (the helper can still unmount), and so does this process.
+		_ = s.helper.Call("Helper.Detach", struct{}{}, nil)
+		return fmt.Errorf("confine the serving process: %w", err)
+	}
+	s.confinement = report.String()
+	go s.server.Serve()
+	if err := s.server.WaitMount(); err != nil {
+		return err
+	}
+	// The kernel asks POLL once: a request from the helper makes it, so that go-fuse can answer ENOSYS. Not
+	// waited for: the helper is still starting (its Go runtime's init), and the mount serves meanwhile; the
+	// lookups made before it is up are sent to it once it is.
+	s.helper.Go("Helper.PollHack", struct{}{}, nil, make(chan *rpc.Call, 1))
+	return nil
+}
+
+// served is the Mount that serves: a P kept spare of go-fuse's readers (procs.go), the tree pruned past
+// MaxNodes, and its control (control.go).
+func (s *startup) served() *Mount {
+	spareProcs(s.procs)
+	done := make(chan struct{})
+	go s.tree.Prune(s.root.Sessions(), s.opts.MaxNodes, done)
+	var ctl control = &helperControl{mnt: s.mnt, helper: s.helper}
+	if !s.confined {
+		ctl = newLocalControl(s.mnt, s.server, s.binder)
+	}
+	return &Mount{Mountpoint: s.mnt, Store: s.store, Shared: s.shared, Timeout: s.opts.Timeout, Binding: s.binds != nil,
+		Confinement: s.confinement, server: s.server, watcher: s.watcher, tree: s.tree, ctl: ctl, done: done}
+}
