@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -86,42 +85,4 @@ func agentCwd(root, workdir string) string {
 		return layout.Derive(root).Workspace
 	}
 	return filepath.Join(root, workdir)
-}
-
-// importAgent is "import --agent": agent a's conversations, reported as Claude's are.
-func importAgent(cmd *cobra.Command, s *layout.Store, a *agents.Agent, opts agents.ImportOptions, asJSON bool) error {
-	opts.Agent = a
-	mnt := mountpoint(s)
-	opts.Workspaces = func(id string) []string { return session.Workspaces(s, id, mnt) }
-	run := a.Import // an agent of its own kind (opencode's database); its own default --from
-	if run == nil {
-		run = agents.Import
-		if opts.From == "" {
-			home, err := a.Home()
-			if err != nil {
-				return err
-			}
-			opts.From = home
-		}
-	}
-	rep, err := run(s, opts)
-	if err != nil {
-		return err
-	}
-	if asJSON {
-		rep.Sessions, rep.Imported = orEmpty(rep.Sessions), orEmpty(rep.Imported)
-		rep.Unchanged, rep.Malformed = orEmpty(rep.Unchanged), orEmpty(rep.Malformed)
-		return printJSON(cmd.OutOrStdout(), rep)
-	}
-	for _, m := range rep.Malformed {
-		fmt.Fprintf(os.Stderr, "sessionfs: skipped %s\n", oneLine(m))
-	}
-	verb := "imported"
-	if opts.DryRun {
-		verb = "would import"
-	}
-	fmt.Fprintf(cmd.OutOrStdout(), "%s %s (%d unchanged) into %s; %s skipped\n",
-		verb, plural(len(rep.Imported), a.Name+" conversation"), len(rep.Unchanged), plural(len(rep.Sessions), "new session"),
-		plural(len(rep.Malformed), "file"))
-	return nil
 }

@@ -17,11 +17,20 @@ func (a *app) completeIDs(_ *cobra.Command, args []string, prefix string) ([]str
 	return a.matchingIDs(prefix), cobra.ShellCompDirectiveNoFileComp
 }
 
+// completeFirstID completes a session id as the first argument and nothing after it (rename's NEW: a new id).
+func (a *app) completeFirstID(_ *cobra.Command, args []string, prefix string) ([]string, cobra.ShellCompDirective) {
+	if len(args) > 0 {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	return a.matchingIDs(prefix), cobra.ShellCompDirectiveNoFileComp
+}
+
 // completeManyIDs completes session ids in every position (rm ID...).
 func (a *app) completeManyIDs(_ *cobra.Command, _ []string, prefix string) ([]string, cobra.ShellCompDirective) {
 	return a.matchingIDs(prefix), cobra.ShellCompDirectiveNoFileComp
 }
 
+// matchingIDs are the ids of the store's sessions that begin with prefix.
 func (a *app) matchingIDs(prefix string) []string {
 	s, err := a.openStore()
 	if err != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/sessionfs/sessionfs/agents"
 	"github.com/sessionfs/sessionfs/agents/all"
+	"github.com/sessionfs/sessionfs/agents/claude"
 	"github.com/sessionfs/sessionfs/layout"
 )
 
@@ -57,6 +59,26 @@ func (a *app) exactID(arg string) (string, error) {
 		return id, err
 	}
 	return "", notFound(arg, matches)
+}
+
+// session opens the store and reads session arg (an id, or an unambiguous start of a generated one: resolveID).
+func (a *app) session(arg string) (*layout.Store, *layout.Meta, error) {
+	id, err := a.resolveID(arg)
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := a.store.Get(id)
+	return a.store, m, err
+}
+
+// exactSession is session for commands that change it: arg is taken whole (exactID).
+func (a *app) exactSession(arg string) (*layout.Store, *layout.Meta, error) {
+	id, err := a.exactID(arg)
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := a.store.Get(id)
+	return a.store, m, err
 }
 
 // lookupID returns arg if a session of that id exists, else the ids that begin with it.
@@ -157,4 +179,51 @@ func pickPrefix(arg string, matches []string, what string) (string, error) {
 		matches, more = matches[:maxCandidates], fmt.Sprintf(" and %d more", n-maxCandidates)
 	}
 	return "", fmt.Errorf("%q is the start of %d %ss: %s%s; type more of the id", arg, n, what, strings.Join(matches, ", "), more)
+}
+
+// anyHolders is conversationHolders for a conversation of any agent: Claude's first, then the others' (a uuid
+// is one agent's). It returns the agent's name.
+func anyHolders(s *layout.Store, uuid string) ([]agents.Holder, string, error) {
+	holders, err := conversationHolders(s, uuid)
+	if !errors.Is(err, claude.ErrNoConversation) {
+		return holders, claude.Agent.Name, err
+	}
+	others, aerr := all.Holders(s, uuid)
+	if aerr != nil || len(others) == 0 {
+		return nil, "", err
+	}
+	warnOtherHolders(uuid, others, "file")
+	return others, others[0].Agent, nil
+}
+
+// conversationHolders returns the sessions holding Claude conversation uuid, the owner first, and names the
+// others on stderr: a uuid in two sessions is never resolved silently.
+func conversationHolders(s *layout.Store, uuid string) ([]agents.Holder, error) {
+	holders, err := claude.Holders(s, uuid)
+	if err != nil {
+		return nil, err
+	}
+	if len(holders) == 0 {
+		return nil, fmt.Errorf("conversation %s: %w", uuid, claude.ErrNoConversation)
+	}
+	warnOtherHolders(uuid, holders, "transcript")
+	return holders, nil
+}
+
+// warnOtherHolders names on stderr the sessions holding conversation uuid besides its owner, holders[0], whose
+// file (what) was made first.
+func warnOtherHolders(uuid string, holders []agents.Holder, what string) {
+	if len(holders) > 1 {
+		warnf("conversation %s is also in session(s) %s; using %s, whose %s was made first",
+			uuid, strings.Join(holderIDs(holders[1:]), ", "), holders[0].ID, what)
+	}
+}
+
+// holderIDs are the ids of the sessions holders names ([] for none).
+func holderIDs(holders []agents.Holder) []string {
+	ids := []string{}
+	for _, h := range holders {
+		ids = append(ids, h.ID)
+	}
+	return ids
 }

@@ -1,13 +1,10 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -85,26 +82,6 @@ func (a *app) open(create bool) (*layout.Store, error) {
 	return s, nil
 }
 
-// session opens the store and reads session arg (an id, or an unambiguous start of a generated one: resolveID).
-func (a *app) session(arg string) (*layout.Store, *layout.Meta, error) {
-	id, err := a.resolveID(arg)
-	if err != nil {
-		return nil, nil, err
-	}
-	m, err := a.store.Get(id)
-	return a.store, m, err
-}
-
-// exactSession is session for commands that change it: arg is taken whole (exactID).
-func (a *app) exactSession(arg string) (*layout.Store, *layout.Meta, error) {
-	id, err := a.exactID(arg)
-	if err != nil {
-		return nil, nil, err
-	}
-	m, err := a.store.Get(id)
-	return a.store, m, err
-}
-
 // sessionDir is where processes should see the session: through the mount when the store is mounted, so the
 // transcript aliases apply; the store folder otherwise.
 func sessionDir(s *layout.Store, id string) (dir string, mounted bool) {
@@ -114,34 +91,6 @@ func sessionDir(s *layout.Store, id string) (dir string, mounted bool) {
 	return s.Dir(id), false
 }
 
-// orEmpty makes a nil list an empty one, so --json prints [] rather than null.
-func orEmpty[T any](s []T) []T {
-	if s == nil {
-		return []T{}
-	}
-	return s
-}
-
-func printJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
-
-// oneLine keeps an error to one line on stderr, whatever the input held.
-func oneLine(s string) string {
-	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\x00", "\\0")), " ")
-}
-
-// shellQuote quotes s for a POSIX shell.
-func shellQuote(s string) string {
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
-func warnf(format string, args ...any) {
-	fmt.Fprintf(os.Stderr, "sessionfs: warning: "+format+"\n", args...)
-}
-
 // notMounted is what to tell a user whose store is not served: that it is not mounted, or that its mount is
 // stale (its daemon gone), which "sessionfs mount" clears.
 func notMounted(s *layout.Store) string {
@@ -149,4 +98,12 @@ func notMounted(s *layout.Store) string {
 		return "the store's mount at " + mnt + " is stale (its daemon is gone; sessionfs mount serves it again)"
 	}
 	return "the store is not mounted"
+}
+
+// mountpoint is where the store is mounted, "" when it is not.
+func mountpoint(s *layout.Store) string {
+	if m, ok := mount.Find(s.Root); ok {
+		return m.Mountpoint
+	}
+	return ""
 }

@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/sessionfs/sessionfs/layout"
-	"github.com/sessionfs/sessionfs/mount"
 	"github.com/sessionfs/sessionfs/session"
 )
 
@@ -33,39 +32,58 @@ func viewOf(s *layout.Store, mnt string, m *layout.Meta, info layout.Info) sessi
 	if v.Labels == nil {
 		v.Labels = map[string]string{}
 	}
-	v.Created, v.ForkedFrom = known(m.Created), known(m.ForkedFrom)
+	v.Created, v.ForkedFrom = nullIfZero(m.Created), nullIfZero(m.ForkedFrom)
 	// Only a last run with no end asks the lease whether it still runs.
-	running := len(m.Runs) > 0 && m.Runs[len(m.Runs)-1].End.IsZero() && runningNow(s, m.ID)
+	running := len(m.Runs) > 0 && m.Runs[len(m.Runs)-1].End.IsZero() && s.Running(m.ID)
 	v.Runs = runsOf(m.Runs, running)
 	if mnt != "" {
 		p := layout.Derive(session.Path(mnt, m.ID))
 		v.Mounted = &p
 	}
-	v.LastActivity, v.Damaged = known(info.LastActivity), known(info.Damaged)
+	v.LastActivity, v.Damaged = nullIfZero(info.LastActivity), nullIfZero(info.Damaged)
 	return v
 }
 
-// known points to v, or is nil (JSON null) when v is its type's zero: a time or a text not known.
-func known[T comparable](v T) *T {
+// runJSON is a run as runs --json and --format show it: every key present, null where unknown.
+type runJSON struct {
+	Backend string     `json:"backend"`
+	Image   string     `json:"image"`
+	Command []string   `json:"command"`
+	Start   time.Time  `json:"start"`
+	End     *time.Time `json:"end"`
+	// Status is "exited" (its end is recorded), "running" (its runner holds the session), or "unfinished" (the
+	// runner died before it recorded the end: killed, or its host went down).
+	Status   string  `json:"status"`
+	ExitCode *int    `json:"exit_code"` // null until it exited
+	Error    *string `json:"error"`     // sessionfs's own failure, if any
+}
+
+// runsOf turns session.json's runs into what runs prints; running says the session's runner is alive.
+func runsOf(rs []layout.Run, running bool) []runJSON {
+	out := make([]runJSON, 0, len(rs))
+	for i, r := range rs {
+		j := runJSON{Backend: r.Backend, Image: r.Image, Command: orEmpty(r.Command), Start: r.Start, Status: "unfinished"}
+		if i == len(rs)-1 && running {
+			j.Status = "running"
+		}
+		if !r.End.IsZero() {
+			end, code := r.End, r.ExitCode
+			j.End, j.ExitCode, j.Status = &end, &code, "exited"
+		}
+		if r.Error != "" {
+			e := r.Error
+			j.Error = &e
+		}
+		out = append(out, j)
+	}
+	return out
+}
+
+// nullIfZero points to v, or is nil (JSON null) when v is its type's zero: a time or a text not known.
+func nullIfZero[T comparable](v T) *T {
 	var zero T
 	if v == zero {
 		return nil
 	}
 	return &v
-}
-
-// mountpoint is where the store is mounted, "" when it is not.
-func mountpoint(s *layout.Store) string {
-	if m, ok := mount.Find(s.Root); ok {
-		return m.Mountpoint
-	}
-	return ""
-}
-
-// orZero is the time t points to, or the zero time.
-func orZero(t *time.Time) time.Time {
-	if t == nil {
-		return time.Time{}
-	}
-	return *t
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"runtime"
 	"runtime/debug"
 
@@ -20,16 +21,21 @@ func versionCmd() *cobra.Command {
   sessionfs version --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if asJSON {
-				return printJSON(cmd.OutOrStdout(), map[string]string{"version": versionString(), "go": runtime.Version(),
-					"os": runtime.GOOS, "arch": runtime.GOARCH})
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "sessionfs %s\n", versionString())
-			return nil
+			return printVersion(cmd.OutOrStdout(), asJSON)
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON (version, go, os, arch)")
 	return cmd
+}
+
+// printVersion prints the build's version; as JSON, with Go's version and the platform.
+func printVersion(w io.Writer, asJSON bool) error {
+	if asJSON {
+		return printJSON(w, map[string]string{"version": versionString(), "go": runtime.Version(),
+			"os": runtime.GOOS, "arch": runtime.GOARCH})
+	}
+	fmt.Fprintf(w, "sessionfs %s\n", versionString())
+	return nil
 }
 
 // versionString is the build's version: the Makefile's, else the module's, else "dev".

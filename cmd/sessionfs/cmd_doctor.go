@@ -44,36 +44,52 @@ func (a *app) doctorCmd() *cobra.Command {
 		Example: `  sessionfs doctor`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			checks := a.diagnose()
-			if asJSON {
-				if err := printJSON(cmd.OutOrStdout(), checks); err != nil {
-					return err
-				}
-			} else {
-				for _, c := range checks {
-					line := fmt.Sprintf("%-4s %-10s %s", c.Status, c.Name, c.Detail)
-					if c.Fix != "" {
-						line += " (" + c.Fix + ")"
-					}
-					fmt.Fprintln(cmd.OutOrStdout(), line)
-				}
-			}
-			for _, c := range checks {
-				if c.Status == "FAIL" {
-					return exitCode(1)
-				}
-			}
-			return nil
+			return a.runDoctor(cmd.OutOrStdout(), asJSON)
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }
 
+// runDoctor prints doctor's checks, and fails (exit code 1) when one did.
+func (a *app) runDoctor(w io.Writer, asJSON bool) error {
+	checks := a.diagnose()
+	if asJSON {
+		if err := printJSON(w, checks); err != nil {
+			return err
+		}
+	} else {
+		for _, c := range checks {
+			line := fmt.Sprintf("%-4s %-10s %s", c.Status, c.Name, c.Detail)
+			if c.Fix != "" {
+				line += " (" + c.Fix + ")"
+			}
+			fmt.Fprintln(w, line)
+		}
+	}
+	for _, c := range checks {
+		if c.Status == "FAIL" {
+			return exitCode(1)
+		}
+	}
+	return nil
+}
+
+// diagnose runs every check, in the order doctor prints them.
 func (a *app) diagnose() []check {
 	var out []check
 	add := func(name, status, detail, fix string) { out = append(out, check{name, status, detail, fix}) }
+	checkFUSE(add)
+	a.checkStore(add)
+	add(checkWatches())
+	add(checkDocker())
+	add(checkModal())
+	add(checkClaude())
+	return out
+}
 
+// checkFUSE reports whether /dev/fuse opens and fusermount3 is there for a normal user's mount.
+func checkFUSE(add func(name, status, detail, fix string)) {
 	if f, err := os.OpenFile("/dev/fuse", os.O_RDWR, 0); err != nil {
 		add("fuse", "FAIL", "/dev/fuse: "+err.Error(), "load the fuse module; in a container pass --device /dev/fuse")
 	} else {
@@ -87,39 +103,44 @@ func (a *app) diagnose() []check {
 	} else {
 		add("fusermount", "FAIL", "fusermount3 not found: a normal user cannot mount", "apt-get install fuse3")
 	}
+}
 
+// checkStore reports the store: writable, its free space, whether other hosts may share it, and its mounts.
+func (a *app) checkStore(add func(name, status, detail, fix string)) {
 	s, err := a.openStore()
 	if err != nil {
 		add("store", "WARN", err.Error(), "")
-	} else {
-		probe := filepath.Join(s.Root, ".doctor-probe")
-		if err := os.WriteFile(probe, nil, 0o600); err != nil {
-			add("store", "FAIL", s.Root+": not writable: "+err.Error(), "fix the store's permissions or mount")
-		} else {
-			os.Remove(probe)
-			var st syscall.Statfs_t
-			free := ""
-			status := "OK"
-			if syscall.Statfs(s.Root, &st) == nil {
-				avail := st.Bavail * uint64(st.Bsize)
-				free = ", " + humanize.IBytes(avail) + " free"
-				if avail < 1<<30 {
-					status = "WARN"
-				}
-			}
-			ids, _ := s.IDs()
-			add("store", status, fmt.Sprintf("%s writable, %s%s", s.Root, plural(len(ids), "session"), free), "")
-		}
-		if fstype, shared := mount.SharedStore(s.Root); shared {
-			add("sharing", "OK", fmt.Sprintf("the store is on %s, which other hosts may mount: a mount caches names for %s, "+
-				"exec, run and resume take a lease", fstype, mount.SharedTimeout), "")
-		} else {
-			add("sharing", "OK", "the store's filesystem is not one other hosts mount (if they do: mount --shared)", "")
-		}
-		a.checkMounts(s, add)
+		return
 	}
-	add(checkWatches())
+	probe := filepath.Join(s.Root, ".doctor-probe")
+	if err := os.WriteFile(probe, nil, 0o600); err != nil {
+		add("store", "FAIL", s.Root+": not writable: "+err.Error(), "fix the store's permissions or mount")
+	} else {
+		os.Remove(probe)
+		var st syscall.Statfs_t
+		free := ""
+		status := "OK"
+		if syscall.Statfs(s.Root, &st) == nil {
+			avail := st.Bavail * uint64(st.Bsize)
+			free = ", " + humanize.IBytes(avail) + " free"
+			if avail < 1<<30 {
+				status = "WARN"
+			}
+		}
+		ids, _ := s.IDs()
+		add("store", status, fmt.Sprintf("%s writable, %s%s", s.Root, plural(len(ids), "session"), free), "")
+	}
+	if fstype, shared := mount.SharedStore(s.Root); shared {
+		add("sharing", "OK", fmt.Sprintf("the store is on %s, which other hosts may mount: a mount caches names for %s, "+
+			"exec, run and resume take a lease", fstype, mount.SharedTimeout), "")
+	} else {
+		add("sharing", "OK", "the store's filesystem is not one other hosts mount (if they do: mount --shared)", "")
+	}
+	checkMounts(s, add)
+}
 
+// checkDocker reports the engine answering the Docker API (Docker or Podman, rootless or not).
+func checkDocker() (name, status, detail, fix string) {
 	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
 	if err == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
@@ -135,37 +156,33 @@ func (a *app) diagnose() []check {
 		cancel()
 		cli.Close()
 		if err == nil {
-			add("docker", "OK", engine+" at "+cli.DaemonHost(), "")
+			return "docker", "OK", engine + " at " + cli.DaemonHost(), ""
 		}
 	}
+	return "docker", "WARN", "no Docker engine answers (" + oneLine(err.Error()) + ")", "start dockerd or set DOCKER_HOST, for run --backend docker"
+}
+
+// checkClaude reports the claude CLI on PATH and its version.
+func checkClaude() (name, status, detail, fix string) {
+	p, err := exec.LookPath("claude")
 	if err != nil {
-		add("docker", "WARN", "no Docker engine answers ("+oneLine(err.Error())+")", "start dockerd or set DOCKER_HOST, for run --backend docker")
+		return "claude", "WARN", "the claude CLI is not on PATH", "npm install -g @anthropic-ai/claude-code"
 	}
-
-	status, detail, fix := checkModal()
-	add("modal", status, detail, fix)
-
-	if p, err := exec.LookPath("claude"); err != nil {
-		add("claude", "WARN", "the claude CLI is not on PATH", "npm install -g @anthropic-ai/claude-code")
-	} else {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		v, err := exec.CommandContext(ctx, p, "--version").Output()
-		cancel()
-		if err != nil {
-			add("claude", "WARN", p+": --version failed: "+err.Error(), "")
-		} else {
-			add("claude", "OK", p+" "+strings.TrimSpace(string(v)), "")
-		}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	v, err := exec.CommandContext(ctx, p, "--version").Output()
+	cancel()
+	if err != nil {
+		return "claude", "WARN", p + ": --version failed: " + err.Error(), ""
 	}
-	return out
+	return "claude", "OK", p + " " + strings.TrimSpace(string(v)), ""
 }
 
 // checkModal asks Modal something harmless with the credentials found the Modal way: the answer proves the
 // network, the credentials and the environment.
-func checkModal() (status, detail, fix string) {
+func checkModal() (name, status, detail, fix string) {
 	c, err := modal.Connect()
 	if errors.Is(err, modal.ErrNoCredentials) {
-		return "WARN", "no Modal credentials", "modal token new, or set MODAL_TOKEN_ID and MODAL_TOKEN_SECRET"
+		return "modal", "WARN", "no Modal credentials", "modal token new, or set MODAL_TOKEN_ID and MODAL_TOKEN_SECRET"
 	}
 	if err == nil {
 		defer c.Close()
@@ -174,9 +191,9 @@ func checkModal() (status, detail, fix string) {
 		err = c.Ping(ctx)
 	}
 	if err != nil {
-		return "WARN", oneLine(err.Error()), "for run --backend modal and sync"
+		return "modal", "WARN", oneLine(err.Error()), "for run --backend modal and sync"
 	}
-	return "OK", "Modal at " + c.Config.ServerURL + " accepts the credentials", ""
+	return "modal", "OK", "Modal at " + c.Config.ServerURL + " accepts the credentials", ""
 }
 
 // lowWatches is an inotify watch limit a large store can run out of: the mount takes one watch per folder the
@@ -200,7 +217,7 @@ func checkWatches() (name, status, detail, fix string) {
 }
 
 // checkMounts reports the store's mounts: live, or stale (left by a crashed daemon).
-func (a *app) checkMounts(s *layout.Store, add func(name, status, detail, fix string)) {
+func checkMounts(s *layout.Store, add func(name, status, detail, fix string)) {
 	mounts, _ := mountinfo.GetMounts(func(m *mountinfo.Info) (bool, bool) {
 		return m.FSType != mount.FSType || m.Source != s.Root, false
 	})
@@ -281,27 +298,6 @@ func terminalFDs(pid int) string {
 		return "fd " + fds[0] + " is"
 	}
 	return "fds " + strings.Join(fds, ", ") + " are"
-}
-
-func fileExists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
-}
-
-// entries writes n entries: "1 entry", "3 entries".
-func entries(n int) string {
-	if n == 1 {
-		return "1 entry"
-	}
-	return fmt.Sprintf("%d entries", n)
-}
-
-// plural writes n things: "1 session", "3 sessions".
-func plural(n int, thing string) string {
-	if n == 1 {
-		return "1 " + thing
-	}
-	return fmt.Sprintf("%d %ss", n, thing)
 }
 
 // engineName names the engine that answers the Docker API: Podman serves it too ("Podman 4.3.1").

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sessionfs/sessionfs/agents"
+	"github.com/sessionfs/sessionfs/agents/claude"
+	"github.com/sessionfs/sessionfs/layout"
+)
+
+func (a *app) findCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "find UUID",
+		Short: "Print the session that holds a conversation of any agent",
+		Long: `find prints the session that holds conversation UUID: a Claude transcript, folded or not, else a Codex,
+Gemini CLI or Qwen Code session of that id (the id each prints, and the one "sessionfs show" lists).
+
+When several sessions hold a transcript of that uuid (a copy, a fork, or a session that planted one), the
+session whose transcript was made first owns it: find prints it, resume resumes it, by-claude-id/ points at it.
+The others are named on stderr (and under "also" with --json).`,
+		Example: `  sessionfs find 2fe2d21b-be8f-4b12-b46b-12e68f6e9f01
+  sessionfs find 019a2c1e-7f3d-7c41-9b2e-3f1d0c8e5a7b --json   # a Codex session id: "agent": "codex"`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.runFind(cmd.OutOrStdout(), args[0], asJSON)
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+// runFind prints the session that owns conversation uuid (or the one conversation whose id starts with it).
+func (a *app) runFind(w io.Writer, uuid string, asJSON bool) error {
+	s, err := a.openStore()
+	if err != nil {
+		return err
+	}
+	uuid, holders, agent, err := findConversation(s, uuid)
+	if err != nil {
+		return err
+	}
+	id := holders[0].ID
+	if asJSON {
+		dir, _ := sessionDir(s, id)
+		return printJSON(w, map[string]any{"session": id, "dir": dir, "conversation": uuid,
+			"agent": agent, "also": holderIDs(holders[1:])})
+	}
+	fmt.Fprintln(w, id)
+	return nil
+}
+
+// findConversation returns the whole id of conversation uuid, or of the one whose id starts with it (watch prints
+// 8 characters), with the sessions holding it (the owner first) and its agent's name.
+func findConversation(s *layout.Store, uuid string) (string, []agents.Holder, string, error) {
+	holders, agent, err := anyHolders(s, uuid)
+	if errors.Is(err, claude.ErrNoConversation) {
+		full, xerr := expandConversation(s, uuid)
+		if xerr != nil {
+			return "", nil, "", xerr
+		}
+		if full != uuid {
+			uuid = full
+			holders, agent, err = anyHolders(s, uuid)
+		}
+	}
+	return uuid, holders, agent, err
+}

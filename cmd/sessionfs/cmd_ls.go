@@ -1,0 +1,198 @@
+package main
+
+import (
+	"cmp"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"text/template"
+
+	"github.com/dustin/go-humanize"
+	"github.com/spf13/cobra"
+
+	"github.com/sessionfs/sessionfs/agents/all"
+	"github.com/sessionfs/sessionfs/agents/claude"
+	"github.com/sessionfs/sessionfs/layout"
+)
+
+// lsOptions are ls's flags.
+type lsOptions struct {
+	json, quiet bool
+	filters     []string
+	sort        string
+	format      string
+}
+
+// lsRow is one row of ls: the session plus the conversations in it.
+type lsRow struct {
+	sessionView
+	Conversations int            `json:"conversations"` // every agent's
+	Agents        map[string]int `json:"agents"`        // conversations by agent ({} when only Claude's)
+}
+
+func (a *app) lsCmd() *cobra.Command {
+	var o lsOptions
+	cmd := &cobra.Command{
+		Use:     "ls",
+		Aliases: []string{"list"},
+		Short:   "List sessions: id, created, last active, size, conversations, labels",
+		Long: `ls lists the store's sessions. --filter label=K=V keeps those whose label K is V, --filter label=K those
+that have label K (repeat --filter: all must hold). --sort orders by id (the default), created or active (newest
+first) or size (largest first). -q prints only ids; --format prints each session through a Go template.`,
+		Example: `  sessionfs ls
+  sessionfs ls --filter label=team=web -q
+  sessionfs ls --sort active | head
+  sessionfs ls --format '{{.ID}} {{.Conversations}}'
+  sessionfs ls --json | jq -r '.[] | select(.size > 1e9) | .id'`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return a.runLs(cmd.OutOrStdout(), o)
+		},
+	}
+	cmd.Flags().BoolVar(&o.json, "json", false, "print JSON")
+	cmd.Flags().BoolVarP(&o.quiet, "quiet", "q", false, "print only session ids")
+	cmd.Flags().StringVar(&o.sort, "sort", "id", "order by id, created, active (newest first) or size (largest first)")
+	cmd.Flags().StringArrayVar(&o.filters, "filter", nil, "keep sessions with label=K=V, or label=K (repeatable: all must hold)")
+	cmd.Flags().StringVar(&o.format, "format", "", formatHelp("{{.ID}} {{.Size}}", "{{.LastActivity}}"))
+	return cmd
+}
+
+// runLs lists the sessions o keeps, in its order, as it asks: ids, JSON, a --format template or a table.
+func (a *app) runLs(w io.Writer, o lsOptions) error {
+	keep, order, tmpl, err := o.parse()
+	if err != nil {
+		return err
+	}
+	s, err := a.openStore()
+	if err != nil {
+		return err
+	}
+	infos, err := s.List()
+	if err != nil {
+		return err
+	}
+	infos = slices.DeleteFunc(infos, func(in layout.Info) bool { return !keep(in.Labels) })
+	slices.SortStableFunc(infos, order)
+	switch {
+	case o.quiet:
+		for _, in := range infos {
+			fmt.Fprintln(w, in.ID)
+		}
+		return nil
+	case o.json:
+		return printJSON(w, lsRows(s, infos))
+	case tmpl != nil:
+		for _, r := range lsRows(s, infos) {
+			if err := printFormatted(w, tmpl, r); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return printLsTable(w, lsRows(s, infos))
+}
+
+// parse checks o's flags: the sessions to keep, their order, and the --format template (nil for none).
+func (o lsOptions) parse() (keep func(labels map[string]string) bool, order func(a, b layout.Info) int, tmpl *template.Template, err error) {
+	if keep, err = parseFilters(o.filters); err != nil {
+		return nil, nil, nil, err
+	}
+	order, ok := sessionOrders[o.sort]
+	if !ok {
+		return nil, nil, nil, usageError(fmt.Sprintf("ls --sort %q: want id, created, active or size", o.sort))
+	}
+	if n := countTrue(o.json, o.quiet, o.format != ""); n > 1 {
+		return nil, nil, nil, usageError("ls: --json, -q and --format exclude each other")
+	}
+	if o.format != "" {
+		if tmpl, err = parseFormat("ls", o.format); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	return keep, order, tmpl, nil
+}
+
+// lsRows are the rows of sessions infos: each with its conversations counted, by agent.
+func lsRows(s *layout.Store, infos []layout.Info) []lsRow {
+	rows := make([]lsRow, len(infos))
+	mnt := mountpoint(s)
+	for i, in := range infos {
+		rows[i] = lsRow{sessionView: viewOf(s, mnt, &in.Meta, in), Agents: map[string]int{}}
+		if sess, err := s.OpenSession(in.ID); err == nil {
+			by := all.CountConversations(sess)
+			sess.Close()
+			for _, n := range by {
+				rows[i].Conversations += n
+			}
+			if len(by) > 1 || (len(by) == 1 && by[claude.Agent.Name] == 0) {
+				rows[i].Agents = by
+			}
+		}
+	}
+	return rows
+}
+
+// printLsTable prints rows as ls's table; a damaged session says why in place of its labels.
+func printLsTable(w io.Writer, rows []lsRow) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tCREATED\tLAST ACTIVE\tSIZE\tCONVERSATIONS\tLABELS")
+	for _, r := range rows {
+		if r.Damaged != nil {
+			fmt.Fprintf(tw, "%s\t-\t%s\t%s\t%d\tDAMAGED: %s\n", r.ID, ago(orZero(r.LastActivity)),
+				humanize.IBytes(uint64(r.Size)), r.Conversations, oneLine(*r.Damaged))
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", r.ID, ago(orZero(r.Created)), ago(orZero(r.LastActivity)),
+			humanize.IBytes(uint64(r.Size)), r.Conversations, labelText(r.Labels))
+	}
+	return tw.Flush()
+}
+
+// parseFilters reads ls --filter values: label=K=V (label K is V) or label=K (label K is set).
+func parseFilters(vals []string) (func(labels map[string]string) bool, error) {
+	type cond struct {
+		key, value string
+		any        bool
+	}
+	var conds []cond
+	for _, f := range vals {
+		kind, rest, _ := strings.Cut(f, "=")
+		if kind != "label" || rest == "" {
+			return nil, usageError(fmt.Sprintf("ls --filter %q: want label=KEY=VALUE or label=KEY", f))
+		}
+		k, v, hasValue := strings.Cut(rest, "=")
+		conds = append(conds, cond{key: k, value: v, any: !hasValue})
+	}
+	return func(labels map[string]string) bool {
+		for _, c := range conds {
+			v, ok := labels[c.key]
+			if !ok || (!c.any && v != c.value) {
+				return false
+			}
+		}
+		return true
+	}, nil
+}
+
+// countTrue counts the true ones of bs.
+func countTrue(bs ...bool) int {
+	n := 0
+	for _, b := range bs {
+		if b {
+			n++
+		}
+	}
+	return n
+}
+
+// sessionOrders are ls --sort's orders: times newest first, sizes largest first, ties by id.
+var sessionOrders = map[string]func(a, b layout.Info) int{
+	"id":      func(a, b layout.Info) int { return strings.Compare(a.ID, b.ID) },
+	"created": func(a, b layout.Info) int { return cmp.Or(b.Created.Compare(a.Created), strings.Compare(a.ID, b.ID)) },
+	"active": func(a, b layout.Info) int {
+		return cmp.Or(b.LastActivity.Compare(a.LastActivity), strings.Compare(a.ID, b.ID))
+	},
+	"size": func(a, b layout.Info) int { return cmp.Or(cmp.Compare(b.Size, a.Size), strings.Compare(a.ID, b.ID)) },
+}
