@@ -14,29 +14,6 @@ import (
 	"github.com/sessionfs/sessionfs/e2e/apistub"
 )
 
-// claudeSetup gives a test a store holding session s1, and the stub API.
-func claudeSetup(t *testing.T) (store string, api *apistub.Server) {
-	t.Helper()
-	store = t.TempDir()
-	ok(t, store, "new", "s1")
-	return store, stub(t, "127.0.0.1:0")
-}
-
-// transcripts lists the *.jsonl files of a transcript folder.
-func transcripts(t *testing.T, dir string) []string {
-	t.Helper()
-	m, err := filepath.Glob(filepath.Join(dir, "*.jsonl"))
-	require.NoError(t, err)
-	return m
-}
-
-func lineCount(t *testing.T, p string) int {
-	t.Helper()
-	b, err := os.ReadFile(p)
-	require.NoError(t, err)
-	return strings.Count(string(b), "\n")
-}
-
 // TestClaudeResumesFromAnyCwd is the mission: a conversation started in the session's workspace resumes from a
 // subfolder and from a folder outside the mount, continuing the same file, never "No conversation found".
 func TestClaudeResumesFromAnyCwd(t *testing.T) {

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -25,118 +24,6 @@ import (
 // The other agents' real CLIs (make e2e installs the pinned versions into e2e/.cache), each run offline against a
 // stub of its API on 127.0.0.1, through sessionfs exec/env --agent, so their variables are the ones sessionfs
 // hands out.
-
-// agentCLI is the real CLI of an agent: $SESSIONFS_<AGENT> (make e2e installs it), else PATH.
-func agentCLI(t *testing.T, name string) string {
-	t.Helper()
-	v := "SESSIONFS_" + strings.ToUpper(name)
-	if p := os.Getenv(v); p != "" {
-		_, err := os.Stat(p)
-		need(t, err == nil, name+" CLI: "+p+" is missing (make "+name+" installs it)")
-		return p
-	}
-	p, err := exec.LookPath(name)
-	need(t, err == nil, name+" CLI not found (make "+name+" installs it; or set "+v+")")
-	return p
-}
-
-// agentEnv is an offline environment for the agents: a throwaway HOME, none of this machine's API settings or
-// agent homes, and the given pairs.
-func agentEnv(t *testing.T, extra ...string) []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		k, _, _ := strings.Cut(kv, "=")
-		switch {
-		case k == "HOME", strings.HasPrefix(k, "OPENAI_"), strings.HasPrefix(k, "GEMINI_"), strings.HasPrefix(k, "GOOGLE_"),
-			strings.HasPrefix(k, "QWEN_"), strings.HasPrefix(k, "CODEX_"), strings.HasPrefix(k, "SESSIONFS_"):
-			continue
-		}
-		env = append(env, kv)
-	}
-	return append(env, append([]string{"HOME=" + t.TempDir(), "NO_COLOR=1"}, extra...)...)
-}
-
-// agentExec runs CMD through "sessionfs exec --agent" (in the session's workspace, or -w DIR), with env.
-func agentExec(t *testing.T, store, agent string, env []string, workdir string, argv ...string) result {
-	t.Helper()
-	args := []string{"exec", "s1", "--agent", agent}
-	if workdir != "" {
-		args = append(args, "-w", workdir)
-	}
-	return cliWith(t, store, "", env, nil, append(append(args, "--"), argv...)...)
-}
-
-// agentOutside runs argv in dir (a cwd outside the session) with the variables "sessionfs env --agent" prints,
-// as a user who evals them would.
-func agentOutside(t *testing.T, store, agent, dir string, env []string, argv ...string) (string, error) {
-	t.Helper()
-	r := cli(t, store, "env", "s1", "--agent", agent)
-	require.Equal(t, 0, r.code, r.stderr)
-	env = append([]string{}, env...)
-	for _, line := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
-		kv := strings.TrimPrefix(line, "export ")
-		k, v, _ := strings.Cut(kv, "=")
-		env = append(env, k+"="+strings.Trim(v, "'"))
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Dir, cmd.Env = dir, env
-	out, err := cmd.CombinedOutput()
-	return string(out), err
-}
-
-// withPath puts the folder of the CLI bin first in env's PATH ("sessionfs resume" runs the agent from PATH).
-func withPath(env []string, bin string) []string {
-	out := []string{"PATH=" + filepath.Dir(bin) + ":" + os.Getenv("PATH")}
-	for _, kv := range env {
-		if !strings.HasPrefix(kv, "PATH=") {
-			out = append(out, kv)
-		}
-	}
-	return out
-}
-
-func lines(t *testing.T, p string) int {
-	t.Helper()
-	b, err := os.ReadFile(p)
-	require.NoError(t, err)
-	return strings.Count(string(b), "\n")
-}
-
-func glob(t *testing.T, pattern string) []string {
-	t.Helper()
-	m, err := filepath.Glob(pattern)
-	require.NoError(t, err)
-	return m
-}
-
-// findAgent is what "sessionfs find --json" says of a conversation.
-func findAgent(t *testing.T, store, id string) (session, agent string) {
-	t.Helper()
-	var got struct{ Session, Agent string }
-	require.NoError(t, json.Unmarshal([]byte(ok(t, store, "find", id, "--json")), &got))
-	return got.Session, got.Agent
-}
-
-// shown lists what "sessionfs show --json" says of the session's conversations: agent/id -> first prompt.
-func shownConversations(t *testing.T, store string) map[string]string {
-	t.Helper()
-	var got struct {
-		Conversations []struct {
-			Agent, ID   string
-			FirstPrompt string `json:"first_prompt"`
-		}
-	}
-	require.NoError(t, json.Unmarshal([]byte(ok(t, store, "show", "s1", "--json")), &got))
-	out := map[string]string{}
-	for _, c := range got.Conversations {
-		out[c.Agent+"/"+c.ID] = c.FirstPrompt
-	}
-	return out
-}
-
-var codexRollout = regexp.MustCompile(`rollout-.*-([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.jsonl$`)
 
 // TestCodexResumesFromAnyCwd: the Codex CLI keeps its sessions in the session's .codex (CODEX_HOME), files them by
 // date, and resumes one by id from any cwd; --last looks only at the cwd's own sessions unless --all.
@@ -188,15 +75,6 @@ func TestCodexResumesFromAnyCwd(t *testing.T) {
 	assert.Equal(t, "s1", session)
 	assert.Equal(t, "codex", agent)
 	assert.Equal(t, "hello from the workspace", shownConversations(t, store)["codex/"+id])
-}
-
-// geminiSetup makes session s1 with Gemini's folder and the settings that pick API-key auth (the stub's base URL
-// alone would select Gemini's gateway auth, which a headless run refuses).
-func geminiSetup(t *testing.T, store, sessionDir string) {
-	t.Helper()
-	ok(t, store, "env", "s1", "--agent", "gemini") // makes .gemini, seeded
-	require.NoError(t, os.WriteFile(filepath.Join(sessionDir, ".gemini", "settings.json"),
-		[]byte(`{"security":{"auth":{"selectedType":"gemini-api-key"}}}`), 0o644))
 }
 
 // TestGeminiResumesFromAnyCwd: Gemini CLI names a project folder after the cwd (through projects.json and a claim

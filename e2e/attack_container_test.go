@@ -21,44 +21,6 @@ import (
 // The attacks of the containment issue, each run as the attacker would: from inside a real container that has
 // its session at /session. A host folder only root may read stands for everything outside the session.
 
-const hostMarker = "host-secret-7c1e"
-
-// hostSecret makes a root-only host folder holding one file, and returns the folder.
-func hostSecret(t *testing.T) string {
-	t.Helper()
-	dir := t.TempDir()
-	require.NoError(t, os.Chmod(dir, 0o700))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "secret"), []byte(hostMarker+"\n"), 0o600))
-	return dir
-}
-
-// assertSecretUntouched checks the host folder holds only its secret, unchanged.
-func assertSecretUntouched(t *testing.T, dir string) {
-	t.Helper()
-	ents, err := os.ReadDir(dir)
-	require.NoError(t, err)
-	var names []string
-	for _, e := range ents {
-		names = append(names, e.Name())
-	}
-	assert.Equal(t, []string{"secret"}, names, "nothing was written into the host folder")
-	b, err := os.ReadFile(filepath.Join(dir, "secret"))
-	require.NoError(t, err)
-	assert.Equal(t, hostMarker+"\n", string(b))
-}
-
-// inContainer runs a shell script in a busybox container of session id.
-func inContainer(t *testing.T, store, id, script string, flags ...string) result {
-	t.Helper()
-	args := append([]string{"--image", busyboxImage}, flags...)
-	return dockerRun(t, store, append(args, id, "--", "sh", "-c", script)...)
-}
-
-func dockerContainment(t *testing.T) {
-	t.Helper()
-	images(t, needDocker(t), "")
-}
-
 // Finding 1: a folder renamed away under a cwd in another alias view and replaced by a symlink to a host folder
 // (or to another session) never leads the daemon there; nor does a .claude replaced under a cwd.
 func TestAttackAliasViewSwap(t *testing.T) {

@@ -1,10 +1,8 @@
 package e2e
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
 
 	spec "github.com/container-storage-interface/spec/lib/go/csi"
@@ -13,24 +11,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
-
-// unmountAllUnder detaches, at the test's end, whatever is left mounted beneath dir (a failed run's).
-func unmountAllUnder(t *testing.T, dir string) {
-	t.Cleanup(func() {
-		for _, e := range mountsUnder(t, dir) {
-			_ = syscall.Unmount(e.point, syscall.MNT_DETACH)
-		}
-	})
-}
-
-// hostMount mounts a tmpfs at dir holding a file, standing in for a mount of the host's.
-func hostMount(t *testing.T, dir string) {
-	t.Helper()
-	require.NoError(t, os.MkdirAll(dir, 0o755))
-	require.NoError(t, syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=1m"))
-	t.Cleanup(func() { _ = syscall.Unmount(dir, syscall.MNT_DETACH) })
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "host-file"), []byte("host"), 0o600))
-}
 
 // stillMounted asserts the host mount at dir is there, its file with it.
 func stillMounted(t *testing.T, dir, what string) {
@@ -41,10 +21,6 @@ func stillMounted(t *testing.T, dir, what string) {
 	}
 	assert.True(t, found, "%s: the host's mount at %s was unmounted", what, dir)
 	assert.FileExists(t, filepath.Join(dir, "host-file"), what)
-}
-
-func unpublishReq(volID, target string) *spec.NodeUnpublishVolumeRequest {
-	return &spec.NodeUnpublishVolumeRequest{VolumeId: volID, TargetPath: target}
 }
 
 // TestCSIAttackUnpublishForeignMounts: NodeUnpublishVolume given a target that holds the host's mounts (a tmpfs
@@ -84,18 +60,6 @@ func TestCSIAttackUnpublishForeignMounts(t *testing.T) {
 	assert.NoDirExists(t, target)
 	assert.Empty(t, mountsUnder(t, target))
 	stillMounted(t, host, "after unpublishing a volume beside it")
-}
-
-// sessionNamespace is the namespace session id's session.json records.
-func sessionNamespace(t *testing.T, store, id string) string {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(store, "sessions", id, "session.json"))
-	require.NoError(t, err)
-	var m struct {
-		Namespace string `json:"namespace"`
-	}
-	require.NoError(t, json.Unmarshal(b, &m))
-	return m.Namespace
 }
 
 // TestCSIAttackInlineTenancy: a pod's inline volume names sessions of its own namespace only. A pod of namespace

@@ -32,32 +32,6 @@ import (
 // capability, widen its rules by swapping the name it was run as, reach a unix socket outside its sandbox, type
 // into the terminal, or signal a process outside.
 
-// The test binary doubles as the attacker inside the sandbox (copied into the session, which may run it).
-func init() {
-	switch os.Getenv("SESSIONFS_E2E_ATTACK") {
-	case "":
-		return
-	case "connect":
-		os.Exit(attackConnect())
-	case "tiocsti":
-		os.Exit(attackTIOCSTI())
-	case "takeover":
-		os.Exit(attackTakeover())
-	case "takeover-child":
-		os.Exit(attackTakeoverChild())
-	case "tcsetpgrp":
-		os.Exit(attackTcsetpgrp())
-	case "socketpair":
-		os.Exit(attackSocketpair())
-	case "shell":
-		os.Exit(fakeShell())
-	case "thief":
-		os.Exit(attackThief())
-	case "thief-child":
-		os.Exit(attackThiefChild())
-	}
-}
-
 // attackConnect connects to each stream socket of ATTACK_STREAM (a path, or @name for an abstract one) and prints
 // what answered, then sends a datagram to ATTACK_DGRAM from a socketpair's socket (which may name any peer).
 func attackConnect() int {
@@ -100,56 +74,6 @@ func attackTIOCSTI() int {
 		fmt.Printf("ioctl %#x: pushed %d bytes: %v\n", req, pushed, err)
 	}
 	return 0
-}
-
-// landlockTarget is a session to attack from: its folder as the command sees it (the store's, or the mount's).
-type landlockTarget struct {
-	store, session string
-}
-
-// eachLandlockPath runs f on the store itself and through the mount.
-func eachLandlockPath(t *testing.T, f func(t *testing.T, lt landlockTarget)) {
-	need(t, os.Geteuid() == 0, "root: the worst case, which only Landlock and the dropped capabilities refuse")
-	need(t, confine.Supported() == nil, "a kernel with Landlock ABI 6 and seccomp")
-	for _, mounted := range []bool{false, true} {
-		name := "on the store"
-		if mounted {
-			name = "through the mount"
-		}
-		t.Run(name, func(t *testing.T) {
-			store := t.TempDir()
-			ok(t, store, "new", "s1")
-			lt := landlockTarget{store: store, session: filepath.Join(store, "sessions", "s1")}
-			if mounted {
-				lt.session = mount(t, store).session("s1")
-			}
-			f(t, lt)
-		})
-	}
-}
-
-// landlocked runs CMD under exec --landlock in session s1 (extra: flags before --).
-func (lt landlockTarget) landlocked(t *testing.T, extra []string, cmd ...string) result {
-	t.Helper()
-	args := append(append([]string{"exec", "s1", "--landlock"}, extra...), "--")
-	return cli(t, lt.store, append(args, cmd...)...)
-}
-
-// attacker copies the test binary into the session's workspace and returns its path there.
-func (lt landlockTarget) attacker(t *testing.T) string {
-	t.Helper()
-	self, err := os.Executable()
-	require.NoError(t, err)
-	src, err := os.Open(self)
-	require.NoError(t, err)
-	defer src.Close()
-	p := filepath.Join(lt.session, "workspace", "attacker")
-	dst, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o755)
-	require.NoError(t, err)
-	_, err = io.Copy(dst, src)
-	require.NoError(t, err)
-	require.NoError(t, dst.Close())
-	return p
 }
 
 // TestLandlockAttackDeviceNode: the command makes a block device node of a disk (a loop device holding a
@@ -317,19 +241,6 @@ func TestLandlockAttackTIOCSTI(t *testing.T) {
 	})
 }
 
-// openPty opens a new pseudo-terminal pair, neither end the test's controlling terminal.
-func openPty(t *testing.T) (master, slave *os.File) {
-	t.Helper()
-	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
-	require.NoError(t, err)
-	require.NoError(t, unix.IoctlSetPointerInt(int(m.Fd()), unix.TIOCSPTLCK, 0))
-	n, err := unix.IoctlGetUint32(int(m.Fd()), unix.TIOCGPTN)
-	require.NoError(t, err)
-	s, err := os.OpenFile("/dev/pts/"+strconv.Itoa(int(n)), os.O_RDWR|unix.O_NOCTTY, 0)
-	require.NoError(t, err)
-	return m, s
-}
-
 // TestLandlockAttackSignal: the command kills a process outside its sandbox (a sleep the test started, as root:
 // in the finding, the mount's daemon). It must live on.
 func TestLandlockAttackSignal(t *testing.T) {
@@ -449,70 +360,6 @@ func attackTakeoverChild() int {
 	return 0
 }
 
-// fakeShell is a login shell on its terminal (fds 0-2, its controlling one): it runs os.Args[1:] as a job in
-// the foreground (as uid ATTACK_JOB_UID when set), takes the terminal back when the job ends, and reads the next
-// line typed, as a shell does. It reports each step on fd 3, and reads once fd 4 says so (not at all when fd 4
-// is closed).
-func fakeShell() int {
-	report, gate := os.NewFile(3, "report"), os.NewFile(4, "gate")
-	unix.CloseOnExec(3)
-	unix.CloseOnExec(4)
-	job := exec.Command(os.Args[1], os.Args[2:]...)
-	job.Stdin, job.Stdout, job.Stderr = os.Stdin, os.Stdout, os.Stderr
-	job.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Foreground: true, Ctty: 0}
-	if uid, err := strconv.Atoi(os.Getenv("ATTACK_JOB_UID")); err == nil {
-		job.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}
-	}
-	if err := job.Start(); err != nil {
-		fmt.Fprintf(report, "exited %v\n", err)
-		return 1
-	}
-	// As a shell: job control's signals do not stop it (set after the job's exec, which would inherit them).
-	signal.Ignore(syscall.SIGTTOU, syscall.SIGTTIN)
-	fmt.Fprintf(report, "exited %v\n", job.Wait())
-	switch pgrp, err := unix.IoctlGetInt(0, unix.TIOCGPGRP); {
-	case err != nil:
-		fmt.Fprintf(report, "foreground after the job: %v\n", err)
-	case pgrp == job.Process.Pid:
-		fmt.Fprintln(report, "foreground after the job: the job's group")
-	case unix.Kill(-pgrp, 0) == unix.ESRCH:
-		fmt.Fprintln(report, "foreground after the job: a group that is gone")
-	default:
-		fmt.Fprintf(report, "foreground after the job: group %d\n", pgrp)
-	}
-	fmt.Fprintf(report, "foreground again: %v\n", unix.IoctlSetPointerInt(0, unix.TIOCSPGRP, unix.Getpgrp()))
-	if _, err := bufio.NewReader(gate).ReadString('\n'); err != nil {
-		return 0 // no line to read: the test closed the gate
-	}
-	line, err := bufio.NewReader(os.Stdin).ReadString('\n')
-	fmt.Fprintf(report, "read %q %v\n", line, err)
-	return 0
-}
-
-// processesWithEnv are the processes of the host whose environment holds kv.
-func processesWithEnv(kv string) []int {
-	var pids []int
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		env, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
-		if bytes.Contains(append([]byte{0}, env...), []byte("\x00"+kv+"\x00")) {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
-}
-
-// killAll kills the processes pids (what an attack left behind).
-func killAll(pids []int) {
-	for _, pid := range pids {
-		_ = unix.Kill(pid, unix.SIGKILL)
-	}
-}
-
 // TestLandlockAttackTerminalTakeover: the command, run by a shell in the foreground of its terminal, leaves a
 // process behind that takes the terminal over once the shell has it back (tcsetpgrp), and reads what the user
 // types next into the shell (a password). Nothing of the sandbox may outlive the run, and the shell must read
@@ -586,17 +433,6 @@ func TestLandlockAttackTerminalTakeover(t *testing.T) {
 		u := newUserStore(t)
 		attack(t, landlockTarget{store: u.store, session: u.session}, 65534, "HOME="+u.home)
 	})
-}
-
-// waitFor waits a bounded time for cond (what an attacker that outlived its run does next); false if it never
-// held.
-func waitFor(cond func() bool) bool {
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if cond() {
-			return true
-		}
-	}
-	return false
 }
 
 // attackTcsetpgrp, in a process group of its own, makes it its terminal's foreground (tcsetpgrp, as a shell

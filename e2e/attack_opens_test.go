@@ -16,14 +16,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The opens attacker is a helper mode of the test binary (as helper_test.go's), run as uid 65534 through an
-// --allow-other mount.
-func init() {
-	if os.Getenv("SESSIONFS_E2E_HELPER") == "opens-fill" {
-		os.Exit(helperOpensFill())
-	}
-}
-
 // opensHeld is what the opens-fill helper reports once it can open no more.
 type opensHeld struct {
 	Opened int    `json:"opened"`

@@ -20,12 +20,6 @@ import (
 	"github.com/sessionfs/sessionfs/layout"
 )
 
-// dockerRun runs `sessionfs run --backend docker` with the given flags, ID and command.
-func dockerRun(t *testing.T, store string, args ...string) result {
-	t.Helper()
-	return cli(t, store, append([]string{"run", "--backend", "docker"}, args...)...)
-}
-
 // TestDockerSessionAtSlashSession: the container sees the session at /session through the mount, its writes land
 // in the store, the exit code comes back, no other session is visible, and the run is recorded.
 func TestDockerSessionAtSlashSession(t *testing.T) {

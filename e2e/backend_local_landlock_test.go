@@ -3,7 +3,6 @@ package e2e
 import (
 	"bufio"
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -14,7 +13,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -23,28 +21,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
-
-	"github.com/sessionfs/sessionfs/confine"
 )
 
 // Two holes of exec --landlock that a mount namespace of the run's own closes (backends/local/sandbox.go): the
 // command read and wrote the host's other terminals in /dev/pts, and, run on the store itself (where it had no
 // namespace), it opened a device node planted in the session's folder (the raw disk). And a run that cannot have
 // the namespace is refused, not run without it.
-
-// The test binary doubles as a program in the sandbox, and as a wrapper that takes namespaces away.
-func init() {
-	switch os.Getenv("SESSIONFS_E2E_SANDBOX") {
-	case "":
-		return
-	case "pty":
-		os.Exit(makePty())
-	case "nons":
-		os.Exit(withoutNamespaces())
-	case "signals":
-		os.Exit(reportSignals())
-	}
-}
 
 // makePty does what node-pty does (gemini's and qwen's CLIs): opens /dev/ptmx and the /dev/pts/N it names, and
 // talks through the pair; then lists /dev/pts.
@@ -126,36 +108,6 @@ func withoutNamespaces() int {
 	return 2
 }
 
-// userStore is a store of uid 65534's with session s1, run by that user (the store under /tmp: the tests' own
-// folders are root's alone).
-type userStore struct {
-	store, session, home string
-}
-
-func newUserStore(t *testing.T) userStore {
-	t.Helper()
-	base, err := os.MkdirTemp("/tmp", "sessionfs-landlock-user-")
-	require.NoError(t, err)
-	t.Cleanup(func() { os.RemoveAll(base) })
-	u := userStore{store: filepath.Join(base, "store"), home: filepath.Join(base, "home")}
-	for _, d := range []string{base, u.store, u.home} {
-		require.NoError(t, os.MkdirAll(d, 0o755))
-		require.NoError(t, os.Chown(d, 65534, 65534))
-	}
-	r := runResult(t, u.command(bin, "new", "s1"))
-	require.Equal(t, 0, r.code, r.stderr)
-	u.session = filepath.Join(u.store, "sessions", "s1")
-	return u
-}
-
-// command is argv run as uid 65534 with the user's store and home.
-func (u userStore) command(argv ...string) *exec.Cmd {
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = append(os.Environ(), "SESSIONFS_STORE="+u.store, "HOME="+u.home)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
-	return cmd
-}
-
 // TestLandlockAttackOtherTerminal: another terminal of the host (a pty the test opens, standing for an admin's
 // login; owned by root, or by the user for a normal user's run) holds what was typed in it. The sandboxed command
 // must neither read that input (`head -c 12 /dev/pts/N`) nor write a fake prompt into it. As root on the store
@@ -195,13 +147,6 @@ func TestLandlockAttackOtherTerminal(t *testing.T) {
 			return runResult(t, u.command(bin, "exec", "s1", "--landlock", "--", "sh", "-c", script))
 		})
 	})
-}
-
-// needUserSandbox: a normal user's --landlock run needs root to set it up here, and the kernel's sandbox.
-func needUserSandbox(t *testing.T) {
-	t.Helper()
-	need(t, os.Geteuid() == 0, "root: to switch to a normal user")
-	need(t, confine.Supported() == nil, "a kernel with Landlock ABI 6 and seccomp")
 }
 
 // nonblockReader reads a non-blocking descriptor until it has nothing more (EAGAIN is its end).
@@ -259,17 +204,6 @@ func TestLandlockTerminals(t *testing.T) {
 		attacker := landlockTarget{store: u.store, session: u.session}.attacker(t)
 		check(t, u.command(bin, "exec", "s1", "--landlock", "--"), attacker)
 	})
-}
-
-// eioReader reads a pty's master until the other side is closed (EIO).
-type eioReader struct{ f *os.File }
-
-func (r eioReader) Read(p []byte) (int, error) {
-	n, err := r.f.Read(p)
-	if errors.Is(err, unix.EIO) {
-		return n, io.EOF
-	}
-	return n, err
 }
 
 // TestLandlockAttackPlantedDevice: a block device node of a disk (a loop device holding a marker, standing for
@@ -478,9 +412,6 @@ func TestLandlockSignals(t *testing.T) {
 		})
 	})
 }
-
-// runMarks tells the processes of one run apart (processesWithEnv finds them by it).
-var runMarks atomic.Int64
 
 // TestLandlockRunEndsItsProcesses: nothing the sandboxed command starts outlives its run: not a process it
 // leaves behind in a session of its own (setsid), nor the command itself when sessionfs is killed (SIGKILL, where

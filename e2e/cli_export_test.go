@@ -4,7 +4,6 @@ import (
 	"archive/tar"
 	"bytes"
 	"crypto/rand"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,7 +11,6 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/klauspost/compress/zstd"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -76,30 +74,6 @@ func TestExportImportResumesElsewhere(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, before, still, "the original session is untouched")
 	})
-}
-
-// hostile is a zstd-compressed tar made by hand, as an attacker would.
-func hostile(t *testing.T, hdrs ...tar.Header) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	zw, err := zstd.NewWriter(&buf)
-	require.NoError(t, err)
-	tw := tar.NewWriter(zw)
-	all := append([]tar.Header{{Name: "s1/", Typeflag: tar.TypeDir, Mode: 0o755},
-		{Name: "s1/session.json", Typeflag: tar.TypeReg, Mode: 0o644, Size: 2}}, hdrs...)
-	for i, h := range all {
-		require.NoError(t, tw.WriteHeader(&h))
-		switch {
-		case i == 1:
-			_, err = io.WriteString(tw, "{}")
-		case h.Typeflag == tar.TypeReg:
-			_, err = tw.Write(make([]byte, h.Size))
-		}
-		require.NoError(t, err)
-	}
-	require.NoError(t, tw.Close())
-	require.NoError(t, zw.Close())
-	return buf.Bytes()
 }
 
 // TestImportRefusesHostileArchive: every kind of hostile archive is refused by the CLI with one clear line and

@@ -283,10 +283,6 @@ func TestDoctor(t *testing.T) {
 	assert.Equal(t, 1, r.code, "a FAIL makes doctor fail")
 }
 
-func regexpQuote(s string) string {
-	return strings.NewReplacer(`.`, `\.`, `+`, `\+`, `(`, `\(`, `)`, `\)`).Replace(s)
-}
-
 // TestCompletionAndHelp: shell completion scripts, session ids completed, examples in help.
 func TestCompletionAndHelp(t *testing.T) {
 	store := t.TempDir()

@@ -95,3 +95,21 @@ func images(t *testing.T, cli *client.Client, claudeBinary string) {
 	})
 	require.NoError(t, claudeErr)
 }
+
+// inContainer runs a shell script in a busybox container of session id.
+func inContainer(t *testing.T, store, id, script string, flags ...string) result {
+	t.Helper()
+	args := append([]string{"--image", busyboxImage}, flags...)
+	return dockerRun(t, store, append(args, id, "--", "sh", "-c", script)...)
+}
+
+func dockerContainment(t *testing.T) {
+	t.Helper()
+	images(t, needDocker(t), "")
+}
+
+// dockerRun runs `sessionfs run --backend docker` with the given flags, ID and command.
+func dockerRun(t *testing.T, store string, args ...string) result {
+	t.Helper()
+	return cli(t, store, append([]string{"run", "--backend", "docker"}, args...)...)
+}

@@ -4,12 +4,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"strconv"
 	"syscall"
+	"testing"
 )
 
-// The test binary doubles as a helper process, so tests can run many real writer processes. A helper is chosen
-// by SESSIONFS_E2E_HELPER and never returns to the tests.
+// The test binary doubles as a helper process, so tests can run many real processes: writers, and attackers run
+// as another uid. A helper is chosen by SESSIONFS_E2E_HELPER and never returns to the tests; each helper lives
+// beside the test that runs it.
 func init() {
 	switch os.Getenv("SESSIONFS_E2E_HELPER") {
 	case "":
@@ -18,6 +21,62 @@ func init() {
 		os.Exit(helperAppend())
 	case "stress":
 		os.Exit(helperStress())
+	case "exchange":
+		os.Exit(helperExchange())
+	case "relabel":
+		os.Exit(helperRelabel())
+	case "opens-fill":
+		os.Exit(helperOpensFill())
+	case "locks-read":
+		os.Exit(helperLocksRead())
+	case "locks-hold":
+		os.Exit(helperLocksHold())
+	case "locks-wait":
+		os.Exit(helperLocksWait())
+	case "locks-ranges":
+		os.Exit(helperLocksRanges())
+	}
+}
+
+// The test binary doubles as the attacker inside the sandbox (copied into the session, which may run it), chosen
+// by SESSIONFS_E2E_ATTACK.
+func init() {
+	switch os.Getenv("SESSIONFS_E2E_ATTACK") {
+	case "":
+		return
+	case "connect":
+		os.Exit(attackConnect())
+	case "tiocsti":
+		os.Exit(attackTIOCSTI())
+	case "takeover":
+		os.Exit(attackTakeover())
+	case "takeover-child":
+		os.Exit(attackTakeoverChild())
+	case "tcsetpgrp":
+		os.Exit(attackTcsetpgrp())
+	case "socketpair":
+		os.Exit(attackSocketpair())
+	case "shell":
+		os.Exit(fakeShell())
+	case "thief":
+		os.Exit(attackThief())
+	case "thief-child":
+		os.Exit(attackThiefChild())
+	}
+}
+
+// The test binary doubles as a program in the sandbox, and as a wrapper that takes namespaces away, chosen by
+// SESSIONFS_E2E_SANDBOX.
+func init() {
+	switch os.Getenv("SESSIONFS_E2E_SANDBOX") {
+	case "":
+		return
+	case "pty":
+		os.Exit(makePty())
+	case "nons":
+		os.Exit(withoutNamespaces())
+	case "signals":
+		os.Exit(reportSignals())
 	}
 }
 
@@ -45,4 +104,13 @@ func helperAppend() int {
 		}
 	}
 	return 0
+}
+
+// appender starts a helper process appending to path.
+func appender(t *testing.T, path, writer string, lines int, sync bool) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), "SESSIONFS_E2E_HELPER=append", "HELPER_PATH="+path, "HELPER_WRITER="+writer,
+		"HELPER_LINES="+strconv.Itoa(lines), "HELPER_SYNC="+map[bool]string{true: "1"}[sync])
+	return cmd
 }

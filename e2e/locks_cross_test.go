@@ -19,12 +19,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-func init() {
-	if os.Getenv("SESSIONFS_E2E_HELPER") == "locks-read" {
-		os.Exit(helperLocksRead())
-	}
-}
-
 // helperLocksRead opens each file of HELPER_FILES (names separated by ':') read-only and takes a POSIX read
 // lock (F_SETLK: this process is the lock owner) on it. It reports in locksHeld.Locked 1 or 0 for each file,
 // then keeps its locks until its stdin ends.

@@ -14,12 +14,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-func init() {
-	if os.Getenv("SESSIONFS_E2E_HELPER") == "locks-ranges" {
-		os.Exit(helperLocksRanges())
-	}
-}
-
 // helperLocksRanges read-locks every other byte of HELPER_FILE, HELPER_RANGES of them, through one descriptor
 // (F_SETLK: one lock owner, this process). It reports in locksHeld.Locked how many it got and why the others
 // were refused, then keeps its locks until its stdin ends.

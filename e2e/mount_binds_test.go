@@ -16,79 +16,6 @@ import (
 // The mount as root binds each session's workspace, app and mcps from the store over its own folders, so a
 // person's shell, grep -r or docker run -v on the mount works at the disk's speed (mount/binds.go).
 
-// mountEntry is one line of /proc/self/mountinfo.
-type mountEntry struct {
-	root, point, opts, fstype string
-}
-
-// mountsUnder lists the mounts strictly beneath p.
-func mountsUnder(t *testing.T, p string) []mountEntry {
-	t.Helper()
-	b, err := os.ReadFile("/proc/self/mountinfo")
-	require.NoError(t, err)
-	var out []mountEntry
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 10 || !strings.HasPrefix(f[4], p+"/") {
-			continue
-		}
-		for i := 6; i < len(f)-1; i++ {
-			if f[i] == "-" {
-				out = append(out, mountEntry{root: f[3], point: f[4], opts: f[5], fstype: f[i+1]})
-				break
-			}
-		}
-	}
-	return out
-}
-
-// bindsOf lists the binds over the mounted session id, by folder.
-func bindsOf(t *testing.T, m *mounted, id string) map[string]mountEntry {
-	out := map[string]mountEntry{}
-	for _, e := range mountsUnder(t, m.session(id)) {
-		if dir := strings.TrimPrefix(e.point, m.session(id)+"/"); !strings.Contains(dir, "/") {
-			out[dir] = e
-		}
-	}
-	return out
-}
-
-func needRootMount(t *testing.T) {
-	t.Helper()
-	need(t, os.Geteuid() == 0, "binds over the mount are made by a root daemon; TestMountAsNormalUser covers users")
-}
-
-// waitBound waits until session id's folders are bound: its workspace, and app and mcps where they hold
-// something.
-func waitBound(t *testing.T, m *mounted, id string) map[string]mountEntry {
-	t.Helper()
-	want := []string{"workspace"}
-	for _, dir := range []string{"app", "mcps"} {
-		if ents, err := os.ReadDir(filepath.Join(m.store, "sessions", id, dir)); err == nil && len(ents) > 0 {
-			want = append(want, dir)
-		}
-	}
-	var b map[string]mountEntry
-	eventually(t, 5*time.Second, func() bool {
-		b = bindsOf(t, m, id)
-		for _, dir := range want {
-			if _, ok := b[dir]; !ok {
-				return false
-			}
-		}
-		return true
-	}, "session %s's %v bound (have %v); the daemon said: %s", id, want, b, m.log)
-	return b
-}
-
-// fill puts a file in each of session id's folders in the store.
-func fill(t *testing.T, store, id string, dirs ...string) {
-	t.Helper()
-	for _, dir := range dirs {
-		require.NoError(t, os.WriteFile(filepath.Join(store, "sessions", id, dir, "f"), []byte(dir), 0o644))
-	}
-}
-
 func TestMountBindsHeavyFolders(t *testing.T) {
 	needRootMount(t)
 	store := t.TempDir()
@@ -349,21 +276,6 @@ func assertBindsInside(t *testing.T, m *mounted, store string) {
 		id, _, _ := strings.Cut(rel, "/")
 		assert.True(t, strings.HasPrefix(e.root, filepath.Join(store, "sessions", id)+"/"),
 			"%s shows %s, which is not inside session %s", e.point, e.root, id)
-	}
-}
-
-// assertNothingMountedIn checks no mount anywhere on the host, but those beneath except, is on, or shows, a place
-// inside dirs.
-func assertNothingMountedIn(t *testing.T, except string, dirs ...string) {
-	t.Helper()
-	for _, e := range mountsUnder(t, "") {
-		if strings.HasPrefix(e.point, except+"/") {
-			continue
-		}
-		for _, d := range dirs {
-			assert.False(t, e.point == d || strings.HasPrefix(e.point, d+"/"), "%s is mounted on (shows %s)", e.point, e.root)
-			assert.False(t, e.root == d || strings.HasPrefix(e.root, d+"/"), "%s shows %s", e.point, e.root)
-		}
 	}
 }
 

@@ -1,8 +1,6 @@
 package e2e
 
 import (
-	"errors"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,24 +12,6 @@ import (
 
 	"github.com/sessionfs/sessionfs/layout"
 )
-
-// within100ms fails unless cond holds within 100 ms, and logs how long it took.
-func within100ms(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	start := time.Now()
-	for !cond() {
-		if time.Since(start) > 100*time.Millisecond {
-			t.Fatalf("%s: not visible through the mount within 100 ms", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-	t.Logf("%s: visible after %v", what, time.Since(start).Round(time.Microsecond))
-}
-
-func missing(p string) bool {
-	_, err := os.Lstat(p)
-	return errors.Is(err, fs.ErrNotExist)
-}
 
 // TestStoreChangesVisibleWithin100ms: the kernel caches names and attributes for long, yet a change made
 // directly in the store (a new session, an edited file, a deleted file, a new file where a lookup failed

@@ -16,16 +16,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// sh runs a shell command line as a user would type it.
-func sh(t *testing.T, dir, line string) string {
-	t.Helper()
-	cmd := exec.Command("sh", "-c", line)
-	cmd.Dir = dir
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "%s: %s", line, out)
-	return string(out)
-}
-
 // TestShellToolsOnTheMount: ls, du, find, grep, tail -f, mkdir and rm -rf work on the mount as on any folder.
 func TestShellToolsOnTheMount(t *testing.T) {
 	store := t.TempDir()

@@ -5,7 +5,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -23,17 +22,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 )
-
-// The lock attackers are helper modes of the test binary (as helper_test.go's), run as uid 65534 through an
-// --allow-other mount.
-func init() {
-	switch os.Getenv("SESSIONFS_E2E_HELPER") {
-	case "locks-hold":
-		os.Exit(helperLocksHold())
-	case "locks-wait":
-		os.Exit(helperLocksWait())
-	}
-}
 
 // locksHeld is what the locks-hold helper reports once it has taken its locks.
 type locksHeld struct {
@@ -120,71 +108,6 @@ func helperLocksWait() int {
 	}
 	_, _ = io.Copy(io.Discard, os.Stdin)
 	return 0
-}
-
-// errnoName is the errno's name ("ENOLCK"), "ok" for none.
-func errnoName(err error) string {
-	var errno syscall.Errno
-	switch {
-	case err == nil:
-		return "ok"
-	case errors.As(err, &errno):
-		return unix.ErrnoName(errno)
-	}
-	return err.Error()
-}
-
-// attacker is a helper process of the test binary run as uid 65534; its stdout is read line by line, and its
-// end (stdin closed) is awaited at cleanup.
-type attacker struct {
-	cmd   *exec.Cmd
-	stdin io.WriteCloser
-	lines *bufio.Scanner
-}
-
-func startAttacker(t *testing.T, exe string, env ...string) *attacker {
-	t.Helper()
-	return startAttackerAs(t, 65534, exe, env...)
-}
-
-// startAttackerAs is startAttacker run as uid (and gid) uid.
-func startAttackerAs(t *testing.T, uid uint32, exe string, env ...string) *attacker {
-	t.Helper()
-	cmd := exec.Command(exe)
-	cmd.Env = append(os.Environ(), env...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: uid}}
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	require.NoError(t, err)
-	stdout, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	a := &attacker{cmd: cmd, stdin: stdin, lines: bufio.NewScanner(stdout)}
-	t.Cleanup(a.stop)
-	return a
-}
-
-// line is the attacker's next line of output.
-func (a *attacker) line(t *testing.T) string {
-	t.Helper()
-	require.True(t, a.lines.Scan(), "the attacker ended early: %v", a.lines.Err())
-	return a.lines.Text()
-}
-
-// stop ends the attacker: it lets go of its locks and descriptors as it exits.
-func (a *attacker) stop() {
-	if a.cmd.ProcessState != nil {
-		return
-	}
-	a.stdin.Close()
-	done := make(chan struct{})
-	go func() { _ = a.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(20 * time.Second):
-		_ = a.cmd.Process.Kill()
-		<-done
-	}
 }
 
 // attackerSessions makes sessions for the attacker: the store's folders of each are uid 65534's.
@@ -415,21 +338,6 @@ func TestLockWaitersShared(t *testing.T) {
 func cpuShare(t *testing.T, pid int, cpu0 int64, wall0 time.Time) float64 {
 	t.Helper()
 	return float64(cpuTicks(t, pid)-cpu0) / 100 / time.Since(wall0).Seconds()
-}
-
-// memoryStore is a store folder in /dev/shm when it is a tmpfs, else a temporary folder: the other session's work
-// makes and removes files by the thousand, which on ext4 costs more the more were removed in the last minutes
-// (its inode allocator skips them), and that would be measured with the rest.
-func memoryStore(t *testing.T) string {
-	t.Helper()
-	var st unix.Statfs_t
-	if unix.Statfs("/dev/shm", &st) != nil || st.Type != unix.TMPFS_MAGIC {
-		return t.TempDir()
-	}
-	store, err := os.MkdirTemp("/dev/shm", "sessionfs-locks-")
-	require.NoError(t, err)
-	t.Cleanup(func() { os.RemoveAll(store) })
-	return store
 }
 
 // inFUSE is how many threads of process pid wait for the FUSE daemon's answer.

@@ -22,15 +22,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// appender starts a helper process appending to path.
-func appender(t *testing.T, path, writer string, lines int, sync bool) *exec.Cmd {
-	t.Helper()
-	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), "SESSIONFS_E2E_HELPER=append", "HELPER_PATH="+path, "HELPER_WRITER="+writer,
-		"HELPER_LINES="+strconv.Itoa(lines), "HELPER_SYNC="+map[bool]string{true: "1"}[sync])
-	return cmd
-}
-
 // TestCrashRecovery: kill -9 of the daemon while writers append through the mount. Every line fsync'd before the
 // kill is in the store; the next mount on the same mountpoint clears the dead mount by itself, in under a second.
 func TestCrashRecovery(t *testing.T) {

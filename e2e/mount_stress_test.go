@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -159,32 +158,4 @@ func treeSnapshot(t *testing.T, dir string) string {
 		return nil
 	}))
 	return b.String()
-}
-
-// openUp lets other users reach p (t.TempDir makes 0700 folders), so what they meet is the mount's answer.
-func openUp(t *testing.T, p string) {
-	t.Helper()
-	for d := filepath.Dir(p); d != os.TempDir() && d != "/"; d = filepath.Dir(d) {
-		require.NoError(t, os.Chmod(d, 0o755))
-	}
-}
-
-// exeForOthers is a copy of the test binary that another uid may run.
-func exeForOthers(t *testing.T) string {
-	t.Helper()
-	self, err := os.Executable()
-	require.NoError(t, err)
-	dir := t.TempDir()
-	require.NoError(t, os.Chmod(dir, 0o755))
-	openUp(t, dir+"/x")
-	dst := filepath.Join(dir, "e2e-helper")
-	in, err := os.Open(self)
-	require.NoError(t, err)
-	defer in.Close()
-	f, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE, 0o755)
-	require.NoError(t, err)
-	_, err = io.Copy(f, in)
-	require.NoError(t, err)
-	require.NoError(t, f.Close())
-	return dst
 }

@@ -13,41 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// fstypes parses `/proc/self/mountinfo` lines and returns the filesystem type of each mount point.
-func fstypes(mountinfo string) map[string]string {
-	out := map[string]string{}
-	for _, line := range strings.Split(mountinfo, "\n") {
-		pre, post, ok := strings.Cut(line, " - ")
-		f, g := strings.Fields(pre), strings.Fields(post)
-		if ok && len(f) > 4 && len(g) > 0 {
-			out[f[4]] = g[0]
-		}
-	}
-	return out
-}
-
-// mountOpts maps each mount point of a mountinfo text to its per-mount options (the top of a stack wins).
-func mountOpts(mountinfo string) map[string]string {
-	out := map[string]string{}
-	for _, line := range strings.Split(mountinfo, "\n") {
-		if f := strings.Fields(line); len(f) > 5 {
-			out[f[4]] = f[5]
-		}
-	}
-	return out
-}
-
-// assertNoSuidNoDev checks the binds at paths are nosuid and nodev: a set-uid file or a device node a session
-// planted in its own folder gives nothing through them.
-func assertNoSuidNoDev(t *testing.T, mountinfo string, paths ...string) {
-	t.Helper()
-	opts := mountOpts(mountinfo)
-	for _, p := range paths {
-		o := strings.Split(opts[p], ",")
-		assert.Subset(t, o, []string{"nosuid", "nodev"}, "%s is bound nosuid,nodev: %s", p, opts[p])
-	}
-}
-
 // TestDockerHeavyFoldersAreNative: in a run on the mount, workspace/, app/, mcps/ and the canonical transcript
 // folder are binds of the store (no FUSE round trip), /session and .claude stay the mount's (views work), and
 // what the container writes through the binds shows through the mount within 100 ms.
