@@ -120,7 +120,21 @@ func (t *Tree) sessionOwner(id string) (uid, gid int) {
 	return int(st.Uid), int(st.Gid)
 }
 
-// sessionsDir opens the store's sessions folder for safe resolution.
+// mkdirOwned makes the folder rel for session id on the daemon's own account (a canonical entry made again, a
+// view's own folder): it belongs to the session's owner, as the rest of the session.
+func (t *Tree) mkdirOwned(id, rel string) error {
+	return t.atParent(rel, func(dirfd int, name string) error {
+		if err := unix.Mkdirat(dirfd, name, 0o755); err != nil {
+			return err
+		}
+		if uid, gid := t.sessionOwner(id); isRoot && uid >= 0 {
+			return unix.Fchownat(dirfd, name, uid, gid, unix.AT_SYMLINK_NOFOLLOW)
+		}
+		return nil
+	})
+}
+
+// openSessions opens the store's sessions folder for safe resolution.
 func openSessions(store *layout.Store) (*layout.Dir, error) {
 	return layout.OpenDir(store.SessionsDir())
 }

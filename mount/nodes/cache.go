@@ -83,8 +83,8 @@ func (t *Tree) SetWatch(w Watch) {
 	t.cache.attrsDue = map[string]bool{}
 }
 
-// showing registers in as a kernel-cached view of store folder path.
-func (t *Tree) showing(path string, in *fs.Inode) {
+// watchFolder registers in as a kernel-cached view of store folder path, watching the folder if it is the first.
+func (t *Tree) watchFolder(path string, in *fs.Inode) {
 	c := &t.cache
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -109,8 +109,8 @@ func (t *Tree) showing(path string, in *fs.Inode) {
 	c.dirs[path] = append(c.dirs[path], in)
 }
 
-// hidden drops a forgotten view of path.
-func (t *Tree) hidden(path string, in *fs.Inode) {
+// unwatchFolder drops a forgotten view of path, and the folder's watch with the last.
+func (t *Tree) unwatchFolder(path string, in *fs.Inode) {
 	c := &t.cache
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -126,9 +126,9 @@ func (t *Tree) hidden(path string, in *fs.Inode) {
 	_ = c.watch.Remove(t.abs(path))
 }
 
-// did records a change at store path made through the mount by the folder inode origin (nil: not a change of
-// names).
-func (t *Tree) did(path string, origin *fs.Inode) {
+// noteOwnChange records a change at store path made through the mount by the folder inode origin (nil: not a
+// change of names), so its event costs no invalidation of origin.
+func (t *Tree) noteOwnChange(path string, origin *fs.Inode) {
 	c := &t.cache
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -259,13 +259,13 @@ func (t *Tree) recheck(dir, name, rel string) {
 	o := c.open[rel]
 	writing := o != nil && (o.n > 0 || time.Since(o.closed) < ownTTL)
 	c.mu.Unlock()
-	var shown []*fs.Inode
+	var cached []*fs.Inode
 	for _, v := range views {
 		if child := v.GetChild(name); child != nil {
-			shown = append(shown, child)
+			cached = append(cached, child)
 		}
 	}
-	if len(shown) == 0 {
+	if len(cached) == 0 {
 		return
 	}
 	ctime := int64(-1) // gone or unreadable: whatever the kernel holds is stale
@@ -273,9 +273,9 @@ func (t *Tree) recheck(dir, name, rel string) {
 	if _, err := t.lstatAt(rel, &st); err == nil {
 		ctime = st.Ctim.Nano()
 	}
-	for _, child := range shown {
-		if n, ok := child.Operations().(*Node); ok && ctime >= 0 {
-			if told := n.ctime.Load(); told == ctime || told == kernelAsks {
+	for _, child := range cached {
+		if n, ok := asNode(child); ok && ctime >= 0 {
+			if given := n.ctime.Load(); given == ctime || given == kernelAsks {
 				continue
 			}
 		}
@@ -290,9 +290,9 @@ func (t *Tree) recheck(dir, name, rel string) {
 // kernelAsks in Node.ctime: the kernel dropped the node's attributes itself and asks for them when next used.
 const kernelAsks = -2
 
-// told records the attributes given to the kernel for in (see Node.ctime).
-func told(in *fs.Inode, a *fuse.Attr) {
-	if n, ok := in.Operations().(*Node); ok {
+// noteCtime records the ctime of the attributes given to the kernel for in (see Node.ctime).
+func noteCtime(in *fs.Inode, a *fuse.Attr) {
+	if n, ok := asNode(in); ok {
 		n.ctime.Store(int64(a.Ctime)*1e9 + int64(a.Ctimensec))
 	}
 }

@@ -29,13 +29,13 @@ func TestTimeoutLongOnlyWhileWatched(t *testing.T) {
 		tree.abs("full"): syscall.ENOSPC,
 	}}
 	tree.SetWatch(w)
-	tree.showing("s1", nil)
+	tree.watchFolder("s1", nil)
 	assert.Equal(t, time.Hour, tree.timeout(), "every folder watched")
-	tree.showing("gone", nil)
+	tree.watchFolder("gone", nil)
 	assert.Equal(t, time.Hour, tree.timeout(), "a folder already gone shows nothing to keep")
-	tree.showing("full", nil)
+	tree.watchFolder("full", nil)
 	assert.Equal(t, 30*time.Second, tree.timeout(), "a folder that could not be watched")
-	tree.showing("s2", nil)
+	tree.watchFolder("s2", nil)
 	assert.Equal(t, 30*time.Second, tree.timeout(), "for good")
 
 	user := &Tree{Store: st, Timeout: 5 * time.Second}

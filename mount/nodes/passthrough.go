@@ -10,37 +10,56 @@ import (
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
-
-	"github.com/sessionfs/sessionfs/layout"
 )
 
-// role marks the few passthrough folders whose children are special.
-type role uint8
-
-const (
-	rolePlain   role = iota
-	roleSession      // sessions/<id>: its .claude child has the projects folder
-	roleClaude       // sessions/<id>/.claude: its projects child aliases transcript folders
-)
-
-// Node passes a file or folder of a session through to the store. A node with a base is an anchor: its store path
-// is base. Every other node's store path is its nearest anchor's base plus the names on the way down, so renames
-// (which go-fuse applies to the tree) need no bookkeeping, and a file seen through any alias view resolves to the
-// same store file.
+// Node passes a file or folder of a session through to the store: every file and folder of sessions/<id> but the
+// few folders of a kind of their own, which embed it (SessionDir, AgentDir, ViewsDir, View). A node with a base is
+// an anchor: its store path is base. Every other node's store path is its nearest anchor's base plus the names on
+// the way down, so renames (which go-fuse applies to the tree) need no bookkeeping, and a file seen through any
+// view resolves to the same store file.
 type Node struct {
 	fs.Inode
-	tree  *Tree
-	base  string // path of an anchor, relative to the sessions folder; empty for other nodes
-	id    string // the session this node belongs to
-	alias uint64 // view number mixed into folder inode numbers below an alias view; 0 elsewhere
-	role  role
-	shown string // the store folder (relative) this node is registered as showing (folders only), for OnForget
+	tree *Tree
+	base string // path of an anchor, relative to the sessions folder; empty for other nodes
+	id   string // the session this node belongs to
+	// Below a view (view.go): the row of the views table it is seen through, and the view's number, mixed into
+	// folders' inode numbers. nil and 0 elsewhere; 0 also below the canonical name of a folder of views only.
+	row   *viewsRow
+	alias uint64
+	// watched is the store folder (relative) this node is registered with the watcher as showing (folders
+	// only), for OnForget.
+	watched string
 	// ctime (ns) of the attributes last given to the kernel: a store event that leaves it unchanged changed
 	// nothing the kernel holds, so it costs no invalidation (cache.go).
 	ctime atomic.Int64
-	// transcripts: the node is in an alias view of the transcript folder, where unlink moves to the trash.
-	transcripts bool
 }
+
+// storeNode is a node backed by a store file or folder: Node, and the kinds that embed it. The nodes that are
+// not (Root, Sessions, OnlyViewsDir, ByClaudeID, go-fuse's symlinks) are synthetic.
+type storeNode interface {
+	fs.InodeEmbedder
+	node() *Node
+}
+
+func (n *Node) node() *Node { return n }
+
+// asNode is the store node of in, if in is one.
+func asNode(in *fs.Inode) (*Node, bool) {
+	if s, ok := in.Operations().(storeNode); ok {
+		return s.node(), true
+	}
+	return nil, false
+}
+
+// parentKind is a folder kind whose children are not all plain passthrough nodes (SessionDir, AgentDir, View).
+type parentKind interface {
+	// childNode returns a new node of child name's kind (store path rel, a folder if dir), nil for a plain Node.
+	childNode(name, rel string, dir bool) storeNode
+}
+
+// inTranscripts reports whether the node is seen through a view of the transcript folder, where unlink moves to
+// the trash and writes record the view's name as an alias.
+func (n *Node) inTranscripts() bool { return n.row != nil && n.row.transcripts }
 
 var (
 	_ = (fs.NodeStatfser)((*Node)(nil))
@@ -85,20 +104,24 @@ func (n *Node) path() string {
 			return ""
 		}
 		names = append(names, name)
-		if a, ok := parent.Operations().(*Node); ok && a.base != "" {
+		a, ok := asNode(parent)
+		if !ok {
+			return "" // reached a synthetic folder without an anchor: not a store path
+		}
+		if a.base != "" {
 			slices.Reverse(names)
 			return a.base + "/" + strings.Join(names, "/")
-		}
-		if _, ok := parent.Operations().(*Node); !ok {
-			return "" // reached a synthetic folder without an anchor: not a store path
 		}
 		in = parent
 	}
 }
 
+// child is the store path of n's child name: below n's, but for a view's own file (view.go).
 func (n *Node) child(name string) string {
-	if own, ok := n.ownChild(name); ok {
-		return own
+	if v, ok := n.Operations().(*View); ok {
+		if own, ok := v.ownChild(name); ok {
+			return own
+		}
 	}
 	p := n.path()
 	if p == "" {
@@ -110,89 +133,87 @@ func (n *Node) child(name string) string {
 // newChild makes the inode for store file rel, just looked up or created under n as name.
 func (n *Node) newChild(ctx context.Context, name, rel string, st *syscall.Stat_t, gen uint64) *fs.Inode {
 	attr := n.tree.stableAttr(st, gen, n.alias)
-	if old := known(&n.Inode, name, attr); old != nil {
+	if old := existingChild(&n.Inode, name, attr); old != nil {
 		return old
 	}
-	ch := &Node{tree: n.tree, id: n.id, alias: n.alias, transcripts: n.transcripts}
-	n.tree.nodeMade()
-	n.adopt(ch, name, rel) // the special folders of a session, by name (views.go)
-	in := n.NewInode(ctx, ch, attr)
-	if st.Mode&syscall.S_IFMT == syscall.S_IFDIR {
-		ch.show(rel)
+	dir := st.Mode&syscall.S_IFMT == syscall.S_IFDIR
+	var op storeNode = &Node{}
+	if k, ok := n.Operations().(parentKind); ok {
+		if kind := k.childNode(name, rel, dir); kind != nil {
+			op = kind
+		}
+	}
+	ch := op.node()
+	ch.tree, ch.id, ch.alias, ch.row = n.tree, n.id, n.alias, n.row
+	n.tree.nodeAdded()
+	in := n.NewInode(ctx, op, attr)
+	if dir {
+		ch.watch(rel)
 	}
 	return in
 }
 
-// known is parent's child name if it is already the inode of attr. A new inode for a file the kernel already
-// knows would be dropped by go-fuse in favour of the known one, after it was registered with the watcher: never
-// forgotten, it would keep a watch and draw invalidations nobody needs.
-func known(parent *fs.Inode, name string, attr fs.StableAttr) *fs.Inode {
+// existingChild is parent's child name if it is already the inode of attr. A new inode for a file the kernel
+// already knows would be dropped by go-fuse in favour of the known one, after it was registered with the watcher:
+// never forgotten, it would keep a watch and draw invalidations nobody needs.
+func existingChild(parent *fs.Inode, name string, attr fs.StableAttr) *fs.Inode {
 	if old := parent.GetChild(name); old != nil && old.StableAttr() == attr {
 		return old
 	}
 	return nil
 }
 
-// show registers a folder node as a kernel-cached view of store folder rel.
-func (n *Node) show(rel string) {
-	n.shown = rel
-	n.tree.showing(rel, &n.Inode)
+// watch registers a folder node with the watcher as a kernel-cached view of store folder rel.
+func (n *Node) watch(rel string) {
+	n.watched = rel
+	n.tree.watchFolder(rel, &n.Inode)
 }
 
 func (n *Node) OnForget() {
-	n.tree.nodeGone()
-	if n.shown != "" {
-		n.tree.hidden(n.shown, &n.Inode)
+	n.tree.nodeForgotten()
+	if n.watched != "" {
+		n.tree.unwatchFolder(n.watched, &n.Inode)
 	}
 }
 
-// did records that n changed its child at store path rel itself, so the store watcher does not invalidate it.
-func (n *Node) did(rel string) {
-	n.tree.did(rel, &n.Inode)
-	if n.transcripts {
+// noteOwnChange records that n changes its child at store path rel itself, so the store watcher does not
+// invalidate it; below a view of the transcript folder, that the view's name was written through.
+func (n *Node) noteOwnChange(rel string) {
+	n.tree.noteOwnChange(rel, &n.Inode)
+	if n.inTranscripts() {
 		n.tree.wroteThrough(n.id, n.alias) // a name made, removed or renamed in the view
 	}
 }
 
+// entry fills the answer to a lookup or creation of ch (attributes st): a store node's carry the tree's
+// timeouts, a synthetic folder's the mount's.
 func (n *Node) entry(out *fuse.EntryOut, st *syscall.Stat_t, ch *fs.Inode) {
 	out.Attr.FromStat(st)
 	out.Attr.Ino = ch.StableAttr().Ino
-	told(ch, &out.Attr)
-	if _, ok := ch.Operations().(*Node); ok { // a store file or folder, not a synthetic folder
+	noteCtime(ch, &out.Attr)
+	if _, ok := asNode(ch); ok {
 		t := n.tree.timeout()
 		out.SetEntryTimeout(t)
 		out.SetAttrTimeout(t)
 	}
 }
 
-// Lookup finds name in the store; in a session's .claude, "projects" is the folder of alias views.
+// Lookup finds name in the store.
 func (n *Node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	if !n.tree.byBinder(ctx) { // the binder's walks are not uses
-		n.tree.touch(n.id)
-	}
-	if ch, errno, ok := n.lookupView(ctx, name, out); ok {
-		return ch, errno
-	}
-	if n.role == roleSession {
-		n.tree.lookedUp(ctx, n.id) // the mount binds app and mcps once they hold something: they may now
-	}
+	n.tree.noteUse(ctx, n.id)
+	return n.lookupStore(ctx, name, out)
+}
+
+// lookupStore finds name in the store, below n's store path, as a node of the kind n gives it.
+func (n *Node) lookupStore(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	p := n.child(name)
 	var st syscall.Stat_t
 	gen, err := n.tree.lstatAt(p, &st)
 	if err != nil {
 		return nil, fs.ToErrno(err)
 	}
-	if n.role == roleClaude && name == "projects" && st.Mode&syscall.S_IFMT == syscall.S_IFDIR {
-		if n.GetChild(name) == nil {
-			n.tree.fold(n.id) // first sight of this session's projects in this mount
-		}
-		pr := &Projects{tree: n.tree, id: n.id, dir: p}
-		ch := n.NewInode(ctx, pr, n.tree.stableAttr(&st, gen, 0))
-		n.entry(out, &st, ch)
-		return ch, 0
-	}
 	ch := n.newChild(ctx, name, p, &st, gen)
-	if n.transcripts {
+	if n.inTranscripts() {
 		n.tree.lookedUpIn.Store(p, n.alias)
 	}
 	n.entry(out, &st, ch)
@@ -209,7 +230,7 @@ func (n *Node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) 
 		errno := fga.Getattr(ctx, out)
 		out.Ino = n.StableAttr().Ino
 		if errno == 0 {
-			told(&n.Inode, &out.Attr)
+			noteCtime(&n.Inode, &out.Attr)
 			out.SetTimeout(n.tree.timeout())
 		}
 		return errno
@@ -220,7 +241,7 @@ func (n *Node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) 
 	}
 	out.FromStat(&st)
 	out.Ino = n.StableAttr().Ino
-	told(&n.Inode, &out.Attr)
+	noteCtime(&n.Inode, &out.Attr)
 	out.SetTimeout(n.tree.timeout())
 	return 0
 }
@@ -271,7 +292,7 @@ func (n *Node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 		_, _ = unix.FcntlInt(uintptr(fd), unix.F_SETFL, int(flags)&^(syscall.O_ACCMODE|syscall.O_CREAT|syscall.O_EXCL|syscall.O_TRUNC|syscall.O_NOCTTY))
 	}
 	if flags&syscall.O_ACCMODE != syscall.O_RDONLY {
-		if view, ok := n.tree.lookedUpIn.Load(p); ok && n.transcripts {
+		if view, ok := n.tree.lookedUpIn.Load(p); ok && n.inTranscripts() {
 			n.tree.wroteThrough(n.id, view.(uint64))
 		}
 		killPriv(ctx, fd)
@@ -319,8 +340,10 @@ func (n *Node) Create(ctx context.Context, name string, flags, mode uint32, out 
 	if errno != 0 {
 		return nil, nil, 0, errno
 	}
-	n.ownFolder(name, p)
-	n.did(p)
+	if v, ok := n.Operations().(*View); ok {
+		v.ownFolder(name, p)
+	}
+	n.noteOwnChange(p)
 	var fd int
 	err := asCaller(ctx, func() (err error) {
 		// The caller asked for these access flags on a file it creates: granted whatever mode it asked for,
@@ -347,9 +370,9 @@ func (n *Node) Create(ctx context.Context, name string, flags, mode uint32, out 
 	return ch, n.tree.writer(p, newHeldFile(fd, payer)), 0, 0
 }
 
-// made finishes the creation of name at rel (a folder, node or link): attributes, inode. On failure it removes
-// what was made.
-func (n *Node) made(ctx context.Context, name, rel string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+// createdChild returns the inode of name, just created at rel (a folder, node or link), with its attributes. On
+// failure it removes what was created.
+func (n *Node) createdChild(ctx context.Context, name, rel string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	var st syscall.Stat_t
 	gen, err := n.tree.lstatAt(rel, &st)
 	if err != nil {
@@ -364,20 +387,17 @@ func (n *Node) made(ctx context.Context, name, rel string, out *fuse.EntryOut) (
 // create makes name under n with mk, as the caller, and returns its inode.
 func (n *Node) create(ctx context.Context, name string, out *fuse.EntryOut, mk func(dirfd int, name string) error) (*fs.Inode, syscall.Errno) {
 	p := n.child(name)
-	n.did(p)
+	n.noteOwnChange(p)
 	err := n.tree.atParent(p, func(dirfd int, name string) error {
 		return asCaller(ctx, func() error { return mk(dirfd, name) })
 	})
 	if err != nil {
 		return nil, fs.ToErrno(err)
 	}
-	return n.made(ctx, name, p, out)
+	return n.createdChild(ctx, name, p, out)
 }
 
 func (n *Node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	if ch, errno, ok := n.mkdirView(ctx, name, out); ok {
-		return ch, errno
-	}
 	return n.create(ctx, name, out, func(dirfd int, name string) error { return unix.Mkdirat(dirfd, name, mode) })
 }
 
@@ -397,16 +417,16 @@ func (n *Node) Symlink(ctx context.Context, target, name string, out *fuse.Entry
 }
 
 func (n *Node) Link(ctx context.Context, target fs.InodeEmbedder, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	t, ok := target.(*Node)
+	t, ok := target.(storeNode)
 	if !ok {
 		return nil, syscall.EXDEV
 	}
-	src := t.path()
+	src := t.node().path()
 	if src == "" {
 		return nil, syscall.ENOENT
 	}
 	p := n.child(name)
-	n.did(p)
+	n.noteOwnChange(p)
 	err := n.tree.atParent(src, func(sfd int, sname string) error {
 		return n.tree.atParent(p, func(dfd int, dname string) error {
 			return unix.Linkat(sfd, sname, dfd, dname, 0) // the name itself, never what a link points at
@@ -415,7 +435,7 @@ func (n *Node) Link(ctx context.Context, target fs.InodeEmbedder, name string, o
 	if err != nil {
 		return nil, fs.ToErrno(err)
 	}
-	return n.made(ctx, name, p, out)
+	return n.createdChild(ctx, name, p, out)
 }
 
 func (n *Node) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
@@ -440,19 +460,12 @@ func (n *Node) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
 }
 
 // Unlink removes a file; in the transcript folder it moves it to the session's transcript trash instead, since
-// Claude Code ages transcripts out at start-up and people rm the wrong thing. A session's session.json takes
-// the whole session to the trash with it (sessionrm.go).
+// Claude Code ages transcripts out at start-up and people rm the wrong thing.
 func (n *Node) Unlink(ctx context.Context, name string) syscall.Errno {
-	if errno, ok := n.removeView(name, false); ok {
-		return errno
-	}
 	p := n.child(name)
-	n.did(p)
-	if n.transcripts {
+	n.noteOwnChange(p)
+	if n.inTranscripts() {
 		return n.refreshes(name, n.tree.trashTranscript(n.id, p))
-	}
-	if n.role == roleSession && name == layout.MetaFile {
-		return n.tree.removeSession(n.id) // the whole session to the trash (sessionrm.go)
 	}
 	return n.refreshes(name, fs.ToErrno(n.tree.atParent(p, func(dirfd int, name string) error { return unix.Unlinkat(dirfd, name, 0) })))
 }
@@ -462,7 +475,7 @@ func (n *Node) Unlink(ctx context.Context, name string) syscall.Errno {
 func (n *Node) refreshes(name string, errno syscall.Errno) syscall.Errno {
 	if errno == 0 {
 		if ch := n.GetChild(name); ch != nil {
-			if cn, ok := ch.Operations().(*Node); ok {
+			if cn, ok := asNode(ch); ok {
 				cn.ctime.Store(kernelAsks)
 			}
 		}
@@ -471,11 +484,8 @@ func (n *Node) refreshes(name string, errno syscall.Errno) syscall.Errno {
 }
 
 func (n *Node) Rmdir(ctx context.Context, name string) syscall.Errno {
-	if errno, ok := n.removeView(name, true); ok {
-		return errno
-	}
 	p := n.child(name)
-	n.did(p)
+	n.noteOwnChange(p)
 	return fs.ToErrno(n.tree.atParent(p, func(dirfd int, name string) error {
 		return unix.Unlinkat(dirfd, name, unix.AT_REMOVEDIR)
 	}))
@@ -484,11 +494,12 @@ func (n *Node) Rmdir(ctx context.Context, name string) syscall.Errno {
 // Rename moves within the mount's store; a rename onto a synthetic folder (the sessions folder, say) is EXDEV,
 // which makes mv fall back to copying.
 func (n *Node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
-	np, ok := newParent.(*Node)
+	npk, ok := newParent.(storeNode)
 	if !ok {
 		return syscall.EXDEV
 	}
-	if n.base != "" && n.transcripts && np.transcripts && np.base == n.base && isSetAside(name, newName) {
+	np := npk.node()
+	if n.base != "" && n.inTranscripts() && np.inTranscripts() && np.base == n.base && isSetAside(name, newName) {
 		// Claude Code's /cd moves a transcript to the new cwd's projects folder, first setting aside a same-named
 		// file found there as <name>.superseded-<ms>. Here every projects folder is a view of one folder, so the
 		// file "found there" is the very one being moved: setting it aside would move it from under the move.
@@ -497,8 +508,8 @@ func (n *Node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 		return syscall.ENOENT
 	}
 	src, dst := n.child(name), np.child(newName)
-	n.did(src)
-	np.did(dst)
+	n.noteOwnChange(src)
+	np.noteOwnChange(dst)
 	return n.refreshes(name, fs.ToErrno(n.tree.atParent(src, func(sfd int, sname string) error {
 		return n.tree.atParent(dst, func(dfd int, dname string) error {
 			return unix.Renameat2(sfd, sname, dfd, dname, uint(flags))
@@ -520,10 +531,6 @@ func (n *Node) OpendirHandle(ctx context.Context, flags uint32) (fs.FileHandle, 
 	fd, err := n.tree.openAt(n.path(), syscall.O_RDONLY|syscall.O_DIRECTORY, 0)
 	if err != nil {
 		return nil, 0, fs.ToErrno(err)
-	}
-	if n.role == roleSession {
-		h, errno := n.sessionListing(fd)
-		return h, fuse.FOPEN_CACHE_DIR | fuse.FOPEN_KEEP_CACHE, errno
 	}
 	ds, errno := fs.NewLoopbackDirStreamFd(fd)
 	if errno != 0 {

@@ -29,9 +29,9 @@ const (
 	freeAfter = time.Second
 )
 
-// nodeMade and nodeGone count the live nodes of the sessions.
-func (t *Tree) nodeMade() { t.live.Add(1) }
-func (t *Tree) nodeGone() { t.live.Add(-1) }
+// nodeAdded and nodeForgotten count the live nodes of the sessions.
+func (t *Tree) nodeAdded()     { t.live.Add(1) }
+func (t *Tree) nodeForgotten() { t.live.Add(-1) }
 
 // touch records that session id was used now.
 func (t *Tree) touch(id string) {

@@ -33,7 +33,7 @@ func (r *Root) OnAdd(ctx context.Context) {
 	var st syscall.Stat_t
 	gen, _ := fstat(r.tree.sessions.Fd(), &st)
 	r.AddChild("sessions", r.NewPersistentInode(ctx, r.sessions, stableAttr(&st, gen, 0)), false)
-	r.tree.showing(".", &r.sessions.Inode)
+	r.tree.watchFolder(".", &r.sessions.Inode)
 	r.AddChild("by-claude-id", r.NewPersistentInode(ctx, &ByClaudeID{tree: r.tree}, fs.StableAttr{Mode: syscall.S_IFDIR}), false)
 }
 

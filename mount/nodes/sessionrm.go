@@ -17,8 +17,9 @@ import (
 // as it was, workspace included. An empty session folder (nothing left to lose) is trashed by rmdir
 // (Sessions.Rmdir).
 
-// removeSession moves session id to the trash, for the unlink of its session.json. The sessions folder's entry
-// is not noted as our own change: the store watcher then tells the kernel the session is gone.
+// removeSession moves session id to the trash, for the unlink of its session.json (SessionDir.Unlink). The
+// sessions folder's entry is not noted as our own change: the store watcher then tells the kernel the session is
+// gone.
 func (t *Tree) removeSession(id string) syscall.Errno {
 	// The session's binds go first: what rm does next must find nothing, not the trashed folders through them.
 	defer t.removing(id)()
@@ -28,11 +29,11 @@ func (t *Tree) removeSession(id string) syscall.Errno {
 
 // sessionListing lists a session folder open as fd (which it takes) with session.json first, after "." and "..",
 // and the same inode numbers lookup gives.
-func (n *Node) sessionListing(fd int) (fs.FileHandle, syscall.Errno) {
+func (s *SessionDir) sessionListing(fd int) (fs.FileHandle, syscall.Errno) {
 	var dirs, all uint64
 	var st syscall.Stat_t
 	if _, err := fstat(fd, &st); err == nil {
-		dirs, all = n.tree.inoMix(st.Dev, n.alias)
+		dirs, all = s.tree.inoMix(st.Dev, s.alias)
 	}
 	ents, errno := readEntries(fd, func(e *fuse.DirEntry) bool {
 		if e.Name != "." && e.Name != ".." {

@@ -46,9 +46,7 @@ func (s *Sessions) Lookup(ctx context.Context, name string, out *fuse.EntryOut) 
 }
 
 func (s *Sessions) session(ctx context.Context, id string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	if !s.tree.byBinder(ctx) { // the binder's walks are not uses
-		s.tree.touch(id)
-	}
+	s.tree.noteUse(ctx, id)
 	var st syscall.Stat_t
 	gen, err := s.tree.lstatAt(id, &st)
 	if err != nil {
@@ -58,16 +56,16 @@ func (s *Sessions) session(ctx context.Context, id string, out *fuse.EntryOut) (
 		return nil, syscall.ENOENT
 	}
 	attr := s.tree.stableAttr(&st, gen, 0)
-	ch := known(&s.Inode, id, attr)
+	ch := existingChild(&s.Inode, id, attr)
 	if ch == nil {
-		n := &Node{tree: s.tree, base: id, id: id, role: roleSession}
-		s.tree.nodeMade()
+		n := &SessionDir{Node{tree: s.tree, base: id, id: id}}
+		s.tree.nodeAdded()
 		ch = s.NewInode(ctx, n, attr)
-		n.show(id)
+		n.watch(id)
 	}
 	out.Attr.FromStat(&st)
-	told(ch, &out.Attr)
-	s.tree.lookedUp(ctx, id)
+	noteCtime(ch, &out.Attr)
+	s.tree.wantBinds(ctx, id)
 	return ch, 0
 }
 
@@ -104,7 +102,7 @@ func (s *Sessions) Mkdir(ctx context.Context, name string, mode uint32, out *fus
 	if layout.ValidateID(name) != nil {
 		return nil, syscall.EINVAL
 	}
-	s.tree.did(name, &s.Inode)
+	s.tree.noteOwnChange(name, &s.Inode)
 	if _, err := session.Create(s.tree.Store, name, session.Options{Mountpoint: s.tree.Mountpoint}); err != nil {
 		return nil, storeErrno(err)
 	}
@@ -120,7 +118,7 @@ func (s *Sessions) Rmdir(ctx context.Context, name string) syscall.Errno {
 	} else if !empty {
 		return syscall.ENOTEMPTY
 	}
-	s.tree.did(name, &s.Inode)
+	s.tree.noteOwnChange(name, &s.Inode)
 	defer s.tree.removing(name)()
 	if _, err := s.tree.Store.Remove(name); err != nil {
 		return storeErrno(err)

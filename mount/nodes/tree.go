@@ -2,7 +2,6 @@ package nodes
 
 import (
 	"context"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -14,7 +13,9 @@ import (
 	"github.com/sessionfs/sessionfs/layout"
 )
 
-// Tree is the state every node of one mount shares: the store it serves and the numbering of alias views.
+// Tree is the state every node of one mount shares: the store it serves, the numbering of views, the watched
+// folders, the lock table, the sessions' last uses. Package mount makes it (NewTree), sets its hooks (Binder,
+// Mountpoint, SetBinderThread, SetWatch) before mounting, and mounts NewRoot(tree).
 type Tree struct {
 	Store *layout.Store
 	// Mountpoint is where the tree is mounted: a session made by mkdir trusts its workspace there.
@@ -33,19 +34,20 @@ type Tree struct {
 	locks    lockTable   // the lock owners' files (locks.go)
 	dev      uint64      // its filesystem
 
-	aliasNums  sync.Map // alias name -> uint64 view number, stable for the mount's life
-	aliasNames sync.Map // uint64 view number -> alias name
+	viewNums sync.Map // view key (viewsRow.viewKey) -> uint64 view number, stable for the mount's life (views.go)
+	viewKeys sync.Map // uint64 view number -> view key
+	nextView atomic.Uint64
 	// lookedUpIn: store path of a file in a transcript folder -> the view it was last looked up through. A file
 	// is one inode under every view, so opening it for writing is put down to that view.
-	lookedUpIn sync.Map
-	nextAlias  atomic.Uint64
-	devs       sync.Map // st_dev -> uint64 filesystem number (the store's is 0)
-	nextDev    atomic.Uint64
-	seen       sync.Map // id + "/" + name -> struct{}: aliases already recorded (used)
-	cache      cache
-	live       atomic.Int64 // nodes of sessions the kernel may hold (prune.go)
-	lastUse    sync.Map     // session id -> *atomic.Int64: when it was last used, for pruning
-	// viewsFolded: the store paths of the agents' cwd-keyed folders already folded in this mount (views.go)
+	lookedUpIn      sync.Map
+	devs            sync.Map // st_dev -> uint64 filesystem number (the store's is 0)
+	nextDev         atomic.Uint64
+	aliasesRecorded sync.Map // id + "/" + name -> struct{}: aliases recorded in session.json (aliases.go)
+	cache           cache
+	live            atomic.Int64 // nodes of sessions the kernel may hold (prune.go)
+	lastUse         sync.Map     // session id -> *atomic.Int64: when it was last used, for pruning
+	// viewsFolded: the store paths of the views folders with entries of their own already folded in this mount
+	// (views_dir.go)
 	viewsFolded sync.Map
 	removals    removals      // conversations being removed to the trash (trash.go)
 	binder      atomic.Uint32 // the thread that binds sessions' folders: its lookups are not uses (SetBinderThread)
@@ -70,8 +72,16 @@ func (t *Tree) byBinder(ctx context.Context) bool {
 	return ok && c.Pid != 0 && c.Pid == t.binder.Load()
 }
 
-// lookedUp tells the binder that session id was looked up, unless by the binder itself.
-func (t *Tree) lookedUp(ctx context.Context, id string) {
+// noteUse records that session id was used now, unless by the binder's walk (prune.go).
+func (t *Tree) noteUse(ctx context.Context, id string) {
+	if !t.byBinder(ctx) {
+		t.touch(id)
+	}
+}
+
+// wantBinds tells the binder that session id was looked up (its folders are bound then), unless by the binder
+// itself.
+func (t *Tree) wantBinds(ctx context.Context, id string) {
 	if t.Binder != nil && !t.byBinder(ctx) {
 		t.Binder.Want(id)
 	}
@@ -101,73 +111,6 @@ func NewTree(store *layout.Store) (*Tree, error) {
 
 // Close releases the sessions folder.
 func (t *Tree) Close() error { return t.sessions.Close() }
-
-// aliasNum is the view number of a projects folder name: 0 for the canonical folder, a small number unique to the
-// name otherwise. It goes into the inode numbers of folders seen through the view.
-func (t *Tree) aliasNum(name string) uint64 {
-	if name == layout.CanonicalProject {
-		return 0
-	}
-	if n, ok := t.aliasNums.Load(name); ok {
-		return n.(uint64)
-	}
-	n, loaded := t.aliasNums.LoadOrStore(name, t.nextAlias.Add(1))
-	if !loaded {
-		t.aliasNames.Store(n, name)
-	}
-	return n.(uint64)
-}
-
-// wroteThrough notes that something was written through view number view of session id: an alias is recorded
-// when it is written through, never when it is only looked at (a listing, a stat).
-func (t *Tree) wroteThrough(id string, view uint64) {
-	if view == 0 {
-		return
-	}
-	if name, ok := t.aliasNames.Load(view); ok {
-		t.used(id, name.(string))
-	}
-}
-
-// used notes that session id used alias name, recording it in session.json the first time.
-func (t *Tree) used(id, name string) {
-	if name == layout.CanonicalProject || t.ReadOnly {
-		return
-	}
-	if _, loaded := t.seen.LoadOrStore(id+"/"+name, struct{}{}); !loaded {
-		// Off the request path: a lookup should not wait for session.json's fsync.
-		go func() {
-			_, _ = t.Store.Update(id, func(m *layout.Meta) error { m.AddAlias(name); return nil })
-		}()
-	}
-}
-
-// forget drops alias name of session id from session.json.
-func (t *Tree) forget(id, name string) {
-	t.seen.Delete(id + "/" + name)
-	_, _ = t.Store.Update(id, func(m *layout.Meta) error {
-		m.Aliases = slices.DeleteFunc(m.Aliases, func(a string) bool { return a == name })
-		return nil
-	})
-}
-
-// canonical is the path of session id's canonical transcript folder, relative to the sessions folder.
-func canonical(id string) string {
-	return id + "/" + layout.ProjectsDir + "/" + layout.CanonicalProject
-}
-
-// fold moves transcripts filed under real folders of the session's projects (made while the store was not
-// mounted) into the canonical folder: through the mount every such name is a view of the canonical folder, and
-// would otherwise hide them. The folded names stay in use as aliases. A read-only mount leaves them.
-func (t *Tree) fold(id string) {
-	if t.ReadOnly {
-		return
-	}
-	folded, _ := t.Store.Fold(id)
-	for _, name := range folded {
-		t.used(id, name)
-	}
-}
 
 func (t *Tree) statfs(out *fuse.StatfsOut) syscall.Errno {
 	var s syscall.Statfs_t
