@@ -20,10 +20,6 @@ import (
 	"github.com/sessionfs/sessionfs/internal/testimage"
 )
 
-// opencode's real CLI (npm opencode-ai, one compiled binary), offline against e2e/openaistub: a provider of its
-// own (@ai-sdk/openai-compatible, bundled in the binary) given as OPENCODE_CONFIG_CONTENT, the caller's setting as
-// an API key would be, and none of its downloads (models list, updates, LSPs).
-
 // TestOpencodeFollowsTheCwd: opencode keeps its conversations in one SQLite database in the session's .opencode
 // (XDG_DATA_HOME) and continues only those whose directory is its cwd exactly. sessionfs moves them to the cwd
 // it starts opencode in (exec, exec -w, env, resume), so a conversation begun in the workspace continues from a

@@ -333,25 +333,6 @@ func TestRmdirOfASession(t *testing.T) {
 	assert.NoDirExists(t, filepath.Join(store, "sessions", "s1"))
 }
 
-// Every environment sessionfs hands out pins Claude Code's projects folder to the canonical one (honoured by
-// CLIs since 2.1.234 beside CLAUDE_CONFIG_DIR), so new CLIs resume from any cwd even with no mount.
-func TestProjectDirNameEverywhere(t *testing.T) {
-	store := t.TempDir()
-	ok(t, store, "new", "s1")
-	const want = "-session-workspace"
-	assert.Contains(t, ok(t, store, "env", "s1"), "export CLAUDE_CODE_PROJECT_DIR_NAME='"+want+"'")
-	assert.Contains(t, ok(t, store, "env", "s1", "--container"), "export CLAUDE_CODE_PROJECT_DIR_NAME='"+want+"'")
-	assert.Equal(t, want+"\n", ok(t, store, "exec", "s1", "--", "sh", "-c", `echo "$CLAUDE_CODE_PROJECT_DIR_NAME"`))
-}
-
-func TestDockerProjectDirName(t *testing.T) {
-	images(t, needDocker(t), "")
-	store := t.TempDir()
-	ok(t, store, "new", "s1")
-	r := dockerRun(t, store, "--image", busyboxImage, "s1", "--", "sh", "-c", `echo "$CLAUDE_CODE_PROJECT_DIR_NAME"`)
-	assert.Equal(t, "-session-workspace\n", r.stdout, r.stderr)
-}
-
 // --version works as on other CLIs; a usage mistake names the command and points at its --help, on one line.
 func TestVersionAndUsageErrors(t *testing.T) {
 	store := t.TempDir()

@@ -13,110 +13,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sessionfs/sessionfs/e2e/openaistub"
 	"github.com/stretchr/testify/require"
 	_ "modernc.org/sqlite"
+
+	"github.com/sessionfs/sessionfs/e2e/openaistub"
 )
 
-// opencodeEnv is the offline environment for opencode against the stub at url.
-func opencodeEnv(t *testing.T, url string) []string {
-	cfg := fmt.Sprintf(`{"$schema":"https://opencode.ai/config.json","autoupdate":false,"share":"disabled",`+
-		`"enabled_providers":["stub"],"model":"stub/stub-model","small_model":"stub/stub-model",`+
-		`"provider":{"stub":{"npm":"@ai-sdk/openai-compatible","name":"stub","options":{"baseURL":%q,"apiKey":"sk-test"},`+
-		`"models":{"stub-model":{"name":"stub"}}}}}`, url)
-	return agentEnv(t, "OPENCODE_CONFIG_CONTENT="+cfg, "OPENCODE_DISABLE_AUTOUPDATE=1", "OPENCODE_DISABLE_MODELS_FETCH=1",
-		"OPENCODE_DISABLE_LSP_DOWNLOAD=1", "OPENCODE_DISABLE_SHARE=1", "NO_PROXY=127.0.0.1,localhost")
-}
-
-// opencodeSeed gives the session's opencode config folder the package files opencode would otherwise make with a
-// background "npm install @opencode-ai/plugin" (the network), as a config folder it set up before has them.
-func opencodeSeed(t *testing.T, sessionDir string) {
-	t.Helper()
-	opencodeSeedConfig(t, filepath.Join(sessionDir, ".opencode", "config"))
-}
-
-// opencodeSeedConfig seeds the opencode folder of the config folder xdg (XDG_CONFIG_HOME) as opencodeSeed does.
-func opencodeSeedConfig(t *testing.T, xdg string) {
-	t.Helper()
-	cfg := filepath.Join(xdg, "opencode")
-	require.NoError(t, os.MkdirAll(filepath.Join(cfg, "node_modules"), 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(cfg, "package.json"), []byte(`{"dependencies":{"@opencode-ai/plugin":"1.18.33"}}`), 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(cfg, "package-lock.json"),
-		[]byte(`{"lockfileVersion":3,"packages":{"":{"dependencies":{"@opencode-ai/plugin":"1.18.33"}}}}`), 0o644))
-}
-
-// opencodeSessions reads opencode's database in the store: each conversation (top-level session) with its
-// directory and its number of messages.
-func opencodeSessions(t *testing.T, store string) map[string]opencodeSession {
-	t.Helper()
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(store, "sessions", "s1", ".opencode", "data", "opencode", "opencode.db")+"?mode=ro")
-	require.NoError(t, err)
-	defer db.Close()
-	rows, err := db.Query(`SELECT id, directory, (SELECT count(*) FROM message m WHERE m.session_id = s.id) FROM session s WHERE parent_id IS NULL`)
-	require.NoError(t, err)
-	defer rows.Close()
-	out := map[string]opencodeSession{}
-	for rows.Next() {
-		var id string
-		var s opencodeSession
-		require.NoError(t, rows.Scan(&id, &s.dir, &s.messages))
-		out[id] = s
-	}
-	return out
-}
-
-type opencodeSession struct {
-	dir      string
-	messages int
-}
-
-// only returns the one conversation of sessions.
-func only(t *testing.T, sessions map[string]opencodeSession) (string, opencodeSession) {
-	t.Helper()
-	require.Len(t, sessions, 1, "one conversation: %v", sessions)
-	for id, s := range sessions {
-		return id, s
-	}
-	panic("unreachable")
-}
-
-// opencodeIDs are the opencode session ids of "opencode run --format json" output, one JSON event a line.
-func opencodeIDs(out string) []string {
-	seen := map[string]bool{}
-	var ids []string
-	for _, line := range strings.Split(out, "\n") {
-		var ev struct{ SessionID string }
-		if json.Unmarshal([]byte(line), &ev) == nil && ev.SessionID != "" && !seen[ev.SessionID] {
-			seen[ev.SessionID] = true
-			ids = append(ids, ev.SessionID)
-		}
-	}
-	return ids
-}
-
-// opencodeSetup makes session s1, mounts the store, starts the provider stub and seeds opencode's settings for
-// it: what every opencode test starts from.
-func opencodeSetup(t *testing.T) (store string, m *mounted, api *openaistub.Server, env []string) {
-	t.Helper()
-	store = t.TempDir()
-	ok(t, store, "new", "s1")
-	m = mount(t, store)
-	api, err := openaistub.Start("127.0.0.1:0")
-	require.NoError(t, err)
-	t.Cleanup(func() { api.Close() })
-	opencodeSeed(t, m.session("s1"))
-	return store, m, api, opencodeEnv(t, api.URL)
-}
-
-// runCmd runs argv in dir with env (two minutes at most) and returns its combined output.
-func runCmd(dir string, env []string, argv ...string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Dir, cmd.Env = dir, env
-	out, err := cmd.CombinedOutput()
-	return string(out), err
-}
+// The other agents' real CLIs (make e2e installs the pinned versions into e2e/.cache), each run offline against a
+// stub of its API on 127.0.0.1, through sessionfs exec/env --agent, so their variables are the ones sessionfs
+// hands out.
 
 // agentCLI is the real CLI of an agent: $SESSIONFS_<AGENT> (make e2e installs it), else PATH.
 func agentCLI(t *testing.T, name string) string {
@@ -237,4 +142,108 @@ func geminiSetup(t *testing.T, store, sessionDir string) {
 	ok(t, store, "env", "s1", "--agent", "gemini") // makes .gemini, seeded
 	require.NoError(t, os.WriteFile(filepath.Join(sessionDir, ".gemini", "settings.json"),
 		[]byte(`{"security":{"auth":{"selectedType":"gemini-api-key"}}}`), 0o644))
+}
+
+// opencode's real CLI (npm opencode-ai, one compiled binary), offline against e2e/openaistub: a provider of its
+// own (@ai-sdk/openai-compatible, bundled in the binary) given as OPENCODE_CONFIG_CONTENT, the caller's setting as
+// an API key would be, and none of its downloads (models list, updates, LSPs).
+
+// opencodeEnv is the offline environment for opencode against the stub at url.
+func opencodeEnv(t *testing.T, url string) []string {
+	cfg := fmt.Sprintf(`{"$schema":"https://opencode.ai/config.json","autoupdate":false,"share":"disabled",`+
+		`"enabled_providers":["stub"],"model":"stub/stub-model","small_model":"stub/stub-model",`+
+		`"provider":{"stub":{"npm":"@ai-sdk/openai-compatible","name":"stub","options":{"baseURL":%q,"apiKey":"sk-test"},`+
+		`"models":{"stub-model":{"name":"stub"}}}}}`, url)
+	return agentEnv(t, "OPENCODE_CONFIG_CONTENT="+cfg, "OPENCODE_DISABLE_AUTOUPDATE=1", "OPENCODE_DISABLE_MODELS_FETCH=1",
+		"OPENCODE_DISABLE_LSP_DOWNLOAD=1", "OPENCODE_DISABLE_SHARE=1", "NO_PROXY=127.0.0.1,localhost")
+}
+
+// opencodeSeed gives the session's opencode config folder the package files opencode would otherwise make with a
+// background "npm install @opencode-ai/plugin" (the network), as a config folder it set up before has them.
+func opencodeSeed(t *testing.T, sessionDir string) {
+	t.Helper()
+	opencodeSeedConfig(t, filepath.Join(sessionDir, ".opencode", "config"))
+}
+
+// opencodeSeedConfig seeds the opencode folder of the config folder xdg (XDG_CONFIG_HOME) as opencodeSeed does.
+func opencodeSeedConfig(t *testing.T, xdg string) {
+	t.Helper()
+	cfg := filepath.Join(xdg, "opencode")
+	require.NoError(t, os.MkdirAll(filepath.Join(cfg, "node_modules"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(cfg, "package.json"), []byte(`{"dependencies":{"@opencode-ai/plugin":"1.18.33"}}`), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(cfg, "package-lock.json"),
+		[]byte(`{"lockfileVersion":3,"packages":{"":{"dependencies":{"@opencode-ai/plugin":"1.18.33"}}}}`), 0o644))
+}
+
+// opencodeSessions reads opencode's database in the store: each conversation (top-level session) with its
+// directory and its number of messages.
+func opencodeSessions(t *testing.T, store string) map[string]opencodeSession {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(store, "sessions", "s1", ".opencode", "data", "opencode", "opencode.db")+"?mode=ro")
+	require.NoError(t, err)
+	defer db.Close()
+	rows, err := db.Query(`SELECT id, directory, (SELECT count(*) FROM message m WHERE m.session_id = s.id) FROM session s WHERE parent_id IS NULL`)
+	require.NoError(t, err)
+	defer rows.Close()
+	out := map[string]opencodeSession{}
+	for rows.Next() {
+		var id string
+		var s opencodeSession
+		require.NoError(t, rows.Scan(&id, &s.dir, &s.messages))
+		out[id] = s
+	}
+	return out
+}
+
+type opencodeSession struct {
+	dir      string
+	messages int
+}
+
+// only returns the one conversation of sessions.
+func only(t *testing.T, sessions map[string]opencodeSession) (string, opencodeSession) {
+	t.Helper()
+	require.Len(t, sessions, 1, "one conversation: %v", sessions)
+	for id, s := range sessions {
+		return id, s
+	}
+	panic("unreachable")
+}
+
+// opencodeIDs are the opencode session ids of "opencode run --format json" output, one JSON event a line.
+func opencodeIDs(out string) []string {
+	seen := map[string]bool{}
+	var ids []string
+	for _, line := range strings.Split(out, "\n") {
+		var ev struct{ SessionID string }
+		if json.Unmarshal([]byte(line), &ev) == nil && ev.SessionID != "" && !seen[ev.SessionID] {
+			seen[ev.SessionID] = true
+			ids = append(ids, ev.SessionID)
+		}
+	}
+	return ids
+}
+
+// opencodeSetup makes session s1, mounts the store, starts the provider stub and seeds opencode's settings for
+// it: what every opencode test starts from.
+func opencodeSetup(t *testing.T) (store string, m *mounted, api *openaistub.Server, env []string) {
+	t.Helper()
+	store = t.TempDir()
+	ok(t, store, "new", "s1")
+	m = mount(t, store)
+	api, err := openaistub.Start("127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { api.Close() })
+	opencodeSeed(t, m.session("s1"))
+	return store, m, api, opencodeEnv(t, api.URL)
+}
+
+// runCmd runs argv in dir with env (two minutes at most) and returns its combined output.
+func runCmd(dir string, env []string, argv ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Dir, cmd.Env = dir, env
+	out, err := cmd.CombinedOutput()
+	return string(out), err
 }

@@ -11,8 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sessionfs/sessionfs/e2e/apistub"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sessionfs/sessionfs/e2e/apistub"
 )
 
 // claudeCLI is one real claude CLI the Claude tests run against, and its version ("2.1.332").

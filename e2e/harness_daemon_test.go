@@ -8,8 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	sfsmount "github.com/sessionfs/sessionfs/mount"
 	"github.com/stretchr/testify/require"
+
+	sfsmount "github.com/sessionfs/sessionfs/mount"
 )
 
 // faultPrefix is nodes.FaultPrefix: the names the fault-injection build answers in sessions/.

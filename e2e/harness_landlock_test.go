@@ -16,9 +16,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sessionfs/sessionfs/confine"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
+
+	"github.com/sessionfs/sessionfs/confine"
 )
 
 // landlockTarget is a session to attack from: its folder as the command sees it (the store's, or the mount's).
