@@ -1,15 +1,24 @@
 package e2e
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	spec "github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/sessionfs/sessionfs/layout"
 )
 
 // stillMounted asserts the host mount at dir is there, its file with it.
@@ -187,4 +196,168 @@ func TestCSICreateVolumeOtherCapacity(t *testing.T) {
 	_, err = create(2 << 20)
 	t.Logf("the same name with twice the capacity: %v", err)
 	assert.Equal(t, codes.AlreadyExists, status.Code(err), "%v", err)
+}
+
+// TestAttackCSIPublishSwap: a pod of the session (uid 65534, on the node's store) keeps exchanging its workspace
+// with a symlink to a host folder while the plugin publishes and unpublishes the session again and again. Each
+// publish either refuses the folder or binds the session's own workspace; nothing of the session ever shows at the
+// host folder, and nothing is mounted there.
+func TestAttackCSIPublishSwap(t *testing.T) {
+	store := t.TempDir()
+	ok(t, store, "new", "s1") // of no namespace: published as a persistent volume (csi/tenancy.go)
+	p := startCSI(t, store, "node-a")
+	node, _ := p.client(t)
+	host := t.TempDir()
+	require.NoError(t, os.Chmod(host, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(host, "host-file"), []byte("host\n"), 0o644))
+	s1 := giveSession(t, store, "s1")
+	openUp(t, s1)
+	require.NoError(t, os.WriteFile(filepath.Join(s1, "workspace", "session-file"), []byte("session\n"), 0o644))
+	require.NoError(t, os.Symlink(host, filepath.Join(s1, "ws-link")))
+	require.NoError(t, os.Lchown(filepath.Join(s1, "ws-link"), 65534, 65534))
+	startExchanger(t, filepath.Join(s1, "workspace"), filepath.Join(s1, "ws-link"))
+
+	target := filepath.Join(p.kubelet, "pods", "pod", "volumes", "session")
+	require.NoError(t, os.MkdirAll(filepath.Dir(target), 0o750))
+	t.Cleanup(func() { // a failure mid-loop leaves nothing published (before the plugin stops)
+		_, _ = node.NodeUnpublishVolume(context.Background(), &spec.NodeUnpublishVolumeRequest{VolumeId: "s1", TargetPath: target})
+	})
+	const maxTries = 200
+	deadline := time.Now().Add(2 * time.Minute)
+	tries, published, refused, linked := 0, 0, 0, 0
+	for tries < maxTries && time.Now().Before(deadline) {
+		tries++
+		_, err := node.NodePublishVolume(rpcCtx(t), pvReq("s1", target))
+		if err != nil {
+			refused++
+			// The store's folder was the link when opened, or the mount's when the bind was to land on it, or the
+			// mount's folder was invalidated under the bind (the kubelet retries).
+			assert.Regexp(t, `session s1('s| on the mount|:) `, err.Error(), "a publish refused for another reason")
+		} else {
+			published++
+			// As a pod sees it, but from the host, where a link must not be followed: the workspace is the session's
+			// own folder, or (once the session swapped it, which detaches the bind with the name) its own link.
+			names, err := namesBeneath(target, "workspace")
+			if errors.Is(err, unix.ELOOP) {
+				linked++
+			} else {
+				require.NoError(t, err)
+				assert.NotContains(t, names, "host-file", "after %d publishes: the host folder is published as the workspace", tries)
+			}
+			_, err = node.NodeUnpublishVolume(rpcCtx(t), &spec.NodeUnpublishVolumeRequest{VolumeId: "s1", TargetPath: target})
+			require.NoError(t, err)
+		}
+		require.Equal(t, "host-file", treeNames(t, host), "after %d publishes: the host folder holds only its own file", tries)
+		assertNothingMountedIn(t, p.mnt, host, filepath.Dir(target))
+	}
+	t.Logf("%d publishes while the workspace was exchanged with a link to a host folder: %d published (%d showed the session's own link by the time it was read), %d refused a link", tries, published, linked, refused)
+	assert.Positive(t, published)
+	assert.Positive(t, refused)
+}
+
+// namesBeneath lists the folder rel beneath dir, reached with no symlink (ELOOP if rel is one).
+func namesBeneath(dir, rel string) ([]string, error) {
+	root, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(root)
+	fd, err := layout.OpenBeneath(root, rel, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		return nil, err
+	}
+	f := os.NewFile(uintptr(fd), rel)
+	defer f.Close()
+	return f.Readdirnames(-1)
+}
+
+// treeNames lists the names in dir, joined by spaces.
+func treeNames(t *testing.T, dir string) string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	return strings.Join(names, " ")
+}
+
+// TestCSIAttacks: hostile volume attributes, a session whose folders are links or FIFOs, a target that is a link.
+// Each is a clear gRPC error at once, and nothing is mounted anywhere. (The sessions, made by `sessionfs new`,
+// belong to no namespace: they are published as persistent volumes, whose handles Kubernetes authorizes.)
+func TestCSIAttacks(t *testing.T) {
+	store := t.TempDir()
+	ok(t, store, "new", "evil")
+	ok(t, store, "new", "fifo")
+	ok(t, store, "new", "good")
+	p := startCSI(t, store, "node-a")
+	node, ctrl := p.client(t)
+	host := t.TempDir() // a host folder a publish must never reach
+	require.NoError(t, os.WriteFile(filepath.Join(host, "secret"), []byte("host"), 0o600))
+	pods := p.kubelet
+	target := filepath.Join(pods, "pod", "session")
+	require.NoError(t, os.MkdirAll(filepath.Dir(target), 0o750))
+	nothingMounted := func(what string) {
+		t.Helper()
+		assert.Empty(t, mountsUnder(t, pods), "%s: nothing is mounted for pods", what)
+		assertNothingMountedIn(t, p.mnt, host, filepath.Join(store, "sessions"))
+	}
+
+	for _, attrs := range []map[string]string{
+		{"session": "../evil"}, {"session": "/etc"}, {"session": "evil/../../etc"}, {"session": ".."}, {"session": ""},
+		{"session": "good", "profile": "/etc"}, {"session": "good", "profile": "../../etc"},
+		{"session": "good", "path": "/"}, {"session": "good", "create": "perhaps"}, {"session": "good", "labels": "a=b,=c"},
+	} {
+		_, err := node.NodePublishVolume(rpcCtx(t), publishReq("csi-1", target, attrs))
+		assert.Equal(t, codes.InvalidArgument, status.Code(err), "%v: %v", attrs, err)
+		nothingMounted(fmt.Sprint(attrs))
+	}
+	_, err := ctrl.CreateVolume(rpcCtx(t), &spec.CreateVolumeRequest{Name: "../../etc", VolumeCapabilities: []*spec.VolumeCapability{publishReq("", "", nil).VolumeCapability}})
+	assert.Equal(t, codes.InvalidArgument, status.Code(err), "%v", err)
+
+	// The session's workspace made a link to a host folder, then a FIFO: refused, nothing mounted, no hang.
+	ws := filepath.Join(store, "sessions", "evil", "workspace")
+	require.NoError(t, os.RemoveAll(ws))
+	require.NoError(t, os.Symlink(host, ws))
+	_, err = node.NodePublishVolume(rpcCtx(t), pvReq("evil", target))
+	assert.Equal(t, codes.FailedPrecondition, status.Code(err), "%v", err)
+	assert.Contains(t, status.Convert(err).Message(), "workspace is not a folder of the session")
+	nothingMounted("a workspace that is a link")
+	fifo := filepath.Join(store, "sessions", "fifo", "workspace")
+	require.NoError(t, os.RemoveAll(fifo))
+	require.NoError(t, syscall.Mkfifo(fifo, 0o644))
+	_, err = node.NodePublishVolume(rpcCtx(t), pvReq("fifo", target))
+	assert.Equal(t, codes.FailedPrecondition, status.Code(err), "%v", err)
+	nothingMounted("a workspace that is a FIFO")
+
+	// A target that is a link to a host folder: refused, the host folder untouched.
+	linked := filepath.Join(pods, "pod", "linked")
+	require.NoError(t, os.Symlink(host, linked))
+	_, err = node.NodePublishVolume(rpcCtx(t), pvReq("good", linked))
+	assert.Equal(t, codes.InvalidArgument, status.Code(err), "%v", err)
+	nothingMounted("a target that is a link")
+
+	// The refusals held no lease: the good session publishes, then unpublishes twice (idempotent).
+	_, err = node.NodePublishVolume(rpcCtx(t), pvReq("good", target))
+	require.NoError(t, err)
+	assertBindsWithin(t, target, filepath.Join(store, "sessions", "good"))
+	for range 2 {
+		_, err = node.NodeUnpublishVolume(rpcCtx(t), &spec.NodeUnpublishVolumeRequest{VolumeId: "good", TargetPath: target})
+		require.NoError(t, err)
+	}
+	nothingMounted("after unpublishing")
+}
+
+// assertBindsWithin checks every mount at or beneath target shows a folder inside sessionDir (or the mount's
+// session folder).
+func assertBindsWithin(t *testing.T, target, sessionDir string) {
+	t.Helper()
+	for _, e := range mountsUnder(t, filepath.Dir(target)) {
+		if e.fstype == "fuse.sessionfs" {
+			assert.Equal(t, "/sessions/"+filepath.Base(sessionDir), e.root, "%s", e.point)
+			continue
+		}
+		assert.True(t, strings.HasPrefix(e.root, sessionDir+"/"), "%s shows %s, outside %s", e.point, e.root, sessionDir)
+	}
 }

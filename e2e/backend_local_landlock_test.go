@@ -23,10 +23,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Two holes of exec --landlock that a mount namespace of the run's own closes (backends/local/sandbox.go): the
-// command read and wrote the host's other terminals in /dev/pts, and, run on the store itself (where it had no
-// namespace), it opened a device node planted in the session's folder (the raw disk). And a run that cannot have
-// the namespace is refused, not run without it.
+// exec --landlock as its user sees it: what the sandbox grants and refuses, its terminals, signals and exit codes,
+// and the processes it ends with the run. The attacks on it are attack_landlock_test.go's and
+// attack_landlock_terminal_test.go's.
 
 // makePty does what node-pty does (gemini's and qwen's CLIs): opens /dev/ptmx and the /dev/pts/N it names, and
 // talks through the pair; then lists /dev/pts.
@@ -108,61 +107,6 @@ func withoutNamespaces() int {
 	return 2
 }
 
-// TestLandlockAttackOtherTerminal: another terminal of the host (a pty the test opens, standing for an admin's
-// login; owned by root, or by the user for a normal user's run) holds what was typed in it. The sandboxed command
-// must neither read that input (`head -c 12 /dev/pts/N`) nor write a fake prompt into it. As root on the store
-// and through the mount, and as a normal user on its store (a user namespace).
-func TestLandlockAttackOtherTerminal(t *testing.T) {
-	attack := func(t *testing.T, owner int, run func(script string) result) {
-		master, slave := openPty(t)
-		defer master.Close()
-		defer slave.Close()
-		if owner != 0 {
-			require.NoError(t, os.Chown(slave.Name(), owner, owner))
-		}
-		typed := "typed-secret\n"
-		_, err := master.WriteString(typed)
-		require.NoError(t, err)
-		r := run(fmt.Sprintf("head -c 12 %[1]s; echo; echo read: $?; printf FAKE-PROMPT > %[1]s; echo write: $?", slave.Name()))
-		t.Logf("the attack on %s: exit %d\n%s%s", slave.Name(), r.code, r.stdout, r.stderr)
-		assert.NotContains(t, r.stdout, "typed-secret", "the sandbox read what was typed in another terminal")
-		fd := int(master.Fd()) // once: Fd puts the file back in blocking mode
-		require.NoError(t, unix.SetNonblock(fd, true))
-		shown, _ := io.ReadAll(io.LimitReader(nonblockReader(fd), 1<<16))
-		t.Logf("the terminal shows %q", shown)
-		assert.NotContains(t, string(shown), "FAKE-PROMPT", "the sandbox wrote into another terminal")
-		queued, err := unix.IoctlGetInt(int(slave.Fd()), unix.TIOCINQ)
-		require.NoError(t, err)
-		assert.Equal(t, len(typed), queued, "the typed input is there still, unread")
-	}
-	t.Run("as root", func(t *testing.T) {
-		eachLandlockPath(t, func(t *testing.T, lt landlockTarget) {
-			attack(t, 0, func(script string) result { return lt.landlocked(t, nil, "sh", "-c", script) })
-		})
-	})
-	t.Run("as a normal user", func(t *testing.T) {
-		needUserSandbox(t)
-		u := newUserStore(t)
-		attack(t, 65534, func(script string) result {
-			return runResult(t, u.command(bin, "exec", "s1", "--landlock", "--", "sh", "-c", script))
-		})
-	})
-}
-
-// nonblockReader reads a non-blocking descriptor until it has nothing more (EAGAIN is its end).
-type nonblockReader int
-
-func (r nonblockReader) Read(p []byte) (int, error) {
-	n, err := unix.Read(int(r), p)
-	if err == unix.EAGAIN || err == unix.EIO || (err == nil && n == 0) {
-		return 0, io.EOF
-	}
-	if err != nil {
-		return 0, err
-	}
-	return n, nil
-}
-
 // TestLandlockTerminals: what the private /dev/pts must keep working. The command's stdin, stdout and controlling
 // terminal are the run's own pty, relayed to the caller's terminal: writes to stdout and to /dev/tty reach it; and a pty made inside the
 // sandbox as node-pty makes it works, and is the only terminal /dev/pts lists.
@@ -203,61 +147,6 @@ func TestLandlockTerminals(t *testing.T) {
 		u := newUserStore(t)
 		attacker := landlockTarget{store: u.store, session: u.session}.attacker(t)
 		check(t, u.command(bin, "exec", "s1", "--landlock", "--"), attacker)
-	})
-}
-
-// TestLandlockAttackPlantedDevice: a block device node of a disk (a loop device holding a marker, standing for
-// the host's disk) lies in the session's folder in the store, made from outside the sandbox, as a container
-// with CAP_MKNOD (Docker's default) bound to the store's folder makes it. The sandboxed command reads it, in its
-// workspace and in its session's folder, and through a second mount of the store (a bind of it elsewhere):
-// nothing of the disk may come out. As root on the store and through the mount, and as a normal user on its
-// store (the node open to all, as a container's root may leave it).
-func TestLandlockAttackPlantedDevice(t *testing.T) {
-	_, err := exec.LookPath("losetup")
-	need(t, err == nil, "losetup (util-linux) for a block device to read")
-	need(t, os.Geteuid() == 0, "root: a loop device, and a node planted as a container's root plants it")
-	img := filepath.Join(t.TempDir(), "disk.img")
-	disk := make([]byte, 1<<20)
-	copy(disk, hostMarker)
-	require.NoError(t, os.WriteFile(img, disk, 0o600))
-	out, err := exec.Command("losetup", "-f", "--show", img).Output()
-	need(t, err == nil, fmt.Sprintf("a loop device (losetup: %v)", err))
-	loop := strings.TrimSpace(string(out))
-	t.Cleanup(func() { _ = exec.Command("losetup", "-d", loop).Run() })
-	var st unix.Stat_t
-	require.NoError(t, unix.Stat(loop, &st), "%q", loop)
-	plant := func(t *testing.T, sessionInStore string) {
-		for _, p := range []string{filepath.Join(sessionInStore, "workspace", "disk"), filepath.Join(sessionInStore, "disk")} {
-			require.NoError(t, unix.Mknod(p, unix.S_IFBLK|0o666, int(st.Rdev)))
-			require.NoError(t, unix.Chmod(p, 0o666))
-		}
-	}
-	read := func(t *testing.T, run func(script string) result, paths ...string) {
-		for _, p := range paths {
-			r := run(fmt.Sprintf("head -c %d %s", len(hostMarker), p))
-			t.Logf("head %s: exit %d, %q %s", p, r.code, r.stdout, strings.TrimSpace(r.stderr))
-			assert.NotContains(t, r.stdout, hostMarker, "the raw disk read through a node planted at %s", p)
-			assert.NotEqual(t, 0, r.code, p)
-		}
-	}
-	t.Run("as root", func(t *testing.T) {
-		eachLandlockPath(t, func(t *testing.T, lt landlockTarget) {
-			inStore := filepath.Join(lt.store, "sessions", "s1")
-			plant(t, inStore)
-			alias := t.TempDir()
-			require.NoError(t, unix.Mount(lt.store, alias, "", unix.MS_BIND, ""))
-			t.Cleanup(func() { _ = unix.Unmount(alias, unix.MNT_DETACH) })
-			read(t, func(script string) result { return lt.landlocked(t, nil, "sh", "-c", script) },
-				"disk", `"$SESSION_DIR/disk"`, filepath.Join(alias, "sessions", "s1", "workspace", "disk"))
-		})
-	})
-	t.Run("as a normal user", func(t *testing.T) {
-		needUserSandbox(t)
-		u := newUserStore(t)
-		plant(t, u.session)
-		read(t, func(script string) result {
-			return runResult(t, u.command(bin, "exec", "s1", "--landlock", "--", "sh", "-c", script))
-		}, "disk", `"$SESSION_DIR/disk"`)
 	})
 }
 
@@ -452,73 +341,6 @@ func TestLandlockRunEndsItsProcesses(t *testing.T) {
 		needUserSandbox(t)
 		u := newUserStore(t)
 		check(t, func(args ...string) *exec.Cmd { return u.command(append([]string{bin}, args...)...) })
-	})
-}
-
-// TestLandlockAttackProcessList: a process of the host holds a secret on its command line (a token passed as an
-// argument, as many tools take one). The sandboxed command lists /proc and reads every command line: it must
-// see its own processes alone, and the secret nowhere. As root on the store and through the mount, and as a
-// normal user.
-func TestLandlockAttackProcessList(t *testing.T) {
-	need(t, os.Geteuid() == 0, "root: a process of the host's to look for")
-	host := exec.Command("sleep", "600")
-	host.Args[0] = "sleep-" + hostMarker
-	require.NoError(t, host.Start())
-	defer func() { _ = host.Process.Kill(); _ = host.Wait() }()
-	script := `cat /proc/[0-9]*/cmdline | tr '\0' ' '; echo; echo listed: $(ls /proc | grep '^[0-9]'); readlink /proc/self >/dev/null && echo self: ok`
-	check := func(t *testing.T, r result) {
-		t.Logf("the sandbox: exit %d\n%s%s", r.code, r.stdout, r.stderr)
-		require.Equal(t, 0, r.code, r.stderr)
-		assert.NotContains(t, r.stdout, hostMarker, "a command line of the host's was read")
-		assert.NotRegexp(t, fmt.Sprintf(`listed:.* %d( |$)`, host.Process.Pid), r.stdout, "the host's process is listed")
-		assert.Regexp(t, `listed: 1 `, r.stdout, "the run's init is its pid 1")
-		assert.Contains(t, r.stdout, "self: ok", "/proc/self works")
-	}
-	t.Run("as root", func(t *testing.T) {
-		eachLandlockPath(t, func(t *testing.T, lt landlockTarget) {
-			check(t, lt.landlocked(t, nil, "sh", "-c", script))
-		})
-	})
-	t.Run("as a normal user", func(t *testing.T) {
-		needUserSandbox(t)
-		u := newUserStore(t)
-		check(t, runResult(t, u.command(bin, "exec", "s1", "--landlock", "--", "sh", "-c", script)))
-	})
-}
-
-// TestLandlockAttackSharedMemory: /dev/shm is the host's, a tmpfs every program writes in. A root-only file of
-// the host's lies there (a 0600 one, as a database's shared memory); the sandboxed command reads it, plants a
-// file there for the host's programs to trust, and uses /dev/shm as programs do (Python's multiprocessing). It
-// must read and plant nothing, and have a /dev/shm of its own that works: nosuid, nodev, noexec, size-limited.
-// As root on the store and through the mount, and as a normal user.
-func TestLandlockAttackSharedMemory(t *testing.T) {
-	need(t, os.Geteuid() == 0, "root: a root-only file of the host's in /dev/shm")
-	st, err := os.Stat("/dev/shm")
-	need(t, err == nil && st.IsDir(), "a /dev/shm")
-	name := fmt.Sprintf("/dev/shm/sessionfs-e2e-%d-", os.Getpid())
-	secret, planted, own := name+"secret", name+"planted", name+"own"
-	require.NoError(t, os.WriteFile(secret, []byte(hostMarker), 0o600))
-	t.Cleanup(func() { os.Remove(secret); os.Remove(planted); os.Remove(own) })
-	script := fmt.Sprintf(`cat %s; echo planted > %s; echo mine > %s && cat %s; grep ' /dev/shm ' /proc/self/mountinfo | tail -1`,
-		secret, planted, own, own)
-	check := func(t *testing.T, r result) {
-		t.Logf("the sandbox: exit %d\n%s%s", r.code, r.stdout, r.stderr)
-		os.Remove(own)
-		assert.NotContains(t, r.stdout, hostMarker, "the host's shared memory was read")
-		assert.NoFileExists(t, planted, "a file was planted in the host's shared memory")
-		os.Remove(planted)
-		assert.Contains(t, r.stdout, "mine", "its own /dev/shm works")
-		assert.Regexp(t, `/dev/shm \S*nosuid,nodev,noexec\S* - tmpfs \S+ \S*size=\d+k`, r.stdout, "its own, bounded")
-	}
-	t.Run("as root", func(t *testing.T) {
-		eachLandlockPath(t, func(t *testing.T, lt landlockTarget) {
-			check(t, lt.landlocked(t, nil, "sh", "-c", script))
-		})
-	})
-	t.Run("as a normal user", func(t *testing.T) {
-		needUserSandbox(t)
-		u := newUserStore(t)
-		check(t, runResult(t, u.command(bin, "exec", "s1", "--landlock", "--", "sh", "-c", script)))
 	})
 }
 
