@@ -80,3 +80,15 @@ func TestEnvAndNames(t *testing.T) {
 	assert.Same(t, qwen.Agent, all.ByDir(".qwen"))
 	assert.Nil(t, all.ByDir("workspace"))
 }
+
+func TestSessionEnv(t *testing.T) {
+	env := agents.SessionEnv([]string{"PATH=/bin", "CLAUDE_CONFIG_DIR=/old", "A=1"}, "web", "/s", nil, "A=2", "B=3")
+	assert.Equal(t, []string{"PATH=/bin", "CLAUDE_CONFIG_DIR=/s/.claude", "A=2", "SESSIONFS_SESSION=web", "SESSION_DIR=/s",
+		"CLAUDE_CODE_PROJECT_DIR_NAME=-session-workspace", "B=3"}, env)
+	assert.Equal(t, []string{"SESSIONFS_SESSION=web", "SESSION_DIR=/session", "CLAUDE_CONFIG_DIR=/session/.claude",
+		"CLAUDE_CODE_PROJECT_DIR_NAME=-session-workspace"}, agents.SessionEnv(nil, "web", "/session", claude.Agent),
+		"Claude's variables once")
+	assert.Equal(t, []string{"SESSIONFS_SESSION=web", "SESSION_DIR=/session", "CLAUDE_CONFIG_DIR=/session/.claude",
+		"CLAUDE_CODE_PROJECT_DIR_NAME=-session-workspace", "CODEX_HOME=/session/.codex", "CODEX_SQLITE_HOME=/x"},
+		agents.SessionEnv(nil, "web", "/session", codex.Agent, "CODEX_SQLITE_HOME=/x"), "the agent's, then the user's")
+}

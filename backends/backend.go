@@ -5,11 +5,12 @@ package backends
 import (
 	"context"
 	"io"
+	"slices"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sessionfs/sessionfs/agents"
 	"github.com/sessionfs/sessionfs/agents/all"
-	"github.com/sessionfs/sessionfs/agents/claude"
 	"github.com/sessionfs/sessionfs/confine"
 	"github.com/sessionfs/sessionfs/layout"
 )
@@ -47,14 +48,12 @@ type Backend interface {
 	Run(ctx context.Context, spec Spec) (exitCode int, err error)
 }
 
-// AgentEnv is the environment the spec's agent needs in a session a process sees at root ("/session" in a
-// container), before the user's own -e pairs. An unknown agent gets none (the CLI refuses it first).
-func (s Spec) AgentEnv(root string) []string {
-	a, err := all.ByName(s.Agent)
-	if err != nil || a == claude.Agent {
-		return nil
-	}
-	return a.Env(root)
+// SessionEnv is the environment of the spec's command, which sees the session at root ("/session" in a
+// container): agents.SessionEnv over base with the spec's agent (an unknown one adds none: the CLI refuses it
+// first), then the backend's own pairs (extra), then the user's Env.
+func (s Spec) SessionEnv(base []string, root string, extra ...string) []string {
+	a, _ := all.ByName(s.Agent)
+	return agents.SessionEnv(base, s.SessionID, root, a, slices.Concat(extra, s.Env)...)
 }
 
 // ReadOnlyMount reports whether dir is on a read-only mount (a sessionfs mount --read-only): the store's folders

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/sessionfs/sessionfs/layout"
+	"github.com/sessionfs/sessionfs/session"
 )
 
 // A persistent volume is a session: CreateVolume makes it (its id is the volume's name, or the StorageClass's
@@ -86,7 +87,8 @@ func (d *Driver) create(id string, a attributes, capacity int64) error {
 		}
 	}
 	opts := layout.CreateOptions{Labels: a.labels, Profile: profile, Namespace: a.namespace, CapacityBytes: capacity}
-	if err := d.Create(id, opts); err != nil && !errors.Is(err, layout.ErrExists) {
+	_, err := session.Create(d.Store, id, session.Options{CreateOptions: opts, Mountpoint: d.Mountpoint})
+	if err != nil && !errors.Is(err, layout.ErrExists) {
 		return status.Errorf(codes.Internal, "create session %s: %v", id, err)
 	}
 	return nil

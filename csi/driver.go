@@ -32,8 +32,6 @@ type Driver struct {
 	Mountpoint string
 	NodeID     string
 	Version    string
-	// Create makes a session as `sessionfs new` does (seeded); opts.Profile is the profile folder's path.
-	Create func(id string, opts layout.CreateOptions) error
 	// Profiles is the folder of the profiles a volume may name ("" : none may be named).
 	Profiles string
 	// KubeletRoot is the kubelet's folder (DefaultKubeletRoot when ""): targets are beneath it, nothing else is

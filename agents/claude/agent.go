@@ -8,7 +8,7 @@ import (
 // Agent is Claude Code. Its projects folder is the alias rule the mount has always had: every name of Sanitize's
 // alphabet is a view of the canonical folder, and nothing else exists there.
 var Agent = &agents.Agent{
-	Name: name, Dir: layout.ClaudeDir, Var: EnvConfigDir, Always: true,
+	Name: name, Dir: layout.ClaudeDir, Var: agents.EnvClaudeConfigDir, Always: true,
 	Views: []agents.Views{{
 		Dir: "projects", Canonical: layout.CanonicalProject, Name: IsFolderName, Only: true,
 	}},

@@ -101,8 +101,3 @@ func TestSeedFollowsNothing(t *testing.T) {
 	ents, _ := os.ReadDir(outside)
 	assert.Len(t, ents, 1, "nothing written outside the session")
 }
-
-func TestEnv(t *testing.T) {
-	env := Env([]string{"PATH=/bin", "CLAUDE_CONFIG_DIR=/old", "A=1"}, "/s/.claude", "A=2", "B=3")
-	assert.Equal(t, []string{"PATH=/bin", "CLAUDE_CONFIG_DIR=/s/.claude", "A=2", "CLAUDE_CODE_PROJECT_DIR_NAME=-session-workspace", "B=3"}, env)
-}

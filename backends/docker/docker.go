@@ -22,7 +22,6 @@ import (
 	"github.com/docker/docker/pkg/stdcopy"
 	"golang.org/x/term"
 
-	"github.com/sessionfs/sessionfs/agents/claude"
 	"github.com/sessionfs/sessionfs/backends"
 	"github.com/sessionfs/sessionfs/bind"
 	"github.com/sessionfs/sessionfs/layout"
@@ -197,14 +196,14 @@ func (b *Backend) config(spec backends.Spec, st *stage) (*container.Config, *con
 			return nil, nil, err
 		}
 	}
-	env := []string{"SESSIONFS_SESSION=" + spec.SessionID, "SESSION_DIR=" + cp.Root}
+	var home []string
 	if b.opts.Home {
 		if err := linkHome(spec); err != nil {
 			return nil, nil, fmt.Errorf("prepare home/: %w", err)
 		}
-		env = append(env, "HOME="+filepath.Join(cp.Root, "home"))
+		home = []string{"HOME=" + filepath.Join(cp.Root, "home")}
 	}
-	env = claude.Env(append(env, spec.AgentEnv(cp.Root)...), cp.Claude, spec.Env...)
+	env := spec.SessionEnv(nil, cp.Root, home...)
 	sess, err := layout.OpenDir(spec.SessionDir)
 	if err != nil {
 		return nil, nil, err

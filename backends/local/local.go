@@ -14,7 +14,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/sessionfs/sessionfs/agents/claude"
 	"github.com/sessionfs/sessionfs/backends"
 	"github.com/sessionfs/sessionfs/confine"
 	"github.com/sessionfs/sessionfs/layout"
@@ -119,8 +118,7 @@ func (Backend) Run(ctx context.Context, spec backends.Spec) (int, error) {
 	cmd.Dir = dir
 	// PWD is the cwd as a shell would set it: a program that trusts it (opencode keys its conversations by it) must
 	// not get the caller's.
-	cmd.Env = claude.ProcessEnv(p.Claude, append(append([]string{"SESSIONFS_SESSION=" + spec.SessionID,
-		"SESSION_DIR=" + p.Root, "PWD=" + dir}, spec.AgentEnv(p.Root)...), spec.Env...)...)
+	cmd.Env = spec.SessionEnv(os.Environ(), p.Root, "PWD="+dir)
 	if landlock != "" {
 		cmd.Env = append(cmd.Env, landlock)
 	}

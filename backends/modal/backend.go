@@ -20,7 +20,6 @@ import (
 	"github.com/sessionfs/sessionfs/backends"
 	"golang.org/x/sys/unix"
 
-	"github.com/sessionfs/sessionfs/agents/claude"
 	"github.com/sessionfs/sessionfs/layout"
 )
 
@@ -126,9 +125,8 @@ func (b *Backend) Run(ctx context.Context, spec backends.Spec) (int, error) {
 		return -1, err
 	}
 	cp := layout.ContainerPaths
-	env := map[string]string{claude.EnvConfigDir: cp.Claude, claude.EnvProjectDirName: claude.ProjectDirName,
-		"SESSION_DIR": cp.Root, "SESSIONFS_SESSION": spec.SessionID}
-	for _, kv := range append(spec.AgentEnv(cp.Root), spec.Env...) {
+	env := map[string]string{}
+	for _, kv := range spec.SessionEnv(nil, cp.Root) {
 		if k, v, ok := strings.Cut(kv, "="); ok {
 			env[k] = v
 		}

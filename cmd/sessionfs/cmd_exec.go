@@ -2,13 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
 	"path"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -85,10 +85,11 @@ func (a *app) execIn(id string, argv []string, adjust ...func(*backends.Spec)) e
 	if err != nil {
 		return err
 	}
-	if err := a.lockSession(context.Background(), s, m.ID); err != nil {
+	r, err := a.leaseSession(context.Background(), s, m.ID)
+	if err != nil {
 		return err
 	}
-	defer a.unlockSession()
+	defer r.Release()
 	dir, mounted := sessionDir(s, m.ID)
 	if err := session.Seed(s, m.ID, mountpoint(s)); err != nil {
 		warnf("%v", err)
@@ -96,74 +97,67 @@ func (a *app) execIn(id string, argv []string, adjust ...func(*backends.Spec)) e
 	if !mounted {
 		warnf("%s: running in %s; transcripts resume only from the same cwd", notMounted(s), dir)
 	}
-	folder, err := s.OpenSession(m.ID)
-	if err != nil {
-		return err
-	}
-	defer folder.Close()
-	spec := backends.Spec{SessionID: m.ID, SessionDir: dir, Folder: folder, Argv: argv, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}
+	spec := backends.Spec{SessionDir: dir, Argv: argv, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}
 	for _, f := range adjust {
 		f(&spec)
 	}
 	if ag, err := all.ByName(spec.Agent); err == nil {
-		if err := prepareAgent(s, m.ID, dir, mounted, ag); err != nil {
+		warnings, err := session.PrepareAgent(s, m.ID, ag, mountpoint(s))
+		warnEach(warnings)
+		if err != nil {
 			return err
 		}
-		launchAgent(s, m.ID, ag, agentCwd(dir, spec.Workdir))
+		warnEach(session.LaunchAgent(s, m.ID, ag, dir, spec.Workdir))
 	}
-	return a.runBackend(s, local.Backend{}, spec, "")
+	return runWith(r, local.Backend{}, spec, "")
 }
 
-// runBackend runs spec under the session's run lease, records the run in session.json, and turns the command's
-// exit code into the CLI's. A backend that relays signals to its command (local) gets them; for the others SIGINT
-// and SIGTERM cancel the run (the backend stops the command) instead of killing the CLI.
-func (a *app) runBackend(s *layout.Store, b backends.Backend, spec backends.Spec, image string) error {
+// runWith runs spec with b in the session r holds, and turns the command's exit code into the CLI's. A backend
+// that relays signals to its command (local) gets them; for the others SIGINT and SIGTERM cancel the run (the
+// backend stops the command) instead of killing the CLI.
+func runWith(r *backends.Runner, b backends.Backend, spec backends.Spec, image string) error {
 	ctx, stop := context.Background(), func() {}
 	if f, ok := b.(interface{ ForwardsSignals() bool }); !ok || !f.ForwardsSignals() {
 		ctx, stop = signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	}
 	defer stop()
-	if err := a.lockSession(ctx, s, spec.SessionID); err != nil {
+	code, err := r.Run(ctx, b, spec, image)
+	switch {
+	case err != nil && code > 0:
+		return codedError{code, err}
+	case err != nil:
 		return err
-	}
-	defer a.unlockSession()
-	run := layout.Run{Backend: b.Name(), Image: image, Command: spec.Argv, Start: time.Now().UTC()}
-	recordRun(s, spec.SessionID, run) // a run in progress (no end) shows in sessionfs runs
-	code, err := b.Run(ctx, spec)
-	if code < 0 {
-		code = 125 // the backend's own failure, before or around the command: what the user gets (main)
-	}
-	run.End, run.ExitCode = time.Now().UTC(), code
-	if err != nil {
-		run.Error = err.Error()
-	}
-	recordRun(s, spec.SessionID, run)
-	if err != nil {
-		if code > 0 {
-			return codedError{code, err}
-		}
-		return err
-	}
-	if code != 0 {
+	case code != 0:
 		return exitCode(code)
 	}
 	return nil
 }
 
-// recordRun puts run in session.json: it replaces the record of the same run (its start and backend) made when
-// it began, else it is added.
-func recordRun(s *layout.Store, id string, run layout.Run) {
-	if _, err := s.Update(id, func(m *layout.Meta) error {
-		for i := len(m.Runs) - 1; i >= 0; i-- {
-			if m.Runs[i].Start.Equal(run.Start) && m.Runs[i].Backend == run.Backend && m.Runs[i].End.IsZero() {
-				m.Runs[i] = run
-				return nil
-			}
-		}
-		m.Runs = append(m.Runs, run)
-		return nil
-	}); err != nil {
-		warnf("could not record the run: %v", err)
+// waitFlag gives a command that runs something in a session (exec, run, resume) the --wait flag.
+func (a *app) waitFlag(cmd *cobra.Command) {
+	cmd.Flags().BoolVar(&a.wait, "wait", false, "when another runner (on any host sharing the store) has the session, wait for it instead of failing")
+}
+
+// leaseSession takes the session's run lease for a command that runs in it (backends.Lease). Without --wait a
+// held lease fails at once, naming its holder; with it, the wait is said once on stderr. ctx ends the wait.
+func (a *app) leaseSession(ctx context.Context, s *layout.Store, id string) (*backends.Runner, error) {
+	r, err := backends.Lease(ctx, s, id, a.wait, func(re *layout.RunningError) {
+		fmt.Fprintf(os.Stderr, "sessionfs: %s; waiting for it\n", re)
+	})
+	if errors.Is(err, layout.ErrRunning) {
+		return nil, fmt.Errorf("%w (--wait waits for it)", err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	r.Warn = func(err error) { warnf("%v", err) }
+	return r, nil
+}
+
+// warnEach says each of warnings on stderr, as warnf does.
+func warnEach(warnings []string) {
+	for _, w := range warnings {
+		warnf("%s", w)
 	}
 }
 

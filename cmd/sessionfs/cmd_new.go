@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -42,7 +40,9 @@ func (a *app) newCmd() *cobra.Command {
 				return err
 			}
 			if shareCreds {
-				if err := shareCredentials(s, id); err != nil {
+				warnings, err := session.ShareCredentials(s, id)
+				warnEach(warnings)
+				if err != nil {
 					return fmt.Errorf("session %q created, but sharing credentials failed: %w", id, err)
 				}
 			}
@@ -76,28 +76,4 @@ func parseLabels(kvs []string) (map[string]string, error) {
 		m[k] = v
 	}
 	return m, nil
-}
-
-// shareCredentials links the session's .claude/.credentials.json to the user's, so a session is not a new login.
-// A link rather than a copy: a refreshed token is seen by every session at once. The link is made beneath the
-// session's folder fd, owned like the session.
-func shareCredentials(s *layout.Store, id string) error {
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return err
-	}
-	src := filepath.Join(home, ".claude", ".credentials.json")
-	if _, err := os.Stat(src); err != nil {
-		warnf("%s does not exist yet (log in with claude once); the link will work when it does", src)
-	}
-	sess, err := s.OpenSession(id)
-	if err != nil {
-		return err
-	}
-	defer sess.Close()
-	uid, gid, err := sess.Owner()
-	if err != nil {
-		return err
-	}
-	return sess.Symlink(src, layout.ClaudeDir+"/.credentials.json", uid, gid)
 }

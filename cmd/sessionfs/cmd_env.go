@@ -6,8 +6,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/sessionfs/sessionfs/agents/claude"
+	"github.com/sessionfs/sessionfs/agents"
 	"github.com/sessionfs/sessionfs/layout"
+	"github.com/sessionfs/sessionfs/session"
 )
 
 func (a *app) envCmd() *cobra.Command {
@@ -34,20 +35,17 @@ it has none yet. opencode's conversations are moved to the session's workspace, 
 			if err != nil {
 				return err
 			}
-			dir, mounted := sessionDir(s, m.ID)
-			p := layout.ContainerPaths
-			if !container {
-				p = layout.Derive(dir)
+			root, _ := sessionDir(s, m.ID)
+			if container {
+				root = layout.ContainerRoot
 			}
-			vars := []string{"SESSIONFS_SESSION=" + m.ID, "SESSION_DIR=" + p.Root, claude.EnvConfigDir + "=" + p.Claude,
-				claude.EnvProjectDirName + "=" + claude.ProjectDirName}
-			if ag != claude.Agent {
-				if err := prepareAgent(s, m.ID, dir, mounted, ag); err != nil {
-					return err
-				}
-				vars = append(vars, ag.Env(p.Root)...)
-				launchAgent(s, m.ID, ag, p.Workspace)
+			warnings, err := session.PrepareAgent(s, m.ID, ag, mountpoint(s))
+			warnEach(warnings)
+			if err != nil {
+				return err
 			}
+			vars := agents.SessionEnv(nil, m.ID, root, ag)
+			warnEach(session.LaunchAgent(s, m.ID, ag, root, ""))
 			for _, kv := range vars {
 				k, v, _ := strings.Cut(kv, "=")
 				fmt.Fprintf(cmd.OutOrStdout(), "export %s=%s\n", k, shellQuote(v))

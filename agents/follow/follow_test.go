@@ -1,7 +1,8 @@
-package main
+package follow
 
 import (
 	"bytes"
+	"context"
 	"database/sql"
 	"fmt"
 	"os"
@@ -18,7 +19,7 @@ import (
 	"github.com/sessionfs/sessionfs/layout"
 )
 
-// lockedBuffer is an output watch writes while the test reads it.
+// lockedBuffer is an output a Follower writes while the test reads it.
 type lockedBuffer struct {
 	mu  sync.Mutex
 	buf bytes.Buffer
@@ -47,15 +48,15 @@ func TestWatchOpencode(t *testing.T) {
 	p := layout.Derive(root)
 	require.NoError(t, os.MkdirAll(p.Projects, 0o755))
 	out := &lockedBuffer{}
-	stop := make(chan os.Signal)
+	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- follow(sess, root, p.Projects, out, false, false, stop) }()
+	go func() { done <- New(sess, root, p.Projects, out, Options{}).Run(ctx) }()
 	time.Sleep(200 * time.Millisecond) // watching
 
 	// opencode makes its folders, then the database, then writes to it (its log).
 	dbPath := filepath.Join(root, ".opencode", "data", "opencode", "opencode.db")
 	require.NoError(t, os.MkdirAll(filepath.Dir(dbPath), 0o755))
-	ddl, err := os.ReadFile(filepath.Join("..", "..", "agents", "opencode", "testdata", "schema.sql"))
+	ddl, err := os.ReadFile(filepath.Join("..", "opencode", "testdata", "schema.sql"))
 	require.NoError(t, err)
 	db, err := sql.Open("sqlite", "file:"+dbPath+"?_pragma=journal_mode(wal)")
 	require.NoError(t, err)
@@ -99,6 +100,6 @@ func TestWatchOpencode(t *testing.T) {
 		want = append(want, fmt.Sprintf("user +prompt %d", i), fmt.Sprintf("assistant reply %d", i))
 		waitFor()
 	}
-	close(stop)
+	stop()
 	require.NoError(t, <-done)
 }

@@ -11,24 +11,29 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/sessionfs/sessionfs/agents"
 	"github.com/sessionfs/sessionfs/backends"
 	"github.com/sessionfs/sessionfs/backends/docker"
 	"github.com/sessionfs/sessionfs/backends/local"
 	"github.com/sessionfs/sessionfs/backends/modal"
+	"github.com/sessionfs/sessionfs/confine"
 	"github.com/sessionfs/sessionfs/layout"
 	"github.com/sessionfs/sessionfs/mount"
 	"github.com/sessionfs/sessionfs/session"
 )
 
+// runOptions are run's flags.
+type runOptions struct {
+	backend, workdir, agent string
+	env                     []string
+	interactive, tty        bool
+	docker                  docker.Options // and its Image for modal
+	timeout                 time.Duration
+	landlock                landlockOpts
+}
+
 func (a *app) runCmd() *cobra.Command {
-	var (
-		backend, workdir, agent string
-		env                     []string
-		interactive, tty        bool
-		dopts                   docker.Options
-		timeout                 time.Duration
-		lopts                   landlockOpts
-	)
+	var o runOptions
 	cmd := &cobra.Command{
 		Use:   "run [--backend local|docker|modal] [--image IMG] [--agent AGENT] ID -- CMD [ARG...]",
 		Short: "Run a command for a session where the agent lives: on this host, in a container, or on Modal",
@@ -64,116 +69,127 @@ volumes) unless --keep. Each run is recorded in the session's session.json. The 
 			if cmd.ArgsLenAtDash() != 1 {
 				return usageError("run: want ID -- CMD [ARG...]")
 			}
-			if err := checkBackendFlags(cmd, backend); err != nil {
+			if err := checkBackendFlags(cmd, o.backend); err != nil {
 				return err
 			}
-			ag, err := checkAgent(agent)
+			ag, err := checkAgent(o.agent)
 			if err != nil {
 				return err
 			}
-			ll, err := lopts.command()
+			ll, err := o.landlock.command()
 			if err != nil {
 				return err
 			}
-			s, m, err := a.session(args[0])
-			if err != nil {
-				return err
-			}
-			if err := a.lockSession(context.Background(), s, m.ID); err != nil {
-				return err
-			}
-			defer a.unlockSession()
-			vars, err := parseEnv(env)
-			if err != nil {
-				return err
-			}
-			if workdir, err = sessionWorkdir(workdir); err != nil {
-				return err
-			}
-			dir, mounted := sessionDir(s, m.ID)
-			if err := session.Seed(s, m.ID, mountpoint(s)); err != nil {
-				warnf("%v", err)
-			}
-			if err := prepareAgent(s, m.ID, dir, mounted, ag); err != nil {
-				return err
-			}
-			folder, err := s.OpenSession(m.ID)
-			if err != nil {
-				return err
-			}
-			defer folder.Close()
-			spec := backends.Spec{SessionID: m.ID, SessionDir: dir, Folder: folder, Argv: args[1:], Agent: ag.Name, Env: vars,
-				Workdir: workdir, Stdout: os.Stdout, Stderr: os.Stderr, TTY: tty, Landlock: ll}
-			if interactive {
-				spec.Stdin = os.Stdin
-			}
-			if tty && !term.IsTerminal(int(os.Stdin.Fd())) {
-				return usageError("run: -t needs a terminal on stdin")
-			}
-			var b backends.Backend
-			switch backend {
-			case "local":
-				if !mounted {
-					warnf("%s: running in %s; transcripts resume only from the same cwd", notMounted(s), dir)
-				}
-				b = local.Backend{}
-			case "docker":
-				if err := checkDockerUser(s.Root, mounted, dopts.User); err != nil {
-					return err
-				}
-				if !mounted {
-					warnf("%s: binding %s; transcripts resume only from /session/workspace (run sessionfs mount)", notMounted(s), dir)
-				}
-				d, err := docker.New(dopts)
-				if err != nil {
-					return err
-				}
-				defer d.Close()
-				b = d
-			case "modal":
-				c, err := modal.Connect()
-				if err != nil {
-					return err
-				}
-				defer c.Close()
-				mb, err := modal.NewBackend(c, s, modal.Options{Image: dopts.Image, Timeout: timeout})
-				if err != nil {
-					return err
-				}
-				var finish func()
-				mb.Progress, mb.Total, finish = transferBar("sync")
-				defer finish()
-				b = mb
-			default:
-				return usageError(fmt.Sprintf("run: unknown backend %q (want local, docker or modal)", backend))
-			}
-			root := layout.ContainerRoot // as a container or a sandbox sees the session
-			if backend == "local" {
-				root = dir
-			}
-			launchAgent(s, m.ID, ag, agentCwd(root, workdir))
-			return a.runBackend(s, b, spec, dopts.Image)
+			return a.run(args[0], args[1:], &o, ag, ll)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&backend, "backend", "local", "where to run: local, docker or modal")
-	f.StringVar(&dopts.Image, "image", "", "the container image (docker, modal)")
-	f.DurationVar(&timeout, "timeout", modal.DefaultTimeout, "the sandbox's lifetime, whole seconds up to 24h (modal)")
-	f.StringArrayVarP(&env, "env", "e", nil, envHelp)
-	f.StringVarP(&workdir, "workdir", "w", "", "working directory relative to the session (default workspace)")
-	f.StringVarP(&dopts.User, "user", "u", "", "the container user, as docker run --user takes it")
-	f.StringVar(&dopts.Network, "network", "", "the container's network (docker run --network)")
-	f.BoolVarP(&interactive, "interactive", "i", false, "attach stdin")
-	f.BoolVarP(&tty, "tty", "t", false, "allocate a TTY")
-	f.BoolVar(&dopts.Strict, "strict", false, "bind app/ and mcps/ read-only (docker)")
-	f.BoolVar(&dopts.Home, "home", false, "HOME=/session/home, whose .claude and .claude.json lead to the session's (docker)")
-	f.StringArrayVarP(&dopts.Volumes, "volume", "v", nil, "an extra bind SRC:DST[:ro], as docker run -v takes it (repeatable)")
-	f.BoolVar(&dopts.Keep, "keep", false, "keep the container after it exits (docker)")
-	agentFlag(cmd, &agent)
-	landlockFlags(cmd, &lopts)
+	f.StringVar(&o.backend, "backend", "local", "where to run: local, docker or modal")
+	f.StringVar(&o.docker.Image, "image", "", "the container image (docker, modal)")
+	f.DurationVar(&o.timeout, "timeout", modal.DefaultTimeout, "the sandbox's lifetime, whole seconds up to 24h (modal)")
+	f.StringArrayVarP(&o.env, "env", "e", nil, envHelp)
+	f.StringVarP(&o.workdir, "workdir", "w", "", "working directory relative to the session (default workspace)")
+	f.StringVarP(&o.docker.User, "user", "u", "", "the container user, as docker run --user takes it")
+	f.StringVar(&o.docker.Network, "network", "", "the container's network (docker run --network)")
+	f.BoolVarP(&o.interactive, "interactive", "i", false, "attach stdin")
+	f.BoolVarP(&o.tty, "tty", "t", false, "allocate a TTY")
+	f.BoolVar(&o.docker.Strict, "strict", false, "bind app/ and mcps/ read-only (docker)")
+	f.BoolVar(&o.docker.Home, "home", false, "HOME=/session/home, whose .claude and .claude.json lead to the session's (docker)")
+	f.StringArrayVarP(&o.docker.Volumes, "volume", "v", nil, "an extra bind SRC:DST[:ro], as docker run -v takes it (repeatable)")
+	f.BoolVar(&o.docker.Keep, "keep", false, "keep the container after it exits (docker)")
+	agentFlag(cmd, &o.agent)
+	landlockFlags(cmd, &o.landlock)
 	a.waitFlag(cmd)
 	_ = cmd.RegisterFlagCompletionFunc("backend", fixedValues("local", "docker", "modal"))
 	return cmd
+}
+
+// run is "sessionfs run": argv in session id with o's backend, agent ag and confinement ll (checked). The lease
+// comes first: a refused runner changes nothing.
+func (a *app) run(id string, argv []string, o *runOptions, ag *agents.Agent, ll *confine.Command) error {
+	s, m, err := a.session(id)
+	if err != nil {
+		return err
+	}
+	r, err := a.leaseSession(context.Background(), s, m.ID)
+	if err != nil {
+		return err
+	}
+	defer r.Release()
+	vars, err := parseEnv(o.env)
+	if err != nil {
+		return err
+	}
+	workdir, err := sessionWorkdir(o.workdir)
+	if err != nil {
+		return err
+	}
+	dir, mounted := sessionDir(s, m.ID)
+	if err := session.Seed(s, m.ID, mountpoint(s)); err != nil {
+		warnf("%v", err)
+	}
+	warnings, err := session.PrepareAgent(s, m.ID, ag, mountpoint(s))
+	warnEach(warnings)
+	if err != nil {
+		return err
+	}
+	spec := backends.Spec{SessionDir: dir, Argv: argv, Agent: ag.Name, Env: vars, Workdir: workdir, Stdout: os.Stdout,
+		Stderr: os.Stderr, TTY: o.tty, Landlock: ll}
+	if o.interactive {
+		spec.Stdin = os.Stdin
+	}
+	if o.tty && !term.IsTerminal(int(os.Stdin.Fd())) {
+		return usageError("run: -t needs a terminal on stdin")
+	}
+	b, closeBackend, err := o.openBackend(s, dir, mounted)
+	if err != nil {
+		return err
+	}
+	defer closeBackend()
+	root := layout.ContainerRoot // as a container or a sandbox sees the session
+	if o.backend == "local" {
+		root = dir
+	}
+	warnEach(session.LaunchAgent(s, m.ID, ag, root, workdir))
+	return runWith(r, b, spec, o.docker.Image)
+}
+
+// openBackend is the backend o names, for the session at dir on this host (mounted: in the store's mount);
+// closeBackend releases it.
+func (o *runOptions) openBackend(s *layout.Store, dir string, mounted bool) (b backends.Backend, closeBackend func(), err error) {
+	switch o.backend {
+	case "local":
+		if !mounted {
+			warnf("%s: running in %s; transcripts resume only from the same cwd", notMounted(s), dir)
+		}
+		return local.Backend{}, func() {}, nil
+	case "docker":
+		if err := checkDockerUser(s.Root, mounted, o.docker.User); err != nil {
+			return nil, nil, err
+		}
+		if !mounted {
+			warnf("%s: binding %s; transcripts resume only from /session/workspace (run sessionfs mount)", notMounted(s), dir)
+		}
+		d, err := docker.New(o.docker)
+		if err != nil {
+			return nil, nil, err
+		}
+		return d, func() { _ = d.Close() }, nil
+	case "modal":
+		c, err := modal.Connect()
+		if err != nil {
+			return nil, nil, err
+		}
+		mb, err := modal.NewBackend(c, s, modal.Options{Image: o.docker.Image, Timeout: o.timeout})
+		if err != nil {
+			_ = c.Close()
+			return nil, nil, err
+		}
+		var finish func()
+		mb.Progress, mb.Total, finish = transferBar("sync")
+		return mb, func() { finish(); _ = c.Close() }, nil
+	}
+	return nil, nil, usageError(fmt.Sprintf("run: unknown backend %q (want local, docker or modal)", o.backend))
 }
 
 // checkDockerUser refuses a non-root container user on a mount only root may use: every access would fail

@@ -1,19 +1,21 @@
-package main
+// Package follow prints a session's conversations as its agents write them, one line per message (or the raw
+// entries): Claude's transcripts under its projects folder, the other agents' files in their folders, and the
+// conversations an agent keeps as rows of a database (agents.Tail). It is what "sessionfs watch" runs.
+package follow
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
-	"github.com/spf13/cobra"
 
 	"github.com/sessionfs/sessionfs/agents"
 	"github.com/sessionfs/sessionfs/agents/all"
@@ -21,64 +23,23 @@ import (
 	"github.com/sessionfs/sessionfs/layout"
 )
 
-func (a *app) watchCmd() *cobra.Command {
-	var asJSON, fromStart, noFollow bool
-	cmd := &cobra.Command{
-		Use:   "watch ID",
-		Short: "Follow a session's conversations live, one line per message",
-		Long: `watch follows every transcript of the session (subagents' too) and prints each new message as one line:
-the conversation's short id (the first 8 characters of its uuid), time, role, then the text or the tool call;
-subagent messages are marked [agent-...]. The other agents' conversations in the session (Codex, Gemini CLI,
-Qwen Code, opencode) are followed too, marked [codex], [gemini], [qwen], [opencode]. --json prints the raw
-entries, one per line, for tools. It starts at the current end of the transcripts, like tail -f; --from-start
-prints what they hold first (to read a conversation: --from-start --no-follow).
-
-opencode keeps its messages as rows of its database: watch reads a private copy of it when it changes (at most
-a few times a second) and prints a message once it is complete, a reply when opencode marks it completed (its
-text and tool calls then final), a prompt once its text is in. Its short id is the 8 characters after "ses_",
-which find and resume take; a subagent's messages are marked [agent-<its short id>]. With --json each message
-is one object as opencode's API gives it: {"info": the message, "parts": [its parts]}.`,
-		Example: `  sessionfs watch fix-login
-  sessionfs watch fix-login --from-start --no-follow | less   # read the session's conversations so far
-  sessionfs watch fix-login --json | jq -r .type`,
-		Args:              cobra.ExactArgs(1),
-		ValidArgsFunction: a.completeIDs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			s, m, err := a.session(args[0])
-			if err != nil {
-				return err
-			}
-			stop := make(chan os.Signal, 1)
-			if noFollow {
-				fromStart = true
-				close(stop) // printed, then done (no signal is delivered on it)
-			} else {
-				signal.Notify(stop, os.Interrupt, syscall.SIGTERM)
-			}
-			sess, err := s.OpenSession(m.ID)
-			if err != nil {
-				return err
-			}
-			defer sess.Close()
-			// All of projects/: used without the mount, Claude files transcripts under other folder names.
-			p := layout.Derive(s.Dir(m.ID))
-			return follow(sess, p.Root, p.Projects, cmd.OutOrStdout(), asJSON, fromStart, stop)
-		},
-	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print each new transcript entry as JSON")
-	cmd.Flags().BoolVar(&fromStart, "from-start", false, "print what the transcripts already hold first")
-	cmd.Flags().BoolVar(&noFollow, "no-follow", false, "print what the transcripts hold and exit (implies --from-start)")
-	return cmd
+// Options say what a Follower prints.
+type Options struct {
+	JSON      bool // each new entry as it is written (JSON), instead of a line per message
+	FromStart bool // what the conversations already hold first; else from their current end, as tail -f
+	// Warn is told, once each, what a tail could not read (a session that put something else where its database
+	// goes); nil: nobody is told.
+	Warn func(string)
 }
 
-// follower tails the transcripts of a session: Claude's under its projects folder, the other agents' in theirs.
-type follower struct {
+// Follower tails the conversations of one session.
+type Follower struct {
 	sess    *layout.Dir
 	root    string // the session's folder
-	claude  string // its .claude/projects
-	w       *fsnotify.Watcher
+	claude  string // Claude's projects folder in it
 	out     io.Writer
-	json    bool
+	opts    Options
+	w       *fsnotify.Watcher
 	offsets map[string]int64
 	partial map[string][]byte // an unfinished last line, kept until its newline arrives
 	tails   []tail
@@ -95,28 +56,37 @@ type tail struct {
 // debounce is how long a burst of writes to a tailed database is let run before it is read (one copy per burst).
 const debounce = 200 * time.Millisecond
 
-func follow(sess *layout.Dir, root, projects string, out io.Writer, asJSON, fromStart bool, stop <-chan os.Signal) error {
+// New follows the session at root, open as sess, whose Claude transcripts are under projects (all of the
+// session's projects folder: used without the mount, Claude files transcripts under other folder names), printing
+// to out.
+func New(sess *layout.Dir, root, projects string, out io.Writer, opts Options) *Follower {
+	return &Follower{sess: sess, root: root, claude: projects, out: out, opts: opts, offsets: map[string]int64{},
+		partial: map[string][]byte{}, tailed: map[string]bool{}, warned: map[string]bool{}}
+}
+
+// Run prints what the conversations have new until ctx ends (at once, when it has ended already: then only what
+// they hold is printed, with FromStart).
+func (f *Follower) Run(ctx context.Context) error {
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
 		return err
 	}
 	defer w.Close()
-	f := &follower{sess: sess, root: root, claude: projects, w: w, out: out, json: asJSON, offsets: map[string]int64{},
-		partial: map[string][]byte{}, tailed: map[string]bool{}, warned: map[string]bool{}}
-	if err := w.Add(root); err != nil { // itself only: an agent's folder made later is followed from its start
+	f.w = w
+	if err := w.Add(f.root); err != nil { // itself only: an agent's folder made later is followed from its start
 		return err
 	}
-	if err := f.add(projects, !fromStart); err != nil {
+	if err := f.add(f.claude, !f.opts.FromStart); err != nil {
 		return err
 	}
 	for _, a := range all.Agents {
 		if a != claude.Agent {
-			_ = f.add(filepath.Join(root, a.Dir), !fromStart)
+			_ = f.add(filepath.Join(f.root, a.Dir), !f.opts.FromStart)
 		}
 		if a.Tail != nil {
-			f.tails = append(f.tails, tail{a, a.Tail.Start(fromStart, asJSON)})
+			f.tails = append(f.tails, tail{a, a.Tail.Start(f.opts.FromStart, f.opts.JSON)})
 			for _, rel := range a.Tail.Files {
-				f.tailed[filepath.Join(root, a.Dir, rel)] = true
+				f.tailed[filepath.Join(f.root, a.Dir, rel)] = true
 			}
 		}
 	}
@@ -131,7 +101,7 @@ func follow(sess *layout.Dir, root, projects string, out io.Writer, asJSON, from
 	}
 	for {
 		select {
-		case <-stop:
+		case <-ctx.Done():
 			return nil
 		case err := <-w.Errors:
 			return err
@@ -160,16 +130,18 @@ func follow(sess *layout.Dir, root, projects string, out io.Writer, asJSON, from
 	}
 }
 
-// poll prints what the tails have new, and returns how long it took. A tail that cannot read (a session that
-// put something else where its database goes) is named once on stderr.
-func (f *follower) poll() time.Duration {
+// poll prints what the tails have new, and returns how long it took. A tail that cannot read is told to Warn
+// once.
+func (f *Follower) poll() time.Duration {
 	start := time.Now()
 	for _, t := range f.tails {
 		lines, err := t.next(f.sess)
 		if err != nil {
 			if msg := err.Error(); !f.warned[msg] {
 				f.warned[msg] = true
-				warnf("watch: %s: %s", t.agent.Name, oneLine(msg))
+				if f.opts.Warn != nil {
+					f.opts.Warn(t.agent.Name + ": " + msg)
+				}
 			}
 			continue
 		}
@@ -181,7 +153,7 @@ func (f *follower) poll() time.Duration {
 }
 
 // add watches dir and the folders below it; existing transcripts start at their end when atEnd.
-func (f *follower) add(dir string, atEnd bool) error {
+func (f *Follower) add(dir string, atEnd bool) error {
 	return filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
 		if err != nil {
 			return nil
@@ -201,7 +173,7 @@ func (f *follower) add(dir string, atEnd bool) error {
 }
 
 // read prints the complete lines appended to p since the last read, if p is a conversation file of an agent.
-func (f *follower) read(p string) {
+func (f *Follower) read(p string) {
 	render, conv, sub := f.kind(p)
 	if render == nil {
 		return
@@ -230,7 +202,7 @@ func (f *follower) read(p string) {
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
-		if f.json {
+		if f.opts.JSON {
 			if json.Valid(line) {
 				fmt.Fprintf(f.out, "%s\n", line)
 			}
@@ -244,7 +216,7 @@ func (f *follower) read(p string) {
 
 // kind tells how p's lines render and the short id of its conversation (and subagent, for Claude's); render is nil
 // for a file that is no agent's conversation.
-func (f *follower) kind(p string) (render func(line []byte, sub string) string, conv, sub string) {
+func (f *Follower) kind(p string) (render func(line []byte, sub string) string, conv, sub string) {
 	if rel, err := filepath.Rel(f.root, p); err == nil {
 		if a, conv, ok := all.FileOf(filepath.ToSlash(rel)); ok {
 			return func(line []byte, _ string) string { return agents.Line(a, line) }, conv, ""
