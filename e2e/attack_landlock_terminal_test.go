@@ -206,65 +206,6 @@ func TestLandlockAttackTerminalTakeover(t *testing.T) {
 	})
 }
 
-// attackTcsetpgrp, in a process group of its own, makes it its terminal's foreground (tcsetpgrp, as a shell
-// does for its jobs), steals the terminal as its controlling one (TIOCSCTTY 1) and takes the console's output
-// (TIOCCONS), reporting each.
-func attackTcsetpgrp() int {
-	signal.Ignore(syscall.SIGTTOU, syscall.SIGTTIN)
-	fmt.Printf("setpgid: %v\n", unix.Setpgid(0, 0))
-	fmt.Printf("tcsetpgrp: %v\n", unix.IoctlSetPointerInt(0, unix.TIOCSPGRP, unix.Getpgrp()))
-	pgrp, err := unix.IoctlGetInt(0, unix.TIOCGPGRP)
-	fmt.Printf("foreground: %v (%v)\n", err == nil && pgrp == unix.Getpgrp(), err)
-	fmt.Printf("steal: %v\n", unix.IoctlSetInt(0, unix.TIOCSCTTY, 1))
-	fmt.Printf("console: %v\n", unix.IoctlSetInt(0, unix.TIOCCONS, 0))
-	return 0
-}
-
-// TestLandlockTerminalGivenBack: the command, run by a shell in the foreground of its terminal, makes a process
-// group of its own the terminal's foreground (as a shell inside does for its jobs: allowed, its PID namespace
-// names its own groups alone) and ends. The caller's job must have the terminal again when the run ends (a
-// group left in the foreground, gone, stopped the caller's next read), and the terminal may be neither stolen
-// (TIOCSCTTY 1) nor made the console's (TIOCCONS).
-func TestLandlockTerminalGivenBack(t *testing.T) {
-	self, err := os.Executable()
-	require.NoError(t, err)
-	eachLandlockPath(t, func(t *testing.T, lt landlockTarget) {
-		attacker := lt.attacker(t)
-		master, slave := openPty(t)
-		defer master.Close()
-		defer slave.Close()
-		reportR, reportW, err := os.Pipe()
-		require.NoError(t, err)
-		defer reportR.Close()
-		gateR, gateW, err := os.Pipe()
-		require.NoError(t, err)
-		shell := exec.Command(self, bin, "exec", "s1", "--landlock", "-e", "SESSIONFS_E2E_ATTACK=tcsetpgrp", "--", attacker)
-		shell.Env = append(os.Environ(), "SESSIONFS_E2E_ATTACK=shell", "SESSIONFS_STORE="+lt.store)
-		shell.Stdin, shell.Stdout, shell.Stderr = slave, slave, slave
-		shell.ExtraFiles = []*os.File{reportW, gateR}
-		shell.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
-		require.NoError(t, shell.Start())
-		reportW.Close()
-		gateR.Close()
-		gateW.Close() // the shell reads no line after the job
-		defer func() { _ = shell.Process.Kill(); _ = shell.Wait() }()
-		screen := &syncBuffer{}
-		go func() { _, _ = io.Copy(screen, eioReader{master}) }()
-		reports, err := io.ReadAll(reportR)
-		require.NoError(t, err)
-		t.Logf("the shell: %s", reports)
-		assert.Contains(t, string(reports), "exited <nil>")
-		assert.Contains(t, string(reports), "foreground after the job: the job's group")
-		require.NoError(t, shell.Wait())
-		eventually(t, 10*time.Second, func() bool { return strings.Contains(screen.String(), "console: ") }, "the terminal shows %q", screen.String())
-		out := screen.String()
-		t.Logf("the command: %s", out)
-		assert.Contains(t, out, "tcsetpgrp: <nil>", "its own group may be the foreground")
-		assert.Contains(t, out, "steal: operation not permitted")
-		assert.Contains(t, out, "console: operation not permitted")
-	})
-}
-
 // attackThief is the second review's thief: it starts attackThiefChild and waits for it.
 func attackThief() int {
 	self, err := os.Executable()

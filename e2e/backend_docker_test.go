@@ -1,8 +1,10 @@
 package e2e
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -302,4 +304,97 @@ func TestDockerInterruptTwiceKills(t *testing.T) {
 	assert.Equal(t, 137, exit.ExitCode(), "killed")
 	assert.Less(t, time.Since(start), 5*time.Second, "the second interrupt kills at once")
 	assert.Contains(t, stderr.String(), "killing the container")
+}
+
+func TestDockerExitCodes(t *testing.T) {
+	images(t, needDocker(t), "")
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	assert.Equal(t, 127, dockerRun(t, store, "--image", busyboxImage, "s1", "--", "no-such-command-xyz").code)
+	assert.Equal(t, 126, dockerRun(t, store, "--image", busyboxImage, "s1", "--", "/etc/passwd").code)
+	assert.Equal(t, 125, dockerRun(t, store, "--image", "no-such-image-xyz:never", "s1", "--", "true").code)
+}
+
+// A run with an anonymous volume (-v /path) leaves no volume behind.
+func TestDockerRunLeavesNoVolume(t *testing.T) {
+	cli := needDocker(t)
+	images(t, cli, "")
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	count := func() int {
+		out, err := exec.Command("docker", "volume", "ls", "-q").Output()
+		require.NoError(t, err)
+		return len(strings.Fields(string(out)))
+	}
+	before := count()
+	r := dockerRun(t, store, "--image", busyboxImage, "-v", "/scratch", "s1", "--", "touch", "/scratch/x")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, before, count(), "the anonymous volume went with the container")
+}
+
+// TestDockerHeavyFoldersAreNative: in a run on the mount, workspace/, app/, mcps/ and the canonical transcript
+// folder are binds of the store (no FUSE round trip), /session and .claude stay the mount's (views work), and
+// what the container writes through the binds shows through the mount within 100 ms.
+func TestDockerHeavyFoldersAreNative(t *testing.T) {
+	images(t, needDocker(t), "")
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	m := mount(t, store)
+
+	r := inContainer(t, store, "s1", `cat /proc/self/mountinfo`)
+	require.Equal(t, 0, r.code, r.stderr)
+	types := fstypes(r.stdout)
+	assert.True(t, strings.HasPrefix(types["/session"], "fuse"), "/session is the mount: %v", types)
+	for _, p := range []string{"/session/workspace", "/session/app", "/session/mcps", "/session/.claude/projects/-session-workspace"} {
+		require.Contains(t, types, p, "%s is bound", p)
+		assert.False(t, strings.HasPrefix(types[p], "fuse"), "%s is bound from the store, not through FUSE: %s", p, types[p])
+	}
+	assertNoSuidNoDev(t, r.stdout, "/session/workspace", "/session/app", "/session/mcps", "/session/.claude/projects/-session-workspace")
+
+	// Warm the mount's caches, then let a container write through its native bind.
+	viaMount := filepath.Join(m.session("s1"), "workspace", "from-bind.txt")
+	require.True(t, missing(viaMount))
+	_, err := os.ReadDir(filepath.Join(m.session("s1"), "workspace"))
+	require.NoError(t, err)
+	cmd := exec.Command(bin, "run", "--backend", "docker", "--image", busyboxImage, "s1", "--", "sh", "-c",
+		`echo bind > /session/workspace/from-bind.txt && echo '{"type":"user"}' >> /session/.claude/projects/-session-workspace/t.jsonl && echo written && sleep 2`)
+	cmd.Env = append(os.Environ(), "SESSIONFS_STORE="+store)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	defer func() { _ = cmd.Process.Signal(os.Interrupt); _ = cmd.Wait() }() // Ctrl-C: the container is stopped and removed
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	require.NoError(t, err)
+	require.Equal(t, "written\n", line)
+	within100ms(t, "a file written through a native bind", func() bool {
+		b, err := os.ReadFile(viaMount)
+		return err == nil && string(b) == "bind\n"
+	})
+	within100ms(t, "a transcript written through a native bind, in another cwd's view", func() bool {
+		_, err := os.Stat(filepath.Join(m.session("s1"), ".claude", "projects", "-home-u-p", "t.jsonl"))
+		return err == nil
+	})
+}
+
+// TestDockerWorkspaceSwappedForALink: a container that replaces its workspace with a link to a host folder
+// between runs gets a clear refusal on the next run, never a bind of that folder, mounted or not.
+func TestDockerWorkspaceSwappedForALink(t *testing.T) {
+	images(t, needDocker(t), "")
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	secret := hostSecret(t)
+	r := inContainer(t, store, "s1", fmt.Sprintf(`mv /session/workspace /session/ws-old && ln -s %s /session/workspace`, secret))
+	require.Equal(t, 0, r.code, r.stderr)
+	for _, mounted := range []bool{false, true} {
+		if mounted {
+			mount(t, store)
+		}
+		r = inContainer(t, store, "s1", `cat /session/workspace/secret; echo owned > /session/workspace/planted; ls /session/workspace`)
+		assert.NotContains(t, r.stdout+r.stderr, hostMarker, "mounted=%v", mounted)
+		assertSecretUntouched(t, secret)
+		if mounted {
+			assert.NotEqual(t, 0, r.code)
+			assert.Contains(t, r.stderr, "not a folder of the session")
+		}
+	}
 }

@@ -21,11 +21,107 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
+
+	"github.com/sessionfs/sessionfs/confine"
+	"github.com/sessionfs/sessionfs/e2e/apistub"
 )
 
 // exec --landlock as its user sees it: what the sandbox grants and refuses, its terminals, signals and exit codes,
 // and the processes it ends with the run. The attacks on it are attack_landlock_test.go's and
 // attack_landlock_terminal_test.go's.
+
+// TestLandlockedExec: with --landlock, a command exec starts, run as root (DAC checks pass it everywhere), may
+// work in its session and read the system, and the kernel refuses it the rest: a root-only file, another
+// session (in the store and through the mount), a link it plants to lead out, the store itself, /tmp. Without
+// --landlock the same command reaches them, so the test would see a confinement that does nothing. On the store
+// itself and through the mount (where the run has a mount namespace of binds).
+func TestLandlockedExec(t *testing.T) {
+	need(t, os.Geteuid() == 0, "root: the command must be refused what root may otherwise read")
+	need(t, confine.ABI() >= 1, "a kernel with Landlock")
+	outside := t.TempDir()
+	secret := filepath.Join(outside, "secret")
+	require.NoError(t, os.WriteFile(secret, []byte("host secret"), 0o600))
+	readable := filepath.Join(t.TempDir(), "tools")
+	require.NoError(t, os.Mkdir(readable, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(readable, "tool"), []byte("a tool"), 0o644))
+
+	for _, mounted := range []bool{false, true} {
+		name := "on the store"
+		if mounted {
+			name = "through the mount"
+		}
+		t.Run(name, func(t *testing.T) {
+			store := t.TempDir()
+			ok(t, store, "new", "s1")
+			ok(t, store, "new", "s2")
+			other := filepath.Join(store, "sessions", "s2", "workspace", "f")
+			if mounted {
+				m := mount(t, store)
+				other = filepath.Join(m.mnt, "sessions", "s2", "workspace", "f")
+			}
+			require.NoError(t, os.WriteFile(other, []byte("another session's"), 0o644))
+			sh := func(landlock bool, script string, extra ...string) result {
+				args := []string{"exec", "s1"}
+				if landlock {
+					args = append(append(args, "--landlock"), extra...)
+				}
+				return cli(t, store, append(args, "--", "sh", "-c", script)...)
+			}
+
+			// Unconfined, the command reaches everything root reaches.
+			r := sh(false, "cat "+secret+" "+other+"; grep -c '^root:' /etc/shadow")
+			require.Equal(t, 0, r.code, r.stderr)
+			assert.Equal(t, "host secretanother session's1\n", r.stdout)
+
+			// Its own work goes on: files, folders, links, renames, git, its TMPDIR.
+			r = sh(true, `set -e; echo x > f; mkdir -p d; mv f d/g; ln -s d/g l; cat l; git init -q repo;
+				echo t > "$TMPDIR/t"; cat "$TMPDIR/t"; cat /etc/hostname /etc/passwd > /dev/null; ls /etc > /dev/null; id -un > /dev/null`)
+			require.Equal(t, 0, r.code, r.stderr)
+			assert.Equal(t, "x\nt\n", r.stdout)
+
+			// The rest is refused, to root.
+			for what, script := range map[string]string{
+				"a root-only file":           "cat " + secret,
+				"another session":            "cat " + other,
+				"a link planted to lead out": "ln -sf " + secret + " out && cat out",
+				"the store":                  "ls " + filepath.Join(store, "sessions"),
+				"/tmp":                       "echo x > /tmp/sessionfs-landlock-escape",
+				"/etc's secrets":             "cat /etc/shadow",
+			} {
+				r := sh(true, script)
+				assert.NotEqual(t, 0, r.code, "%s: %s", what, r.stdout)
+				assert.Contains(t, r.stderr, "Permission denied", what)
+				assert.NotContains(t, r.stdout, "host secret", what)
+			}
+			assert.NoFileExists(t, "/tmp/sessionfs-landlock-escape")
+
+			// What the user allows, it may read.
+			r = sh(true, "cat "+filepath.Join(readable, "tool"), "--allow-read", readable)
+			require.Equal(t, 0, r.code, r.stderr)
+			assert.Equal(t, "a tool", r.stdout)
+		})
+	}
+}
+
+// TestLandlockedClaude: the real claude CLI works under --landlock through the mount, offline against the stub:
+// its state is the session's, the rest it does not need.
+func TestLandlockedClaude(t *testing.T) {
+	need(t, os.Geteuid() == 0, "root: the mount's binds")
+	need(t, confine.ABI() >= 1, "a kernel with Landlock")
+	forEachClaude(t, func(t *testing.T, c claudeCLI) {
+		api := stub(t, "127.0.0.1:0")
+		store := t.TempDir()
+		ok(t, store, "new", "s1")
+		mount(t, store)
+		cmd := exec.Command(bin, "exec", "s1", "--landlock", "--", c.path, "-p", "hello under landlock")
+		cmd.Env = append(claudeEnv(t, api.URL), "SESSIONFS_STORE="+store)
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		assert.Contains(t, string(out), apistub.Reply)
+		r := cli(t, store, "show", "s1", "--json")
+		assert.Contains(t, r.stdout, "hello under landlock", "the conversation is the session's")
+	})
+}
 
 // makePty does what node-pty does (gemini's and qwen's CLIs): opens /dev/ptmx and the /dev/pts/N it names, and
 // talks through the pair; then lists /dev/pts.
@@ -428,5 +524,64 @@ func TestLandlockInteractiveShell(t *testing.T) {
 		needUserSandbox(t)
 		u := newUserStore(t)
 		check(t, u.command(bin, "exec", "s1", "--landlock", "--"))
+	})
+}
+
+// attackTcsetpgrp, in a process group of its own, makes it its terminal's foreground (tcsetpgrp, as a shell
+// does for its jobs), steals the terminal as its controlling one (TIOCSCTTY 1) and takes the console's output
+// (TIOCCONS), reporting each.
+func attackTcsetpgrp() int {
+	signal.Ignore(syscall.SIGTTOU, syscall.SIGTTIN)
+	fmt.Printf("setpgid: %v\n", unix.Setpgid(0, 0))
+	fmt.Printf("tcsetpgrp: %v\n", unix.IoctlSetPointerInt(0, unix.TIOCSPGRP, unix.Getpgrp()))
+	pgrp, err := unix.IoctlGetInt(0, unix.TIOCGPGRP)
+	fmt.Printf("foreground: %v (%v)\n", err == nil && pgrp == unix.Getpgrp(), err)
+	fmt.Printf("steal: %v\n", unix.IoctlSetInt(0, unix.TIOCSCTTY, 1))
+	fmt.Printf("console: %v\n", unix.IoctlSetInt(0, unix.TIOCCONS, 0))
+	return 0
+}
+
+// TestLandlockTerminalGivenBack: the command, run by a shell in the foreground of its terminal, makes a process
+// group of its own the terminal's foreground (as a shell inside does for its jobs: allowed, its PID namespace
+// names its own groups alone) and ends. The caller's job must have the terminal again when the run ends (a
+// group left in the foreground, gone, stopped the caller's next read), and the terminal may be neither stolen
+// (TIOCSCTTY 1) nor made the console's (TIOCCONS).
+func TestLandlockTerminalGivenBack(t *testing.T) {
+	self, err := os.Executable()
+	require.NoError(t, err)
+	eachLandlockPath(t, func(t *testing.T, lt landlockTarget) {
+		attacker := lt.attacker(t)
+		master, slave := openPty(t)
+		defer master.Close()
+		defer slave.Close()
+		reportR, reportW, err := os.Pipe()
+		require.NoError(t, err)
+		defer reportR.Close()
+		gateR, gateW, err := os.Pipe()
+		require.NoError(t, err)
+		shell := exec.Command(self, bin, "exec", "s1", "--landlock", "-e", "SESSIONFS_E2E_ATTACK=tcsetpgrp", "--", attacker)
+		shell.Env = append(os.Environ(), "SESSIONFS_E2E_ATTACK=shell", "SESSIONFS_STORE="+lt.store)
+		shell.Stdin, shell.Stdout, shell.Stderr = slave, slave, slave
+		shell.ExtraFiles = []*os.File{reportW, gateR}
+		shell.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+		require.NoError(t, shell.Start())
+		reportW.Close()
+		gateR.Close()
+		gateW.Close() // the shell reads no line after the job
+		defer func() { _ = shell.Process.Kill(); _ = shell.Wait() }()
+		screen := &syncBuffer{}
+		go func() { _, _ = io.Copy(screen, eioReader{master}) }()
+		reports, err := io.ReadAll(reportR)
+		require.NoError(t, err)
+		t.Logf("the shell: %s", reports)
+		assert.Contains(t, string(reports), "exited <nil>")
+		assert.Contains(t, string(reports), "foreground after the job: the job's group")
+		require.NoError(t, shell.Wait())
+		eventually(t, 10*time.Second, func() bool { return strings.Contains(screen.String(), "console: ") }, "the terminal shows %q", screen.String())
+		out := screen.String()
+		t.Logf("the command: %s", out)
+		assert.Contains(t, out, "tcsetpgrp: <nil>", "its own group may be the foreground")
+		assert.Contains(t, out, "steal: operation not permitted")
+		assert.Contains(t, out, "console: operation not permitted")
 	})
 }

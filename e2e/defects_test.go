@@ -106,32 +106,6 @@ func TestExitCodes(t *testing.T) {
 	assert.Equal(t, 127, cli(t, store, "exec", "s1", "--", "no-such-command-xyz").code)
 }
 
-func TestDockerExitCodes(t *testing.T) {
-	images(t, needDocker(t), "")
-	store := t.TempDir()
-	ok(t, store, "new", "s1")
-	assert.Equal(t, 127, dockerRun(t, store, "--image", busyboxImage, "s1", "--", "no-such-command-xyz").code)
-	assert.Equal(t, 126, dockerRun(t, store, "--image", busyboxImage, "s1", "--", "/etc/passwd").code)
-	assert.Equal(t, 125, dockerRun(t, store, "--image", "no-such-image-xyz:never", "s1", "--", "true").code)
-}
-
-// -e KEY passes the shell's value as docker does; -e =x is refused; gc --idle takes days and refuses negatives.
-func TestEnvAndIdleFlags(t *testing.T) {
-	store := t.TempDir()
-	ok(t, store, "new", "s1")
-	r := cliIn(t, store, "", []string{"SFS_FROM_SHELL=passed"}, "exec", "-e", "SFS_FROM_SHELL", "-e", "SFS_UNSET_XYZ", "-e", "A=1", "s1", "--",
-		"sh", "-c", `echo "$SFS_FROM_SHELL ${SFS_UNSET_XYZ-unset} $A"`)
-	assert.Equal(t, 0, r.code, r.stderr)
-	assert.Equal(t, "passed unset 1\n", r.stdout)
-	r = cli(t, store, "exec", "-e", "=x", "s1", "--", "true")
-	assert.Equal(t, 125, r.code)
-	assert.Contains(t, r.stderr, "want KEY=VALUE")
-
-	assert.Equal(t, 0, cli(t, store, "gc", "--idle", "30d", "--dry-run").code)
-	r = cli(t, store, "gc", "--idle", "-5h")
-	assert.Contains(t, r.stderr, "positive duration")
-}
-
 // A mistyped --store is an error, never a new empty store; commands that make sessions still make one.
 func TestMistypedStore(t *testing.T) {
 	typo := filepath.Join(t.TempDir(), "no-such-store")
@@ -301,23 +275,6 @@ func TestRunFlagsAndProfile(t *testing.T) {
 	r = cli(t, store, "new", "p2", "--profile", filepath.Join(prof, "missing"))
 	assert.Equal(t, 125, r.code)
 	assert.Contains(t, r.stderr, filepath.Join(prof, "missing"))
-}
-
-// A run with an anonymous volume (-v /path) leaves no volume behind.
-func TestDockerRunLeavesNoVolume(t *testing.T) {
-	cli := needDocker(t)
-	images(t, cli, "")
-	store := t.TempDir()
-	ok(t, store, "new", "s1")
-	count := func() int {
-		out, err := exec.Command("docker", "volume", "ls", "-q").Output()
-		require.NoError(t, err)
-		return len(strings.Fields(string(out)))
-	}
-	before := count()
-	r := dockerRun(t, store, "--image", busyboxImage, "-v", "/scratch", "s1", "--", "touch", "/scratch/x")
-	require.Equal(t, 0, r.code, r.stderr)
-	assert.Equal(t, before, count(), "the anonymous volume went with the container")
 }
 
 // rmdir of a session that holds anything is ENOTEMPTY, as for any folder; rm -rf still removes it (whole, to
@@ -511,52 +468,6 @@ func TestStaleMountReported(t *testing.T) {
 	assert.Equal(t, 0, r.code, r.stderr)
 	assert.Contains(t, r.stderr, "the store's mount at "+m.mnt+" is stale (its daemon is gone; sessionfs mount serves it again)")
 	assert.NotContains(t, r.stderr, "not mounted")
-}
-
-// Ctrl-C (or kill -INT) of exec reaches the command as a shell passes it: its INT trap runs to its end and its
-// exit code is exec's (130 here), where the command used to get SIGTERM at once and exec exited 143.
-func TestExecForwardsSignals(t *testing.T) {
-	store := t.TempDir()
-	ok(t, store, "new", "s1")
-	for _, mounted := range []bool{false, true} {
-		if mounted {
-			mount(t, store)
-		}
-		done := filepath.Join(t.TempDir(), "cleaned")
-		cmd := exec.Command(bin, "exec", "s1", "--", "sh", "-c",
-			`trap 'kill $! 2>/dev/null; sleep 0.3; echo cleaned > "$DONE"; exit 130' INT; echo started; sleep 60 & wait`)
-		cmd.Env = append(os.Environ(), "SESSIONFS_STORE="+store, "DONE="+done)
-		startUntil(t, cmd, "started\n")
-		require.NoError(t, cmd.Process.Signal(os.Interrupt))
-		err := cmd.Wait()
-		var exit *exec.ExitError
-		require.ErrorAs(t, err, &exit)
-		assert.Equal(t, 130, exit.ExitCode(), "the command's own exit code (mounted=%v)", mounted)
-		b, err := os.ReadFile(done)
-		require.NoError(t, err, "the command's INT trap ran to its end (mounted=%v)", mounted)
-		assert.Equal(t, "cleaned\n", string(b))
-	}
-}
-
-// exec -w of a folder the session lacks is one line and exit 125 (it was 127 with "chdir ... no such file", and on
-// the mount a false note that the sessionfs binary was missing); -w ../.. says it is outside the session.
-func TestExecBadWorkdir(t *testing.T) {
-	store := t.TempDir()
-	ok(t, store, "new", "s1")
-	for _, mounted := range []bool{false, true} {
-		if mounted {
-			mount(t, store)
-		}
-		r := cli(t, store, "exec", "-w", "missing", "s1", "--", "true")
-		assert.Equal(t, 125, r.code, r.stderr)
-		assert.Contains(t, r.stderr, "missing: no such folder in the session")
-		assert.NotContains(t, r.stderr, "chdir ")
-		assert.NotContains(t, r.stderr, "executable")
-		r = cli(t, store, "exec", "-w", "../..", "s1", "--", "true")
-		assert.Equal(t, 125, r.code, r.stderr)
-		assert.Contains(t, r.stderr, "-w ../..: outside the session")
-		assert.NotContains(t, r.stderr, "map (")
-	}
 }
 
 // A read-only mount stays read-only for runs: exec's (and run's) binds of the store's folders were writable, so
