@@ -7,11 +7,9 @@ import (
 	"runtime"
 	"slices"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
-	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
 
 	"github.com/sessionfs/sessionfs/bind"
@@ -395,123 +393,6 @@ func (b *binder) Removing(id string) (done func()) {
 	}
 }
 
-// limit releases the binds of the least recently used sessions but keep (the one just bound) while more than max
-// are bound. A bind in use (a process's folder or open file is inside) stays: it is tried with a plain unmount,
-// which the kernel refuses with EBUSY then.
-func (b *binder) limit(keep string) {
-	b.mu.Lock()
-	over := len(b.bound) - b.max
-	ids := make([]string, 0, len(b.bound))
-	for id := range b.bound {
-		if id != keep {
-			ids = append(ids, id)
-		}
-	}
-	b.mu.Unlock()
-	if over <= 0 {
-		return
-	}
-	used := b.lastUsed(ids)
-	sort.Slice(ids, func(i, j int) bool { return used[ids[i]] < used[ids[j]] })
-	for _, id := range ids {
-		if over == 0 {
-			return
-		}
-		if b.release(id) {
-			over--
-		}
-	}
-}
-
-// limitLater releases what is still past the limit (sessions that were in use when their turn came), and while
-// some stay in use, tries again a little later: the limit holds once they are idle, not only at the next bind.
-func (b *binder) limitLater() {
-	if b.count() <= b.max {
-		return
-	}
-	b.limit(b.newest()) // the session someone asked for last stays, as when it was bound
-	if b.count() > b.max {
-		time.AfterFunc(limitRetry, func() {
-			select {
-			case b.wake <- struct{}{}:
-			default:
-			}
-		})
-	}
-}
-
-// newest is the bound session used last.
-func (b *binder) newest() string {
-	b.mu.Lock()
-	ids := make([]string, 0, len(b.bound))
-	for id := range b.bound {
-		ids = append(ids, id)
-	}
-	b.mu.Unlock()
-	used := b.lastUsed(ids)
-	newest, at := "", int64(-1)
-	for _, id := range ids {
-		if t := used[id]; t > at {
-			newest, at = id, t
-		}
-	}
-	return newest
-}
-
-// limitRetry is how soon sessions kept past the limit because they were in use are tried again.
-const limitRetry = time.Second
-
-// release removes session id's binds unless one is in use; it reports whether they are gone. A plain unmount
-// waits on nothing here but the kernel's answer, yet it walks the mount's folder (through its descriptor, no
-// symlink), whose lookups the serving daemon answers: so it holds no lock meanwhile. The session's binds are taken
-// out of the table first, and what stays is put back.
-func (b *binder) release(id string) bool {
-	b.mu.Lock()
-	binds := b.bound[id]
-	delete(b.bound, id)
-	removals := b.removals[id]
-	b.mu.Unlock()
-	kept := map[string]*bound{}
-	if root, err := unix.Open(b.mountpoint, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err == nil {
-		parent, err := bind.OpenPlace(root, "sessions/"+id)
-		unix.Close(root)
-		for dir, cur := range binds {
-			if err != nil {
-				cur.Close() // the session's folder is gone from the mount: the kernel detached its binds
-				continue
-			}
-			if gone, _ := cur.Release(parent, dir); !gone {
-				kept[dir] = cur
-			}
-		}
-		if err == nil {
-			unix.Close(parent)
-		}
-	}
-	if len(kept) == 0 {
-		return true
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.bound[id] == nil {
-		b.bound[id] = map[string]*bound{}
-	}
-	for dir, cur := range kept {
-		b.bound[id][dir] = cur
-		if b.closed || b.removing[id] > 0 || b.removals[id] != removals {
-			b.drop(id, dir) // removed or closing meanwhile
-		}
-	}
-	return false
-}
-
-// count is how many sessions are bound.
-func (b *binder) count() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return len(b.bound)
-}
-
 // close stops the worker and detaches every bind (before the mount itself is unmounted).
 func (b *binder) close() {
 	b.mu.Lock()
@@ -529,54 +410,5 @@ func (b *binder) close() {
 		for _, dir := range BoundDirs {
 			b.drop(id, dir)
 		}
-	}
-}
-
-// Binds lists the binds of sessions' folders over the mount at mnt, as the mount table shows them (the daemon's,
-// or those a killed daemon left).
-func Binds(mnt string) []string {
-	var out []string
-	for _, m := range listBinds(mnt) {
-		out = append(out, m.Mountpoint)
-	}
-	return out
-}
-
-// listBinds is Binds with the mount table's entries.
-func listBinds(mnt string) []*mountinfo.Info {
-	prefix := strings.TrimSuffix(mnt, "/") + "/sessions/"
-	mounts, err := mountinfo.GetMounts(mountinfo.PrefixFilter(strings.TrimSuffix(mnt, "/")))
-	if err != nil {
-		return nil
-	}
-	var out []*mountinfo.Info
-	for _, m := range mounts {
-		rel, ok := strings.CutPrefix(m.Mountpoint, prefix)
-		if !ok {
-			continue
-		}
-		id, dir, _ := strings.Cut(rel, "/")
-		if layout.ValidateID(id) == nil && bind.IsMountDir(dir) {
-			out = append(out, m)
-		}
-	}
-	return out
-}
-
-// DetachBinds detaches (lazily: a process inside keeps its folder) the binds over the mount at mnt: each through
-// the mount's own folder opened beneath its root (bind.DetachAt), never by a path the mount's daemon answers.
-func DetachBinds(mnt string) {
-	binds := listBinds(mnt)
-	if len(binds) == 0 {
-		return
-	}
-	root, err := unix.Open(mnt, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return
-	}
-	defer unix.Close(root)
-	prefix := strings.TrimSuffix(mnt, "/") + "/"
-	for _, m := range binds {
-		_ = bind.DetachAt(root, strings.TrimPrefix(m.Mountpoint, prefix), uint64(m.ID))
 	}
 }

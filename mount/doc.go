@@ -4,23 +4,31 @@
 //
 // The files, in the order a start-up meets them:
 //
-//	options.go         Options, their defaults (settle), and the go-fuse and mount(2) options they become
 //	mount.go           Mount: Wait, Unmount, Detach, Abort, Users (through its control)
 //	start.go           Start and its steps, in order (below)
 //	mountpoint.go      the checks before mounting: FUSE, the places, an empty mountpoint (a stale mount cleared)
-//	helper.go          a confined mount's privileged helper process: started (launchHelper) and run (RunHelper)
-//	helper_service.go  what the helper does when the serving process asks (helperService, over net/rpc)
+//	options.go         Options, their defaults (settle), and go-fuse's options made of them
+//	helper.go          a confined mount's privileged helper process: started (startHelper) and run (RunHelper)
 //	idle.go            the helper started in the idle scheduling class, and taken out of it
+//	helper_service.go  what the helper does when the serving process asks (helperService, over net/rpc)
 //	binds.go           the binds interface; binder: this process's binds of sessions' folders over the mount
+//	bindlimit.go       the binder's limit: the least recently used sessions released
 //	remotebinder.go    remoteBinder: a confined mount's binds, asked of its helper
 //	watch.go           the watcher: changes behind the mount, to the tree and the binder
 //	opendir.go         folders served without OPENDIR (the kernel caches their listings)
-//	splice.go, procs.go  what go-fuse needs before the confinement; GOMAXPROCS kept above its readers
-//	control.go         control: unmount, detach, abort, users; in this process (localControl) or through the
+//	splice.go          what go-fuse opens before the confinement takes it away
+//	procs.go           GOMAXPROCS kept above go-fuse's readers
+//	control.go         control (unmount, detach, abort, users): in this process (localControl) or through the
 //	                   helper (helperControl)
-//	unmount.go         Unmount of a mountpoint (the CLI's), busy mounts detached lazily
-//	stale.go           a dead or hung mount told (probe) and its connection aborted (fusectl)
-//	find.go, serving.go, users.go  a store's mount, the process serving a mount, the processes keeping it busy
+//
+// and what the CLI asks of a mount it does not serve:
+//
+//	unmount.go         Unmount of a mountpoint, a busy mount detached lazily
+//	bindtable.go       the binds over a mount as the mount table shows them
+//	stale.go           a dead or hung mount told (probe), its connection aborted (fusectl)
+//	find.go            a store's mount, live or stale
+//	serving.go         the process serving a mount, from the kernel
+//	users.go           the processes keeping a mount busy
 //	shared.go          stores shared with other hosts (a short cache timeout)
 //	notify.go          systemd's readiness
 //
@@ -29,7 +37,7 @@
 // nothing in an unconfined mount:
 //
 //  1. boundCapabilities (confined): the capability bounding set, while the process is quiet.
-//  2. prepare: FUSE there, the places, the mountpoint ready; the options' defaults settled.
+//  2. prepare: FUSE there, the places, the mountpoint ready; the options' defaults settled, go-fuse's made.
 //  3. launchHelper (confined): the privileged helper starts meanwhile.
 //  4. openTree: the store's tree of nodes.
 //  5. mountDevice (confined): the mount made with mount(2) on a /dev/fuse descriptor.

@@ -40,37 +40,6 @@ type helperConfig struct {
 	ReadOnly          bool
 }
 
-// helperLaunch is the helper on its way: started in the background while the daemon mounts.
-type helperLaunch struct {
-	started chan struct{}
-	client  *rpc.Client
-	pid     int
-	err     error
-}
-
-// launchHelper starts the helper in the background.
-func launchHelper(cfg helperConfig) *helperLaunch {
-	l := &helperLaunch{started: make(chan struct{})}
-	go func() {
-		defer close(l.started)
-		l.client, l.pid, l.err = startHelper(cfg)
-	}()
-	return l
-}
-
-// wait returns a client of the helper and its pid, once it is started.
-func (l *helperLaunch) wait() (*rpc.Client, int, error) {
-	<-l.started
-	return l.client, l.pid, l.err
-}
-
-// abandon closes the helper's socket once it is started: the helper ends with it.
-func (l *helperLaunch) abandon() {
-	if c, _, _ := l.wait(); c != nil {
-		c.Close()
-	}
-}
-
 // startHelper starts the privileged helper with its end of a socket pair and returns a client of it and its pid.
 // The helper ends when the socket closes (this process ends).
 func startHelper(cfg helperConfig) (*rpc.Client, int, error) {

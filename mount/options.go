@@ -77,13 +77,16 @@ func (o *Options) settle(store *layout.Store) (shared string, watched time.Durat
 // the daemon itself (mountDirect) must tell the kernel the same as it tells go-fuse.
 const maxRead = 128 << 10
 
-// mountOptions are go-fuse's options for a mount of store.
-func mountOptions(store *layout.Store, opts Options) fuse.MountOptions {
+// fuseOptions are go-fuse's options for a mount of store with o settled. A confined mount is made by the daemon
+// itself (mountDirect), with these options; go-fuse makes an unconfined one: as root with mount(2) itself, never
+// falling back to fusermount, which a fresh machine lacks (and whose fallback would hide a broken direct mount); as
+// a normal user through fusermount3, which turns options into flags.
+func (o Options) fuseOptions(store *layout.Store, confined bool) *gofs.Options {
 	mo := fuse.MountOptions{
 		FsName:        store.Root,
 		Name:          "sessionfs",
-		AllowOther:    opts.AllowOther,
-		Debug:         opts.Debug,
+		AllowOther:    o.AllowOther,
+		Debug:         o.Debug,
 		MaxBackground: 64,
 		MaxWrite:      maxRead,
 		// Without it every write asks for security.capability first; with it the nodes clear suid/sgid.
@@ -92,41 +95,29 @@ func mountOptions(store *layout.Store, opts Options) fuse.MountOptions {
 		EnableAcl: true,
 		// Locks are taken on the store's files (nodes/locks.go): they must stop the ones taken through a bind.
 		EnableLocks: true,
+		// Flags go as flags: the kernel refuses them as data options with EINVAL. noatime: the store keeps its
+		// own atimes.
+		DirectMountFlags: syscall.MS_NOSUID | syscall.MS_NODEV | syscall.MS_NOATIME,
 	}
-	if opts.AllowOther && os.Geteuid() == 0 {
+	if o.ReadOnly {
+		mo.DirectMountFlags |= syscall.MS_RDONLY
+	}
+	root := os.Geteuid() == 0
+	if o.AllowOther && root {
 		// The kernel, not the daemon (which runs as root and could do anything), checks permissions.
 		mo.Options = append(mo.Options, "default_permissions")
 	}
-	return mo
-}
-
-// mountByGoFUSE sets how go-fuse makes an unconfined mount. Root mounts with mount(2) itself and never falls
-// back to fusermount, which a fresh machine lacks (and whose fallback would hide a broken direct mount); a normal
-// user mounts through fusermount3, which turns options into flags.
-func mountByGoFUSE(mo *fuse.MountOptions, opts Options) {
-	if os.Geteuid() == 0 {
+	switch {
+	case confined:
+	case root:
 		mo.DirectMountStrict = true
-		mo.DirectMountFlags = directFlags(opts)
-		return
+	default:
+		mo.Options = append(mo.Options, "noatime")
+		if o.ReadOnly {
+			mo.Options = append(mo.Options, "ro")
+		}
 	}
-	mo.Options = append(mo.Options, "noatime")
-	if opts.ReadOnly {
-		mo.Options = append(mo.Options, "ro")
-	}
-}
-
-// directFlags are the flags of a mount made with mount(2). Flags go as flags: the kernel refuses them as data
-// options with EINVAL. noatime: the store keeps its own atimes.
-func directFlags(opts Options) uintptr {
-	flags := uintptr(syscall.MS_NOSUID | syscall.MS_NODEV | syscall.MS_NOATIME)
-	if opts.ReadOnly {
-		flags |= syscall.MS_RDONLY
-	}
-	return flags
-}
-
-// nodeOptions are go-fuse's node options for a mount with these mount options and this cache timeout.
-func nodeOptions(mo fuse.MountOptions, timeout time.Duration) *gofs.Options {
+	timeout := o.Timeout
 	return &gofs.Options{
 		MountOptions:    mo,
 		EntryTimeout:    &timeout,

@@ -66,18 +66,21 @@ type startup struct {
 	mnt, shared string
 	watched     time.Duration // the store's names' cache timeout while the watcher follows them (0: opts.Timeout)
 	tree        *nodes.Tree
-	launch      *helperLaunch // confined: the helper on its way
-	helper      *rpc.Client   // confined: the helper, once up
-	helperPID   int
-	dev         int     // confined: the /dev/fuse descriptor mounted
-	binder      *binder // unconfined as root: this process's binder
-	binds       binds   // the binder the tree and the watcher tell (nil: the mount binds nothing)
-	watcher     *watcher
-	root        *nodes.Root
-	procs       int // GOMAXPROCS when go-fuse sized its readers by it (procs.go)
-	server      *fuse.Server
-	confinement string
-	undo        []func() // in the order made; run backwards
+	// confined: the helper, once started (helperStarted closed): a client of it, its pid, or why it did not start
+	helperStarted chan struct{}
+	helper        *rpc.Client
+	helperPID     int
+	helperErr     error
+	fuse          *gofs.Options // go-fuse's options (options.go)
+	dev           int           // confined: the /dev/fuse descriptor mounted
+	binder        *binder       // unconfined as root: this process's binder
+	binds         binds         // the binder the tree and the watcher tell (nil: the mount binds nothing)
+	watcher       *watcher
+	root          *nodes.Root
+	procs         int // GOMAXPROCS when go-fuse sized its readers by it (procs.go)
+	server        *fuse.Server
+	confinement   string
+	undo          []func() // in the order made; run backwards
 }
 
 func (s *startup) onRollback(undo func()) { s.undo = append(s.undo, undo) }
@@ -103,8 +106,8 @@ func (s *startup) boundCapabilities() error {
 	return nil
 }
 
-// prepare checks FUSE, the places and the mountpoint (mountpoint.go), raises the file limit and settles the
-// options' defaults (options.go).
+// prepare checks FUSE, the places and the mountpoint (mountpoint.go), raises the file limit, settles the options'
+// defaults and makes go-fuse's of them (options.go).
 func (s *startup) prepare() (err error) {
 	if s.mnt, err = filepath.Abs(s.mountpoint); err != nil {
 		return err
@@ -120,6 +123,7 @@ func (s *startup) prepare() (err error) {
 		return err
 	}
 	s.shared, s.watched = s.opts.settle(s.store)
+	s.fuse = s.opts.fuseOptions(s.store, s.confined)
 	return nil
 }
 
@@ -129,8 +133,17 @@ func (s *startup) launchHelper() error {
 	if !s.confined {
 		return nil
 	}
-	s.launch = launchHelper(helperConfig{Store: s.store.Root, Mountpoint: s.mnt, MaxBinds: s.opts.MaxBinds, ReadOnly: s.opts.ReadOnly})
-	s.onRollback(s.launch.abandon)
+	s.helperStarted = make(chan struct{})
+	go func() {
+		defer close(s.helperStarted)
+		s.helper, s.helperPID, s.helperErr = startHelper(helperConfig{Store: s.store.Root, Mountpoint: s.mnt, MaxBinds: s.opts.MaxBinds, ReadOnly: s.opts.ReadOnly})
+	}()
+	s.onRollback(func() { // the helper ends when its socket closes
+		<-s.helperStarted
+		if s.helper != nil {
+			s.helper.Close()
+		}
+	})
 	return nil
 }
 
@@ -158,7 +171,7 @@ func (s *startup) mountDevice() error {
 	if err != nil {
 		return fmt.Errorf("open /dev/fuse: %w", err)
 	}
-	if err := mountDirect(s.store, s.mnt, s.opts, dev); err != nil {
+	if err := mountDirect(s.mnt, &s.fuse.MountOptions, dev); err != nil {
 		unix.Close(dev)
 		return mountError(s.mnt, err)
 	}
@@ -171,8 +184,7 @@ func (s *startup) mountDevice() error {
 }
 
 // mountDirect mounts a FUSE connection on dev at mnt with mount(2), with the options go-fuse would give it.
-func mountDirect(store *layout.Store, mnt string, opts Options, dev int) error {
-	mo := mountOptions(store, opts)
+func mountDirect(mnt string, mo *fuse.MountOptions, dev int) error {
 	data := []string{
 		fmt.Sprintf("fd=%d", dev),
 		fmt.Sprintf("rootmode=%o", syscall.S_IFDIR),
@@ -184,7 +196,7 @@ func mountDirect(store *layout.Store, mnt string, opts Options, dev int) error {
 	if mo.AllowOther {
 		data = append(data, "allow_other")
 	}
-	return syscall.Mount(store.Root, mnt, FSType, directFlags(opts), strings.Join(data, ","))
+	return syscall.Mount(mo.FsName, mnt, FSType, mo.DirectMountFlags, strings.Join(data, ","))
 }
 
 // connectHelper waits for a confined mount's helper to be started.
@@ -192,11 +204,10 @@ func (s *startup) connectHelper() error {
 	if !s.confined {
 		return nil
 	}
-	client, pid, err := s.launch.wait()
-	if err != nil {
-		return fmt.Errorf("start the privileged helper: %w", err)
+	<-s.helperStarted
+	if s.helperErr != nil {
+		return fmt.Errorf("start the privileged helper: %w", s.helperErr)
 	}
-	s.helper, s.helperPID = client, pid
 	return nil
 }
 
@@ -251,18 +262,13 @@ func (s *startup) newServer() error {
 	// Modes reach us already masked by the caller's umask; the daemon's own must not mask them again.
 	syscall.Umask(0)
 	s.procs = runtime.GOMAXPROCS(0)
-	mo := mountOptions(s.store, s.opts)
-	if !s.confined {
-		mountByGoFUSE(&mo, s.opts)
-	}
-	opts := nodeOptions(mo, s.opts.Timeout)
-	fs := newNoOpendir(gofs.NewNodeFS(s.root, opts))
+	raw := newNoOpendir(gofs.NewNodeFS(s.root, s.fuse))
 	if s.confined {
-		server, err := fuse.NewServer(fs, fmt.Sprintf("/dev/fd/%d", s.dev), &opts.MountOptions)
+		server, err := fuse.NewServer(raw, fmt.Sprintf("/dev/fd/%d", s.dev), &s.fuse.MountOptions)
 		s.server = server
 		return err
 	}
-	server, err := fuse.NewServer(fs, s.mnt, &opts.MountOptions)
+	server, err := fuse.NewServer(raw, s.mnt, &s.fuse.MountOptions)
 	if err != nil {
 		return mountError(s.mnt, err)
 	}
