@@ -1,5 +1,11 @@
 // Command sessionfs keeps each coding-agent session in one folder: a store of plain folders, a FUSE view of it
 // that makes Claude Code's transcripts resumable from any cwd, and backends that run agents in a session.
+//
+// Each command is one file, cmd_<verb>.go: its flags, and a RunE that checks them and makes one call (a run<Verb>
+// function beside it, or the library). What several commands share lives in files named for it: main.go (exit
+// codes and the one-line error), root.go (the root command, the app and its store), ids.go (session and
+// conversation ids as typed), output.go (JSON, --format, the words of messages), view.go (a session and its runs
+// as --json shows them), progress.go (progress bars and Ctrl-C), complete.go (shell completion).
 package main
 
 import (
