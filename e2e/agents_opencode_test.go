@@ -1,15 +1,11 @@
 package e2e
 
 import (
-	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/docker/docker/client"
 	"github.com/stretchr/testify/assert"
@@ -146,82 +142,4 @@ func TestOpencodeContainerAndHost(t *testing.T) {
 	_, s = only(t, opencodeSessions(t, store))
 	assert.Equal(t, ws, s.dir)
 	assert.Greater(t, s.messages, n, "the container's turn and the host's, one conversation")
-}
-
-// TestOpencodeImport: a conversation of opencode's run outside sessionfs (its own XDG folders, a cwd of its own)
-// is imported into a session from the user's database (XDG_DATA_HOME/opencode, the default --from), and
-// "opencode run --continue" in the session continues that conversation, not a new one. Imported again, it is
-// unchanged: the session has it newer.
-func TestOpencodeImport(t *testing.T) {
-	oc := agentCLI(t, "opencode")
-	store, _, api, env := opencodeSetup(t)
-	home := t.TempDir()
-	work := filepath.Join(home, "work")
-	require.NoError(t, os.MkdirAll(work, 0o755))
-	opencodeSeedConfig(t, filepath.Join(home, "config"))
-	data := "XDG_DATA_HOME=" + filepath.Join(home, "data")
-	out, err := runCmd(work, append(env, data, "XDG_CONFIG_HOME="+filepath.Join(home, "config"),
-		"XDG_STATE_HOME="+filepath.Join(home, "state"), "PWD="+work), oc, "run", "--format", "json", "hello from my own opencode")
-	require.NoError(t, err, "%s\nstub saw %v", out, api.Paths())
-	ids := opencodeIDs(out)
-	require.Len(t, ids, 1, out)
-	id := ids[0]
-
-	var rep struct{ Sessions, Imported, Unchanged []string }
-	r := cliWith(t, store, "", []string{data}, nil, "import", "--agent", "opencode", "--into", "s1", "--json")
-	require.Equal(t, 0, r.code, r.stderr)
-	require.NoError(t, json.Unmarshal([]byte(r.stdout), &rep))
-	assert.Equal(t, []string{id}, rep.Imported)
-	got, s := only(t, opencodeSessions(t, store))
-	assert.Equal(t, id, got)
-	assert.Equal(t, work, s.dir, "its cwd as it was, until a launch moves it")
-	n := s.messages
-
-	r = agentExec(t, store, "opencode", env, "", oc, "run", "--format", "json", "--continue", "now in the session")
-	require.Equal(t, 0, r.code, "%s\n%s", r.stdout, r.stderr)
-	assert.Equal(t, []string{id}, opencodeIDs(r.stdout), "the imported conversation, continued")
-	_, s = only(t, opencodeSessions(t, store))
-	assert.Greater(t, s.messages, n, "it grew in the session")
-	session, agent := findAgent(t, store, id)
-	assert.Equal(t, "s1/opencode", session+"/"+agent)
-
-	r = cliWith(t, store, "", []string{data}, nil, "import", "--agent", "opencode", "--into", "s1", "--json")
-	require.Equal(t, 0, r.code, r.stderr)
-	rep.Imported = nil
-	require.NoError(t, json.Unmarshal([]byte(r.stdout), &rep))
-	assert.Empty(t, rep.Imported)
-	assert.Equal(t, []string{id}, rep.Unchanged)
-}
-
-// TestOpencodeWatch: "sessionfs watch" follows the conversation opencode keeps in its database as the real CLI
-// writes it: the prompt and the reply, each once, marked [opencode] under the short id find takes.
-func TestOpencodeWatch(t *testing.T) {
-	oc := agentCLI(t, "opencode")
-	store, _, api, env := opencodeSetup(t)
-	cmd := exec.Command(bin, "watch", "s1")
-	cmd.Env = append(os.Environ(), "SESSIONFS_STORE="+store)
-	out := &syncBuffer{}
-	cmd.Stdout = out
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	time.Sleep(time.Second) // let it start watching
-
-	r := agentExec(t, store, "opencode", env, "", oc, "run", "--format", "json", "hello watcher")
-	require.Equal(t, 0, r.code, "%s\n%s\nstub saw %v", r.stdout, r.stderr, api.Paths())
-	ids := opencodeIDs(r.stdout)
-	require.Len(t, ids, 1)
-	short := strings.TrimPrefix(ids[0], "ses_")[:8]
-	prompt := regexp.MustCompile(`(?m)^` + short + ` \d\d:\d\d:\d\d \[opencode\] user "hello watcher"$`)
-	reply := regexp.MustCompile(`(?m)^` + short + ` \d\d:\d\d:\d\d \[opencode\] assistant ` + openaistub.Reply + `$`)
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) && !(prompt.MatchString(out.String()) && reply.MatchString(out.String())) {
-		time.Sleep(100 * time.Millisecond)
-	}
-	time.Sleep(time.Second) // nothing printed twice meanwhile
-	assert.Len(t, prompt.FindAllString(out.String(), -1), 1, out.String())
-	assert.Len(t, reply.FindAllString(out.String(), -1), 1, out.String())
-
-	// The short id is one find takes.
-	session, agent := findAgent(t, store, short)
-	assert.Equal(t, "s1/opencode", session+"/"+agent)
 }

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"encoding/json"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -10,54 +9,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
-
-// One runner per session: exec, run and resume share the lease; --wait waits for it; a killed runner frees it.
-func TestLeaseOneRunnerPerSession(t *testing.T) {
-	store := t.TempDir()
-	ok(t, store, "new", "web")
-	ok(t, store, "new", "api")
-
-	first := startRunner(t, store, nil, "exec", "web", "--", "sh", "-c", holding+"; exec sleep 60")
-	waitRefused(t, store, first)
-	for _, args := range [][]string{
-		{"run", "web", "--", "true"},
-		{"resume", "web", "--claude", "true"},
-	} {
-		r := cli(t, store, args...)
-		assert.Equal(t, 125, r.code, "%v: %s", args, r.stderr)
-		assert.Regexp(t, refusal, r.stderr, "%v", args)
-	}
-	assert.Equal(t, "", strings.TrimSpace(ok(t, store, "exec", "api", "--", "true")), "another session runs meanwhile")
-
-	// --wait: says so once, then runs when the holder goes.
-	waiter := startRunner(t, store, nil, "exec", "--wait", "web", "--", "sh", "-c", "echo ran")
-	eventually(t, 10*time.Second, func() bool { return strings.Contains(waiter.out.String(), "waiting for it") },
-		"the waiter never said it waits")
-	assert.False(t, waiter.exited(time.Second), "the waiter waits while the lease is held")
-
-	first.kill() // SIGKILL: the runner releases nothing itself
-	require.True(t, waiter.exited(20*time.Second), "the waiter never ran after the holder was killed")
-	assert.Equal(t, 0, waiter.cmd.ProcessState.ExitCode(), waiter.out.String())
-	assert.Contains(t, waiter.out.String(), "ran")
-	ok(t, store, "exec", "web", "--", "true")
-}
-
-// rm of a session something runs in is refused with the lease's message, as rename is (the run would go on in the
-// trash and its record be lost); --force removes it all the same.
-func TestRmOfARunningSession(t *testing.T) {
-	store := t.TempDir()
-	ok(t, store, "new", "web")
-	holder := startRunner(t, store, nil, "exec", "web", "--", "sh", "-c", holding+"; exec sleep 60")
-	eventually(t, 20*time.Second, func() bool { return strings.Contains(holder.out.String(), "holding the lease") },
-		"the holder never ran: %s", holder.out)
-	r := cli(t, store, "rm", "web")
-	assert.Equal(t, 125, r.code, r.stderr)
-	assert.Regexp(t, `session web is running on host \S+ \(pid \d+\) since \d\d:\d\d \(--force removes it all the same\)`, r.stderr)
-	assert.DirExists(t, filepath.Join(store, "sessions", "web"))
-	r = cli(t, store, "rm", "--force", "web")
-	require.Equal(t, 0, r.code, r.stderr)
-	assert.NoDirExists(t, filepath.Join(store, "sessions", "web"))
-}
 
 // runs --json tells a run's state: a run killed with -9 is "unfinished" with a null exit code (it showed 0), one
 // refused before it started has the 125 the user got (it was -1), and every key is always there.
@@ -91,4 +42,35 @@ func TestRunsStatus(t *testing.T) {
 	assert.Equal(t, float64(3), runs[2]["exit_code"])
 	assert.Nil(t, runs[2]["error"])
 	assert.Equal(t, "unfinished <nil>\nexited 125\nexited 3\n", ok(t, store, "runs", "web", "--format", "{{.Status}} {{.ExitCode}}"))
+}
+
+// One runner per session: exec, run and resume share the lease; --wait waits for it; a killed runner frees it.
+func TestLeaseOneRunnerPerSession(t *testing.T) {
+	store := t.TempDir()
+	ok(t, store, "new", "web")
+	ok(t, store, "new", "api")
+
+	first := startRunner(t, store, nil, "exec", "web", "--", "sh", "-c", holding+"; exec sleep 60")
+	waitRefused(t, store, first)
+	for _, args := range [][]string{
+		{"run", "web", "--", "true"},
+		{"resume", "web", "--claude", "true"},
+	} {
+		r := cli(t, store, args...)
+		assert.Equal(t, 125, r.code, "%v: %s", args, r.stderr)
+		assert.Regexp(t, refusal, r.stderr, "%v", args)
+	}
+	assert.Equal(t, "", strings.TrimSpace(ok(t, store, "exec", "api", "--", "true")), "another session runs meanwhile")
+
+	// --wait: says so once, then runs when the holder goes.
+	waiter := startRunner(t, store, nil, "exec", "--wait", "web", "--", "sh", "-c", "echo ran")
+	eventually(t, 10*time.Second, func() bool { return strings.Contains(waiter.out.String(), "waiting for it") },
+		"the waiter never said it waits")
+	assert.False(t, waiter.exited(time.Second), "the waiter waits while the lease is held")
+
+	first.kill() // SIGKILL: the runner releases nothing itself
+	require.True(t, waiter.exited(20*time.Second), "the waiter never ran after the holder was killed")
+	assert.Equal(t, 0, waiter.cmd.ProcessState.ExitCode(), waiter.out.String())
+	assert.Contains(t, waiter.out.String(), "ran")
+	ok(t, store, "exec", "web", "--", "true")
 }
