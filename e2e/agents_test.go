@@ -11,9 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sessionfs/sessionfs/agents"
 	geminiagent "github.com/sessionfs/sessionfs/agents/gemini"
-	qwenagent "github.com/sessionfs/sessionfs/agents/qwen"
 )
 
 // envVars parses "sessionfs env" output into a map.
@@ -133,51 +131,4 @@ func TestAgentFlagDocker(t *testing.T) {
 	r = dockerRun(t, store, "--image", busyboxImage, "--agent", "gemini", "s1", "--", "sh", "-c", `echo "$GEMINI_CLI_HOME"`)
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Equal(t, "/session\n", r.stdout)
-}
-
-// TestAgentViewsThroughMount: the other agents' cwd-keyed folders through the mount, without their CLIs: any
-// name the agent could make is the canonical folder (Gemini's claim file excepted), other entries pass through,
-// rm -rf takes everything, and a canonical folder the session made a link out of it is never followed.
-func TestAgentViewsThroughMount(t *testing.T) {
-	store := t.TempDir()
-	ok(t, store, "new", "s1")
-	m := mount(t, store)
-	mnt, sess := m.session("s1"), filepath.Join(store, "sessions", "s1")
-
-	// Gemini: mkdir of a new project name makes the canonical folder; the claim stays the name's own.
-	tmp := filepath.Join(mnt, ".gemini", "tmp")
-	require.NoError(t, os.MkdirAll(filepath.Join(tmp, "webapp", "chats"), 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(tmp, "webapp", geminiagent.Owner), []byte("/src/webapp"), 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(tmp, "webapp", "chats", "c.jsonl"), []byte("{}\n"), 0o644))
-	assert.FileExists(t, filepath.Join(sess, ".gemini", "tmp", "workspace", "chats", "c.jsonl"), "written through the view, kept in the canonical folder")
-	b, err := os.ReadFile(filepath.Join(sess, ".gemini", "tmp", "webapp", geminiagent.Owner))
-	require.NoError(t, err)
-	assert.Equal(t, "/src/webapp", string(b), "the claim is the name's own")
-	assert.NoFileExists(t, filepath.Join(sess, ".gemini", "tmp", "workspace", geminiagent.Owner))
-	assert.FileExists(t, filepath.Join(tmp, "api", "chats", "c.jsonl"), "every project name shows it")
-	require.NoError(t, os.MkdirAll(filepath.Join(tmp, "bin"), 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(tmp, "bin", "rg"), nil, 0o755))
-	assert.FileExists(t, filepath.Join(sess, ".gemini", "tmp", "bin", "rg"), "Gemini's shared folders are its own")
-	require.NoError(t, os.RemoveAll(filepath.Join(mnt, ".gemini")))
-	assert.NoDirExists(t, filepath.Join(sess, ".gemini"))
-
-	// Qwen: every cwd's folder is the canonical one; Codex's folders are plain.
-	require.NoError(t, os.MkdirAll(filepath.Join(mnt, ".qwen", "projects", "-src-api", "chats"), 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(mnt, ".qwen", "projects", "-src-api", "chats", "q.jsonl"), []byte("{}\n"), 0o644))
-	assert.FileExists(t, filepath.Join(sess, ".qwen", "projects", qwenagent.Folder(agents.CanonicalCwd), "chats", "q.jsonl"))
-	require.NoError(t, os.MkdirAll(filepath.Join(mnt, ".codex", "sessions", "2026"), 0o755))
-	assert.DirExists(t, filepath.Join(sess, ".codex", "sessions", "2026"))
-
-	// Attack: the canonical folder made a link out of the session is never shown through a view.
-	outside := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(outside, "secret"), []byte("s"), 0o600))
-	gtmp := filepath.Join(sess, ".gemini", "tmp")
-	require.NoError(t, os.MkdirAll(gtmp, 0o755))
-	require.NoError(t, os.Symlink(outside, filepath.Join(gtmp, "workspace")))
-	_, err = os.ReadFile(filepath.Join(tmp, "other", "secret"))
-	assert.Error(t, err, "a view never leads through the link")
-	assert.Error(t, os.WriteFile(filepath.Join(tmp, "other", "x"), nil, 0o644))
-	ents, err := os.ReadDir(outside)
-	require.NoError(t, err)
-	assert.Len(t, ents, 1, "nothing written outside")
 }

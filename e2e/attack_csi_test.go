@@ -21,6 +21,85 @@ import (
 	"github.com/sessionfs/sessionfs/layout"
 )
 
+// TestCSIAttacks: hostile volume attributes, a session whose folders are links or FIFOs, a target that is a link.
+// Each is a clear gRPC error at once, and nothing is mounted anywhere. (The sessions, made by `sessionfs new`,
+// belong to no namespace: they are published as persistent volumes, whose handles Kubernetes authorizes.)
+func TestCSIAttacks(t *testing.T) {
+	store := t.TempDir()
+	ok(t, store, "new", "evil")
+	ok(t, store, "new", "fifo")
+	ok(t, store, "new", "good")
+	p := startCSI(t, store, "node-a")
+	node, ctrl := p.client(t)
+	host := t.TempDir() // a host folder a publish must never reach
+	require.NoError(t, os.WriteFile(filepath.Join(host, "secret"), []byte("host"), 0o600))
+	pods := p.kubelet
+	target := filepath.Join(pods, "pod", "session")
+	require.NoError(t, os.MkdirAll(filepath.Dir(target), 0o750))
+	nothingMounted := func(what string) {
+		t.Helper()
+		assert.Empty(t, mountsUnder(t, pods), "%s: nothing is mounted for pods", what)
+		assertNothingMountedIn(t, p.mnt, host, filepath.Join(store, "sessions"))
+	}
+
+	for _, attrs := range []map[string]string{
+		{"session": "../evil"}, {"session": "/etc"}, {"session": "evil/../../etc"}, {"session": ".."}, {"session": ""},
+		{"session": "good", "profile": "/etc"}, {"session": "good", "profile": "../../etc"},
+		{"session": "good", "path": "/"}, {"session": "good", "create": "perhaps"}, {"session": "good", "labels": "a=b,=c"},
+	} {
+		_, err := node.NodePublishVolume(rpcCtx(t), publishReq("csi-1", target, attrs))
+		assert.Equal(t, codes.InvalidArgument, status.Code(err), "%v: %v", attrs, err)
+		nothingMounted(fmt.Sprint(attrs))
+	}
+	_, err := ctrl.CreateVolume(rpcCtx(t), &spec.CreateVolumeRequest{Name: "../../etc", VolumeCapabilities: []*spec.VolumeCapability{publishReq("", "", nil).VolumeCapability}})
+	assert.Equal(t, codes.InvalidArgument, status.Code(err), "%v", err)
+
+	// The session's workspace made a link to a host folder, then a FIFO: refused, nothing mounted, no hang.
+	ws := filepath.Join(store, "sessions", "evil", "workspace")
+	require.NoError(t, os.RemoveAll(ws))
+	require.NoError(t, os.Symlink(host, ws))
+	_, err = node.NodePublishVolume(rpcCtx(t), pvReq("evil", target))
+	assert.Equal(t, codes.FailedPrecondition, status.Code(err), "%v", err)
+	assert.Contains(t, status.Convert(err).Message(), "workspace is not a folder of the session")
+	nothingMounted("a workspace that is a link")
+	fifo := filepath.Join(store, "sessions", "fifo", "workspace")
+	require.NoError(t, os.RemoveAll(fifo))
+	require.NoError(t, syscall.Mkfifo(fifo, 0o644))
+	_, err = node.NodePublishVolume(rpcCtx(t), pvReq("fifo", target))
+	assert.Equal(t, codes.FailedPrecondition, status.Code(err), "%v", err)
+	nothingMounted("a workspace that is a FIFO")
+
+	// A target that is a link to a host folder: refused, the host folder untouched.
+	linked := filepath.Join(pods, "pod", "linked")
+	require.NoError(t, os.Symlink(host, linked))
+	_, err = node.NodePublishVolume(rpcCtx(t), pvReq("good", linked))
+	assert.Equal(t, codes.InvalidArgument, status.Code(err), "%v", err)
+	nothingMounted("a target that is a link")
+
+	// The refusals held no lease: the good session publishes, then unpublishes twice (idempotent).
+	_, err = node.NodePublishVolume(rpcCtx(t), pvReq("good", target))
+	require.NoError(t, err)
+	assertBindsWithin(t, target, filepath.Join(store, "sessions", "good"))
+	for range 2 {
+		_, err = node.NodeUnpublishVolume(rpcCtx(t), &spec.NodeUnpublishVolumeRequest{VolumeId: "good", TargetPath: target})
+		require.NoError(t, err)
+	}
+	nothingMounted("after unpublishing")
+}
+
+// assertBindsWithin checks every mount at or beneath target shows a folder inside sessionDir (or the mount's
+// session folder).
+func assertBindsWithin(t *testing.T, target, sessionDir string) {
+	t.Helper()
+	for _, e := range mountsUnder(t, filepath.Dir(target)) {
+		if e.fstype == "fuse.sessionfs" {
+			assert.Equal(t, "/sessions/"+filepath.Base(sessionDir), e.root, "%s", e.point)
+			continue
+		}
+		assert.True(t, strings.HasPrefix(e.root, sessionDir+"/"), "%s shows %s, outside %s", e.point, e.root, sessionDir)
+	}
+}
+
 // stillMounted asserts the host mount at dir is there, its file with it.
 func stillMounted(t *testing.T, dir, what string) {
 	t.Helper()
@@ -133,71 +212,6 @@ func TestCSIAttackInlineTenancy(t *testing.T) {
 	unpublish(pod("b-3"))
 }
 
-// TestCSIRepublishAfterRestart: a plugin killed and started again answers the kubelet's repeated publish of a
-// target it published as done (its record on disk), holds the session's lease again, and unpublishes it; with its
-// record lost too, the mount table tells its mounts (clones of the node's mount).
-func TestCSIRepublishAfterRestart(t *testing.T) {
-	p := startCSI(t, t.TempDir(), "node-a")
-	unmountAllUnder(t, p.kubelet)
-	target, other := filepath.Join(p.kubelet, "pod-1", "session"), filepath.Join(p.kubelet, "pod-2", "session")
-	for _, dir := range []string{target, other} {
-		require.NoError(t, os.MkdirAll(filepath.Dir(dir), 0o750))
-	}
-	req := publishReq("csi-1", target, map[string]string{"session": "s"})
-	node, _ := p.client(t)
-	_, err := node.NodePublishVolume(rpcCtx(t), req)
-	require.NoError(t, err)
-
-	for i, forget := range []bool{false, true} {
-		require.NoError(t, p.cmd.Process.Kill())
-		<-p.done
-		if forget {
-			require.NoError(t, os.RemoveAll(p.state))
-		}
-		p = p.restart(t)
-		node, _ = p.client(t)
-		_, err = node.NodePublishVolume(rpcCtx(t), req)
-		t.Logf("restart %d (state folder removed: %t): repeated publish: %v", i+1, forget, err)
-		require.NoError(t, err, "a repeated publish of a published target is done already")
-		_, err = node.NodePublishVolume(rpcCtx(t), publishReq("csi-2", other, map[string]string{"session": "s"}))
-		assert.Equal(t, codes.FailedPrecondition, status.Code(err), "the restarted plugin holds the session's lease again: %v", err)
-		ro := publishReq("csi-1", target, map[string]string{"session": "s"})
-		ro.Readonly = true
-		_, err = node.NodePublishVolume(rpcCtx(t), ro)
-		assert.Equal(t, codes.AlreadyExists, status.Code(err), "the same target read-only is another publish: %v", err)
-	}
-	_, err = node.NodeUnpublishVolume(rpcCtx(t), unpublishReq("csi-1", target))
-	require.NoError(t, err)
-	assert.NoDirExists(t, target)
-	assert.Empty(t, mountsUnder(t, p.kubelet), "unpublished after the restarts")
-	_, err = node.NodePublishVolume(rpcCtx(t), publishReq("csi-2", other, map[string]string{"session": "s"}))
-	require.NoError(t, err, "the lease was given back")
-	_, err = node.NodeUnpublishVolume(rpcCtx(t), unpublishReq("csi-2", other))
-	require.NoError(t, err)
-}
-
-// TestCSICreateVolumeOtherCapacity: a second CreateVolume of a name with another capacity is ALREADY_EXISTS, as
-// the CSI spec requires; the same request again is the volume; a claim's namespace owns what it makes.
-func TestCSICreateVolumeOtherCapacity(t *testing.T) {
-	store := t.TempDir()
-	p := startCSI(t, store, "node-a")
-	_, ctrl := p.client(t)
-	create := func(size int64) (*spec.CreateVolumeResponse, error) {
-		return ctrl.CreateVolume(rpcCtx(t), &spec.CreateVolumeRequest{Name: "pvc-1", CapacityRange: &spec.CapacityRange{RequiredBytes: size, LimitBytes: size},
-			Parameters:         map[string]string{"csi.storage.k8s.io/pvc/namespace": "a", "csi.storage.k8s.io/pvc/name": "claim"},
-			VolumeCapabilities: []*spec.VolumeCapability{publishReq0("", "", nil).VolumeCapability}})
-	}
-	rsp, err := create(1 << 20)
-	require.NoError(t, err)
-	assert.Equal(t, int64(1<<20), rsp.GetVolume().GetCapacityBytes())
-	assert.Equal(t, "a", sessionNamespace(t, store, "pvc-1"), "the claim's namespace owns the session")
-	_, err = create(1 << 20)
-	require.NoError(t, err, "the same request again")
-	_, err = create(2 << 20)
-	t.Logf("the same name with twice the capacity: %v", err)
-	assert.Equal(t, codes.AlreadyExists, status.Code(err), "%v", err)
-}
-
 // TestAttackCSIPublishSwap: a pod of the session (uid 65534, on the node's store) keeps exchanging its workspace
 // with a symlink to a host folder while the plugin publishes and unpublishes the session again and again. Each
 // publish either refuses the folder or binds the session's own workspace; nothing of the session ever shows at the
@@ -281,83 +295,4 @@ func treeNames(t *testing.T, dir string) string {
 		names = append(names, e.Name())
 	}
 	return strings.Join(names, " ")
-}
-
-// TestCSIAttacks: hostile volume attributes, a session whose folders are links or FIFOs, a target that is a link.
-// Each is a clear gRPC error at once, and nothing is mounted anywhere. (The sessions, made by `sessionfs new`,
-// belong to no namespace: they are published as persistent volumes, whose handles Kubernetes authorizes.)
-func TestCSIAttacks(t *testing.T) {
-	store := t.TempDir()
-	ok(t, store, "new", "evil")
-	ok(t, store, "new", "fifo")
-	ok(t, store, "new", "good")
-	p := startCSI(t, store, "node-a")
-	node, ctrl := p.client(t)
-	host := t.TempDir() // a host folder a publish must never reach
-	require.NoError(t, os.WriteFile(filepath.Join(host, "secret"), []byte("host"), 0o600))
-	pods := p.kubelet
-	target := filepath.Join(pods, "pod", "session")
-	require.NoError(t, os.MkdirAll(filepath.Dir(target), 0o750))
-	nothingMounted := func(what string) {
-		t.Helper()
-		assert.Empty(t, mountsUnder(t, pods), "%s: nothing is mounted for pods", what)
-		assertNothingMountedIn(t, p.mnt, host, filepath.Join(store, "sessions"))
-	}
-
-	for _, attrs := range []map[string]string{
-		{"session": "../evil"}, {"session": "/etc"}, {"session": "evil/../../etc"}, {"session": ".."}, {"session": ""},
-		{"session": "good", "profile": "/etc"}, {"session": "good", "profile": "../../etc"},
-		{"session": "good", "path": "/"}, {"session": "good", "create": "perhaps"}, {"session": "good", "labels": "a=b,=c"},
-	} {
-		_, err := node.NodePublishVolume(rpcCtx(t), publishReq("csi-1", target, attrs))
-		assert.Equal(t, codes.InvalidArgument, status.Code(err), "%v: %v", attrs, err)
-		nothingMounted(fmt.Sprint(attrs))
-	}
-	_, err := ctrl.CreateVolume(rpcCtx(t), &spec.CreateVolumeRequest{Name: "../../etc", VolumeCapabilities: []*spec.VolumeCapability{publishReq("", "", nil).VolumeCapability}})
-	assert.Equal(t, codes.InvalidArgument, status.Code(err), "%v", err)
-
-	// The session's workspace made a link to a host folder, then a FIFO: refused, nothing mounted, no hang.
-	ws := filepath.Join(store, "sessions", "evil", "workspace")
-	require.NoError(t, os.RemoveAll(ws))
-	require.NoError(t, os.Symlink(host, ws))
-	_, err = node.NodePublishVolume(rpcCtx(t), pvReq("evil", target))
-	assert.Equal(t, codes.FailedPrecondition, status.Code(err), "%v", err)
-	assert.Contains(t, status.Convert(err).Message(), "workspace is not a folder of the session")
-	nothingMounted("a workspace that is a link")
-	fifo := filepath.Join(store, "sessions", "fifo", "workspace")
-	require.NoError(t, os.RemoveAll(fifo))
-	require.NoError(t, syscall.Mkfifo(fifo, 0o644))
-	_, err = node.NodePublishVolume(rpcCtx(t), pvReq("fifo", target))
-	assert.Equal(t, codes.FailedPrecondition, status.Code(err), "%v", err)
-	nothingMounted("a workspace that is a FIFO")
-
-	// A target that is a link to a host folder: refused, the host folder untouched.
-	linked := filepath.Join(pods, "pod", "linked")
-	require.NoError(t, os.Symlink(host, linked))
-	_, err = node.NodePublishVolume(rpcCtx(t), pvReq("good", linked))
-	assert.Equal(t, codes.InvalidArgument, status.Code(err), "%v", err)
-	nothingMounted("a target that is a link")
-
-	// The refusals held no lease: the good session publishes, then unpublishes twice (idempotent).
-	_, err = node.NodePublishVolume(rpcCtx(t), pvReq("good", target))
-	require.NoError(t, err)
-	assertBindsWithin(t, target, filepath.Join(store, "sessions", "good"))
-	for range 2 {
-		_, err = node.NodeUnpublishVolume(rpcCtx(t), &spec.NodeUnpublishVolumeRequest{VolumeId: "good", TargetPath: target})
-		require.NoError(t, err)
-	}
-	nothingMounted("after unpublishing")
-}
-
-// assertBindsWithin checks every mount at or beneath target shows a folder inside sessionDir (or the mount's
-// session folder).
-func assertBindsWithin(t *testing.T, target, sessionDir string) {
-	t.Helper()
-	for _, e := range mountsUnder(t, filepath.Dir(target)) {
-		if e.fstype == "fuse.sessionfs" {
-			assert.Equal(t, "/sessions/"+filepath.Base(sessionDir), e.root, "%s", e.point)
-			continue
-		}
-		assert.True(t, strings.HasPrefix(e.root, sessionDir+"/"), "%s shows %s, outside %s", e.point, e.root, sessionDir)
-	}
 }

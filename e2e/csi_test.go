@@ -135,3 +135,68 @@ func TestCSIOnePodPerSessionAcrossHosts(t *testing.T) {
 	}, "B never got the session of A's dead plugin: %v", err)
 	unpublish(nodeB, targetB)
 }
+
+// TestCSIRepublishAfterRestart: a plugin killed and started again answers the kubelet's repeated publish of a
+// target it published as done (its record on disk), holds the session's lease again, and unpublishes it; with its
+// record lost too, the mount table tells its mounts (clones of the node's mount).
+func TestCSIRepublishAfterRestart(t *testing.T) {
+	p := startCSI(t, t.TempDir(), "node-a")
+	unmountAllUnder(t, p.kubelet)
+	target, other := filepath.Join(p.kubelet, "pod-1", "session"), filepath.Join(p.kubelet, "pod-2", "session")
+	for _, dir := range []string{target, other} {
+		require.NoError(t, os.MkdirAll(filepath.Dir(dir), 0o750))
+	}
+	req := publishReq("csi-1", target, map[string]string{"session": "s"})
+	node, _ := p.client(t)
+	_, err := node.NodePublishVolume(rpcCtx(t), req)
+	require.NoError(t, err)
+
+	for i, forget := range []bool{false, true} {
+		require.NoError(t, p.cmd.Process.Kill())
+		<-p.done
+		if forget {
+			require.NoError(t, os.RemoveAll(p.state))
+		}
+		p = p.restart(t)
+		node, _ = p.client(t)
+		_, err = node.NodePublishVolume(rpcCtx(t), req)
+		t.Logf("restart %d (state folder removed: %t): repeated publish: %v", i+1, forget, err)
+		require.NoError(t, err, "a repeated publish of a published target is done already")
+		_, err = node.NodePublishVolume(rpcCtx(t), publishReq("csi-2", other, map[string]string{"session": "s"}))
+		assert.Equal(t, codes.FailedPrecondition, status.Code(err), "the restarted plugin holds the session's lease again: %v", err)
+		ro := publishReq("csi-1", target, map[string]string{"session": "s"})
+		ro.Readonly = true
+		_, err = node.NodePublishVolume(rpcCtx(t), ro)
+		assert.Equal(t, codes.AlreadyExists, status.Code(err), "the same target read-only is another publish: %v", err)
+	}
+	_, err = node.NodeUnpublishVolume(rpcCtx(t), unpublishReq("csi-1", target))
+	require.NoError(t, err)
+	assert.NoDirExists(t, target)
+	assert.Empty(t, mountsUnder(t, p.kubelet), "unpublished after the restarts")
+	_, err = node.NodePublishVolume(rpcCtx(t), publishReq("csi-2", other, map[string]string{"session": "s"}))
+	require.NoError(t, err, "the lease was given back")
+	_, err = node.NodeUnpublishVolume(rpcCtx(t), unpublishReq("csi-2", other))
+	require.NoError(t, err)
+}
+
+// TestCSICreateVolumeOtherCapacity: a second CreateVolume of a name with another capacity is ALREADY_EXISTS, as
+// the CSI spec requires; the same request again is the volume; a claim's namespace owns what it makes.
+func TestCSICreateVolumeOtherCapacity(t *testing.T) {
+	store := t.TempDir()
+	p := startCSI(t, store, "node-a")
+	_, ctrl := p.client(t)
+	create := func(size int64) (*spec.CreateVolumeResponse, error) {
+		return ctrl.CreateVolume(rpcCtx(t), &spec.CreateVolumeRequest{Name: "pvc-1", CapacityRange: &spec.CapacityRange{RequiredBytes: size, LimitBytes: size},
+			Parameters:         map[string]string{"csi.storage.k8s.io/pvc/namespace": "a", "csi.storage.k8s.io/pvc/name": "claim"},
+			VolumeCapabilities: []*spec.VolumeCapability{publishReq0("", "", nil).VolumeCapability}})
+	}
+	rsp, err := create(1 << 20)
+	require.NoError(t, err)
+	assert.Equal(t, int64(1<<20), rsp.GetVolume().GetCapacityBytes())
+	assert.Equal(t, "a", sessionNamespace(t, store, "pvc-1"), "the claim's namespace owns the session")
+	_, err = create(1 << 20)
+	require.NoError(t, err, "the same request again")
+	_, err = create(2 << 20)
+	t.Logf("the same name with twice the capacity: %v", err)
+	assert.Equal(t, codes.AlreadyExists, status.Code(err), "%v", err)
+}

@@ -125,3 +125,53 @@ func TestStoreNamesCachedForLongWhileWatched(t *testing.T) {
 	m = mount(t, store, "--debug", "--cache-timeout", "5s", "--max-binds", "0")
 	assert.Contains(t, replies(m, "notes.txt"), "tE=5s tA=5s", "the user's timeout")
 }
+
+// Finding 8: a file appended behind the mount while a writer holds it open shows its new size through the mount
+// at once, not after the attribute timeout.
+func TestSizeFreshWhileOpenForWriting(t *testing.T) {
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	m := mount(t, store)
+	viaMount := filepath.Join(m.session("s1"), "workspace", "log")
+	f, err := os.OpenFile(viaMount, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	require.NoError(t, err)
+	defer f.Close()
+	_, err = f.WriteString("mount\n")
+	require.NoError(t, err)
+	fi, err := os.Stat(viaMount)
+	require.NoError(t, err)
+	require.Equal(t, int64(6), fi.Size())
+
+	inStore, err := os.OpenFile(filepath.Join(store, "sessions", "s1", "workspace", "log"), os.O_WRONLY|os.O_APPEND, 0)
+	require.NoError(t, err)
+	_, err = inStore.WriteString("behind the mount\n")
+	require.NoError(t, err)
+	require.NoError(t, inStore.Close())
+	within100ms(t, "the size of a file open for writing", func() bool {
+		fi, err := os.Stat(viaMount)
+		return err == nil && fi.Size() == 6+17
+	})
+}
+
+// TestSessionMadeByCLIAppearsLive: a session created with the CLI while mounted is listed within a second.
+func TestSessionMadeByCLIAppearsLive(t *testing.T) {
+	store := t.TempDir()
+	m := mount(t, store)
+	entries, err := os.ReadDir(filepath.Join(m.mnt, "sessions"))
+	require.NoError(t, err)
+	assert.Empty(t, entries)
+	ok(t, store, "new", "late")
+	start := time.Now()
+	eventually(t, time.Second, func() bool {
+		ents, _ := os.ReadDir(filepath.Join(m.mnt, "sessions"))
+		return len(ents) == 1 && ents[0].Name() == "late"
+	}, "the new session did not appear")
+	t.Logf("appeared after %v", time.Since(start))
+	assert.DirExists(t, filepath.Join(m.session("late"), "workspace"))
+
+	// exec and show use the mounted path while the store is mounted.
+	r := cli(t, store, "exec", "late", "--", "pwd")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, filepath.Join(m.session("late"), "workspace"), strings.TrimSpace(r.stdout))
+	assert.Contains(t, ok(t, store, "show", "late"), "Mounted     "+m.session("late"))
+}

@@ -2,12 +2,17 @@ package e2e
 
 import (
 	"bufio"
-	"context"
+	"bytes"
+	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -15,112 +20,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
-
-// TestShellToolsOnTheMount: ls, du, find, grep, tail -f, mkdir and rm -rf work on the mount as on any folder.
-func TestShellToolsOnTheMount(t *testing.T) {
-	store := t.TempDir()
-	ok(t, store, "new", "s1")
-	m := mount(t, store)
-	s1 := m.session("s1")
-
-	sh(t, s1, "mkdir -p workspace/src && echo 'needle in a haystack' > workspace/src/a.txt && head -c 100000 /dev/zero > workspace/big")
-	assert.Contains(t, sh(t, m.mnt, "ls -la sessions/s1"), "workspace")
-	assert.Contains(t, sh(t, m.mnt, "ls -la sessions/s1/.claude/projects"), "-session-workspace")
-	du := sh(t, m.mnt, "du -sk sessions/s1")
-	assert.Regexp(t, `^\d+\s`, du)
-	assert.Contains(t, sh(t, m.mnt, "find sessions -name a.txt"), "sessions/s1/workspace/src/a.txt")
-	assert.Contains(t, sh(t, m.mnt, "grep -r needle sessions/s1/workspace"), "a.txt:needle")
-	assert.FileExists(t, filepath.Join(store, "sessions", "s1", "workspace", "src", "a.txt"), "writes land in the store")
-
-	// Write, rename, link, symlink, chmod, truncate pass through.
-	sh(t, s1, "cd workspace && mv src/a.txt src/b.txt && ln src/b.txt hard && ln -s src/b.txt soft && chmod 600 hard && truncate -s 3 soft")
-	b, err := os.ReadFile(filepath.Join(store, "sessions", "s1", "workspace", "src", "b.txt"))
-	require.NoError(t, err)
-	assert.Equal(t, "nee", string(b))
-	st, err := os.Stat(filepath.Join(store, "sessions", "s1", "workspace", "src", "b.txt"))
-	require.NoError(t, err)
-	assert.Equal(t, os.FileMode(0o600), st.Mode().Perm())
-	assert.Equal(t, "src/b.txt\n", sh(t, s1, "readlink workspace/soft"))
-
-	// tail -f through one alias sees lines appended through another.
-	aliasA := filepath.Join(s1, ".claude", "projects", "-home-u-a", "t.jsonl")
-	aliasB := filepath.Join(s1, ".claude", "projects", "-session-workspace", "t.jsonl")
-	require.NoError(t, os.WriteFile(aliasB, []byte(`{"n":0}`+"\n"), 0o600))
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	tail := exec.CommandContext(ctx, "tail", "-n", "+1", "-f", aliasA)
-	pipe, err := tail.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, tail.Start())
-	defer tail.Wait()
-	lines := make(chan string, 10)
-	go func() {
-		sc := bufio.NewScanner(pipe)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-	}()
-	f, err := os.OpenFile(aliasB, os.O_APPEND|os.O_WRONLY, 0)
-	require.NoError(t, err)
-	for _, l := range []string{`{"n":1}`, `{"n":2}`} {
-		_, err = f.WriteString(l + "\n")
-		require.NoError(t, err)
-	}
-	require.NoError(t, f.Close())
-	var seen []string
-	timeout := time.After(10 * time.Second)
-	for len(seen) < 3 {
-		select {
-		case l := <-lines:
-			seen = append(seen, l)
-		case <-timeout:
-			t.Fatalf("tail -f saw only %v", seen)
-		}
-	}
-	assert.Equal(t, []string{`{"n":0}`, `{"n":1}`, `{"n":2}`}, seen)
-	cancel()
-
-	// mkdir makes a session with the convention; a bad id is refused; rm -rf sends a session to the trash.
-	sh(t, m.mnt, "mkdir sessions/made-by-mkdir")
-	for _, d := range []string{"app", "workspace", "mcps", ".claude/projects/-session-workspace"} {
-		assert.DirExists(t, filepath.Join(store, "sessions", "made-by-mkdir", d))
-	}
-	assert.Contains(t, ok(t, store, "ls"), "made-by-mkdir")
-	err = os.Mkdir(filepath.Join(m.mnt, "sessions", "..."), 0o755)
-	assert.ErrorIs(t, err, syscall.EINVAL)
-	err = os.Mkdir(filepath.Join(m.mnt, "sessions", "-x"), 0o755)
-	assert.ErrorIs(t, err, syscall.EINVAL)
-
-	sh(t, m.mnt, "rm -rf sessions/made-by-mkdir")
-	assert.NoDirExists(t, filepath.Join(store, "sessions", "made-by-mkdir"))
-	trash := trashedSessions(t, store)
-	require.Len(t, trash, 1)
-	assert.True(t, strings.HasPrefix(trash[0].Name(), "made-by-mkdir."))
-	assert.NotContains(t, sh(t, m.mnt, "ls sessions"), "made-by-mkdir")
-}
-
-// TestSessionMadeByCLIAppearsLive: a session created with the CLI while mounted is listed within a second.
-func TestSessionMadeByCLIAppearsLive(t *testing.T) {
-	store := t.TempDir()
-	m := mount(t, store)
-	entries, err := os.ReadDir(filepath.Join(m.mnt, "sessions"))
-	require.NoError(t, err)
-	assert.Empty(t, entries)
-	ok(t, store, "new", "late")
-	start := time.Now()
-	eventually(t, time.Second, func() bool {
-		ents, _ := os.ReadDir(filepath.Join(m.mnt, "sessions"))
-		return len(ents) == 1 && ents[0].Name() == "late"
-	}, "the new session did not appear")
-	t.Logf("appeared after %v", time.Since(start))
-	assert.DirExists(t, filepath.Join(m.session("late"), "workspace"))
-
-	// exec and show use the mounted path while the store is mounted.
-	r := cli(t, store, "exec", "late", "--", "pwd")
-	require.Equal(t, 0, r.code, r.stderr)
-	assert.Equal(t, filepath.Join(m.session("late"), "workspace"), strings.TrimSpace(r.stdout))
-	assert.Contains(t, ok(t, store, "show", "late"), "Mounted     "+m.session("late"))
-}
 
 // TestMountLifecycle: unmount by command, a stale mount of a killed daemon is cleared by the next mount, and bad
 // mountpoints get one clear line.
@@ -155,16 +54,112 @@ func TestMountLifecycle(t *testing.T) {
 	assert.Equal(t, 1, strings.Count(strings.TrimSpace(r.stderr), "\n")+1)
 }
 
-// TestReadOnlyMount: --read-only refuses changes with EROFS and still serves reads.
-func TestReadOnlyMount(t *testing.T) {
+// mount --daemon returns once the mount serves and prints the daemon's pid; the daemon logs to --log and ends
+// with sessionfs unmount. A mount that cannot come up returns its error, not a pid.
+func TestMountDaemon(t *testing.T) {
+	needFUSE(t)
 	store := t.TempDir()
 	ok(t, store, "new", "s1")
-	m := mount(t, store, "--read-only")
-	assert.DirExists(t, filepath.Join(m.session("s1"), "workspace"))
-	err := os.WriteFile(filepath.Join(m.session("s1"), "workspace", "x"), nil, 0o644)
-	assert.ErrorIs(t, err, syscall.EROFS)
-	err = os.Mkdir(filepath.Join(m.mnt, "sessions", "new"), 0o755)
-	assert.ErrorIs(t, err, syscall.EROFS)
+	mnt := filepath.Join(t.TempDir(), "mnt")
+	logPath := filepath.Join(t.TempDir(), "state", "mount.log")
+	r := cli(t, store, "mount", "--daemon", "--log", logPath, mnt)
+	pid := 0
+	_, _ = fmt.Sscan(r.stdout, &pid)
+	t.Cleanup(func() {
+		if isFUSEMount(mnt) || staleMount(mnt) {
+			_ = syscall.Unmount(mnt, syscall.MNT_DETACH)
+		}
+		if pid > 0 {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Greater(t, pid, 0, "stdout is the pid: %q", r.stdout)
+	assert.Contains(t, r.stderr, logPath)
+	assert.True(t, isFUSEMount(mnt), "the mount serves when mount --daemon returns")
+	assert.DirExists(t, filepath.Join(mnt, "sessions", "s1", "workspace"))
+	assert.NoError(t, syscall.Kill(pid, 0), "the daemon runs")
+	b, err := os.ReadFile(logPath)
+	require.NoError(t, err)
+	assert.Contains(t, string(b), "serving "+store)
+	if os.Geteuid() == 0 {
+		// Started with its bounding set shrunk already (confine.StartDaemon), the daemon is as confined as a
+		// mount in the foreground: every thread holds the listed capabilities, and its helper its own.
+		keep := uint64(1<<0 | 1<<1 | 1<<3 | 1<<4 | 1<<6 | 1<<7 | 1<<21)
+		for _, st := range threadStatus(t, pid) {
+			assert.Equal(t, "2", st["Seccomp"])
+			for _, set := range []string{"CapEff", "CapPrm", "CapBnd"} {
+				got, err := strconv.ParseUint(st[set], 16, 64)
+				require.NoError(t, err)
+				assert.Equal(t, keep, got, "%s = %s", set, st[set])
+			}
+		}
+		helper := procStatus(t, helperPID(t, pid))
+		got, err := strconv.ParseUint(helper["CapBnd"], 16, 64)
+		require.NoError(t, err)
+		assert.Equal(t, keep|1<<19|1<<23, got, "the helper's bounding set")
+	}
+
+	r = cli(t, store, "mount", "--daemon", "--log", logPath, filepath.Join(t.TempDir(), "again"))
+	assert.Equal(t, 125, r.code)
+	assert.Contains(t, r.stderr, "already mounted at "+mnt)
+	assert.Empty(t, r.stdout)
+
+	ok(t, store, "unmount", mnt)
+	eventually(t, 10*time.Second, func() bool { return syscall.Kill(pid, 0) != nil }, "the daemon outlived its mount")
+	assert.False(t, isFUSEMount(mnt))
+}
+
+// TestSystemdReady: under systemd (NOTIFY_SOCKET) the mount says READY=1 once it serves.
+func TestSystemdReady(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "notify.sock")
+	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: sock, Net: "unixgram"})
+	require.NoError(t, err)
+	defer conn.Close()
+	t.Setenv("NOTIFY_SOCKET", sock)
+	m := mount(t, t.TempDir())
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(5*time.Second)))
+	buf := make([]byte, 256)
+	n, err := conn.Read(buf)
+	require.NoError(t, err)
+	assert.Contains(t, string(buf[:n]), "READY=1")
+	assert.True(t, isFUSEMount(m.mnt))
+	unit, err := os.ReadFile("../contrib/systemd/sessionfs.service")
+	require.NoError(t, err)
+	assert.Contains(t, string(unit), "Type=notify")
+}
+
+// A mountpoint inside the store, a store inside the mountpoint, a store mounted twice and a mountpoint that
+// holds files are refused with one line each, and nothing is mounted.
+func TestMountPlacesRefused(t *testing.T) {
+	needFUSE(t)
+	store := t.TempDir()
+	ok(t, store, "new", "j1")
+	inside := filepath.Join(store, "sessions", "j1", "workspace", "loop")
+	r := cli(t, store, "mount", inside)
+	assert.Equal(t, 125, r.code)
+	assert.Contains(t, r.stderr, "is inside the store")
+	assert.False(t, isFUSEMount(inside))
+
+	outer := t.TempDir()
+	r = cliWith(t, filepath.Join(outer, "store"), "", nil, nil, "mount", outer)
+	assert.Equal(t, 125, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "is inside the mountpoint")
+
+	m := mount(t, store)
+	second := filepath.Join(t.TempDir(), "again")
+	r = cli(t, store, "mount", second)
+	assert.Equal(t, 125, r.code)
+	assert.Contains(t, r.stderr, "already mounted at "+m.mnt)
+	assert.False(t, isFUSEMount(second))
+
+	full := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(full, "mine.txt"), []byte("keep"), 0o644))
+	m.stop(t)
+	r = cli(t, store, "mount", full)
+	assert.Equal(t, 125, r.code)
+	assert.Contains(t, r.stderr, "is not empty")
+	assert.FileExists(t, filepath.Join(full, "mine.txt"))
 }
 
 // TestMountFUSEErrors: no /dev/fuse, or no permission to open it, gives one clear line each.
@@ -197,6 +192,45 @@ func TestMountFUSEErrors(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, string(out), "no permission to open /dev/fuse")
 	assert.Equal(t, 1, strings.Count(strings.TrimSpace(string(out)), "\n")+1, "%s", out)
+}
+
+// TestMountWithoutFusermount: as root, with no fusermount or fusermount3 anywhere (a machine without fuse3), the
+// mount comes up by mounting directly.
+func TestMountWithoutFusermount(t *testing.T) {
+	need(t, os.Geteuid() == 0, "mounting directly needs root")
+	needFUSE(t)
+	_, err := exec.LookPath("unshare")
+	need(t, err == nil, "unshare (util-linux) is missing")
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	mnt := filepath.Join(t.TempDir(), "mnt")
+	// In a private mount namespace, every fusermount binary is hidden behind /dev/null, then sessionfs mounts,
+	// lists and unmounts.
+	script := `for b in /bin/fusermount /bin/fusermount3 /usr/bin/fusermount /usr/bin/fusermount3 /usr/local/bin/fusermount /usr/local/bin/fusermount3; do
+  [ -e "$b" ] && mount --bind /dev/null "$b"
+done
+if command -v fusermount >/dev/null 2>&1 && fusermount -V >/dev/null 2>&1; then echo "fusermount still usable"; exit 98; fi
+if command -v fusermount3 >/dev/null 2>&1 && fusermount3 -V >/dev/null 2>&1; then echo "fusermount3 still usable"; exit 98; fi
+"$0" mount "$1" & pid=$!
+i=0; while ! [ -d "$1/sessions/s1/workspace" ]; do i=$((i+1)); [ $i -gt 200 ] && { echo "not mounted"; kill $pid; exit 97; }; sleep 0.05; done
+ls "$1/sessions"
+kill -TERM $pid; wait $pid; echo "exit $?"`
+	cmd := exec.Command("unshare", "--mount", "--propagation", "private", "sh", "-c", script, bin, mnt)
+	cmd.Env = append(os.Environ(), "SESSIONFS_STORE="+store)
+	done := make(chan struct{})
+	var out []byte
+	go func() { out, err = cmd.CombinedOutput(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+		t.Fatalf("mounting without fusermount hung: %s", out)
+	}
+	require.NoError(t, err, string(out))
+	// ls lists s1 and the daemon exits 0 (its own lines may come before or after ls's).
+	assert.Regexp(t, `(?m)^s1$`, string(out))
+	assert.True(t, strings.HasSuffix(string(out), "\nexit 0\n"), "%s", out)
 }
 
 // TestInterruptBusyMount: Ctrl-C of a foreground mount a shell still uses says what it waits for (the process
@@ -246,4 +280,116 @@ func TestInterruptBusyMount(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("a second interrupt did not stop the daemon")
 	}
+}
+
+// unmount touches only sessionfs mounts.
+func TestUnmountOnlyOurs(t *testing.T) {
+	need(t, os.Geteuid() == 0, "mounting a tmpfs needs root")
+	dir := t.TempDir()
+	require.NoError(t, exec.Command("mount", "-t", "tmpfs", "tmpfs", dir).Run())
+	t.Cleanup(func() { _ = exec.Command("umount", "-l", dir).Run() })
+	r := cli(t, t.TempDir(), "unmount", dir)
+	assert.Equal(t, 125, r.code)
+	assert.Contains(t, r.stderr, "is a tmpfs mount, not a sessionfs one")
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	require.NoError(t, err)
+	assert.Contains(t, string(b), " "+dir+" ", "the tmpfs is still mounted")
+
+	// A busy sessionfs mount is detached lazily, and the user is told.
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	m := mount(t, store)
+	busy := exec.Command("sleep", "30")
+	busy.Dir = filepath.Join(m.session("s1"), ".claude")
+	require.NoError(t, busy.Start())
+	t.Cleanup(func() { _ = busy.Process.Kill(); _ = busy.Wait() })
+	r = cli(t, store, "unmount", m.mnt)
+	assert.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "detached lazily")
+	assert.False(t, isFUSEMount(m.mnt))
+}
+
+// TestCrashRecovery: kill -9 of the daemon while writers append through the mount. Every line fsync'd before the
+// kill is in the store; the next mount on the same mountpoint clears the dead mount by itself, in under a second.
+func TestCrashRecovery(t *testing.T) {
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	// The workspace through FUSE (a bound one is the store's own folder, which no daemon crash touches).
+	m := mount(t, store, "--max-binds", "0")
+	const writers = 4
+	acked := make([]atomic.Int64, writers) // lines each writer saw fsync'd
+	var wg sync.WaitGroup
+	for w := 0; w < writers; w++ {
+		cmd := appender(t, filepath.Join(m.session("s1"), "workspace", "log.jsonl"), fmt.Sprint(w), 0, true)
+		out, err := cmd.StdoutPipe()
+		require.NoError(t, err)
+		require.NoError(t, cmd.Start())
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sc := bufio.NewScanner(out)
+			for sc.Scan() {
+				n, _ := strconv.Atoi(sc.Text())
+				acked[w].Store(int64(n) + 1)
+			}
+			_ = cmd.Wait()
+		}()
+	}
+	// Killed mid-stream: once every writer has some lines down (a loaded machine starts them slowly).
+	eventually(t, 30*time.Second, func() bool {
+		for w := range acked {
+			if acked[w].Load() < 10 {
+				return false
+			}
+		}
+		return true
+	}, "the writers did not get going")
+	m.kill(t)
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("writers hang on the dead mount instead of getting an error")
+	}
+
+	// Every acknowledged line is in the store, whole.
+	data, err := os.ReadFile(filepath.Join(store, "sessions", "s1", "workspace", "log.jsonl"))
+	require.NoError(t, err)
+	got := make([]int, writers)
+	for _, line := range bytes.Split(bytes.TrimSpace(data), []byte("\n")) {
+		var e struct {
+			Writer string
+			N      int
+		}
+		require.NoError(t, json.Unmarshal(line, &e), "a torn line: %q", line)
+		w, _ := strconv.Atoi(e.Writer)
+		require.Equal(t, got[w], e.N, "writer %d's lines are in order, none missing", w)
+		got[w]++
+	}
+	ackedN := make([]int, writers)
+	for w := range acked {
+		ackedN[w] = int(acked[w].Load())
+		assert.GreaterOrEqual(t, got[w], ackedN[w], "writer %d: every fsync'd line survived", w)
+	}
+
+	start := time.Now()
+	m.start(t)
+	took := time.Since(start)
+	t.Logf("remounted over the dead mount in %v; lines acknowledged %v, stored %v", took, ackedN, got)
+	assert.Less(t, took, time.Second)
+	assert.FileExists(t, filepath.Join(m.session("s1"), "workspace", "log.jsonl"))
+}
+
+// A store whose mount's daemon died is reported as stale, with the way out, not as "not mounted".
+func TestStaleMountReported(t *testing.T) {
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	m := mount(t, store)
+	m.kill(t)
+	require.True(t, staleMount(m.mnt))
+	r := cli(t, store, "exec", "s1", "--", "true")
+	assert.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "the store's mount at "+m.mnt+" is stale (its daemon is gone; sessionfs mount serves it again)")
+	assert.NotContains(t, r.stderr, "not mounted")
 }

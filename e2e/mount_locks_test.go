@@ -1,13 +1,16 @@
 package e2e
 
 import (
+	"bufio"
 	"context"
 	"database/sql"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -180,4 +183,66 @@ func threadCount(t *testing.T, pid int) int {
 	}
 	t.Fatalf("no thread count for %d", pid)
 	return 0
+}
+
+// TestReadOnlyExclusiveFlock: a reader through a read-only mount (as a read-only CSI publish is) asking for an
+// exclusive flock holds a shared lock on the store's file: readers on the host are not locked out, and a writer
+// there waits only as for any reader. Among the mount's read-only descriptors it stays exclusive, so
+// `flock -x` through the mount still serialises.
+func TestReadOnlyExclusiveFlock(t *testing.T) {
+	need(t, os.Geteuid() == 0, "the reader runs as another uid: needs root")
+	_, err := exec.LookPath("flock")
+	need(t, err == nil, "flock(1) is missing (util-linux)")
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	viaStore := filepath.Join(store, "sessions", "s1", "workspace", "f")
+	require.NoError(t, os.WriteFile(viaStore, []byte("data"), 0o644))
+
+	for _, mode := range []string{"read-only mount", "read-only descriptor"} {
+		t.Run(mode, func(t *testing.T) {
+			args := []string{"--allow-other", "--max-binds", "0"}
+			if mode == "read-only mount" {
+				args = append(args, "--read-only")
+			}
+			m := mount(t, store, args...)
+			openUp(t, m.mnt)
+			viaMount := filepath.Join(m.session("s1"), "workspace", "f")
+			// flock(1) opens its file read-only; it holds the lock until its stdin ends.
+			reader := func() (io.WriteCloser, *bufio.Scanner) {
+				cmd := exec.Command("flock", "-x", "-n", viaMount, "-c", "echo held; exec cat")
+				cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+				stdin, err := cmd.StdinPipe()
+				require.NoError(t, err)
+				stdout, err := cmd.StdoutPipe()
+				require.NoError(t, err)
+				require.NoError(t, cmd.Start())
+				t.Cleanup(func() { stdin.Close(); _ = cmd.Wait() })
+				return stdin, bufio.NewScanner(stdout)
+			}
+			stdin, out := reader()
+			require.True(t, out.Scan(), "the reader got no lock")
+			require.Equal(t, "held", out.Text())
+
+			host, err := os.OpenFile(viaStore, os.O_RDWR, 0)
+			require.NoError(t, err)
+			defer host.Close()
+			sh := unix.Flock(int(host.Fd()), unix.LOCK_SH|unix.LOCK_NB)
+			t.Logf("a host reader's shared flock while the mount's reader holds an exclusive one: %v", errnoName(sh))
+			assert.NoError(t, sh, "the mount's read-only reader locks the host's readers out")
+			require.NoError(t, unix.Flock(int(host.Fd()), unix.LOCK_UN))
+			assert.ErrorIs(t, unix.Flock(int(host.Fd()), unix.LOCK_EX|unix.LOCK_NB), unix.EWOULDBLOCK,
+				"a writer waits for the reader, as for any reader's shared lock")
+
+			second := exec.Command("flock", "-s", "-n", viaMount, "-c", "true")
+			second.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+			var exit *exec.ExitError
+			require.ErrorAs(t, second.Run(), &exit, "a second read-only descriptor of the mount got a flock beside the exclusive one")
+			assert.Equal(t, 1, exit.ExitCode(), "flock -n fails with 1 when the lock is taken")
+
+			stdin.Close()
+			eventually(t, 10*time.Second, func() bool { return unix.Flock(int(host.Fd()), unix.LOCK_EX|unix.LOCK_NB) == nil },
+				"the reader's lock stayed after it ended")
+			require.NoError(t, unix.Flock(int(host.Fd()), unix.LOCK_UN))
+		})
+	}
 }
