@@ -1,3 +1,58 @@
-// Package e2e tests sessionfs as people use it: the real binary, a real FUSE mount, the real claude CLI driven
-// offline against the apistub Messages API, and (for the Docker backend) a real dockerd.
+// Package e2e tests sessionfs as people use it: the real binary, a real FUSE mount, the real agent CLIs driven
+// offline against the API stubs (apistub for Claude's Messages API, openaistub, geministub), and a real dockerd,
+// Podman, MooseFS and CSI plugin where a test needs them.
+//
+// # Where a test goes
+//
+// In the file of what it tests, named by its family and then the command or feature:
+//
+//   - cli_<command>_test.go: what a command does (its flags, output and errors); cli_test.go what spans commands.
+//   - mount_<feature>_test.go: the mount.
+//   - backend_<name>_test.go: exec and run on a backend (what the command runs sees).
+//   - csi_test.go: the CSI plugin.
+//   - agents_<agent>_test.go: that agent's real CLI through sessionfs; agents_test.go what every agent shares.
+//   - attack_<area>_test.go: every test with Attack in its name (a session's process, container or pod playing
+//     the attacker), in the file of what it attacks.
+//
+// A helper one file uses lives in that file, beside its test; helpers several files use live in harness_test.go
+// (the binary, the CLI, a mount) or harness_<what>_test.go.
+//
+// # The files
+//
+// Commands: cli_test.go (a walk over the store, exit codes, usage errors, --json, ids and their prefixes, a
+// mistyped, read-only or hostile store), cli_completion (completion, help), cli_doctor, cli_export (export and
+// import --archive), cli_find_resume (find, resume, by-claude-id/), cli_fork, cli_gc, cli_import (an agent's
+// history), cli_label (label, rename and runs as a user meets them), cli_ls, cli_new, cli_rename, cli_rm,
+// cli_run (run's flags across backends), cli_runs (runs, and the lease each exec, run and resume holds),
+// cli_show, cli_trash (trash ls and restore), cli_watch.
+//
+// The mount: mount_lifecycle (mount and unmount, --daemon, systemd, refused mountpoints, FUSE errors, Ctrl-C,
+// stale mounts, a crash), mount_posix (shell tools, posixtest and ours, native results, ownership and inodes),
+// mount_views (cwd-keyed views and aliases), mount_binds (the heavy folders' binds, --max-binds),
+// mount_coherence (changes behind the mount, what the kernel caches), mount_listing (folders without
+// OPENDIR), mount_locks (locks reach the store), mount_locks_shares (each session's and uid's share of the
+// daemon's locks), mount_readonly (--read-only, and the runs on it), mount_sessions (sessions made and removed
+// through the mount), mount_users (--allow-other, a normal user's mount), mount_confine (the confined serving
+// process), mount_memory (--max-nodes), mount_hosts (one store, two hosts on MooseFS), mount_stress (attackers
+// racing the mount).
+//
+// Backends: backend_local (exec: its namespace, signals, -w, -e), backend_local_landlock (exec --landlock),
+// backend_docker, backend_podman (rootful and rootless), backend_modal (run and sync against the fake control
+// plane).
+//
+// Agents: agents_claude (resume from any cwd, the control without the mount, CLAUDE_CODE_PROJECT_DIR_NAME,
+// subagents, /cd), agents_codex, agents_gemini, agents_qwen, agents_opencode, agents_opencode_db (opencode's
+// database as hostile input), agents_test.go (--agent, an agent folder made a link).
+//
+// Attacks: attack_binds (the bind primitive raced), attack_container (a session's files made hostile by its
+// container), attack_csi, attack_daemon (the serving process and its helper; _inject_* the ptrace slip),
+// attack_landlock and attack_landlock_terminal (exec --landlock), attack_opens (the daemon's open files).
+//
+// Harness: harness_test.go (the binary, the CLI, a mount, need), harness_helper (every mode the test binary runs
+// in as a helper process), harness_claude (the claude CLIs, the Messages API stub), harness_agents (the other
+// agents' CLIs), harness_docker (test images, runs in containers), harness_attack (a host secret, processes of
+// another uid, hostile archives), harness_mounts (the mount table, a session's binds), harness_csi (a plugin,
+// the kubelet's requests), harness_landlock (a session to attack from, a normal user's store, terminals),
+// harness_runner (a runner in the background), harness_daemon (the daemon's processes and their status),
+// harness_moosefs (a MooseFS cluster).
 package e2e
