@@ -52,26 +52,7 @@ The plugin runs as root (it mounts). See README, "Running on Kubernetes", and co
 			if err := o.check(); err != nil {
 				return err
 			}
-			s, err := a.createStore()
-			if err != nil {
-				return err
-			}
-			abs, err := filepath.Abs(o.mnt)
-			if err != nil {
-				return err
-			}
-			d := &csi.Driver{Store: s, Mountpoint: abs, NodeID: o.nodeID, Version: version, Profiles: o.profiles,
-				KubeletRoot: o.kubeletRoot, StateDir: o.stateDir}
-			stop, err := d.EnsureMount(confine.Options{Mode: envOr("SESSIONFS_CONFINE", confine.On)})
-			if err != nil {
-				return err
-			}
-			defer stop()
-			defer d.Close()
-			ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-			defer cancel()
-			fmt.Fprintf(os.Stderr, "sessionfs: CSI driver %s for node %s serving %s (mount %s) on %s\n", csi.Name, o.nodeID, s.Root, abs, o.endpoint)
-			return d.Serve(ctx, o.endpoint)
+			return a.runCSI(o)
 		},
 	}
 	host, _ := os.Hostname()
@@ -82,6 +63,30 @@ The plugin runs as root (it mounts). See README, "Running on Kubernetes", and co
 	cmd.Flags().StringVar(&o.kubeletRoot, "kubelet-root", csi.DefaultKubeletRoot, "the kubelet's folder: targets are beneath it")
 	cmd.Flags().StringVar(&o.stateDir, "state-dir", "/var/lib/sessionfs/csi", "where the plugin records what it published (kept across restarts)")
 	return cmd
+}
+
+// runCSI serves the CSI plugin on o's endpoint until SIGINT or SIGTERM, using or starting the node's mount.
+func (a *app) runCSI(o csiOptions) error {
+	s, err := a.createStore()
+	if err != nil {
+		return err
+	}
+	abs, err := filepath.Abs(o.mnt)
+	if err != nil {
+		return err
+	}
+	d := &csi.Driver{Store: s, Mountpoint: abs, NodeID: o.nodeID, Version: version, Profiles: o.profiles,
+		KubeletRoot: o.kubeletRoot, StateDir: o.stateDir}
+	stop, err := d.EnsureMount(confine.Options{Mode: envOr("SESSIONFS_CONFINE", confine.On)})
+	if err != nil {
+		return err
+	}
+	defer stop()
+	defer d.Close()
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	fmt.Fprintf(os.Stderr, "sessionfs: CSI driver %s for node %s serving %s (mount %s) on %s\n", csi.Name, o.nodeID, s.Root, abs, o.endpoint)
+	return d.Serve(ctx, o.endpoint)
 }
 
 // check refuses what would fail the plugin later, before anything is made: bad input mounts nothing.

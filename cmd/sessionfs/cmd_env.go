@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -27,33 +28,39 @@ it has none yet. opencode's conversations are moved to the session's workspace, 
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: a.completeIDs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ag, err := checkAgent(agent)
-			if err != nil {
-				return err
-			}
-			s, m, err := a.session(args[0])
-			if err != nil {
-				return err
-			}
-			root, _ := sessionDir(s, m.ID)
-			if container {
-				root = layout.ContainerRoot
-			}
-			warnings, err := session.PrepareAgent(s, m.ID, ag, mountpoint(s))
-			warnEach(warnings)
-			if err != nil {
-				return err
-			}
-			vars := agents.SessionEnv(nil, m.ID, root, ag)
-			warnEach(session.LaunchAgent(s, m.ID, ag, root, ""))
-			for _, kv := range vars {
-				k, v, _ := strings.Cut(kv, "=")
-				fmt.Fprintf(cmd.OutOrStdout(), "export %s=%s\n", k, shellQuote(v))
-			}
-			return nil
+			return a.runEnv(cmd.OutOrStdout(), args[0], agent, container)
 		},
 	}
 	cmd.Flags().BoolVar(&container, "container", false, "print the paths as containers and sandboxes see them")
 	agentFlag(cmd, &agent)
 	return cmd
+}
+
+// runEnv prints the export lines of session arg for agent (made ready in the session first), with the paths as
+// a container sees them when container.
+func (a *app) runEnv(w io.Writer, arg, agent string, container bool) error {
+	ag, err := checkAgent(agent)
+	if err != nil {
+		return err
+	}
+	s, m, err := a.session(arg)
+	if err != nil {
+		return err
+	}
+	root, _ := sessionDir(s, m.ID)
+	if container {
+		root = layout.ContainerRoot
+	}
+	warnings, err := session.PrepareAgent(s, m.ID, ag, mountpoint(s))
+	warnEach(warnings)
+	if err != nil {
+		return err
+	}
+	vars := agents.SessionEnv(nil, m.ID, root, ag)
+	warnEach(session.LaunchAgent(s, m.ID, ag, root, ""))
+	for _, kv := range vars {
+		k, v, _ := strings.Cut(kv, "=")
+		fmt.Fprintf(w, "export %s=%s\n", k, shellQuote(v))
+	}
+	return nil
 }

@@ -81,11 +81,7 @@ run's cwd first: opencode continues only the cwd's own.
 
 // execIn runs argv on this host in session id (through the mount when mounted), as exec does.
 func (a *app) execIn(id string, argv []string, adjust ...func(*backends.Spec)) error {
-	s, m, err := a.session(id)
-	if err != nil {
-		return err
-	}
-	r, err := a.leaseSession(context.Background(), s, m.ID)
+	s, m, r, err := a.leaseSession(id)
 	if err != nil {
 		return err
 	}
@@ -138,20 +134,24 @@ func (a *app) waitFlag(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&a.wait, "wait", false, "when another runner (on any host sharing the store) has the session, wait for it instead of failing")
 }
 
-// leaseSession takes the session's run lease for a command that runs in it (backends.Lease). Without --wait a
-// held lease fails at once, naming its holder; with it, the wait is said once on stderr. ctx ends the wait.
-func (a *app) leaseSession(ctx context.Context, s *layout.Store, id string) (*backends.Runner, error) {
-	r, err := backends.Lease(ctx, s, id, a.wait, func(re *layout.RunningError) {
+// leaseSession opens session arg and takes its run lease for a command that runs in it (backends.Lease). Without
+// --wait a held lease fails at once, naming its holder; with it, the wait is said once on stderr.
+func (a *app) leaseSession(arg string) (*layout.Store, *layout.Meta, *backends.Runner, error) {
+	s, m, err := a.session(arg)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	r, err := backends.Lease(context.Background(), s, m.ID, a.wait, func(re *layout.RunningError) {
 		fmt.Fprintf(os.Stderr, "sessionfs: %s; waiting for it\n", re)
 	})
 	if errors.Is(err, layout.ErrRunning) {
-		return nil, fmt.Errorf("%w (--wait waits for it)", err)
+		return nil, nil, nil, fmt.Errorf("%w (--wait waits for it)", err)
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	r.Warn = func(err error) { warnf("%v", err) }
-	return r, nil
+	return s, m, r, nil
 }
 
 // warnEach says each of warnings on stderr, as warnf does.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -11,10 +12,15 @@ import (
 	"github.com/sessionfs/sessionfs/session"
 )
 
+// newOptions are new's flags.
+type newOptions struct {
+	labels             []string
+	profile            string
+	asJSON, shareCreds bool
+}
+
 func (a *app) newCmd() *cobra.Command {
-	var labels []string
-	var profile string
-	var asJSON, shareCreds bool
+	var o newOptions
 	cmd := &cobra.Command{
 		Use:   "new [ID]",
 		Short: "Create a session folder (an id is generated when none is given)",
@@ -23,41 +29,46 @@ func (a *app) newCmd() *cobra.Command {
   ID=$(sessionfs new) && sessionfs exec "$ID" -- claude`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := a.createStore()
-			if err != nil {
-				return err
-			}
-			id := layout.NewID(time.Now())
-			if len(args) == 1 {
-				id = args[0]
-			}
-			lm, err := parseLabels(labels)
-			if err != nil {
-				return err
-			}
-			m, err := session.Create(s, id, session.Options{CreateOptions: layout.CreateOptions{Labels: lm, Profile: profile}, Mountpoint: mountpoint(s)})
-			if err != nil {
-				return err
-			}
-			if shareCreds {
-				warnings, err := session.ShareCredentials(s, id)
-				warnEach(warnings)
-				if err != nil {
-					return fmt.Errorf("session %q created, but sharing credentials failed: %w", id, err)
-				}
-			}
-			if asJSON {
-				return printJSON(cmd.OutOrStdout(), viewOf(s, mountpoint(s), m, s.Describe(id)))
-			}
-			fmt.Fprintln(cmd.OutOrStdout(), id)
-			return nil
+			return a.runNew(cmd.OutOrStdout(), args, o)
 		},
 	}
-	cmd.Flags().StringArrayVarP(&labels, "label", "l", nil, "a label KEY=VALUE (repeatable; Kubernetes' rule: see sessionfs label --help)")
-	cmd.Flags().StringVar(&profile, "profile", "", "a .claude template folder to copy into the session (CLAUDE.md, settings.json, skills/, ...)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the session's metadata as JSON")
-	cmd.Flags().BoolVar(&shareCreds, "share-credentials", false, "use your ~/.claude/.credentials.json (a link), so the session needs no login of its own")
+	cmd.Flags().StringArrayVarP(&o.labels, "label", "l", nil, "a label KEY=VALUE (repeatable; Kubernetes' rule: see sessionfs label --help)")
+	cmd.Flags().StringVar(&o.profile, "profile", "", "a .claude template folder to copy into the session (CLAUDE.md, settings.json, skills/, ...)")
+	cmd.Flags().BoolVar(&o.asJSON, "json", false, "print the session's metadata as JSON")
+	cmd.Flags().BoolVar(&o.shareCreds, "share-credentials", false, "use your ~/.claude/.credentials.json (a link), so the session needs no login of its own")
 	return cmd
+}
+
+// runNew makes session args[0] (a generated id when none is given) and prints its id, or its metadata.
+func (a *app) runNew(w io.Writer, args []string, o newOptions) error {
+	s, err := a.createStore()
+	if err != nil {
+		return err
+	}
+	id := layout.NewID(time.Now())
+	if len(args) == 1 {
+		id = args[0]
+	}
+	lm, err := parseLabels(o.labels)
+	if err != nil {
+		return err
+	}
+	m, err := session.Create(s, id, session.Options{CreateOptions: layout.CreateOptions{Labels: lm, Profile: o.profile}, Mountpoint: mountpoint(s)})
+	if err != nil {
+		return err
+	}
+	if o.shareCreds {
+		warnings, err := session.ShareCredentials(s, id)
+		warnEach(warnings)
+		if err != nil {
+			return fmt.Errorf("session %q created, but sharing credentials failed: %w", id, err)
+		}
+	}
+	if o.asJSON {
+		return printJSON(w, viewOf(s, mountpoint(s), m, s.Describe(id)))
+	}
+	fmt.Fprintln(w, id)
+	return nil
 }
 
 func parseLabels(kvs []string) (map[string]string, error) {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"slices"
@@ -80,7 +79,7 @@ volumes) unless --keep. Each run is recorded in the session's session.json. The 
 			if err != nil {
 				return err
 			}
-			return a.run(args[0], args[1:], &o, ag, ll)
+			return a.runIn(args[0], args[1:], &o, ag, ll)
 		},
 	}
 	f := cmd.Flags()
@@ -104,14 +103,10 @@ volumes) unless --keep. Each run is recorded in the session's session.json. The 
 	return cmd
 }
 
-// run is "sessionfs run": argv in session id with o's backend, agent ag and confinement ll (checked). The lease
+// runIn runs argv in session id with o's backend, agent ag and confinement ll (checked), as run does. The lease
 // comes first: a refused runner changes nothing.
-func (a *app) run(id string, argv []string, o *runOptions, ag *agents.Agent, ll *confine.Command) error {
-	s, m, err := a.session(id)
-	if err != nil {
-		return err
-	}
-	r, err := a.leaseSession(context.Background(), s, m.ID)
+func (a *app) runIn(id string, argv []string, o *runOptions, ag *agents.Agent, ll *confine.Command) error {
+	s, m, r, err := a.leaseSession(id)
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -12,8 +13,13 @@ import (
 	"github.com/sessionfs/sessionfs/layout"
 )
 
+// watchOptions are watch's flags.
+type watchOptions struct {
+	asJSON, fromStart, noFollow bool
+}
+
 func (a *app) watchCmd() *cobra.Command {
-	var asJSON, fromStart, noFollow bool
+	var o watchOptions
 	cmd := &cobra.Command{
 		Use:   "watch ID",
 		Short: "Follow a session's conversations live, one line per message",
@@ -35,30 +41,36 @@ is one object as opencode's API gives it: {"info": the message, "parts": [its pa
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: a.completeIDs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, m, err := a.session(args[0])
-			if err != nil {
-				return err
-			}
-			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			if noFollow {
-				fromStart = true
-				stop() // printed, then done
-			}
-			sess, err := s.OpenSession(m.ID)
-			if err != nil {
-				return err
-			}
-			defer sess.Close()
-			// All of projects/: used without the mount, Claude files transcripts under other folder names.
-			p := layout.Derive(s.Dir(m.ID))
-			warn := func(msg string) { warnf("watch: %s", oneLine(msg)) }
-			opts := follow.Options{JSON: asJSON, FromStart: fromStart, Warn: warn}
-			return follow.New(sess, p.Root, p.Projects, cmd.OutOrStdout(), opts).Run(ctx)
+			return a.runWatch(cmd.OutOrStdout(), args[0], o)
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print each new transcript entry as JSON")
-	cmd.Flags().BoolVar(&fromStart, "from-start", false, "print what the transcripts already hold first")
-	cmd.Flags().BoolVar(&noFollow, "no-follow", false, "print what the transcripts hold and exit (implies --from-start)")
+	cmd.Flags().BoolVar(&o.asJSON, "json", false, "print each new transcript entry as JSON")
+	cmd.Flags().BoolVar(&o.fromStart, "from-start", false, "print what the transcripts already hold first")
+	cmd.Flags().BoolVar(&o.noFollow, "no-follow", false, "print what the transcripts hold and exit (implies --from-start)")
 	return cmd
+}
+
+// runWatch prints session arg's conversations to w as they grow, until SIGINT or SIGTERM (with noFollow: what they
+// hold, then done).
+func (a *app) runWatch(w io.Writer, arg string, o watchOptions) error {
+	s, m, err := a.session(arg)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if o.noFollow {
+		o.fromStart = true
+		stop() // printed, then done
+	}
+	sess, err := s.OpenSession(m.ID)
+	if err != nil {
+		return err
+	}
+	defer sess.Close()
+	// All of projects/: used without the mount, Claude files transcripts under other folder names.
+	p := layout.Derive(s.Dir(m.ID))
+	warn := func(msg string) { warnf("watch: %s", oneLine(msg)) }
+	opts := follow.Options{JSON: o.asJSON, FromStart: o.fromStart, Warn: warn}
+	return follow.New(sess, p.Root, p.Projects, w, opts).Run(ctx)
 }

@@ -1,0 +1,269 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime/pprof"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sessionfs/sessionfs/confine"
+	"github.com/sessionfs/sessionfs/layout"
+	"github.com/sessionfs/sessionfs/mount"
+	"github.com/sessionfs/sessionfs/mount/nodes"
+)
+
+// defaultMountpoint is ~/agent-sessions.
+func defaultMountpoint() string {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "agent-sessions"
+	}
+	return filepath.Join(home, "agent-sessions")
+}
+
+// mountOptions are mount's flags.
+type mountOptions struct {
+	opts                mount.Options
+	cpuProfile, logPath string
+	maxNodes            int64
+	maxBinds            int
+	daemon              bool
+}
+
+func (a *app) mountCmd() *cobra.Command {
+	var o mountOptions
+	cmd := &cobra.Command{
+		Use:   "mount [MOUNTPOINT]",
+		Short: "Serve the store as a filesystem (default ~/agent-sessions), in the foreground or with --daemon",
+		Long: `mount shows the store at MOUNTPOINT as sessions/<id>/{app,workspace,mcps,.claude}. Under each session's
+.claude/projects/, every folder name Claude Code can make from a cwd ([A-Za-z0-9-], up to 255 bytes) is a
+view of the session's one transcript folder, so "claude --resume <uuid>" and "claude --continue" work from
+any working directory. mkdir sessions/<id> creates a session. rm -rf sessions/<id> moves the whole session,
+workspace included, to the trash at once, as "sessionfs rm ID" does: a session's listing starts with
+session.json, and removing session.json through the mount removes the session (so does Node's fs.rm; find
+-delete and Python's shutil.rmtree do too, but then report the names that vanished with it). "sessionfs trash
+ls" lists removed sessions, "sessionfs trash restore ID" brings one back. rmdir of a session that still holds
+anything is ENOTEMPTY; mv of a session is refused (EPERM: its id is in running containers' binds), "sessionfs
+rename" renames one. Inside a session, removing a transcript moves it to the transcript trash; any other
+file is deleted as on any filesystem.
+It runs in the foreground until SIGINT/SIGTERM or "sessionfs unmount"; with --daemon it returns once the
+mount serves, printing the daemon's pid, and the daemon logs to --log until "sessionfs unmount". It clears a
+stale mount left by a crashed daemon first. A mountpoint inside the store, a store already mounted, or a
+folder that is not empty is refused.
+A store on a filesystem other hosts mount too (JuiceFS, CephFS, NFS, GlusterFS, MooseFS; or --shared) is
+served with a 1s kernel cache instead of 1h: this host's watcher cannot see the other hosts' changes.
+As root, the daemon confines itself before it serves (--confine): it keeps a few capabilities, Landlock
+limits it to the store, and seccomp to the system calls it makes; a helper it starts first does the binds and
+the unmount. At a terminal, it serves from a copy of itself that holds no terminal (which a slip in its code
+could type into), and relays that copy's log and the signals it gets. "sessionfs doctor" shows the
+confinement in force.`,
+		Example: `  sessionfs mount                       # ~/agent-sessions
+  sessionfs mount /mnt/sessions --allow-other   # containers running as other users
+  sessionfs mount --daemon                      # in the background; prints the pid
+  sessionfs unmount ~/agent-sessions`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.check(); err != nil {
+				return err
+			}
+			return a.runMount(cmd, args, o)
+		},
+	}
+	cmd.Flags().BoolVar(&o.opts.AllowOther, "allow-other", false, "let other users (containers running as another uid) use the mount")
+	cmd.Flags().BoolVar(&o.opts.ReadOnly, "read-only", false, "mount read-only")
+	cmd.Flags().BoolVar(&o.opts.Debug, "debug", false, "log every FUSE request")
+	cmd.Flags().DurationVar(&o.opts.Timeout, "cache-timeout", 0, fmt.Sprintf("how long the kernel caches names and attributes (default %s for the store's files while the watcher follows them, else %s; %s on a store shared with other hosts)", fmtDuration(mount.WatchedTimeout), mount.DefaultTimeout, mount.SharedTimeout))
+	cmd.Flags().BoolVar(&o.opts.Shared, "shared", false, "the store is shared with other hosts (detected for JuiceFS, CephFS, NFS, GlusterFS, MooseFS, ...): bound the kernel's caches")
+	cmd.Flags().Int64Var(&o.maxNodes, "max-nodes", nodes.DefaultMaxNodes, "files and folders the daemon keeps for the kernel; past it, the kernel is asked to forget those of idle sessions (0: never)")
+	cmd.Flags().IntVar(&o.maxBinds, "max-binds", mount.DefaultMaxBinds, "as root, how many sessions have workspace (and app and mcps once they hold something) bound from the store over the mount at once (native speed); the least recently used idle ones are released past it (0: none)")
+	cmd.Flags().StringVar(&o.opts.Confine.Mode, "confine", envOr("SESSIONFS_CONFINE", confine.On), "as root, how the process that serves FUSE requests is confined: on (a few capabilities, seccomp, and Landlock where the kernel has it), strict (on, and no Landlock is an error), off")
+	cmd.Flags().StringVar(&o.opts.Confine.Seccomp, "seccomp", envOr("SESSIONFS_SECCOMP", confine.SeccompErrno), "what a system call outside the serving process's allow-list gets: errno (EPERM, logged by the kernel), kill (the process), log (allowed and logged: to measure the list)")
+	cmd.Flags().BoolVarP(&o.daemon, "daemon", "d", false, "run in the background once the mount serves; print the daemon's pid")
+	cmd.Flags().StringVar(&o.logPath, "log", defaultMountLog(), "with --daemon, where the daemon's output goes (appended)")
+	cmd.Flags().StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the daemon to this file (for performance work)")
+	_ = cmd.Flags().MarkHidden("cpuprofile")
+	return cmd
+}
+
+// check refuses bad flags before --daemon hands over, so the user sees the error, not the daemon's log.
+func (o *mountOptions) check() error {
+	if o.maxNodes < 0 {
+		return usageError(fmt.Sprintf("--max-nodes %d: want a count of files and folders (0: never ask the kernel to forget)", o.maxNodes))
+	}
+	if o.maxBinds < 0 {
+		return usageError(fmt.Sprintf("--max-binds %d: want a count of sessions (0: bind none, serve everything through FUSE)", o.maxBinds))
+	}
+	if err := o.opts.Confine.Check(); err != nil {
+		return usageError(err.Error())
+	}
+	if o.opts.Timeout < 0 {
+		return usageError(fmt.Sprintf("--cache-timeout %s: want a duration of 0 or more (0: the default)", o.opts.Timeout))
+	}
+	return nil
+}
+
+// runMount serves the store at args[0] (default ~/agent-sessions): here, from a relayed copy that holds no
+// terminal, or (--daemon) from a detached one.
+func (a *app) runMount(cmd *cobra.Command, args []string, o mountOptions) error {
+	if o.daemon {
+		return daemonize(cmd.OutOrStdout(), cmd.ErrOrStderr(), o.logPath, o.opts.Confine)
+	}
+	// A confined root mount never serves from a process that can reach a terminal (relay.go).
+	if os.Geteuid() == 0 && o.opts.Confine.Mode != confine.Off && os.Getenv(relayEnv) == "" && reachesTerminal() {
+		return relayMount()
+	}
+	s, err := a.createStore()
+	if err != nil {
+		return err
+	}
+	mnt := defaultMountpoint()
+	if len(args) == 1 {
+		mnt = args[0]
+	}
+	return o.serve(s, mnt)
+}
+
+// serve mounts s at mnt and serves it until SIGINT, SIGTERM or "sessionfs unmount".
+func (o *mountOptions) serve(s *layout.Store, mnt string) error {
+	opts := o.opts
+	if opts.MaxBinds = o.maxBinds; o.maxBinds == 0 {
+		opts.MaxBinds = -1 // bind none
+	}
+	if opts.MaxNodes = o.maxNodes; o.maxNodes == 0 {
+		opts.MaxNodes = -1 // never prune
+	}
+	if o.cpuProfile != "" {
+		stop, err := startCPUProfile(o.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+	// Signals are caught before mounting: one that arrives while mounting unmounts cleanly once the mount is up,
+	// instead of killing the daemon mid-way with the mount left behind.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	watchRelay(func() {
+		select {
+		case sigs <- syscall.SIGTERM: // unmounted as on SIGTERM
+		default: // a signal is on its way already
+		}
+	})
+	// systemd is told once the mount is made, before the confinement takes the socket away: the kernel holds
+	// requests until they are served.
+	notify := func() {
+		if err := mount.NotifyReady(); err != nil {
+			warnf("tell systemd the mount is ready: %v", err)
+		}
+	}
+	m, err := mount.Start(s, mnt, opts, notify) // served confined as root, unless --confine off
+	if err != nil {
+		return err
+	}
+	go unmountOnSignal(m, sigs)
+	printServing(s, m, opts)
+	if err := tellReady(); err != nil {
+		warnf("tell mount --daemon the mount is ready: %v", err)
+	}
+	return m.Wait()
+}
+
+// unmountOnSignal unmounts m at the first of sigs. Busy, it is detached then, served until its last user leaves;
+// a second signal ends it at once.
+func unmountOnSignal(m *mount.Mount, sigs <-chan os.Signal) {
+	<-sigs
+	if err := m.Unmount(); err == nil {
+		return
+	}
+	users := "processes"
+	if u := m.Users(); len(u) > 0 {
+		users = strings.Join(u, ", ")
+	}
+	_ = m.Detach()
+	fmt.Fprintf(os.Stderr, "sessionfs: %s is in use (%s): detached, and served until they leave; interrupt again to stop now (they then get errors)\n", m.Mountpoint, users)
+	<-sigs
+	fmt.Fprintln(os.Stderr, "sessionfs: stopping now")
+	if err := m.Abort(); err != nil {
+		warnf("%v", err)
+		os.Exit(1)
+	}
+}
+
+// printServing says on stderr what m serves, and how.
+func printServing(s *layout.Store, m *mount.Mount, opts mount.Options) {
+	fmt.Fprintf(os.Stderr, "sessionfs: serving %s at %s (Ctrl-C to unmount)\n", s.Root, m.Mountpoint)
+	if m.Confinement != "" {
+		fmt.Fprintf(os.Stderr, "sessionfs: the serving process is confined: %s\n", m.Confinement)
+	}
+	switch {
+	case m.Binding:
+		fmt.Fprintf(os.Stderr, "sessionfs: sessions' %s are binds of the store's folders (native speed; app and mcps once they hold something), up to %s at once\n", strings.Join(mount.BoundDirs, ", "), plural(opts.MaxBinds, "session"))
+	case os.Geteuid() != 0:
+		fmt.Fprintln(os.Stderr, "sessionfs: not root: workspace, app and mcps are served through FUSE too (metadata-heavy work such as untar, grep -r, du or rm -rf runs 2-10x slower than on the store; sessionfs exec and run bind them natively all the same)")
+	}
+	if m.Shared != "" {
+		fmt.Fprintf(os.Stderr, "sessionfs: the store is shared with other hosts (%s): their changes show here within %s (the kernel's cache) plus the filesystem's own cache\n", m.Shared, m.Timeout)
+	}
+}
+
+func unmountCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:     "unmount [MOUNTPOINT]",
+		Aliases: []string{"umount"},
+		Short:   "Unmount a sessionfs mount (default ~/agent-sessions), stale ones included",
+		Example: `  sessionfs unmount
+  sessionfs unmount /mnt/sessions`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			mnt := defaultMountpoint()
+			if len(args) == 1 {
+				mnt = args[0]
+			}
+			err := mount.Unmount(mnt)
+			if errors.Is(err, mount.ErrBusy) {
+				fmt.Fprintln(cmd.ErrOrStderr(), "sessionfs: note: "+err.Error())
+				return nil
+			}
+			return err
+		},
+	}
+}
+
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
+
+// fmtDuration writes a duration as a user would: 1h, not 1h0m0s.
+func fmtDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+// envOr is the variable name's value, or def when it is unset or empty (defaults a test run or a unit file can set).
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
