@@ -6,53 +6,22 @@ package geministub
 import (
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"strings"
-	"sync"
-	"sync/atomic"
-	"time"
+
+	"github.com/sessionfs/sessionfs/e2e/internal/stubserver"
 )
 
 // Reply is the text of every answer.
 const Reply = "stub reply"
 
 // Server is a running stub. Requests counts the generateContent calls it answered.
-type Server struct {
-	URL      string
-	Requests atomic.Int64
-	srv      *http.Server
-
-	mu    sync.Mutex
-	paths []string
-}
+type Server = stubserver.Server
 
 // Start listens on addr ("127.0.0.1:0" for the loopback).
-func Start(addr string) (*Server, error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, err
-	}
-	s := &Server{URL: "http://" + ln.Addr().String()}
-	s.srv = &http.Server{Handler: http.HandlerFunc(s.serve), ReadHeaderTimeout: 10 * time.Second}
-	go s.srv.Serve(ln)
-	return s, nil
-}
+func Start(addr string) (*Server, error) { return stubserver.Start(addr, "", serve) }
 
-// Close stops the stub.
-func (s *Server) Close() error { return s.srv.Close() }
-
-// Paths lists the requests seen so far ("POST /v1beta/models/m:streamGenerateContent").
-func (s *Server) Paths() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]string(nil), s.paths...)
-}
-
-func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	s.paths = append(s.paths, r.Method+" "+r.URL.Path)
-	s.mu.Unlock()
+func serve(s *Server, w http.ResponseWriter, r *http.Request) {
 	_, method, _ := strings.Cut(r.URL.Path, ":")
 	switch {
 	case r.Method != http.MethodPost:

@@ -6,54 +6,23 @@ package openaistub
 import (
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
+
+	"github.com/sessionfs/sessionfs/e2e/internal/stubserver"
 )
 
 // Reply is the text of every answer.
 const Reply = "stub reply"
 
-// Server is a running stub. Requests counts the model calls it answered.
-type Server struct {
-	URL      string // the base URL clients take, ending in /v1
-	Requests atomic.Int64
-	srv      *http.Server
-	ln       net.Listener
-
-	mu    sync.Mutex
-	paths []string // every request's method and path, for a test's failure message
-}
+// Server is a running stub. Requests counts the model calls it answered; URL ends in /v1.
+type Server = stubserver.Server
 
 // Start listens on addr ("127.0.0.1:0" for the loopback).
-func Start(addr string) (*Server, error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, err
-	}
-	s := &Server{ln: ln, URL: "http://" + ln.Addr().String() + "/v1"}
-	s.srv = &http.Server{Handler: http.HandlerFunc(s.serve), ReadHeaderTimeout: 10 * time.Second}
-	go s.srv.Serve(ln)
-	return s, nil
-}
+func Start(addr string) (*Server, error) { return stubserver.Start(addr, "/v1", serve) }
 
-// Close stops the stub.
-func (s *Server) Close() error { return s.srv.Close() }
-
-// Paths lists the requests seen so far ("POST /v1/responses").
-func (s *Server) Paths() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]string(nil), s.paths...)
-}
-
-func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	s.paths = append(s.paths, r.Method+" "+r.URL.Path)
-	s.mu.Unlock()
+func serve(s *Server, w http.ResponseWriter, r *http.Request) {
 	var req struct {
 		Model  string `json:"model"`
 		Stream bool   `json:"stream"`
