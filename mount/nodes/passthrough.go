@@ -292,8 +292,8 @@ func (n *Node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 		_, _ = unix.FcntlInt(uintptr(fd), unix.F_SETFL, int(flags)&^(syscall.O_ACCMODE|syscall.O_CREAT|syscall.O_EXCL|syscall.O_TRUNC|syscall.O_NOCTTY))
 	}
 	if flags&syscall.O_ACCMODE != syscall.O_RDONLY {
-		if view, ok := n.tree.lookedUpIn.Load(p); ok && n.inTranscripts() {
-			n.tree.wroteThrough(n.id, view.(uint64))
+		if num, ok := n.tree.lookedUpIn.Load(p); ok && n.inTranscripts() {
+			n.tree.wroteThrough(n.id, num.(uint64))
 		}
 		killPriv(ctx, fd)
 		return n.tree.writer(p, h), 0, 0

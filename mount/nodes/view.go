@@ -45,7 +45,7 @@ func (v *View) ownChild(name string) (string, bool) {
 	if v.row.Own == "" || name != v.row.Own {
 		return "", false
 	}
-	view, parent := v.Inode.Parent()
+	viewName, parent := v.Inode.Parent()
 	if parent == nil {
 		return "", true // not in the tree any more: "" makes every operation ENOENT
 	}
@@ -57,7 +57,7 @@ func (v *View) ownChild(name string) (string, bool) {
 	if dir == "" {
 		return "", true
 	}
-	return dir + "/" + view + "/" + name, true
+	return dir + "/" + viewName + "/" + name, true
 }
 
 // ownFolder makes the store folder that holds the view's own file (rel), before the file is created through the

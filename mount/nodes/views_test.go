@@ -13,7 +13,7 @@ import (
 )
 
 // The views rule (viewOf) on Claude's row: every name of its alphabet is a view of the canonical folder.
-func TestAliasTarget(t *testing.T) {
+func TestViewOfClaudeRow(t *testing.T) {
 	tree := &Tree{}
 	claudeRow := rowOf(claude.Agent, "projects")
 	require.NotNil(t, claudeRow)
