@@ -170,6 +170,15 @@ func TestLockSharesPerSession(t *testing.T) {
 	openUp(t, m.mnt)
 	exe := exeForOthers(t)
 	ws := func(id string) string { return filepath.Join(m.session(id), "workspace") }
+	// An attacker that exited is released in the background: the kernel sends its files' RELEASEs after the
+	// process is gone, and its owners' descriptors and open files count against its shares until each is
+	// answered. A subtest starts once the daemon holds no more descriptors than before the first attacker.
+	pid := m.serverPID(t)
+	before := descriptors(t, pid)
+	settled := func(t *testing.T) {
+		eventually(t, time.Minute, func() bool { return descriptors(t, pid) <= before+16 },
+			"the daemon still holds %d descriptors (%d before the first attacker)", descriptors(t, pid), before)
+	}
 	hold := func(t *testing.T, owners int, unlock bool, ids ...string) (*attacker, locksHeld) {
 		var dirs []string
 		for _, id := range ids {
@@ -194,6 +203,7 @@ func TestLockSharesPerSession(t *testing.T) {
 	})
 
 	t.Run("a uid fills its own share", func(t *testing.T) {
+		settled(t)
 		a, rep := hold(t, 8192, false, "a1", "a2", "a3", "a4", "a5")
 		defer a.stop()
 		total := 0
@@ -206,6 +216,7 @@ func TestLockSharesPerSession(t *testing.T) {
 	})
 
 	t.Run("owners that unlocked cost nothing", func(t *testing.T) {
+		settled(t)
 		// Locked and unlocked at once, descriptors kept open: twice the uid's share in a session, within its
 		// share of open files (opens.go).
 		a, rep := hold(t, 1024, true, "a1")
@@ -650,4 +661,12 @@ func TestLockRangesPerOwner(t *testing.T) {
 	assert.Less(t, rep.Locked[0], ranges, "one owner's ranges are not bounded")
 	assert.Equal(t, map[string]int{"ENOLCK": ranges - rep.Locked[0]}, rep.Errnos)
 	assert.Empty(t, otherSessionLocks(t, filepath.Join(m.session("vic"), "workspace")), "another session's locks were refused")
+}
+
+// descriptors counts the descriptors process pid holds open.
+func descriptors(t *testing.T, pid int) int {
+	t.Helper()
+	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	require.NoError(t, err)
+	return len(ents)
 }
