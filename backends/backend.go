@@ -1,5 +1,7 @@
 // Package backends runs a command for a session where the agent lives: on this host (local), in a container with
-// the session bound at /session (docker), or in a Modal sandbox (modal). They share one small interface.
+// the session bound at /session (docker), or in a Modal sandbox (modal). They share one small interface (Backend),
+// and a run is one call whoever runs it (run.go): Lease takes the session's run lease, Runner.Run records the run
+// in session.json around the backend's.
 package backends
 
 import (
@@ -21,9 +23,9 @@ type Spec struct {
 	// SessionDir is the session's folder on this host: its path in the mount when the store is mounted (so the
 	// transcript aliases apply), its store folder otherwise.
 	SessionDir string
-	// Folder is the session's folder in the store, open. Whatever a backend writes into the session (links,
-	// seeds) it writes beneath Folder, never through a path the session could redirect. Nil for backends that
-	// write nothing.
+	// Folder is the session's folder in the store, open (Runner.Run opens it, and sets SessionID). Whatever a
+	// backend writes into the session (links, seeds) it writes beneath Folder, never through a path the session
+	// could redirect.
 	Folder *layout.Dir
 	Argv   []string
 	// Agent is the coding agent the command runs (all.Names; "" is Claude): its variables point it at its

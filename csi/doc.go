@@ -7,5 +7,6 @@
 // Tenancy (tenancy.go): a session belongs to the Kubernetes namespace that made it; an inline volume names and
 // makes only its pod's namespace's sessions, a persistent volume's handle is trusted as Kubernetes bound it.
 // Targets are beneath the kubelet's folder, and unpublishing detaches only what this plugin published there
-// (unpublish.go), known by its record on disk (record.go) or as a clone of the node's mount.
+// (unpublish.go), known by its record on disk (record.go) or as a clone of the node's mount. The node's mount is
+// used if it serves the store, or started by the plugin (mount.go); a volume's session is made by session.Create.
 package csi
