@@ -127,7 +127,7 @@ func TestProjectDirNameWithoutMount(t *testing.T) {
 		store, api := claudeSetup(t)
 		cfg := filepath.Join(store, "sessions", "s1", ".claude")
 		ws := filepath.Join(store, "sessions", "s1", "workspace")
-		env := []string{"CLAUDE_CONFIG_DIR=" + cfg, claude.EnvProjectDirName + "=" + claude.ProjectDirName}
+		env := []string{"CLAUDE_CONFIG_DIR=" + cfg, "CLAUDE_CODE_PROJECT_DIR_NAME=" + claude.ProjectDirName}
 		out, err := claudeRunEnv(t, c.path, api.URL, env, ws, "-p", "hello")
 		require.NoError(t, err, out)
 		if !c.atLeast("2.1.234") {
