@@ -17,8 +17,7 @@ import (
 type app struct {
 	storeFlag string
 	store     *layout.Store
-	wait      bool          // --wait of the commands that run in a session: wait for its lease
-	lease     *layout.Lease // the session's run lease, while a command runs in it
+	wait      bool // --wait of the commands that run in a session: wait for its lease
 }
 
 func newRootCmd() *cobra.Command {
