@@ -154,13 +154,6 @@ func (a *app) leaseSession(arg string) (*layout.Store, *layout.Meta, *backends.R
 	return s, m, r, nil
 }
 
-// warnEach says each of warnings on stderr, as warnf does.
-func warnEach(warnings []string) {
-	for _, w := range warnings {
-		warnf("%s", w)
-	}
-}
-
 const envHelp = "set KEY=VALUE in the command's environment; KEY alone passes this shell's value (repeatable)"
 
 // parseEnv checks -e values as docker takes them: KEY=VALUE sets KEY; KEY alone passes this process's value of

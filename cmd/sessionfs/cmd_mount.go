@@ -5,11 +5,9 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"runtime/pprof"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -18,15 +16,6 @@ import (
 	"github.com/sessionfs/sessionfs/mount"
 	"github.com/sessionfs/sessionfs/mount/nodes"
 )
-
-// defaultMountpoint is ~/agent-sessions.
-func defaultMountpoint() string {
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return "agent-sessions"
-	}
-	return filepath.Join(home, "agent-sessions")
-}
 
 // mountOptions are mount's flags.
 type mountOptions struct {
@@ -246,24 +235,4 @@ func startCPUProfile(path string) (stop func(), err error) {
 		return nil, err
 	}
 	return func() { pprof.StopCPUProfile(); f.Close() }, nil
-}
-
-// fmtDuration writes a duration as a user would: 1h, not 1h0m0s.
-func fmtDuration(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
-}
-
-// envOr is the variable name's value, or def when it is unset or empty (defaults a test run or a unit file can set).
-func envOr(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return def
 }

@@ -125,3 +125,22 @@ func labelText(m map[string]string) string {
 	sort.Strings(kvs)
 	return strings.Join(kvs, ",")
 }
+
+// warnEach says each of warnings on stderr, as warnf does.
+func warnEach(warnings []string) {
+	for _, w := range warnings {
+		warnf("%s", w)
+	}
+}
+
+// fmtDuration writes a duration as a user would: 1h, not 1h0m0s.
+func fmtDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}

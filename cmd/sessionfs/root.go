@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -105,4 +106,21 @@ func mountpoint(s *layout.Store) string {
 		return m.Mountpoint
 	}
 	return ""
+}
+
+// defaultMountpoint is ~/agent-sessions.
+func defaultMountpoint() string {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "agent-sessions"
+	}
+	return filepath.Join(home, "agent-sessions")
+}
+
+// envOr is the variable name's value, or def when it is unset or empty (defaults a test run or a unit file can set).
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
 }
