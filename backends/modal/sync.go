@@ -93,22 +93,14 @@ type PushReport struct {
 // files removed locally are removed from the Volume.
 func (s *Syncer) Push(ctx context.Context) (PushReport, error) {
 	var rep PushReport
-	mp := manifestPath(s.store, s.id)
-	m, err := loadManifest(mp)
+	st, err := s.begin(ctx)
 	if err != nil {
 		return rep, err
 	}
-	d, err := s.store.OpenSession(s.id)
-	if err != nil {
-		return rep, err
-	}
-	defer d.Close()
+	defer st.d.Close()
+	mp, m, d, remote := st.path, st.m, st.d, st.remote
 	// What changed on the Volume since the last agreed state (a late commit, a failed pull) is brought in first,
 	// as a pull would, keeping both versions of a file changed on both sides: it is never overwritten.
-	remote, err := s.listSettled(ctx)
-	if err != nil {
-		return rep, err
-	}
 	if err := s.merge(ctx, d, m, remote, s.label(), &rep.Merged); err != nil {
 		return rep, err
 	}
@@ -318,22 +310,12 @@ type PullReport struct {
 // (a name taken there keeps both, the incoming one as <name>.sessionfs-conflict-fold).
 func (s *Syncer) Pull(ctx context.Context, run string) (PullReport, error) {
 	var rep PullReport
-	mp := manifestPath(s.store, s.id)
-	m, err := loadManifest(mp)
+	st, err := s.begin(ctx)
 	if err != nil {
 		return rep, err
 	}
-	remote, err := s.listSettled(ctx)
-	if err != nil {
-		return rep, err
-	}
-	// Everything local is resolved beneath the session's descriptor: a name the session made a symlink is
-	// replaced or refused, never written through.
-	d, err := s.store.OpenSession(s.id)
-	if err != nil {
-		return rep, err
-	}
-	defer d.Close()
+	defer st.d.Close()
+	mp, m, d, remote := st.path, st.m, st.d, st.remote
 	if err := s.merge(ctx, d, m, remote, run, &rep); err != nil {
 		return rep, err
 	}
@@ -512,3 +494,30 @@ func clashFree(d *layout.Dir, rel, suffix string) string {
 }
 
 func isNotFound(err error) bool { return status.Code(err) == codes.NotFound }
+
+// syncState is what a push and a pull both start from.
+type syncState struct {
+	path   string                 // the manifest's
+	m      *Manifest              // the last state both sides agreed on
+	d      *layout.Dir            // the session's folder: the caller closes it
+	remote map[string]remoteEntry // the Volume as it settled
+}
+
+// begin loads the last agreed state, opens the session's folder and lists the Volume. Everything local is
+// resolved beneath the session's descriptor: a name the session made a symlink is replaced or refused, never
+// written through.
+func (s *Syncer) begin(ctx context.Context) (*syncState, error) {
+	st := &syncState{path: manifestPath(s.store, s.id)}
+	var err error
+	if st.m, err = loadManifest(st.path); err != nil {
+		return nil, err
+	}
+	if st.d, err = s.store.OpenSession(s.id); err != nil {
+		return nil, err
+	}
+	if st.remote, err = s.listSettled(ctx); err != nil {
+		st.d.Close()
+		return nil, err
+	}
+	return st, nil
+}
