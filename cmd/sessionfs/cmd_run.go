@@ -120,10 +120,11 @@ func (a *app) runIn(id string, argv []string, o *runOptions, ag *agents.Agent, l
 		return err
 	}
 	dir, mounted := sessionDir(s, m.ID)
-	if err := session.Seed(s, m.ID, mountpoint(s)); err != nil {
-		warnf("%v", err)
+	root := layout.ContainerRoot // as a container or a sandbox sees the session
+	if o.backend == "local" {
+		root = dir
 	}
-	warnings, err := session.PrepareAgent(s, m.ID, ag, mountpoint(s))
+	warnings, err := session.Ready(s, m.ID, ag, mountpoint(s), root, workdir)
 	warnEach(warnings)
 	if err != nil {
 		return err
@@ -141,11 +142,6 @@ func (a *app) runIn(id string, argv []string, o *runOptions, ag *agents.Agent, l
 		return err
 	}
 	defer closeBackend()
-	root := layout.ContainerRoot // as a container or a sandbox sees the session
-	if o.backend == "local" {
-		root = dir
-	}
-	warnEach(session.LaunchAgent(s, m.ID, ag, root, workdir))
 	return runWith(r, b, spec, o.docker.Image)
 }
 

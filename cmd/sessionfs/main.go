@@ -5,7 +5,10 @@
 // function beside it, or the library). What several commands share lives in files named for it: main.go (exit
 // codes and the one-line error), root.go (the root command, the app and its store), ids.go (session and
 // conversation ids as typed), output.go (JSON, --format, the words of messages), view.go (a session and its runs
-// as --json shows them), progress.go (progress bars and Ctrl-C), complete.go (shell completion).
+// as --json shows them), progress.go (progress bars and Ctrl-C), complete.go (shell completion), runner.go (what
+// exec, run and resume share: the run lease, -e and -w, the run and its exit code), agent.go (the --agent flag),
+// landlock.go (the --landlock flags), daemon.go (mount --daemon), relay.go (a foreground mount's relay of the
+// terminal's signals).
 package main
 
 import (
