@@ -20,10 +20,20 @@ type ImportOptions struct {
 	Project string // only conversations run in this folder or below it (or filed under its folder); "" for all
 	Into    string // gather every conversation into this session; "" makes one session per conversation
 	DryRun  bool
-	// Workspaces are the paths session id's workspace is known by, trusted as Prepare trusts them.
-	Workspaces func(id string) []string
+	// Sessions makes the sessions the import fills (session.Maker: seeded as every session is); nil makes plain
+	// sessions of the store, their workspaces trusted nowhere.
+	Sessions Sessions
 	// Progress is told after each conversation; it may be nil.
 	Progress func(done, total int)
+}
+
+// Sessions makes sessions and says where their workspace is seen. An import gets one from its caller:
+// agents cannot make a seeded session themselves (package session, which seeds them, imports the agents).
+type Sessions interface {
+	// Create makes session id.
+	Create(id string, opts layout.CreateOptions) error
+	// Workspaces are the paths session id's workspace is known by, trusted as Prepare trusts them.
+	Workspaces(id string) []string
 }
 
 // ImportReport says what an import did.
@@ -90,7 +100,7 @@ func (im *Importer) Session(id, conv, from string) (*layout.Dir, error) {
 			im.Report.Imported = append(im.Report.Imported, conv)
 			return nil, nil
 		}
-		if _, err := im.Store.Create(id, layout.CreateOptions{Labels: map[string]string{"imported-from": from}}); err != nil {
+		if err := im.create(id, layout.CreateOptions{Labels: map[string]string{"imported-from": from}}); err != nil {
 			return nil, err
 		}
 	}
@@ -155,7 +165,7 @@ func Import(store *layout.Store, opts ImportOptions) (ImportReport, error) {
 		}
 		return ""
 	}
-	err = im.Run(ids, owner, func(i int, id string) error { return im.one(src, from[i], convs[i], id) })
+	err = im.Run(ids, owner, func(i int, id string) error { return im.importFile(src, from[i], convs[i], id) })
 	return im.Report, err
 }
 
@@ -193,7 +203,8 @@ func target(f File) string {
 	return a.Dir + "/" + v.Dir + "/" + v.Canonical + "/" + a.Files.Sub + "/" + path.Base(f.Rel)
 }
 
-func (im *Importer) one(src *layout.Dir, f File, c Conversation, id string) error {
+// importFile copies conversation c's file f from src into session id (made if need be), prepared for its agent.
+func (im *Importer) importFile(src *layout.Dir, f File, c Conversation, id string) error {
 	a := f.Agent
 	sess, err := im.Session(id, c.ID, a.Name)
 	if sess == nil || err != nil {
@@ -204,11 +215,7 @@ func (im *Importer) one(src *layout.Dir, f File, c Conversation, id string) erro
 	if !im.Copies(c.ID, sameFile(src, f.Rel, sess, dst)) {
 		return nil
 	}
-	var ws []string
-	if im.Opts.Workspaces != nil {
-		ws = im.Opts.Workspaces(id)
-	}
-	if err := Prepare(sess, a, ws); err != nil {
+	if err := Prepare(sess, a, im.Workspaces(id)); err != nil {
 		return err
 	}
 	if err := copyFile(src, f.Rel, sess, dst); err != nil {
@@ -260,4 +267,21 @@ func CopyFile(in *os.File, sess *layout.Dir, rel string, uid, gid int) error {
 		return err
 	}
 	return sess.WriteAtomicFrom(rel, in, uint32(st.Mode().Perm()), uid, gid, st.ModTime())
+}
+
+// create makes session id with the caller's Sessions, or as a plain session of the store.
+func (im *Importer) create(id string, opts layout.CreateOptions) error {
+	if im.Opts.Sessions != nil {
+		return im.Opts.Sessions.Create(id, opts)
+	}
+	_, err := im.Store.Create(id, opts)
+	return err
+}
+
+// Workspaces are the paths session id's workspace is known by (Sessions.Workspaces; none without Sessions).
+func (im *Importer) Workspaces(id string) []string {
+	if im.Opts.Sessions == nil {
+		return nil
+	}
+	return im.Opts.Sessions.Workspaces(id)
 }

@@ -62,3 +62,19 @@ func Workspaces(s *layout.Store, id, mountpoint string) []string {
 func Path(mountpoint, id string) string {
 	return filepath.Join(mountpoint, "sessions", id) // the mount shows the store's sessions folder by its name
 }
+
+// Maker makes sessions in Store as Create does, with the store mounted at Mountpoint ("" when it is not): what an
+// import is given to make the sessions it fills (agents.Sessions).
+type Maker struct {
+	Store      *layout.Store
+	Mountpoint string
+}
+
+// Create makes session id, seeded.
+func (m Maker) Create(id string, opts layout.CreateOptions) error {
+	_, err := Create(m.Store, id, Options{CreateOptions: opts, Mountpoint: m.Mountpoint})
+	return err
+}
+
+// Workspaces are the paths session id's workspace is known by (Workspaces).
+func (m Maker) Workspaces(id string) []string { return Workspaces(m.Store, id, m.Mountpoint) }

@@ -199,11 +199,7 @@ func (src *source) one(im *agents.Importer, c agents.Conversation, id string) er
 	if !im.Copies(c.ID, held && have >= stamp) {
 		return nil
 	}
-	var ws []string
-	if im.Opts.Workspaces != nil {
-		ws = im.Opts.Workspaces(id)
-	}
-	if err := agents.Prepare(sess, Agent, ws); err != nil {
+	if err := agents.Prepare(sess, Agent, im.Workspaces(id)); err != nil {
 		return err
 	}
 	if err := src.into(sess, ids); err != nil {

@@ -118,10 +118,11 @@ func (a *app) importConversations(w io.Writer, o importOptions) error {
 	if err != nil {
 		return err
 	}
-	if ag != claude.Agent {
-		return importAgent(w, s, ag, o.conversations, o.json)
-	}
 	opts := o.conversations
+	opts.Sessions = session.Maker{Store: s, Mountpoint: mountpoint(s)} // seeded as every session is
+	if ag != claude.Agent {
+		return importAgent(w, s, ag, opts, o.json)
+	}
 	if opts.From == "" {
 		home, err := os.UserHomeDir()
 		if err != nil {
@@ -142,8 +143,6 @@ func (a *app) importConversations(w io.Writer, o importOptions) error {
 // importAgent is "import --agent": agent a's conversations, reported as Claude's are.
 func importAgent(w io.Writer, s *layout.Store, a *agents.Agent, opts agents.ImportOptions, asJSON bool) error {
 	opts.Agent = a
-	mnt := mountpoint(s)
-	opts.Workspaces = func(id string) []string { return session.Workspaces(s, id, mnt) }
 	run := a.Import // an agent of its own kind (opencode's database); its own default --from
 	if run == nil {
 		run = agents.Import

@@ -120,15 +120,6 @@ func (a *app) runIn(id string, argv []string, o *runOptions, ag *agents.Agent, l
 		return err
 	}
 	dir, mounted := sessionDir(s, m.ID)
-	root := layout.ContainerRoot // as a container or a sandbox sees the session
-	if o.backend == "local" {
-		root = dir
-	}
-	warnings, err := session.Ready(s, m.ID, ag, mountpoint(s), root, workdir)
-	warnEach(warnings)
-	if err != nil {
-		return err
-	}
 	spec := backends.Spec{SessionDir: dir, Argv: argv, Agent: ag.Name, Env: vars, Workdir: workdir, Stdout: os.Stdout,
 		Stderr: os.Stderr, TTY: o.tty, Landlock: ll}
 	if o.interactive {
@@ -142,6 +133,16 @@ func (a *app) runIn(id string, argv []string, o *runOptions, ag *agents.Agent, l
 		return err
 	}
 	defer closeBackend()
+	// The session is readied once the run can start: a run refused above changes nothing in it.
+	root := layout.ContainerRoot // as a container or a sandbox sees the session
+	if o.backend == "local" {
+		root = dir
+	}
+	warnings, err := session.Ready(s, m.ID, ag, mountpoint(s), root, workdir)
+	warnEach(warnings)
+	if err != nil {
+		return err
+	}
 	return runWith(r, b, spec, o.docker.Image)
 }
 
