@@ -4,10 +4,10 @@
 //   - The convention (what a session is, wherever it is seen): id.go (what an id may be), paths.go (a session's
 //     paths on the host and in a container), meta.go (session.json), labels.go (the label rule and its edits).
 //   - The store (sessions as plain folders of one root): store.go (open, create, adopt, get, update), list.go
-//     (ids, listing, usage, removal to the trash, gc), trash.go and transcripts.go (sessions and conversations in
-//     the trash), lease.go, runs.go and running.go (who runs a session now; rm and rename refused meanwhile),
-//     fold.go (cwd-named folders folded into the canonical one), profile.go (a .claude template copied in),
-//     errors.go (the store's typed errors).
+//     (ids, listing, usage), rename.go, trash.go (a session removed to the trash, restored, the trash emptied by
+//     gc), transcripts.go (conversations in the trash), lease.go and running.go (who runs a session now; rm and
+//     rename refused meanwhile), fold.go (cwd-named folders folded into the canonical one), profile.go (a
+//     .claude template copied in), errors.go (the store's typed errors).
 //   - The descriptor library every access inside a session goes through (its processes are untrusted):
 //     beneath.go (Dir: names resolved beneath an open folder with openat2, no symlink followed, no escape;
 //     atomic writes, renames, removals beneath it) and walk.go (a bounded walk by descriptor).

@@ -2,7 +2,10 @@ package layout
 
 import (
 	"errors"
+	"maps"
+	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"syscall"
 	"time"
@@ -105,31 +108,137 @@ func (s *Store) RestoreSession(id string) (dir string, err error) {
 	return s.Dir(id), nil
 }
 
-// Rename gives session from the id to: its folder is renamed beneath the sessions folder, never replacing
-// anything (ErrExists), and what waits in its transcript trash follows it.
-func (s *Store) Rename(from, to string) error {
-	if err := ValidateID(from); err != nil {
-		return err
-	}
-	if err := ValidateID(to); err != nil {
-		return err
-	}
-	if !s.Exists(from) {
-		return &Error{Op: "rename", ID: from, Kind: ErrNotFound}
+// Remove moves a session to the trash. Nothing is deleted: gc does that. The entry sessions/<id> is renamed
+// from the sessions folder's descriptor to the trash's, whatever it is, never followed.
+func (s *Store) Remove(id string) (trashed string, err error) {
+	if err := ValidateID(id); err != nil {
+		return "", err
 	}
 	sessions, err := s.Sessions()
 	if err != nil {
-		return err
+		return "", err
 	}
-	if err := sessions.Rename(from, to, unix.RENAME_NOREPLACE); err != nil {
-		if errors.Is(err, syscall.EEXIST) || errors.Is(err, syscall.ENOTEMPTY) {
-			return &Error{Op: "rename", ID: to, Kind: ErrExists}
+	trash, err := s.Trash()
+	if err != nil {
+		return "", err
+	}
+	name := trashedName(id, time.Now())
+	if err := sessions.RenameTo(id, trash, name, unix.RENAME_NOREPLACE); err != nil {
+		if errors.Is(err, syscall.ENOENT) {
+			return "", &Error{Op: "remove", ID: id, Kind: ErrNotFound}
 		}
-		return wrap("rename", from, s.Dir(from), err)
+		return "", wrap("remove", id, s.Dir(id), err)
 	}
-	if trash, err := s.Trash(); err == nil {
-		_ = trash.Rename(transcriptTrash+"/"+from, transcriptTrash+"/"+to, unix.RENAME_NOREPLACE)
+	return filepath.Join(s.TrashDir(), name), nil
+}
+
+// GCOptions say what gc may delete for good.
+type GCOptions struct {
+	Trash     bool          // empty the trash
+	IdleFor   time.Duration // move sessions idle longer than this to the trash (0: none)
+	DryRun    bool
+	Now       time.Time
+	OnRemoved func(what, path string, size int64) // told of each action and the bytes it concerns, for the CLI
+}
+
+// GC empties the trash and trashes idle sessions, as asked. The trash's transcripts folder is emptied but kept:
+// it is where a transcript goes when the disk is too full to make a folder.
+func (s *Store) GC(opts GCOptions) error {
+	if opts.Now.IsZero() {
+		opts.Now = time.Now()
 	}
-	_, err = s.Update(to, func(*Meta) error { return nil }) // session.json's id follows the folder's name
-	return err
+	note := func(what, path string, size int64) {
+		if opts.OnRemoved != nil {
+			opts.OnRemoved(what, path, size)
+		}
+	}
+	pending := map[string]int64{} // a dry run's idle sessions, by the name they would have in the trash
+	if opts.IdleFor > 0 {
+		infos, err := s.List()
+		if err != nil {
+			return err
+		}
+		for _, in := range infos {
+			if opts.Now.Sub(in.LastActivity) <= opts.IdleFor {
+				continue
+			}
+			note("trash idle session", in.ID, in.Size)
+			if opts.DryRun {
+				pending[trashedName(in.ID, opts.Now)] = in.Size // listed with the trash's deletions, as if trashed
+				continue
+			}
+			// Trashed now, and deleted below with the rest of the trash when --trash says so (a dry run lists it
+			// among the deletions above).
+			if _, err := s.Remove(in.ID); err != nil {
+				return err
+			}
+		}
+	}
+	if opts.Trash {
+		trash, err := s.Trash()
+		if err != nil {
+			return err
+		}
+		ents, err := trash.ReadDir(".")
+		if err != nil {
+			return wrap("gc", "", s.TrashDir(), err)
+		}
+		names := slices.Collect(maps.Keys(pending))
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		slices.Sort(names) // the order the real run, which finds the idle sessions in the trash, goes in
+		for _, name := range names {
+			if size, ok := pending[name]; ok {
+				note("delete", filepath.Join(s.TrashDir(), name), size)
+				continue
+			}
+			if name == transcriptTrash {
+				if st, err := trash.Lstat(name); err == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
+					if err := s.emptyFolder(trash, transcriptTrash, opts.DryRun, note); err != nil {
+						return err
+					}
+					continue
+				}
+			}
+			if err := s.removeAll(trash, name, opts.DryRun, note); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (s *Store) emptyFolder(trash *Dir, rel string, dryRun bool, note func(what, path string, size int64)) error {
+	ents, err := trash.ReadDir(rel)
+	if err != nil {
+		return wrap("gc", "", filepath.Join(s.TrashDir(), rel), err)
+	}
+	for _, e := range ents {
+		if err := s.removeAll(trash, rel+"/"+e.Name(), dryRun, note); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// removeAll deletes rel beneath the trash for good. os.RemoveAll works from descriptors and never follows a
+// symlink; the path is the trash's own (the store's, trusted) up to rel, whose parts are daemon-made.
+func (s *Store) removeAll(trash *Dir, rel string, dryRun bool, note func(what, path string, size int64)) error {
+	p := filepath.Join(s.TrashDir(), rel)
+	var size int64
+	if st, err := trash.Lstat(rel); err == nil && st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		size = st.Size
+	} else if sub, err := trash.Sub(rel); err == nil {
+		size, _ = UsageIn(sub)
+		sub.Close()
+	}
+	note("delete", p, size)
+	if dryRun {
+		return nil
+	}
+	if err := os.RemoveAll(p); err != nil {
+		return wrap("gc", "", p, err)
+	}
+	return nil
 }

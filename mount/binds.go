@@ -104,7 +104,7 @@ func newBinder(mountpoint string, sessions *layout.Dir, max int, readOnly bool, 
 	return b
 }
 
-// want asks the worker to bind session id's folders (or to check the ones it has). It never blocks.
+// Want asks the worker to bind session id's folders (or to check the ones it has). It never blocks.
 func (b *binder) Want(id string) { b.enqueue(id, false) }
 
 // enqueue queues session id for the worker; a prefetch is bound only while there is room. A session someone uses

@@ -137,9 +137,9 @@ func (t *Tree) noteOwnChange(path string, origin *fs.Inode) {
 	}
 }
 
-// writing counts a file open for writing through the mount (delta +1 at open, -1 at release): the kernel
+// countWriters counts a file open for writing through the mount (delta +1 at open, -1 at release): the kernel
 // knows what those writes did.
-func (t *Tree) writing(path string, delta int) {
+func (t *Tree) countWriters(path string, delta int) {
 	c := &t.cache
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -180,12 +180,12 @@ func (t *Tree) writer(path string, h *heldFile) fs.FileHandle {
 	if t.cache.watch == nil {
 		return h
 	}
-	t.writing(path, +1)
+	t.countWriters(path, +1)
 	return &writer{heldFile: h, tree: t, path: path}
 }
 
 func (w *writer) Release(ctx context.Context) syscall.Errno {
-	w.tree.writing(w.path, -1)
+	w.tree.countWriters(w.path, -1)
 	return w.heldFile.Release(ctx)
 }
 

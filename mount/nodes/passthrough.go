@@ -252,18 +252,18 @@ func (n *Node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn,
 		if errno := fsa.Setattr(ctx, in, out); errno != 0 {
 			return errno
 		}
-		return n.tree.setattrDone(out, n.Getattr(ctx, f, out))
+		return n.tree.withAttrTimeout(out, n.Getattr(ctx, f, out))
 	}
 	if errno := n.tree.setattr(ctx, p, in); errno != 0 {
 		return errno
 	}
-	return n.tree.setattrDone(out, n.Getattr(ctx, nil, out))
+	return n.tree.withAttrTimeout(out, n.Getattr(ctx, nil, out))
 }
 
-// setattrDone gives the answer to SETATTR the mount's attribute timeout (go-fuse leaves it 0, which would cost
+// withAttrTimeout gives the answer to SETATTR the mount's attribute timeout (go-fuse leaves it 0, which would cost
 // the next stat a round trip). A later change behind the mount moves the file's ctime, which the watcher
 // catches (cache.go).
-func (t *Tree) setattrDone(out *fuse.AttrOut, errno syscall.Errno) syscall.Errno {
+func (t *Tree) withAttrTimeout(out *fuse.AttrOut, errno syscall.Errno) syscall.Errno {
 	if errno == 0 {
 		out.SetTimeout(t.timeout())
 	}

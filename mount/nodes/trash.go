@@ -36,8 +36,8 @@ func (r *removals) batch(key string, now time.Time) string {
 	return r.m[key].batch
 }
 
-// done records that a file of key went into batch at now.
-func (r *removals) done(key, batch string, now time.Time) {
+// record notes that a file of key went into batch at now.
+func (r *removals) record(key, batch string, now time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.m == nil {
@@ -65,7 +65,7 @@ func (t *Tree) trashTranscript(id, rel string) syscall.Errno {
 	now := t.removals.clock()
 	batch, err := t.Store.TrashTranscriptIn(id, in, now, t.removals.batch(key, now))
 	if err == nil {
-		t.removals.done(key, batch, now)
+		t.removals.record(key, batch, now)
 	}
 	return storeErrno(err)
 }

@@ -74,7 +74,7 @@ func (d *OnlyViewsDir) Setattr(ctx context.Context, _ fs.FileHandle, in *fuse.Se
 	if errno := d.tree.setattr(ctx, d.dir, in); errno != 0 {
 		return errno
 	}
-	return d.tree.setattrDone(out, d.Getattr(ctx, nil, out))
+	return d.tree.withAttrTimeout(out, d.Getattr(ctx, nil, out))
 }
 
 func (d *OnlyViewsDir) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
