@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -199,29 +198,6 @@ func printServing(s *layout.Store, m *mount.Mount, opts mount.Options) {
 	}
 	if m.Shared != "" {
 		fmt.Fprintf(os.Stderr, "sessionfs: the store is shared with other hosts (%s): their changes show here within %s (the kernel's cache) plus the filesystem's own cache\n", m.Shared, m.Timeout)
-	}
-}
-
-func unmountCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:     "unmount [MOUNTPOINT]",
-		Aliases: []string{"umount"},
-		Short:   "Unmount a sessionfs mount (default ~/agent-sessions), stale ones included",
-		Example: `  sessionfs unmount
-  sessionfs unmount /mnt/sessions`,
-		Args: cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			mnt := defaultMountpoint()
-			if len(args) == 1 {
-				mnt = args[0]
-			}
-			err := mount.Unmount(mnt)
-			if errors.Is(err, mount.ErrBusy) {
-				fmt.Fprintln(cmd.ErrOrStderr(), "sessionfs: note: "+err.Error())
-				return nil
-			}
-			return err
-		},
 	}
 }
 

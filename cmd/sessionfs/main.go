@@ -1,14 +1,14 @@
 // Command sessionfs keeps each coding-agent session in one folder: a store of plain folders, a FUSE view of it
 // that makes Claude Code's transcripts resumable from any cwd, and backends that run agents in a session.
 //
-// Each command is one file, cmd_<verb>.go: its flags, and a RunE that checks them and makes one call (a run<Verb>
-// function beside it, or the library). What several commands share lives in files named for it: main.go (exit
-// codes and the one-line error), root.go (the root command, the app and its store), ids.go (session and
-// conversation ids as typed), output.go (JSON, --format, the words of messages), view.go (a session and its runs
-// as --json shows them), progress.go (progress bars and Ctrl-C), complete.go (shell completion), runner.go (what
-// exec, run and resume share: the run lease, -e and -w, the run and its exit code), agent.go (the --agent flag),
-// landlock.go (the --landlock flags), daemon.go (mount --daemon), relay.go (a foreground mount's relay of the
-// terminal's signals).
+// Each command is one file, cmd_<verb>.go: its flags, and a RunE that checks them and makes one call (a function
+// beside it, or the library). What several commands share lives in files named for it: main.go (exit codes and
+// the one-line error), root.go (the root command, the app and its store, the mountpoint), ids.go (session and
+// conversation ids as typed), output.go (JSON, --format, the words of messages, warnings), json.go (a session and
+// its runs as --json shows them), progress.go (progress bars and Ctrl-C), complete.go (shell completion),
+// runner.go (what exec, run and resume share: the run lease, -e and -w, the run and its exit code), agentflag.go
+// (the --agent flag), landlock.go (the --landlock flags), daemon.go (mount --daemon), relay.go (a foreground
+// mount's relay of the terminal's signals).
 package main
 
 import (
