@@ -2,7 +2,8 @@
 // sessions' heavy folders over it, the watcher that keeps the kernel's caches true to the store, unmount and
 // stale-mount recovery. Its FUSE nodes are package mount/nodes.
 //
-// The files, in the order a start-up meets them:
+// The files: the Mount type, then the others in the order a start-up meets them (helper_service.go and bindlimit.go
+// serve the helper and the binder once the mount serves):
 //
 //	mount.go           Mount: Wait, Unmount, Detach, Abort, Users (through its control)
 //	start.go           Start and its steps, in order (below)

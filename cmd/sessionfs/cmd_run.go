@@ -103,14 +103,10 @@ volumes) unless --keep. Each run is recorded in the session's session.json. The 
 	return cmd
 }
 
-// runIn runs argv in session id with o's backend, agent ag and confinement ll (checked), as run does. The lease
-// comes first: a refused runner changes nothing.
+// runIn runs argv in session id with o's backend, agent ag and confinement ll (checked), as run does. Bad -e or
+// -w is refused first, then the lease is taken before anything is touched (a refused runner changes nothing), and
+// the session is readied for its agent only once the backend is open.
 func (a *app) runIn(id string, argv []string, o *runOptions, ag *agents.Agent, ll *confine.Command) error {
-	s, m, r, err := a.leaseSession(id)
-	if err != nil {
-		return err
-	}
-	defer r.Release()
 	vars, err := parseEnv(o.env)
 	if err != nil {
 		return err
@@ -119,6 +115,11 @@ func (a *app) runIn(id string, argv []string, o *runOptions, ag *agents.Agent, l
 	if err != nil {
 		return err
 	}
+	s, m, r, err := a.leaseSession(id)
+	if err != nil {
+		return err
+	}
+	defer r.Release()
 	dir, mounted := sessionDir(s, m.ID)
 	spec := backends.Spec{SessionDir: dir, Argv: argv, Agent: ag.Name, Env: vars, Workdir: workdir, Stdout: os.Stdout,
 		Stderr: os.Stderr, TTY: o.tty, Landlock: ll}
