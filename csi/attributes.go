@@ -5,6 +5,11 @@ import (
 	"strconv"
 	"strings"
 
+	spec "github.com/container-storage-interface/spec/lib/go/csi"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	"github.com/sessionfs/sessionfs/layout"
 )
 
@@ -112,4 +117,27 @@ func validNamespace(s string) bool {
 		}
 	}
 	return true
+}
+
+// checkCapabilities accepts a mounted folder used by one pod on one node (its lease keeps it to one pod, so
+// SINGLE_NODE_MULTI_WRITER is not offered).
+func checkCapabilities(caps []*spec.VolumeCapability) error {
+	if len(caps) == 0 {
+		return status.Error(codes.InvalidArgument, "no volume capabilities")
+	}
+	for _, c := range caps {
+		if c.GetBlock() != nil {
+			return status.Error(codes.InvalidArgument, "a session is a folder: block access is not supported")
+		}
+		if c.GetMount() == nil {
+			return status.Error(codes.InvalidArgument, "want mount access")
+		}
+		switch c.GetAccessMode().GetMode() {
+		case spec.VolumeCapability_AccessMode_SINGLE_NODE_WRITER, spec.VolumeCapability_AccessMode_SINGLE_NODE_READER_ONLY,
+			spec.VolumeCapability_AccessMode_SINGLE_NODE_SINGLE_WRITER:
+		default:
+			return status.Errorf(codes.InvalidArgument, "access mode %s: a session runs in one pod at a time (a single-node mode)", c.GetAccessMode().GetMode())
+		}
+	}
+	return nil
 }

@@ -4,9 +4,19 @@
 // bound natively from the store, nothing outside the session reachable, and the session's run lease for the
 // pod's lifetime (one pod at a time across the cluster, on a store every node shares).
 //
-// Tenancy (tenancy.go): a session belongs to the Kubernetes namespace that made it; an inline volume names and
-// makes only its pod's namespace's sessions, a persistent volume's handle is trusted as Kubernetes bound it.
-// Targets are beneath the kubelet's folder, and unpublishing detaches only what this plugin published there
-// (unpublish.go), known by its record on disk (record.go) or as a clone of the node's mount. The node's mount is
-// used if it serves the store, or started by the plugin (mount.go); a volume's session is made by session.Create.
+// The files: driver.go (the Driver, its gRPC server, identity), controller.go (a volume is a session: CreateVolume
+// makes it with session.Create, DeleteVolume trashes it), node.go (NodePublishVolume and NodeUnpublishVolume, in
+// the order below), attributes.go (what a volume asks for: its attributes and access modes), tenancy.go (whose
+// session it is), targets.go (targets beneath the kubelet's folder, what is mounted there, the node's mount, and
+// whether a mount is the plugin's own), lease.go (the run lease a pod holds), record.go (what was published, kept
+// on disk across restarts), publish.go (the session laid at the target by package bind), unpublish.go (only what
+// the plugin published detached), mount.go (the node's mount used if it serves the store, else started).
+//
+// A publish: the target checked (targets.go), the capability and attributes read (attributes.go), the session
+// named, made if missing and allowed, and checked to be the pod's namespace's (tenancy.go), a publication already
+// there found (targets.go), the run lease taken (lease.go), the publication recorded (record.go), then the session
+// bound at the target (publish.go); what fails part-way is undone (unpublish.go).
+//
+// Tenancy: a session belongs to the Kubernetes namespace that made it; an inline volume names and makes only its
+// pod's namespace's sessions, a persistent volume's handle is trusted as Kubernetes bound it.
 package csi

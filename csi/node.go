@@ -2,7 +2,6 @@ package csi
 
 import (
 	"context"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -43,13 +42,6 @@ func (d *Driver) NodePublishVolume(_ context.Context, req *spec.NodePublishVolum
 	if err != nil {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
-	id, err := sessionOf(req.GetVolumeId(), a)
-	if err != nil {
-		return nil, err
-	}
-	if err := layout.ValidateID(id); err != nil {
-		return nil, status.Errorf(codes.InvalidArgument, "session: %v", err)
-	}
 	ro := req.GetReadonly() || req.GetVolumeCapability().GetAccessMode().GetMode() == spec.VolumeCapability_AccessMode_SINGLE_NODE_READER_ONLY
 
 	d.mu.Lock()
@@ -57,19 +49,9 @@ func (d *Driver) NodePublishVolume(_ context.Context, req *spec.NodePublishVolum
 	if d.published == nil {
 		d.published = map[string]*publication{}
 	}
-	if !d.Store.Exists(id) {
-		if !a.create {
-			return nil, status.Errorf(codes.NotFound, "no session %s (and create=false)", id)
-		}
-		if err := d.create(id, a, 0); err != nil {
-			return nil, err
-		}
-	}
-	// Before the lease: a pod refused must not hold another namespace's session from its owners.
-	if a.ephemeral {
-		if err := d.checkOwner(id, a.namespace); err != nil {
-			return nil, err
-		}
+	id, err := d.sessionFor(req.GetVolumeId(), a)
+	if err != nil {
+		return nil, err
 	}
 	if p, err := d.publishedAt(target); err != nil || p != nil {
 		if err != nil {
@@ -144,22 +126,6 @@ func (d *Driver) NodeUnpublishVolume(_ context.Context, req *spec.NodeUnpublishV
 		return nil, err
 	}
 	return &spec.NodeUnpublishVolumeResponse{}, nil
-}
-
-// checkTarget checks a request's volume id and target path (beneath the kubelet's folder), and returns the path
-// cleaned.
-func (d *Driver) checkTarget(volumeID, target string) (string, error) {
-	switch {
-	case volumeID == "":
-		return "", status.Error(codes.InvalidArgument, "no volume id")
-	case target == "" || !filepath.IsAbs(target):
-		return "", status.Errorf(codes.InvalidArgument, "target path %q: want an absolute path", target)
-	}
-	target = filepath.Clean(target)
-	if _, err := d.beneathKubelet(target); err != nil {
-		return "", err
-	}
-	return target, nil
 }
 
 // Close releases every lease (the plugin stops; what it published stays mounted for the pods).

@@ -3,6 +3,8 @@ package csi
 import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/sessionfs/sessionfs/layout"
 )
 
 // Tenancy. A session belongs to the Kubernetes namespace that made it (Meta.Namespace): an inline volume's pod
@@ -10,6 +12,33 @@ import (
 // namespace's; a session of another namespace, or of none (made outside Kubernetes), is PERMISSION_DENIED before
 // its lease is touched. A persistent volume is authorized by Kubernetes (a PV bound to the pod's claim), so its
 // handle is trusted whatever the session's namespace.
+
+// sessionFor is the session a publish of volumeID with attributes a lays at its target: named (sessionOf), made if
+// it is missing and a allows it (create), and the pod's if an inline volume names it (checkOwner). It runs before
+// the lease: a pod refused must not hold another namespace's session from its owners.
+func (d *Driver) sessionFor(volumeID string, a attributes) (string, error) {
+	id, err := sessionOf(volumeID, a)
+	if err != nil {
+		return "", err
+	}
+	if err := layout.ValidateID(id); err != nil {
+		return "", status.Errorf(codes.InvalidArgument, "session: %v", err)
+	}
+	if !d.Store.Exists(id) {
+		if !a.create {
+			return "", status.Errorf(codes.NotFound, "no session %s (and create=false)", id)
+		}
+		if err := d.create(id, a, 0); err != nil {
+			return "", err
+		}
+	}
+	if a.ephemeral {
+		if err := d.checkOwner(id, a.namespace); err != nil {
+			return "", err
+		}
+	}
+	return id, nil
+}
 
 // sessionOf is the session a publish names: an inline volume's attribute, a persistent volume's handle.
 func sessionOf(volumeID string, a attributes) (string, error) {
