@@ -17,6 +17,7 @@
 // there found (targets.go), the run lease taken (lease.go), the publication recorded (record.go), then the session
 // bound at the target (publish.go); what fails part-way is undone (unpublish.go).
 //
-// Tenancy: a session belongs to the Kubernetes namespace that made it; an inline volume names and makes only its
+// Tenancy: a session belongs to the Kubernetes namespace that made it (the store's record, where no session
+// writes); an inline volume names and makes only its
 // pod's namespace's sessions, a persistent volume's handle is trusted as Kubernetes bound it.
 package csi

@@ -7,11 +7,12 @@ import (
 	"github.com/sessionfs/sessionfs/layout"
 )
 
-// Tenancy. A session belongs to the Kubernetes namespace that made it (Meta.Namespace): an inline volume's pod
-// (its namespace given by the kubelet, podInfoOnMount) makes sessions into its namespace and may name only its
-// namespace's; a session of another namespace, or of none (made outside Kubernetes), is PERMISSION_DENIED before
-// its lease is touched. A persistent volume is authorized by Kubernetes (a PV bound to the pod's claim), so its
-// handle is trusted whatever the session's namespace.
+// Tenancy. A session belongs to the Kubernetes namespace that made it: the store's record of its owner
+// (Store.Namespace), never session.json's namespace, which the session's processes can write. An inline volume's
+// pod (its namespace given by the kubelet, podInfoOnMount) makes sessions into its namespace and may name only its
+// namespace's; a session of another namespace, or of none (made outside Kubernetes, or before owners were
+// recorded), is PERMISSION_DENIED before its lease is touched. A persistent volume is authorized by Kubernetes (a
+// PV bound to the pod's claim), so its handle is trusted whatever the session's namespace.
 
 // sessionFor is the session a publish of volumeID with attributes a lays at its target: named (sessionOf), made if
 // it is missing and a allows it (create), and the pod's if an inline volume names it (checkOwner). It runs before
@@ -57,13 +58,19 @@ func sessionOf(volumeID string, a attributes) (string, error) {
 	return volumeID, nil
 }
 
-// checkOwner lets an inline volume of namespace ns have session id only if ns owns it.
+// checkOwner lets an inline volume of namespace ns have session id only if ns owns it: the store's record of its
+// owner (layout.Store.Namespace), never session.json's namespace, which the session's own processes can rewrite
+// (a pod would write another namespace there and plant hooks for its pods). A session with no record (made
+// outside Kubernetes, or before owners were recorded) is refused.
 func (d *Driver) checkOwner(id, ns string) error {
-	m, err := d.Store.Get(id)
+	owner, err := d.Store.Namespace(id)
 	if err != nil {
 		return status.Errorf(codes.FailedPrecondition, "session %s: %v", id, err)
 	}
-	if m.Namespace != ns {
+	switch {
+	case owner == "":
+		return status.Errorf(codes.PermissionDenied, "session %s belongs to no namespace (made outside Kubernetes, or before this plugin recorded owners): an inline volume names only its namespace's sessions; give it through a PersistentVolume bound to a claim", id)
+	case owner != ns:
 		return status.Errorf(codes.PermissionDenied, "session %s is not namespace %s's: an inline volume names only its namespace's sessions (give another's through a PersistentVolume bound to a claim)", id, ns)
 	}
 	return nil

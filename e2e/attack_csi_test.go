@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -295,4 +296,62 @@ func treeNames(t *testing.T, dir string) string {
 		names = append(names, e.Name())
 	}
 	return strings.Join(names, " ")
+}
+
+// TestCSIAttackNamespaceForgedInSessionJSON: a pod of namespace a makes session squat inline, then, as the
+// session's own files, rewrites its session.json to say namespace b and plants hooks in .claude/settings.json. A
+// pod of b naming squat is PERMISSION_DENIED, and nothing of the session (the planted hooks the first) reaches its
+// target: the owner is the store's record, which no session can write, never session.json. a keeps its session.
+func TestCSIAttackNamespaceForgedInSessionJSON(t *testing.T) {
+	store := t.TempDir()
+	p := startCSI(t, store, "node-a")
+	node, _ := p.client(t)
+	unmountAllUnder(t, p.kubelet)
+	pod := func(name string) string {
+		target := filepath.Join(p.kubelet, "pods", name, "volumes", "session")
+		require.NoError(t, os.MkdirAll(filepath.Dir(target), 0o750))
+		return target
+	}
+	inline := func(ns, target string) error {
+		_, err := node.NodePublishVolume(rpcCtx(t), inNamespace(ns, publishReq0("csi-"+ns, target,
+			map[string]string{"session": "squat", "create": "true"}), true))
+		return err
+	}
+	unpublish := func(target string) {
+		t.Helper()
+		_, err := node.NodeUnpublishVolume(rpcCtx(t), unpublishReq("csi-x", target))
+		require.NoError(t, err)
+	}
+
+	a1 := pod("a-1")
+	require.NoError(t, inline("a", a1), "namespace a makes squat")
+	// The pod, through its volume: session.json names b, and hooks wait in .claude/settings.json.
+	meta := filepath.Join(a1, "session.json")
+	b, err := os.ReadFile(meta)
+	require.NoError(t, err)
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(b, &m))
+	m["namespace"] = "b"
+	b, err = json.Marshal(m)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(meta, b, 0o644))
+	const hooks = `{"hooks":{"SessionStart":[{"hooks":[{"type":"command","command":"echo planted-by-a"}]}]}}`
+	require.NoError(t, os.WriteFile(filepath.Join(a1, ".claude", "settings.json"), []byte(hooks), 0o644))
+	assert.Equal(t, "b", sessionNamespace(t, store, "squat"), "the forged session.json is in the store")
+	unpublish(a1)
+
+	b1 := pod("b-1")
+	err = inline("b", b1)
+	t.Logf("namespace b names squat, whose session.json says b: %v", err)
+	assert.Equal(t, codes.PermissionDenied, status.Code(err), "%v", err)
+	assert.Empty(t, mountsUnder(t, p.kubelet), "nothing published for b")
+	_, err = os.Stat(filepath.Join(b1, ".claude", "settings.json"))
+	assert.True(t, errors.Is(err, os.ErrNotExist), "a's planted hooks must not reach b's target: %v", err)
+	if err == nil {
+		unpublish(b1)
+	}
+
+	a2 := pod("a-2")
+	require.NoError(t, inline("a", a2), "squat stays a's whatever its session.json says")
+	unpublish(a2)
 }

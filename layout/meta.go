@@ -24,9 +24,9 @@ type Meta struct {
 	Runs    []Run    `json:"runs,omitempty"`
 	// ForkedFrom is the session this one was forked from (sessionfs fork), which keeps the conversations both hold.
 	ForkedFrom string `json:"forked_from,omitempty"`
-	// Namespace is the Kubernetes namespace that owns the session (the CSI plugin made it for a pod or a claim of
-	// it): an inline volume of another namespace may not name it; "" when made otherwise. The session's own
-	// processes can rewrite it, which gives their session away, never another's.
+	// Namespace is the Kubernetes namespace the CSI plugin made the session for (a pod or a claim of it), for
+	// display only: the session's own processes can rewrite it, so nothing decides access from it. The owner
+	// that counts is the store's record, beyond the session's reach (Store.Namespace).
 	Namespace string `json:"namespace,omitempty"`
 	// CapacityBytes is the capacity a CSI CreateVolume made the session with (0: none asked): a later
 	// CreateVolume of the same name must fit it.

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -31,7 +32,7 @@ func DefaultStoreRoot() (string, error) {
 	return filepath.Join(home, ".local", "share", "sessionfs"), nil
 }
 
-// Store is the on-disk source of truth: <root>/sessions/<id>/, <root>/trash/ and <root>/locks/. Plain folders,
+// Store is the on-disk source of truth: <root>/sessions/<id>/, <root>/trash/, <root>/locks/ and <root>/owners/. Plain folders,
 // readable with no daemon running. The root and the store's own folders are trusted (the administrator's and the
 // daemon's); everything inside a session folder is not, so every access to it is resolved beneath an open
 // descriptor of the sessions folder, never through a symlink (see Dir). A Store is safe for concurrent use;
@@ -45,7 +46,7 @@ type Store struct {
 	sess    *Dir // <root>/sessions
 	trash   *Dir // <root>/trash
 
-	locks sync.Map // id -> *sync.Mutex, serialising read-modify-write of session.json within the process
+	locks sync.Map // id -> *sync.Mutex, serialising a session's changes (session.json, its place, its owner) within the process
 }
 
 // Folders of the store made by OpenStore. transcriptTrash always exists, so that a transcript can be trashed on
@@ -100,6 +101,7 @@ func (s *Store) doOpen() (err error) {
 	// Best effort: a read-only store still lists and reads.
 	_ = s.trash.MkdirAll(transcriptTrash, 0o700, -1, -1)
 	_ = s.root.MkdirAll(locksName, 0o700, -1, -1)
+	_ = s.root.MkdirAll(ownersName, 0o700, -1, -1)
 	return nil
 }
 
@@ -193,7 +195,9 @@ type CreateOptions struct {
 	Labels  map[string]string
 	Profile string // a .claude template folder copied into the session's .claude
 	Now     time.Time
-	// Namespace and CapacityBytes are recorded in the new session's Meta (the CSI plugin's owner and capacity).
+	// Namespace is the Kubernetes namespace that owns the new session (the CSI plugin's tenancy): recorded in the
+	// store's owners folder, which decides (Namespace), and in session.json for display. CapacityBytes is
+	// recorded in the new session's Meta.
 	Namespace     string
 	CapacityBytes int64
 }
@@ -234,12 +238,32 @@ func (s *Store) Create(id string, opts CreateOptions) (*Meta, error) {
 	if err := os.Chmod(stage, 0o755); err != nil {
 		return nil, wrap("create", id, stage, err)
 	}
-	// RENAME_NOREPLACE: a session created meanwhile by someone else is never merged with or replaced by this one.
+	// The session's place and its owner's record change together, under its lock (Namespace waits for it).
+	unlock, err := s.lockIDs(id)
+	if err != nil {
+		return nil, wrap("create", id, s.LocksDir(), err)
+	}
+	defer unlock()
+	if err := s.clearStaleOwner(id); err != nil {
+		return nil, wrap("create", id, s.ownerPath(id), err)
+	}
+	// RENAME_NOREPLACE: a session created meanwhile by someone else is never merged with or replaced by this one,
+	// nor is its owner's record, written only once this session has won the name.
 	if err := s.root.RenameTo(name, sessions, id, unix.RENAME_NOREPLACE); err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			return nil, &Error{Op: "create", ID: id, Kind: ErrExists}
 		}
 		return nil, wrap("create", id, s.Dir(id), err)
+	}
+	if opts.Namespace != "" {
+		if err := s.setOwner(id, opts.Namespace); err != nil {
+			// All or nothing: a session of no owner is not what was asked. It goes back to the staging folder,
+			// which the deferred RemoveAll deletes.
+			if uerr := sessions.RenameTo(id, s.root, name, unix.RENAME_NOREPLACE); uerr != nil {
+				err = errors.Join(err, fmt.Errorf("and it could not be undone (remove %s by hand): %w", s.Dir(id), uerr))
+			}
+			return nil, wrap("create", id, s.ownerPath(id), err)
+		}
 	}
 	return m, nil
 }
@@ -344,10 +368,7 @@ func (s *Store) Update(id string, fn func(*Meta) error) (*Meta, error) {
 	if err := ValidateID(id); err != nil {
 		return nil, err
 	}
-	mu, _ := s.locks.LoadOrStore(id, new(sync.Mutex))
-	mu.(*sync.Mutex).Lock()
-	defer mu.(*sync.Mutex).Unlock()
-	unlock, err := s.lock(id)
+	unlock, err := s.lockIDs(id)
 	if err != nil {
 		return nil, wrap("update", id, filepath.Join(s.LocksDir(), id+".lock"), err)
 	}
@@ -370,6 +391,30 @@ func (s *Store) Update(id string, fn func(*Meta) error) (*Meta, error) {
 		return nil, wrap("update", id, "", err)
 	}
 	return m, nil
+}
+
+// lockIDs takes the locks of sessions ids, each the process's mutex then the cross-process flock, in one order
+// whoever asks, so two callers locking the same two sessions never each hold one and wait for the other.
+func (s *Store) lockIDs(ids ...string) (unlock func(), err error) {
+	ids = slices.Compact(slices.Sorted(slices.Values(ids)))
+	var unlocks []func()
+	unlock = func() {
+		for i := len(unlocks) - 1; i >= 0; i-- {
+			unlocks[i]()
+		}
+	}
+	for _, id := range ids {
+		mu, _ := s.locks.LoadOrStore(id, new(sync.Mutex))
+		mu.(*sync.Mutex).Lock()
+		un, err := s.lock(id)
+		if err != nil {
+			mu.(*sync.Mutex).Unlock()
+			unlock()
+			return nil, err
+		}
+		unlocks = append(unlocks, func() { un(); mu.(*sync.Mutex).Unlock() })
+	}
+	return unlock, nil
 }
 
 // lock takes the cross-process lock of session id. The lock file is never removed: removing it would let two

@@ -2,6 +2,7 @@ package layout
 
 import (
 	"errors"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -78,12 +79,18 @@ func (s *Store) TrashedSessions(id string) ([]TrashedSession, error) {
 	return out, nil
 }
 
-// RestoreSession moves the newest removed copy of session id back to sessions/<id>. A session of that id that
+// RestoreSession moves the newest removed copy of session id back to sessions/<id>, and its owner's record back
+// to owners/<id> (a stale record of another session of that id is never inherited). A session of that id that
 // exists again is never overwritten (ErrExists).
 func (s *Store) RestoreSession(id string) (dir string, err error) {
 	if err := ValidateID(id); err != nil {
 		return "", err
 	}
+	unlock, err := s.lockIDs(id)
+	if err != nil {
+		return "", wrap("restore", id, s.LocksDir(), err)
+	}
+	defer unlock()
 	list, err := s.TrashedSessions(id)
 	if err != nil {
 		return "", err
@@ -99,16 +106,27 @@ func (s *Store) RestoreSession(id string) (dir string, err error) {
 	if err != nil {
 		return "", err
 	}
+	if err := s.clearStaleOwner(id); err != nil {
+		return "", wrap("restore", id, s.ownerPath(id), err)
+	}
 	if err := trash.RenameTo(list[0].Name, sessions, id, unix.RENAME_NOREPLACE); err != nil {
 		if errors.Is(err, syscall.EEXIST) || errors.Is(err, syscall.ENOTEMPTY) {
 			return "", &Error{Op: "restore", ID: id, Kind: ErrExists}
 		}
 		return "", wrap("restore", id, list[0].Dir, err)
 	}
+	if _, err := s.moveOwner(trashedOwnerRel(list[0].Name), ownerRel(id)); err != nil {
+		// Back to the trash with its record: restored without it, the session would have no owner.
+		if uerr := sessions.RenameTo(id, trash, list[0].Name, unix.RENAME_NOREPLACE); uerr != nil {
+			err = errors.Join(err, fmt.Errorf("and the session stays restored without its owner's record: %w", uerr))
+		}
+		return "", wrap("restore", id, s.ownerPath(id), err)
+	}
 	return s.Dir(id), nil
 }
 
-// Remove moves a session to the trash. Nothing is deleted: gc does that. The entry sessions/<id> is renamed
+// Remove moves a session to the trash, and its owner's record beside it (so a later session of the id does not
+// inherit it, and a restored one keeps it). Nothing is deleted: gc does that. The entry sessions/<id> is renamed
 // from the sessions folder's descriptor to the trash's, whatever it is, never followed.
 func (s *Store) Remove(id string) (trashed string, err error) {
 	if err := ValidateID(id); err != nil {
@@ -122,8 +140,24 @@ func (s *Store) Remove(id string) (trashed string, err error) {
 	if err != nil {
 		return "", err
 	}
+	unlock, err := s.lockIDs(id)
+	if err != nil {
+		return "", wrap("remove", id, s.LocksDir(), err)
+	}
+	defer unlock()
 	name := trashedName(id, time.Now())
+	// The record first: a crash between the two leaves a session of no owner (refused, never given away), not a
+	// record waiting for the next session of the id.
+	moved, err := s.moveOwner(ownerRel(id), trashedOwnerRel(name))
+	if err != nil {
+		return "", wrap("remove", id, s.ownerPath(id), err)
+	}
 	if err := sessions.RenameTo(id, trash, name, unix.RENAME_NOREPLACE); err != nil {
+		if moved {
+			if uerr := s.root.Rename(trashedOwnerRel(name), ownerRel(id), unix.RENAME_NOREPLACE); uerr != nil {
+				err = errors.Join(err, fmt.Errorf("and its owner's record stays at %s: %w", s.Root+"/"+trashedOwnerRel(name), uerr))
+			}
+		}
 		if errors.Is(err, syscall.ENOENT) {
 			return "", &Error{Op: "remove", ID: id, Kind: ErrNotFound}
 		}
@@ -202,6 +236,13 @@ func (s *Store) GC(opts GCOptions) error {
 				}
 			}
 			if err := s.removeAll(trash, name, opts.DryRun, note); err != nil {
+				return err
+			}
+		}
+		if !opts.DryRun {
+			// The owners' records of the sessions deleted, and of any deleted otherwise (by hand, or a failed
+			// create's cleanup).
+			if err := s.sweepTrashedOwners(trash); err != nil {
 				return err
 			}
 		}
