@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strings"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // Owners. The namespace a session belongs to (the CSI plugin's tenancy) decides who may have it, so it is kept
@@ -124,4 +126,26 @@ func (s *Store) sweepTrashedOwners(trash *Dir) error {
 		}
 	}
 	return nil
+}
+
+// Place renames stage, a folder of the sessions folder where a session was made aside (a fork, an import), to id,
+// never replacing a session (an error wrapping fs.ErrExist). It holds id's lock and clears a record of an owner
+// left at id by a session gone without the store first: the new session inherits no namespace.
+func (s *Store) Place(stage, id string) error {
+	if err := ValidateID(id); err != nil {
+		return err
+	}
+	unlock, err := s.lockIDs(id)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if err := s.clearStaleOwner(id); err != nil {
+		return err
+	}
+	sessions, err := s.Sessions()
+	if err != nil {
+		return err
+	}
+	return sessions.Rename(stage, id, unix.RENAME_NOREPLACE)
 }

@@ -86,7 +86,7 @@ func TestCreateWithoutItsRecordIsUndone(t *testing.T) {
 }
 
 // A record left at an id by a session gone without the store (removed by hand) is never inherited by the next
-// session put at that id: made, renamed there, or restored there.
+// session put at that id: made, renamed there, restored there, or placed there by a fork or an import.
 func TestStaleOwnerIsNotInherited(t *testing.T) {
 	s := newStore(t)
 	stale := func(id string) {
@@ -112,6 +112,13 @@ func TestStaleOwnerIsNotInherited(t *testing.T) {
 	_, err = s.RestoreSession("renamed")
 	require.NoError(t, err)
 	assert.Equal(t, "", ownerOf(t, s, "renamed"))
+
+	// A session made aside (a fork, an import) and put in place.
+	stale("placed")
+	require.NoError(t, os.Mkdir(filepath.Join(s.SessionsDir(), ".stage-placed"), 0o755))
+	require.NoError(t, s.Place(".stage-placed", "placed"))
+	assert.DirExists(t, s.Dir("placed"))
+	assert.NoFileExists(t, filepath.Join(s.Root, ownersName, "placed"))
 }
 
 // Rename moves the record with the session; a rename onto a session that exists changes neither.

@@ -53,10 +53,6 @@ func Fork(ctx context.Context, store *layout.Store, id, newID string, opts ForkO
 		return nil, err
 	}
 	defer sess.Close()
-	sessions, err := store.Sessions()
-	if err != nil {
-		return nil, err
-	}
 
 	var all found
 	err = sess.Walk(func(rel string, st *unix.Stat_t) error {
@@ -132,7 +128,7 @@ func Fork(ctx context.Context, store *layout.Store, id, newID string, opts ForkO
 	if err != nil {
 		return nil, fmt.Errorf("fork %s: %w", id, err)
 	}
-	if err := sessions.Rename(stage, newID, unix.RENAME_NOREPLACE); err != nil {
+	if err := store.Place(stage, newID); err != nil {
 		if errors.Is(err, os.ErrExist) {
 			return nil, &layout.Error{Op: "fork", ID: newID, Kind: layout.ErrExists}
 		}

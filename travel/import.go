@@ -82,10 +82,6 @@ func Import(ctx context.Context, store *layout.Store, r io.Reader, opts ImportOp
 	if store.Exists(id) {
 		return "", done, &layout.Error{Op: "import", ID: id, Kind: layout.ErrExists}
 	}
-	sessions, err := store.Sessions()
-	if err != nil {
-		return "", done, err
-	}
 	stage, dst, remove, err := newStage(store, importStage, id)
 	if err != nil {
 		return "", done, fmt.Errorf("import %s: %w", id, err)
@@ -121,7 +117,7 @@ func Import(ctx context.Context, store *layout.Store, r io.Reader, opts ImportOp
 	if err := x.finish(id); err != nil {
 		return "", x.done, err
 	}
-	if err := sessions.Rename(stage, id, unix.RENAME_NOREPLACE); err != nil {
+	if err := store.Place(stage, id); err != nil {
 		if errors.Is(err, os.ErrExist) {
 			return "", x.done, &layout.Error{Op: "import", ID: id, Kind: layout.ErrExists}
 		}
