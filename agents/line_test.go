@@ -45,7 +45,7 @@ func TestFileOf(t *testing.T) {
 // Each agent's file, as its CLI wrote it, renders as its messages: the user's words and the replies, never the
 // context the agents add themselves, metadata, or Gemini's rewrite of the whole history on resume.
 func TestLine(t *testing.T) {
-	stamp := regexp.MustCompile(`^\d\d:\d\d:\d\d `)
+	stamp := regexp.MustCompile(`^(\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d `) // the date for a message not of today
 	for _, tt := range []struct {
 		agent *agents.Agent
 		glob  string
@@ -66,7 +66,7 @@ func TestLine(t *testing.T) {
 		for _, l := range bytes.Split(b, []byte("\n")) {
 			if s := agents.Line(tt.agent, l); s != "" {
 				require.Regexp(t, stamp, s)
-				got = append(got, strings.Join(strings.Fields(s[9:]), " "))
+				got = append(got, strings.Join(strings.Fields(stamp.ReplaceAllString(s, "")), " "))
 			}
 		}
 		assert.Equal(t, tt.want, got, tt.agent.Name)

@@ -73,17 +73,33 @@ func Line(a *Agent, line []byte) string {
 	return Render(ts, "["+a.Name+"] "+role, parts)
 }
 
+// The times watch prints: the clock for a message of today, the date first for an older one (a conversation read
+// with --from-start spans days).
+const (
+	StampToday = "15:04:05"
+	StampDated = "2006-01-02 15:04:05"
+)
+
 // Render is one line of watch: the time, who speaks, then the text or the tool call, cut at 200 characters.
 func Render(ts time.Time, who string, parts []string) string {
 	stamp := "--:--:--"
 	if !ts.IsZero() {
-		stamp = ts.Local().Format("15:04:05")
+		stamp = Stamp(ts, time.Now())
 	}
 	text := strings.Join(strings.Fields(strings.Join(parts, " ")), " ")
 	if r := []rune(text); len(r) > 200 {
 		text = string(r[:199]) + "…"
 	}
 	return fmt.Sprintf("%s %-9s %s", stamp, who, text)
+}
+
+// Stamp is ts as watch prints it on day now: the clock alone for a time of that (local) day, else the date too.
+func Stamp(ts, now time.Time) string {
+	ts, now = ts.Local(), now.Local()
+	if y, m, d := ts.Date(); y == now.Year() && m == now.Month() && d == now.Day() {
+		return ts.Format(StampToday)
+	}
+	return ts.Format(StampDated)
 }
 
 // Call renders a tool call, its arguments cut at 80 characters.

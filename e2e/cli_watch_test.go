@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -84,15 +85,25 @@ func TestWatch(t *testing.T) {
 }
 
 // A conversation can be read, not only followed: watch --from-start prints what the transcripts hold, and with
-// --no-follow exits after.
+// --no-follow exits after. Defect 9 of issue 40: the session's conversations come interleaved by time (they came
+// conversation by conversation), and a message of another day carries its date (it had the clock alone).
 func TestWatchReadsAConversation(t *testing.T) {
 	store := t.TempDir()
 	ok(t, store, "new", "s1")
 	canon := filepath.Join(store, "sessions", "s1", ".claude", "projects", "-session-workspace")
-	line := `{"type":"user","timestamp":"2026-11-24T10:00:00Z","sessionId":"2fe2d21b-be8f-4b12-b46b-12e68f6e9f01","message":{"role":"user","content":"hello there"}}`
-	require.NoError(t, os.WriteFile(filepath.Join(canon, "2fe2d21b-be8f-4b12-b46b-12e68f6e9f01.jsonl"), []byte(line+"\n"), 0o600))
+	entry := func(at time.Time, text string) string {
+		return fmt.Sprintf(`{"type":"user","timestamp":%q,"message":{"role":"user","content":%q}}`+"\n", at.UTC().Format(time.RFC3339), text)
+	}
+	old := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
+	today := time.Now()
+	require.NoError(t, os.WriteFile(filepath.Join(canon, "2fe2d21b-be8f-4b12-b46b-12e68f6e9f01.jsonl"),
+		[]byte(entry(old, "hello there")+entry(today, "and today")), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(canon, "7c0ffee0-be8f-4b12-b46b-12e68f6e9f02.jsonl"),
+		[]byte(entry(old.Add(time.Hour), "the other one")), 0o600))
 	out := ok(t, store, "watch", "s1", "--no-follow")
-	assert.Regexp(t, `^2fe2d21b \d\d:\d\d:\d\d user +hello there\n$`, out)
+	assert.Regexp(t, `^2fe2d21b `+old.Local().Format("2006-01-02 15:04:05")+` user +hello there\n`+
+		`7c0ffee0 `+old.Add(time.Hour).Local().Format("2006-01-02 15:04:05")+` user +the other one\n`+
+		`2fe2d21b `+today.Local().Format("15:04:05")+` user +and today\n$`, out)
 }
 
 // TestWatchOtherAgents: watch follows the other agents' conversations too, their folders made after it started,
@@ -147,9 +158,10 @@ func TestWatchOtherAgents(t *testing.T) {
 		}
 		require.NoError(t, f.Close())
 	}
-	want := []string{`(?m)^01a20739 \d\d:\d\d:\d\d \[codex\] user hello there$`, `(?m)^01a20739 \d\d:\d\d:\d\d \[codex\] assistant stub reply$`,
-		`(?m)^9ab916a9 \d\d:\d\d:\d\d \[gemini\] user hello there$`, `(?m)^9ab916a9 \d\d:\d\d:\d\d \[gemini\] assistant stub reply$`,
-		`(?m)^6ff0322b \d\d:\d\d:\d\d \[qwen\] user hello there$`, `(?m)^6ff0322b \d\d:\d\d:\d\d \[qwen\] assistant stub reply$`}
+	at := `(?:\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d` // the files' messages are of 2026-11-23: dated on another day
+	want := []string{`(?m)^01a20739 ` + at + ` \[codex\] user hello there$`, `(?m)^01a20739 ` + at + ` \[codex\] assistant stub reply$`,
+		`(?m)^9ab916a9 ` + at + ` \[gemini\] user hello there$`, `(?m)^9ab916a9 ` + at + ` \[gemini\] assistant stub reply$`,
+		`(?m)^6ff0322b ` + at + ` \[qwen\] user hello there$`, `(?m)^6ff0322b ` + at + ` \[qwen\] assistant stub reply$`}
 	deadline := time.After(10 * time.Second)
 	done := func() bool {
 		for _, re := range want {

@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"syscall"
 	"time"
@@ -25,8 +26,10 @@ import (
 
 // Options say what a Follower prints.
 type Options struct {
-	JSON      bool // each new entry as it is written (JSON), instead of a line per message
-	FromStart bool // what the conversations already hold first; else from their current end, as tail -f
+	JSON bool // each new entry as it is written (JSON), instead of a line per message
+	// FromStart prints what the conversations already hold first, every agent's interleaved by time; else they
+	// are followed from their current end, as tail -f.
+	FromStart bool
 	// Warn is told, once each, what a tail could not read (a session that put something else where its database
 	// goes); nil: nobody is told.
 	Warn func(string)
@@ -45,6 +48,17 @@ type Follower struct {
 	tails   []tail
 	tailed  map[string]bool // the files whose change the tails read
 	warned  map[string]bool
+	// held are the lines of the start, printed sorted by time once all is read (holding until then); last is the
+	// time of each source's latest line, which a line of no time of its own takes (to stay beside it).
+	held    []timed
+	holding bool
+	last    map[string]time.Time
+}
+
+// timed is a line to print and when its message was written.
+type timed struct {
+	at   time.Time
+	text string
 }
 
 // tail is an agent that keeps its conversations as rows of a database (agents.Tail).
@@ -61,7 +75,7 @@ const debounce = 200 * time.Millisecond
 // to out.
 func New(sess *layout.Dir, root, projects string, out io.Writer, opts Options) *Follower {
 	return &Follower{sess: sess, root: root, claude: projects, out: out, opts: opts, offsets: map[string]int64{},
-		partial: map[string][]byte{}, tailed: map[string]bool{}, warned: map[string]bool{}}
+		partial: map[string][]byte{}, tailed: map[string]bool{}, warned: map[string]bool{}, last: map[string]time.Time{}}
 }
 
 // Run prints what the conversations have new until ctx ends (at once, when it has ended already: then only what
@@ -76,6 +90,7 @@ func (f *Follower) Run(ctx context.Context) error {
 	if err := w.Add(f.root); err != nil { // itself only: an agent's folder made later is followed from its start
 		return err
 	}
+	f.holding = true // what the conversations hold, read file by file and tail by tail, is printed by time
 	if err := f.add(f.claude, !f.opts.FromStart); err != nil {
 		return err
 	}
@@ -91,6 +106,7 @@ func (f *Follower) Run(ctx context.Context) error {
 		}
 	}
 	took := f.poll()
+	f.flush()
 	var due <-chan time.Time // a read of the tails is pending
 	var last time.Time
 	later := func() {
@@ -146,10 +162,65 @@ func (f *Follower) poll() time.Duration {
 			continue
 		}
 		for _, l := range lines {
-			fmt.Fprintln(f.out, l)
+			f.emit(t.agent.Name, tailTime(l, f.opts.JSON), l)
 		}
 	}
 	return time.Since(start)
+}
+
+// emit prints line text of source src (a file, a tail), written at at, or holds it for flush.
+func (f *Follower) emit(src string, at time.Time, text string) {
+	if at.IsZero() {
+		at = f.last[src]
+	} else {
+		f.last[src] = at
+	}
+	if f.holding {
+		f.held = append(f.held, timed{at, text})
+		return
+	}
+	fmt.Fprintln(f.out, text)
+}
+
+// flush prints the lines held, oldest first (a source's own order kept for lines of one time), and stops holding.
+func (f *Follower) flush() {
+	sort.SliceStable(f.held, func(i, j int) bool { return f.held[i].at.Before(f.held[j].at) })
+	for _, l := range f.held {
+		fmt.Fprintln(f.out, l.text)
+	}
+	f.held, f.holding = nil, false
+}
+
+// tailTime is when the message of line, as a tail returned it, was written; zero when it cannot tell. A tail
+// gives lines, not times: the time is read back from the line, as agents.Render printed it ("<short id> <time>
+// ..."), or from the message's info.time.created (ms) in opencode's JSON.
+func tailTime(line string, asJSON bool) time.Time {
+	if asJSON {
+		var m struct {
+			Info struct {
+				Time struct {
+					Created int64 `json:"created"`
+				} `json:"time"`
+			} `json:"info"`
+		}
+		if json.Unmarshal([]byte(line), &m) != nil || m.Info.Time.Created == 0 {
+			return time.Time{}
+		}
+		return time.UnixMilli(m.Info.Time.Created)
+	}
+	f := strings.Fields(line)
+	if len(f) < 3 {
+		return time.Time{}
+	}
+	if at, err := time.ParseInLocation(agents.StampDated, f[1]+" "+f[2], time.Local); err == nil {
+		return at
+	}
+	clock, err := time.ParseInLocation(agents.StampToday, f[1], time.Local)
+	if err != nil {
+		return time.Time{}
+	}
+	y, m, d := time.Now().Date()
+	return time.Date(y, m, d, clock.Hour(), clock.Minute(), clock.Second(), 0, time.Local)
 }
 
 // add watches dir and the folders below it; existing transcripts start at their end when atEnd.
@@ -174,8 +245,8 @@ func (f *Follower) add(dir string, atEnd bool) error {
 
 // read prints the complete lines appended to p since the last read, if p is a conversation file of an agent.
 func (f *Follower) read(p string) {
-	render, conv, sub := f.kind(p)
-	if render == nil {
+	parse, conv := f.kind(p)
+	if parse == nil {
 		return
 	}
 	// The session's files are its processes' to write: never block on a FIFO, never follow a link out.
@@ -202,41 +273,43 @@ func (f *Follower) read(p string) {
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
-		if f.opts.JSON {
-			if json.Valid(line) {
-				fmt.Fprintf(f.out, "%s\n", line)
-			}
-			continue
-		}
-		if s := render(line, sub); s != "" {
-			fmt.Fprintln(f.out, conv, s)
+		at, s := parse(line)
+		switch {
+		case f.opts.JSON && json.Valid(line):
+			f.emit(p, at, string(line))
+		case !f.opts.JSON && s != "":
+			f.emit(p, at, conv+" "+s)
 		}
 	}
 }
 
-// kind tells how p's lines render and the short id of its conversation (and subagent, for Claude's); render is nil
-// for a file that is no agent's conversation.
-func (f *Follower) kind(p string) (render func(line []byte, sub string) string, conv, sub string) {
+// kind tells how p's lines read (each line's time, zero if it has none, and its message rendered, "" if it is
+// none) and the short id of its conversation; parse is nil for a file that is no agent's conversation.
+func (f *Follower) kind(p string) (parse func(line []byte) (time.Time, string), conv string) {
 	if rel, err := filepath.Rel(f.root, p); err == nil {
 		if a, conv, ok := all.FileOf(filepath.ToSlash(rel)); ok {
-			return func(line []byte, _ string) string { return agents.Line(a, line) }, conv, ""
+			return func(line []byte) (time.Time, string) {
+				at, _, _, _ := a.Files.Line(line)
+				return at, agents.Line(a, line)
+			}, conv
 		}
 	}
 	if rel, err := filepath.Rel(f.claude, p); err != nil || !filepath.IsLocal(rel) {
-		return nil, "", ""
+		return nil, ""
 	}
 	conv = strings.TrimSuffix(filepath.Base(p), ".jsonl")
+	sub := ""
 	if filepath.Base(filepath.Dir(p)) == "subagents" {
 		sub, conv = conv, filepath.Base(filepath.Dir(filepath.Dir(p)))
 	}
 	if len(conv) > 8 {
 		conv = conv[:8]
 	}
-	return func(line []byte, sub string) string {
+	return func(line []byte) (time.Time, string) {
 		var e claude.Entry
 		if json.Unmarshal(line, &e) != nil {
-			return ""
+			return time.Time{}, ""
 		}
-		return claude.Line(&e, sub)
-	}, conv, sub
+		return e.Timestamp, claude.Line(&e, sub)
+	}, conv
 }

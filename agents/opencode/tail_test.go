@@ -13,7 +13,7 @@ import (
 )
 
 // stamp is the time Render prints first.
-var stamp = regexp.MustCompile(`^(\S+) \d\d:\d\d:\d\d (.*)$`)
+var stamp = regexp.MustCompile(`^(\S+) (?:\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d (.*)$`) // a date for a message not of today
 
 // untimed strips the time of each line: "<short id> <who and text>".
 func untimed(t *testing.T, lines []string) []string {

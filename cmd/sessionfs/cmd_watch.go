@@ -28,7 +28,8 @@ the conversation's short id (the first 8 characters of its uuid), time, role, th
 subagent messages are marked [agent-...]. The other agents' conversations in the session (Codex, Gemini CLI,
 Qwen Code, opencode) are followed too, marked [codex], [gemini], [qwen], [opencode]. --json prints the raw
 entries, one per line, for tools. It starts at the current end of the transcripts, like tail -f; --from-start
-prints what they hold first (to read a conversation: --from-start --no-follow).
+prints what they hold first, every conversation and agent of the session interleaved by time (to read the
+session: --from-start --no-follow). A message of today shows its time; an older one its date too.
 
 opencode keeps its messages as rows of its database: watch reads a private copy of it when it changes (at most
 a few times a second) and prints a message once it is complete, a reply when opencode marks it completed (its
