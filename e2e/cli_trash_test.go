@@ -106,3 +106,55 @@ func TestTranscriptTrash(t *testing.T) {
 	ok(t, store, "gc", "--trash")
 	assert.NotContains(t, ok(t, store, "trash", "ls", "s1"), uuid)
 }
+
+// Defect 10 of issue 40: trash restore takes the name trash ls shows (an older copy), and --as NEW puts a copy
+// back under another id when its own is taken again; the copy's owner's record (Kubernetes tenancy) goes with it
+// to the new id, and a stale record left there is not inherited.
+func TestTrashRestoreByNameAndAs(t *testing.T) {
+	store := t.TempDir()
+	for _, mark := range []string{"one", "two"} {
+		ok(t, store, "new", "s1")
+		require.NoError(t, os.WriteFile(filepath.Join(store, "sessions", "s1", "workspace", "mark"), []byte(mark), 0o644))
+		ok(t, store, "rm", "s1")
+	}
+	ok(t, store, "new", "s1")
+	var listed []layout.TrashedSession
+	require.NoError(t, json.Unmarshal([]byte(ok(t, store, "trash", "ls", "--json")), &listed))
+	require.Len(t, listed, 2)
+	older, newer := listed[1].Name, listed[0].Name // newest first
+	assert.Contains(t, ok(t, store, "trash", "ls"), older, "the name is the one trash ls shows")
+	owners := filepath.Join(store, "owners") // made outside Kubernetes, they have none: give the older one a record
+	require.NoError(t, os.MkdirAll(filepath.Join(owners, ".trash"), 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(owners, ".trash", older), []byte("team-a\n"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(owners, "s1-new"), []byte("stale\n"), 0o600))
+
+	r := cli(t, store, "trash", "restore", "s1")
+	assert.Equal(t, 125, r.code)
+	assert.Contains(t, r.stderr, "already exists")
+	assert.Contains(t, r.stderr, "--as NEW", "the way out is named")
+	r = cli(t, store, "trash", "restore", older)
+	assert.Equal(t, 125, r.code, "by name too, s1 is taken: %s", r.stderr)
+
+	assert.Equal(t, "restored "+filepath.Join(store, "sessions", "s1-old")+"\n", ok(t, store, "trash", "restore", older, "--as", "s1-old"))
+	mark := func(id string) string {
+		b, err := os.ReadFile(filepath.Join(store, "sessions", id, "workspace", "mark"))
+		require.NoError(t, err)
+		return string(b)
+	}
+	assert.Equal(t, "one", mark("s1-old"), "the older copy, by its name")
+	assert.Contains(t, ok(t, store, "show", "s1-old"), "s1-old")
+	b, err := os.ReadFile(filepath.Join(owners, "s1-old"))
+	require.NoError(t, err, "its owner's record went with it")
+	assert.Equal(t, "team-a\n", string(b))
+	assert.NoFileExists(t, filepath.Join(owners, "s1"), "the live s1 has no owner, and got none")
+
+	ok(t, store, "trash", "restore", "s1", "--as", "s1-new")
+	assert.Equal(t, "two", mark("s1-new"), "the newest copy, by the id")
+	assert.NoFileExists(t, filepath.Join(owners, "s1-new"), "a stale record at the new id is not inherited")
+	assert.Empty(t, trashedSessions(t, store))
+	assert.NoDirExists(t, filepath.Join(store, "trash", newer))
+
+	r = cli(t, store, "trash", "restore", "s1", "2fe2d21b", "--as", "x")
+	assert.Equal(t, 125, r.code)
+	assert.Contains(t, r.stderr, "--as applies to a session")
+}

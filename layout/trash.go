@@ -83,46 +83,85 @@ func (s *Store) TrashedSessions(id string) ([]TrashedSession, error) {
 // to owners/<id> (a stale record of another session of that id is never inherited). A session of that id that
 // exists again is never overwritten (ErrExists).
 func (s *Store) RestoreSession(id string) (dir string, err error) {
+	return s.RestoreSessionAs(id, "")
+}
+
+// RestoreSessionAs puts back a removed session: which is a session's id (its newest removed copy) or a copy's
+// name in the trash (TrashedSession.Name, as trash ls shows it), as the id it gets (its own when ""). The copy's
+// owner's record moves with it to owners/<as>, the only record it may have: a stale record left at as is
+// cleared first, and the record of another id is never taken. A session at as is never overwritten (ErrExists).
+func (s *Store) RestoreSessionAs(which, as string) (dir string, err error) {
+	id, named := which, false
+	if got, _, ok := parseTrashName(which); ok {
+		if trash, err := s.Trash(); err == nil {
+			if _, err := trash.Lstat(which); err == nil {
+				id, named = got, true
+			}
+		}
+	}
 	if err := ValidateID(id); err != nil {
 		return "", err
 	}
-	unlock, err := s.lockIDs(id)
+	if as == "" {
+		as = id
+	}
+	if err := ValidateID(as); err != nil {
+		return "", err
+	}
+	if err := s.restoreLocked(id, which, named, as); err != nil {
+		return "", err
+	}
+	if as != id {
+		if _, err := s.Update(as, func(*Meta) error { return nil }); err != nil { // session.json's id follows
+			return s.Dir(as), err
+		}
+	}
+	return s.Dir(as), nil
+}
+
+// restoreLocked moves copy name of session id (its newest when not named) to as, with its owner's record and
+// logs, under the locks of id and as.
+func (s *Store) restoreLocked(id, name string, named bool, as string) error {
+	unlock, err := s.lockIDs(id, as)
 	if err != nil {
-		return "", wrap("restore", id, s.LocksDir(), err)
+		return wrap("restore", id, s.LocksDir(), err)
 	}
 	defer unlock()
 	list, err := s.TrashedSessions(id)
 	if err != nil {
-		return "", err
+		return err
+	}
+	if named {
+		list = slices.DeleteFunc(list, func(t TrashedSession) bool { return t.Name != name })
 	}
 	if len(list) == 0 {
-		return "", &Error{Op: "restore", ID: id, Kind: ErrNotFound, Err: errors.New("nothing of that id in the trash")}
+		return &Error{Op: "restore", ID: id, Kind: ErrNotFound, Err: errors.New("nothing of that id in the trash")}
 	}
 	trash, err := s.Trash()
 	if err != nil {
-		return "", err
+		return err
 	}
 	sessions, err := s.Sessions()
 	if err != nil {
-		return "", err
+		return err
 	}
-	if err := s.clearStaleOwner(id); err != nil {
-		return "", wrap("restore", id, s.ownerPath(id), err)
+	if err := s.clearStaleOwner(as); err != nil {
+		return wrap("restore", as, s.ownerPath(as), err)
 	}
-	if err := trash.RenameTo(list[0].Name, sessions, id, unix.RENAME_NOREPLACE); err != nil {
+	if err := trash.RenameTo(list[0].Name, sessions, as, unix.RENAME_NOREPLACE); err != nil {
 		if errors.Is(err, syscall.EEXIST) || errors.Is(err, syscall.ENOTEMPTY) {
-			return "", &Error{Op: "restore", ID: id, Kind: ErrExists}
+			return &Error{Op: "restore", ID: as, Kind: ErrExists}
 		}
-		return "", wrap("restore", id, list[0].Dir, err)
+		return wrap("restore", id, list[0].Dir, err)
 	}
-	if _, err := s.moveOwner(trashedOwnerRel(list[0].Name), ownerRel(id)); err != nil {
+	if _, err := s.moveOwner(trashedOwnerRel(list[0].Name), ownerRel(as)); err != nil {
 		// Back to the trash with its record: restored without it, the session would have no owner.
-		if uerr := sessions.RenameTo(id, trash, list[0].Name, unix.RENAME_NOREPLACE); uerr != nil {
+		if uerr := sessions.RenameTo(as, trash, list[0].Name, unix.RENAME_NOREPLACE); uerr != nil {
 			err = errors.Join(err, fmt.Errorf("and the session stays restored without its owner's record: %w", uerr))
 		}
-		return "", wrap("restore", id, s.ownerPath(id), err)
+		return wrap("restore", as, s.ownerPath(as), err)
 	}
-	return s.Dir(id), nil
+	return nil
 }
 
 // Remove moves a session to the trash, and its owner's record beside it (so a later session of the id does not

@@ -82,31 +82,45 @@ func (a *app) runTrashLs(w io.Writer, args []string, asJSON bool) error {
 }
 
 func (a *app) trashRestoreCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "restore ID [UUID]",
+	var as string
+	cmd := &cobra.Command{
+		Use:   "restore ID|NAME [UUID]",
 		Short: "Put back a removed session, or a conversation removed from session ID (the newest copy)",
-		Long: `restore ID puts back the newest removed copy of session ID, unless a session of that id exists again.
+		Long: `restore ID puts back the newest removed copy of session ID; restore NAME the copy of that name in the
+trash (the IN THE TRASH AS column of "trash ls", for an older copy). A session of that id that exists again is
+never overwritten: --as NEW puts the copy back as session NEW instead (its owner's record, for Kubernetes, goes
+with it).
 restore ID UUID puts back the newest removed copy of conversation UUID into session ID.`,
 		Example: `  sessionfs trash restore fix-login
+  sessionfs trash restore fix-login.20261125T101500.123456789Z --as fix-login-old
   sessionfs trash restore fix-login 2fe2d21b-be8f-4b12-b46b-12e68f6e9f01`,
 		Args:              cobra.RangeArgs(1, 2),
 		ValidArgsFunction: a.completeTrashed,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
-				return a.restoreSession(cmd.OutOrStdout(), args[0])
+				return a.restoreSession(cmd.OutOrStdout(), args[0], as)
+			}
+			if as != "" {
+				return usageError("trash restore: --as applies to a session; a conversation goes back into session " + args[0])
 			}
 			return a.restoreConversation(cmd.OutOrStdout(), args[0], args[1])
 		},
 	}
+	cmd.Flags().StringVar(&as, "as", "", "restore the session as `NEW` (when its id is taken again)")
+	return cmd
 }
 
-// restoreSession puts back the newest removed copy of session id.
-func (a *app) restoreSession(w io.Writer, id string) error {
+// restoreSession puts back the removed session which (an id: its newest copy; or a copy's name in the trash) as
+// session as (its own id when "").
+func (a *app) restoreSession(w io.Writer, which, as string) error {
 	s, err := a.openStore()
 	if err != nil {
 		return err
 	}
-	dir, err := s.RestoreSession(id)
+	dir, err := s.RestoreSessionAs(which, as)
+	if errors.Is(err, layout.ErrExists) && as == "" {
+		return fmt.Errorf("%w (--as NEW restores it as session NEW)", err)
+	}
 	if err != nil {
 		return err
 	}
