@@ -48,6 +48,8 @@
 // container), attack_csi, attack_daemon (the serving process and its helper; _inject_* the ptrace slip),
 // attack_landlock and attack_landlock_terminal (exec --landlock), attack_opens (the daemon's open files).
 //
+// The README: readme_quickstart (its quick start, run command by command as written, on a fresh HOME).
+//
 // Harness: harness_test.go (the binary, the CLI, a mount, need), harness_helper (every mode the test binary runs
 // in as a helper process), harness_claude (the claude CLIs, the Messages API stub), harness_agents (the other
 // agents' CLIs), harness_docker (test images, runs in containers), harness_attack (a host secret, processes of
