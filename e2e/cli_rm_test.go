@@ -1,7 +1,9 @@
 package e2e
 
 import (
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -38,4 +40,80 @@ func TestRmOfARunningSession(t *testing.T) {
 	r = cli(t, store, "rm", "--force", "web")
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.NoDirExists(t, filepath.Join(store, "sessions", "web"))
+}
+
+// TestDidYouMean (issue 40, defect 14): a mistyped session name is answered with the close ones (another case, a
+// letter off), and a mistyped command with cobra's suggestions, one a line.
+func TestDidYouMean(t *testing.T) {
+	store := t.TempDir()
+	ok(t, store, "new", "scratch")
+	ok(t, store, "new", "demo")
+	r := cli(t, store, "rm", "scrach")
+	assert.Equal(t, 125, r.code)
+	assert.Contains(t, r.stderr, "did you mean scratch?")
+	r = cli(t, store, "rm", "Demo")
+	assert.Equal(t, 125, r.code)
+	assert.Contains(t, r.stderr, "did you mean demo?")
+	assert.DirExists(t, filepath.Join(store, "sessions", "demo"), "nothing is removed on a guess")
+	r = cli(t, store, "show", "nothing-like-it")
+	assert.NotContains(t, r.stderr, "did you mean")
+
+	r = cli(t, store, "lss")
+	assert.Equal(t, 125, r.code)
+	assert.Contains(t, r.stderr, "\n\nDid you mean this?\n\tls\n", "suggestions one a line, as cobra prints them")
+}
+
+// Defect 11 of issue 40: rm of a session a process uses through the mount (here a process's working folder in its
+// workspace) emptied its folder without a word; it is refused, naming the process, unless --force. A session no
+// process uses (the daemon's own work is none) is removed as before.
+func TestRmOfASessionAProcessUses(t *testing.T) {
+	needRootMount(t)
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	ok(t, store, "new", "s2")
+	m := mount(t, store)
+	waitBound(t, m, "s1")
+	sleeper := exec.Command("sleep", "60")
+	sleeper.Dir = filepath.Join(m.session("s1"), "workspace")
+	require.NoError(t, sleeper.Start())
+	t.Cleanup(func() { _ = sleeper.Process.Kill(); _ = sleeper.Wait() })
+
+	r := cli(t, store, "rm", "s1")
+	assert.Equal(t, 125, r.code, r.stderr)
+	assert.Regexp(t, `session s1 is in use through the mount by `+strconv.Itoa(sleeper.Process.Pid)+` sleep: .*\(--force removes it all the same\)`, r.stderr)
+	assert.DirExists(t, filepath.Join(store, "sessions", "s1"))
+	assert.Equal(t, 0, cli(t, store, "rm", "s2").code, "no process uses s2")
+
+	r = cli(t, store, "rm", "--force", "s1")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.NoDirExists(t, filepath.Join(store, "sessions", "s1"))
+}
+
+// Defect 11 of issue 40: a container started by hand with docker run -v <mount>/sessions/ID:/session (no label of
+// sessionfs's, its working folder its own /) is found through its mount table, and rm names it.
+func TestRmOfASessionAHandStartedContainerUses(t *testing.T) {
+	needRootMount(t)
+	images(t, needDocker(t), "")
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	m := mount(t, store)
+	waitBound(t, m, "s1")
+	name := "sessionfs-e2e-rm-" + runTag
+	out, err := exec.Command("docker", "run", "-d", "--name", name, "-v", m.session("s1")+":/session", busyboxImage, "sleep", "60").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	t.Cleanup(func() { _ = exec.Command("docker", "rm", "-f", name).Run() })
+	container := strings.TrimSpace(string(out))[:12]
+
+	r := cli(t, store, "rm", "s1")
+	assert.Equal(t, 125, r.code, r.stderr)
+	assert.Regexp(t, `session s1 is in use through the mount by \d+ sleep \(container `+container+`\)`, r.stderr)
+	assert.Contains(t, r.stderr, "--force")
+	assert.DirExists(t, filepath.Join(store, "sessions", "s1"))
+	out, err = exec.Command("docker", "exec", name, "ls", "/session").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	assert.Contains(t, string(out), "workspace", "the container's /session is whole")
+
+	r = cli(t, store, "rm", "--force", "s1")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.NoDirExists(t, filepath.Join(store, "sessions", "s1"))
 }

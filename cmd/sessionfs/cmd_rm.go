@@ -4,10 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/sessionfs/sessionfs/layout"
+	"github.com/sessionfs/sessionfs/mount"
 )
 
 func (a *app) rmCmd() *cobra.Command {
@@ -17,7 +19,9 @@ func (a *app) rmCmd() *cobra.Command {
 		Short: "Move sessions to the trash (trash restore brings one back; gc --trash deletes them for good)",
 		Long: `rm moves each session, whole, to the store's trash. A session something runs in (exec, run or resume, on
 any host sharing the store) is refused, naming the runner, unless --force: the run would go on in the trash
-and its record with it.`,
+and its record with it. So is a session a process uses through the mount on this host (a shell whose working
+folder is in it, a file open in it, a container started by hand with -v <mount>/sessions/ID:/session), naming
+the processes: removed, the session's folder would be emptied under them.`,
 		Example: `  sessionfs rm fix-login old-experiment
   sessionfs trash restore fix-login   # changed your mind
   sessionfs gc --trash                # later, to free the space`,
@@ -27,7 +31,7 @@ and its record with it.`,
 			return a.runRm(cmd.OutOrStdout(), cmd.ErrOrStderr(), args, force, asJSON)
 		},
 	}
-	cmd.Flags().BoolVarP(&force, "force", "f", false, "remove a session even while something runs in it")
+	cmd.Flags().BoolVarP(&force, "force", "f", false, "remove a session even while something runs in it or uses it through the mount")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print what was moved where as JSON")
 	return cmd
 }
@@ -63,6 +67,12 @@ func (a *app) runRm(w, errOut io.Writer, args []string, force, asJSON bool) erro
 func (a *app) removeSession(s *layout.Store, arg string, force bool) (id, trashed string, err error) {
 	if id, err = a.exactID(arg); err != nil {
 		return "", "", err
+	}
+	if !force && !s.Running(id) { // a run's own processes are told by its lease, below
+		if users := mount.SessionUsers(s.Root, id); len(users) > 0 {
+			return id, "", fmt.Errorf("session %s is in use through the mount by %s: removed, its folder would be emptied under them (--force removes it all the same)",
+				id, strings.Join(users, ", "))
+		}
 	}
 	trashed, err = s.RemoveIdle(id, force)
 	if errors.Is(err, layout.ErrRunning) {
