@@ -1,8 +1,13 @@
 # sessionfs: make run mounts the default store at ~/agent-sessions; make test runs every test.
 GO        ?= go
 BIN       := bin/sessionfs
-VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS   := -X main.version=$(VERSION)
+# sessionfs version prints these: the latest tag's version (v0.x.y, -N-g<commit> past it; v0.0.0-dev+<commit>
+# before the first tag), the commit, and the build date (UTC; $SOURCE_DATE_EPOCH's for a reproducible build).
+COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+VERSION   ?= $(shell git describe --tags --match 'v[0-9]*' --dirty 2>/dev/null || \
+	echo "v0.0.0-dev+$$(git describe --always --abbrev=12 --dirty=.dirty --exclude='*' 2>/dev/null || echo unknown)")
+DATE      ?= $(shell date -u -d "@$${SOURCE_DATE_EPOCH:-$$(date +%s)}" +%Y-%m-%dT%H:%M:%SZ)
+LDFLAGS   := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(DATE)
 # The real Claude Code CLIs the e2e tests drive, pinned: an old one with the stricter resume behaviour, and the
 # newest the registry served when last checked (README, "Claude Code versions").
 CLAUDE_VERSION     ?= 2.1.197
@@ -24,7 +29,7 @@ FUZZTIME  ?= 200000x
 # Each import makes a store on disk: fewer runs in the same time.
 FUZZTIME_IMPORT ?= 5000x
 
-.PHONY: build run test unit e2e fuzz bench fmt vet claude agents agents-check clean
+.PHONY: build run test unit e2e fuzz bench fmt vet claude agents agents-check clean docs install uninstall install-test
 
 build:
 	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/sessionfs
@@ -32,9 +37,43 @@ build:
 run: build
 	$(BIN) mount
 
+# The CLI reference (docs/cli, one page per command) and the man pages (man), generated from the commands' help;
+# cmd/sessionfs's TestDocsUpToDate fails when they are stale.
+docs: build
+	$(BIN) __docs .
+
+# make install puts the binary, bash, zsh and fish completion and the man pages under PREFIX: ~/.local for a user,
+# /usr/local for root (PREFIX=/opt/sessionfs to choose; DESTDIR for packagers). make uninstall removes them.
+PREFIX   ?= $(if $(filter 0,$(shell id -u)),/usr/local,$(HOME)/.local)
+BINDIR   := $(DESTDIR)$(PREFIX)/bin
+SHAREDIR := $(DESTDIR)$(PREFIX)/share
+BASHCOMP := $(SHAREDIR)/bash-completion/completions/sessionfs
+ZSHCOMP  := $(SHAREDIR)/zsh/site-functions/_sessionfs
+FISHCOMP := $(SHAREDIR)/fish/vendor_completions.d/sessionfs.fish
+MANDIR   := $(SHAREDIR)/man/man1
+MANPAGES := $(notdir $(wildcard man/sessionfs*.1))
+install: build
+	install -d $(BINDIR) $(dir $(BASHCOMP)) $(dir $(ZSHCOMP)) $(dir $(FISHCOMP)) $(MANDIR)
+	install -m 0755 $(BIN) $(BINDIR)/sessionfs
+	$(BIN) completion bash >$(BASHCOMP)
+	$(BIN) completion zsh >$(ZSHCOMP)
+	$(BIN) completion fish >$(FISHCOMP)
+	install -m 0644 $(addprefix man/,$(MANPAGES)) $(MANDIR)
+	@echo "installed sessionfs $(VERSION) in $(BINDIR)"
+	@case ":$$PATH:" in *":$(PREFIX)/bin:"*) ;; *) echo "$(PREFIX)/bin is not on your PATH: add it (export PATH=\"$(PREFIX)/bin:\$$PATH\")";; esac
+	@echo "zsh completes from $(dir $(ZSHCOMP)) when it is on \$$fpath; man sessionfs lists the commands"
+	@echo "next: sessionfs mount --daemon, then sessionfs new, then sessionfs exec ID -- claude"
+
+uninstall:
+	rm -f $(BINDIR)/sessionfs $(BASHCOMP) $(ZSHCOMP) $(FISHCOMP) $(addprefix $(MANDIR)/,$(MANPAGES))
+
+# make install and uninstall into a temporary PREFIX, and man reading a page there.
+install-test:
+	scripts/install-test
+
 # Every stage runs even when one before it fails (a unit failure must not hide the fuzz and e2e results); the
 # failed ones are named at the end and make fails.
-TEST_STAGES := vet unit fuzz e2e
+TEST_STAGES := vet unit install-test fuzz e2e
 test:
 	@failed=""; for s in $(TEST_STAGES); do \
 		echo "=== make $$s"; $(MAKE) --no-print-directory $$s || failed="$$failed $$s"; \

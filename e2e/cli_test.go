@@ -78,7 +78,7 @@ func TestCLIOverTheStore(t *testing.T) {
 	ok(t, store, "gc", "--trash")
 	assert.Empty(t, trashedSessions(t, store))
 
-	assert.Regexp(t, `^sessionfs \S+\n$`, ok(t, store, "version"))
+	assert.Regexp(t, `^sessionfs v\d+\.\d+\.\d+\S*\ncommit: +\S+\nbuilt: +\S+\ngo: +go\S+ \S+/\S+\n$`, ok(t, store, "version"))
 }
 
 // TestCLIErrors checks that bad input gets one clear line and a non-zero exit, and loses nothing.
