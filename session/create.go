@@ -14,15 +14,22 @@ type Options struct {
 	// Mountpoint is where the store is mounted ("" when it is not): the session's workspace there is trusted as
 	// its other paths are.
 	Mountpoint string
+	// User is the Claude state of the user who asked for the session (UserClaude), merged under the seeds; nil:
+	// none (a session made by the daemon or the CSI plugin, whose home is not the user's).
+	User *claude.UserState
+	// Warn is told what could not be seeded from User: a warning, never a failure of Create. Nil drops it.
+	Warn func(string)
 }
 
-// Create makes session id in s and seeds its .claude (Seed). All or nothing: a session that could not be
+// Create makes session id in s and seeds its .claude from opts.User, then as every session's (Seed). All or nothing: a session that could not be
 // seeded (a full disk, say) goes to the trash and is emptied, so the same request works once there is room.
 func Create(s *layout.Store, id string, opts Options) (*layout.Meta, error) {
 	m, err := s.Create(id, opts.CreateOptions)
 	if err != nil {
 		return nil, err
 	}
+	clearSharedCredentials(s, id)
+	seedUser(s, id, opts)
 	if err := Seed(s, id, opts.Mountpoint); err != nil {
 		if trashed, rerr := s.Remove(id); rerr == nil {
 			_ = os.RemoveAll(trashed)

@@ -45,6 +45,10 @@ type Options struct {
 	Home bool
 	// Volumes are extra binds, as docker run -v takes them (SRC:DST[:ro]).
 	Volumes []string
+	// Credentials is the user's Claude login a session shares (session.CredentialsFor), bound read-only at its own
+	// path, where the session's .claude/.credentials.json link leads; "" binds none. It is the user's file, never a
+	// path of a session's.
+	Credentials string
 	// Keep leaves the container after it exits.
 	Keep bool
 	// StopTimeout is how long a cancelled run's container gets between SIGTERM and SIGKILL.
@@ -219,6 +223,9 @@ func (b *Backend) config(spec backends.Spec, st *stage) (*container.Config, *con
 		return nil, nil, err
 	}
 	mounts = append(mounts, binds...)
+	if c := b.opts.Credentials; c != "" {
+		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: c, Target: c, ReadOnly: true})
+	}
 	cfg := &container.Config{
 		Image:        b.opts.Image,
 		Cmd:          spec.Argv,
