@@ -123,7 +123,7 @@ func TestAttackSessionJSONFIFO(t *testing.T) {
 	t.Setenv("SESSIONFS_STORE", store)
 	out, err := withTimeout(t, 20*time.Second, bin, "ls")
 	require.NoError(t, err, out)
-	assert.Equal(t, 2, strings.Count(out, "DAMAGED"), out)
+	assert.Equal(t, 2, strings.Count(out, "damaged: "), out)
 	_, err = os.Lstat(filepath.Join(store, "sessions", "s1", "session.json"))
 	require.NoError(t, err)
 }

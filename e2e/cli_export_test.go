@@ -144,3 +144,32 @@ func TestExportPipesIntoImport(t *testing.T) {
 	assert.NoFileExists(t, filepath.Join(store2, "sessions", "piped", ".claude", ".credentials.json"))
 	assert.Contains(t, ok(t, store2, "show", "piped", "--json"), `"id": "piped"`)
 }
+
+// TestExportToRedirectedStdout: "sessionfs export s1 > FILE" (stdout not a terminal, no -o) writes the archive to
+// FILE, not to ./s1.tar.zst, and the summary goes to stderr (issue 40, defect 1).
+func TestExportToRedirectedStdout(t *testing.T) {
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	require.NoError(t, os.WriteFile(filepath.Join(store, "sessions", "s1", "workspace", "main.go"), []byte("package main\n"), 0o644))
+	dir := t.TempDir()
+	exp := cliIn(t, store, dir, nil, "export", "s1")
+	require.Equal(t, 0, exp.code, exp.stderr)
+	assert.NoFileExists(t, filepath.Join(dir, "s1.tar.zst"), "the archive goes where stdout goes")
+	assert.True(t, strings.HasPrefix(exp.stdout, "\x28\xb5\x2f\xfd"), "stdout is a zstd archive, not %q", truncated(exp.stdout))
+	assert.Contains(t, exp.stderr, "exported s1", "the summary is on stderr")
+
+	store2 := t.TempDir()
+	imp := cliStdin(t, store2, strings.NewReader(exp.stdout), "import", "--archive", "-")
+	require.Equal(t, 0, imp.code, imp.stderr)
+	b, err := os.ReadFile(filepath.Join(store2, "sessions", "s1", "workspace", "main.go"))
+	require.NoError(t, err)
+	assert.Equal(t, "package main\n", string(b))
+}
+
+// truncated is s cut to 80 bytes for a message.
+func truncated(s string) string {
+	if len(s) > 80 {
+		return s[:80] + "..."
+	}
+	return s
+}

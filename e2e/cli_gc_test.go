@@ -37,3 +37,13 @@ func TestGCDryRunListsEveryDeletion(t *testing.T) {
 	assert.Regexp(t, `^would free \d+(\.\d+)? KiB$`, dry[len(dry)-1])
 	assert.Regexp(t, `\(\d+(\.\d+)? KiB\)$`, dry[0])
 }
+
+// TestGCSaysWhenNothingQualifies (issue 40, defect 13): gc --dry-run on a store with nothing to collect says so.
+func TestGCSaysWhenNothingQualifies(t *testing.T) {
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	assert.Equal(t, "nothing to collect: no session idle for longer than 30d\n", ok(t, store, "gc", "--idle", "30d", "--dry-run"))
+	assert.Equal(t, "nothing to collect: the trash is empty\n", ok(t, store, "gc", "--trash", "--dry-run"))
+	assert.Equal(t, "nothing to collect: no session idle for longer than 30d, and the trash is empty\n",
+		ok(t, store, "gc", "--trash", "--idle", "30d"))
+}

@@ -67,11 +67,25 @@ func TestLabelsValidated(t *testing.T) {
 	for _, kv := range []string{"a,b=x", "k=two\nlines", "has space=x", "k=" + strings.Repeat("v", 5000), "k=a,b"} {
 		r := cli(t, store, "label", "s1", kv)
 		assert.Equal(t, 125, r.code, "%q", kv)
-		assert.Contains(t, r.stderr, "a key is up to 63 characters", "%q", kv)
+		assert.Regexp(t, "a key is up to 63 characters|a value is empty, or up to 63 characters", r.stderr, "%q", kv)
 		r = cli(t, store, "new", "s2", "--label", kv)
 		assert.Equal(t, 125, r.code, "%q", kv)
 		assert.NoDirExists(t, filepath.Join(store, "sessions", "s2"))
 	}
 	ok(t, store, "label", "s1", "stage=review", "empty=")
 	assert.Contains(t, ok(t, store, "ls"), "empty=,example.com/team=web,stage=review")
+}
+
+// TestLabelPrintsAndExplains (issue 40, defect 14): "label ID" alone prints the labels, one a line; a bad value is
+// answered with the rule for values.
+func TestLabelPrintsAndExplains(t *testing.T) {
+	store := t.TempDir()
+	ok(t, store, "new", "s1", "--label", "team=web", "--label", "stage=review")
+	assert.Equal(t, "stage=review\nteam=web\n", ok(t, store, "label", "s1"))
+	ok(t, store, "new", "bare")
+	assert.Equal(t, "", ok(t, store, "label", "bare"))
+	r := cli(t, store, "label", "s1", "team=web app")
+	assert.Equal(t, 125, r.code)
+	assert.Contains(t, r.stderr, "a value is empty, or up to 63 characters")
+	assert.NotContains(t, r.stderr, "a key is")
 }

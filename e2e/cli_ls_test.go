@@ -77,3 +77,60 @@ func TestJSONKeysAlwaysPresent(t *testing.T) {
 		assert.Contains(t, shown, k, "show --json")
 	}
 }
+
+// TestLsFreshMachineAndStoreMistakes (issue 40, defects 6 and 8): ls on a fresh machine prints an empty table for
+// the default store; a --store that is a regular file is said to be no folder; a store that new makes is said on
+// stderr (a mistyped --store shows at once); --store's help names $XDG_DATA_HOME.
+func TestLsFreshMachineAndStoreMistakes(t *testing.T) {
+	home := t.TempDir()
+	fresh := []string{"SESSIONFS_STORE=", "HOME=" + home, "XDG_DATA_HOME="}
+	r := cliIn(t, "", "", fresh, "ls")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Regexp(t, `^ID\s+CREATED`, r.stdout)
+	assert.Equal(t, 1, strings.Count(r.stdout, "\n"), "the header alone: %q", r.stdout)
+	r = cliIn(t, "", "", fresh, "ls", "--json")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.JSONEq(t, "[]", r.stdout)
+	assert.NoDirExists(t, filepath.Join(home, ".local", "share", "sessionfs"), "ls makes no store")
+
+	file := filepath.Join(t.TempDir(), "notes.txt")
+	require.NoError(t, os.WriteFile(file, []byte("x"), 0o644))
+	for _, args := range [][]string{{"--store", file, "ls"}, {"--store", file, "new", "s1"}} {
+		r = cli(t, "", args...)
+		assert.Equal(t, 125, r.code, "%v", args)
+		assert.Contains(t, r.stderr, file+" is not a folder", "%v", args)
+		assert.NotContains(t, r.stderr, "mkdir", "%v", args)
+	}
+
+	typo := filepath.Join(t.TempDir(), "stroe")
+	r = cli(t, "", "--store", typo, "new", "s1")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "created a new store at "+typo)
+	r = cli(t, "", "--store", typo, "new", "s2")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.NotContains(t, r.stderr, "created a new store", "said once, when made")
+
+	assert.Contains(t, ok(t, typo, "ls", "--help"), "$XDG_DATA_HOME")
+}
+
+// TestLsStatusColumn (issue 40, defect 13): a damaged session's reason is in a STATUS column, not under LABELS;
+// show and exec say how to fix it.
+func TestLsStatusColumn(t *testing.T) {
+	store := t.TempDir()
+	ok(t, store, "new", "good", "--label", "team=web")
+	ok(t, store, "new", "bad")
+	require.NoError(t, os.WriteFile(filepath.Join(store, "sessions", "bad", "session.json"), []byte("{garbage"), 0o644))
+	out := ok(t, store, "ls")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, lines, 3, out)
+	assert.Regexp(t, `^ID\s+CREATED\s+LAST ACTIVE\s+SIZE\s+CONVERSATIONS\s+STATUS\s+LABELS$`, lines[0])
+	assert.Regexp(t, `^bad\s.*\sdamaged: invalid character`, lines[1])
+	assert.Regexp(t, `^good\s.*\sok\s+team=web$`, lines[2])
+	for _, args := range [][]string{{"show", "bad"}, {"exec", "bad", "--", "true"}} {
+		r := cli(t, store, args...)
+		assert.Equal(t, 125, r.code, "%v", args)
+		assert.Contains(t, r.stderr, "session metadata is damaged", "%v", args)
+		assert.Contains(t, r.stderr, "sessionfs rm bad", "%v: the fix", args)
+		assert.Contains(t, r.stderr, filepath.Join(store, "sessions", "bad", "session.json"), "%v: what to repair", args)
+	}
+}

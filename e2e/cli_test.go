@@ -310,7 +310,7 @@ func TestHostileInput(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(store, "sessions", "s2", "session.json"), []byte("{not json"), 0o644))
 	ok(t, store, "new", "s3")
 	out = ok(t, store, "ls")
-	assert.Contains(t, out, "DAMAGED")
+	assert.Contains(t, out, "damaged: ")
 	assert.Contains(t, out, "s3")
 
 	for _, id := range []string{"..", "../x", "a/b", "/etc", strings.Repeat("z", 4096), "é", "-rf", "a\nb"} {

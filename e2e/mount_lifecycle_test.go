@@ -393,3 +393,42 @@ func TestStaleMountReported(t *testing.T) {
 	assert.Contains(t, r.stderr, "the store's mount at "+m.mnt+" is stale (its daemon is gone; sessionfs mount serves it again)")
 	assert.NotContains(t, r.stderr, "not mounted")
 }
+
+// TestMountDaemonNamesItsMountpoint (issue 40, defect 5): mount --daemon at another mountpoint names it in the
+// command that stops it (a bare "sessionfs unmount" stops the default one); its log says so too, not Ctrl-C,
+// has the time on each line, and a last line when the mount ends.
+func TestMountDaemonNamesItsMountpoint(t *testing.T) {
+	needFUSE(t)
+	store := t.TempDir()
+	mnt := filepath.Join(t.TempDir(), "other mnt")
+	logPath := filepath.Join(t.TempDir(), "mount.log")
+	r := cli(t, store, "mount", "--daemon", "--log", logPath, mnt)
+	pid := 0
+	_, _ = fmt.Sscan(r.stdout, &pid)
+	t.Cleanup(func() {
+		if isFUSEMount(mnt) || staleMount(mnt) {
+			_ = syscall.Unmount(mnt, syscall.MNT_DETACH)
+		}
+		if pid > 0 {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Greater(t, pid, 0, "stdout is the pid: %q", r.stdout)
+	assert.Contains(t, r.stderr, "sessionfs unmount '"+mnt+"' to stop it")
+	ok(t, store, "unmount", mnt)
+	eventually(t, 10*time.Second, func() bool { return syscall.Kill(pid, 0) != nil }, "the daemon outlived its mount")
+
+	b, err := os.ReadFile(logPath)
+	require.NoError(t, err)
+	log := string(b)
+	assert.NotContains(t, log, "Ctrl-C")
+	assert.Contains(t, log, "(sessionfs unmount '"+mnt+"' to stop it)")
+	lines := strings.Split(strings.TrimSpace(log), "\n")
+	for _, l := range lines {
+		stamp, _, _ := strings.Cut(l, " ")
+		_, err := time.Parse(time.RFC3339, stamp)
+		assert.NoError(t, err, "a line without its time: %q", l)
+	}
+	assert.Contains(t, lines[len(lines)-1], "sessionfs: unmounted "+mnt+"; the mount ends")
+}

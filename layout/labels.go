@@ -15,24 +15,31 @@ var (
 	labelPrefix = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
 )
 
-// LabelRule says what ValidateLabel takes, for error messages and help.
-const LabelRule = "a key is up to 63 characters of letters, digits, '-', '_' and '.', starting and ending with a " +
-	"letter or digit, optionally after a DNS prefix and '/' (example.com/team); a value is empty or of the same shape"
+// KeyRule and ValueRule say what ValidateLabel takes of a key and of a value, for error messages; LabelRule says
+// both, for help.
+const (
+	KeyRule = "a key is up to 63 characters of letters, digits, '-', '_' and '.', starting and ending with a " +
+		"letter or digit, optionally after a DNS prefix and '/' (example.com/team)"
+	ValueRule = "a value is empty, or up to 63 characters of letters, digits, '-', '_' and '.', starting and " +
+		"ending with a letter or digit (no spaces, commas or '/')"
+	LabelRule = KeyRule + "; " + ValueRule
+)
 
-// ValidateLabel checks a label's key and value against Kubernetes' rule.
+// ValidateLabel checks a label's key and value against Kubernetes' rule; its error says the rule of the part
+// that broke it.
 func ValidateLabel(key, value string) error {
 	name := key
 	if prefix, rest, ok := strings.Cut(key, "/"); ok {
 		if prefix == "" || len(prefix) > 253 || !labelPrefix.MatchString(prefix) {
-			return fmt.Errorf("label key %s: its prefix is not a DNS subdomain (%s)", printable(key), LabelRule)
+			return fmt.Errorf("label key %s: its prefix is not a DNS subdomain (%s)", printable(key), KeyRule)
 		}
 		name = rest
 	}
 	if !labelName.MatchString(name) {
-		return fmt.Errorf("label key %s: %s", printable(key), LabelRule)
+		return fmt.Errorf("label key %s: %s", printable(key), KeyRule)
 	}
 	if value != "" && !labelName.MatchString(value) {
-		return fmt.Errorf("label %s's value %s: %s", printable(key), printable(value), LabelRule)
+		return fmt.Errorf("label %s's value %s: %s", printable(key), printable(value), ValueRule)
 	}
 	return nil
 }

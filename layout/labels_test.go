@@ -34,3 +34,15 @@ func TestEditLabels(t *testing.T) {
 	require.NoError(t, m.EditLabels(map[string]string{"k0": "v"}, nil), "a label changed is no more labels")
 	assert.EqualError(t, m.EditLabels(map[string]string{"one": "more"}, nil), fmt.Sprintf("label web: a session has at most %d labels", MaxLabels))
 }
+
+// A bad value is answered with the rule for values, a bad key with the rule for keys (issue 40, defect 14).
+func TestValidateLabelSaysWhichRule(t *testing.T) {
+	err := ValidateLabel("team", "web app")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "a value is empty, or up to 63 characters")
+	assert.NotContains(t, err.Error(), "a key is", "a value's error explains values")
+	err = ValidateLabel("my team", "web")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "a key is up to 63 characters")
+	assert.NotContains(t, err.Error(), "a value is")
+}

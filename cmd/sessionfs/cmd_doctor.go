@@ -159,7 +159,16 @@ func checkDocker() (name, status, detail, fix string) {
 			return "docker", "OK", engine + " at " + cli.DaemonHost(), ""
 		}
 	}
-	return "docker", "WARN", "no Docker engine answers (" + oneLine(err.Error()) + ")", "start dockerd or set DOCKER_HOST, for run --backend docker"
+	return "docker", "WARN", "no Docker engine answers (" + oneLine(err.Error()) + ")", dockerFix(err)
+}
+
+// dockerFix is what to do when the engine does not answer: a socket this user may not open needs the docker group
+// (or sudo), not a dockerd, which runs.
+func dockerFix(err error) string {
+	if strings.Contains(strings.ToLower(err.Error()), "permission denied") {
+		return "add yourself to the docker group: sudo usermod -aG docker $USER, then log in again; or use sudo; for run --backend docker"
+	}
+	return "start dockerd or set DOCKER_HOST, for run --backend docker"
 }
 
 // checkClaude reports the claude CLI on PATH and its version.
@@ -180,6 +189,9 @@ func checkClaude() (name, status, detail, fix string) {
 // checkModal asks Modal something harmless with the credentials found the Modal way: the answer proves the
 // network, the credentials and the environment.
 func checkModal() (name, status, detail, fix string) {
+	if !modalConfigured() {
+		return "modal", "OK", "not set up (no MODAL_TOKEN_ID, no ~/.modal.toml): only run --backend modal and sync need it", ""
+	}
 	c, err := modal.Connect()
 	if errors.Is(err, modal.ErrNoCredentials) {
 		return "modal", "WARN", "no Modal credentials", "modal token new, or set MODAL_TOKEN_ID and MODAL_TOKEN_SECRET"
@@ -194,6 +206,24 @@ func checkModal() (name, status, detail, fix string) {
 		return "modal", "WARN", oneLine(err.Error()), "for run --backend modal and sync"
 	}
 	return "modal", "OK", "Modal at " + c.Config.ServerURL + " accepts the credentials", ""
+}
+
+// modalConfigured reports whether this user set Modal up, the ways Modal's clients read: MODAL_TOKEN_ID, or a
+// config file (MODAL_CONFIG_PATH, else ~/.modal.toml). Without either, missing credentials are no warning.
+func modalConfigured() bool {
+	if os.Getenv("MODAL_TOKEN_ID") != "" {
+		return true
+	}
+	path := os.Getenv("MODAL_CONFIG_PATH")
+	if path == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return false
+		}
+		path = filepath.Join(home, ".modal.toml")
+	}
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 // lowWatches is an inotify watch limit a large store can run out of: the mount takes one watch per folder the

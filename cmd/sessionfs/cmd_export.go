@@ -30,37 +30,49 @@ func (a *app) exportCmd() *cobra.Command {
 		Short: "Write a session to one archive (zstd-compressed tar) to move it to another machine",
 		Long: `export writes the whole session (session.json, app/, workspace/, mcps/, every agent's config folder with
 its transcripts) to one zstd-compressed tar: modes, modification times, symlinks, hard links and user.* extended
-attributes are kept. "sessionfs import --archive FILE" restores it, on this machine or another.
+attributes are kept. "sessionfs import --archive FILE" restores it, on this machine or another. With no -o,
+the archive goes to stdout when stdout is not a terminal (export ID > FILE, or a pipe), else to ID.tar.zst; what
+was written is said on stderr.
 
 Credentials found in known places (.claude/.credentials.json, .codex/auth.json, ~/.ssh keys, .netrc, ...)
 are listed and left out unless --with-credentials. FIFOs, sockets, devices and symlinks leading out of the
 session are left out and named. A conversation being written (any JSONL of an agent's folder) is packed up to
 its last whole line.`,
 		Example: `  sessionfs export fix-login                       # writes fix-login.tar.zst
+  sessionfs export fix-login > /backup/fix-login.tar.zst
   sessionfs export fix-login -o - | ssh host2 sessionfs import --archive -
   sessionfs export fix-login -o /backup/fix-login.tar.zst --with-credentials`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: a.completeIDs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if o.out == "" {
+				o.out = defaultArchive(args[0], term.IsTerminal(int(os.Stdout.Fd())))
+			}
 			return a.runExport(cmd.OutOrStdout(), args[0], o)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVarP(&o.out, "output", "o", "", "the archive to write, - for stdout (default ID.tar.zst)")
+	f.StringVarP(&o.out, "output", "o", "", "the archive to write, - for stdout (default: stdout when it is not a terminal, else ID.tar.zst)")
 	f.BoolVar(&o.withCredentials, "with-credentials", false, "pack the credentials found too")
 	f.BoolVar(&o.force, "force", false, "replace FILE if it exists")
 	return cmd
 }
 
-// runExport writes session id to the archive o names (stdout is w), and says what it wrote: on w, or on stderr
-// when the archive went to stdout.
+// defaultArchive is where export writes with no -o: stdout ("-") when it is redirected or piped, as a person
+// typing "export ID > FILE" means, else ID.tar.zst.
+func defaultArchive(id string, stdoutIsTerminal bool) string {
+	if stdoutIsTerminal {
+		return id + ".tar.zst"
+	}
+	return "-"
+}
+
+// runExport writes session id to the archive o names (stdout is w), and says what it wrote on stderr: stdout may
+// be the archive.
 func (a *app) runExport(w io.Writer, id string, o exportOptions) error {
 	s, _, err := a.session(id)
 	if err != nil {
 		return err
-	}
-	if o.out == "" {
-		o.out = id + ".tar.zst"
 	}
 	out, err := createArchive(w, o.out, o.force)
 	if err != nil {
@@ -87,13 +99,13 @@ func (a *app) runExport(w io.Writer, id string, o exportOptions) error {
 	if err != nil {
 		return err
 	}
-	msg := fmt.Sprintf("exported %s: %s, %s in %s -> %s%s", id, entries(rep.Files),
-		humanize.IBytes(uint64(rep.Bytes)), time.Since(start).Round(time.Millisecond), o.out, size)
-	if o.out == "-" {
-		fmt.Fprintln(os.Stderr, "sessionfs: "+msg)
-	} else {
-		fmt.Fprintln(w, msg)
+	dest := o.out
+	if dest == "-" {
+		dest = "stdout"
 	}
+	msg := fmt.Sprintf("exported %s: %s, %s in %s -> %s%s", id, entries(rep.Files),
+		humanize.IBytes(uint64(rep.Bytes)), time.Since(start).Round(time.Millisecond), dest, size)
+	fmt.Fprintln(os.Stderr, "sessionfs: "+msg)
 	return nil
 }
 

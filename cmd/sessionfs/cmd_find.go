@@ -25,7 +25,8 @@ session whose transcript was made first owns it: find prints it, resume resumes 
 The others are named on stderr (and under "also" with --json).`,
 		Example: `  sessionfs find 2fe2d21b-be8f-4b12-b46b-12e68f6e9f01
   sessionfs find 019a2c1e-7f3d-7c41-9b2e-3f1d0c8e5a7b --json   # a Codex session id: "agent": "codex"`,
-		Args: cobra.ExactArgs(1),
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: a.completeConversations,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.runFind(cmd.OutOrStdout(), args[0], asJSON)
 		},

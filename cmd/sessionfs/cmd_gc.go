@@ -81,10 +81,34 @@ func (a *app) runGC(w io.Writer, o gcOptions) error {
 	if o.json {
 		return printJSON(w, map[string]any{"dry_run": opts.DryRun, "actions": actions, "freed_bytes": freed})
 	}
+	if len(actions) == 0 {
+		fmt.Fprintln(w, nothingToCollect(opts))
+		return nil
+	}
 	if opts.Trash {
 		fmt.Fprintf(w, "%s %s\n", map[bool]string{true: "would free", false: "freed"}[opts.DryRun], humanize.IBytes(uint64(freed)))
 	}
 	return nil
+}
+
+// nothingToCollect says that gc found nothing opts asks for, naming each thing it looked for.
+func nothingToCollect(opts layout.GCOptions) string {
+	var why []string
+	if opts.IdleFor > 0 {
+		why = append(why, "no session idle for longer than "+fmtIdle(opts.IdleFor))
+	}
+	if opts.Trash {
+		why = append(why, "the trash is empty")
+	}
+	return "nothing to collect: " + strings.Join(why, ", and ")
+}
+
+// fmtIdle says an idle time in days when it is whole days (30d), else as Go does (36h0m0s).
+func fmtIdle(d time.Duration) string {
+	if d%(24*time.Hour) == 0 {
+		return strconv.FormatInt(int64(d/(24*time.Hour)), 10) + "d"
+	}
+	return d.String()
 }
 
 // idleFlag is a positive duration that also takes days ("30d", "1d12h"), as people say idle times.

@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -12,12 +14,14 @@ import (
 
 func (a *app) labelCmd() *cobra.Command {
 	return &cobra.Command{
-		Use:   "label ID KEY=VALUE|KEY-...",
-		Short: "Set (KEY=VALUE) or remove (KEY-) a session's labels",
-		Long:  "label sets or removes labels, as kubectl label does. Labels follow Kubernetes' rule: " + layout.LabelRule + ".",
+		Use:   "label ID [KEY=VALUE|KEY-...]",
+		Short: "Print a session's labels, or set (KEY=VALUE) or remove (KEY-) them",
+		Long: "label sets or removes labels, as kubectl label does; with no KEY, it prints the session's labels, one " +
+			"KEY=VALUE a line. Labels follow Kubernetes' rule: " + layout.LabelRule + ".",
 		Example: `  sessionfs label fix-login team=web stage=review
-  sessionfs label fix-login stage-`,
-		Args:              cobra.MinimumNArgs(2),
+  sessionfs label fix-login stage-
+  sessionfs label fix-login`,
+		Args:              cobra.MinimumNArgs(1),
 		ValidArgsFunction: a.completeLabels,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.runLabel(cmd.OutOrStdout(), args[0], args[1:])
@@ -25,7 +29,8 @@ func (a *app) labelCmd() *cobra.Command {
 	}
 }
 
-// runLabel applies edits (KEY=VALUE, KEY-) to session arg's labels and prints the labels it has then.
+// runLabel applies edits (KEY=VALUE, KEY-) to session arg's labels and prints the labels it has then; with no
+// edits, it prints them one a line.
 func (a *app) runLabel(w io.Writer, arg string, edits []string) error {
 	set, unset, err := parseLabelEdits(edits)
 	if err != nil {
@@ -34,6 +39,16 @@ func (a *app) runLabel(w io.Writer, arg string, edits []string) error {
 	id, err := a.exactID(arg)
 	if err != nil {
 		return err
+	}
+	if len(edits) == 0 {
+		m, err := a.store.Get(id)
+		if err != nil {
+			return repairHint(a.store, id, err)
+		}
+		for _, k := range slices.Sorted(maps.Keys(m.Labels)) {
+			fmt.Fprintf(w, "%s=%s\n", k, m.Labels[k])
+		}
+		return nil
 	}
 	m, err := a.store.Update(id, func(m *layout.Meta) error { return m.EditLabels(set, unset) })
 	if err != nil {

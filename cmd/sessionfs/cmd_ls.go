@@ -2,6 +2,7 @@ package main
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -66,6 +67,9 @@ func (a *app) runLs(w io.Writer, o lsOptions) error {
 		return err
 	}
 	s, err := a.openStore()
+	if errors.Is(err, errNoStore) && a.defaultStore() {
+		return printLs(w, nil, nil, o, tmpl) // a fresh machine: no session yet
+	}
 	if err != nil {
 		return err
 	}
@@ -75,6 +79,11 @@ func (a *app) runLs(w io.Writer, o lsOptions) error {
 	}
 	infos = slices.DeleteFunc(infos, func(in layout.Info) bool { return !keep(in.Labels) })
 	slices.SortStableFunc(infos, order)
+	return printLs(w, s, infos, o, tmpl)
+}
+
+// printLs prints sessions infos of store s as o asks: ids, JSON, a --format template (tmpl) or a table.
+func printLs(w io.Writer, s *layout.Store, infos []layout.Info, o lsOptions, tmpl *template.Template) error {
 	switch {
 	case o.quiet:
 		for _, in := range infos {
@@ -117,6 +126,9 @@ func (o lsOptions) parse() (keep func(labels map[string]string) bool, order func
 // lsRows are the rows of sessions infos: each with its conversations counted, by agent.
 func lsRows(s *layout.Store, infos []layout.Info) []lsRow {
 	rows := make([]lsRow, len(infos))
+	if len(infos) == 0 {
+		return rows // and s may be nil: no store yet
+	}
 	mnt := mountpoint(s)
 	for i, in := range infos {
 		rows[i] = lsRow{sessionView: viewOf(s, mnt, &in.Meta, in), Agents: map[string]int{}}
@@ -134,20 +146,29 @@ func lsRows(s *layout.Store, infos []layout.Info) []lsRow {
 	return rows
 }
 
-// printLsTable prints rows as ls's table; a damaged session says why in place of its labels.
+// printLsTable prints rows as ls's table: STATUS says "ok", or why a session is damaged (which show's message
+// tells how to repair).
 func printLsTable(w io.Writer, rows []lsRow) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tCREATED\tLAST ACTIVE\tSIZE\tCONVERSATIONS\tLABELS")
+	fmt.Fprintln(tw, "ID\tCREATED\tLAST ACTIVE\tSIZE\tCONVERSATIONS\tSTATUS\tLABELS")
 	for _, r := range rows {
+		created, status := ago(orZero(r.Created)), "ok"
 		if r.Damaged != nil {
-			fmt.Fprintf(tw, "%s\t-\t%s\t%s\t%d\tDAMAGED: %s\n", r.ID, ago(orZero(r.LastActivity)),
-				humanize.IBytes(uint64(r.Size)), r.Conversations, oneLine(*r.Damaged))
-			continue
+			created, status = "-", "damaged: "+damageReason(*r.Damaged)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", r.ID, ago(orZero(r.Created)), ago(orZero(r.LastActivity)),
-			humanize.IBytes(uint64(r.Size)), r.Conversations, labelText(r.Labels))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", r.ID, created, ago(orZero(r.LastActivity)),
+			humanize.IBytes(uint64(r.Size)), r.Conversations, status, labelText(r.Labels))
 	}
 	return tw.Flush()
+}
+
+// damageReason is why a session is damaged, short enough for a column: what follows layout's "session metadata
+// is damaged" when it says so (show gives the whole message, and the fix).
+func damageReason(why string) string {
+	if _, after, ok := strings.Cut(why, layout.ErrDamaged.Error()+": "); ok {
+		why = after
+	}
+	return truncate(oneLine(why), 60)
 }
 
 // parseFilters reads ls --filter values: label=K=V (label K is V) or label=K (label K is set).

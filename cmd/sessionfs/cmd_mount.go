@@ -22,7 +22,7 @@ type mountOptions struct {
 	cpuProfile, logPath string
 	maxNodes            int64
 	maxBinds            int
-	daemon              bool
+	daemon, verbose     bool
 }
 
 func (a *app) mountCmd() *cobra.Command {
@@ -74,6 +74,7 @@ confinement in force.`,
 	cmd.Flags().StringVar(&o.opts.Confine.Mode, "confine", envOr("SESSIONFS_CONFINE", confine.On), "as root, how the process that serves FUSE requests is confined: on (a few capabilities, seccomp, and Landlock where the kernel has it), strict (on, and no Landlock is an error), off")
 	cmd.Flags().StringVar(&o.opts.Confine.Seccomp, "seccomp", envOr("SESSIONFS_SECCOMP", confine.SeccompErrno), "what a system call outside the serving process's allow-list gets: errno (EPERM, logged by the kernel), kill (the process), log (allowed and logged: to measure the list)")
 	cmd.Flags().BoolVarP(&o.daemon, "daemon", "d", false, "run in the background once the mount serves; print the daemon's pid")
+	cmd.Flags().BoolVarP(&o.verbose, "verbose", "v", false, "say how the mount serves: its confinement, which folders are binds, the cache of a shared store")
 	cmd.Flags().StringVar(&o.logPath, "log", defaultMountLog(), "with --daemon, where the daemon's output goes (appended)")
 	cmd.Flags().StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the daemon to this file (for performance work)")
 	_ = cmd.Flags().MarkHidden("cpuprofile")
@@ -100,8 +101,12 @@ func (o *mountOptions) check() error {
 // runMount serves the store at args[0] (default ~/agent-sessions): here, from a relayed copy that holds no
 // terminal, or (--daemon) from a detached one.
 func (a *app) runMount(cmd *cobra.Command, args []string, o mountOptions) error {
+	mnt := defaultMountpoint()
+	if len(args) == 1 {
+		mnt = args[0]
+	}
 	if o.daemon {
-		return daemonize(cmd.OutOrStdout(), cmd.ErrOrStderr(), o.logPath, o.opts.Confine)
+		return daemonize(cmd.OutOrStdout(), cmd.ErrOrStderr(), mnt, o.logPath, o.opts.Confine)
 	}
 	// A confined root mount never serves from a process that can reach a terminal (relay.go).
 	if os.Geteuid() == 0 && o.opts.Confine.Mode != confine.Off && os.Getenv(relayEnv) == "" && reachesTerminal() {
@@ -111,15 +116,14 @@ func (a *app) runMount(cmd *cobra.Command, args []string, o mountOptions) error 
 	if err != nil {
 		return err
 	}
-	mnt := defaultMountpoint()
-	if len(args) == 1 {
-		mnt = args[0]
-	}
 	return o.serve(s, mnt)
 }
 
-// serve mounts s at mnt and serves it until SIGINT, SIGTERM or "sessionfs unmount".
+// serve mounts s at mnt and serves it until SIGINT, SIGTERM or "sessionfs unmount"; a daemon's log has the time
+// on each line, and a last one when it ends.
 func (o *mountOptions) serve(s *layout.Store, mnt string) error {
+	stopLog := logDaemonWithTimes()
+	defer stopLog()
 	opts := o.opts
 	if opts.MaxBinds = o.maxBinds; o.maxBinds == 0 {
 		opts.MaxBinds = -1 // bind none
@@ -156,11 +160,17 @@ func (o *mountOptions) serve(s *layout.Store, mnt string) error {
 		return err
 	}
 	go unmountOnSignal(m, sigs)
-	printServing(s, m, opts)
+	printServing(s, m, opts, o.verbose)
 	if err := tellReady(); err != nil {
 		warnf("tell mount --daemon the mount is ready: %v", err)
 	}
-	return m.Wait()
+	err = m.Wait()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "sessionfs: the mount at %s ends on an error\n", m.Mountpoint) // main says which
+	} else {
+		fmt.Fprintf(os.Stderr, "sessionfs: unmounted %s; the mount ends\n", m.Mountpoint)
+	}
+	return err
 }
 
 // unmountOnSignal unmounts m at the first of sigs. Busy, it is detached then, served until its last user leaves;
@@ -184,9 +194,17 @@ func unmountOnSignal(m *mount.Mount, sigs <-chan os.Signal) {
 	}
 }
 
-// printServing says on stderr what m serves, and how.
-func printServing(s *layout.Store, m *mount.Mount, opts mount.Options) {
-	fmt.Fprintf(os.Stderr, "sessionfs: serving %s at %s (Ctrl-C to unmount)\n", s.Root, m.Mountpoint)
+// printServing says on stderr what m serves and, at a terminal, what to do next; how it serves (its confinement,
+// binds, a shared store's cache) with --verbose, as doctor says it.
+func printServing(s *layout.Store, m *mount.Mount, opts mount.Options, verbose bool) {
+	fmt.Fprintf(os.Stderr, "sessionfs: serving %s at %s (%s)\n", s.Root, m.Mountpoint, stopHint(m.Mountpoint))
+	if !verbose {
+		if os.Getenv(readyFdEnv) == "" { // not a daemon's log: someone reads this now
+			fmt.Fprintf(os.Stderr, "sessionfs: next, in another terminal: sessionfs new (prints a session's ID), then sessionfs exec ID -- claude\n")
+			fmt.Fprintf(os.Stderr, "sessionfs: (mount --verbose says how it serves; sessionfs doctor checks the set-up)\n")
+		}
+		return
+	}
 	if m.Confinement != "" {
 		fmt.Fprintf(os.Stderr, "sessionfs: the serving process is confined: %s\n", m.Confinement)
 	}

@@ -27,7 +27,7 @@ PATH, with its variables set as exec --agent sets them: "codex resume UUID", "ge
 		Example: `  sessionfs resume 2fe2d21b-be8f-4b12-b46b-12e68f6e9f01
   sessionfs resume fix-login -- -p "carry on"`,
 		Args:              cobra.MinimumNArgs(1),
-		ValidArgsFunction: a.completeIDs,
+		ValidArgsFunction: a.completeResume,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if dash := cmd.ArgsLenAtDash(); dash > 1 || (dash == -1 && len(args) > 1) {
 				return usageError("resume: want UUID|ID [-- CLAUDE-ARGS...]")

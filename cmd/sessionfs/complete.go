@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/sessionfs/sessionfs/agents"
 )
 
 // completeIDs completes a session id as the command's first argument; after it (a command to run, say) the
@@ -46,36 +48,63 @@ func (a *app) matchingIDs(prefix string) []string {
 	return out
 }
 
-// completeTrashed completes trash restore: a session id (in the store or the trash), then the uuids waiting in
-// its transcript trash.
+// completeTrashed completes trash restore: what can be restored (a removed session's id, or the id of a session
+// with removed conversations), then the uuids waiting in that session's transcript trash.
 func (a *app) completeTrashed(cmd *cobra.Command, args []string, prefix string) ([]string, cobra.ShellCompDirective) {
-	switch len(args) {
-	case 0:
-		out := a.matchingIDs(prefix)
-		if s, err := a.openStore(); err == nil {
-			trashed, _ := s.TrashedSessions("")
-			for _, t := range trashed {
-				if strings.HasPrefix(t.ID, prefix) && !slices.Contains(out, t.ID) {
-					out = append(out, t.ID)
-				}
-			}
-		}
-		return out, cobra.ShellCompDirectiveNoFileComp
-	case 1:
-		s, err := a.openStore()
-		if err != nil {
-			return nil, cobra.ShellCompDirectiveNoFileComp
-		}
+	s, err := a.openStore()
+	if err != nil || len(args) > 1 {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	if len(args) == 1 {
 		trashed, _ := s.TrashedTranscripts(args[0])
 		var out []string
 		for _, t := range trashed {
-			if strings.HasPrefix(t.UUID, prefix) {
+			if strings.HasPrefix(t.UUID, prefix) && !slices.Contains(out, t.UUID) {
 				out = append(out, t.UUID)
 			}
 		}
 		return out, cobra.ShellCompDirectiveNoFileComp
 	}
-	return nil, cobra.ShellCompDirectiveNoFileComp
+	var out []string
+	trashed, _ := s.TrashedSessions("")
+	for _, t := range trashed {
+		if strings.HasPrefix(t.ID, prefix) && !slices.Contains(out, t.ID) {
+			out = append(out, t.ID)
+		}
+	}
+	for _, id := range a.matchingIDs(prefix) {
+		if t, _ := s.TrashedTranscripts(id); len(t) > 0 && !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp
+}
+
+// completeConversations completes find's UUID: the ids of every agent's conversations in the store, never file
+// names.
+func (a *app) completeConversations(_ *cobra.Command, args []string, prefix string) ([]string, cobra.ShellCompDirective) {
+	if len(args) > 0 {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	return a.matchingConversations(prefix), cobra.ShellCompDirectiveNoFileComp
+}
+
+// completeResume completes resume's UUID|ID: session ids, then conversation ids; after it, what claude takes.
+func (a *app) completeResume(_ *cobra.Command, args []string, prefix string) ([]string, cobra.ShellCompDirective) {
+	if len(args) > 0 {
+		return nil, cobra.ShellCompDirectiveDefault
+	}
+	return append(a.matchingIDs(prefix), a.matchingConversations(prefix)...), cobra.ShellCompDirectiveNoFileComp
+}
+
+// matchingConversations are the ids of the store's conversations (of any agent) that begin with prefix, sorted.
+func (a *app) matchingConversations(prefix string) []string {
+	s, err := a.openStore()
+	if err != nil {
+		return nil
+	}
+	found, _ := conversationIDs(s, func(c agents.Conversation) bool { return strings.HasPrefix(c.ID, prefix) })
+	return found
 }
 
 // completeSync completes sync: push or pull, then a session id.

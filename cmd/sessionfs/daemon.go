@@ -36,8 +36,8 @@ func defaultMountLog() string {
 	return filepath.Join(state, "sessionfs", "mount.log")
 }
 
-// daemonize starts this command again without --daemon, detached, and waits until it serves.
-func daemonize(out, errOut io.Writer, logPath string, co confine.Options) error {
+// daemonize starts this command again without --daemon, detached, and waits until it serves at mnt.
+func daemonize(out, errOut io.Writer, mnt, logPath string, co confine.Options) error {
 	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
 		return fmt.Errorf("mount --daemon: the log: %w", err)
 	}
@@ -83,7 +83,7 @@ func daemonize(out, errOut io.Writer, logPath string, co confine.Options) error 
 			pid := cmd.Process.Pid
 			_ = cmd.Process.Release()
 			fmt.Fprintln(out, pid)
-			fmt.Fprintf(errOut, "sessionfs: the mount runs in the background (pid %d; log %s; sessionfs unmount to stop it)\n", pid, logPath)
+			fmt.Fprintf(errOut, "sessionfs: the mount runs in the background (pid %d; log %s; %s to stop it)\n", pid, logPath, unmountCommand(mnt))
 			return nil
 		}
 	case <-time.After(daemonReadyTimeout):
@@ -105,7 +105,13 @@ func lastLogLine(path string, from int64) string {
 	}
 	b, _ := io.ReadAll(io.LimitReader(f, 1<<20))
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	last := strings.TrimPrefix(lines[len(lines)-1], "sessionfs: ")
+	last := lines[len(lines)-1]
+	if stamp, rest, ok := strings.Cut(last, " "); ok {
+		if _, err := time.Parse(time.RFC3339, stamp); err == nil {
+			last = rest
+		}
+	}
+	last = strings.TrimPrefix(last, "sessionfs: ")
 	if last == "" {
 		return "see " + path
 	}
@@ -124,4 +130,67 @@ func tellReady() error {
 	defer f.Close()
 	_, err := f.WriteString("ready\n")
 	return err
+}
+
+// inDaemon reports whether this process is the detached copy mount --daemon started.
+func inDaemon() bool { return os.Getenv(readyFdEnv) == "3" }
+
+// unmountCommand is the command that stops the mount at mnt: named, since a bare "sessionfs unmount" stops the
+// default mountpoint's, which may be another.
+func unmountCommand(mnt string) string {
+	if abs, err := filepath.Abs(mnt); err == nil {
+		mnt = abs
+	}
+	if strings.ContainsAny(mnt, " \t\n'\"\\$`!*?[]{}()<>|&;#~") {
+		mnt = shellQuote(mnt)
+	}
+	return "sessionfs unmount " + mnt
+}
+
+// stopHint says how to stop the mount at mnt: Ctrl-C at a terminal; in a daemon's log, the command.
+func stopHint(mnt string) string {
+	if inDaemon() {
+		return unmountCommand(mnt) + " to stop it"
+	}
+	return "Ctrl-C to unmount"
+}
+
+// logDaemonWithTimes makes the daemon's log lines (what this program writes to os.Stderr) begin with the time,
+// as a log read days later needs; it returns the function that flushes them and puts os.Stderr back. Outside a
+// daemon it does nothing. A crash's trace, written to the log file itself, is kept whole.
+func logDaemonWithTimes() (stop func()) {
+	if !inDaemon() {
+		return func() {}
+	}
+	logf := os.Stderr
+	r, w, err := os.Pipe()
+	if err != nil {
+		return func() {}
+	}
+	os.Stderr = w
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		br := bufio.NewReader(r)
+		for {
+			line, err := br.ReadString('\n')
+			if line != "" {
+				fmt.Fprintf(logf, "%s %s", time.Now().Format(time.RFC3339), line)
+				if !strings.HasSuffix(line, "\n") {
+					fmt.Fprintln(logf)
+				}
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return func() {
+		os.Stderr = logf
+		w.Close()
+		select {
+		case <-done: // all written
+		case <-time.After(2 * time.Second): // a process it started holds the pipe still
+		}
+	}
 }

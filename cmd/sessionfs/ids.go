@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -39,7 +40,7 @@ func (a *app) resolveID(arg string) (string, error) {
 	}
 	switch len(generated) {
 	case 0:
-		return "", notFound(arg, matches)
+		return "", a.notFound(arg, matches)
 	case 1:
 		fmt.Fprintf(os.Stderr, "sessionfs: %s is session %s\n", arg, generated[0])
 		return generated[0], nil
@@ -58,7 +59,7 @@ func (a *app) exactID(arg string) (string, error) {
 	if err != nil || id != "" {
 		return id, err
 	}
-	return "", notFound(arg, matches)
+	return "", a.notFound(arg, matches)
 }
 
 // session opens the store and reads session arg (an id, or an unambiguous start of a generated one: resolveID).
@@ -68,7 +69,16 @@ func (a *app) session(arg string) (*layout.Store, *layout.Meta, error) {
 		return nil, nil, err
 	}
 	m, err := a.store.Get(id)
-	return a.store, m, err
+	return a.store, m, repairHint(a.store, id, err)
+}
+
+// repairHint adds to a damaged session's error what to do about it: repair its session.json, or remove it.
+func repairHint(s *layout.Store, id string, err error) error {
+	if !errors.Is(err, layout.ErrDamaged) {
+		return err
+	}
+	return fmt.Errorf("%w; repair %s (JSON, as another session's), or move the session to the trash: sessionfs rm %s",
+		err, filepath.Join(s.Dir(id), "session.json"), id)
 }
 
 // exactSession is session for commands that change it: arg is taken whole (exactID).
@@ -78,7 +88,7 @@ func (a *app) exactSession(arg string) (*layout.Store, *layout.Meta, error) {
 		return nil, nil, err
 	}
 	m, err := a.store.Get(id)
-	return a.store, m, err
+	return a.store, m, repairHint(a.store, id, err)
 }
 
 // lookupID returns arg if a session of that id exists, else the ids that begin with it.
@@ -105,16 +115,73 @@ func (a *app) lookupID(arg string) (id string, matches []string, err error) {
 	return "", matches, nil
 }
 
-// notFound says no session is arg, naming the sessions whose ids begin with it.
-func notFound(arg string, matches []string) error {
+// notFound says no session is arg, naming the sessions whose ids begin with it, else those close to it (another
+// case, or a letter or two off: "scrach" for "scratch"), as a person who mistyped wants.
+func (a *app) notFound(arg string, matches []string) error {
 	err := &layout.Error{Op: "open", ID: arg, Kind: layout.ErrNotFound}
+	hint := " a name is taken whole"
+	if len(matches) == 0 {
+		ids, _ := a.store.IDs()
+		matches, hint = closeIDs(arg, ids), ""
+	}
 	if len(matches) == 0 {
 		return err
 	}
 	if len(matches) > maxCandidates {
 		matches = append(matches[:maxCandidates:maxCandidates], "...")
 	}
-	return fmt.Errorf("%w (did you mean %s? a name is taken whole)", err, strings.Join(matches, ", "))
+	return fmt.Errorf("%w (did you mean %s?%s)", err, strings.Join(matches, ", "), hint)
+}
+
+// closeIDs are the ids of ids close to arg, closest first: the same but for case, beginning with it but for case,
+// or within a small edit distance (1 for up to 4 characters, else 2).
+func closeIDs(arg string, ids []string) []string {
+	type near struct {
+		id   string
+		dist int
+	}
+	low := strings.ToLower(arg)
+	limit := 1
+	if len([]rune(arg)) > 4 {
+		limit = 2
+	}
+	var found []near
+	for _, id := range ids {
+		lid := strings.ToLower(id)
+		switch d := editDistance(low, lid); {
+		case d <= limit:
+			found = append(found, near{id, d})
+		case len(low) >= 3 && strings.HasPrefix(lid, low):
+			found = append(found, near{id, limit + 1})
+		}
+	}
+	slices.SortStableFunc(found, func(x, y near) int { return x.dist - y.dist })
+	out := make([]string, len(found))
+	for i, n := range found {
+		out[i] = n.id
+	}
+	return out
+}
+
+// editDistance is the Levenshtein distance of a and b, in runes.
+func editDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	prev, cur := make([]int, len(rb)+1), make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(rb)]
 }
 
 // minConversationPrefix is the shortest start of a conversation id taken for the whole (watch prints 8; of an
@@ -128,9 +195,19 @@ func expandConversation(s *layout.Store, arg string) (string, error) {
 	if len(arg) < minConversationPrefix || layout.ValidateID(arg) != nil {
 		return arg, nil
 	}
-	ids, err := s.IDs()
+	found, err := conversationIDs(s, func(c agents.Conversation) bool { return startsConversation(c, arg) })
 	if err != nil {
 		return "", err
+	}
+	return pickPrefix(arg, found, "conversation")
+}
+
+// conversationIDs are the ids of the conversations (of any agent, in any session) that keep takes, sorted, each
+// once.
+func conversationIDs(s *layout.Store, keep func(agents.Conversation) bool) ([]string, error) {
+	ids, err := s.IDs()
+	if err != nil {
+		return nil, err
 	}
 	found := map[string]bool{}
 	for _, id := range ids {
@@ -141,12 +218,12 @@ func expandConversation(s *layout.Store, arg string) (string, error) {
 		cs, _ := all.SessionConversations(sess)
 		sess.Close()
 		for _, c := range cs {
-			if startsConversation(c, arg) {
+			if keep(c) {
 				found[c.ID] = true
 			}
 		}
 	}
-	return pickPrefix(arg, slices.Sorted(maps.Keys(found)), "conversation")
+	return slices.Sorted(maps.Keys(found)), nil
 }
 
 // startsConversation reports whether arg starts conversation c's id, or its id without the prefix every id of its

@@ -18,3 +18,13 @@ func TestStartsConversation(t *testing.T) {
 	assert.True(t, startsConversation(cl, "2FE2D21B"))
 	assert.False(t, startsConversation(agents.Conversation{Agent: "claude", ID: "ses_2fe2d21b"}, "2fe2d21b"), "only opencode's ids have the prefix")
 }
+
+// A mistyped name is answered with the close ones: another case, a letter or two off, a start in another case.
+func TestCloseIDs(t *testing.T) {
+	ids := []string{"demo", "scratch", "web-old", "20261125-101010-abcdef"}
+	assert.Equal(t, []string{"scratch"}, closeIDs("scrach", ids))
+	assert.Equal(t, []string{"demo"}, closeIDs("Demo", ids))
+	assert.Equal(t, []string{"web-old"}, closeIDs("WEB", ids))
+	assert.Empty(t, closeIDs("nothing-like-it", ids))
+	assert.Equal(t, 3, editDistance("kitten", "sitting"))
+}

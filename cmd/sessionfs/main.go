@@ -36,13 +36,36 @@ func main() {
 		fmt.Fprintln(os.Stderr, "sessionfs: "+oneLine(coded.err.Error()))
 		os.Exit(coded.code)
 	default:
-		msg := oneLine(err.Error())
+		msg, suggestions := cutSuggestions(err.Error())
+		msg = oneLine(msg)
 		if isUsage(err) && cmd != nil {
 			msg = plainArgsError(msg, cmd.UseLine()) + " (see " + cmd.CommandPath() + " --help)"
 		}
-		fmt.Fprintln(os.Stderr, "sessionfs: "+msg)
+		fmt.Fprintln(os.Stderr, "sessionfs: "+msg+suggestions)
 		os.Exit(ownFailure)
 	}
+}
+
+// didYouMean is how cobra introduces the commands it suggests for a mistyped one, one a line.
+const didYouMean = "\n\nDid you mean this?\n"
+
+// cutSuggestions splits cobra's error msg into its first part and its suggestions, kept one a line as cobra
+// prints them ("" when none): oneLine would run them into the message.
+func cutSuggestions(msg string) (head, suggestions string) {
+	head, tail, ok := strings.Cut(msg, didYouMean)
+	if !ok {
+		return msg, ""
+	}
+	var b strings.Builder
+	for _, s := range strings.Split(tail, "\n") {
+		if s = oneLine(s); s != "" {
+			b.WriteString("\n\t" + s)
+		}
+	}
+	if b.Len() == 0 {
+		return head, ""
+	}
+	return head, "\n\nDid you mean this?" + b.String()
 }
 
 // isUsage reports whether err is a mistake in how the command was called (ours, or cobra's about flags and

@@ -36,7 +36,7 @@ filesystem where every .claude/projects/<cwd> name leads to the session's one tr
 	}
 	root.SetVersionTemplate("sessionfs {{.Version}}\n")
 	root.PersistentFlags().StringVar(&a.storeFlag, "store", "",
-		"the store folder (default $"+layout.EnvStore+", else ~/.local/share/sessionfs)")
+		"the store folder (default $"+layout.EnvStore+", else $XDG_DATA_HOME/sessionfs, else ~/.local/share/sessionfs)")
 	root.AddCommand(
 		a.newCmd(), a.lsCmd(), a.showCmd(), a.rmCmd(), a.gcCmd(), a.envCmd(), a.execCmd(), a.runCmd(),
 		a.mountCmd(), unmountCmd(), a.trashCmd(), a.importCmd(), a.findCmd(), a.resumeCmd(), a.watchCmd(), a.doctorCmd(), a.syncCmd(),
@@ -53,9 +53,19 @@ func (a *app) openStore() (*layout.Store, error) {
 	return a.open(false)
 }
 
-// createStore is openStore for commands that make sessions (new, import, mount): a missing store is made.
+// createStore is openStore for commands that make sessions (new, import, mount): a missing store is made, and
+// said on stderr, so a mistyped --store shows at once.
 func (a *app) createStore() (*layout.Store, error) {
 	return a.open(true)
+}
+
+// errNoStore is openStore's error when the store folder does not exist.
+var errNoStore = errors.New("no store")
+
+// defaultStore reports whether the store is the default one, named by neither --store nor $SESSIONFS_STORE: a
+// folder nobody can mistype, which a fresh machine has not made yet.
+func (a *app) defaultStore() bool {
+	return a.storeFlag == "" && os.Getenv(layout.EnvStore) == ""
 }
 
 func (a *app) open(create bool) (*layout.Store, error) {
@@ -69,14 +79,19 @@ func (a *app) open(create bool) (*layout.Store, error) {
 			return nil, err
 		}
 	}
-	if !create {
-		if _, err := os.Stat(root); errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("no store at %s (sessionfs new, import or mount make one; check --store and $%s)", root, layout.EnvStore)
-		}
+	st, err := os.Stat(root)
+	switch {
+	case errors.Is(err, fs.ErrNotExist) && !create:
+		return nil, fmt.Errorf("%w at %s (sessionfs new, import or mount make one; check --store and $%s)", errNoStore, root, layout.EnvStore)
+	case err == nil && !st.IsDir():
+		return nil, fmt.Errorf("the store %s is not a folder (--store and $%s name a folder, made by sessionfs new if missing)", root, layout.EnvStore)
 	}
-	s, err := layout.OpenStore(root)
-	if err != nil {
-		return nil, err
+	s, oerr := layout.OpenStore(root)
+	if oerr != nil {
+		return nil, oerr
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		fmt.Fprintf(os.Stderr, "sessionfs: created a new store at %s\n", s.Root)
 	}
 	a.store = s
 	return s, nil
