@@ -22,7 +22,7 @@ type mountOptions struct {
 	cpuProfile, logPath string
 	maxNodes            int64
 	maxBinds            int
-	daemon, verbose     bool
+	daemon              bool
 }
 
 func (a *app) mountCmd() *cobra.Command {
@@ -74,7 +74,6 @@ confinement in force.`,
 	cmd.Flags().StringVar(&o.opts.Confine.Mode, "confine", envOr("SESSIONFS_CONFINE", confine.On), "as root, how the process that serves FUSE requests is confined: on (a few capabilities, seccomp, and Landlock where the kernel has it), strict (on, and no Landlock is an error), off")
 	cmd.Flags().StringVar(&o.opts.Confine.Seccomp, "seccomp", envOr("SESSIONFS_SECCOMP", confine.SeccompErrno), "what a system call outside the serving process's allow-list gets: errno (EPERM, logged by the kernel), kill (the process), log (allowed and logged: to measure the list)")
 	cmd.Flags().BoolVarP(&o.daemon, "daemon", "d", false, "run in the background once the mount serves; print the daemon's pid")
-	cmd.Flags().BoolVarP(&o.verbose, "verbose", "v", false, "say how the mount serves: its confinement, which folders are binds, the cache of a shared store")
 	cmd.Flags().StringVar(&o.logPath, "log", defaultMountLog(), "with --daemon, where the daemon's output goes (appended)")
 	cmd.Flags().StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the daemon to this file (for performance work)")
 	_ = cmd.Flags().MarkHidden("cpuprofile")
@@ -160,7 +159,7 @@ func (o *mountOptions) serve(s *layout.Store, mnt string) error {
 		return err
 	}
 	go unmountOnSignal(m, sigs)
-	printServing(s, m, opts, o.verbose)
+	printServing(s, m, opts)
 	if err := tellReady(); err != nil {
 		warnf("tell mount --daemon the mount is ready: %v", err)
 	}
@@ -194,17 +193,9 @@ func unmountOnSignal(m *mount.Mount, sigs <-chan os.Signal) {
 	}
 }
 
-// printServing says on stderr what m serves and, at a terminal, what to do next; how it serves (its confinement,
-// binds, a shared store's cache) with --verbose, as doctor says it.
-func printServing(s *layout.Store, m *mount.Mount, opts mount.Options, verbose bool) {
+// printServing says on stderr what m serves, and how.
+func printServing(s *layout.Store, m *mount.Mount, opts mount.Options) {
 	fmt.Fprintf(os.Stderr, "sessionfs: serving %s at %s (%s)\n", s.Root, m.Mountpoint, stopHint(m.Mountpoint))
-	if !verbose {
-		if os.Getenv(readyFdEnv) == "" { // not a daemon's log: someone reads this now
-			fmt.Fprintf(os.Stderr, "sessionfs: next, in another terminal: sessionfs new (prints a session's ID), then sessionfs exec ID -- claude\n")
-			fmt.Fprintf(os.Stderr, "sessionfs: (mount --verbose says how it serves; sessionfs doctor checks the set-up)\n")
-		}
-		return
-	}
 	if m.Confinement != "" {
 		fmt.Fprintf(os.Stderr, "sessionfs: the serving process is confined: %s\n", m.Confinement)
 	}
