@@ -17,9 +17,9 @@ func TestDockerSharedCredentials(t *testing.T) {
 	home := usersClaude(t) // its login holds {"token":"t"}
 	creds := filepath.Join(home, ".claude", ".credentials.json")
 	store := t.TempDir()
-	r := cliIn(t, store, "", []string{"HOME=" + home}, "new", "s1", "--share-credentials")
+	r := cliIn(t, store, "", []string{"HOME=" + home, seedFromUser}, "new", "s1", "--share-credentials")
 	require.Equal(t, 0, r.code, r.stderr)
-	r = cliIn(t, store, "", []string{"HOME=" + home}, "new", "planted")
+	r = cliIn(t, store, "", []string{"HOME=" + home, seedFromUser}, "new", "planted")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.NoError(t, os.Symlink(creds, filepath.Join(store, "sessions", "planted", ".claude", ".credentials.json")))
 

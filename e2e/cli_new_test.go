@@ -33,6 +33,9 @@ func TestShareCredentials(t *testing.T) {
 	assert.Equal(t, `{"token":"t"}`, string(b))
 }
 
+// seedFromUser lets new seed from the HOME a test gives, whatever the environment the tests run in says.
+const seedFromUser = "SESSIONFS_NO_USER_SETTINGS=0"
+
 // usersClaude makes a home whose Claude has been through onboarding and approved the stub's API key, with a login
 // and an account new must never copy.
 func usersClaude(t *testing.T) string {
@@ -65,7 +68,7 @@ func readJSONFile(t *testing.T, p string) map[string]any {
 func TestNewSeedsUsersClaude(t *testing.T) {
 	home := usersClaude(t)
 	store := t.TempDir()
-	r := cliIn(t, store, "", []string{"HOME=" + home}, "new", "s1")
+	r := cliIn(t, store, "", []string{"HOME=" + home, seedFromUser}, "new", "s1")
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Empty(t, r.stderr)
 	cfg := filepath.Join(store, "sessions", "s1", ".claude")
@@ -88,7 +91,7 @@ func TestNewSeedsUsersClaude(t *testing.T) {
 		id  string
 		env []string
 		arg []string
-	}{{"s2", nil, []string{"--no-user-settings"}}, {"s3", []string{"SESSIONFS_NO_USER_SETTINGS=1"}, nil}} {
+	}{{"s2", []string{seedFromUser}, []string{"--no-user-settings"}}, {"s3", []string{"SESSIONFS_NO_USER_SETTINGS=1"}, nil}} {
 		r = cliIn(t, store, "", append(c.env, "HOME="+home), append([]string{"new", c.id}, c.arg...)...)
 		require.Equal(t, 0, r.code, r.stderr)
 		state = readJSONFile(t, filepath.Join(store, "sessions", c.id, ".claude", ".claude.json"))
@@ -97,7 +100,7 @@ func TestNewSeedsUsersClaude(t *testing.T) {
 	}
 
 	require.NoError(t, os.Truncate(filepath.Join(home, ".claude.json"), 64<<20))
-	r = cliIn(t, store, "", []string{"HOME=" + home}, "new", "s4")
+	r = cliIn(t, store, "", []string{"HOME=" + home, seedFromUser}, "new", "s4")
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Contains(t, r.stderr, ".claude.json left out")
 	assert.NotContains(t, readJSONFile(t, filepath.Join(store, "sessions", "s4", ".claude", ".claude.json")), "hasCompletedOnboarding")
@@ -114,7 +117,7 @@ func TestNewSessionOpensAtThePrompt(t *testing.T) {
 	c := claudeAt(t, p)
 	home := usersClaude(t)
 	store := t.TempDir()
-	r := cliIn(t, store, "", []string{"HOME=" + home}, "new", "s1")
+	r := cliIn(t, store, "", []string{"HOME=" + home, seedFromUser}, "new", "s1")
 	require.Equal(t, 0, r.code, r.stderr)
 	api := stub(t, "127.0.0.1:0")
 
