@@ -150,7 +150,13 @@ func identity(sess *layout.Dir) (credsRecord, error) {
 // run (the link leads there); for Modal, nothing and a warning: the login is not copied into a Sandbox, where it
 // would leave this machine and stay on the session's Volume.
 func CredentialsFor(s *layout.Store, id, backend string) (bind string, warnings []string) {
+	if backend != "docker" && backend != "modal" {
+		return "", nil
+	}
 	src, err := SharedCredentials(s, id)
+	if errors.Is(err, fs.ErrPermission) {
+		return "", nil // a store whose records this user cannot read: its sessions share nothing of this user's
+	}
 	if err != nil {
 		return "", []string{fmt.Sprintf("shared credentials: %v", err)}
 	}
