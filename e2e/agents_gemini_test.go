@@ -57,7 +57,7 @@ func TestGeminiResumesFromAnyCwd(t *testing.T) {
 
 	// From a subfolder of the workspace (exec -w) and from outside the session, by id and as "latest".
 	require.NoError(t, os.MkdirAll(filepath.Join(ws, "pkg"), 0o755))
-	r = agentExec(t, store, "gemini", env, "workspace/pkg", run("--resume", id, "-p", "again from a subfolder")...)
+	r = agentExec(t, store, "gemini", env, "pkg", run("--resume", id, "-p", "again from a subfolder")...)
 	require.Equal(t, 0, r.code, "%s\n%s", r.stdout, r.stderr)
 	assert.NotContains(t, r.stdout+r.stderr, "No previous sessions")
 	assert.Greater(t, len(strings.Split(geminiChat(t, chats, id), "\n")), n, "the same chat grows")

@@ -36,7 +36,7 @@ func TestOpencodeFollowsTheCwd(t *testing.T) {
 
 	// From a subfolder (exec -w): --continue finds it, moved there.
 	require.NoError(t, os.MkdirAll(filepath.Join(ws, "pkg"), 0o755))
-	r = agentExec(t, store, "opencode", env, "workspace/pkg", oc, "run", "--format", "json", "--continue", "again from a subfolder")
+	r = agentExec(t, store, "opencode", env, "pkg", oc, "run", "--format", "json", "--continue", "again from a subfolder")
 	require.Equal(t, 0, r.code, "%s\n%s", r.stdout, r.stderr)
 	assert.Equal(t, []string{id}, opencodeIDs(r.stdout), "the same conversation")
 	_, s = only(t, opencodeSessions(t, store))

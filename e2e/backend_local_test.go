@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -53,25 +54,84 @@ func TestExecForwardsSignals(t *testing.T) {
 	}
 }
 
-// exec -w of a folder the session lacks is one line and exit 125 (it was 127 with "chdir ... no such file", and on
-// the mount a false note that the sessionfs binary was missing); -w ../.. says it is outside the session.
+// exec -w is relative to the workspace (it was relative to the session's root) and a folder it names that is
+// missing is made, as docker run -w does (it was refused with exit 125), mounted or not; -w ../.. says it is
+// outside the session.
 func TestExecBadWorkdir(t *testing.T) {
 	store := t.TempDir()
 	ok(t, store, "new", "s1")
 	for _, mounted := range []bool{false, true} {
+		dir := filepath.Join(store, "sessions", "s1")
 		if mounted {
-			mount(t, store)
+			dir = mount(t, store).session("s1")
 		}
-		r := cli(t, store, "exec", "-w", "missing", "s1", "--", "true")
-		assert.Equal(t, 125, r.code, r.stderr)
-		assert.Contains(t, r.stderr, "missing: no such folder in the session")
-		assert.NotContains(t, r.stderr, "chdir ")
-		assert.NotContains(t, r.stderr, "executable")
+		want := filepath.Join(dir, "workspace", fmt.Sprintf("missing-%v", mounted), "deeper")
+		r := cli(t, store, "exec", "-w", fmt.Sprintf("missing-%v/deeper", mounted), "s1", "--", "pwd")
+		assert.Equal(t, 0, r.code, r.stderr)
+		assert.Equal(t, want+"\n", r.stdout, "mounted=%v", mounted)
+		assert.DirExists(t, filepath.Join(store, "sessions", "s1", "workspace", fmt.Sprintf("missing-%v", mounted), "deeper"))
+		r = cli(t, store, "exec", "-w", "..", "s1", "--", "pwd")
+		assert.Equal(t, dir+"\n", r.stdout, "-w .. is the session's root (mounted=%v) %s", mounted, r.stderr)
 		r = cli(t, store, "exec", "-w", "../..", "s1", "--", "true")
 		assert.Equal(t, 125, r.code, r.stderr)
 		assert.Contains(t, r.stderr, "-w ../..: outside the session")
 		assert.NotContains(t, r.stderr, "map (")
 	}
+}
+
+// exec ID CMD ARGS runs CMD without "--", as docker exec does, and what follows CMD is CMD's own (it was refused:
+// "want ID -- CMD"); exec ID alone starts the user's shell; "--" and flags before it still work.
+func TestExecWithoutDashes(t *testing.T) {
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	ws := filepath.Join(store, "sessions", "s1", "workspace")
+	r := cli(t, store, "exec", "s1", "sh", "-c", `echo "$0 $*"`, "-w", "--help")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, "-w --help\n", r.stdout, "the command's arguments are its own")
+	r = cli(t, store, "exec", "s1", "-w", "api", "--", "pwd")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, filepath.Join(ws, "api")+"\n", r.stdout, "sessionfs's flags after the id, ended by --")
+
+	r = cliWith(t, store, "", []string{"SHELL=/bin/sh"}, strings.NewReader("echo \"shell in $PWD\"\n"), "exec", "s1")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, "shell in "+ws+"\n", r.stdout, "exec ID alone runs $SHELL")
+	r = cliWith(t, store, "", []string{"SHELL="}, strings.NewReader("echo \"sh: $0\"\n"), "exec", "s1")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, "sh: /bin/sh\n", r.stdout, "no $SHELL: /bin/sh")
+}
+
+// --env-file reads docker's env files for exec: KEY=VALUE as written, # comments, KEY alone passes the value;
+// -e wins.
+func TestExecEnvFile(t *testing.T) {
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	f := filepath.Join(t.TempDir(), "env")
+	require.NoError(t, os.WriteFile(f, []byte("# settings\nA=from file\nB=\"quoted\"\nFROM_SHELL\n"), 0o600))
+	r := cliIn(t, store, "", []string{"FROM_SHELL=passed"}, "exec", "--env-file", f, "-e", "B=flag", "s1", "sh", "-c", `echo "$A|$B|$FROM_SHELL"`)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, "from file|flag|passed\n", r.stdout)
+	require.NoError(t, os.WriteFile(f, []byte("BAD KEY=1\n"), 0o600))
+	r = cli(t, store, "exec", "--env-file", f, "s1", "true")
+	assert.Equal(t, 125, r.code)
+	assert.Contains(t, r.stderr, f+", line 1")
+}
+
+// Without the mount, exec says "only from the cwd it began in" only of what it is true of (Claude Code before
+// 2.1.234, agents with cwd-keyed folders); it said "transcripts resume only from the same cwd" for every run.
+func TestExecNotMountedWarning(t *testing.T) {
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	r := cli(t, store, "exec", "s1", "--", "true")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "the store is not mounted")
+	assert.Contains(t, r.stderr, "Claude Code before 2.1.234 resumes a conversation only from the cwd it began in")
+	assert.NotContains(t, r.stderr, "transcripts resume only from the same cwd")
+	r = cli(t, store, "exec", "--agent", "codex", "s1", "--", "true")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.NotContains(t, r.stderr, "resume", "codex keeps no cwd-keyed folder: nothing to warn of")
+	r = cli(t, store, "doctor")
+	assert.NotContains(t, r.stdout+r.stderr, "transcripts resume only from the cwd they began in")
+	assert.Contains(t, r.stdout+r.stderr, "Claude Code before 2.1.234")
 }
 
 // TestExecHeavyFoldersAreNative: sessionfs exec on the mount runs in a private mount namespace where the

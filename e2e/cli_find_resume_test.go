@@ -156,3 +156,66 @@ func lastLineOf(s string) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	return lines[len(lines)-1] + "\n"
 }
+
+// When claude exits inside exec, sessionfs prints the command that resumes its conversation from any shell
+// (claude's own "claude --resume UUID" needs the session's environment), on stderr; a run of anything else
+// prints none. The command works from another folder.
+func TestExecClaudePrintsSessionfsResume(t *testing.T) {
+	claude := claudeBin(t)
+	store, api := claudeSetup(t)
+	env := claudeEnv(t, api.URL)
+	r := cliIn(t, store, "", env, "exec", "s1", "--", claude, "-p", "hi")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, apistub.Reply)
+	var files []string
+	for _, dir := range glob(t, filepath.Join(store, "sessions", "s1", ".claude", "projects", "*")) {
+		files = append(files, transcripts(t, dir)...)
+	}
+	require.Len(t, files, 1)
+	uuid := strings.TrimSuffix(filepath.Base(files[0]), ".jsonl")
+	assert.Contains(t, r.stderr, "sessionfs resume "+uuid+"\n")
+	assert.NotContains(t, r.stdout, "sessionfs resume", "on stderr only")
+
+	n := lineCount(t, files[0])
+	r = cliIn(t, store, t.TempDir(), env, "resume", uuid, "--claude", claude, "--", "-p", "again")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Greater(t, lineCount(t, files[0]), n, "the printed command resumes the conversation")
+	assert.Contains(t, r.stderr, "sessionfs resume "+uuid+"\n", "a resumed conversation is the one printed")
+
+	r = cliIn(t, store, "", env, "exec", "s1", "--", "sh", "-c", "true")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.NotContains(t, r.stderr, "sessionfs resume", "not a claude run")
+}
+
+// resume UUID --backend docker resumes a conversation begun on the host in a container (--image alone means
+// docker); it had no --backend.
+func TestResumeInDocker(t *testing.T) {
+	claude := claudeBin(t)
+	cli := needDocker(t)
+	real, err := filepath.EvalSymlinks(claude)
+	require.NoError(t, err)
+	images(t, cli, real)
+	store, api := claudeSetup(t)
+	m := mount(t, store)
+	out, err := claudeRun(t, claude, api.URL, filepath.Join(m.session("s1"), ".claude"), filepath.Join(m.session("s1"), "workspace"), "-p", "hi")
+	require.NoError(t, err, out)
+	canonical := filepath.Join(store, "sessions", "s1", ".claude", "projects", "-session-workspace")
+	files := transcripts(t, canonical)
+	require.Len(t, files, 1)
+	uuid := strings.TrimSuffix(filepath.Base(files[0]), ".jsonl")
+	n := lineCount(t, files[0])
+	for _, backend := range [][]string{{"--backend", "docker", "--image", claudeImage}, {"--image", claudeImage}} {
+		args := append(append([]string{"resume", uuid}, backend...), "--network", "host", "-v", real+":/usr/local/bin/claude:ro",
+			"-e", "ANTHROPIC_BASE_URL="+api.URL, "-e", "ANTHROPIC_API_KEY=sk-ant-test", "-e", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+			"-e", "HOME=/tmp", "--claude", "/usr/local/bin/claude", "--", "-p", "now in a container")
+		r := cliIn(t, store, t.TempDir(), nil, args...)
+		require.Equal(t, 0, r.code, "%v: %s %s", backend, r.stdout, r.stderr)
+		assert.NotContains(t, r.stdout+r.stderr, "No conversation found")
+		require.Len(t, transcripts(t, canonical), 1)
+		assert.Greater(t, lineCount(t, files[0]), n, "%v: the container resumed the host's conversation", backend)
+		n = lineCount(t, files[0])
+	}
+	b, err := os.ReadFile(files[0])
+	require.NoError(t, err)
+	assert.Contains(t, string(b), `"cwd":"/session/workspace"`, "it ran in the container")
+}

@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -23,7 +25,9 @@ func TestRunsStatus(t *testing.T) {
 	require.Len(t, runs, 1)
 	assert.Equal(t, "running", runs[0]["status"])
 	killed.kill()
-	r := cli(t, store, "exec", "-w", "missing", "web", "--", "true")
+	// -w of a file: the backend refuses it (a missing folder is made, as docker run -w does).
+	require.NoError(t, os.WriteFile(filepath.Join(store, "sessions", "web", "workspace", "afile"), nil, 0o644))
+	r := cli(t, store, "exec", "-w", "afile", "web", "--", "true")
 	require.Equal(t, 125, r.code, r.stderr)
 	require.Equal(t, 3, cli(t, store, "exec", "web", "--", "sh", "-c", "exit 3").code)
 	require.NoError(t, json.Unmarshal([]byte(ok(t, store, "runs", "web", "--json")), &runs))
@@ -38,7 +42,7 @@ func TestRunsStatus(t *testing.T) {
 	assert.Nil(t, runs[0]["end"])
 	assert.Equal(t, "exited", runs[1]["status"])
 	assert.Equal(t, float64(125), runs[1]["exit_code"], "what the user got")
-	assert.Contains(t, runs[1]["error"], "no such folder")
+	assert.Contains(t, runs[1]["error"], "not a folder")
 	assert.Equal(t, float64(3), runs[2]["exit_code"])
 	assert.Nil(t, runs[2]["error"])
 	assert.Equal(t, "unfinished <nil>\nexited 125\nexited 3\n", ok(t, store, "runs", "web", "--format", "{{.Status}} {{.ExitCode}}"))

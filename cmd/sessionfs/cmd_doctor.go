@@ -252,7 +252,7 @@ func checkMounts(s *layout.Store, add func(name, status, detail, fix string)) {
 		return m.FSType != mount.FSType || m.Source != s.Root, false
 	})
 	if len(mounts) == 0 {
-		add("mount", "WARN", "the store is not mounted: transcripts resume only from the cwd they began in", "sessionfs mount")
+		add("mount", "WARN", "the store is not mounted: Claude Code before 2.1.234, Gemini and Qwen resume a conversation only from the cwd it began in", "sessionfs mount")
 		return
 	}
 	for _, m := range mounts {

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"errors"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -12,18 +14,22 @@ import (
 )
 
 func (a *app) execCmd() *cobra.Command {
-	var env []string
+	var env, envFiles []string
 	var workdir, agent string
 	var lopts landlockOpts
 	cmd := &cobra.Command{
-		Use:   "exec ID [--agent AGENT] [--landlock [--allow PATH]...] -- CMD [ARG...]",
+		Use:   "exec [FLAGS] ID [CMD [ARG...]]",
 		Short: "Run a command on this host in a session (cwd: its workspace; CLAUDE_CONFIG_DIR: its .claude)",
-		Long: `exec runs CMD in the session's workspace with CLAUDE_CONFIG_DIR set to the session's .claude. When the
+		Long: `exec runs CMD (without one, your shell: $SHELL, else /bin/sh) in the session's workspace with CLAUDE_CONFIG_DIR set to the session's .claude. When the
 store is mounted, it runs in the mounted path, so transcripts land in the session's one transcript folder
 whatever cwd the command moves to, in a private mount namespace where workspace/, app/, mcps/ and the
 canonical transcript folder are the store's own folders (same paths, the disk's speed; for a normal user a
 user namespace mapping it to itself, so set-user-ID programs such as sudo do not work there). The exit code
 is CMD's; sessionfs's own failures exit 125, a command that cannot be executed 126, one not found 127.
+As with docker exec, what follows CMD is CMD's own: sessionfs's flags go before ID (or right after it, ended
+by "--"). -w is relative to the workspace (-w api: workspace/api; /session/... as the session sees itself), and
+a folder it names that is missing is made, as docker run -w does. When a claude run ends, the command that
+resumes its conversation from anywhere (sessionfs resume UUID) is printed on stderr.
 One runner per session, on every host that shares the store: while exec, run or resume runs in a session,
 another one fails at once, naming the host, pid and start of the holder (exit 125), or waits with --wait.
 
@@ -34,18 +40,25 @@ GOOGLE_GEMINI_BASE_URL, keys, OPENCODE_CONFIG) stay this shell's. opencode's con
 run's cwd first: opencode continues only the cwd's own.
 
 ` + landlockHelp,
-		Example: `  sessionfs exec fix-login -- claude
-  sessionfs exec fix-login -- claude --continue
-  sessionfs exec fix-login --agent codex -- codex exec resume --all --last
-  sessionfs exec fix-login --workdir workspace/api -- make test
-  sessionfs exec fix-login --landlock --allow-read ~/.local/share/claude -- claude`,
-		Args:              cobra.MinimumNArgs(2),
+		Example: `  sessionfs exec fix-login
+  sessionfs exec fix-login claude
+  sessionfs exec fix-login claude --continue
+  sessionfs exec --agent codex fix-login codex exec resume --all --last
+  sessionfs exec -w api --env-file .env fix-login make test
+  sessionfs exec --landlock --allow-read ~/.local/share/claude fix-login claude`,
+		Args:              cobra.MinimumNArgs(1),
 		ValidArgsFunction: a.completeIDs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if cmd.ArgsLenAtDash() != 1 {
-				return usageError("exec: want ID -- CMD [ARG...]")
+			id, argv, err := commandArgs(cmd, args)
+			if errors.Is(err, errHelp) {
+				return cmd.Help()
+			} else if err != nil {
+				return err
 			}
-			vars, err := parseEnv(env)
+			if len(argv) == 0 {
+				argv = []string{userShell()}
+			}
+			vars, err := commandEnv(envFiles, env)
 			if err != nil {
 				return err
 			}
@@ -60,11 +73,12 @@ run's cwd first: opencode continues only the cwd's own.
 			if err != nil {
 				return err
 			}
-			return a.execIn(args[0], args[1:], func(sp *backends.Spec) { sp.Env, sp.Workdir, sp.Agent, sp.Landlock = vars, wd, agent, ll })
+			return a.execIn(id, argv, func(sp *backends.Spec) { sp.Env, sp.Workdir, sp.Agent, sp.Landlock = vars, wd, agent, ll })
 		},
 	}
-	cmd.Flags().StringArrayVarP(&env, "env", "e", nil, envHelp)
-	cmd.Flags().StringVarP(&workdir, "workdir", "w", "", "working directory relative to the session (default workspace)")
+	cmd.Flags().SetInterspersed(false) // exec ID CMD -x: -x is CMD's
+	envFlags(cmd, &env, &envFiles)
+	cmd.Flags().StringVarP(&workdir, "workdir", "w", "", workdirHelp)
 	agentFlag(cmd, &agent)
 	landlockFlags(cmd, &lopts)
 	a.waitFlag(cmd)
@@ -79,12 +93,15 @@ func (a *app) execIn(id string, argv []string, adjust ...func(*backends.Spec)) e
 	}
 	defer r.Release()
 	dir, mounted := sessionDir(s, m.ID)
-	if !mounted {
-		warnf("%s: running in %s; transcripts resume only from the same cwd", notMounted(s), dir)
-	}
 	spec := backends.Spec{SessionDir: dir, Argv: argv, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}
 	for _, f := range adjust {
 		f(&spec)
+	}
+	if !mounted {
+		warnNotMounted(s, "running in", dir, spec.Agent)
+	}
+	if err := makeWorkdir(s, m.ID, spec.Workdir); err != nil {
+		return err
 	}
 	ag, _ := all.ByName(spec.Agent) // nil: none but Claude
 	warnings, err := session.Ready(s, m.ID, ag, mountpoint(s), dir, spec.Workdir)
@@ -92,5 +109,16 @@ func (a *app) execIn(id string, argv []string, adjust ...func(*backends.Spec)) e
 	if err != nil {
 		return err
 	}
-	return runWith(r, local.Backend{}, spec, "")
+	start := time.Now()
+	err = runWith(r, local.Backend{}, spec, "")
+	resumeHint(s, m.ID, spec, start)
+	return err
+}
+
+// userShell is the shell exec starts when given no command: $SHELL, else /bin/sh.
+func userShell() string {
+	if sh := os.Getenv("SHELL"); sh != "" {
+		return sh
+	}
+	return "/bin/sh"
 }

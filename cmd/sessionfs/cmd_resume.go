@@ -3,10 +3,13 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/sessionfs/sessionfs/agents/all"
 	"github.com/sessionfs/sessionfs/agents/claude"
@@ -16,32 +19,63 @@ import (
 
 func (a *app) resumeCmd() *cobra.Command {
 	var claudeBin string
+	var o runOptions
 	cmd := &cobra.Command{
-		Use:   "resume UUID|ID [-- CLAUDE-ARGS...]",
+		Use:   "resume UUID|ID [--backend docker [--image IMG]] [-- CLAUDE-ARGS...]",
 		Short: "Resume a conversation (by its uuid) or a session's newest one (by the session id)",
 		Long: `resume runs claude in the right session with the right environment: "claude --resume UUID" in the session
 that holds conversation UUID, or "claude --continue" in session ID. It runs in the session's workspace,
 through the mount when the store is mounted. A conversation of another agent is resumed with that agent, from
 PATH, with its variables set as exec --agent sets them: "codex resume UUID", "gemini --resume UUID",
-"qwen --resume UUID", "opencode --session ID" (its conversations moved to the workspace first).`,
+"qwen --resume UUID", "opencode --session ID" (its conversations moved to the workspace first).
+
+--backend docker resumes it in a container, as "sessionfs run --backend docker -i" runs (-t when stdin is a
+terminal), with --image or config.toml's image (see "sessionfs run --help"); --image alone means docker. The
+agent's command is then the image's (--claude names it there); -e, --env-file, --network and -v are run's.`,
 		Example: `  sessionfs resume 2fe2d21b-be8f-4b12-b46b-12e68f6e9f01
-  sessionfs resume fix-login -- -p "carry on"`,
+  sessionfs resume fix-login -- -p "carry on"
+  sessionfs resume 2fe2d21b --backend docker --image sessionfs-agent`,
 		Args:              cobra.MinimumNArgs(1),
 		ValidArgsFunction: a.completeResume,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if dash := cmd.ArgsLenAtDash(); dash > 1 || (dash == -1 && len(args) > 1) {
 				return usageError("resume: want UUID|ID [-- CLAUDE-ARGS...]")
 			}
-			return a.runResume(claudeBin, args[0], args[1:])
+			if cmd.Flags().Changed("image") && !cmd.Flags().Changed("backend") {
+				o.backend = "docker"
+			}
+			if o.backend != "local" && o.backend != "docker" {
+				if !slices.Contains(runBackends, o.backend) {
+					return unknownBackend(o.backend)
+				}
+				return usageError(fmt.Sprintf("resume: --backend %s gives the agent no terminal (want local or docker; sessionfs run --backend %s ID claude -p ... runs it there)", o.backend, o.backend))
+			}
+			if err := checkBackendFlags(cmd, o.backend); err != nil {
+				return err
+			}
+			o.interactive, o.tty = true, term.IsTerminal(int(os.Stdin.Fd()))
+			return resumer{a, &o}.runResume(claudeBin, args[0], args[1:])
 		},
 	}
 	cmd.Flags().StringVar(&claudeBin, "claude", "claude", "the claude command")
+	cmd.Flags().StringVar(&o.backend, "backend", "local", "where to resume: local or docker")
+	cmd.Flags().StringVar(&o.docker.Image, "image", "", "the container image (docker; alone it means --backend docker; default: config.toml's)")
+	envFlags(cmd, &o.env, &o.envFiles)
+	cmd.Flags().StringVar(&o.docker.Network, "network", "", "the container's network (docker run --network)")
+	cmd.Flags().StringArrayVarP(&o.docker.Volumes, "volume", "v", nil, "an extra bind SRC:DST[:ro], as docker run -v takes it (repeatable; docker)")
+	_ = cmd.RegisterFlagCompletionFunc("backend", fixedValues("local", "docker"))
 	a.waitFlag(cmd)
 	return cmd
 }
 
+// resumer resumes a conversation with o's backend (local or docker).
+type resumer struct {
+	*app
+	o *runOptions
+}
+
 // runResume resumes target, a conversation (the start of one's id) or a session, passing extra to the agent.
-func (a *app) runResume(claudeBin, target string, extra []string) error {
+func (a resumer) runResume(claudeBin, target string, extra []string) error {
 	s, err := a.openStore()
 	if err != nil {
 		return err
@@ -56,11 +90,11 @@ func (a *app) runResume(claudeBin, target string, extra []string) error {
 		return err
 	}
 	if len(holders) > 0 {
-		if err := needCLI(claudeBin); err != nil {
+		if err := a.needAgentCLI(claudeBin); err != nil {
 			return err
 		}
 		holders, _ = conversationHolders(s, target) // names the other holders, if any
-		return a.execIn(holders[0].ID, append([]string{claudeBin, "--resume", target}, extra...))
+		return a.resumeIn(holders[0].ID, append([]string{claudeBin, "--resume", target}, extra...), claude.Agent.Name)
 	}
 	if others, err := all.Holders(s, target); err == nil && len(others) > 0 {
 		return a.resumeAgent(s, target, extra)
@@ -85,28 +119,54 @@ func expandResumeTarget(s *layout.Store, target string) (string, error) {
 
 // resumeAgent resumes conversation uuid of an agent other than Claude, with that agent, in the session that owns
 // it.
-func (a *app) resumeAgent(s *layout.Store, uuid string, extra []string) error {
+func (a resumer) resumeAgent(s *layout.Store, uuid string, extra []string) error {
 	holders, name, _ := anyHolders(s, uuid) // names the other holders, if any
 	ag, _ := all.ByName(name)
 	argv := append(ag.Resume(uuid), extra...)
-	if err := needCLI(argv[0]); err != nil {
+	if err := a.needAgentCLI(argv[0]); err != nil {
 		return err
 	}
-	return a.execIn(holders[0].ID, argv, func(sp *backends.Spec) { sp.Agent = ag.Name })
+	return a.resumeIn(holders[0].ID, argv, ag.Name)
 }
 
 // continueSession resumes the newest Claude conversation of session arg.
-func (a *app) continueSession(claudeBin, arg string, extra []string) error {
+func (a resumer) continueSession(claudeBin, arg string, extra []string) error {
 	id, err := a.resolveID(arg)
 	if errors.Is(err, layout.ErrNotFound) || errors.Is(err, layout.ErrInvalidID) {
 		return fmt.Errorf("no session or conversation is called %q (sessionfs ls; sessionfs find UUID)", arg)
 	} else if err != nil {
 		return err
 	}
-	if err := needCLI(claudeBin); err != nil {
+	if err := a.needAgentCLI(claudeBin); err != nil {
 		return err
 	}
-	return a.execIn(id, append([]string{claudeBin, "--continue"}, extra...))
+	return a.resumeIn(id, append([]string{claudeBin, "--continue"}, extra...), claude.Agent.Name)
+}
+
+// resumeIn runs the agent's argv in session id: on this host as exec does, or in a container as run does.
+func (a resumer) resumeIn(id string, argv []string, agent string) error {
+	o := a.o
+	if o.backend == "local" {
+		vars, err := commandEnv(o.envFiles, o.env)
+		if err != nil {
+			return err
+		}
+		return a.execIn(id, argv, func(sp *backends.Spec) { sp.Agent, sp.Env = agent, vars })
+	}
+	o.agent = agent
+	ag, err := checkAgent(agent)
+	if err != nil {
+		return err
+	}
+	return a.runIn(id, argv, o, ag, nil)
+}
+
+// needAgentCLI checks the agent's command on this host when it runs here; in a container it is the image's.
+func (a resumer) needAgentCLI(bin string) error {
+	if a.o.backend != "local" {
+		return nil
+	}
+	return needCLI(bin)
 }
 
 // npmPackages are the agents' CLIs as npm installs them, for the hint when one is missing.

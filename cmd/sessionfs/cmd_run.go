@@ -1,6 +1,8 @@
 package main
 
 import (
+	"cmp"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -16,6 +18,7 @@ import (
 	"github.com/sessionfs/sessionfs/backends/local"
 	"github.com/sessionfs/sessionfs/backends/modal"
 	"github.com/sessionfs/sessionfs/confine"
+	"github.com/sessionfs/sessionfs/internal/config"
 	"github.com/sessionfs/sessionfs/layout"
 	"github.com/sessionfs/sessionfs/mount"
 	"github.com/sessionfs/sessionfs/session"
@@ -24,7 +27,7 @@ import (
 // runOptions are run's flags.
 type runOptions struct {
 	backend, workdir, agent string
-	env                     []string
+	env, envFiles           []string
 	interactive, tty        bool
 	docker                  docker.Options // and its Image for modal
 	timeout                 time.Duration
@@ -34,7 +37,7 @@ type runOptions struct {
 func (a *app) runCmd() *cobra.Command {
 	var o runOptions
 	cmd := &cobra.Command{
-		Use:   "run [--backend local|docker|modal] [--image IMG] [--agent AGENT] ID -- CMD [ARG...]",
+		Use:   "run [--backend local|docker|modal] [--image IMG] [FLAGS] ID CMD [ARG...]",
 		Short: "Run a command for a session where the agent lives: on this host, in a container, or on Modal",
 		Long: `run starts CMD for a session with a backend:
 
@@ -53,20 +56,42 @@ not found 127 (as docker run). Ctrl-C stops the container; it is removed afterwa
 volumes) unless --keep. Each run is recorded in the session's session.json. The engine is found the Docker way
 (DOCKER_HOST, ...). Flags of other backends are refused.
 
+As with docker run, what follows CMD is CMD's own: sessionfs's flags go before ID (or right after it, ended by
+"--"). --image alone means --backend docker. Without --image, the image is the one config.toml names: the
+store's (<store>/config.toml), else yours ($XDG_CONFIG_HOME/sessionfs/config.toml, ~/.config/sessionfs/config.toml):
+
+  [docker]
+  image = "sessionfs-agent"
+  [modal]
+  image = "node:22"
+
+-w is relative to the workspace (-w api: workspace/api; /session/... as the session sees itself), for every
+backend; a folder it names that is missing is made, as docker run -w does. --env-file reads docker's env files.
+
 --agent codex|gemini|qwen|opencode also points that agent at its own folder in the session, as the command sees it
 (CODEX_HOME=/session/.codex in a container), made on demand; see "sessionfs exec --help".
 
 --landlock (local) confines the command with Landlock to its session, the system's folders and --allow's; see
 "sessionfs exec --help".`,
-		Example: `  sessionfs run --backend docker --image node:22 fix-login -- claude -p "run the tests"
-  sessionfs run --backend docker --image my-agent -it --user 1000 fix-login -- claude
-  sessionfs run --backend docker --image my-agent --strict --home fix-login -- ./app/start.sh
-  sessionfs run --backend modal --image node:22 --timeout 30m fix-login -- claude -p "run the tests"`,
-		Args:              cobra.MinimumNArgs(2),
+		Example: `  make agent-image   # in sessionfs's repository: builds sessionfs-agent (the Claude CLI) from npm
+  sessionfs run --image sessionfs-agent fix-login claude -p "run the tests"
+  sessionfs run --backend docker -it --user 1000 fix-login claude
+  sessionfs run --image sessionfs-agent --strict --home --env-file .env fix-login ./app/start.sh
+  sessionfs run --backend modal --image node:22 --timeout 30m fix-login claude -p "run the tests"`,
+		Args:              cobra.MinimumNArgs(1),
 		ValidArgsFunction: a.completeIDs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if cmd.ArgsLenAtDash() != 1 {
-				return usageError("run: want ID -- CMD [ARG...]")
+			id, argv, err := commandArgs(cmd, args)
+			if errors.Is(err, errHelp) {
+				return cmd.Help()
+			} else if err != nil {
+				return err
+			}
+			if len(argv) == 0 {
+				return usageError("run: want ID CMD [ARG...] (a shell: sessionfs exec ID)")
+			}
+			if cmd.Flags().Changed("image") && !cmd.Flags().Changed("backend") {
+				o.backend = "docker"
 			}
 			if err := checkBackendFlags(cmd, o.backend); err != nil {
 				return err
@@ -79,15 +104,16 @@ volumes) unless --keep. Each run is recorded in the session's session.json. The 
 			if err != nil {
 				return err
 			}
-			return a.runIn(args[0], args[1:], &o, ag, ll)
+			return a.runIn(id, argv, &o, ag, ll)
 		},
 	}
 	f := cmd.Flags()
+	f.SetInterspersed(false) // run ID CMD -x: -x is CMD's
 	f.StringVar(&o.backend, "backend", "local", "where to run: local, docker or modal")
-	f.StringVar(&o.docker.Image, "image", "", "the container image (docker, modal)")
+	f.StringVar(&o.docker.Image, "image", "", "the container image (docker, modal; alone it means --backend docker; default: config.toml's)")
 	f.DurationVar(&o.timeout, "timeout", modal.DefaultTimeout, "the sandbox's lifetime, whole seconds up to 24h (modal)")
-	f.StringArrayVarP(&o.env, "env", "e", nil, envHelp)
-	f.StringVarP(&o.workdir, "workdir", "w", "", "working directory relative to the session (default workspace)")
+	envFlags(cmd, &o.env, &o.envFiles)
+	f.StringVarP(&o.workdir, "workdir", "w", "", workdirHelp)
 	f.StringVarP(&o.docker.User, "user", "u", "", "the container user, as docker run --user takes it")
 	f.StringVar(&o.docker.Network, "network", "", "the container's network (docker run --network)")
 	f.BoolVarP(&o.interactive, "interactive", "i", false, "attach stdin")
@@ -107,12 +133,15 @@ volumes) unless --keep. Each run is recorded in the session's session.json. The 
 // -w is refused first, then the lease is taken before anything is touched (a refused runner changes nothing), and
 // the session is readied for its agent only once the backend is open.
 func (a *app) runIn(id string, argv []string, o *runOptions, ag *agents.Agent, ll *confine.Command) error {
-	vars, err := parseEnv(o.env)
+	vars, err := commandEnv(o.envFiles, o.env)
 	if err != nil {
 		return err
 	}
 	workdir, err := sessionWorkdir(o.workdir)
 	if err != nil {
+		return err
+	}
+	if err := a.defaultImage(o); err != nil {
 		return err
 	}
 	s, m, r, err := a.leaseSession(id)
@@ -139,12 +168,42 @@ func (a *app) runIn(id string, argv []string, o *runOptions, ag *agents.Agent, l
 	if o.backend == "local" {
 		root = dir
 	}
+	if err := makeWorkdir(s, m.ID, workdir); err != nil {
+		return err
+	}
 	warnings, err := session.Ready(s, m.ID, ag, mountpoint(s), root, workdir)
 	warnEach(warnings)
 	if err != nil {
 		return err
 	}
-	return runWith(r, b, spec, o.docker.Image)
+	start := time.Now()
+	err = runWith(r, b, spec, o.docker.Image)
+	resumeHint(s, m.ID, spec, start)
+	return err
+}
+
+// defaultImage sets o's image, when --image was not given, to the one config.toml names for o's backend.
+func (a *app) defaultImage(o *runOptions) error {
+	if o.docker.Image != "" || (o.backend != "docker" && o.backend != "modal") {
+		return nil
+	}
+	root := ""
+	if s, err := a.openStore(); err == nil {
+		root = s.Root
+	}
+	c, err := config.Load(root)
+	if err != nil {
+		return usageError(err.Error())
+	}
+	o.docker.Image = c.Docker.Image
+	if o.backend == "modal" {
+		o.docker.Image = c.Modal.Image
+	}
+	if o.docker.Image == "" {
+		return usageError(fmt.Sprintf("--backend %s needs an image: give --image IMG, or set it in %s or %s:\n  [%s]\n  image = \"IMG\"",
+			o.backend, config.StoreFile(cmp.Or(root, "<store>")), cmp.Or(config.UserFile(), "~/.config/sessionfs/config.toml"), o.backend))
+	}
+	return nil
 }
 
 // openBackend is the backend o names, for the session at dir on this host (mounted: in the store's mount);
@@ -153,7 +212,7 @@ func (o *runOptions) openBackend(s *layout.Store, dir string, mounted bool) (b b
 	switch o.backend {
 	case "local":
 		if !mounted {
-			warnf("%s: running in %s; transcripts resume only from the same cwd", notMounted(s), dir)
+			warnNotMounted(s, "running in", dir, o.agent)
 		}
 		return local.Backend{}, func() {}, nil
 	case "docker":
@@ -161,7 +220,7 @@ func (o *runOptions) openBackend(s *layout.Store, dir string, mounted bool) (b b
 			return nil, nil, err
 		}
 		if !mounted {
-			warnf("%s: binding %s; transcripts resume only from /session/workspace (run sessionfs mount)", notMounted(s), dir)
+			warnNotMounted(s, "binding", dir, o.agent)
 		}
 		d, err := docker.New(o.docker)
 		if err != nil {
@@ -182,7 +241,14 @@ func (o *runOptions) openBackend(s *layout.Store, dir string, mounted bool) (b b
 		mb.Progress, mb.Total, finish = transferBar("sync")
 		return mb, func() { finish(); _ = c.Close() }, nil
 	}
-	return nil, nil, usageError(fmt.Sprintf("run: unknown backend %q (want local, docker or modal)", o.backend))
+	return nil, nil, unknownBackend(o.backend)
+}
+
+// runBackends are the backends --backend names.
+var runBackends = []string{"local", "docker", "modal"}
+
+func unknownBackend(name string) error {
+	return usageError(fmt.Sprintf("unknown backend %q (want local, docker or modal)", name))
 }
 
 // checkDockerUser refuses a non-root container user on a mount only root may use: every access would fail
@@ -220,9 +286,12 @@ var backendFlags = map[string][]string{
 }
 
 func checkBackendFlags(cmd *cobra.Command, backend string) error {
+	if !slices.Contains(runBackends, backend) {
+		return unknownBackend(backend)
+	}
 	for flag, backends := range backendFlags {
 		if cmd.Flags().Changed(flag) && !slices.Contains(backends, backend) {
-			return usageError(fmt.Sprintf("run: --%s applies to --backend %s, not %s", flag, strings.Join(backends, " or "), backend))
+			return usageError(fmt.Sprintf("--%s applies to --backend %s, not %s", flag, strings.Join(backends, " or "), backend))
 		}
 	}
 	return nil
