@@ -144,3 +144,26 @@ clean:
 BENCH_FLAGS ?=
 bench: build
 	$(GO) run ./cmd/sessionfs-bench -sessionfs $(BIN) $(BENCH_FLAGS)
+
+# Images (contrib/docker): make agent-image builds sessionfs-agent:latest, the Claude CLI (CLAUDE_NEW_VERSION)
+# and the AGENTS named (AGENTS="codex gemini qwen opencode", at the pins above); make csi-image builds
+# sessionfs-csi:latest, the plugin contrib/kubernetes names. No registry is needed: the base is imported from this
+# machine's node and npm (or fusermount3) and busybox, unless AGENT_BASE or CSI_BASE names one (node:22-slim,
+# debian:bookworm-slim). npm must be reachable from a build container. Unchanged inputs: the image is kept.
+AGENTS      ?=
+AGENT_IMAGE ?= sessionfs-agent:latest
+AGENT_BASE  ?=
+CSI_IMAGE   ?= sessionfs-csi:latest
+CSI_BASE    ?=
+.PHONY: agent-image csi-image
+agent-image:
+	@base="$(AGENT_BASE)"; [ -n "$$base" ] || base=$$($(GO) run ./cmd/sessionfs-imagebase agent) || exit 1; \
+	scripts/image-build $(AGENT_IMAGE) "$$base" contrib/docker/agent/Dockerfile contrib/docker/agent \
+		CLAUDE_VERSION=$(CLAUDE_NEW_VERSION) CODEX_VERSION=$(CODEX_VERSION) GEMINI_VERSION=$(GEMINI_VERSION) \
+		QWEN_VERSION=$(QWEN_VERSION) OPENCODE_VERSION=$(OPENCODE_VERSION) "AGENTS=$(AGENTS)"
+
+# The context is a folder holding only the binary.
+csi-image: build
+	@mkdir -p bin/csi-image && cp $(BIN) bin/csi-image/sessionfs; \
+	base="$(CSI_BASE)"; [ -n "$$base" ] || base=$$($(GO) run ./cmd/sessionfs-imagebase csi) || exit 1; \
+	scripts/image-build $(CSI_IMAGE) "$$base" contrib/docker/csi/Dockerfile bin/csi-image

@@ -50,6 +50,9 @@
 //
 // The README: readme_quickstart (its quick start, run command by command as written, on a fresh HOME).
 //
+// Images: contrib_images (make agent-image's sessionfs-agent running claude, the CSI plugin's image, the images
+// the Kubernetes manifests name).
+//
 // Harness: harness_test.go (the binary, the CLI, a mount, need), harness_helper (every mode the test binary runs
 // in as a helper process), harness_claude (the claude CLIs, the Messages API stub), harness_agents (the other
 // agents' CLIs), harness_docker (test images, runs in containers), harness_attack (a host secret, processes of

@@ -1,5 +1,6 @@
-// Package testimage builds small container images from files of this machine, for the e2e tests and the
-// benchmark: no registry is reachable here, so images are imported from a rootfs tarball through the Engine API.
+// Package testimage builds small container images from files of this machine, for the e2e tests, the benchmark
+// and the local base of the agent and CSI images (make agent-image, make csi-image): no registry is reachable
+// here, so images are imported from a rootfs tarball through the Engine API.
 package testimage
 
 import (
@@ -7,7 +8,6 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"os"
 	"os/exec"
 	"regexp"
 	"time"
@@ -34,59 +34,28 @@ func SharedLibs(bin string) ([]string, error) {
 // Import makes a rootfs tarball (busybox with its applets as links, /etc/passwd, /tmp, extra files at their own
 // paths) and imports it as ref through the Engine API.
 func Import(cli *client.Client, ref string, extra []string) error {
+	return ImportRootfs(cli, ref, Rootfs{Files: extra})
+}
+
+// Rootfs is what an image holds beyond busybox, /etc/passwd (root, and agent as uid 1000), /etc/group and /tmp.
+type Rootfs struct {
+	Files   []string          // this machine's files, at their own paths, executable (links followed)
+	Trees   []string          // this machine's folders, whole, at their own paths (links kept as links)
+	Links   map[string]string // symbolic links to make: path -> target
+	Applets []string          // busybox applets beyond the few every image has, as /bin/<applet>
+	Home    string            // the agent user's home ("" is /tmp), made and owned by it
+	Changes []string          // Dockerfile instructions applied by the import: ENV, LABEL, WORKDIR, USER
+}
+
+// ImportRootfs makes the rootfs r describes and imports it as ref through the Engine API.
+func ImportRootfs(cli *client.Client, ref string, r Rootfs) error {
 	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	dir := func(name string, mode int64) error {
-		return tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: name, Mode: mode})
-	}
-	file := func(name string, mode int64, data []byte) error {
-		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: mode, Size: int64(len(data))}); err != nil {
-			return err
-		}
-		_, err := tw.Write(data)
+	if err := r.write(tar.NewWriter(&buf)); err != nil {
 		return err
 	}
-	for _, d := range []string{"bin/", "etc/", "root/", "lib/", "lib/x86_64-linux-gnu/", "lib64/", "usr/", "usr/local/", "usr/local/bin/"} {
-		if err := dir(d, 0o755); err != nil {
-			return err
-		}
-	}
-	if err := dir("tmp/", 0o1777); err != nil {
-		return err
-	}
-	bb, err := os.ReadFile("/bin/busybox")
-	if err != nil {
-		return err
-	}
-	if err := file("bin/busybox", 0o755, bb); err != nil {
-		return err
-	}
-	for _, applet := range []string{"sh", "ls", "cat", "echo", "touch", "mkdir", "pwd", "id", "env", "sleep", "rm", "wc", "true", "false", "test", "readlink", "stat"} {
-		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeSymlink, Name: "bin/" + applet, Linkname: "busybox"}); err != nil {
-			return err
-		}
-	}
-	if err := file("etc/passwd", 0o644, []byte("root:x:0:0:root:/root:/bin/sh\nagent:x:1000:1000:agent:/tmp:/bin/sh\n")); err != nil {
-		return err
-	}
-	if err := file("etc/group", 0o644, []byte("root:x:0:\nagent:x:1000:\n")); err != nil {
-		return err
-	}
-	for _, p := range extra {
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		if err := file(p[1:], 0o755, data); err != nil {
-			return err
-		}
-	}
-	if err := tw.Close(); err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	rc, err := cli.ImageImport(ctx, image.ImportSource{Source: &buf, SourceName: "-"}, ref, image.ImportOptions{})
+	rc, err := cli.ImageImport(ctx, image.ImportSource{Source: &buf, SourceName: "-"}, ref, image.ImportOptions{Changes: r.Changes})
 	if err != nil {
 		return err
 	}
