@@ -32,7 +32,7 @@ func TestAttackDaemonTypesIntoTerminal(t *testing.T) {
 	needFUSE(t)
 	master, terminal := openTerminal(t)
 	store, mnt := t.TempDir(), filepath.Join(t.TempDir(), "mnt")
-	cmd := exec.Command(bin, "mount", mnt)
+	cmd := exec.Command(bin, "mount", "--verbose", mnt)
 	cmd.Env = append(os.Environ(), "SESSIONFS_STORE="+store)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = terminal, terminal, terminal
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}

@@ -23,7 +23,7 @@ func TestMountBindsHeavyFolders(t *testing.T) {
 	store := t.TempDir()
 	ok(t, store, "new", "s1")
 	fill(t, store, "s1", "app", "mcps")
-	m := mount(t, store)
+	m := mount(t, store, "--verbose")
 	// The line after "serving", which is what the harness waits for.
 	eventually(t, 5*time.Second, func() bool { return strings.Contains(m.log.String(), "are binds of the store's folders") },
 		"the mount says its folders are binds: %s", m.log)
@@ -163,7 +163,7 @@ func TestMaxBinds(t *testing.T) {
 	for _, id := range []string{"s1", "s2", "s3"} {
 		ok(t, store, "new", id)
 	}
-	m := mount(t, store, "--max-binds", "0")
+	m := mount(t, store, "--max-binds", "0", "--verbose")
 	_, err := os.Stat(filepath.Join(m.session("s1"), "workspace"))
 	require.NoError(t, err)
 	time.Sleep(300 * time.Millisecond)

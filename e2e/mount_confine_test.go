@@ -51,7 +51,7 @@ func TestConfinedServerContainsASlip(t *testing.T) {
 	})
 
 	t.Run("confined, the kernel refuses", func(t *testing.T) {
-		m := mountWith(t, exe, t.TempDir(), "--allow-other")
+		m := mountWith(t, exe, t.TempDir(), "--allow-other", "--verbose")
 		pid := servingPID(t, m.mnt)
 		// Exactly the capabilities README lists: CHOWN, DAC_OVERRIDE, FOWNER, FSETID, SETGID, SETUID, SYS_ADMIN,
 		// on every thread (each has its own sets, and its own seccomp filter).

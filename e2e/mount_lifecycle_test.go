@@ -432,3 +432,28 @@ func TestMountDaemonNamesItsMountpoint(t *testing.T) {
 	}
 	assert.Contains(t, lines[len(lines)-1], "sessionfs: unmounted "+mnt+"; the mount ends")
 }
+
+// TestMountSaysNextSteps: the mount (make run's) says what to do next, not how it serves; --verbose says how it
+// serves (issue 40: a newcomer read capability lists where the next command was wanted).
+func TestMountSaysNextSteps(t *testing.T) {
+	store := t.TempDir()
+	m := mount(t, store)
+	eventually(t, 5*time.Second, func() bool { return strings.Contains(m.log.String(), "(sessionfs mount --verbose") },
+		"the mount says the next steps: %s", m.log)
+	log := m.log.String()
+	assert.Contains(t, log, "\n  sessionfs new ")
+	assert.Contains(t, log, "\n  sessionfs exec ID -- claude ")
+	for _, capability := range []string{"are binds of the store's folders", "not root:", "the serving process is confined"} {
+		assert.NotContains(t, log, capability, "without --verbose")
+	}
+	m.stop(t)
+
+	m.start(t, "--verbose")
+	how := "not root: workspace, app and mcps are served through FUSE too"
+	if os.Geteuid() == 0 {
+		how = "the serving process is confined"
+	}
+	eventually(t, 5*time.Second, func() bool { return strings.Contains(m.log.String(), how) },
+		"--verbose says how the mount serves: %s", m.log)
+	assert.NotContains(t, m.log.String(), "next, in another terminal")
+}

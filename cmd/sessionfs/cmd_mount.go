@@ -22,7 +22,7 @@ type mountOptions struct {
 	cpuProfile, logPath string
 	maxNodes            int64
 	maxBinds            int
-	daemon              bool
+	daemon, verbose     bool
 }
 
 func (a *app) mountCmd() *cobra.Command {
@@ -74,6 +74,7 @@ confinement in force.`,
 	cmd.Flags().StringVar(&o.opts.Confine.Mode, "confine", envOr("SESSIONFS_CONFINE", confine.On), "as root, how the process that serves FUSE requests is confined: on (a few capabilities, seccomp, and Landlock where the kernel has it), strict (on, and no Landlock is an error), off")
 	cmd.Flags().StringVar(&o.opts.Confine.Seccomp, "seccomp", envOr("SESSIONFS_SECCOMP", confine.SeccompErrno), "what a system call outside the serving process's allow-list gets: errno (EPERM, logged by the kernel), kill (the process), log (allowed and logged: to measure the list)")
 	cmd.Flags().BoolVarP(&o.daemon, "daemon", "d", false, "run in the background once the mount serves; print the daemon's pid")
+	cmd.Flags().BoolVar(&o.verbose, "verbose", false, "say how the mount serves: its confinement, which folders are binds, the cache of a shared store")
 	cmd.Flags().StringVar(&o.logPath, "log", defaultMountLog(), "with --daemon, where the daemon's output goes (appended)")
 	cmd.Flags().StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the daemon to this file (for performance work)")
 	_ = cmd.Flags().MarkHidden("cpuprofile")
@@ -159,7 +160,7 @@ func (o *mountOptions) serve(s *layout.Store, mnt string) error {
 		return err
 	}
 	go unmountOnSignal(m, sigs)
-	printServing(s, m, opts)
+	printServing(s, m, opts, o.verbose)
 	if err := tellReady(); err != nil {
 		warnf("tell mount --daemon the mount is ready: %v", err)
 	}
@@ -193,9 +194,37 @@ func unmountOnSignal(m *mount.Mount, sigs <-chan os.Signal) {
 	}
 }
 
-// printServing says on stderr what m serves, and how.
-func printServing(s *layout.Store, m *mount.Mount, opts mount.Options) {
+// nextSteps is what a user who just mounted the store at root does next (make run's mount says it): the commands
+// name the store when neither the default nor $SESSIONFS_STORE does.
+func nextSteps(root string) string {
+	cli := "sessionfs"
+	if def, err := layout.DefaultStoreRoot(); err == nil && def != root && os.Getenv(layout.EnvStore) == "" {
+		if strings.ContainsAny(root, " \t\n'\"\\$`!*?[]{}()<>|&;#~") {
+			root = shellQuote(root)
+		}
+		cli += " --store " + root
+	}
+	steps := [][2]string{{cli + " new", "makes a session and prints its ID"},
+		{cli + " exec ID -- claude", "runs Claude Code in it (" + cli + " ls lists the sessions)"}}
+	var b strings.Builder
+	b.WriteString("next, in another terminal:\n")
+	for _, st := range steps {
+		fmt.Fprintf(&b, "  %-*s   # %s\n", len(steps[1][0]), st[0], st[1])
+	}
+	b.WriteString("(sessionfs mount --verbose says how the mount serves; sessionfs doctor checks the set-up)\n")
+	return b.String()
+}
+
+// printServing says on stderr what m serves and what to do next (not in a daemon's log); how it serves (its
+// confinement, binds, a shared store's cache) with --verbose instead, as doctor says it.
+func printServing(s *layout.Store, m *mount.Mount, opts mount.Options, verbose bool) {
 	fmt.Fprintf(os.Stderr, "sessionfs: serving %s at %s (%s)\n", s.Root, m.Mountpoint, stopHint(m.Mountpoint))
+	if !verbose {
+		if os.Getenv(readyFdEnv) == "" { // not a daemon's log: someone reads this now
+			fmt.Fprint(os.Stderr, nextSteps(s.Root))
+		}
+		return
+	}
 	if m.Confinement != "" {
 		fmt.Fprintf(os.Stderr, "sessionfs: the serving process is confined: %s\n", m.Confinement)
 	}
