@@ -402,19 +402,7 @@ func TestMountDaemonNamesItsMountpoint(t *testing.T) {
 	store := t.TempDir()
 	mnt := filepath.Join(t.TempDir(), "other mnt")
 	logPath := filepath.Join(t.TempDir(), "mount.log")
-	r := cli(t, store, "mount", "--daemon", "--log", logPath, mnt)
-	pid := 0
-	_, _ = fmt.Sscan(r.stdout, &pid)
-	t.Cleanup(func() {
-		if isFUSEMount(mnt) || staleMount(mnt) {
-			_ = syscall.Unmount(mnt, syscall.MNT_DETACH)
-		}
-		if pid > 0 {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
-	})
-	require.Equal(t, 0, r.code, r.stderr)
-	require.Greater(t, pid, 0, "stdout is the pid: %q", r.stdout)
+	r, pid := startDaemon(t, store, mnt, logPath)
 	assert.Contains(t, r.stderr, "sessionfs unmount '"+mnt+"' to stop it")
 	ok(t, store, "unmount", mnt)
 	eventually(t, 10*time.Second, func() bool { return syscall.Kill(pid, 0) != nil }, "the daemon outlived its mount")
@@ -456,4 +444,37 @@ func TestMountSaysNextSteps(t *testing.T) {
 	eventually(t, 5*time.Second, func() bool { return strings.Contains(m.log.String(), how) },
 		"--verbose says how the mount serves: %s", m.log)
 	assert.NotContains(t, m.log.String(), "next, in another terminal")
+}
+
+// TestMountDaemonSaysANewStore (issue 40, defect 8): mount --daemon of a store that does not exist yet (a mistyped
+// --store) says "created a new store" where the user reads it, not in the daemon's log.
+func TestMountDaemonSaysANewStore(t *testing.T) {
+	needFUSE(t)
+	store := filepath.Join(t.TempDir(), "stroe")
+	mnt := filepath.Join(t.TempDir(), "mnt")
+	logPath := filepath.Join(t.TempDir(), "mount.log")
+	r, pid := startDaemon(t, store, mnt, logPath)
+	assert.Contains(t, r.stderr, "created a new store at "+store)
+	ok(t, "", "unmount", mnt)
+	eventually(t, 10*time.Second, func() bool { return syscall.Kill(pid, 0) != nil }, "the daemon outlived its mount")
+}
+
+// startDaemon runs mount --daemon of store at mnt (--store, so a store yet to be made is named) and returns its
+// result and the daemon's pid; the mount and the daemon are gone when the test ends.
+func startDaemon(t *testing.T, store, mnt, logPath string) (result, int) {
+	t.Helper()
+	r := cli(t, "", "--store", store, "mount", "--daemon", "--log", logPath, mnt)
+	pid := 0
+	_, _ = fmt.Sscan(r.stdout, &pid)
+	t.Cleanup(func() {
+		if isFUSEMount(mnt) || staleMount(mnt) {
+			_ = syscall.Unmount(mnt, syscall.MNT_DETACH)
+		}
+		if pid > 0 {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Greater(t, pid, 0, "stdout is the pid: %q", r.stdout)
+	return r, pid
 }

@@ -106,6 +106,10 @@ func (a *app) runMount(cmd *cobra.Command, args []string, o mountOptions) error 
 		mnt = args[0]
 	}
 	if o.daemon {
+		// The store is made here, where the user reads "created a new store", not in the daemon's log.
+		if _, err := a.createStore(); err != nil {
+			return err
+		}
 		return daemonize(cmd.OutOrStdout(), cmd.ErrOrStderr(), mnt, o.logPath, o.opts.Confine)
 	}
 	// A confined root mount never serves from a process that can reach a terminal (relay.go).
