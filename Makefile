@@ -65,7 +65,7 @@ install: build
 	@echo "next: sessionfs mount --daemon, then sessionfs new, then sessionfs exec ID -- claude"
 
 uninstall:
-	rm -f $(BINDIR)/sessionfs $(BASHCOMP) $(ZSHCOMP) $(FISHCOMP) $(addprefix $(MANDIR)/,$(MANPAGES))
+	rm -f $(BINDIR)/sessionfs $(BASHCOMP) $(ZSHCOMP) $(FISHCOMP) $(MANDIR)/sessionfs.1 $(MANDIR)/sessionfs-*.1
 
 # make install and uninstall into a temporary PREFIX, and man reading a page there.
 install-test:
