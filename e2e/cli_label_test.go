@@ -33,8 +33,8 @@ func TestLabelRenameRuns(t *testing.T) {
 	eventually(t, 10*time.Second, func() bool { _, err := os.Stat(marker); return err == nil }, "the second run never started")
 	assert.Regexp(t, `(?m)^Runs\s+2, the last .* on local, running`, ok(t, store, "show", "s1"))
 	out := ok(t, store, "runs", "s1")
-	assert.Regexp(t, `(?m)^\S+ \S+\s+local\s+\d\S*s\s+3\s+sh -c exit 3$`, out)
-	assert.Regexp(t, `(?m)^\S+ \S+\s+local\s+running\s+-\s+sh -c touch`, out, "a run in progress is listed")
+	assert.Regexp(t, `(?m)^s1/1\s+\S+ \S+\s+local\s+\d\S*s\s+3\s+sh -c exit 3$`, out)
+	assert.Regexp(t, `(?m)^s1/2\s+\S+ \S+\s+local\s+running\s+-\s+sh -c touch`, out, "a run in progress is listed")
 	<-done
 	var runs []layout.Run
 	require.NoError(t, json.Unmarshal([]byte(ok(t, store, "runs", "s1", "--json")), &runs))

@@ -35,7 +35,10 @@ type Meta struct {
 
 // Run records one process run for the session by a backend.
 type Run struct {
+	// N is the run's number in the session (RunNumber; 0 in runs recorded before runs were numbered).
+	N        int       `json:"n,omitempty"`
 	Backend  string    `json:"backend"`
+	Host     string    `json:"host,omitempty"` // the runner's host (runs recorded before hosts were have none)
 	Image    string    `json:"image,omitempty"`
 	Command  []string  `json:"command,omitempty"`
 	Start    time.Time `json:"start"`
@@ -104,6 +107,11 @@ func (m *Meta) sanitize() {
 	}
 	if len(m.Runs) > MaxRuns {
 		m.Runs = slices.Clone(m.Runs[len(m.Runs)-MaxRuns:])
+	}
+	for i := range m.Runs {
+		if m.Runs[i].N < 0 || m.Runs[i].N > maxRunNumber {
+			m.Runs[i].N = 0
+		}
 	}
 	if len(m.Labels) > MaxLabels {
 		keys := slices.Sorted(maps.Keys(m.Labels))

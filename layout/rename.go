@@ -59,5 +59,6 @@ func (s *Store) renameLocked(from, to string) error {
 		}
 		return wrap("rename", from, s.ownerPath(from), err)
 	}
+	s.moveLogs(logsRel(from), logsRel(to))
 	return nil
 }

@@ -1,23 +1,12 @@
 package layout
 
-import (
-	"errors"
-	"os"
-	"syscall"
-)
+import "errors"
 
 // Running reports whether a runner holds session id's run lease: its record names one, alive if on this host (a
 // runner on another host is taken at its record's word).
 func (s *Store) Running(id string) bool {
 	h := s.LeaseHolder(id)
-	if h == nil {
-		return false
-	}
-	if host, _ := os.Hostname(); h.Host == host && h.PID > 0 {
-		err := syscall.Kill(h.PID, 0)
-		return err == nil || errors.Is(err, syscall.EPERM)
-	}
-	return true
+	return h != nil && h.Alive()
 }
 
 // RemoveIdle moves session id to the trash (Remove) holding its run lease, which keeps runners out while it goes.

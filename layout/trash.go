@@ -161,6 +161,7 @@ func (s *Store) restoreLocked(id, name string, named bool, as string) error {
 		}
 		return wrap("restore", as, s.ownerPath(as), err)
 	}
+	s.moveLogs(trashedLogsRel(list[0].Name), logsRel(as))
 	return nil
 }
 
@@ -202,6 +203,7 @@ func (s *Store) Remove(id string) (trashed string, err error) {
 		}
 		return "", wrap("remove", id, s.Dir(id), err)
 	}
+	s.moveLogs(logsRel(id), trashedLogsRel(name))
 	return filepath.Join(s.TrashDir(), name), nil
 }
 
@@ -284,6 +286,7 @@ func (s *Store) GC(opts GCOptions) error {
 			if err := s.sweepTrashedOwners(trash); err != nil {
 				return err
 			}
+			s.sweepTrashedLogs(trash)
 		}
 	}
 	return nil

@@ -15,10 +15,11 @@ func (a *app) runsCmd() *cobra.Command {
 	var format string
 	cmd := &cobra.Command{
 		Use:   "runs ID",
-		Short: "List a session's runs (exec, run, resume): start, backend, duration, exit code, command",
+		Short: "List a session's runs (exec, run, resume): name, start, backend, duration, exit code, command",
 		Long: `runs lists what exec, run and resume ran in the session, oldest first, as session.json records them. A run
 whose end was never recorded shows "running" while its runner holds the session's run lease, "unfinished" when
-that runner died first.`,
+that runner died first. Each run is named SESSION/N (N its number in the session), the name ps shows and logs
+takes.`,
 		Example: `  sessionfs runs fix-login
   sessionfs runs fix-login --json | jq '.[-1].exit_code'`,
 		Args:              cobra.ExactArgs(1),
@@ -41,7 +42,7 @@ func (a *app) runRuns(w io.Writer, arg string, asJSON bool, format string) error
 	if err != nil {
 		return err
 	}
-	runs := runsOf(m.Runs, s.Running(m.ID))
+	runs := runsOf(m, s.Running(m.ID))
 	if asJSON {
 		return printJSON(w, runs)
 	}
@@ -63,7 +64,7 @@ func (a *app) runRuns(w io.Writer, arg string, asJSON bool, format string) error
 // printRunsTable prints runs one a line: start, backend, duration, exit code and command (after its image).
 func printRunsTable(w io.Writer, runs []runJSON) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "STARTED\tBACKEND\tDURATION\tEXIT\tCOMMAND")
+	fmt.Fprintln(tw, "RUN\tSTARTED\tBACKEND\tDURATION\tEXIT\tCOMMAND")
 	for _, r := range runs {
 		dur, exit := r.Status, "-" // running, or unfinished: its runner died before recording the end
 		if r.End != nil {
@@ -76,7 +77,7 @@ func printRunsTable(w io.Writer, runs []runJSON) error {
 		if r.Error != nil {
 			what += " (" + *r.Error + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Start.Local().Format(time.DateTime), r.Backend, dur, exit,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Start.Local().Format(time.DateTime), r.Backend, dur, exit,
 			truncate(what, 80))
 	}
 	return tw.Flush()

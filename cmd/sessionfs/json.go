@@ -35,7 +35,7 @@ func viewOf(s *layout.Store, mnt string, m *layout.Meta, info layout.Info) sessi
 	v.Created, v.ForkedFrom = nullIfZero(m.Created), nullIfZero(m.ForkedFrom)
 	// Only a last run with no end asks the lease whether it still runs.
 	running := len(m.Runs) > 0 && m.Runs[len(m.Runs)-1].End.IsZero() && s.Running(m.ID)
-	v.Runs = runsOf(m.Runs, running)
+	v.Runs = runsOf(m, running)
 	if mnt != "" {
 		p := layout.Derive(session.Path(mnt, m.ID))
 		v.Mounted = &p
@@ -46,6 +46,8 @@ func viewOf(s *layout.Store, mnt string, m *layout.Meta, info layout.Info) sessi
 
 // runJSON is a run as runs --json and --format show it: every key present, null where unknown.
 type runJSON struct {
+	ID      string     `json:"id"` // SESSION/N, as ps shows it and logs takes it
+	N       int        `json:"n"`  // the run's number in its session
 	Backend string     `json:"backend"`
 	Image   string     `json:"image"`
 	Command []string   `json:"command"`
@@ -58,25 +60,31 @@ type runJSON struct {
 	Error    *string `json:"error"`     // sessionfs's own failure, if any
 }
 
-// runsOf turns session.json's runs into what runs prints; running says the session's runner is alive.
-func runsOf(rs []layout.Run, running bool) []runJSON {
-	out := make([]runJSON, 0, len(rs))
-	for i, r := range rs {
-		j := runJSON{Backend: r.Backend, Image: r.Image, Command: orEmpty(r.Command), Start: r.Start, Status: "unfinished"}
-		if i == len(rs)-1 && running {
-			j.Status = "running"
-		}
-		if !r.End.IsZero() {
-			end, code := r.End, r.ExitCode
-			j.End, j.ExitCode, j.Status = &end, &code, "exited"
-		}
-		if r.Error != "" {
-			e := r.Error
-			j.Error = &e
-		}
-		out = append(out, j)
+// runsOf turns session m's runs into what runs prints; running says the session's runner is alive.
+func runsOf(m *layout.Meta, running bool) []runJSON {
+	out := make([]runJSON, 0, len(m.Runs))
+	for i, r := range m.Runs {
+		out = append(out, runOf(m.ID, m.RunNumber(i), r, i == len(m.Runs)-1 && running))
 	}
 	return out
+}
+
+// runOf is run n of session id as runs and ps show it; running says it is in progress, when it has no end.
+func runOf(id string, n int, r layout.Run, running bool) runJSON {
+	j := runJSON{ID: layout.RunID(id, n), N: n, Backend: r.Backend, Image: r.Image, Command: orEmpty(r.Command),
+		Start: r.Start, Status: "unfinished"}
+	if running {
+		j.Status = "running"
+	}
+	if !r.End.IsZero() {
+		end, code := r.End, r.ExitCode
+		j.End, j.ExitCode, j.Status = &end, &code, "exited"
+	}
+	if r.Error != "" {
+		e := r.Error
+		j.Error = &e
+	}
+	return j
 }
 
 // nullIfZero points to v, or is nil (JSON null) when v is its type's zero: a time or a text not known.
