@@ -213,6 +213,7 @@ func TestResumeInDocker(t *testing.T) {
 		assert.NotContains(t, r.stdout+r.stderr, "No conversation found")
 		require.Len(t, transcripts(t, canonical), 1)
 		assert.Greater(t, lineCount(t, files[0]), n, "%v: the container resumed the host's conversation", backend)
+		assert.Contains(t, r.stderr, "sessionfs resume "+uuid+"\n", "%v: the run's conversation, for any shell", backend)
 		n = lineCount(t, files[0])
 	}
 	b, err := os.ReadFile(files[0])

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"os"
 	"time"
 
@@ -50,9 +49,7 @@ run's cwd first: opencode continues only the cwd's own.
 		ValidArgsFunction: a.completeIDs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, argv, err := commandArgs(cmd, args)
-			if errors.Is(err, errHelp) {
-				return cmd.Help()
-			} else if err != nil {
+			if err != nil || id == "" { // id "": --help was given, and its help printed
 				return err
 			}
 			if len(argv) == 0 {

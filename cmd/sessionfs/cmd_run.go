@@ -2,7 +2,6 @@ package main
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -82,9 +81,7 @@ backend; a folder it names that is missing is made, as docker run -w does. --env
 		ValidArgsFunction: a.completeIDs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, argv, err := commandArgs(cmd, args)
-			if errors.Is(err, errHelp) {
-				return cmd.Help()
-			} else if err != nil {
+			if err != nil || id == "" { // id "": --help was given, and its help printed
 				return err
 			}
 			if len(argv) == 0 {

@@ -144,7 +144,8 @@ func newestTranscript(s *layout.Store, id string, since time.Time) string {
 // commandArgs splits exec's and run's arguments as docker exec's: the session's id, then the command with its
 // arguments, which are the command's own (the command sets cmd.Flags().SetInterspersed(false)). A "--" before
 // the command is taken as earlier versions wrote it, and so are flags of sessionfs right after the id
-// (exec ID -w api -- make): they end at the first word that is not one, or at "--".
+// (exec ID -w api -- make): they end at the first word that is not one, or at "--". --help among them prints
+// the help and gives no id.
 func commandArgs(cmd *cobra.Command, args []string) (id string, argv []string, err error) {
 	id, argv = args[0], args[1:]
 	if cmd.ArgsLenAtDash() != 0 && len(argv) > 0 && argv[0] != "--" && strings.HasPrefix(argv[0], "-") {
@@ -153,7 +154,7 @@ func commandArgs(cmd *cobra.Command, args []string) (id string, argv []string, e
 			return "", nil, usageError(fmt.Sprintf("%s: %v", cmd.Name(), err))
 		}
 		if help, _ := fs.GetBool("help"); help {
-			return "", nil, errHelp
+			return "", nil, cmd.Help()
 		}
 		return id, fs.Args(), nil
 	}
@@ -162,9 +163,6 @@ func commandArgs(cmd *cobra.Command, args []string) (id string, argv []string, e
 	}
 	return id, argv, nil
 }
-
-// errHelp asks a command's RunE caller to print its help: --help came after the session's id.
-var errHelp = errors.New("help requested")
 
 const workdirHelp = "working directory relative to the workspace, or /session/...; made when missing (default: the workspace)"
 
