@@ -167,3 +167,17 @@ func TestLogsOutsideTheSession(t *testing.T) {
 		return nil
 	}))
 }
+
+// ps on a fresh machine, before any store, prints an empty table, as ls does, and makes no store.
+func TestPsFreshMachine(t *testing.T) {
+	home := t.TempDir()
+	fresh := []string{"SESSIONFS_STORE=", "HOME=" + home, "XDG_DATA_HOME="}
+	r := cliIn(t, "", "", fresh, "ps", "-a")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Regexp(t, `^RUN\s+BACKEND`, r.stdout)
+	assert.Equal(t, 1, strings.Count(r.stdout, "\n"), "the header alone: %q", r.stdout)
+	r = cliIn(t, "", "", fresh, "ps", "--json")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.JSONEq(t, "[]", r.stdout)
+	assert.NoDirExists(t, filepath.Join(home, ".local", "share", "sessionfs"), "ps makes no store")
+}

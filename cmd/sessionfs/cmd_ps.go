@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -55,6 +56,9 @@ type psRun struct {
 // runPs prints the runs in progress, or with all every recorded run, newest first.
 func (a *app) runPs(w io.Writer, all, asJSON, quiet bool) error {
 	s, err := a.openStore()
+	if errors.Is(err, errNoStore) && a.defaultStore() {
+		return printPs(w, nil, asJSON, quiet) // a fresh machine runs nothing yet
+	}
 	if err != nil {
 		return err
 	}
