@@ -6,7 +6,8 @@
 //   - The store (sessions as plain folders of one root): store.go (open, create, adopt, get, update), list.go
 //     (ids, listing, usage), rename.go, trash.go (a session removed to the trash, restored, the trash emptied by
 //     gc), transcripts.go (conversations in the trash), lease.go and running.go (who runs a session now; rm and
-//     rename refused meanwhile), fold.go (cwd-named folders folded into the canonical one), profile.go (a
+//     rename refused meanwhile), runid.go (a run's name, SESSION/N), active.go (the runs in progress across the
+//     store), runlog.go (a run's output, capped, in <root>/logs beyond the session's reach), fold.go (cwd-named folders folded into the canonical one), profile.go (a
 //     .claude template copied in), errors.go (the store's typed errors).
 //   - The descriptor library every access inside a session goes through (its processes are untrusted):
 //     beneath.go (Dir: names resolved beneath an open folder with openat2, no symlink followed, no escape;
