@@ -155,6 +155,9 @@ func (a *app) runIn(id string, argv []string, o *runOptions, ag *agents.Agent, l
 	if o.tty && !term.IsTerminal(int(os.Stdin.Fd())) {
 		return usageError("run: -t needs a terminal on stdin")
 	}
+	creds, credWarnings := session.CredentialsFor(s, m.ID, o.backend) // new --share-credentials: bound read-only in docker
+	warnEach(credWarnings)
+	o.docker.Credentials = creds
 	b, closeBackend, err := o.openBackend(s, dir, mounted)
 	if err != nil {
 		return err
