@@ -26,6 +26,9 @@ import (
 var bin string
 
 func TestMain(m *testing.M) {
+	// Sessions the tests make never take this machine's own Claude settings (new seeds from $HOME's): the tests of
+	// that seeding ask for it (SESSIONFS_NO_USER_SETTINGS=0).
+	os.Setenv("SESSIONFS_NO_USER_SETTINGS", "1")
 	code, err := run(m)
 	if rerr := removeImages(); rerr != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", rerr)
