@@ -24,7 +24,7 @@
 // import --archive), cli_find_resume (find, resume, by-claude-id/), cli_fork, cli_gc, cli_import (an agent's
 // history), cli_label (label, rename and runs as a user meets them), cli_ls, cli_new, cli_rename, cli_rm,
 // cli_run (run's flags across backends), cli_runs (runs, and the lease each exec, run and resume holds),
-// cli_show, cli_trash (trash ls and restore), cli_watch.
+// cli_ps_logs (ps, logs, and where a run's output is kept), cli_show, cli_trash (trash ls and restore), cli_watch.
 //
 // The mount: mount_lifecycle (mount and unmount, --daemon, systemd, refused mountpoints, FUSE errors, Ctrl-C,
 // stale mounts, a crash), mount_posix (shell tools, posixtest and ours, native results, ownership and inodes),
