@@ -81,7 +81,7 @@ test:
 	if [ -n "$$failed" ]; then echo "make test: failed stages:$$failed"; exit 1; fi; echo "make test: every stage passed ($(TEST_STAGES))"
 
 unit:
-	$(GO) test -race -count=1 ./layout/... ./agents/... ./mount/... ./backends/... ./cmd/... ./travel/... ./confine/... ./bind/... ./csi/... ./session/...
+	$(GO) test -race -count=1 ./layout/... ./agents/... ./mount/... ./backends/... ./cmd/... ./travel/... ./confine/... ./bind/... ./csi/... ./session/... ./internal/...
 
 # Skipped tests (a missing requirement outside CI) are listed at the end, with why.
 e2e: build claude agents
