@@ -119,5 +119,5 @@ func TestParallelSessionsCreateRemove(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, ents, "every session was removed")
 	assert.Len(t, trashedSessions(t, store), 8*10+8*5, "every removed session waits in the trash")
-	assert.Equal(t, "ID  CREATED  LAST ACTIVE  SIZE  CONVERSATIONS  LABELS\n", ok(t, store, "ls"))
+	assert.Equal(t, "ID  CREATED  LAST ACTIVE  SIZE  CONVERSATIONS  STATUS  LABELS\n", ok(t, store, "ls"))
 }

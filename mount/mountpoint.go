@@ -17,9 +17,9 @@ import (
 // The checks made before mounting: FUSE is there, the places make sense, the mountpoint is an empty folder (a
 // stale mount of a crashed daemon cleared first).
 
-// checkFUSE says what is missing to mount FUSE here: /dev/fuse, the right to open it, or (a normal user)
+// CheckFUSE says what is missing to mount FUSE here: /dev/fuse, the right to open it, or (a normal user)
 // fusermount3.
-func checkFUSE() error {
+func CheckFUSE() error {
 	f, err := os.OpenFile("/dev/fuse", os.O_RDWR, 0)
 	switch {
 	case errors.Is(err, os.ErrNotExist):

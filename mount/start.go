@@ -112,7 +112,7 @@ func (s *startup) prepare() (err error) {
 	if s.mnt, err = filepath.Abs(s.mountpoint); err != nil {
 		return err
 	}
-	if err := checkFUSE(); err != nil {
+	if err := CheckFUSE(); err != nil {
 		return err
 	}
 	nodes.RaiseFileLimit() // the callers' shares of descriptors are sized from it (nodes/opens.go)

@@ -105,6 +105,10 @@ func (a *app) runMount(cmd *cobra.Command, args []string, o mountOptions) error 
 	if len(args) == 1 {
 		mnt = args[0]
 	}
+	// A machine that cannot mount is told so before anything is made (a new store, a daemon).
+	if err := mount.CheckFUSE(); err != nil {
+		return err
+	}
 	if o.daemon {
 		// The store is made here, where the user reads "created a new store", not in the daemon's log.
 		if _, err := a.createStore(); err != nil {
