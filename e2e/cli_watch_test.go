@@ -76,7 +76,7 @@ func TestWatch(t *testing.T) {
 				}
 				continue
 			}
-			assert.Regexp(t, `(?m)^[0-9a-f]{8} \d\d:\d\d:\d\d user\s+watch me`, all)
+			assert.Regexp(t, `(?m)^[0-9a-f]{8} (\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d user\s+watch me`, all) // a date only across midnight
 			assert.Contains(t, all, "→ Agent(")
 			assert.Contains(t, all, "[agent-", "subagent messages are marked")
 			assert.Contains(t, all, "assistant "+apistub.Reply)
@@ -212,8 +212,9 @@ func TestOpencodeWatch(t *testing.T) {
 	ids := opencodeIDs(r.stdout)
 	require.Len(t, ids, 1)
 	short := strings.TrimPrefix(ids[0], "ses_")[:8]
-	prompt := regexp.MustCompile(`(?m)^` + short + ` \d\d:\d\d:\d\d \[opencode\] user "hello watcher"$`)
-	reply := regexp.MustCompile(`(?m)^` + short + ` \d\d:\d\d:\d\d \[opencode\] assistant ` + openaistub.Reply + `$`)
+	stamp := ` (\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d` // a date only across midnight
+	prompt := regexp.MustCompile(`(?m)^` + short + stamp + ` \[opencode\] user "hello watcher"$`)
+	reply := regexp.MustCompile(`(?m)^` + short + stamp + ` \[opencode\] assistant ` + openaistub.Reply + `$`)
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) && !(prompt.MatchString(out.String()) && reply.MatchString(out.String())) {
 		time.Sleep(100 * time.Millisecond)
