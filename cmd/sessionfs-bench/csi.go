@@ -25,7 +25,9 @@ func (b *bench) csiPublish() {
 	}
 	defer os.RemoveAll(dir)
 	sock, mnt, store := filepath.Join(dir, "csi.sock"), filepath.Join(dir, "mnt"), filepath.Join(dir, "store")
-	cmd := exec.Command(b.c.sessionfs, "--store", store, "csi", "--endpoint", "unix://"+sock, "--node-id", "bench", "--mountpoint", mnt)
+	// The pod's target is beneath dir, which stands for the kubelet's folder (the plugin publishes nowhere else).
+	cmd := exec.Command(b.c.sessionfs, "--store", store, "csi", "--endpoint", "unix://"+sock, "--node-id", "bench", "--mountpoint", mnt,
+		"--kubelet-root", dir, "--state-dir", filepath.Join(dir, "state"))
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		b.skip("CSI: %v", err)
@@ -60,7 +62,7 @@ func (b *bench) csiPublish() {
 		return
 	}
 	req := &spec.NodePublishVolumeRequest{VolumeId: "csi-bench", TargetPath: target,
-		VolumeContext: map[string]string{"session": "bench", "csi.storage.k8s.io/ephemeral": "true"},
+		VolumeContext: map[string]string{"session": "bench", "csi.storage.k8s.io/ephemeral": "true", "csi.storage.k8s.io/pod.namespace": "bench"},
 		VolumeCapability: &spec.VolumeCapability{AccessType: &spec.VolumeCapability_Mount{Mount: &spec.VolumeCapability_MountVolume{}},
 			AccessMode: &spec.VolumeCapability_AccessMode{Mode: spec.VolumeCapability_AccessMode_SINGLE_NODE_WRITER}}}
 	var pub, unpub []time.Duration
