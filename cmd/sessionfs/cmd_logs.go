@@ -65,7 +65,10 @@ func (a *app) runLogs(ctx context.Context, w io.Writer, arg string, follow bool,
 	if n > 0 {
 		i, ok = m.RunIndex(n)
 	}
-	if !ok {
+	switch {
+	case !ok && len(m.Runs) == 0:
+		return fmt.Errorf("session %s has not run anything yet (sessionfs exec %s CMD runs something)", m.ID, m.ID)
+	case !ok:
 		return fmt.Errorf("session %s has no run %s (sessionfs runs %s lists them)", m.ID, arg, m.ID)
 	}
 	n = m.RunNumber(i)
