@@ -77,7 +77,7 @@ func printRunsTable(w io.Writer, runs []runJSON) error {
 		if r.Error != nil {
 			what += " (" + *r.Error + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Start.Local().Format(time.DateTime), r.Backend, dur, exit,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Start.Local().Format(time.DateTime), truncate(r.Backend, 12), dur, exit,
 			truncate(what, 80))
 	}
 	return tw.Flush()

@@ -91,7 +91,7 @@ func printDetail(w io.Writer, s *layout.Store, m *layout.Meta, out sessionDetail
 	fmt.Fprintf(w, "Session     %s\nCreated     %s\nLast active %s\nSize        %s\n", m.ID,
 		m.Created.Local().Format(time.RFC3339), ago(orZero(out.LastActivity)), humanize.IBytes(uint64(out.Size)))
 	if m.ForkedFrom != "" {
-		fmt.Fprintf(w, "Forked from %s\n", m.ForkedFrom)
+		fmt.Fprintf(w, "Forked from %s\n", oneLine(m.ForkedFrom))
 	}
 	if len(m.Labels) > 0 {
 		fmt.Fprintf(w, "Labels      %s\n", labelText(m.Labels))
@@ -103,7 +103,7 @@ func printDetail(w io.Writer, s *layout.Store, m *layout.Meta, out sessionDetail
 	fmt.Fprintf(w, "Container   %s (workspace %s, CLAUDE_CONFIG_DIR=%s)\n", out.Container.Root,
 		out.Container.Workspace, out.Container.Claude)
 	if len(m.Aliases) > 0 {
-		fmt.Fprintf(w, "Aliases     %s\n", strings.Join(m.Aliases, ", "))
+		fmt.Fprintf(w, "Aliases     %s\n", oneLine(strings.Join(m.Aliases, ", ")))
 	}
 	if len(m.Runs) > 0 {
 		r := m.Runs[len(m.Runs)-1]
@@ -114,7 +114,7 @@ func printDetail(w io.Writer, s *layout.Store, m *layout.Meta, out sessionDetail
 				end = "running"
 			}
 		}
-		fmt.Fprintf(w, "Runs        %d, the last %s on %s, %s (sessionfs runs)\n", len(m.Runs), ago(r.Start), r.Backend, end)
+		fmt.Fprintf(w, "Runs        %d, the last %s on %s, %s (sessionfs runs)\n", len(m.Runs), ago(r.Start), oneLine(r.Backend), end)
 	}
 	fmt.Fprintf(w, "\nConversations (%d)\n", len(out.Conversations))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"text/template"
 	"time"
+	"unicode"
 
 	"github.com/dustin/go-humanize"
 )
@@ -65,9 +66,19 @@ func warnf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "sessionfs: warning: "+format+"\n", args...)
 }
 
-// oneLine keeps an error to one line on stderr, whatever the input held.
+// oneLine keeps a text to one line, whatever the input held: what a session wrote (session.json's runs, labels,
+// a first prompt) reaches a person's terminal through it, so a control character (an escape sequence would
+// retitle the window or write the clipboard) is shown as \xNN, never sent.
 func oneLine(s string) string {
-	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\x00", "\\0")), " ")
+	var b strings.Builder
+	for _, r := range strings.Join(strings.Fields(s), " ") {
+		if unicode.IsControl(r) {
+			fmt.Fprintf(&b, `\x%02x`, r)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 // truncate keeps s to one line of at most n characters, an ellipsis marking a cut.
@@ -123,7 +134,7 @@ func labelText(m map[string]string) string {
 		kvs = append(kvs, k+"="+v)
 	}
 	sort.Strings(kvs)
-	return strings.Join(kvs, ",")
+	return oneLine(strings.Join(kvs, ",")) // session.json is the session's to write
 }
 
 // warnEach says each of warnings on stderr, as warnf does.
