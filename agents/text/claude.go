@@ -1,0 +1,253 @@
+package text
+
+import (
+	"encoding/json"
+	"io"
+	"path"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/sessionfs/sessionfs/agents"
+	"github.com/sessionfs/sessionfs/layout"
+)
+
+// claudeReader reads Claude Code's transcripts: one JSON object a line, the messages among metadata. Subagents
+// are in <uuid>/subagents/agent-<id>.jsonl beside the transcript (CLI 2.1.x) or, in older transcripts, lines of
+// the transcript itself marked isSidechain.
+type claudeReader struct{}
+
+// claudeLine is what a transcript line says that a reader shows; unknown fields are ignored.
+type claudeLine struct {
+	Type             string          `json:"type"`
+	Subtype          string          `json:"subtype"`
+	Timestamp        time.Time       `json:"timestamp"`
+	Cwd              string          `json:"cwd"`
+	IsSidechain      bool            `json:"isSidechain"`
+	IsMeta           bool            `json:"isMeta"`
+	IsCompactSummary bool            `json:"isCompactSummary"`
+	AgentID          string          `json:"agentId"`
+	Summary          string          `json:"summary"` // type "summary"
+	Content          json.RawMessage `json:"content"` // type "system"
+	ToolUseResult    json.RawMessage `json:"toolUseResult"`
+	Message          *struct {
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+	} `json:"message"`
+}
+
+// claudePart is one content block of a message.
+type claudePart struct {
+	Type      string          `json:"type"`
+	Text      string          `json:"text"`
+	ID        string          `json:"id"`          // tool_use
+	Name      string          `json:"name"`        // tool_use
+	Input     json.RawMessage `json:"input"`       // tool_use
+	ToolUseID string          `json:"tool_use_id"` // tool_result
+	Content   json.RawMessage `json:"content"`     // tool_result
+	IsError   bool            `json:"is_error"`    // tool_result
+}
+
+// claudeRead is one read of a conversation: its files' positions and the tools its calls named.
+type claudeRead struct {
+	sess  *layout.Dir
+	subs  string            // the subagents' folder beneath the session
+	pos   position          // where each file was read to
+	tools map[string]string // tool_use id -> tool name, for results
+	fn    func(Entry) error
+	// following: only whole lines are read (a follower reads the last one once its newline is written).
+	following bool
+}
+
+func (claudeReader) read(sess *layout.Dir, c agents.Conversation, from position, fn func(Entry) error) (position, error) {
+	rel, err := relOf(sess, c)
+	if err != nil {
+		return from, err
+	}
+	r := &claudeRead{sess: sess, subs: path.Join(path.Dir(rel), c.ID, "subagents"), pos: from,
+		tools: map[string]string{}, fn: fn, following: from.subs != nil}
+	if r.pos.subs == nil {
+		r.pos.subs = map[string]int64{}
+	}
+	if r.pos.main, err = r.file(rel, "", r.pos.main); err != nil {
+		return r.pos, err
+	}
+	// The subagents the transcript did not name (or all of them after a first read: what they appended since).
+	ents, _ := sess.ReadDir(r.subs)
+	var names []string
+	for _, e := range ents {
+		if id, ok := subagentID(e.Name()); ok && e.Type().IsRegular() {
+			names = append(names, id)
+		}
+	}
+	sort.Strings(names)
+	for _, id := range names {
+		if err := r.subagent(id); err != nil {
+			return r.pos, err
+		}
+	}
+	return r.pos, nil
+}
+
+// subagentID is the id of a subagent's transcript named name (agent-<id>.jsonl).
+func subagentID(name string) (string, bool) {
+	id, ok := strings.CutPrefix(name, "agent-")
+	if !ok {
+		return "", false
+	}
+	id, ok = strings.CutSuffix(id, ".jsonl")
+	return id, ok && id != "" && layout.ValidateID(id) == nil
+}
+
+// subagent reads subagent id's transcript from where it was left.
+func (r *claudeRead) subagent(id string) error {
+	off, err := r.file(path.Join(r.subs, "agent-"+id+".jsonl"), id, r.pos.subs[id])
+	if err == nil || off > r.pos.subs[id] {
+		r.pos.subs[id] = off
+	}
+	return err
+}
+
+// file reads the transcript rel (a subagent's when sub is its id) from offset start.
+func (r *claudeRead) file(rel, sub string, start int64) (int64, error) {
+	f, err := r.sess.OpenRegular(rel, -1)
+	if err != nil {
+		if sub != "" {
+			return start, nil // a subagent's file gone or not regular: nothing of it to show
+		}
+		return start, err
+	}
+	defer f.Close()
+	if _, err := f.Seek(start, io.SeekStart); err != nil {
+		return start, err
+	}
+	return scanLines(f, start, !r.following, func(b []byte, off, n int64) error {
+		if b == nil {
+			return r.fn(tooLong(off, n, sub))
+		}
+		var l claudeLine
+		if json.Unmarshal(b, &l) != nil {
+			return nil // torn or garbage: as the listings, skipped
+		}
+		return r.line(&l, off, sub)
+	})
+}
+
+// line passes the entries of one transcript line.
+func (r *claudeRead) line(l *claudeLine, off int64, sub string) error {
+	if sub == "" && l.IsSidechain {
+		sub = l.AgentID // an older transcript's subagent, inline
+		if sub == "" {
+			sub = "sidechain"
+		}
+	}
+	e := Entry{Time: l.Timestamp, Cwd: l.Cwd, Subagent: sub, Offset: off}
+	emit := func(k Kind, tool, text string) error {
+		e.Kind, e.Tool, e.Text = k, tool, text
+		return r.fn(e)
+	}
+	switch l.Type {
+	case "summary":
+		if l.Summary != "" {
+			return emit(Note, "", "Summary: "+Safe(l.Summary, MaxText))
+		}
+		return nil
+	case "system":
+		if l.Subtype == "compact_boundary" {
+			return emit(Note, "", "Conversation compacted")
+		}
+		if s := rawText(l.Content); strings.TrimSpace(s) != "" {
+			return emit(Note, "", Safe(s, MaxText))
+		}
+		return nil
+	case "user", "assistant":
+	default:
+		return nil // metadata, attachments, queue events
+	}
+	if l.Message == nil || l.IsMeta {
+		return nil // the context Claude adds itself
+	}
+	for _, p := range claudeParts(l.Message.Content) {
+		var err error
+		switch p.Type {
+		case "text":
+			if strings.TrimSpace(p.Text) == "" {
+				continue
+			}
+			switch {
+			case l.IsCompactSummary:
+				err = emit(Note, "", "Compaction summary: "+Safe(p.Text, MaxText))
+			case l.Type == "user":
+				err = emit(Prompt, "", Safe(p.Text, MaxText))
+			default:
+				err = emit(Reply, "", Safe(p.Text, MaxText))
+			}
+		case "tool_use":
+			if len(r.tools) > 4096 {
+				clear(r.tools) // a hostile transcript's millions of calls: results then show no tool name
+			}
+			r.tools[p.ID] = p.Name
+			err = emit(ToolCall, OneLine(p.Name, MaxCall), Call(p.Name, p.Input))
+		case "tool_result":
+			tool := r.tools[p.ToolUseID]
+			err = emit(ToolResult, OneLine(tool, MaxCall), Result(rawText(p.Content), p.IsError))
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if sub == "" && len(l.ToolUseResult) > 0 && l.ToolUseResult[0] == '{' {
+		// The result of the call that started a subagent: its conversation comes here, nested.
+		var res struct {
+			AgentID string `json:"agentId"`
+		}
+		if json.Unmarshal(l.ToolUseResult, &res) == nil && res.AgentID != "" && layout.ValidateID(res.AgentID) == nil {
+			if _, seen := r.pos.subs[res.AgentID]; !seen {
+				return r.subagent(res.AgentID)
+			}
+		}
+	}
+	return nil
+}
+
+// claudeParts reads a message's content: a string is one text part.
+func claudeParts(raw json.RawMessage) []claudePart {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return []claudePart{{Type: "text", Text: s}}
+	}
+	var parts []claudePart
+	_ = json.Unmarshal(raw, &parts)
+	return parts
+}
+
+// rawText is the text of a content that is a string or a list of {"type": "text", "text"} blocks (others, an
+// image, are named).
+func rawText(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if json.Unmarshal(raw, &parts) != nil {
+		return ""
+	}
+	var b strings.Builder
+	for _, p := range parts {
+		if b.Len() > 0 {
+			b.WriteByte('\n')
+		}
+		if p.Type == "text" || p.Text != "" {
+			b.WriteString(p.Text)
+		} else {
+			b.WriteString("[" + p.Type + "]")
+		}
+	}
+	return b.String()
+}
