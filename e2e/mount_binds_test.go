@@ -5,7 +5,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 	"unsafe"
@@ -296,3 +298,81 @@ func childMounts(t *testing.T, mnt string) (n int, ok bool) {
 
 // sysListmount is listmount(2)'s number in the generic table (x86-64 and arm64 alike).
 const sysListmount = 458
+
+// TestBoundFoldersAreNotWatched: what the kernel serves through a bind never reaches FUSE, so the daemon holds no
+// inotify watch on it: an agent's writes in its workspace, through the mount or in the store's folder, wake the
+// daemon for nothing (they doubled the cost of small appends). The session's own folder stays watched (a workspace
+// replaced behind the mount is bound again), and a workspace FUSE serves (--max-binds 0) is watched as before.
+func TestBoundFoldersAreNotWatched(t *testing.T) {
+	needRootMount(t)
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	ws := filepath.Join(store, "sessions", "s1", "workspace")
+	require.NoError(t, os.MkdirAll(filepath.Join(ws, "src"), 0o755))
+	inode := func(p string) uint64 {
+		var st syscall.Stat_t
+		require.NoError(t, syscall.Stat(p, &st))
+		return st.Ino
+	}
+
+	m := mount(t, store)
+	_, err := os.Stat(filepath.Join(m.session("s1"), "workspace", "src"))
+	require.NoError(t, err)
+	waitBound(t, m, "s1")
+	f := filepath.Join(m.session("s1"), "workspace", "log.jsonl")
+	for i := range 1000 {
+		require.NoError(t, appendLine(f, fmt.Sprintf(`{"n":%d}`, i)))
+	}
+	watched := watchedInodes(t, m.cmd.Process.Pid)
+	assert.True(t, watched[inode(filepath.Join(store, "sessions", "s1"))], "the session's folder is watched")
+	assert.False(t, watched[inode(ws)], "the bound workspace is not watched")
+	assert.False(t, watched[inode(filepath.Join(ws, "src"))], "nor a folder beneath it")
+	m.stop(t)
+
+	m = mount(t, store, "--max-binds", "0")
+	_, err = os.Stat(filepath.Join(m.session("s1"), "workspace", "src", "x"))
+	require.True(t, os.IsNotExist(err), "%v", err)
+	watched = watchedInodes(t, m.cmd.Process.Pid)
+	assert.True(t, watched[inode(ws)], "a workspace FUSE serves is watched")
+	assert.True(t, watched[inode(filepath.Join(ws, "src"))], "and its folders")
+}
+
+// watchedInodes are the inode numbers process pid watches with inotify (its fdinfo: "inotify wd:1 ino:1a2b ...").
+func watchedInodes(t *testing.T, pid int) map[uint64]bool {
+	t.Helper()
+	out := map[uint64]bool{}
+	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fdinfo", pid))
+	require.NoError(t, err)
+	for _, fd := range fds {
+		info, err := os.ReadFile(fmt.Sprintf("/proc/%d/fdinfo/%s", pid, fd.Name()))
+		if err != nil {
+			continue
+		}
+		for _, l := range strings.Split(string(info), "\n") {
+			if !strings.HasPrefix(l, "inotify ") {
+				continue
+			}
+			for _, f := range strings.Fields(l) {
+				if hex, ok := strings.CutPrefix(f, "ino:"); ok {
+					if n, err := strconv.ParseUint(hex, 16, 64); err == nil {
+						out[n] = true
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// appendLine appends line and a newline to file p, as an agent writes its log: open, write, close.
+func appendLine(p, line string) error {
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(line + "\n")
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

@@ -213,8 +213,16 @@ func (t *Tree) Changed(ch Change) {
 	c := &t.cache
 	dir, name := filepath.Dir(rel), filepath.Base(rel)
 	c.mu.Lock()
+	views := slices.Clone(c.dirs[dir])
 	if !ch.Namespace {
-		// Content or attributes: checked once for a burst of events, a moment after its first.
+		// Content or attributes: checked once for a burst of events, a moment after its first, and only for a
+		// file the kernel holds (an agent's appends to a file nobody looked up through the mount cost nothing).
+		due := c.attrsDue[rel]
+		c.mu.Unlock()
+		if due || !anyChild(views, name) {
+			return
+		}
+		c.mu.Lock()
 		if !c.attrsDue[rel] {
 			c.attrsDue[rel] = true
 			time.AfterFunc(attrsDelay, func() { t.recheck(dir, name, rel) })
@@ -222,7 +230,6 @@ func (t *Tree) Changed(ch Change) {
 		c.mu.Unlock()
 		return
 	}
-	views := slices.Clone(c.dirs[dir])
 	var origin *fs.Inode
 	if own, ok := c.own[rel]; ok {
 		delete(c.own, rel)
@@ -244,6 +251,16 @@ func (t *Tree) Changed(ch Change) {
 			v.NotifyContent(0, 0) // the folder's attributes and its cached listing
 		}
 	}
+}
+
+// anyChild reports whether any of the folder inodes views holds a child called name.
+func anyChild(views []*fs.Inode, name string) bool {
+	for _, v := range views {
+		if v.GetChild(name) != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // recheck drops the kernel's attributes of name in every view of folder dir, unless they are still the store

@@ -6,10 +6,13 @@ import (
 	"strings"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
+
+	"github.com/sessionfs/sessionfs/bind"
 )
 
 // Node passes a file or folder of a session through to the store: every file and folder of sessions/<id> but the
@@ -29,6 +32,14 @@ type Node struct {
 	// watched is the store folder (relative) this node is registered with the watcher as showing (folders
 	// only), for OnForget.
 	watched string
+	// bound: the node is a session's folder the mount binds (bind.MountDirs) or beneath one. What the kernel
+	// serves through a bind never reaches FUSE, so such folders are not watched: an agent's writes there cost the
+	// daemon nothing. Only a lazy folder's top (an empty app/ waiting for its first entry) is watched.
+	bound bool
+	// briefly: the kernel may keep the node's name and attributes for the mount's plain timeout only: its folder
+	// is not watched (beneath a bind), so a change there behind the mount is seen when that timeout ends. FUSE
+	// serves such a folder only until its bind is made, or once the bind was released.
+	briefly bool
 	// ctime (ns) of the attributes last given to the kernel: a store event that leaves it unchanged changed
 	// nothing the kernel holds, so it costs no invalidation (cache.go).
 	ctime atomic.Int64
@@ -145,12 +156,35 @@ func (n *Node) newChild(ctx context.Context, name, rel string, st *syscall.Stat_
 	}
 	ch := op.node()
 	ch.tree, ch.id, ch.alias, ch.row = n.tree, n.id, n.alias, n.row
+	lazyTop := false
+	ch.bound, lazyTop = n.bindsChild(name)
+	ch.briefly = n.bound && n.watched == ""
 	n.tree.nodeAdded()
 	in := n.NewInode(ctx, op, attr)
-	if dir {
+	if dir && (!ch.bound || lazyTop) {
 		ch.watch(rel)
 	}
 	return in
+}
+
+// bindsChild reports whether the mount binds n's child name or a folder above it (bound), and whether name is
+// the top of a folder bound only once it holds something (bind.Lazy): that one is watched for its first entry.
+func (n *Node) bindsChild(name string) (bound, lazyTop bool) {
+	if n.bound {
+		return true, false
+	}
+	if _, ok := n.Operations().(*SessionDir); !ok || n.tree.Binder == nil || !bind.IsMountDir(name) {
+		return false, false
+	}
+	return true, bind.Lazy(name)
+}
+
+// timeout is how long the kernel may keep n's name and attributes.
+func (n *Node) timeout() time.Duration {
+	if n.briefly {
+		return n.tree.Timeout
+	}
+	return n.tree.timeout()
 }
 
 // existingChild is parent's child name if it is already the inode of attr. A new inode for a file the kernel
@@ -191,8 +225,8 @@ func (n *Node) entry(out *fuse.EntryOut, st *syscall.Stat_t, ch *fs.Inode) {
 	out.Attr.FromStat(st)
 	out.Attr.Ino = ch.StableAttr().Ino
 	noteCtime(ch, &out.Attr)
-	if _, ok := asNode(ch); ok {
-		t := n.tree.timeout()
+	if c, ok := asNode(ch); ok {
+		t := c.timeout()
 		out.SetEntryTimeout(t)
 		out.SetAttrTimeout(t)
 	}
@@ -231,7 +265,7 @@ func (n *Node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) 
 		out.Ino = n.StableAttr().Ino
 		if errno == 0 {
 			noteCtime(&n.Inode, &out.Attr)
-			out.SetTimeout(n.tree.timeout())
+			out.SetTimeout(n.timeout())
 		}
 		return errno
 	}
@@ -242,7 +276,7 @@ func (n *Node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) 
 	out.FromStat(&st)
 	out.Ino = n.StableAttr().Ino
 	noteCtime(&n.Inode, &out.Attr)
-	out.SetTimeout(n.tree.timeout())
+	out.SetTimeout(n.timeout())
 	return 0
 }
 
@@ -252,12 +286,12 @@ func (n *Node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn,
 		if errno := fsa.Setattr(ctx, in, out); errno != 0 {
 			return errno
 		}
-		return n.tree.withAttrTimeout(out, n.Getattr(ctx, f, out))
+		return n.Getattr(ctx, f, out)
 	}
 	if errno := n.tree.setattr(ctx, p, in); errno != 0 {
 		return errno
 	}
-	return n.tree.withAttrTimeout(out, n.Getattr(ctx, nil, out))
+	return n.Getattr(ctx, nil, out)
 }
 
 // withAttrTimeout gives the answer to SETATTR the mount's attribute timeout (go-fuse leaves it 0, which would cost
