@@ -103,6 +103,14 @@ func readerOf(a *agents.Agent) (reader, error) {
 	switch a.Name {
 	case "claude":
 		return claudeReader{}, nil
+	case "codex":
+		return lineReader{codexLines}, nil
+	case "qwen":
+		return lineReader{qwenLines}, nil
+	case "gemini":
+		return geminiReader{}, nil
+	case "opencode":
+		return opencodeReader{}, nil
 	}
 	return nil, fmt.Errorf("%s: %w", a.Name, ErrUnknownAgent)
 }

@@ -23,9 +23,8 @@ func Call(tool string, args json.RawMessage) string {
 	if json.Unmarshal(args, &m) == nil {
 		var kv []string
 		for _, k := range argKeys {
-			var v any
-			if json.Unmarshal(m[k], &v) == nil && v != nil {
-				kv = append(kv, fmt.Sprint(v))
+			if v := argText(m[k]); v != "" {
+				kv = append(kv, v)
 			}
 		}
 		shown = strings.Join(kv, ", ")
@@ -38,9 +37,26 @@ func Call(tool string, args json.RawMessage) string {
 	return OneLine(tool+"("+OneLine(shown, MaxCall)+")", MaxCall)
 }
 
+// argText is an argument as a person reads it: a string as it is, a list of strings (an argv) joined by spaces,
+// anything else as JSON; "" for none.
+func argText(raw json.RawMessage) string {
+	if len(raw) == 0 || string(raw) == "null" {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var argv []string
+	if json.Unmarshal(raw, &argv) == nil {
+		return strings.Join(argv, " ")
+	}
+	return string(raw)
+}
+
 // Result summarizes a tool's output on one line: its size and its first line that says something.
 func Result(out string, failed bool) string {
-	lines := strings.Count(out, "\n") + 1
+	lines := strings.Count(strings.TrimRight(out, "\n"), "\n") + 1
 	first := ""
 	for l := range strings.SplitSeq(out, "\n") {
 		if strings.TrimSpace(l) != "" {

@@ -1,0 +1,99 @@
+package text
+
+import (
+	"encoding/json"
+	"strings"
+	"time"
+)
+
+// qwenLine is a line of a Qwen Code chat: {"type": "user"|"assistant"|"tool_result"|"system", "timestamp", "cwd",
+// "subtype", "message": {"parts"}}.
+type qwenLine struct {
+	Type      string    `json:"type"`
+	Subtype   string    `json:"subtype"`
+	Timestamp time.Time `json:"timestamp"`
+	Cwd       string    `json:"cwd"`
+	Message   *struct {
+		Parts []struct {
+			Text         string `json:"text"`
+			Thought      bool   `json:"thought"`
+			FunctionCall *struct {
+				Name string          `json:"name"`
+				Args json.RawMessage `json:"args"`
+			} `json:"functionCall"`
+			FunctionResponse *struct {
+				Name     string          `json:"name"`
+				Response json.RawMessage `json:"response"`
+			} `json:"functionResponse"`
+		} `json:"parts"`
+	} `json:"message"`
+}
+
+// qwenLines reads a Qwen chat: its prompts, replies, calls and results; compressions as notes (its telemetry and
+// snapshots are left out).
+func qwenLines() func([]byte, int64, func(Entry) error) error {
+	return func(b []byte, off int64, fn func(Entry) error) error {
+		var l qwenLine
+		if json.Unmarshal(b, &l) != nil {
+			return nil
+		}
+		e := Entry{Time: l.Timestamp, Cwd: l.Cwd, Offset: off}
+		if l.Type == "system" {
+			if l.Subtype == "chat_compression" {
+				e.Kind, e.Text = Note, "Conversation compacted"
+				return fn(e)
+			}
+			return nil
+		}
+		if l.Message == nil {
+			return nil
+		}
+		for _, p := range l.Message.Parts {
+			switch {
+			case p.FunctionCall != nil:
+				e.Kind, e.Tool, e.Text = ToolCall, OneLine(p.FunctionCall.Name, MaxCall), Call(p.FunctionCall.Name, p.FunctionCall.Args)
+			case p.FunctionResponse != nil:
+				e.Kind, e.Tool = ToolResult, OneLine(p.FunctionResponse.Name, MaxCall)
+				e.Text = Result(responseText(p.FunctionResponse.Response))
+			case p.Thought || strings.TrimSpace(p.Text) == "":
+				continue
+			case l.Type == "user":
+				e.Kind, e.Tool, e.Text = Prompt, "", Safe(p.Text, MaxText)
+			case l.Type == "assistant":
+				e.Kind, e.Tool, e.Text = Reply, "", Safe(p.Text, MaxText)
+			default:
+				continue
+			}
+			if err := fn(e); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+// responseText is a function response's output: {"output": ...} or {"error": ...} (Gemini's and Qwen's form).
+func responseText(raw json.RawMessage) (string, bool) {
+	var r struct {
+		Output json.RawMessage `json:"output"`
+		Error  json.RawMessage `json:"error"`
+	}
+	if json.Unmarshal(raw, &r) != nil {
+		return rawText(raw), false
+	}
+	if len(r.Error) > 0 && string(r.Error) != "null" {
+		return jsonText(r.Error), true
+	}
+	return jsonText(r.Output), false
+}
+
+// jsonText is a JSON value as text: a string's content, anything else as written.
+func jsonText(raw json.RawMessage) string {
+	if t := rawText(raw); t != "" {
+		return t
+	}
+	if string(raw) == "null" {
+		return ""
+	}
+	return string(raw)
+}
