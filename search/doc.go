@@ -1,0 +1,25 @@
+// Package search is sessionfs's full-text index of every conversation of every agent in a store: what `sessionfs
+// search` answers from, kept in the store at <store>/index/search.db.
+//
+// The engine is SQLite's FTS5, through modernc.org/sqlite, the SQLite the project already links (pure Go, no
+// cgo; FTS5 is compiled in, TestFTS5CompiledIn checks it). Over bleve it gives one file that the rest of the
+// store's tooling already knows how to hold, no new dependency, ranking by bm25, snippet() for the marked
+// excerpt, and phrase ("...") and prefix (foo*) queries in its own syntax; WAL lets one process write while
+// others search.
+//
+// What is indexed is what agents/text reads a conversation as (prompts, replies, tool calls and results, notes:
+// its Entries), one row each with the session, agent, conversation, time, cwd, kind and the byte offset of the
+// entry's line. The index never parses a transcript itself and never runs a session's SQL: every text comes from
+// agents/text (which opens each file beneath the session's descriptor, and opencode's database through its
+// untrusted reader) and reaches SQLite as a bound parameter only.
+//
+// The index is kept current incrementally. For each conversation file it remembers the size, change time and
+// inode it indexed, and for the append-only JSONL files the offset indexed so far (the end of its last complete
+// line) with the bytes just before it: an append indexes only the entries past that offset; a file rewritten,
+// replaced or shrunk is reindexed whole, and a conversation or session gone is dropped. Catching up is one stat
+// per conversation file (and a listing of each agent's folders), so the CLI catches up before it answers; Update
+// is what a watcher calls for one session that changed.
+//
+// The index is the store's, not a session's: <store>/index/ (0700, the store owner's) lies outside sessions/, so
+// no session can write there. A database that does not read as one is set aside and rebuilt, with a warning.
+package search

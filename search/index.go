@@ -1,0 +1,240 @@
+package search
+
+import (
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/sessionfs/sessionfs/layout"
+)
+
+const (
+	// Dir is the index's folder beneath the store's root; DBName the database in it.
+	Dir    = "index"
+	DBName = "search.db"
+	// schemaVersion changes when the tables do: an index of another version is rebuilt.
+	schemaVersion = "1"
+	// busyWait is how long a writer waits for another (a second CLI, the daemon) before giving up.
+	busyWait = 60 * time.Second
+)
+
+// Entries of one conversation have rowids convID<<convShift + n: a conversation's rows are one rowid range, which
+// FTS5 deletes without scanning the table.
+const convShift = 32
+
+const schema = `
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS conv(
+	id INTEGER PRIMARY KEY,
+	session TEXT NOT NULL,
+	agent TEXT NOT NULL,
+	src TEXT NOT NULL,       -- the file beneath the session ("<db>#<id>" for a conversation that is rows)
+	conv TEXT NOT NULL,      -- the agent's id for it ("" for a database's own record)
+	size INTEGER NOT NULL, ctime INTEGER NOT NULL, ino INTEGER NOT NULL,
+	sig TEXT NOT NULL,       -- what else it was read from: its subagents' files, a database's summary
+	done INTEGER NOT NULL,   -- bytes of src indexed, up to the end of a complete line (append-only files)
+	tail BLOB,               -- the bytes of src just before done: an append leaves them as they were
+	next INTEGER NOT NULL,   -- the number of its next entry
+	UNIQUE(session, agent, src));
+CREATE VIRTUAL TABLE IF NOT EXISTS entry USING fts5(text, at UNINDEXED, cwd UNINDEXED, kind UNINDEXED,
+	off UNINDEXED, tool UNINDEXED, sub UNINDEXED, tokenize = 'unicode61 remove_diacritics 2');
+`
+
+// Index is the search index of a store, open.
+type Index struct {
+	store *layout.Store
+	db    *sql.DB
+	dir   *layout.Dir // <store>/index, held: the database is opened through it
+	// Warn tells the user of what the index did on its own (a corrupt database rebuilt); nil: stderr.
+	Warn func(string)
+}
+
+// Open opens the store's index, making it if missing. A file there that is not a database of this version is
+// rebuilt, warn told why (nil: stderr).
+func Open(store *layout.Store, warn func(string)) (*Index, error) {
+	ix := &Index{store: store, Warn: warn}
+	if err := ix.open(); err != nil {
+		ix.Close()
+		return nil, err
+	}
+	return ix, nil
+}
+
+// Close closes the index.
+func (ix *Index) Close() error {
+	var err error
+	if ix.db != nil {
+		err = ix.db.Close()
+		ix.db = nil
+	}
+	if ix.dir != nil {
+		ix.dir.Close()
+		ix.dir = nil
+	}
+	return err
+}
+
+func (ix *Index) warn(msg string) {
+	if ix.Warn != nil {
+		ix.Warn(msg)
+		return
+	}
+	fmt.Fprintln(os.Stderr, "sessionfs: warning: "+msg)
+}
+
+// Path is the index's database file, for messages.
+func (ix *Index) Path() string { return ix.store.Root + "/" + Dir + "/" + DBName }
+
+func (ix *Index) open() error {
+	root, err := layout.OpenDir(ix.store.Root)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	// The store owner's (a root daemon indexes a user's store: the user's CLI must open it too), 0700: what the
+	// sessions said is readable by nobody else.
+	uid, gid, err := root.Owner()
+	if err != nil {
+		return err
+	}
+	if err := root.MkdirAll(Dir, 0o700, uid, gid); err != nil {
+		return fmt.Errorf("index: %w", err)
+	}
+	if ix.dir, err = root.Sub(Dir); err != nil {
+		return fmt.Errorf("index: %w", err)
+	}
+	if err := ix.makeFile(uid, gid); err != nil {
+		return err
+	}
+	if err := ix.connect(); err != nil {
+		if !corrupt(err) {
+			return err
+		}
+		return ix.rebuild(err)
+	}
+	return nil
+}
+
+// makeFile makes the database file, empty, when missing: owned by the store's owner, so the journal files SQLite
+// makes beside it (which a root process gives the database's owner) are the owner's too.
+func (ix *Index) makeFile(uid, gid int) error {
+	fd, err := ix.dir.OpenAt(DBName, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW, 0o600)
+	switch {
+	case err == nil:
+		if os.Geteuid() == 0 {
+			err = unix.Fchown(fd, uid, gid)
+		}
+		unix.Close(fd)
+		if err != nil {
+			return fmt.Errorf("index: %s: %w", ix.Path(), err)
+		}
+	case err != unix.EEXIST:
+		return fmt.Errorf("index: %s: %w", ix.Path(), err)
+	}
+	for _, name := range []string{DBName, DBName + "-wal", DBName + "-shm"} {
+		st, err := ix.dir.Lstat(name)
+		if err == nil && st.Mode&unix.S_IFMT != unix.S_IFREG {
+			return fmt.Errorf("index: %s/%s is not a regular file: remove it and run sessionfs search --reindex", ix.dir.Name(), name)
+		}
+	}
+	return nil
+}
+
+// connect opens the database through the index folder's descriptor and readies its tables.
+func (ix *Index) connect() error {
+	dsn := "file:/proc/self/fd/" + strconv.Itoa(ix.dir.Fd()) + "/" + DBName + "?mode=rw&_txlock=immediate" +
+		"&_pragma=busy_timeout(" + strconv.Itoa(int(busyWait/time.Millisecond)) + ")" +
+		"&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=trusted_schema(0)"
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return err
+	}
+	ix.db = db
+	var version string
+	err = db.QueryRow(`SELECT value FROM meta WHERE key = 'schema'`).Scan(&version)
+	switch {
+	case err == nil && version == schemaVersion:
+		return nil
+	case err == nil:
+		return ix.reset(fmt.Sprintf("index: %s is of another version (%s): rebuilding it", ix.Path(), version))
+	case errors.Is(err, sql.ErrNoRows) || noTable(err):
+		return ix.reset("")
+	}
+	return err
+}
+
+// reset makes the tables anew, empty (warning with why when it is not empty).
+func (ix *Index) reset(why string) error {
+	if why != "" {
+		ix.warn(why)
+	}
+	tx, err := ix.db.Begin()
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	for _, s := range []string{`DROP TABLE IF EXISTS entry`, `DROP TABLE IF EXISTS conv`, `DROP TABLE IF EXISTS meta`, schema} {
+		if _, err := tx.Exec(s); err != nil {
+			return err
+		}
+	}
+	if _, err := tx.Exec(`INSERT INTO meta(key, value) VALUES('schema', ?)`, schemaVersion); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// rebuild sets a database that does not read aside (index/search.db.corrupt, replacing an older one) and makes
+// a new one: the next catch-up fills it.
+func (ix *Index) rebuild(cause error) error {
+	ix.warn(fmt.Sprintf("index: %s is damaged (%v): moved aside to %s.corrupt and rebuilt", ix.Path(), cause, DBName))
+	if ix.db != nil {
+		ix.db.Close()
+		ix.db = nil
+	}
+	if err := ix.dir.Rename(DBName, DBName+".corrupt", 0); err != nil && !errors.Is(err, unix.ENOENT) {
+		return fmt.Errorf("index: %s is damaged and could not be moved aside: %w", ix.Path(), err)
+	}
+	for _, side := range []string{"-wal", "-shm"} {
+		if err := ix.dir.Remove(DBName + side); err != nil && !errors.Is(err, unix.ENOENT) {
+			return fmt.Errorf("index: %w", err)
+		}
+	}
+	root, err := layout.OpenDir(ix.store.Root)
+	if err != nil {
+		return err
+	}
+	uid, gid, err := root.Owner()
+	root.Close()
+	if err != nil {
+		return err
+	}
+	if err := ix.makeFile(uid, gid); err != nil {
+		return err
+	}
+	return ix.connect()
+}
+
+// corrupt reports whether err says the database file is damaged or not a database at all.
+func corrupt(err error) bool {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	code := se.Code() & 0xff
+	return code == sqlite3.SQLITE_CORRUPT || code == sqlite3.SQLITE_NOTADB
+}
+
+// noTable reports whether err is SQLite's "no such table" (a new, empty database).
+func noTable(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_ERROR && strings.Contains(se.Error(), "no such table")
+}

@@ -1,0 +1,253 @@
+package search
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// Query is what to search for and where.
+type Query struct {
+	Match    string    // FTS5's syntax: words, "a phrase", prefix*, AND, OR, NOT, NEAR(...)
+	Sessions []string  // only these sessions (nil: all; empty but not nil: none)
+	Agent    string    // only this agent's conversations ("": all)
+	Since    time.Time // only entries of this time or later (zero: any time)
+	Limit    int       // at most this many hits (<= 0: 20)
+}
+
+// Hit is one entry that matched, best first.
+type Hit struct {
+	Session      string    `json:"session"`
+	Agent        string    `json:"agent"`
+	Conversation string    `json:"conversation"`
+	Time         time.Time `json:"time,omitzero"`
+	Cwd          string    `json:"cwd,omitempty"`
+	Kind         string    `json:"kind"`
+	Tool         string    `json:"tool,omitempty"`
+	Subagent     string    `json:"subagent,omitempty"`
+	Offset       int64     `json:"offset"`
+	// Snippet is the text around the match; Marks are the matched spans in it, [start, end) byte offsets.
+	Snippet string   `json:"snippet"`
+	Marks   [][2]int `json:"marks,omitempty"`
+	Score   float64  `json:"score"` // bm25's: lower is better
+}
+
+// ErrQuery is a query FTS5 cannot read.
+var ErrQuery = errors.New("search: not a query SQLite FTS5 can read")
+
+// Snippet() marks the match with these; agents/text shows every control character of a session's text as \xNN,
+// so they never occur in it.
+const markOpen, markClose = "\x02", "\x03"
+
+// Search returns the entries that match q, best first.
+func (ix *Index) Search(q Query) ([]Hit, error) {
+	var hits []Hit
+	err := ix.retry(func() error {
+		hits = nil
+		sqlText, args, err := q.sql(`c.session, c.agent, c.conv, e.at, e.cwd, e.kind, e.tool, e.sub, e.off,
+			snippet(entry, 0, '`+markOpen+`', '`+markClose+`', '…', 16), e.rank`, `ORDER BY e.rank`)
+		if err != nil {
+			return err
+		}
+		rs, err := ix.db.Query(sqlText, args...)
+		if err != nil {
+			return queryError(q.Match, err)
+		}
+		defer rs.Close()
+		for rs.Next() {
+			var h Hit
+			var at int64
+			var snippet string
+			if err := rs.Scan(&h.Session, &h.Agent, &h.Conversation, &at, &h.Cwd, &h.Kind, &h.Tool, &h.Subagent,
+				&h.Offset, &snippet, &h.Score); err != nil {
+				return err
+			}
+			if at != 0 {
+				h.Time = time.UnixMilli(at)
+			}
+			h.Snippet, h.Marks = unmark(snippet)
+			hits = append(hits, h)
+		}
+		return queryError(q.Match, rs.Err())
+	})
+	return hits, err
+}
+
+// SessionIDs returns the sessions with an entry that matches q, the best match's first (q.Limit <= 0: all).
+func (ix *Index) SessionIDs(q Query) ([]string, error) {
+	var ids []string
+	err := ix.retry(func() error {
+		ids = nil
+		limit := q.Limit
+		q.Limit = -1
+		sqlText, args, err := q.sql(`c.session, min(e.rank) AS best`, `GROUP BY c.session ORDER BY best`)
+		if err != nil {
+			return err
+		}
+		if limit > 0 {
+			sqlText += fmt.Sprintf(` LIMIT %d`, limit)
+		}
+		rs, err := ix.db.Query(sqlText, args...)
+		if err != nil {
+			return queryError(q.Match, err)
+		}
+		defer rs.Close()
+		for rs.Next() {
+			var id string
+			var best float64
+			if err := rs.Scan(&id, &best); err != nil {
+				return err
+			}
+			ids = append(ids, id)
+		}
+		return queryError(q.Match, rs.Err())
+	})
+	return ids, err
+}
+
+// sql is the statement that selects cols of q's matches, then tail; every value is a bound parameter.
+func (q Query) sql(cols, tail string) (string, []any, error) {
+	match := Normalize(q.Match)
+	if match == "" {
+		return "", nil, fmt.Errorf("%w: the query is empty", ErrQuery)
+	}
+	var b strings.Builder
+	args := []any{match}
+	fmt.Fprintf(&b, `SELECT %s FROM entry e JOIN conv c ON c.id = (e.rowid >> %d) WHERE entry MATCH ?`, cols, convShift)
+	if q.Sessions != nil {
+		list, _ := json.Marshal(q.Sessions)
+		b.WriteString(` AND c.session IN (SELECT value FROM json_each(?))`)
+		args = append(args, string(list))
+	}
+	if q.Agent != "" {
+		b.WriteString(` AND c.agent = ?`)
+		args = append(args, q.Agent)
+	}
+	if !q.Since.IsZero() {
+		b.WriteString(` AND e.at >= ?`)
+		args = append(args, q.Since.UnixMilli())
+	}
+	b.WriteString(" " + tail)
+	if q.Limit >= 0 {
+		limit := q.Limit
+		if limit == 0 {
+			limit = 20
+		}
+		b.WriteString(` LIMIT ?`)
+		args = append(args, limit)
+	}
+	return b.String(), args, nil
+}
+
+// queryError says a query FTS5 rejected is the query's fault (SQLite's generic error, raised by FTS5's parser for
+// a syntax error, an unknown column or an unterminated string).
+func queryError(match string, err error) error {
+	var se *sqlite.Error
+	if err != nil && errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_ERROR {
+		msg := strings.TrimPrefix(se.Error(), "SQL logic error: ")
+		return fmt.Errorf("%w: %q: %s (put words with other characters in double quotes: \"fix-login\"; prefix*, AND, OR, NOT, NEAR(a b))",
+			ErrQuery, match, msg)
+	}
+	return err
+}
+
+// unmark takes snippet()'s marks out of s, returning the spans they marked.
+func unmark(s string) (string, [][2]int) {
+	var b strings.Builder
+	var marks [][2]int
+	start := -1
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case markOpen[0]:
+			start = b.Len()
+		case markClose[0]:
+			if start >= 0 {
+				marks = append(marks, [2]int{start, b.Len()})
+				start = -1
+			}
+		default:
+			b.WriteByte(s[i])
+		}
+	}
+	return b.String(), marks
+}
+
+// Normalize makes a query of the words a user types one FTS5 reads: a word with characters FTS5's bare words do
+// not take (fix-login, a.b, don't, C++) is quoted as a phrase, keeping a trailing * (a prefix); quoted phrases,
+// AND, OR, NOT, NEAR(...), parentheses, ^ and * stay as FTS5 reads them. What it still cannot read (an
+// unterminated quote) is FTS5's to reject.
+func Normalize(q string) string {
+	var out []string
+	for i := 0; i < len(q); {
+		c := q[i]
+		switch {
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+			i++
+		case c == '"':
+			j := i + 1
+			for j < len(q) {
+				if q[j] == '"' {
+					if j+1 < len(q) && q[j+1] == '"' {
+						j += 2
+						continue
+					}
+					break
+				}
+				j++
+			}
+			if j >= len(q) {
+				out = append(out, q[i:]) // unterminated: FTS5 says so
+				i = len(q)
+				continue
+			}
+			j++
+			if j < len(q) && q[j] == '*' {
+				j++
+			}
+			out = append(out, q[i:j])
+			i = j
+		case c == '(' || c == ')' || c == '+' || c == '^':
+			out = append(out, string(c))
+			i++
+		default:
+			j := i
+			for j < len(q) && !strings.ContainsRune(" \t\n\r\"()", rune(q[j])) {
+				j++
+			}
+			out = append(out, word(q[i:j]))
+			i = j
+		}
+	}
+	return strings.Join(out, " ")
+}
+
+// word is one unquoted word as FTS5 reads it.
+func word(w string) string {
+	switch w {
+	case "AND", "OR", "NOT", "NEAR":
+		return w
+	}
+	prefix := strings.HasSuffix(w, "*") && len(w) > 1
+	core := strings.TrimSuffix(w, "*")
+	bare := core != ""
+	for _, r := range core {
+		if !(r == '_' || r >= 0x80 || unicode.IsLetter(r) || unicode.IsDigit(r)) {
+			bare = false
+			break
+		}
+	}
+	if bare {
+		return w
+	}
+	quoted := `"` + strings.ReplaceAll(core, `"`, `""`) + `"`
+	if prefix {
+		quoted += "*"
+	}
+	return quoted
+}

@@ -1,0 +1,207 @@
+package search
+
+import (
+	"fmt"
+	"hash/fnv"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sessionfs/sessionfs/agents"
+	"github.com/sessionfs/sessionfs/agents/all"
+	"github.com/sessionfs/sessionfs/agents/claude"
+	"github.com/sessionfs/sessionfs/agents/opencode"
+	"github.com/sessionfs/sessionfs/layout"
+)
+
+// source is one conversation as the index keeps it: where it is read from and what that looked like. Listing
+// sources costs a folder listing and a stat per file, never a read: the CLI lists every session's before it
+// answers.
+type source struct {
+	agent *agents.Agent
+	conv  agents.Conversation // what agents/text reads
+	src   string              // the key: the file beneath the session, "<db>#<id>" for a conversation of rows
+	rel   string              // the file to stat (and read appends of); "" for rows
+	st    fstat
+	sig   string // what else it reads: its subagents' files, a row conversation's summary
+	// appendOnly: a JSONL file its agent only appends to; record: a database's own stat, no entries.
+	appendOnly, record bool
+	// subFiles are the subagents with a file of their own (Claude's sidecar): their entries' offsets are in it.
+	subFiles map[string]bool
+}
+
+// appendOnly names the agents whose conversation files only grow by lines that stand alone, so an append is
+// indexed by itself (agents/text resumes them at a byte offset). Gemini's later lines replace earlier messages:
+// its files are reindexed whole.
+var appendOnly = map[string]bool{"claude": true, "codex": true, "qwen": true}
+
+// fstat is what tells a file changed: an append grows size, a rewrite changes ctime, a replacement ino.
+type fstat struct{ size, ctime, ino int64 }
+
+func statOf(st *unix.Stat_t) fstat {
+	return fstat{size: st.Size, ctime: st.Ctim.Nano(), ino: int64(st.Ino)}
+}
+
+// listing is a session's sources, and the prefixes of keys kept as they are (a database that has not changed:
+// its conversations are not listed again).
+type listing struct {
+	sources []source
+	keep    []string
+}
+
+func (l *listing) kept(src string) bool {
+	for _, p := range l.keep {
+		if strings.HasPrefix(src, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// list lists the session's sources, every agent's; records are the database records the index holds for it
+// (to tell whether a database changed without opening it).
+func list(sess *layout.Dir, records map[string]row) listing {
+	var l listing
+	for _, a := range all.Agents {
+		switch {
+		case a == claude.Agent:
+			l.sources = append(l.sources, claudeSources(sess)...)
+		case a.Files != nil:
+			l.sources = append(l.sources, fileSources(sess, a)...)
+		case a == opencode.Agent:
+			l.rows(sess, a, opencode.DB, records)
+		}
+	}
+	return l
+}
+
+// claudeSources lists Claude's transcripts: every transcript folder's, the canonical one first, each uuid once.
+// Subagents' files (in the sidecar folder <uuid>/subagents) are part of the conversation: their stats are its sig.
+func claudeSources(sess *layout.Dir) []source {
+	folders := []string{layout.ProjectsDir + "/" + layout.CanonicalProject}
+	ents, _ := sess.ReadDir(layout.ProjectsDir)
+	for _, e := range ents {
+		if e.IsDir() && e.Name() != layout.CanonicalProject {
+			folders = append(folders, layout.ProjectsDir+"/"+e.Name())
+		}
+	}
+	seen := map[string]bool{}
+	var out []source
+	for _, folder := range folders {
+		ents, _ := sess.ReadDir(folder)
+		for _, e := range ents {
+			id, ok := strings.CutSuffix(e.Name(), ".jsonl")
+			if !ok || !e.Type().IsRegular() || seen[id] {
+				continue
+			}
+			rel := folder + "/" + e.Name()
+			st, err := sess.Lstat(rel)
+			if err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+				continue
+			}
+			seen[id] = true
+			sig, subs := subagents(sess, folder+"/"+id+"/subagents")
+			out = append(out, source{agent: claude.Agent, src: rel, rel: rel, st: statOf(&st), appendOnly: true,
+				sig: sig, subFiles: subs,
+				conv: agents.Conversation{Agent: claude.Agent.Name, ID: id, Path: filepath.Join(sess.Name(), rel)}})
+		}
+	}
+	return out
+}
+
+// subagents sums up the stats of the subagents' files in folder ("" when there are none), and names them.
+func subagents(sess *layout.Dir, folder string) (string, map[string]bool) {
+	ents, _ := sess.ReadDir(folder)
+	h := fnv.New64a()
+	n := 0
+	ids := map[string]bool{}
+	for _, e := range ents {
+		id, ok := strings.CutPrefix(e.Name(), "agent-")
+		if id, ok = strings.CutSuffix(id, ".jsonl"); !ok || !e.Type().IsRegular() {
+			continue
+		}
+		st, err := sess.Lstat(folder + "/" + e.Name())
+		if err != nil {
+			continue
+		}
+		s := statOf(&st)
+		fmt.Fprintf(h, "%s\x00%d\x00%d\x00%d\x00", e.Name(), s.size, s.ctime, s.ino)
+		ids[id] = true
+		n++
+	}
+	if n == 0 {
+		return "", nil
+	}
+	return fmt.Sprintf("%d:%x", n, h.Sum64()), ids
+}
+
+// fileSources lists the conversation files of an agent that keeps one JSONL file each (agents.Files): Dir, its
+// Depth folders, Sub, a name Name matches. Folders are read beneath the session, no symlink followed.
+func fileSources(sess *layout.Dir, a *agents.Agent) []source {
+	f := a.Files
+	level := []string{path.Join(a.Dir, f.Dir)}
+	for range f.Depth {
+		var next []string
+		for _, dir := range level {
+			ents, _ := sess.ReadDir(dir)
+			for _, e := range ents {
+				if e.IsDir() {
+					next = append(next, dir+"/"+e.Name())
+				}
+			}
+		}
+		level = next
+	}
+	var out []source
+	for _, dir := range level {
+		if f.Sub != "" {
+			dir += "/" + f.Sub
+		}
+		ents, _ := sess.ReadDir(dir)
+		for _, e := range ents {
+			m := f.Name.FindStringSubmatch(e.Name())
+			if m == nil || !e.Type().IsRegular() {
+				continue
+			}
+			rel := dir + "/" + e.Name()
+			st, err := sess.Lstat(rel)
+			if err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+				continue
+			}
+			out = append(out, source{agent: a, src: rel, rel: rel, st: statOf(&st), appendOnly: appendOnly[a.Name],
+				conv: agents.Conversation{Agent: a.Name, ID: m[1], Path: filepath.Join(sess.Name(), rel)}})
+		}
+	}
+	return out
+}
+
+// rows adds the conversations of an agent that keeps them as rows of a database (opencode): a record of the
+// database's stat (and its WAL's) and, only when that changed since the index's record, each conversation as the
+// agent lists it, its summary the sig (a conversation that changed is reindexed whole).
+func (l *listing) rows(sess *layout.Dir, a *agents.Agent, db string, records map[string]row) {
+	rel := a.Dir + "/" + db
+	st, err := sess.Lstat(rel)
+	if err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return
+	}
+	rec := source{agent: a, src: rel, rel: rel, st: statOf(&st), record: true}
+	if wal, err := sess.Lstat(rel + "-wal"); err == nil {
+		w := statOf(&wal)
+		rec.sig = fmt.Sprintf("%d:%d:%d", w.size, w.ctime, w.ino)
+	}
+	// The record last: it says the conversations were indexed.
+	defer func() { l.sources = append(l.sources, rec) }()
+	if old, ok := records[a.Name+"\x00"+rel]; ok && old.fstat == rec.st && old.sig == rec.sig {
+		l.keep = append(l.keep, rel+"#")
+		return
+	}
+	cs, _ := a.Conversations(sess)
+	sort.Slice(cs, func(i, j int) bool { return cs[i].ID < cs[j].ID })
+	for _, c := range cs {
+		l.sources = append(l.sources, source{agent: a, src: rel + "#" + c.ID, conv: c,
+			sig: fmt.Sprintf("%d:%d:%d:%d", c.Last.UnixNano(), c.Size, c.Messages, c.Subagents)})
+	}
+}

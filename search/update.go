@@ -1,0 +1,479 @@
+package search
+
+import (
+	"bytes"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sessionfs/sessionfs/agents/text"
+	"github.com/sessionfs/sessionfs/layout"
+)
+
+// inserted counts the entries this process indexed: tests tell an append indexed alone from a whole file.
+var inserted atomic.Int64
+
+// tailLen is how many bytes before the indexed offset of an append-only file are kept: an append must leave them.
+const tailLen = 64
+
+// row is a conversation as the index last saw it.
+type row struct {
+	id             int64
+	session, agent string
+	src, conv      string
+	fstat          fstat
+	sig            string
+	done, next     int64
+	tail           []byte
+}
+
+func key(agent, src string) string { return agent + "\x00" + src }
+
+// mode is what a conversation needs.
+type mode int
+
+const (
+	skip mode = iota
+	appendNew
+	whole
+)
+
+// decide says what source s needs given the index's row of it (nil: none yet).
+func decide(old *row, s *source) mode {
+	switch {
+	case old == nil:
+		return whole
+	case old.fstat == s.st && old.sig == s.sig:
+		return skip
+	case s.appendOnly && old.sig == s.sig && old.fstat.ino == s.st.ino && s.st.size >= old.done:
+		return appendNew
+	}
+	return whole
+}
+
+// Update brings the index of session id up to date (dropping it when the session is gone): what the daemon's
+// watcher calls when a session changed.
+func Update(store *layout.Store, id string) error {
+	ix, err := Open(store, nil)
+	if err != nil {
+		return err
+	}
+	defer ix.Close()
+	return ix.Update(id)
+}
+
+// Update brings the index of session id up to date, or drops it when the session is gone.
+func (ix *Index) Update(id string) error {
+	if err := layout.ValidateID(id); err != nil {
+		return err
+	}
+	return ix.retry(func() error {
+		rows, err := ix.rows(id)
+		if err != nil {
+			return err
+		}
+		work, err := ix.plan(id, rows[id])
+		if err != nil {
+			return err
+		}
+		return ix.apply(work, nil)
+	})
+}
+
+// CatchUp brings the whole index up to date with the store: new and changed conversations indexed, those gone
+// dropped. progress, when not nil, is told of the conversations indexed of those to index.
+func (ix *Index) CatchUp(progress func(done, total int)) error {
+	return ix.retry(func() error {
+		ids, err := ix.store.IDs()
+		if err != nil {
+			return err
+		}
+		rows, err := ix.rows("")
+		if err != nil {
+			return err
+		}
+		var work []task
+		for _, id := range ids {
+			w, err := ix.plan(id, rows[id])
+			if err != nil {
+				return err
+			}
+			work = append(work, w...)
+			delete(rows, id)
+		}
+		for _, gone := range rows { // sessions removed, renamed or trashed
+			for _, r := range gone {
+				work = append(work, task{session: r.session, old: r})
+			}
+		}
+		return ix.apply(work, progress)
+	})
+}
+
+// Reindex empties the index and builds it again from every conversation of the store.
+func (ix *Index) Reindex(progress func(done, total int)) error {
+	return ix.retry(func() error {
+		if err := ix.reset(""); err != nil {
+			return err
+		}
+		return ix.CatchUp(progress)
+	})
+}
+
+// retry runs fn, and once more on a database found damaged, rebuilt first.
+func (ix *Index) retry(fn func() error) error {
+	err := fn()
+	if corrupt(err) {
+		if err = ix.rebuild(err); err == nil {
+			err = fn()
+		}
+	}
+	return err
+}
+
+// rows reads the index's rows of session id ("": of every session), by session and key.
+func (ix *Index) rows(id string) (map[string]map[string]*row, error) {
+	q := `SELECT id, session, agent, src, conv, size, ctime, ino, sig, done, next, tail FROM conv`
+	var args []any
+	if id != "" {
+		q += ` WHERE session = ?`
+		args = append(args, id)
+	}
+	rs, err := ix.db.Query(q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rs.Close()
+	out := map[string]map[string]*row{}
+	for rs.Next() {
+		r, err := scanRow(rs)
+		if err != nil {
+			return nil, err
+		}
+		if out[r.session] == nil {
+			out[r.session] = map[string]*row{}
+		}
+		out[r.session][key(r.agent, r.src)] = r
+	}
+	return out, rs.Err()
+}
+
+type scanner interface{ Scan(...any) error }
+
+func scanRow(s scanner) (*row, error) {
+	r := &row{}
+	err := s.Scan(&r.id, &r.session, &r.agent, &r.src, &r.conv, &r.fstat.size, &r.fstat.ctime, &r.fstat.ino,
+		&r.sig, &r.done, &r.next, &r.tail)
+	return r, err
+}
+
+// task is one conversation to index (src set) or to drop (src nil).
+type task struct {
+	session string
+	src     *source
+	old     *row // as planned against
+}
+
+// plan lists what session id needs, given the index's rows of it.
+func (ix *Index) plan(id string, rows map[string]*row) ([]task, error) {
+	sess, err := ix.store.OpenSession(id)
+	if err != nil {
+		if !errors.Is(err, layout.ErrNotFound) {
+			return nil, err
+		}
+		sess = nil
+	}
+	var l listing
+	if sess != nil {
+		records := map[string]row{}
+		for k, r := range rows {
+			if r.conv == "" {
+				records[k] = *r
+			}
+		}
+		l = list(sess, records)
+		sess.Close()
+	}
+	var work []task
+	seen := map[string]bool{}
+	for i := range l.sources {
+		s := &l.sources[i]
+		k := key(s.agent.Name, s.src)
+		seen[k] = true
+		if decide(rows[k], s) != skip {
+			work = append(work, task{session: id, src: s, old: rows[k]})
+		}
+	}
+	for k, r := range rows {
+		if !seen[k] && !l.kept(r.src) {
+			work = append(work, task{session: id, old: r})
+		}
+	}
+	return work, nil
+}
+
+// apply does the tasks, each conversation in a transaction of its own (another process waits on it, never
+// fails), the sessions opened once each. A conversation that cannot be read is left for the next catch-up, with
+// a warning.
+func (ix *Index) apply(work []task, progress func(done, total int)) error {
+	var sess *layout.Dir
+	open := "" // the session sess is
+	defer func() { sess.Close() }()
+	var unread []string
+	for i, t := range work {
+		if progress != nil {
+			progress(i, len(work))
+		}
+		if t.src != nil && open != t.session {
+			sess.Close()
+			var err error
+			if sess, err = ix.store.OpenSession(t.session); err != nil {
+				sess, open = nil, ""
+				continue // gone since: the next catch-up drops it
+			}
+			open = t.session
+		}
+		err := ix.one(sess, t)
+		var re readError
+		if errors.As(err, &re) {
+			unread = append(unread, re.Error())
+			continue
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if progress != nil {
+		progress(len(work), len(work))
+	}
+	if len(unread) > 0 {
+		more := ""
+		if len(unread) > 1 {
+			more = fmt.Sprintf(" (and %d more)", len(unread)-1)
+		}
+		ix.warn(fmt.Sprintf("index: left out for now: %s%s", unread[0], more))
+	}
+	return nil
+}
+
+// readError is a conversation that could not be read: the session's own doing, never the index's failure.
+type readError struct{ err error }
+
+func (e readError) Error() string { return e.err.Error() }
+
+// one does one task in a transaction: the row is read again inside it, since another process may have done the
+// work meanwhile.
+func (ix *Index) one(sess *layout.Dir, t task) error {
+	tx, err := ix.db.Begin() // immediate: the write lock first, so a second writer waits instead of failing
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	agent, src := "", ""
+	if t.src != nil {
+		agent, src = t.src.agent.Name, t.src.src
+	} else {
+		agent, src = t.old.agent, t.old.src
+	}
+	old, err := scanRow(tx.QueryRow(`SELECT id, session, agent, src, conv, size, ctime, ino, sig, done, next, tail
+		FROM conv WHERE session = ? AND agent = ? AND src = ?`, t.session, agent, src))
+	if errors.Is(err, sql.ErrNoRows) {
+		old = nil
+	} else if err != nil {
+		return err
+	}
+	switch {
+	case t.src == nil:
+		if old != nil {
+			if err := drop(tx, old.id); err != nil {
+				return err
+			}
+		}
+	default:
+		if err := index(tx, sess, t.session, t.src, old); err != nil {
+			return err
+		}
+	}
+	return tx.Commit()
+}
+
+// drop removes conversation id and its entries.
+func drop(tx *sql.Tx, id int64) error {
+	if _, err := tx.Exec(`DELETE FROM entry WHERE rowid BETWEEN ? AND ?`, id<<convShift, (id+1)<<convShift-1); err != nil {
+		return err
+	}
+	_, err := tx.Exec(`DELETE FROM conv WHERE id = ?`, id)
+	return err
+}
+
+// index indexes what s holds beyond what old (nil: nothing) indexed: its appended entries, or all of it.
+func index(tx *sql.Tx, sess *layout.Dir, session string, s *source, old *row) error {
+	st, end, tail := s.st, int64(0), []byte(nil)
+	if s.rel != "" {
+		f, err := sess.OpenRegular(s.rel, -1)
+		if err != nil {
+			return readError{fmt.Errorf("%s/%s: %w", session, s.rel, err)}
+		}
+		defer f.Close()
+		var ust fstat
+		if ust, err = fileStat(f); err != nil {
+			return readError{err}
+		}
+		st = ust
+		if s.appendOnly {
+			if end, err = lastLineEnd(f, st.size); err != nil {
+				return readError{err}
+			}
+			tail = make([]byte, min(end, tailLen))
+			if _, err := f.ReadAt(tail, end-int64(len(tail))); err != nil {
+				return readError{err}
+			}
+		}
+		cur := *s
+		cur.st = st
+		m := decide(old, &cur)
+		if m == skip {
+			return nil
+		}
+		if m == appendNew && !sameTail(f, old) {
+			m = whole
+		}
+		if m == appendNew {
+			return appendEntries(tx, sess, s, old, st, end, tail)
+		}
+	} else if old != nil && decide(old, s) == skip {
+		return nil
+	}
+	id, err := reuse(tx, session, s, old)
+	if err != nil {
+		return err
+	}
+	r := &row{id: id, done: 0, next: 0}
+	if !s.record {
+		if err := insertEntries(tx, sess, s, r, func(e text.Entry) bool {
+			return !s.appendOnly || s.subFiles[e.Subagent] || e.Offset < end
+		}); err != nil {
+			return err
+		}
+	}
+	return save(tx, r.id, st, s.sig, end, tail, r.next)
+}
+
+// appendEntries indexes the entries of s's main file in [old.done, end): what was appended since.
+func appendEntries(tx *sql.Tx, sess *layout.Dir, s *source, old *row, st fstat, end int64, tail []byte) error {
+	r := &row{id: old.id, next: old.next}
+	if end > old.done {
+		if err := insertEntries(tx, sess, s, r, func(e text.Entry) bool {
+			return !s.subFiles[e.Subagent] && e.Offset >= old.done && e.Offset < end
+		}); err != nil {
+			return err
+		}
+	} else {
+		end, tail = old.done, old.tail
+	}
+	return save(tx, r.id, st, s.sig, end, tail, r.next)
+}
+
+// reuse readies the row of s: old's, emptied of its entries, or a new one.
+func reuse(tx *sql.Tx, session string, s *source, old *row) (int64, error) {
+	if old != nil {
+		_, err := tx.Exec(`DELETE FROM entry WHERE rowid BETWEEN ? AND ?`, old.id<<convShift, (old.id+1)<<convShift-1)
+		return old.id, err
+	}
+	res, err := tx.Exec(`INSERT INTO conv(session, agent, src, conv, size, ctime, ino, sig, done, next)
+		VALUES(?, ?, ?, ?, 0, 0, 0, '', 0, 0)`, session, s.agent.Name, s.src, convID(s))
+	if err != nil {
+		return 0, err
+	}
+	return res.LastInsertId()
+}
+
+func convID(s *source) string {
+	if s.record {
+		return ""
+	}
+	return s.conv.ID
+}
+
+func save(tx *sql.Tx, id int64, st fstat, sig string, done int64, tail []byte, next int64) error {
+	_, err := tx.Exec(`UPDATE conv SET size = ?, ctime = ?, ino = ?, sig = ?, done = ?, tail = ?, next = ? WHERE id = ?`,
+		st.size, st.ctime, st.ino, sig, done, tail, next, id)
+	return err
+}
+
+// insertEntries adds the entries of s that keep says to index to conversation r.
+func insertEntries(tx *sql.Tx, sess *layout.Dir, s *source, r *row, keep func(text.Entry) bool) error {
+	stmt, err := tx.Prepare(`INSERT INTO entry(rowid, text, at, cwd, kind, off, tool, sub) VALUES(?, ?, ?, ?, ?, ?, ?, ?)`)
+	if err != nil {
+		return err
+	}
+	defer stmt.Close()
+	var dbErr error
+	err = text.Entries(sess, s.agent, s.conv, func(e text.Entry) error {
+		if !keep(e) || e.Text == "" || r.next >= 1<<convShift {
+			return nil
+		}
+		at := int64(0)
+		if !e.Time.IsZero() {
+			at = e.Time.UnixMilli()
+		}
+		if _, dbErr = stmt.Exec(r.id<<convShift+r.next, e.Text, at, e.Cwd, e.Kind.String(), e.Offset, e.Tool, e.Subagent); dbErr != nil {
+			return dbErr
+		}
+		r.next++
+		inserted.Add(1)
+		return nil
+	})
+	if dbErr != nil {
+		return dbErr
+	}
+	if err != nil {
+		return readError{fmt.Errorf("%s: %w", s.conv.Path, err)}
+	}
+	return nil
+}
+
+// fileStat is f's fstat.
+func fileStat(f *os.File) (fstat, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return fstat{}, err
+	}
+	return statOf(&st), nil
+}
+
+// sameTail reports whether f still holds old's tail just before old.done: an append left it as it was.
+func sameTail(f *os.File, old *row) bool {
+	if old.done < int64(len(old.tail)) {
+		return false
+	}
+	b := make([]byte, len(old.tail))
+	if _, err := f.ReadAt(b, old.done-int64(len(b))); err != nil && !(errors.Is(err, io.EOF) && len(b) == 0) {
+		return false
+	}
+	return bytes.Equal(b, old.tail)
+}
+
+// lastLineEnd is the offset just past the last newline in f's first size bytes (0: none): entries of lines past
+// it (one being written) wait for the next update.
+func lastLineEnd(f *os.File, size int64) (int64, error) {
+	const chunk = 64 << 10
+	buf := make([]byte, chunk)
+	for end := size; end > 0; {
+		start := max(end-chunk, 0)
+		n, err := f.ReadAt(buf[:end-start], start)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return 0, err
+		}
+		if i := bytes.LastIndexByte(buf[:n], '\n'); i >= 0 {
+			return start + int64(i) + 1, nil
+		}
+		end = start
+	}
+	return 0, nil
+}
