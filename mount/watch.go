@@ -4,6 +4,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/fsnotify/fsnotify"
 
@@ -20,8 +21,14 @@ type watcher struct {
 	done   chan struct{}
 }
 
+// pace is how long the watcher rests after each batch of events. Meanwhile fsnotify waits to hand over its next
+// event (the channel is unbuffered) and leaves the kernel's queue unread, where the kernel merges an event
+// with the one before it when they are the same (an agent's appends to one file: one event per rest, not one
+// per write). A change behind the mount still shows within a few milliseconds.
+const pace = time.Millisecond
+
 func startWatcher(tree *nodes.Tree, bd binds) (*watcher, error) {
-	w, err := fsnotify.NewBufferedWatcher(4096)
+	w, err := fsnotify.NewWatcher()
 	if err != nil {
 		return nil, err
 	}
@@ -39,11 +46,20 @@ func (wa *watcher) loop() {
 			if !ok {
 				return
 			}
-			ns := ev.Has(fsnotify.Create) || ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename)
-			wa.tree.Changed(nodes.Change{Path: ev.Name, Namespace: ns})
-			if ns && wa.binder != nil {
-				wa.rebind(ev.Name)
+			wa.handle(ev)
+			// The rest of the batch fsnotify holds, then a rest.
+			for more := true; more; {
+				select {
+				case ev, ok := <-wa.w.Events:
+					if !ok {
+						return
+					}
+					wa.handle(ev)
+				default:
+					more = false
+				}
 			}
+			time.Sleep(pace)
 		case err, ok := <-wa.w.Errors:
 			if !ok {
 				return
@@ -55,6 +71,15 @@ func (wa *watcher) loop() {
 				}
 			}
 		}
+	}
+}
+
+// handle tells the tree of one event, and the binder of a change of names.
+func (wa *watcher) handle(ev fsnotify.Event) {
+	ns := ev.Has(fsnotify.Create) || ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename)
+	wa.tree.Changed(nodes.Change{Path: ev.Name, Namespace: ns})
+	if ns && wa.binder != nil {
+		wa.rebind(ev.Name)
 	}
 }
 
