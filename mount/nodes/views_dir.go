@@ -14,6 +14,11 @@ import (
 // the canonical entry (a View) once that exists. The canonical name, and every name while there is no canonical
 // entry, is the folder's own entry: a lookup never makes the canonical entry, so rm -rf of the agent's folder does
 // not bring it back while it removes the views. mkdir of a view name makes it.
+//
+// Its listing leaves out the view names while the canonical entry exists (listing): a lookup answers them, which
+// is all the agents do with a cwd's name, and a walker (tar, cp -a, rsync, grep -r, find, du) meets the canonical
+// entry's files once. Gemini lists tmp/ only to find a cwd's name by its claim when projects.json has lost it, and
+// claims a name again when it finds none: every name shows the same chats.
 type ViewsDir struct {
 	Node
 	views *viewsRow
@@ -24,6 +29,7 @@ var (
 	_ = (fs.NodeMkdirer)((*ViewsDir)(nil))
 	_ = (fs.NodeRmdirer)((*ViewsDir)(nil))
 	_ = (fs.NodeUnlinker)((*ViewsDir)(nil))
+	_ = (fs.NodeOpendirHandler)((*ViewsDir)(nil))
 )
 
 func (d *ViewsDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
@@ -62,6 +68,44 @@ func (d *ViewsDir) lookupView(ctx context.Context, name string, out *fuse.EntryO
 		return nil, syscall.ENOTDIR, true // never shown as the agent's folder
 	}
 	return t.viewInode(ctx, &d.Inode, d.id, v, &st, gen, out), 0, true
+}
+
+// OpendirHandle lists the store's folder without the view names while the canonical entry is a folder: under them
+// a walker would meet the canonical entry's files again, and the store keeps nothing of theirs but a claim (their
+// Own file, which the agent writes again). Kept by the kernel as any folder's: the canonical entry's coming and
+// going changes the folder's mtime.
+func (d *ViewsDir) OpendirHandle(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	t := d.tree
+	t.touch(d.id)
+	dir := d.path()
+	fd, err := t.openAt(dir, syscall.O_RDONLY|syscall.O_DIRECTORY, 0)
+	if err != nil {
+		return nil, 0, fs.ToErrno(err)
+	}
+	var st, canon syscall.Stat_t
+	var dirs, all uint64
+	if _, err := fstat(fd, &st); err == nil {
+		dirs, all = t.inoMix(st.Dev, d.alias)
+	}
+	_, err = t.lstatAt(dir+"/"+d.views.Canonical, &canon)
+	hide := err == nil && canon.Mode&syscall.S_IFMT == syscall.S_IFDIR
+	ents, errno := readEntries(fd, func(e *fuse.DirEntry) bool {
+		if e.Name == "." || e.Name == ".." {
+			return true
+		}
+		if hide && d.views.isView(e.Name) {
+			return false
+		}
+		e.Ino ^= all
+		if e.Mode&syscall.S_IFMT == syscall.S_IFDIR {
+			e.Ino ^= dirs
+		}
+		return true
+	})
+	if errno != 0 {
+		return nil, 0, errno
+	}
+	return fs.NewListDirStream(ents).(fs.FileHandle), fuse.FOPEN_CACHE_DIR | fuse.FOPEN_KEEP_CACHE, 0
 }
 
 // Mkdir of a view name (the agent's first run in a cwd) makes the canonical entry, and the name is its view.

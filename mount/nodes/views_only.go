@@ -12,9 +12,15 @@ import (
 // OnlyViewsDir is the folder of a row of the views table (views.go) that holds nothing but views (agents.Views.Only:
 // Claude's .claude/projects). Every name of the row is a view of the canonical folder, the canonical name too (view
 // number 0), so "claude --resume" finds a conversation whatever cwd it starts in; any other name does not exist.
-// Unlike a ViewsDir it is synthetic, not the store folder passed through: its listing is the canonical name and the
-// aliases the session recorded (aliases.go), nothing else can be made in it, and the canonical folder is made again
-// when a view is looked up without it. The kernel keeps its answers for the mount's timeout; no watcher follows it.
+// Unlike a ViewsDir it is synthetic, not the store folder passed through: its listing is the canonical name alone,
+// nothing else can be made in it, and the canonical folder is made again when a view is looked up without it. The
+// kernel keeps its answers for the mount's timeout; no watcher follows it.
+//
+// Every other name answers a lookup and is never listed: Claude Code looks up its cwd's name (--resume and
+// --continue of every version, the folders of a repository's worktrees) and lists projects/ only to gather every
+// conversation (a newer CLI's --resume, the picker, the start-up cleanup), which the canonical folder holds. So a
+// walker (tar, cp -a, rsync, grep -r, find, du) meets each transcript once, as the store holds it, and a copy made
+// through the mount is the store's. The aliases a session used are in its session.json (aliases.go) for ls/show.
 type OnlyViewsDir struct {
 	fs.Inode
 	tree  *Tree
@@ -81,25 +87,14 @@ func (d *OnlyViewsDir) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.
 	return d.tree.statfs(out)
 }
 
-// Readdir lists the canonical folder and, in the transcript folder, the aliases the session has used (from
-// session.json).
+// Readdir lists the canonical folder alone: the one entry of the store's folder (what was filed under other names is
+// folded into it), each transcript once.
 func (d *OnlyViewsDir) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
-	names := []string{d.views.Canonical}
-	if d.views.transcripts {
-		if m, err := d.tree.Store.Get(d.id); err == nil {
-			names = append(names, m.Aliases...)
-		}
-	}
 	var canon syscall.Stat_t
 	if _, err := d.tree.lstatAt(d.dir+"/"+d.views.Canonical, &canon); err != nil || canon.Mode&syscall.S_IFMT != syscall.S_IFDIR {
 		return &uncached{fs.NewListDirStream(nil), &d.Inode, &d.listed}, 0
 	}
-	ents := make([]fuse.DirEntry, 0, len(names))
-	for _, name := range names {
-		if v, ok := d.tree.viewOf(d.views, d.dir, name); ok {
-			ents = append(ents, fuse.DirEntry{Name: name, Mode: syscall.S_IFDIR, Ino: d.tree.stableAttr(&canon, 0, v.num).Ino})
-		}
-	}
+	ents := []fuse.DirEntry{{Name: d.views.Canonical, Mode: syscall.S_IFDIR, Ino: d.tree.stableAttr(&canon, 0, 0).Ino}}
 	return &uncached{fs.NewListDirStream(ents), &d.Inode, &d.listed}, 0
 }
 
