@@ -136,12 +136,12 @@ func (r *claudeRead) file(rel, sub string, start int64) (int64, error) {
 // line passes the entries of one transcript line.
 func (r *claudeRead) line(l *claudeLine, off int64, sub string) error {
 	if sub == "" && l.IsSidechain {
-		sub = l.AgentID // an older transcript's subagent, inline
+		sub = OneLine(l.AgentID, MaxCall) // an older transcript's subagent, inline
 		if sub == "" {
 			sub = "sidechain"
 		}
 	}
-	e := Entry{Time: l.Timestamp, Cwd: l.Cwd, Subagent: sub, Offset: off}
+	e := Entry{Time: l.Timestamp, Cwd: OneLine(l.Cwd, MaxCwd), Subagent: sub, Offset: off}
 	emit := func(k Kind, tool, text string) error {
 		e.Kind, e.Tool, e.Text = k, tool, text
 		return r.fn(e)

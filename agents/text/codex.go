@@ -42,7 +42,7 @@ func codexLines() func([]byte, int64, func(Entry) error) error {
 		switch l.Type {
 		case "session_meta", "turn_context":
 			if p.Cwd != "" {
-				cwd = p.Cwd
+				cwd = OneLine(p.Cwd, MaxCwd)
 			}
 			return nil
 		case "compacted":

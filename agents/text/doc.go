@@ -7,10 +7,10 @@
 //	type Entry struct {
 //		Kind     Kind
 //		Time     time.Time // zero if the agent wrote none
-//		Cwd      string    // the cwd the entry ran in, "" if the agent wrote none
+//		Cwd      string    // the cwd the entry ran in, "" if the agent wrote none (one line, safe)
 //		Text     string    // safe for a terminal and bounded (MaxText; a call or a result: one line)
 //		Tool     string    // for calls and results
-//		Subagent string    // the subagent's id when the entry is inside one; "" for the main conversation
+//		Subagent string    // the subagent's id inside one (one line, safe); "" for the main conversation
 //		Offset   int64     // where the entry's line starts in its file (bytes; opencode: the message's row order)
 //	}
 //	func Entries(sess *layout.Dir, a *agents.Agent, c agents.Conversation, fn func(Entry) error) error

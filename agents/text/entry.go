@@ -49,12 +49,12 @@ func (k *Kind) UnmarshalText(b []byte) error {
 type Entry struct {
 	Kind Kind      `json:"kind"`
 	Time time.Time `json:"time,omitzero"` // zero if the agent wrote none
-	Cwd  string    `json:"cwd,omitempty"` // the cwd it ran in, "" if the agent wrote none
+	Cwd  string    `json:"cwd,omitempty"` // the cwd it ran in, "" if the agent wrote none (one line, safe)
 	// Text is safe for a terminal (Safe) and bounded (MaxText); for a call, the tool and its arguments shortened
 	// to one line; for a result, a one-line summary.
 	Text     string `json:"text"`
 	Tool     string `json:"tool,omitempty"`     // for calls and results
-	Subagent string `json:"subagent,omitempty"` // the subagent's id inside one; "" for the main conversation
+	Subagent string `json:"subagent,omitempty"` // the subagent's id inside one (one line, safe); "" for the main conversation
 	// Offset is where the entry's line starts in its file (a subagent's in the subagent's file), in bytes; for
 	// opencode, whose messages are rows, the message's place in the conversation.
 	Offset int64 `json:"offset"`
@@ -64,6 +64,7 @@ type Entry struct {
 const (
 	MaxText = 256 << 10 // a prompt's, a reply's or a note's text
 	MaxCall = 200       // a call's or a result's line
+	MaxCwd  = 4096      // a cwd (PATH_MAX)
 	// MaxLine is the longest line read: a longer one (a tool result of 50 MB) is left out, a Note saying so.
 	MaxLine = 16 << 20
 )

@@ -61,7 +61,7 @@ func (opencodeReader) read(sess *layout.Dir, c agents.Conversation, from positio
 		if json.Unmarshal([]byte(r.Data), &m) != nil {
 			return nil
 		}
-		e := Entry{Time: r.Created, Cwd: m.Path.Cwd, Offset: order}
+		e := Entry{Time: r.Created, Cwd: OneLine(m.Path.Cwd, MaxCwd), Offset: order}
 		if r.Session != c.ID {
 			e.Subagent = OneLine(r.Session, MaxCall)
 		}

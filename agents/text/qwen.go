@@ -37,7 +37,7 @@ func qwenLines() func([]byte, int64, func(Entry) error) error {
 		if json.Unmarshal(b, &l) != nil {
 			return nil
 		}
-		e := Entry{Time: l.Timestamp, Cwd: l.Cwd, Offset: off}
+		e := Entry{Time: l.Timestamp, Cwd: OneLine(l.Cwd, MaxCwd), Offset: off}
 		if l.Type == "system" {
 			if l.Subtype == "chat_compression" {
 				e.Kind, e.Text = Note, "Conversation compacted"

@@ -20,6 +20,7 @@ func scanLines(r io.Reader, start int64, partial bool, fn func(line []byte, off,
 		chunk, err := br.ReadSlice('\n')
 		length += int64(len(chunk))
 		if length <= MaxLine+1 {
+			line = grow(line, len(chunk))
 			line = append(line, chunk...)
 		} else {
 			line = nil
@@ -52,6 +53,17 @@ func scanLines(r io.Reader, start int64, partial bool, fn func(line []byte, off,
 		}
 		line, length = line[:0], 0
 	}
+}
+
+// grow makes room for n more bytes in b, doubling its capacity (append grows large slices by a quarter, which
+// allocates several times a long line's size on the way).
+func grow(b []byte, n int) []byte {
+	if len(b)+n <= cap(b) {
+		return b
+	}
+	nb := make([]byte, len(b), max(2*cap(b), len(b)+n))
+	copy(nb, b)
+	return nb
 }
 
 func trimCR(b []byte) []byte {
