@@ -151,6 +151,9 @@ func queryError(match string, err error) error {
 	var se *sqlite.Error
 	if err != nil && errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_ERROR {
 		msg := strings.TrimPrefix(se.Error(), "SQL logic error: ")
+		if i := strings.LastIndex(msg, " ("); i > 0 && strings.HasSuffix(msg, ")") {
+			msg = msg[:i] // SQLite's code, "(1)"
+		}
 		return fmt.Errorf("%w: %q: %s (put words with other characters in double quotes: \"fix-login\"; prefix*, AND, OR, NOT, NEAR(a b))",
 			ErrQuery, match, msg)
 	}

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/sessionfs/sessionfs/search"
+)
+
+func (a *app) searchCmd() *cobra.Command {
+	var o search.Options
+	var since string
+	cmd := &cobra.Command{
+		Use:   "search QUERY",
+		Short: "Find conversations of any agent, in any session, by what was said in them",
+		Long: `search finds what was said in every conversation of every agent (Claude Code, Codex, Gemini CLI, Qwen
+Code, opencode) in the store's sessions: prompts, replies, tool calls and their results, ranked best first
+(bm25). Each hit prints the session, agent, conversation id, time, cwd and what it was, then the text around
+the match, the match in bold on a terminal. --json prints the hits as JSON; -l prints only the ids of the
+sessions with a match, best first.
+
+QUERY is SQLite FTS5's: words (all must occur), "a phrase", a prefix*, OR, NOT, NEAR(a b), (grouping). A word
+with other characters (fix-login, main.go) is taken as a phrase. A query FTS5 cannot read is an error (exit 1).
+
+The index is the store's own, <store>/index/search.db: each search first reads what changed since (a stat of
+each conversation file; appends are indexed alone), and the mount's daemon keeps it current as agents write.
+--reindex builds it anew, with a progress bar.`,
+		Example: `  sessionfs search walrus
+  sessionfs search '"database is locked"' --agent codex --since 7d
+  sessionfs search 'migrat* NOT sqlite' --label team=web -l
+  sessionfs search needle --json | jq -r '.[].conversation'
+  sessionfs search --reindex`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				o.Match = args[0]
+			} else if !o.Reindex {
+				return usageError("search needs a QUERY (or --reindex)")
+			}
+			var err error
+			if o.Since, err = search.ParseSince(since, time.Now()); err != nil {
+				return usageError(err.Error())
+			}
+			s, err := a.openStore()
+			if err != nil {
+				return err
+			}
+			if o.IDs && !cmd.Flags().Changed("limit") || o.Limit == 0 {
+				o.Limit = -1 // all
+			}
+			o.Color = term.IsTerminal(int(os.Stdout.Fd())) && os.Getenv("NO_COLOR") == ""
+			var finish func()
+			o.Progress, finish = countBar("indexing conversations", false)
+			err = search.Run(cmd.OutOrStdout(), s, o)
+			finish()
+			if errors.Is(err, search.ErrQuery) {
+				return codedError{code: 1, err: errors.New(strings.TrimPrefix(err.Error(), "search: "))}
+			}
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.StringArrayVar(&o.Sessions, "session", nil, "only in this session (repeatable)")
+	f.StringVar(&o.Agent, "agent", "", "only this agent's conversations (claude, codex, gemini, qwen, opencode)")
+	f.StringArrayVar(&o.Labels, "label", nil, "only in sessions with label K=V, or with label K (repeatable: all must hold)")
+	f.StringVar(&since, "since", "", "only what was said since then: 90m, 36h, 7d, or a date (2026-11-25)")
+	f.BoolVar(&o.JSON, "json", false, "print the hits as JSON")
+	f.BoolVarP(&o.IDs, "files-with-matches", "l", false, "print only the ids of the sessions with a match")
+	f.IntVar(&o.Limit, "limit", 20, "print at most this many hits (with -l: sessions, all by default; 0: all)")
+	f.BoolVar(&o.Reindex, "reindex", false, "build the index anew first (with a progress bar)")
+	return cmd
+}
