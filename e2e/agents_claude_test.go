@@ -61,7 +61,8 @@ func TestClaudeResumesFromAnyCwd(t *testing.T) {
 		require.Len(t, transcripts(t, canonical), 1, "--continue did not start a new conversation")
 		assert.Greater(t, lineCount(t, files[0]), n)
 
-		// The aliases the session used are recorded and listed.
+		// The aliases the session used are recorded; the listing is the store's, each transcript once
+		// (mount_copies_test.go), and an alias answers a lookup.
 		eventually(t, 5e9, func() bool {
 			meta, _ := os.ReadFile(filepath.Join(store, "sessions", "s1", "session.json"))
 			return strings.Contains(string(meta), claudeName(outside))
@@ -72,8 +73,8 @@ func TestClaudeResumesFromAnyCwd(t *testing.T) {
 		for _, e := range ents {
 			names = append(names, e.Name())
 		}
-		assert.Contains(t, names, "-session-workspace")
-		assert.Contains(t, names, claudeName(outside))
+		assert.Equal(t, []string{"-session-workspace"}, names)
+		assert.DirExists(t, filepath.Join(cfg, "projects", claudeName(outside)))
 	})
 }
 

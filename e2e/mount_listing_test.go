@@ -115,10 +115,13 @@ func TestFolderListingsWithoutOpendir(t *testing.T) {
 	// Synthetic folders no watcher follows are listed anew each time: the projects views and by-claude-id.
 	proj := filepath.Join(m.session("s000"), ".claude", "projects")
 	assert.Equal(t, []string{"-session-workspace"}, list(proj))
-	// Writing through a cwd's name records it as an alias of the session, which the listing then shows.
-	require.NoError(t, os.WriteFile(filepath.Join(proj, "-home-u-elsewhere", "notes.txt"), []byte("x"), 0o600))
-	eventually(t, 5*time.Second, func() bool { return slices.Contains(list(proj), "-home-u-elsewhere") },
-		"the projects listing shows the new view: %v", list(proj))
+	// The canonical folder removed behind the mount leaves the listing empty; made again, it shows.
+	canon := filepath.Join(store, "sessions", "s000", ".claude", "projects", "-session-workspace")
+	require.NoError(t, os.Remove(canon))
+	eventually(t, 5*time.Second, func() bool { return len(list(proj)) == 0 }, "the projects listing follows the store: %v", list(proj))
+	require.NoError(t, os.Mkdir(canon, 0o755))
+	eventually(t, 5*time.Second, func() bool { return slices.Equal([]string{"-session-workspace"}, list(proj)) },
+		"the projects listing shows the canonical folder again: %v", list(proj))
 	byID := filepath.Join(m.mnt, "by-claude-id")
 	assert.Empty(t, list(byID))
 	uuid := "0b7c6a1e-1111-2222-3333-444455556666"

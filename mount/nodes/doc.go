@@ -31,15 +31,16 @@
 // workspace gets (viewOf, with the view numbers), the same View node, and the same fold of what the agent filed
 // under real folders while the store was not mounted. The rows differ only by their properties:
 //   - Only (Claude's projects/): nothing but views lives there, so the folder is synthetic (OnlyViewsDir): it
-//     lists the canonical name and the names recorded, any other name does not exist, nothing else can be made in
+//     lists the canonical name alone, any other name does not exist, nothing else can be made in
 //     it, the canonical folder is made again when a view is looked up without it, and every real folder in it is
 //     folded when it is first looked up. This is the one difference of type, and a real one: a ViewsDir is the
 //     store folder passed through (creates, renames, links, attributes, a watched listing), an OnlyViewsDir has no
 //     entry of its own to pass through. Otherwise (ViewsDir) the canonical name and the names while there is no
 //     canonical entry are the folder's own entries, mkdir of a view name makes the canonical entry, rmdir of one
-//     removes its claim, and a view name's first lookup in a mount folds.
+//     removes its claim, and a view name's first lookup in a mount folds. No views folder lists a view name: a
+//     lookup answers it, and a walker (tar, rsync, grep -r) meets each file once, as the store holds it.
 //   - transcripts (the store's transcript folder, layout.ProjectsDir: Claude's projects/ again): the names written
-//     through are recorded in session.json as aliases (aliases.go), listed, and forgotten by rmdir; unlink below a
+//     through are recorded in session.json as aliases (aliases.go) and forgotten by rmdir; unlink below a
 //     view moves to the transcript trash (trash.go); Claude Code's set-aside of a file moved onto itself is refused.
 //   - Own (Gemini's .project_root): a file each name keeps for itself, served from the store folder of that name.
 //
