@@ -2,6 +2,7 @@ package mount
 
 import (
 	"errors"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -47,16 +48,19 @@ func (wa *watcher) loop() {
 				return
 			}
 			wa.handle(ev)
-			// The rest of the batch fsnotify holds, then a rest.
-			for more := true; more; {
+			// The rest of what fsnotify read (it parses each event before it hands it over: a yield lets it),
+			// then a rest.
+			for idle := 0; idle < 2; {
 				select {
 				case ev, ok := <-wa.w.Events:
 					if !ok {
 						return
 					}
 					wa.handle(ev)
+					idle = 0
 				default:
-					more = false
+					runtime.Gosched()
+					idle++
 				}
 			}
 			time.Sleep(pace)
