@@ -20,8 +20,8 @@ import (
 
 // The agent workload: what an agent does in its workspace (untar a source tree, git add and commit, git status,
 // grep -r, du, find, rm -rf), as one shell script that times each step itself, run the same way in every place
-// an agent can work: natively on the store, through the mount, through bindfs, inside `sessionfs exec`, and in
-// a container, bound plainly (docker run -v) and by `sessionfs run --backend docker`.
+// an agent can work: in the plain folder, in the store's folder, through the mount, through bindfs, inside
+// `sessionfs exec`, and in a container, bound plainly (docker run -v) and by `sessionfs run --backend docker`.
 
 // agentScript times each step with GNU date and prints "step nanoseconds" lines. $1 is the tarball, $2 the folder.
 const agentScript = `#!/bin/sh
@@ -138,11 +138,15 @@ func (b *bench) agentWorkload() {
 		b.skip("agent workload: %v", err)
 		return
 	}
-	if b.freeStore != "" { // the unconfined mount's store runs the same script on the same tarball
-		freeApp := filepath.Join(b.freeStore, "sessions", benchSession, "app")
+	// The plain folder and the unconfined mount's store run the same script on the same tarball.
+	for _, root := range []string{b.plain, b.freeStore} {
+		if root == "" {
+			continue
+		}
+		other := filepath.Join(root, "sessions", benchSession, "app")
 		for _, name := range []string{"agent-tree.tar", "agent.sh"} {
-			_ = os.Remove(filepath.Join(freeApp, name))
-			if err := os.Link(filepath.Join(app, name), filepath.Join(freeApp, name)); err != nil {
+			_ = os.Remove(filepath.Join(other, name))
+			if err := os.Link(filepath.Join(app, name), filepath.Join(other, name)); err != nil {
 				b.skip("agent workload: %v", err)
 				return
 			}
@@ -176,7 +180,14 @@ func (b *bench) agentWorkload() {
 			}})
 	}
 	times := map[string]map[string][]time.Duration{} // step -> place -> runs
-	for run := 0; run < b.c.runs; run++ {
+	cpu := map[string][]time.Duration{}              // place -> the daemons' CPU of each run
+	record := func(step, place string, d time.Duration) {
+		if times[step] == nil {
+			times[step] = map[string][]time.Duration{}
+		}
+		times[step][place] = append(times[step][place], d)
+	}
+	for run := 0; run < b.c.agentRuns; run++ {
 		for _, p := range rotated(places, run) {
 			fmt.Fprintf(os.Stderr, "agent workload, run %d, %s\n", run+1, p.name)
 			syscall.Sync() // the last place's writeback is not this one's to pay
@@ -184,7 +195,12 @@ func (b *bench) agentWorkload() {
 			cmd.Env = env
 			var stderr strings.Builder
 			cmd.Stderr = &stderr
+			b.settle()
+			before, start := b.daemonCPU(), time.Now()
 			out, err := cmd.Output()
+			took := time.Since(start)
+			b.settle()
+			cpu[p.name] = append(cpu[p.name], b.daemonCPU()-before)
 			if err != nil {
 				b.skip("agent workload in %s: %v: %s", p.name, err, strings.TrimSpace(stderr.String()))
 				continue
@@ -195,27 +211,33 @@ func (b *bench) agentWorkload() {
 				if !ok || err != nil {
 					continue
 				}
-				if times[step] == nil {
-					times[step] = map[string][]time.Duration{}
-				}
-				times[step][p.name] = append(times[step][p.name], time.Duration(n))
+				record(step, p.name, time.Duration(n))
 			}
+			record(wholeRun, p.name, took)
 		}
 	}
-	b.Agent = &agentResult{Files: files, Bytes: size}
-	for _, step := range agentSteps {
+	b.Agent = &agentResult{Files: files, Bytes: size, Runs: b.c.agentRuns}
+	for _, step := range append(agentSteps, wholeRun) {
 		r := newResult(step)
 		for place, ts := range times[step] {
 			r.add(place, ts)
+			if step == wholeRun && len(b.daemonPids()) > 0 {
+				r.addCPU(place, cpu[place])
+			}
 		}
 		b.Agent.Steps = append(b.Agent.Steps, r)
 	}
 }
 
+// wholeRun is the agent table's last row: the script's whole run as the bench sees it, from the command's start
+// to its exit (a container's creation, start and removal included), with the daemons' CPU meanwhile.
+const wholeRun = "whole run"
+
 // agentResult is the agent workload's table.
 type agentResult struct {
 	Files int      `json:"files"`
 	Bytes int64    `json:"bytes"`
+	Runs  int      `json:"runs"`
 	Steps []result `json:"steps"`
 }
 
@@ -259,23 +281,54 @@ func dedupe(s []string) []string {
 	return out
 }
 
-// reportAgent prints the agent workload: each place's median, and the ratios that matter: a sessionfs run
-// against native (exec) and against a plain bind (docker), the mount and bindfs against native, and a person's own
-// docker run -v on the mount against the same on the store.
+// agentPlaces are the agent table's places, in its order.
+var agentPlaces = []struct{ key, head string }{
+	{"plain", "plain"}, {"store", "store"}, {"exec", "exec"}, {"sessionfs", "mount"}, {"unconfined", "unconfined"},
+	{"bindfs", "bindfs"}, {"docker-bind", "docker -v"}, {"docker-mount", "docker -v mount"}, {"docker-sessionfs", "sessionfs run"},
+}
+
+// agentRatios are the ratios that matter: each place on the host against the plain folder, a sessionfs run
+// against a plain bind of the store's folder (docker run -v), and a person's own docker run -v on the mount
+// against the same on the store.
+var agentRatios = []struct{ head, a, b string }{
+	{"store/plain", "store", "plain"}, {"exec/plain", "exec", "plain"}, {"mount/plain", "sessionfs", "plain"},
+	{"unconfined/plain", "unconfined", "plain"}, {"bindfs/plain", "bindfs", "plain"},
+	{"run/docker -v", "docker-sessionfs", "docker-bind"}, {"-v mount/-v store", "docker-mount", "docker-bind"},
+}
+
+// reportAgent prints the agent workload: each place's median, the ratios, and (on the whole run's row) the
+// daemons' CPU in the places where they should spend nothing.
 func (b *bench) reportAgent(w io.Writer) {
 	a := b.Agent
 	if a == nil {
 		return
 	}
-	fmt.Fprintf(w, "\nagent workload: %d files, %.0f MiB (medians of %d runs)\n\n", a.Files, float64(a.Bytes)/(1<<20), b.c.runs)
+	fmt.Fprintf(w, "\nagent workload: %d files, %.0f MiB (medians of %d runs, seconds)\n\n", a.Files, float64(a.Bytes)/(1<<20), a.Runs)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "step\tnative s\texec s\tmount s\tunconfined s\tbindfs s\tdocker -v s\tdocker -v mount s\tsessionfs run s\texec/native\tmount/native\tunconfined/native\tbindfs/native\trun/docker -v\t-v mount/-v store\t-v mount/native\t")
+	head := []string{"step"}
+	for _, p := range agentPlaces {
+		head = append(head, p.head+" s")
+	}
+	for _, r := range agentRatios {
+		head = append(head, r.head)
+	}
+	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
 	for _, r := range a.Steps {
-		s := r.Seconds
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Workload,
-			secs(s["native"]), secs(s["exec"]), secs(s["sessionfs"]), secs(s["unconfined"]), secs(s["bindfs"]), secs(s["docker-bind"]), secs(s["docker-mount"]), secs(s["docker-sessionfs"]),
-			ratio(s["exec"], s["native"]), ratio(s["sessionfs"], s["native"]), ratio(s["unconfined"], s["native"]), ratio(s["bindfs"], s["native"]), ratio(s["docker-sessionfs"], s["docker-bind"]),
-			ratio(s["docker-mount"], s["docker-bind"]), ratio(s["docker-mount"], s["native"]))
+		row := []string{r.Workload}
+		for _, p := range agentPlaces {
+			row = append(row, secs(r.Seconds[p.key]))
+		}
+		for _, q := range agentRatios {
+			row = append(row, ratio(r.Seconds[q.a], r.Seconds[q.b]))
+		}
+		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
+		if r.CPU != nil {
+			row = []string{"daemon CPU"}
+			for _, p := range agentPlaces {
+				row = append(row, cpuSecs(r.CPU, p.key))
+			}
+			fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
+		}
 	}
 	tw.Flush()
 }

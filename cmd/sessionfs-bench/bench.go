@@ -29,7 +29,8 @@ const benchSession = "bench"
 type bench struct {
 	c       config
 	store   string
-	targets []*target // native first
+	targets []*target // plain first, then the store's folder, then the mounts
+	plain   string    // the plain folder's root: sessions laid out as in the store, outside it, watched by nobody
 	mount   *target
 	// free is the unconfined mount's store (and free its mount), when -unconfined: the same sessions, served
 	// with --confine off.
@@ -51,6 +52,9 @@ type result struct {
 	Seconds  map[string]float64 `json:"seconds"` // the median of each place's runs
 	// Runs are each place's runs in the order they ran, to tell a place's own slowness from the disk's noise.
 	Runs map[string][]float64 `json:"runs"`
+	// CPU is the median CPU time the sessionfs daemons used during each place's runs (cpu.go); CPURuns each run's.
+	CPU     map[string]float64   `json:"daemon_cpu_seconds,omitempty"`
+	CPURuns map[string][]float64 `json:"daemon_cpu_runs,omitempty"`
 }
 
 // newResult starts the result of a workload.
@@ -63,6 +67,17 @@ func (r *result) add(place string, runs []time.Duration) {
 	r.Seconds[place] = median(runs).Seconds()
 	for _, d := range runs {
 		r.Runs[place] = append(r.Runs[place], d.Seconds())
+	}
+}
+
+// addCPU records the daemons' CPU during each of a place's runs, and its median.
+func (r *result) addCPU(place string, runs []time.Duration) {
+	if r.CPU == nil {
+		r.CPU, r.CPURuns = map[string]float64{}, map[string][]float64{}
+	}
+	r.CPU[place] = median(runs).Seconds()
+	for _, d := range runs {
+		r.CPURuns[place] = append(r.CPURuns[place], d.Seconds())
 	}
 }
 
@@ -81,6 +96,9 @@ func newBench(c config) (*bench, error) {
 	if err := makeSessions(b.store, c.sessions); err != nil {
 		return nil, err
 	}
+	if err := plantTranscripts(b.store, c.sessions); err != nil {
+		return nil, err
+	}
 	if c.unconfined && os.Geteuid() == 0 {
 		b.freeStore = filepath.Join(c.dir, "store-unconfined")
 		fmt.Fprintf(os.Stderr, "making a store of %d sessions in %s, to mount with --confine off\n", c.sessions, b.freeStore)
@@ -92,13 +110,21 @@ func newBench(c config) (*bench, error) {
 	if c.startOnly {
 		return b, nil
 	}
-	native := &target{name: "native", root: b.store, stop: func() {}}
+	// The baseline: the bench session and the sessions du walks, laid out as in the store, in a folder beside it
+	// (the same filesystem) that no daemon watches.
+	b.plain = filepath.Join(c.dir, "plain")
+	if err := makeSessions(b.plain, c.duWalk+1); err != nil {
+		return nil, err
+	}
+	plain := &target{name: "plain", root: b.plain, stop: func() {}}
+	// The store's own folder, while the daemon serving it runs (and watches what it watches).
+	store := &target{name: "store", root: b.store, stop: func() {}}
 	m, _, err := startSessionfs(c.sessionfs, b.store, filepath.Join(c.dir, "mnt-sessionfs"))
 	if err != nil {
 		return nil, err
 	}
 	b.mount = m
-	b.targets = []*target{native, m}
+	b.targets = []*target{plain, store, m}
 	if os.Geteuid() == 0 && !waitBound(m.sessionDir(benchSession), 5*time.Second) {
 		b.skip("the bench session's workspace was not bound over the mount within 5 s: the mount's figures are FUSE's")
 	}
@@ -276,6 +302,10 @@ func (b *bench) runAll() {
 		b.csiPublish()
 		return
 	}
+	if b.c.cliOnly {
+		b.cliAtScale()
+		return
+	}
 	canDrop := dropCaches() == nil
 	if !canDrop {
 		b.skip("cold workloads: dropping the caches needs root")
@@ -293,30 +323,9 @@ func (b *bench) runAll() {
 			continue
 		}
 		fmt.Fprintf(os.Stderr, "%-45s", w.name)
-		times := map[string][]time.Duration{}
-		for run := 0; run < b.c.runs; run++ {
-			for _, t := range rotated(b.targets, run) { // interleaved, so drift hits every target alike
-				dir := b.dir(t)
-				if err := w.prepare(dir); err != nil {
-					b.skip("%s on %s: prepare: %v", w.name, t.name, err)
-					continue
-				}
-				if w.cold {
-					_ = dropCaches()
-				}
-				d, err := timed(func() error { return w.run(dir) })
-				if err != nil {
-					b.skip("%s on %s: %v", w.name, t.name, err)
-					continue
-				}
-				times[t.name] = append(times[t.name], d)
-			}
-		}
-		r := newResult(w.name)
-		for name, ts := range times {
-			r.add(name, ts)
-		}
-		b.Results = append(b.Results, r)
+		b.Results = append(b.Results, b.measure(w.name, b.c.runs, w.cold,
+			func(t *target) error { return w.prepare(b.dir(t)) },
+			func(t *target) error { return w.run(b.dir(t)) }))
 		fmt.Fprintf(os.Stderr, " done\n")
 	}
 	if b.c.only != "" {
@@ -326,6 +335,7 @@ func (b *bench) runAll() {
 	b.sessionsWalk()
 	b.dockerRun()
 	b.manyBinds()
+	b.cliAtScale()
 	b.csiPublish()
 	b.agentWorkload()
 	b.roundTrips() // last: it stops the bench's mount
@@ -398,24 +408,54 @@ func (b *bench) dockerRun() {
 	})
 }
 
-// perTarget times work on every target, runs times each, and records the medians as one result.
+// perTarget times work on every target, runs times each (interleaved), and records the medians as one result.
 func (b *bench) perTarget(name string, runs int, work func(t *target) error) {
-	r := newResult(name)
-	for _, t := range b.targets {
-		var times []time.Duration
-		for run := 0; run < runs; run++ {
+	b.Results = append(b.Results, b.measure(name, runs, false, nil, work))
+}
+
+// measure times work on every target, runs times each, the targets interleaved (each round begun at another
+// one, so drift and the last place's writeback hit every place alike), with prepare (when not nil) untimed before
+// each run and the caches dropped after it when cold. It records the daemons' CPU during each run, from idle to
+// idle: what a run's events cost the daemons after the run's end is the run's too.
+func (b *bench) measure(name string, runs int, cold bool, prepare, work func(t *target) error) result {
+	times, cpu := map[string][]time.Duration{}, map[string][]time.Duration{}
+	failed := map[string]bool{}
+	for run := 0; run < runs; run++ {
+		for _, t := range rotated(b.targets, run) {
+			if failed[t.name] {
+				continue
+			}
+			if prepare != nil {
+				if err := prepare(t); err != nil {
+					b.skip("%s on %s: prepare: %v", name, t.name, err)
+					failed[t.name] = true
+					continue
+				}
+			}
+			b.settle()
+			if cold {
+				_ = dropCaches()
+			}
+			before := b.daemonCPU()
 			d, err := timed(func() error { return work(t) })
 			if err != nil {
 				b.skip("%s on %s: %v", name, t.name, err)
-				break
+				failed[t.name] = true
+				continue
 			}
-			times = append(times, d)
-		}
-		if len(times) > 0 {
-			r.add(t.name, times)
+			b.settle()
+			times[t.name] = append(times[t.name], d)
+			cpu[t.name] = append(cpu[t.name], b.daemonCPU()-before)
 		}
 	}
-	b.Results = append(b.Results, r)
+	r := newResult(name)
+	for place, ts := range times {
+		r.add(place, ts)
+		if len(b.daemonPids()) > 0 {
+			r.addCPU(place, cpu[place])
+		}
+	}
+	return r
 }
 
 func dockerTrue(cli *client.Client, img, src string) error {
@@ -441,14 +481,38 @@ func dockerTrue(cli *client.Client, img, src string) error {
 	return nil
 }
 
+// places are the file-by-file table's places, in its order: the plain folder first, the baseline of every ratio.
+var places = []string{"plain", "store", "sessionfs", "unconfined", "bindfs"}
+
 func (b *bench) report(w io.Writer) {
-	fmt.Fprintf(w, "\nsessionfs benchmark, %s, %s\n\n", b.Date, b.Machine)
+	fmt.Fprintf(w, "\nsessionfs benchmark, %s, %s\n", b.Date, b.Machine)
+	fmt.Fprintf(w, "medians of %d rounds, seconds; plain: a folder beside the store that no daemon watches; store: the store's "+
+		"folder while the daemon runs; sessionfs: through the mount (a session's workspace is a bind); daemon CPU: "+
+		"what the sessionfs daemons and helpers used meanwhile\n\n", b.c.runs)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "workload\tnative s\tsessionfs s\tunconfined s\tbindfs s\tsessionfs/native\tunconfined/native\tsessionfs/unconfined\tsessionfs/bindfs\t")
+	head := []string{"workload"}
+	for _, p := range places {
+		head = append(head, p+" s")
+	}
+	for _, p := range places[1:] {
+		head = append(head, p+"/plain")
+	}
+	for _, p := range places {
+		head = append(head, "cpu "+p)
+	}
+	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
 	for _, r := range b.Results {
-		n, s, u, bf := r.Seconds["native"], r.Seconds["sessionfs"], r.Seconds["unconfined"], r.Seconds["bindfs"]
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Workload, secs(n), secs(s), secs(u), secs(bf),
-			ratio(s, n), ratio(u, n), ratio(s, u), ratio(s, bf))
+		row := []string{r.Workload}
+		for _, p := range places {
+			row = append(row, secs(r.Seconds[p]))
+		}
+		for _, p := range places[1:] {
+			row = append(row, ratio(r.Seconds[p], r.Seconds["plain"]))
+		}
+		for _, p := range places {
+			row = append(row, cpuSecs(r.CPU, p))
+		}
+		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
@@ -461,6 +525,15 @@ func (b *bench) report(w io.Writer) {
 	for _, s := range b.Skipped {
 		fmt.Fprintf(w, "skipped: %s\n", s)
 	}
+}
+
+// cpuSecs prints a place's daemon CPU, "-" when not measured (a 0 measured is printed: it is the point).
+func cpuSecs(cpu map[string]float64, place string) string {
+	v, ok := cpu[place]
+	if !ok {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", v)
 }
 
 func (b *bench) writeJSON(path string) error {

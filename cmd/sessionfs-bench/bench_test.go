@@ -7,10 +7,10 @@ import (
 )
 
 func TestRotated(t *testing.T) {
-	s := []string{"native", "exec", "mount"}
+	s := []string{"plain", "exec", "mount"}
 	assert.Equal(t, s, rotated(s, 0))
-	assert.Equal(t, []string{"exec", "mount", "native"}, rotated(s, 1))
-	assert.Equal(t, []string{"mount", "native", "exec"}, rotated(s, 5))
-	assert.Equal(t, []string{"native", "exec", "mount"}, s, "the places' own order is kept")
+	assert.Equal(t, []string{"exec", "mount", "plain"}, rotated(s, 1))
+	assert.Equal(t, []string{"mount", "plain", "exec"}, rotated(s, 5))
+	assert.Equal(t, []string{"plain", "exec", "mount"}, s, "the places' own order is kept")
 	assert.Empty(t, rotated([]string(nil), 2))
 }

@@ -1,5 +1,7 @@
-// Command sessionfs-bench measures the same work on the native store folder, through a sessionfs mount of it,
-// and through bindfs when installed, in one run, and prints figures and ratios (make bench). It is a benchmark,
+// Command sessionfs-bench measures the same work in a plain folder beside the store (the baseline: no daemon
+// watches it), in the store's folder while the daemon serves it, through a sessionfs mount of it, and through
+// bindfs when installed, in one run, and prints figures, ratios to the plain folder and the daemons' CPU (make
+// bench). It is a benchmark,
 // not a test: it asserts nothing and installs nothing; it says what it skipped.
 package main
 
@@ -17,14 +19,19 @@ type config struct {
 	runs      int
 	files     int // small files, and files of the walked tree
 	appends   int
-	sessions  int    // sessions in the store for the start-up and RSS figures
-	duWalk    int    // sessions walked by the du workload
-	treeSrc   string // the source tree of the agent workload (default: the Go module cache)
-	treeFiles int    // files of it in the agent workload's tarball
-	agentOnly bool
-	csiOnly   bool
-	walkOnly  bool
-	startOnly bool
+	// topAppends are the appends of the workload, at the top of the workspace.
+	topAppends int
+	agentRuns  int    // runs of the agent workload (its steps' medians)
+	cliRuns    int    // runs of each CLI command on the store of c.sessions sessions
+	sessions   int    // sessions in the store for the start-up and RSS figures
+	duWalk     int    // sessions walked by the du workload
+	treeSrc    string // the source tree of the agent workload (default: the Go module cache)
+	treeFiles  int    // files of it in the agent workload's tarball
+	agentOnly  bool
+	csiOnly    bool
+	cliOnly    bool
+	walkOnly   bool
+	startOnly  bool
 	// unconfined adds a second store mounted with --confine off beside the confined one (root only): the
 	// confinement's cost, measured in the same run.
 	unconfined bool
@@ -40,12 +47,16 @@ func main() {
 	flag.IntVar(&c.runs, "runs", 3, "runs of each workload; the median is reported")
 	flag.IntVar(&c.files, "files", 10000, "small files created, and files in the walked tree")
 	flag.IntVar(&c.appends, "appends", 100000, "JSONL appends (open O_APPEND, write a line, close)")
+	flag.IntVar(&c.topAppends, "top-appends", 50000, "appends (open O_APPEND, write a line, close) at the top of the session's workspace")
+	flag.IntVar(&c.agentRuns, "agent-runs", 5, "runs of the agent workload; the median of each step is reported")
+	flag.IntVar(&c.cliRuns, "cli-runs", 5, "runs of each CLI command (ls, ls -q, find) on the store of -sessions sessions")
 	flag.IntVar(&c.duWalk, "du-sessions", 1000, "sessions walked by the du workload")
 	flag.IntVar(&c.sessions, "sessions", 10000, "sessions in the store for mount start-up and daemon RSS")
 	flag.StringVar(&c.treeSrc, "tree-src", "", "the source tree the agent workload untars (default: the Go module cache)")
 	flag.IntVar(&c.treeFiles, "tree-files", 12000, "files in the agent workload's tree")
 	flag.BoolVar(&c.agentOnly, "agent-only", false, "run only the agent workload")
 	flag.BoolVar(&c.csiOnly, "csi-only", false, "run only the CSI plugin's publish and unpublish timing")
+	flag.BoolVar(&c.cliOnly, "cli-only", false, "run only the CLI at scale (ls, ls -q, find on the store of -sessions sessions)")
 	flag.BoolVar(&c.unconfined, "unconfined", true, "as root, also time a second store mounted with --confine off, beside the confined mount")
 	flag.BoolVar(&c.startOnly, "startup-only", false, "run only the start-up figures (mount and mount --daemon)")
 	flag.BoolVar(&c.walkOnly, "walk-only", false, "run only the walk of sessions (du, and the daemon's RSS after it)")

@@ -11,7 +11,7 @@ import (
 )
 
 // What stays in FUSE once the heavy folders are binds: transcripts appended through a cwd-named view, and a
-// listing of .claude. Timed on every target (native and bindfs write the canonical folder, which is what the view
+// listing of .claude. Timed on every target (plain, store and bindfs write the canonical folder, which is what the view
 // shows), then counted in FUSE requests on a --debug mount of its own, since the count, not the time, says
 // whether the mount sends only what the kernel requires.
 

@@ -83,10 +83,20 @@ func (c config) workloads() []workload {
 				return err
 			},
 			run: func(dir string) error { _, err := lsWalk(tree(dir)); return err }},
+		// The workload (38): small appends to a file at the top of a session's workspace, the folder the
+		// daemon's watcher followed; each place writes its own file there (the store and the mount share the folder).
+		{name: fmt.Sprintf("%d appends at the workspace's top (open O_APPEND, write, close)", c.topAppends),
+			prepare: func(dir string) error { return rmIfExists(topFile(dir)) },
+			run:     func(dir string) error { return appendLines(topFile(dir), c.topAppends) }},
 		{name: fmt.Sprintf("%d JSONL appends (open, write, close)", c.appends),
 			prepare: func(dir string) error { return rmIfExists(transcript(dir)) },
 			run:     func(dir string) error { return appendLines(transcript(dir), c.appends) }},
 	}
+}
+
+// topFile is the file of the workload folder dir's place at the top of its workspace (dir's parent).
+func topFile(dir string) string {
+	return filepath.Join(filepath.Dir(dir), "appends-"+filepath.Base(dir)+".jsonl")
 }
 
 func fresh(dir string) error {

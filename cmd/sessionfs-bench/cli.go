@@ -1,0 +1,81 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// The CLI at scale: what `sessionfs ls`, `ls -q` and `find UUID` take on the bench's store (c.sessions sessions),
+// the mount running, as a person types them.
+
+// plantedUUID is the conversation of the i-th of the sessions plantTranscripts gives one.
+func plantedUUID(i int) string { return fmt.Sprintf("5e55f00d-0000-4000-8000-%012d", i) }
+
+// plantedSessions are the sessions of a store of n that hold a real Claude transcript, so find has one to find
+// among n sessions (the others hold a transcript whose name is no uuid).
+func plantedSessions(n int) []int {
+	if n < 4 {
+		return nil
+	}
+	return []int{n / 3, 2 * n / 3, n - 1}
+}
+
+// plantTranscripts writes a short Claude transcript, named by its uuid, into plantedSessions(n) of store.
+func plantTranscripts(store string, n int) error {
+	for _, i := range plantedSessions(n) {
+		uuid := plantedUUID(i)
+		lines := fmt.Sprintf(`{"type":"user","sessionId":%q,"cwd":"/session/workspace","message":{"role":"user","content":"hello"}}`+"\n"+
+			`{"type":"assistant","sessionId":%q,"message":{"role":"assistant","content":[{"type":"text","text":"hi"}]}}`+"\n", uuid, uuid)
+		p := filepath.Join(store, "sessions", fmt.Sprintf("s%05d", i), ".claude", "projects", "-session-workspace", uuid+".jsonl")
+		if err := os.WriteFile(p, []byte(lines), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// cliAtScale times the CLI's listing and finding commands, c.cliRuns times each, interleaved.
+func (b *bench) cliAtScale() {
+	planted := plantedSessions(b.c.sessions)
+	if len(planted) == 0 {
+		b.skip("the CLI at scale: the store holds %d sessions (-sessions)", b.c.sessions)
+		return
+	}
+	uuid := plantedUUID(planted[1])
+	cmds := []struct {
+		name string
+		args []string
+		goal string
+		want string // what its output must hold, so a fast failure is not timed as an answer
+	}{
+		{"sessionfs ls", []string{"ls"}, "< 200 ms", benchSession},
+		{"sessionfs ls -q", []string{"ls", "-q"}, "< 100 ms", benchSession},
+		{"sessionfs find UUID", []string{"find", uuid}, "< 50 ms", fmt.Sprintf("s%05d", planted[1])},
+	}
+	times := make([][]time.Duration, len(cmds))
+	for run := 0; run < b.c.cliRuns; run++ {
+		for k := range cmds {
+			k = (k + run) % len(cmds)
+			cmd := exec.Command(b.c.sessionfs, cmds[k].args...)
+			cmd.Env = append(os.Environ(), "SESSIONFS_STORE="+b.store)
+			var out []byte
+			d, err := timed(func() (err error) { out, err = cmd.CombinedOutput(); return err })
+			if err == nil && !strings.Contains(string(out), cmds[k].want) {
+				err = fmt.Errorf("its output lacks %s", cmds[k].want)
+			}
+			if err != nil {
+				b.skip("%s: %v: %.300s", cmds[k].name, err, out)
+				return
+			}
+			times[k] = append(times[k], d)
+		}
+	}
+	for k, c := range cmds {
+		b.Figures = append(b.Figures, figure{Name: fmt.Sprintf("%s on %d sessions (median of %d)", c.name, b.c.sessions, len(times[k])),
+			Value: ms(median(times[k])), Unit: "ms", Goal: c.goal})
+	}
+}
