@@ -151,6 +151,15 @@ func Holders(store *layout.Store, id string, among []*Agent) ([]Holder, error) {
 	if err != nil {
 		return nil, err
 	}
+	return HoldersAmong(store, id, among, ids)
+}
+
+// HoldersAmong is Holders looking only in sessions sessionIDs (those the store's index says may hold it).
+func HoldersAmong(store *layout.Store, id string, among []*Agent, sessionIDs []string) ([]Holder, error) {
+	if layout.ValidateID(id) != nil {
+		return nil, nil
+	}
+	ids := sessionIDs
 	var out []Holder
 	for _, sid := range ids {
 		sess, err := store.OpenSession(sid)

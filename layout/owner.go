@@ -147,5 +147,9 @@ func (s *Store) Place(stage, id string) error {
 	if err != nil {
 		return err
 	}
-	return sessions.Rename(stage, id, unix.RENAME_NOREPLACE)
+	err = sessions.Rename(stage, id, unix.RENAME_NOREPLACE)
+	if err == nil {
+		s.Reindex(id)
+	}
+	return err
 }

@@ -25,6 +25,7 @@ func (s *Store) Rename(from, to string) error {
 		_ = trash.Rename(transcriptTrash+"/"+from, transcriptTrash+"/"+to, unix.RENAME_NOREPLACE)
 	}
 	_, err := s.Update(to, func(*Meta) error { return nil }) // session.json's id follows the folder's name
+	s.ReindexRenamed(from, to)
 	return err
 }
 

@@ -265,6 +265,7 @@ func (s *Store) Create(id string, opts CreateOptions) (*Meta, error) {
 			return nil, wrap("create", id, s.ownerPath(id), err)
 		}
 	}
+	s.Reindex(id)
 	return m, nil
 }
 

@@ -162,6 +162,7 @@ func (s *Store) restoreLocked(id, name string, named bool, as string) error {
 		return wrap("restore", as, s.ownerPath(as), err)
 	}
 	s.moveLogs(trashedLogsRel(list[0].Name), logsRel(as))
+	s.Reindex(as)
 	return nil
 }
 
@@ -204,6 +205,7 @@ func (s *Store) Remove(id string) (trashed string, err error) {
 		return "", wrap("remove", id, s.Dir(id), err)
 	}
 	s.moveLogs(logsRel(id), trashedLogsRel(name))
+	s.Reindex(id)
 	return filepath.Join(s.TrashDir(), name), nil
 }
 

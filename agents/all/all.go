@@ -79,6 +79,11 @@ func Holders(store *layout.Store, id string) ([]agents.Holder, error) {
 	return agents.Holders(store, id, Agents)
 }
 
+// HoldersAmong is Holders looking only in sessions ids.
+func HoldersAmong(store *layout.Store, id string, ids []string) ([]agents.Holder, error) {
+	return agents.HoldersAmong(store, id, Agents, ids)
+}
+
 // FileOf names the agent and the short conversation id of a conversation file of an agent other than Claude, rel
 // being its path beneath the session folder; ok is false for every other file.
 func FileOf(rel string) (a *agents.Agent, conv string, ok bool) {

@@ -28,6 +28,14 @@ func Holders(store *layout.Store, uuid string) ([]agents.Holder, error) {
 	if err != nil {
 		return nil, err
 	}
+	return HoldersAmong(store, uuid, ids)
+}
+
+// HoldersAmong is Holders looking only in sessions ids (those the store's index says may hold it).
+func HoldersAmong(store *layout.Store, uuid string, ids []string) ([]agents.Holder, error) {
+	if layout.ValidateID(uuid) != nil {
+		return nil, fmt.Errorf("%q: %w", uuid, ErrNoConversation)
+	}
 	var out []agents.Holder
 	for _, id := range ids {
 		sess, err := store.OpenSession(id)

@@ -4,10 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/sessionfs/sessionfs/agents"
+	"github.com/sessionfs/sessionfs/agents/all"
 	"github.com/sessionfs/sessionfs/agents/claude"
 	"github.com/sessionfs/sessionfs/layout"
 )
@@ -41,7 +45,7 @@ func (a *app) runFind(w io.Writer, uuid string, asJSON bool) error {
 	if err != nil {
 		return err
 	}
-	uuid, holders, agent, err := findConversation(s, uuid)
+	uuid, holders, agent, err := findIndexed(s, uuid)
 	if err != nil {
 		return err
 	}
@@ -70,4 +74,70 @@ func findConversation(s *layout.Store, uuid string) (string, []agents.Holder, st
 		}
 	}
 	return uuid, holders, agent, err
+}
+
+// findIndexed is findConversation looking only in the sessions the store's index says may hold conversation
+// uuid, or one whose id starts with it (the index is brought up to date first, so a session changed behind it
+// is among them); every session when the index cannot be read.
+func findIndexed(s *layout.Store, uuid string) (string, []agents.Holder, string, error) {
+	among, err := s.ConversationCandidates(mayBeConversation(uuid))
+	if err != nil {
+		return findConversation(s, uuid)
+	}
+	holders, agent, err := anyHoldersAmong(s, uuid, among)
+	if errors.Is(err, claude.ErrNoConversation) && len(uuid) >= minConversationPrefix && layout.ValidateID(uuid) == nil {
+		found := map[string]bool{}
+		for _, id := range among {
+			if sess, err := s.OpenSession(id); err == nil {
+				cs, _ := all.SessionConversations(sess)
+				sess.Close()
+				for _, c := range cs {
+					if startsConversation(c, uuid) {
+						found[c.ID] = true
+					}
+				}
+			}
+		}
+		full, xerr := pickPrefix(uuid, slices.Sorted(maps.Keys(found)), "conversation")
+		if xerr != nil {
+			return "", nil, "", xerr
+		}
+		if full != uuid {
+			uuid = full
+			holders, agent, err = anyHoldersAmong(s, uuid, among)
+		}
+	}
+	return uuid, holders, agent, err
+}
+
+// mayBeConversation says which conversation ids of the index may be arg's, generously (a few sessions too many
+// cost a look each): one that holds arg (its start, or what follows an agent's prefix such as opencode's
+// "ses_"), or that arg starts with (a file name that holds only the start of its id, as Gemini's).
+func mayBeConversation(arg string) func(conv string) bool {
+	arg = strings.ToLower(arg)
+	return func(conv string) bool {
+		conv = strings.ToLower(conv)
+		return strings.Contains(conv, arg) || strings.HasPrefix(arg, conv)
+	}
+}
+
+// anyHoldersAmong is anyHolders looking only in sessions among.
+func anyHoldersAmong(s *layout.Store, uuid string, among []string) ([]agents.Holder, string, error) {
+	holders, err := claude.HoldersAmong(s, uuid, among)
+	if err == nil && len(holders) == 0 {
+		err = fmt.Errorf("conversation %s: %w", uuid, claude.ErrNoConversation)
+	}
+	if err == nil {
+		warnOtherHolders(uuid, holders, "transcript")
+		return holders, claude.Agent.Name, nil
+	}
+	if !errors.Is(err, claude.ErrNoConversation) {
+		return nil, "", err
+	}
+	others, aerr := all.HoldersAmong(s, uuid, among)
+	if aerr != nil || len(others) == 0 {
+		return nil, "", err
+	}
+	warnOtherHolders(uuid, others, "file")
+	return others, others[0].Agent, nil
 }

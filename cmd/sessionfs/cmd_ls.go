@@ -13,7 +13,7 @@ import (
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
 
-	"github.com/sessionfs/sessionfs/agents/all"
+	_ "github.com/sessionfs/sessionfs/agents/all" // its index counts conversations
 	"github.com/sessionfs/sessionfs/agents/claude"
 	"github.com/sessionfs/sessionfs/layout"
 )
@@ -21,6 +21,7 @@ import (
 // lsOptions are ls's flags.
 type lsOptions struct {
 	json, quiet bool
+	size        bool
 	filters     []string
 	sort        string
 	format      string
@@ -41,7 +42,14 @@ func (a *app) lsCmd() *cobra.Command {
 		Short:   "List sessions: id, created, last active, size, conversations, labels",
 		Long: `ls lists the store's sessions. --filter label=K=V keeps those whose label K is V, --filter label=K those
 that have label K (repeat --filter: all must hold). --sort orders by id (the default), created or active (newest
-first) or size (largest first). -q prints only ids; --format prints each session through a Go template.`,
+first) or size (largest first). -q prints only ids; --format prints each session through a Go template.
+
+SIZE is the bytes the session's folder holds on disk (as du counts them, its own filesystem only), and LAST
+ACTIVE the newest modification time in it. Both are kept in the store's index, measured when ls last saw the
+session change (its session.json, a conversation made or removed) or last ran with --size: writes within its
+files since then are not in them. --size measures every session now (a walk of each: slow on a large store), as
+--sort size and --sort active do. Everything else is read fresh: the index checks each session's own times
+and rescans those that changed, whoever changed them (another host sharing the store too).`,
 		Example: `  sessionfs ls
   sessionfs ls --filter label=team=web -q
   sessionfs ls --sort active | head
@@ -54,6 +62,7 @@ first) or size (largest first). -q prints only ids; --format prints each session
 	}
 	cmd.Flags().BoolVar(&o.json, "json", false, "print JSON")
 	cmd.Flags().BoolVarP(&o.quiet, "quiet", "q", false, "print only session ids")
+	cmd.Flags().BoolVarP(&o.size, "size", "s", false, "measure every session's size and last activity now (see SIZE above)")
 	cmd.Flags().StringVar(&o.sort, "sort", "id", "order by id, created, active (newest first) or size (largest first)")
 	cmd.Flags().StringArrayVar(&o.filters, "filter", nil, "keep sessions with label=K=V, or label=K (repeatable: all must hold)")
 	cmd.Flags().StringVar(&o.format, "format", "", formatHelp("{{.ID}} {{.Size}}", "{{.LastActivity}}"))
@@ -73,17 +82,28 @@ func (a *app) runLs(w io.Writer, o lsOptions) error {
 	if err != nil {
 		return err
 	}
-	infos, err := s.List()
+	if o.quiet && len(o.filters) == 0 && o.sort == "id" && !o.size {
+		ids, err := s.IDs() // ids alone: the sessions folder's names, sorted
+		if err != nil {
+			return err
+		}
+		infos := make([]layout.Listed, len(ids))
+		for i, id := range ids {
+			infos[i].ID = id
+		}
+		return printLs(w, s, infos, o, tmpl)
+	}
+	infos, err := s.Listing(o.size || o.sort == "size" || o.sort == "active")
 	if err != nil {
 		return err
 	}
-	infos = slices.DeleteFunc(infos, func(in layout.Info) bool { return !keep(in.Labels) })
-	slices.SortStableFunc(infos, order)
+	infos = slices.DeleteFunc(infos, func(in layout.Listed) bool { return !keep(in.Labels) })
+	slices.SortStableFunc(infos, func(a, b layout.Listed) int { return order(a.Info, b.Info) })
 	return printLs(w, s, infos, o, tmpl)
 }
 
 // printLs prints sessions infos of store s as o asks: ids, JSON, a --format template (tmpl) or a table.
-func printLs(w io.Writer, s *layout.Store, infos []layout.Info, o lsOptions, tmpl *template.Template) error {
+func printLs(w io.Writer, s *layout.Store, infos []layout.Listed, o lsOptions, tmpl *template.Template) error {
 	switch {
 	case o.quiet:
 		for _, in := range infos {
@@ -123,24 +143,21 @@ func (o lsOptions) parse() (keep func(labels map[string]string) bool, order func
 	return keep, order, tmpl, nil
 }
 
-// lsRows are the rows of sessions infos: each with its conversations counted, by agent.
-func lsRows(s *layout.Store, infos []layout.Info) []lsRow {
+// lsRows are the rows of sessions infos, with their conversations by agent (as the index counted them).
+func lsRows(s *layout.Store, infos []layout.Listed) []lsRow {
 	rows := make([]lsRow, len(infos))
 	if len(infos) == 0 {
 		return rows // and s may be nil: no store yet
 	}
 	mnt := mountpoint(s)
 	for i, in := range infos {
-		rows[i] = lsRow{sessionView: viewOf(s, mnt, &in.Meta, in), Agents: map[string]int{}}
-		if sess, err := s.OpenSession(in.ID); err == nil {
-			by := all.CountConversations(sess)
-			sess.Close()
-			for _, n := range by {
-				rows[i].Conversations += n
-			}
-			if len(by) > 1 || (len(by) == 1 && by[claude.Agent.Name] == 0) {
-				rows[i].Agents = by
-			}
+		rows[i] = lsRow{sessionView: viewOf(s, mnt, &in.Meta, in.Info), Agents: map[string]int{}}
+		by := in.Agents
+		for _, n := range by {
+			rows[i].Conversations += n
+		}
+		if len(by) > 1 || (len(by) == 1 && by[claude.Agent.Name] == 0) {
+			rows[i].Agents = by
 		}
 	}
 	return rows

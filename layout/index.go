@@ -1,0 +1,291 @@
+package layout
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// The index: what ls and find read of every session, kept in one file of the store so that listing 10,000
+// sessions reads one file and stats a few names per session instead of walking every session folder.
+//
+// <root>/index/sessions is a header line and one line per session:
+//
+//	<id> TAB <fingerprint> TAB <flags> TAB <rels> TAB <conversation ids> TAB <json of the cached Info>
+//
+// It is a cache, never the truth: every record carries the fingerprint (statx of the names in rels: the session's
+// folder, its session.json, its agents' conversation folders) it was made under, and a reader recomputes the
+// fingerprints and rescans the sessions whose changed, those it lacks and drops those gone (a readdir of the
+// sessions folder). So a session changed by another host sharing the store, by an older sessionfs, by the
+// session's own processes, or a crash between a change and the index's update, is seen at once.
+//
+// One file, replaced whole (temp + rename beneath the root's descriptor): a reader reads it with no lock and sees
+// an old or a new file, never half of one. Writers take an flock on <root>/index/lock, reread the file and
+// change only the lines of the sessions they rescanned, so two writers never lose each other's records. Chosen
+// over a file per session because reading 10,000 files costs what the index saves.
+//
+// Everything in it came from sessions (attacker-controlled): a line that does not parse, an id that is not one,
+// a name that is not a plain relative path, is dropped (and its session rescanned); a file too large or of
+// another version is ignored and rebuilt. The index never names a path: ids are checked with ValidateID and
+// every access still goes through the sessions folder's descriptor.
+const (
+	indexName   = "index"
+	indexFile   = indexName + "/sessions"
+	indexLock   = indexName + "/lock"
+	indexHeader = "sessionfs-index 1"
+
+	maxIndexSize   = 256 << 20 // a larger file is not read (rebuilt instead)
+	maxRecordBody  = 64 << 10  // a session whose cached Info is larger is not cached: rescanned on every read
+	maxRecordRels  = 64        // a session with more conversation folders is rescanned on every read
+	maxRecordConvs = 1000      // a session with more conversations is a candidate of every find
+)
+
+// Flags of a record.
+const (
+	flagAnyConv = '*' // find must look inside: conversations its names do not tell (a database), or too many
+	flagRacy    = 'r' // a name changed within racyWindow of its fingerprint: the next reader rescans it
+	flagConvs   = 'c' // conversations were counted (an indexer was registered)
+)
+
+// racyWindow: a change within this long of a fingerprint could share its timestamp (coarse clocks, a second on
+// some filesystems), so such a record is rescanned once more, as git does with racily clean files.
+const racyWindow = 2 * time.Second
+
+// indexBody is the cached part of a record.
+type indexBody struct {
+	Meta         *Meta          `json:"meta,omitempty"`
+	Damaged      string         `json:"damaged,omitempty"`
+	Size         int64          `json:"size"`
+	LastActivity time.Time      `json:"last_activity,omitzero"`
+	SizedAt      time.Time      `json:"sized_at,omitzero"` // when Size was measured
+	Agents       map[string]int `json:"agents,omitempty"`
+}
+
+// indexRecord is one session's line.
+type indexRecord struct {
+	id    string
+	fp    string // hex, or "-": never fresh
+	flags string
+	rels  string // names beneath the session, space-separated, parents first
+	convs string // conversation ids, space-separated
+	body  []byte // JSON of indexBody, decoded by those who need it
+}
+
+func (r *indexRecord) has(flag byte) bool { return strings.IndexByte(r.flags, flag) >= 0 }
+
+// line is r as the file holds it.
+func (r *indexRecord) line() []byte {
+	var b bytes.Buffer
+	b.WriteString(r.id)
+	b.WriteByte('\t')
+	b.WriteString(r.fp)
+	b.WriteByte('\t')
+	b.WriteString(r.flags)
+	b.WriteByte('\t')
+	b.WriteString(r.rels)
+	b.WriteByte('\t')
+	b.WriteString(r.convs)
+	b.WriteByte('\t')
+	b.Write(r.body) // JSON: no raw tab or newline
+	b.WriteByte('\n')
+	return b.Bytes()
+}
+
+// parseRecord reads one line (without its newline); ok is false for anything but a well-formed record.
+func parseRecord(line []byte) (r indexRecord, ok bool) {
+	f := bytes.SplitN(line, []byte{'\t'}, 6)
+	if len(f) != 6 || !validIndexID(f[0]) || len(f[5]) > maxRecordBody || !validFingerprint(f[1]) {
+		return r, false
+	}
+	r = indexRecord{id: string(f[0]), fp: string(f[1]), flags: string(f[2]), rels: string(f[3]), convs: string(f[4]), body: f[5]}
+	if n, ok := eachWord(r.rels, validIndexRel); !ok || n > maxRecordRels+len(baseRels) {
+		return r, false
+	}
+	if n, ok := eachWord(r.convs, func(c string) bool { return validIndexID([]byte(c)) }); !ok || n > maxRecordConvs {
+		return r, false
+	}
+	return r, true
+}
+
+// eachWord calls fn with each space-separated word of list until it returns false; it returns the words seen and
+// whether fn took them all.
+func eachWord(list string, fn func(w string) bool) (n int, ok bool) {
+	for list != "" {
+		var w string
+		w, list, _ = strings.Cut(list, " ")
+		if n++; !fn(w) {
+			return n, false
+		}
+	}
+	return n, true
+}
+
+func validFingerprint(b []byte) bool {
+	if string(b) == "-" {
+		return true
+	}
+	if len(b) != 16 {
+		return false
+	}
+	for _, c := range b {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// validIndexRel reports whether rel may be in rels: a plain relative path of [A-Za-z0-9._-] names (no "..", no
+// space, tab or newline), or "." (the session's folder). Checked by hand: an index holds 50,000 of them.
+func validIndexRel(rel string) bool {
+	if rel == "." {
+		return true
+	}
+	if rel == "" || len(rel) > 512 {
+		return false
+	}
+	start := 0
+	for i := 0; i <= len(rel); i++ {
+		if i < len(rel) && rel[i] != '/' {
+			if !idByte(rel[i]) {
+				return false
+			}
+			continue
+		}
+		if part := rel[start:i]; part == "" || part == "." || part == ".." {
+			return false
+		}
+		start = i + 1
+	}
+	return true
+}
+
+// validIndexID is ValidateID without its error and regexp: 1-MaxIDLen bytes of [A-Za-z0-9._-], the first a
+// letter or digit.
+func validIndexID(id []byte) bool {
+	if len(id) == 0 || len(id) > MaxIDLen || id[0] == '.' || id[0] == '_' || id[0] == '-' {
+		return false
+	}
+	for _, c := range id {
+		if !idByte(c) {
+			return false
+		}
+	}
+	return true
+}
+
+func idByte(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-'
+}
+
+// readIndex reads the index file: its records by id, and the order of their lines. A missing, oversized or
+// foreign file is no records; a line that does not parse is skipped (its session is rescanned).
+func (s *Store) readIndex() (map[string]indexRecord, error) {
+	b, err := s.readIndexBytes()
+	if err != nil {
+		return map[string]indexRecord{}, err
+	}
+	return parseIndex(b), nil
+}
+
+func parseIndex(b []byte) map[string]indexRecord {
+	out := map[string]indexRecord{}
+	header, rest, _ := bytes.Cut(b, []byte{'\n'})
+	if string(header) != indexHeader {
+		return out
+	}
+	for len(rest) > 0 {
+		var line []byte
+		line, rest, _ = bytes.Cut(rest, []byte{'\n'})
+		if r, ok := parseRecord(line); ok {
+			out[r.id] = r
+		}
+	}
+	return out
+}
+
+// readIndexBytes reads the index file whole: a regular file, not through a symlink, at most maxIndexSize bytes;
+// nothing (nil) when it is missing or not such a file.
+func (s *Store) readIndexBytes() ([]byte, error) {
+	if err := s.open(); err != nil {
+		return nil, err
+	}
+	b, err := s.root.ReadRegular(indexFile, maxIndexSize)
+	if err != nil && !errors.Is(err, ErrDamaged) && !errors.Is(err, syscall.ENOENT) && !errors.Is(err, syscall.ENOTDIR) {
+		return nil, err
+	}
+	return b, nil
+}
+
+// writeIndex changes the index under its lock: change gets the records as the file holds them now and edits
+// them; they are written back whole, atomically. A store that cannot be written (read-only, another user's)
+// keeps its index as it is: the index is a cache.
+func (s *Store) writeIndex(change func(recs map[string]indexRecord)) error {
+	if err := s.open(); err != nil {
+		return err
+	}
+	if err := s.root.MkdirAll(indexName, 0o755, -1, -1); err != nil {
+		return err
+	}
+	fd, err := s.root.OpenAt(indexLock, unix.O_RDWR|unix.O_CREAT|unix.O_NONBLOCK|unix.O_NOCTTY, 0o644)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	for {
+		if err = unix.Flock(fd, unix.LOCK_EX); err != unix.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		return err
+	}
+	defer unix.Flock(fd, unix.LOCK_UN) //nolint:errcheck // closing releases it too
+	recs, err := s.readIndex()
+	if err != nil {
+		return err
+	}
+	change(recs)
+	return s.root.WriteAtomicFrom(indexFile, &recordsReader{recs: recs}, 0o644, -1, -1, time.Time{})
+}
+
+// recordsReader streams the header and the records, sorted by id, as the index file's bytes.
+type recordsReader struct {
+	recs map[string]indexRecord
+	buf  bytes.Buffer
+	done bool
+}
+
+func (r *recordsReader) Read(p []byte) (int, error) {
+	if !r.done {
+		r.done = true
+		r.buf.WriteString(indexHeader + "\n")
+		for _, id := range sortedKeys(r.recs) {
+			rec := r.recs[id]
+			r.buf.Write(rec.line())
+		}
+	}
+	if r.buf.Len() == 0 {
+		return 0, io.EOF
+	}
+	return r.buf.Read(p)
+}
+
+// decodeBody reads a record's cached part; ok is false when it does not parse.
+func (r *indexRecord) decodeBody() (indexBody, bool) {
+	var b indexBody
+	if err := json.Unmarshal(r.body, &b); err != nil {
+		return b, false
+	}
+	if b.Meta != nil {
+		b.Meta.ID = r.id
+		b.Meta.sanitize()
+	}
+	return b, true
+}

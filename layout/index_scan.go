@@ -1,0 +1,414 @@
+package layout
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"hash/fnv"
+	"maps"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// ConversationIndex is what an indexer finds of a session's conversations without reading them.
+type ConversationIndex struct {
+	ByAgent map[string]int // conversations by agent, agents with none left out
+	// IDs are the conversations' ids, or the start of one a file's name holds (Gemini's 8 characters).
+	IDs []string
+	// AnyID: the session holds conversations whose ids its names do not tell (a database): find looks inside.
+	AnyID bool
+	// Rels are the folders (and files) beneath the session whose change may change the above, parents first:
+	// the folders the indexer read.
+	Rels []string
+}
+
+var (
+	indexerMu sync.RWMutex
+	indexer   func(sess *Dir) ConversationIndex
+)
+
+// RegisterConversationIndexer sets how the index counts a session's conversations (the agents know; layout knows
+// none of them). Records made without one say so and are rescanned by a process that has one.
+func RegisterConversationIndexer(fn func(sess *Dir) ConversationIndex) {
+	indexerMu.Lock()
+	indexer = fn
+	indexerMu.Unlock()
+}
+
+func conversationIndexer() func(sess *Dir) ConversationIndex {
+	indexerMu.RLock()
+	defer indexerMu.RUnlock()
+	return indexer
+}
+
+// baseRels are fingerprinted for every session: its folder (a name made or removed in it, an agent's folder
+// among them), its session.json, and Claude's folders where a new transcript appears.
+var baseRels = []string{".", MetaFile}
+
+const baseRelsWords = ". " + MetaFile
+
+// defaultRels is what a session never indexed is fingerprinted by before its first scan.
+const defaultRels = ". " + MetaFile + " " + ProjectsDir + " " + ProjectsDir + "/" + CanonicalProject
+
+// fingerprint hashes what statx says of rels beneath session id (inode, change and modification times, size,
+// type): any change of a name in them changes it. racy says one changed within racyWindow of now.
+//
+// statx resolves a path in one call, following a symlink planted on its way (only the last name is not
+// followed): a name found not to be a folder ends the walk below it, so a planted link is never walked, but one
+// swapped in between two calls could be. What comes of it is only hashed, never shown nor acted on: a changed
+// hash makes the reader rescan the session through its descriptor, as everything else does.
+func fingerprint(sessions *Dir, id string, rels string, now time.Time) (fp string, racy bool) {
+	h := fnv.New64a()
+	var buf [8 * 8]byte
+	notDir := []string{}
+	cutoff := now.Add(-racyWindow)
+	for rels != "" {
+		var rel string
+		rel, rels, _ = strings.Cut(rels, " ")
+		h.Write([]byte(rel))
+		if slices.ContainsFunc(notDir, func(p string) bool { return p == "." || strings.HasPrefix(rel, p+"/") }) {
+			h.Write([]byte{0})
+			continue
+		}
+		name := id
+		if rel != "." {
+			name = id + "/" + rel
+		}
+		var st unix.Statx_t
+		err := unix.Statx(sessions.Fd(), name, unix.AT_SYMLINK_NOFOLLOW|unix.AT_NO_AUTOMOUNT, unix.STATX_BASIC_STATS, &st)
+		if err != nil {
+			h.Write([]byte{1})
+			h.Write([]byte(err.Error()))
+			notDir = append(notDir, rel)
+			continue
+		}
+		if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+			notDir = append(notDir, rel)
+		}
+		binary.LittleEndian.PutUint64(buf[0:], st.Ino)
+		binary.LittleEndian.PutUint64(buf[8:], uint64(st.Ctime.Sec))
+		binary.LittleEndian.PutUint64(buf[16:], uint64(st.Ctime.Nsec))
+		binary.LittleEndian.PutUint64(buf[24:], uint64(st.Mtime.Sec))
+		binary.LittleEndian.PutUint64(buf[32:], uint64(st.Mtime.Nsec))
+		binary.LittleEndian.PutUint64(buf[40:], st.Size)
+		binary.LittleEndian.PutUint64(buf[48:], uint64(st.Mode))
+		binary.LittleEndian.PutUint64(buf[56:], unix.Mkdev(st.Dev_major, st.Dev_minor))
+		h.Write(buf[:])
+		for _, t := range []unix.StatxTimestamp{st.Ctime, st.Mtime} {
+			if !time.Unix(t.Sec, int64(t.Nsec)).Before(cutoff) {
+				racy = true
+			}
+		}
+	}
+	return strconv.FormatUint(h.Sum64()|1<<63, 16), racy
+}
+
+// fresh reports whether r still describes session id: made with an indexer (when there is one), not racy, and of
+// the same fingerprint now.
+func (r *indexRecord) fresh(sessions *Dir, now time.Time, counted bool) bool {
+	if r.fp == "-" || r.has(flagRacy) || (counted && !r.has(flagConvs)) {
+		return false
+	}
+	fp, _ := fingerprint(sessions, r.id, r.rels, now)
+	return fp == r.fp
+}
+
+// scan makes session id's record. The fingerprint is taken before what it describes is read, so a change
+// racing the scan leaves a record that is stale, never one that looks fresh. walk measures the session's size
+// (a walk of all of it); without it the size of prev is kept.
+func (s *Store) scan(sessions *Dir, id string, prev *indexRecord, walk bool) indexRecord {
+	now := time.Now()
+	rels := defaultRels
+	if prev != nil && prev.rels != "" {
+		rels = prev.rels
+	}
+	fp, racy := fingerprint(sessions, id, rels, now)
+	r := indexRecord{id: id}
+	var body indexBody
+	counted, tooMany := false, false
+	if d, err := s.OpenSession(id); err != nil {
+		body.Damaged = err.Error()
+		r.rels = baseRelsWords
+	} else {
+		if m, err := s.get(d, id); err != nil {
+			body.Damaged = err.Error()
+		} else {
+			body.Meta = m
+		}
+		relList := slices.Clone(baseRels)
+		if ix := conversationIndexer(); ix != nil {
+			counted = true
+			c := ix(d)
+			body.Agents = c.ByAgent
+			relList = appendRels(relList, c.Rels)
+			convs := convIDs(c.IDs)
+			if c.AnyID || len(convs) > maxRecordConvs {
+				r.flags += string(flagAnyConv)
+				if len(convs) > maxRecordConvs {
+					convs = nil
+				}
+			}
+			r.convs = strings.Join(convs, " ")
+		}
+		if len(relList) > maxRecordRels+len(baseRels) {
+			tooMany = true
+			relList = baseRels
+		}
+		r.rels = strings.Join(relList, " ")
+		if walk || prev == nil {
+			body.Size, body.LastActivity = UsageIn(d)
+			body.SizedAt = time.Now().UTC()
+		} else if old, ok := prev.decodeBody(); ok {
+			body.Size, body.LastActivity, body.SizedAt = old.Size, old.LastActivity, old.SizedAt
+		}
+		d.Close()
+	}
+	if counted {
+		r.flags += string(flagConvs)
+	}
+	if r.rels != rels { // the names read are not those fingerprinted: fingerprint them now
+		fp, _ = fingerprint(sessions, id, r.rels, now)
+		racy = true
+	}
+	if racy {
+		r.flags += string(flagRacy)
+	}
+	r.fp = fp
+	b, err := json.Marshal(body)
+	if err != nil || len(b) > maxRecordBody || tooMany {
+		// Too much to cache: the session is rescanned on every read, only its own cost.
+		b, _ = json.Marshal(indexBody{Damaged: body.Damaged, Size: body.Size, LastActivity: body.LastActivity})
+		r.fp, r.rels = "-", baseRelsWords
+	}
+	r.body = b
+	return r
+}
+
+// appendRels adds the indexer's names to rels, each once; a name that is not a plain relative path makes the
+// list too long to keep (the session is then rescanned on every read).
+func appendRels(rels, more []string) []string {
+	for _, rel := range more {
+		if !validIndexRel(rel) {
+			return append(rels, make([]string, maxRecordRels+1)...)
+		}
+		if !slices.Contains(rels, rel) {
+			rels = append(rels, rel)
+		}
+	}
+	return rels
+}
+
+// convIDs are ids sorted, each once, those that are no id (they could not be found by one) left out.
+func convIDs(ids []string) []string {
+	out := make([]string, 0, len(ids))
+	for _, id := range ids {
+		if ValidateID(id) == nil {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// loadIndex returns a record for every session of the store, each true to the session now: the index's
+// records that are still fresh, the others rescanned (walked when walkAll, or when new) and written back.
+func (s *Store) loadIndex(walkAll bool) (map[string]indexRecord, error) {
+	ids, err := s.IDs()
+	if err != nil {
+		return nil, err
+	}
+	sessions, err := s.Sessions()
+	if err != nil {
+		return nil, err
+	}
+	recs, _ := s.readIndex() // an unreadable index is rebuilt
+	now := time.Now()
+	counted := conversationIndexer() != nil
+	stale := make([]bool, len(ids))
+	if walkAll {
+		for i := range stale {
+			stale[i] = true
+		}
+	} else {
+		parallel(len(ids), func(i int) {
+			r, ok := recs[ids[i]]
+			stale[i] = !ok || !r.fresh(sessions, now, counted)
+		})
+	}
+	out := make(map[string]indexRecord, len(ids))
+	var changed []indexRecord
+	var mu sync.Mutex
+	var todo []int
+	for i, id := range ids {
+		if stale[i] {
+			todo = append(todo, i)
+		} else {
+			out[id] = recs[id]
+		}
+	}
+	parallel(len(todo), func(j int) {
+		id := ids[todo[j]]
+		var prev *indexRecord
+		if r, ok := recs[id]; ok {
+			prev = &r
+		}
+		r := s.scan(sessions, id, prev, true)
+		mu.Lock()
+		out[id], changed = r, append(changed, r)
+		mu.Unlock()
+	})
+	gone := false // a record of a session no longer in the folder
+	for id := range recs {
+		if _, ok := out[id]; !ok {
+			gone = true
+			break
+		}
+	}
+	if len(changed) > 0 || gone {
+		_ = s.writeIndex(func(cur map[string]indexRecord) {
+			for _, r := range changed {
+				cur[r.id] = r
+			}
+			for id := range cur {
+				if _, listed := out[id]; !listed && !s.Exists(id) {
+					delete(cur, id)
+				}
+			}
+		})
+	}
+	return out, nil
+}
+
+// parallel runs fn(0..n-1) on a few goroutines, each a share of the range: the fingerprints of 10,000 sessions
+// are 40,000 statx.
+func parallel(n int, fn func(i int)) {
+	workers := min(runtime.GOMAXPROCS(0), 4, n)
+	if workers <= 1 {
+		for i := range n {
+			fn(i)
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w * n / workers; i < (w+1)*n/workers; i++ {
+				fn(i)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// Listed is a session as the index lists it: its Info, and its conversations by agent.
+type Listed struct {
+	Info
+	Agents map[string]int
+}
+
+// Listing describes every session, sorted by id, from the index (which it brings up to date first): as List
+// does, but without walking every session. Size and LastActivity are those measured when the session last
+// changed (its session.json, its conversations) or was last listed with sizes; sizes measures every session
+// now.
+func (s *Store) Listing(sizes bool) ([]Listed, error) {
+	recs, err := s.loadIndex(sizes)
+	if err != nil {
+		return nil, err
+	}
+	ids := sortedKeys(recs)
+	out := make([]Listed, len(ids))
+	parallel(len(ids), func(i int) { // decoding 10,000 records is most of what is left
+		id := ids[i]
+		r := recs[id]
+		body, ok := r.decodeBody()
+		if !ok { // never so of a record made here: a hostile file's is rescanned
+			if sessions, err := s.Sessions(); err == nil {
+				r = s.scan(sessions, id, nil, true)
+				body, _ = r.decodeBody()
+			}
+		}
+		l := &out[i]
+		if body.Meta != nil {
+			l.Meta = *body.Meta
+		}
+		l.ID, l.Dir, l.Damaged, l.Size, l.LastActivity, l.Agents = id, s.Dir(id), body.Damaged, body.Size, body.LastActivity, body.Agents
+		if l.Agents == nil {
+			l.Agents = map[string]int{}
+		}
+	})
+	return out, nil
+}
+
+// ConversationCandidates are the sessions that may hold a conversation whose id match accepts, sorted: those
+// whose (fresh) record names one, and those whose conversations the names do not tell. The caller looks in them
+// as it would in every session.
+func (s *Store) ConversationCandidates(match func(conv string) bool) ([]string, error) {
+	recs, err := s.loadIndex(false)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, id := range sortedKeys(recs) {
+		r := recs[id]
+		if _, all := eachWord(r.convs, func(c string) bool { return !match(c) }); r.has(flagAnyConv) || !r.has(flagConvs) || !all {
+			out = append(out, id)
+		}
+	}
+	return out, nil
+}
+
+// Reindex brings the records of sessions ids up to date after a change (made, renamed, removed, restored): a
+// record for each that exists, none for one gone. It is best effort, as the index is a cache: an error leaves a
+// record that the next reader finds stale. An index not made yet is left to its first reader.
+func (s *Store) Reindex(ids ...string) {
+	s.reindex(nil, ids...)
+}
+
+// ReindexRenamed is Reindex after session from became to: to keeps from's measured size (a rename changes no
+// byte, and walking a large session would slow the rename).
+func (s *Store) ReindexRenamed(from, to string) {
+	s.reindex(map[string]string{to: from}, from, to)
+}
+
+func (s *Store) reindex(carry map[string]string, ids ...string) {
+	sessions, err := s.Sessions()
+	if err != nil {
+		return
+	}
+	if b, err := s.readIndexBytes(); err != nil || b == nil {
+		return
+	}
+	_ = s.writeIndex(func(cur map[string]indexRecord) {
+		old := maps.Clone(cur)
+		for _, id := range ids {
+			if ValidateID(id) != nil {
+				continue
+			}
+			if !s.Exists(id) {
+				delete(cur, id)
+				continue
+			}
+			var prev *indexRecord
+			if from, ok := carry[id]; ok {
+				if r, ok := old[from]; ok {
+					prev = &r
+				}
+			} else if r, ok := old[id]; ok {
+				prev = &r
+			}
+			_, renamed := carry[id]
+			cur[id] = s.scan(sessions, id, prev, !renamed)
+		}
+	})
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	return slices.Sorted(maps.Keys(m))
+}
