@@ -362,3 +362,33 @@ func TestConcurrentCatchUps(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, ids2, 20)
 }
+
+// A conversation's subagents (Claude's sidecar transcripts) are indexed with it, marked; what the subagent's file
+// appends reindexes the conversation, what the main file appends is an append.
+func TestSubagentsAreIndexedWithTheirConversation(t *testing.T) {
+	s := newStore(t, "demo")
+	canon := filepath.Join(s.Dir("demo"), layout.ProjectsDir, layout.CanonicalProject)
+	require.NoError(t, os.CopyFS(canon, os.DirFS("../agents/claude/testdata/projects/-tmp-wd")))
+	ix, _ := openIndex(t, s)
+	require.NoError(t, ix.CatchUp(nil))
+	hits := search(t, ix, Query{Match: `"Reply with one word"`})
+	require.NotEmpty(t, hits)
+	assert.Equal(t, "aa60665581de99ce5", hits[0].Subagent)
+	assert.Equal(t, "efa92ef9-e802-408b-8900-34b6a9691f2b", hits[0].Conversation)
+	all := entryCount(t, ix)
+
+	main := filepath.Join(canon, "efa92ef9-e802-408b-8900-34b6a9691f2b.jsonl")
+	before := inserted.Load()
+	appendTo(t, main, claudeLine("user", "a later capybara", 99))
+	require.NoError(t, ix.CatchUp(nil))
+	assert.Equal(t, int64(1), inserted.Load()-before, "the main file's append alone")
+	assert.Len(t, search(t, ix, Query{Match: "capybara"}), 1)
+
+	sub := filepath.Join(canon, "efa92ef9-e802-408b-8900-34b6a9691f2b/subagents/agent-aa60665581de99ce5.jsonl")
+	appendTo(t, sub, claudeLine("assistant", "the subagent's axolotl", 100))
+	require.NoError(t, ix.CatchUp(nil))
+	hits = search(t, ix, Query{Match: "axolotl"})
+	require.Len(t, hits, 1)
+	assert.Equal(t, "aa60665581de99ce5", hits[0].Subagent)
+	assert.Equal(t, all+2, entryCount(t, ix), "reindexed whole, nothing twice")
+}

@@ -3,6 +3,7 @@ package search
 import (
 	"fmt"
 	"hash/fnv"
+	"os"
 	"path"
 	"path/filepath"
 	"sort"
@@ -91,51 +92,66 @@ func claudeSources(sess *layout.Dir) []source {
 	seen := map[string]bool{}
 	var out []source
 	for _, folder := range folders {
-		ents, _ := sess.ReadDir(folder)
-		for _, e := range ents {
-			id, ok := strings.CutSuffix(e.Name(), ".jsonl")
-			if !ok || !e.Type().IsRegular() || seen[id] {
-				continue
+		dirs := map[string]bool{} // the sidecar folders: only a conversation with one can have subagents
+		each(sess, folder, func(e os.DirEntry) bool {
+			if e.IsDir() {
+				dirs[e.Name()] = true
 			}
-			rel := folder + "/" + e.Name()
-			st, err := sess.Lstat(rel)
-			if err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
-				continue
-			}
+			return strings.HasSuffix(e.Name(), ".jsonl") && e.Type().IsRegular() && !seen[strings.TrimSuffix(e.Name(), ".jsonl")]
+		}, func(name string, st *unix.Stat_t) {
+			id := strings.TrimSuffix(name, ".jsonl")
 			seen[id] = true
-			sig, subs := subagents(sess, folder+"/"+id+"/subagents")
-			out = append(out, source{agent: claude.Agent, src: rel, rel: rel, st: statOf(&st), appendOnly: true,
-				sig: sig, subFiles: subs,
+			rel := folder + "/" + name
+			out = append(out, source{agent: claude.Agent, src: rel, rel: rel, st: statOf(st), appendOnly: true,
 				conv: agents.Conversation{Agent: claude.Agent.Name, ID: id, Path: filepath.Join(sess.Name(), rel)}})
+		})
+		for i := range out {
+			if s := &out[i]; path.Dir(s.rel) == folder && dirs[s.conv.ID] {
+				s.sig, s.subFiles = subagents(sess, folder+"/"+s.conv.ID+"/subagents")
+			}
 		}
 	}
 	return out
 }
 
+// each lists folder rel beneath sess and calls fn with the lstat of each entry keep takes that is a regular
+// file: one open of the folder, one fstatat a name (a name from the listing is one component, never followed).
+func each(sess *layout.Dir, rel string, keep func(os.DirEntry) bool, fn func(name string, st *unix.Stat_t)) {
+	fd, err := sess.OpenAt(rel, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		return
+	}
+	f := os.NewFile(uintptr(fd), rel)
+	defer f.Close()
+	ents, _ := f.ReadDir(-1)
+	for _, e := range ents {
+		if !keep(e) {
+			continue
+		}
+		var st unix.Stat_t
+		if unix.Fstatat(fd, e.Name(), &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG {
+			fn(e.Name(), &st)
+		}
+	}
+}
+
 // subagents sums up the stats of the subagents' files in folder ("" when there are none), and names them.
 func subagents(sess *layout.Dir, folder string) (string, map[string]bool) {
-	ents, _ := sess.ReadDir(folder)
 	h := fnv.New64a()
-	n := 0
 	ids := map[string]bool{}
-	for _, e := range ents {
+	each(sess, folder, func(e os.DirEntry) bool {
 		id, ok := strings.CutPrefix(e.Name(), "agent-")
-		if id, ok = strings.CutSuffix(id, ".jsonl"); !ok || !e.Type().IsRegular() {
-			continue
-		}
-		st, err := sess.Lstat(folder + "/" + e.Name())
-		if err != nil {
-			continue
-		}
-		s := statOf(&st)
-		fmt.Fprintf(h, "%s\x00%d\x00%d\x00%d\x00", e.Name(), s.size, s.ctime, s.ino)
-		ids[id] = true
-		n++
-	}
-	if n == 0 {
+		_, ok2 := strings.CutSuffix(id, ".jsonl")
+		return ok && ok2 && e.Type().IsRegular()
+	}, func(name string, st *unix.Stat_t) {
+		s := statOf(st)
+		fmt.Fprintf(h, "%s\x00%d\x00%d\x00%d\x00", name, s.size, s.ctime, s.ino)
+		ids[strings.TrimSuffix(strings.TrimPrefix(name, "agent-"), ".jsonl")] = true
+	})
+	if len(ids) == 0 {
 		return "", nil
 	}
-	return fmt.Sprintf("%d:%x", n, h.Sum64()), ids
+	return fmt.Sprintf("%d:%x", len(ids), h.Sum64()), ids
 }
 
 // fileSources lists the conversation files of an agent that keeps one JSONL file each (agents.Files): Dir, its
@@ -160,20 +176,13 @@ func fileSources(sess *layout.Dir, a *agents.Agent) []source {
 		if f.Sub != "" {
 			dir += "/" + f.Sub
 		}
-		ents, _ := sess.ReadDir(dir)
-		for _, e := range ents {
-			m := f.Name.FindStringSubmatch(e.Name())
-			if m == nil || !e.Type().IsRegular() {
-				continue
-			}
-			rel := dir + "/" + e.Name()
-			st, err := sess.Lstat(rel)
-			if err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
-				continue
-			}
-			out = append(out, source{agent: a, src: rel, rel: rel, st: statOf(&st), appendOnly: appendOnly[a.Name],
-				conv: agents.Conversation{Agent: a.Name, ID: m[1], Path: filepath.Join(sess.Name(), rel)}})
-		}
+		each(sess, dir, func(e os.DirEntry) bool {
+			return e.Type().IsRegular() && f.Name.MatchString(e.Name())
+		}, func(name string, st *unix.Stat_t) {
+			rel := dir + "/" + name
+			out = append(out, source{agent: a, src: rel, rel: rel, st: statOf(st), appendOnly: appendOnly[a.Name],
+				conv: agents.Conversation{Agent: a.Name, ID: f.Name.FindStringSubmatch(name)[1], Path: filepath.Join(sess.Name(), rel)}})
+		})
 	}
 	return out
 }
