@@ -44,11 +44,15 @@ func Pick(sess *layout.Dir, among []*agents.Agent, id string) (*agents.Agent, ag
 			found, of = append(found, c), append(of, a)
 		}
 	}
+	of1 := ""
+	if len(among) == 1 {
+		of1 = among[0].Name + " "
+	}
 	switch {
 	case len(found) == 0 && id == "":
-		return nil, agents.Conversation{}, fmt.Errorf("%w: session %s has no conversation yet", ErrNoConversation, path.Base(sess.Name()))
+		return nil, agents.Conversation{}, fmt.Errorf("%w: session %s has no %sconversation yet", ErrNoConversation, path.Base(sess.Name()), of1)
 	case len(found) == 0:
-		return nil, agents.Conversation{}, fmt.Errorf("%w: session %s has no conversation %s", ErrNoConversation, path.Base(sess.Name()), id)
+		return nil, agents.Conversation{}, fmt.Errorf("%w: session %s has no %sconversation %s", ErrNoConversation, path.Base(sess.Name()), of1, id)
 	case id != "" && len(found) > 1:
 		var ids []string
 		for _, c := range found {

@@ -31,7 +31,9 @@ The output is kept in the store, beside the session and beyond its processes' re
 capped at %d MiB a run: past the cap the oldest part is dropped, so the log keeps the end of the output. A
 stream that went to a terminal (a run with -t, exec's command printing to your terminal) was the command's to
 draw on and is not kept: redirect or pipe a run's output to keep it. The logs go with their session: moved by
-rename, to the trash by rm, deleted by gc.`, layout.DefaultLogCap>>20),
+rename, to the trash by rm, deleted by gc.
+
+Not to be confused with "sessionfs log", which prints a conversation: what was said to an agent and what it did.`, layout.DefaultLogCap>>20),
 		Example: `  sessionfs logs fix-login
   sessionfs logs fix-login/3 --tail 20
   sessionfs logs -f fix-login`,
