@@ -1,6 +1,7 @@
 package mount
 
 import (
+	"iter"
 	"sort"
 	"time"
 
@@ -17,9 +18,9 @@ import (
 // which the kernel refuses with EBUSY then.
 func (b *binder) limit(keep string) {
 	b.mu.Lock()
-	over := len(b.bound) - b.max
-	ids := make([]string, 0, len(b.bound))
-	for id := range b.bound {
+	over := b.boundCount() - b.max
+	ids := make([]string, 0, over+b.max)
+	for id := range b.boundIDs() {
 		if id != keep {
 			ids = append(ids, id)
 		}
@@ -60,8 +61,8 @@ func (b *binder) limitLater() {
 // newest is the bound session used last.
 func (b *binder) newest() string {
 	b.mu.Lock()
-	ids := make([]string, 0, len(b.bound))
-	for id := range b.bound {
+	ids := make([]string, 0, b.boundCount())
+	for id := range b.boundIDs() {
 		ids = append(ids, id)
 	}
 	b.mu.Unlock()
@@ -83,6 +84,9 @@ const limitRetry = time.Second
 // symlink), whose lookups the serving daemon answers: so it holds no lock meanwhile. The session's binds are taken
 // out of the table first, and what stays is put back.
 func (b *binder) release(id string) bool {
+	if !b.releaseView(id) {
+		return false
+	}
 	b.mu.Lock()
 	binds := b.bound[id]
 	delete(b.bound, id)
@@ -126,5 +130,33 @@ func (b *binder) release(id string) bool {
 func (b *binder) count() int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return len(b.bound)
+	return b.boundCount()
+}
+
+// boundIDs yields each session with a bind: of its folders, of a transcript view, or both. b.mu is held.
+func (b *binder) boundIDs() iter.Seq[string] {
+	return func(yield func(string) bool) {
+		for id := range b.bound {
+			if !yield(id) {
+				return
+			}
+		}
+		for id := range b.views {
+			if b.bound[id] == nil && !yield(id) {
+				return
+			}
+		}
+	}
+}
+
+// boundCount is how many sessions have a bind, which the limit counts (a view bound is one more mount in the
+// table, as a session's folders are). b.mu is held.
+func (b *binder) boundCount() int {
+	n := len(b.bound)
+	for id := range b.views {
+		if b.bound[id] == nil {
+			n++
+		}
+	}
+	return n
 }

@@ -78,6 +78,11 @@ type binder struct {
 	removals map[string]int               // removals of each session so far (release puts back nothing removed meanwhile)
 	queued   map[string]bool
 	retries  map[string]int // sessions whose folders the mount did not show yet (a mkdir in flight)
+	// The transcript views bound (viewbinds.go): at most one a session, the views asked for, and the last ask
+	// each session's release covers.
+	views        map[string]*viewBind
+	viewWants    map[string]viewWant
+	viewReleased map[string]uint64
 	// prefetch: queued sessions bound only while there is room (the recently active ones at start): they never
 	// push out a session someone used.
 	prefetch map[string]bool
@@ -98,6 +103,7 @@ type binder struct {
 func newBinder(mountpoint string, sessions *layout.Dir, max int, readOnly bool, lastUsed func([]string) map[string]int64) *binder {
 	b := &binder{mountpoint: mountpoint, sessions: sessions, max: max, readOnly: readOnly, lastUsed: lastUsed,
 		bound: map[string]map[string]*bound{}, removing: map[string]int{}, removals: map[string]int{}, queued: map[string]bool{}, retries: map[string]int{}, prefetch: map[string]bool{},
+		views: map[string]*viewBind{}, viewWants: map[string]viewWant{}, viewReleased: map[string]uint64{},
 		wake: make(chan struct{}, 1), done: make(chan struct{}), stopped: make(chan struct{}),
 		tid: make(chan int, 1), started: make(chan struct{})}
 	go b.loop()
@@ -212,10 +218,15 @@ func (b *binder) loop() {
 		return
 	case <-b.started:
 	}
+	expire := time.NewTicker(viewIdlePoll)
+	defer expire.Stop()
 	for {
 		select {
 		case <-b.done:
 			return
+		case <-expire.C:
+			b.expireViews()
+			continue
 		case <-b.wake:
 		}
 		for {
@@ -223,13 +234,14 @@ func (b *binder) loop() {
 			if b.closed || len(b.queue) == 0 {
 				b.working = ""
 				b.mu.Unlock()
+				b.bindViews()
 				b.limitLater()
 				break
 			}
 			id := b.queue[0]
 			b.queue = b.queue[1:]
 			delete(b.queued, id)
-			full := b.prefetch[id] && len(b.bound) >= b.max && b.bound[id] == nil
+			full := b.prefetch[id] && b.boundCount() >= b.max && b.bound[id] == nil && b.views[id] == nil
 			delete(b.prefetch, id)
 			b.working = id
 			b.mu.Unlock()
@@ -384,6 +396,7 @@ func (b *binder) Removing(id string) (done func()) {
 	for _, dir := range BoundDirs {
 		b.drop(id, dir)
 	}
+	b.dropView(id)
 	return func() {
 		b.mu.Lock()
 		defer b.mu.Unlock()
@@ -410,5 +423,8 @@ func (b *binder) close() {
 		for _, dir := range BoundDirs {
 			b.drop(id, dir)
 		}
+	}
+	for id := range b.views {
+		b.dropView(id)
 	}
 }

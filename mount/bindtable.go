@@ -6,11 +6,12 @@ import (
 	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
 
+	"github.com/sessionfs/sessionfs/agents/claude"
 	"github.com/sessionfs/sessionfs/bind"
 	"github.com/sessionfs/sessionfs/layout"
 )
 
-// The binds over a mount as the mount table shows them, whoever made them: this daemon, its helper, or a killed
+// The binds over a mount (sessions' folders and transcript views) as the mount table shows them, whoever made them: this daemon, its helper, or a killed
 // daemon (doctor counts them; Unmount detaches them first).
 
 // Binds lists the binds of sessions' folders over the mount at mnt, as the mount table shows them (the daemon's,
@@ -37,11 +38,18 @@ func listBinds(mnt string) []*mountinfo.Info {
 			continue
 		}
 		id, dir, _ := strings.Cut(rel, "/")
-		if layout.ValidateID(id) == nil && bind.IsMountDir(dir) {
+		if layout.ValidateID(id) == nil && (bind.IsMountDir(dir) || isViewBind(dir)) {
 			out = append(out, m)
 		}
 	}
 	return out
+}
+
+// isViewBind reports whether rel, beneath a session's folder, is where a transcript view is bound
+// (viewbinds.go): .claude/projects/<name>.
+func isViewBind(rel string) bool {
+	name, ok := strings.CutPrefix(rel, layout.ProjectsDir+"/")
+	return ok && claude.IsFolderName(name)
 }
 
 // DetachBinds detaches (lazily: a process inside keeps its folder) the binds over the mount at mnt: each through

@@ -78,6 +78,41 @@ func (s *helperService) Want(ids []string, _ *struct{}) error {
 	return nil
 }
 
+// ViewArgs name a transcript view of a session, and the tree's number of the ask (viewbinds.go).
+type ViewArgs struct {
+	ID, Name string
+	Seq      uint64
+}
+
+// BindView binds a transcript view in use (binder.BindView; the id and the name are checked there).
+func (s *helperService) BindView(v ViewArgs, _ *struct{}) error {
+	if s.b == nil {
+		return errNoBinder
+	}
+	if layout.ValidateID(v.ID) == nil {
+		s.mu.Lock()
+		if len(s.used) >= maxUsed {
+			s.used = map[string]int64{}
+		}
+		s.used[v.ID] = time.Now().UnixNano()
+		s.mu.Unlock()
+	}
+	s.b.BindView(v.ID, v.Name, v.Seq)
+	return nil
+}
+
+// ReleaseViews detaches session id's view binds before it answers (binder.ReleaseViews).
+func (s *helperService) ReleaseViews(v ViewArgs, _ *struct{}) error {
+	if err := layout.ValidateID(v.ID); err != nil {
+		return err
+	}
+	if s.b == nil {
+		return errNoBinder
+	}
+	s.b.ReleaseViews(v.ID, v.Seq)
+	return nil
+}
+
 // WantFilled binds a lazy folder once it holds something (binder.wantFilled).
 func (s *helperService) WantFilled(idDir [2]string, _ *struct{}) error {
 	if !bind.Lazy(idDir[1]) {

@@ -61,6 +61,16 @@ func (r *remoteBinder) Want(id string) {
 func (r *remoteBinder) wantFilled(id, dir string) { r.call("Helper.WantFilled", [2]string{id, dir}) }
 func (r *remoteBinder) wantBound()                { r.call("Helper.WantBound", struct{}{}) }
 
+// BindView asks the helper to bind a transcript view in use (viewbinds.go), without waiting.
+func (r *remoteBinder) BindView(id, name string, seq uint64) {
+	r.call("Helper.BindView", ViewArgs{ID: id, Name: name, Seq: seq})
+}
+
+// ReleaseViews waits for session id's view binds to be detached (a lookup of another name, inside its request).
+func (r *remoteBinder) ReleaseViews(id string, seq uint64) {
+	_ = r.c.Call("Helper.ReleaseViews", ViewArgs{ID: id, Seq: seq}, nil)
+}
+
 // Removing waits for session id's binds to be detached (a removal through the mount, inside its request).
 func (r *remoteBinder) Removing(id string) (done func()) {
 	var token uint64

@@ -51,6 +51,7 @@ type Tree struct {
 	viewsFolded sync.Map
 	removals    removals      // conversations being removed to the trash (trash.go)
 	binder      atomic.Uint32 // the thread that binds sessions' folders: its lookups are not uses (SetBinderThread)
+	viewBinds   viewBinds     // the transcript views bound over the mount (view.go)
 }
 
 // Binder is told of what the nodes see happen to sessions, so the folders bound over the mount follow them.

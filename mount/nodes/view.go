@@ -2,11 +2,16 @@ package nodes
 
 import (
 	"context"
+	"slices"
 	"strings"
+	"sync"
 	"syscall"
+	"time"
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/sessionfs/sessionfs/layout"
 )
 
 // View is <views folder>/<name>: the canonical entry of a row of the views table (views.go) seen under one of its
@@ -25,6 +30,9 @@ var _ = (parentKind)((*View)(nil))
 // viewInode is the inode of view v in the views folder parent, of session id: the canonical entry (attributes st)
 // seen under v's number. Its answer carries the mount's timeouts.
 func (t *Tree) viewInode(ctx context.Context, parent *fs.Inode, id string, v view, st *syscall.Stat_t, gen uint64, out *fuse.EntryOut) *fs.Inode {
+	if v.row.transcripts {
+		t.viewLookedUp(ctx, id, v.name, parent)
+	}
 	attr := t.stableAttr(st, gen, v.num)
 	ch := existingChild(parent, v.name, attr)
 	if ch == nil {
@@ -75,4 +83,135 @@ func (v *View) childNode(name, rel string, dir bool) storeNode {
 		return &Node{base: rel}
 	}
 	return nil
+}
+
+// A transcript view in use becomes a bind of the canonical folder onto its name (package mount's viewbinds.go):
+// the daemon then sees nothing of the appends, which run at the disk's speed. What the daemon does for a view is
+// kept so:
+//   - the name is recorded as an alias before the bind is asked for (bindWritten), since nothing written through
+//     the bind is seen;
+//   - the bind is asked for at an open for writing of a file that exists (an append: a transcript's second write
+//     on), never at a creation, removal or rename, so the first removal through a view goes to the trash as
+//     before and does not bind it;
+//   - a lookup of any other name of the session's transcript folder (another cwd's, the canonical one: what
+//     Claude Code's /cd does before it moves a transcript between two names) takes the bind back before it is
+//     answered, and the other names the kernel holds are dropped before a bind is asked for: a rename between
+//     two names is always made on one mount, through FUSE, where a move onto itself is refused as before
+//     (Node.Rename). A session whose views are used under two names at once stays with FUSE (viewContended);
+//   - rows with an Own file (Gemini's) and the other agents' rows are not bound: a bind of the canonical entry
+//     would show its Own file, not the name's.
+//
+// Nothing is lost, decided so: a removal through a bound view is a real removal, as through a run's bind of the
+// canonical folder (bind.RunDirs). Claude Code removes transcripts only at start-up and by age, and every session
+// is seeded with cleanupPeriodDays 36500 (agents/claude/seed.go); its start-up lists the transcript folder, and
+// rm -rf of .claude or of the session walks the canonical name first (the listing's first name), each of which
+// takes the bind back first, so they still reach the trash. What remains is a file removed by its path through the
+// very name an agent is appending through, within seconds of an append (viewIdlePoll): that removal is final.
+
+// ViewBinder is a Binder that binds transcript views in use (the mount's binder, or its helper's).
+type ViewBinder interface {
+	// BindView: session id's transcript view name is being written through. seq orders it against ReleaseViews:
+	// an ask numbered at or below a release binds nothing. It must not block.
+	BindView(id, name string, seq uint64)
+	// ReleaseViews detaches session id's view binds (lazily) and cancels the asks up to seq, before it returns.
+	ReleaseViews(id string, seq uint64)
+}
+
+// viewContended is how long a session whose bound view was taken back for another name stays with FUSE: two
+// processes appending under two names would otherwise bind and release at every append.
+const viewContended = 2 * time.Second
+
+// viewAskAgain: a write through FUSE of a view asked for this long ago asks again (its bind expired, or failed).
+const viewAskAgain = time.Second
+
+// viewBinds is what the tree knows of the views bound over the mount: the one asked for in each session, the
+// session's transcript folder as the kernel holds it, when a session was last contended.
+type viewBinds struct {
+	mu        sync.Mutex
+	seq       uint64
+	wanted    map[string]wantedView
+	folders   map[string]*fs.Inode
+	contended map[string]time.Time
+}
+
+type wantedView struct {
+	name string
+	seq  uint64
+	at   time.Time
+}
+
+// bindWritten asks for view number num of session id's transcript folder to be bound: a file that exists was
+// opened for writing through it.
+func (t *Tree) bindWritten(ctx context.Context, id string, num uint64) {
+	vb, ok := t.Binder.(ViewBinder)
+	if !ok || num == 0 || t.ReadOnly || t.byBinder(ctx) {
+		return
+	}
+	key, ok := t.viewKeys.Load(num)
+	if !ok {
+		return
+	}
+	name := key.(string)
+	s := &t.viewBinds
+	now := time.Now()
+	s.mu.Lock()
+	if w, ok := s.wanted[id]; ok && w.name == name && now.Sub(w.at) < viewAskAgain || now.Sub(s.contended[id]) < viewContended {
+		s.mu.Unlock()
+		return
+	}
+	if s.wanted == nil {
+		s.wanted, s.folders, s.contended = map[string]wantedView{}, map[string]*fs.Inode{}, map[string]time.Time{}
+	}
+	s.seq++
+	seq := s.seq
+	s.wanted[id] = wantedView{name: name, seq: seq, at: now}
+	folder := s.folders[id]
+	s.mu.Unlock()
+	// Off the request: session.json's write, and notifications the kernel may answer by locking the folder.
+	go func() {
+		t.recordAliasNow(id, name)
+		if folder != nil {
+			for other := range folder.Children() {
+				if other != name {
+					folder.NotifyEntry(other) // looked up again, which takes the bind back
+				}
+			}
+		}
+		vb.BindView(id, name, seq)
+	}()
+}
+
+// viewLookedUp: name of session id's transcript folder (the inode folder) was looked up. Another name than the
+// one bound takes the bind back before the lookup is answered.
+func (t *Tree) viewLookedUp(ctx context.Context, id, name string, folder *fs.Inode) {
+	vb, ok := t.Binder.(ViewBinder)
+	if !ok {
+		return
+	}
+	s := &t.viewBinds
+	s.mu.Lock()
+	if s.folders == nil {
+		s.wanted, s.folders, s.contended = map[string]wantedView{}, map[string]*fs.Inode{}, map[string]time.Time{}
+	}
+	s.folders[id] = folder
+	w, ok := s.wanted[id]
+	if !ok || w.name == name || t.byBinder(ctx) {
+		s.mu.Unlock()
+		return
+	}
+	delete(s.wanted, id)
+	s.contended[id] = time.Now()
+	seq := s.seq
+	s.mu.Unlock()
+	vb.ReleaseViews(id, seq)
+}
+
+// recordAliasNow records alias name of session id in session.json before it returns (recordAlias does it off the
+// request path).
+func (t *Tree) recordAliasNow(id, name string) {
+	t.aliasesRecorded.Store(id+"/"+name, struct{}{})
+	if m, err := t.Store.Get(id); err == nil && slices.Contains(m.Aliases, name) {
+		return
+	}
+	_, _ = t.Store.Update(id, func(m *layout.Meta) error { m.AddAlias(name); return nil })
 }

@@ -1,0 +1,147 @@
+package e2e
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sessionfs/sessionfs/layout"
+)
+
+// A transcript view in use is a bind of the canonical folder onto its name (mount/viewbinds.go, nodes/view.go): an
+// append through a view binds it, a lookup of another name of the transcript folder takes it back first, and it is
+// released once idle.
+
+// viewBindsOf lists the transcript views bound over the mounted session id, by name.
+func viewBindsOf(t *testing.T, m *mounted, id string) map[string]mountEntry {
+	t.Helper()
+	out := map[string]mountEntry{}
+	prefix := filepath.Join(m.session(id), ".claude", "projects") + "/"
+	for _, e := range mountsUnder(t, m.session(id)) {
+		if name, ok := strings.CutPrefix(e.point, prefix); ok && !strings.Contains(name, "/") {
+			out[name] = e
+		}
+	}
+	return out
+}
+
+// appendLine appends one line to p: open, write, close, as an agent appends to its transcript.
+func appendViewLine(t *testing.T, p, line string) {
+	t.Helper()
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
+	require.NoError(t, err)
+	_, err = f.WriteString(line + "\n")
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+}
+
+// bindByAppending appends to p (in view name of session id) until the view is bound; it returns the lines
+// appended.
+func bindByAppending(t *testing.T, m *mounted, id, name, p string) int {
+	t.Helper()
+	n := 0
+	eventually(t, 10*time.Second, func() bool {
+		appendViewLine(t, p, `{"n":0}`)
+		n++
+		_, ok := viewBindsOf(t, m, id)[name]
+		return ok
+	}, "view %s bound while appended through; the daemon said: %s", name, m.log)
+	return n
+}
+
+func aliasesOf(t *testing.T, store, id string) []string {
+	t.Helper()
+	var meta layout.Meta
+	raw, err := os.ReadFile(filepath.Join(store, "sessions", id, "session.json"))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(raw, &meta))
+	return meta.Aliases
+}
+
+// TestViewBoundWhileAppended: appends through a view bind it (the mount table shows the store's canonical folder
+// there, nosuid and nodev, its name recorded as an alias first); what is appended through the bind is the
+// canonical file's; a lookup of another name takes the bind back before it is answered (so a rename between two
+// names is one mount's, and Claude Code's set-aside is still refused); doctor counts it and unmount detaches it;
+// the bind is released when idle, and kept while a file inside is open.
+func TestViewBoundWhileAppended(t *testing.T) {
+	needRootMount(t)
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	const uuid = "2fe2d21b-be8f-4b12-b46b-12e68f6e9f01"
+	canonical := filepath.Join(store, "sessions", "s1", ".claude", "projects", "-session-workspace")
+	require.NoError(t, os.WriteFile(filepath.Join(canonical, uuid+".jsonl"), []byte("{}\n"), 0o600))
+	m := mount(t, store)
+	projects := filepath.Join(m.session("s1"), ".claude", "projects")
+	view := filepath.Join(projects, "-home-u-proj")
+	p := filepath.Join(view, uuid+".jsonl")
+
+	n := 1 + bindByAppending(t, m, "s1", "-home-u-proj", p)
+	e := viewBindsOf(t, m, "s1")["-home-u-proj"]
+	assert.NotContains(t, e.fstype, "fuse", "the store's filesystem")
+	assert.Equal(t, canonical, e.root, "the canonical folder")
+	assert.Contains(t, e.opts, "nosuid")
+	assert.Contains(t, e.opts, "nodev")
+	assert.Contains(t, aliasesOf(t, store, "s1"), "-home-u-proj", "the alias is recorded before the bind")
+	for i := 0; i < 1000; i++ {
+		appendViewLine(t, p, `{"through":"bind"}`)
+	}
+	n += 1000
+	assert.Equal(t, n, lineCount(t, filepath.Join(canonical, uuid+".jsonl")), "every line in the canonical file")
+	r := cli(t, store, "doctor")
+	assert.Regexp(t, `binds +2 folders bound over `+m.mnt, r.stdout+r.stderr, "the workspace and the view")
+
+	// Another name looked up: the bind is gone before the lookup returns. Claude Code's /cd set-aside, then its
+	// move onto the same file, are one mount's renames: refused and a no-op, the transcript whole.
+	other := filepath.Join(projects, "-home-u-other")
+	_, err := os.Stat(other)
+	require.NoError(t, err)
+	assert.NotContains(t, viewBindsOf(t, m, "s1"), "-home-u-proj", "taken back at the other name's lookup")
+	err = os.Rename(p, filepath.Join(other, uuid+".jsonl.superseded-1764100000000"))
+	assert.ErrorIs(t, err, syscall.ENOENT, "the set-aside of a file onto itself is refused as before")
+	require.NoError(t, os.Rename(p, filepath.Join(other, uuid+".jsonl")), "a move between two names is no EXDEV")
+	assert.Equal(t, n, lineCount(t, filepath.Join(canonical, uuid+".jsonl")), "nothing lost")
+
+	// Bound again once appended through (after viewContended), kept while a file inside is open, released idle.
+	bindByAppending(t, m, "s1", "-home-u-proj", p)
+	held, err := os.Open(p) // through the bind
+	require.NoError(t, err)
+	time.Sleep(3 * viewIdlePoll) // no event says "still bound": it must stay over polls that would expire it idle
+	assert.Contains(t, viewBindsOf(t, m, "s1"), "-home-u-proj", "a file open inside keeps it")
+	require.NoError(t, held.Close())
+	eventually(t, 4*viewIdlePoll, func() bool { _, ok := viewBindsOf(t, m, "s1")["-home-u-proj"]; return !ok },
+		"released once idle")
+	n = lineCount(t, filepath.Join(canonical, uuid+".jsonl"))
+	appendViewLine(t, p, `{"after":"release"}`)
+	assert.Equal(t, n+1, lineCount(t, filepath.Join(canonical, uuid+".jsonl")), "through FUSE again")
+
+	// A removal through the view, not bound, goes to the transcript trash as before.
+	require.NoError(t, os.Remove(p))
+	assert.Contains(t, ok(t, store, "trash", "ls", "s1"), uuid)
+
+	// unmount detaches a view bind as it does the workspace's; one a killed daemon left, the next mount clears.
+	keep := filepath.Join(view, "keep.txt")
+	require.NoError(t, os.WriteFile(filepath.Join(canonical, "keep.txt"), nil, 0o600))
+	bindByAppending(t, m, "s1", "-home-u-proj", keep)
+	r = cli(t, store, "unmount", m.mnt)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.NotContains(t, r.stderr, "busy", "the binds went first, so the mount was not busy")
+	assert.Empty(t, mountsUnder(t, m.mnt), "nothing left mounted beneath the mountpoint")
+	_ = m.cmd.Wait()
+	m.start(t)
+	bindByAppending(t, m, "s1", "-home-u-proj", keep)
+	m.kill(t)
+	require.NotEmpty(t, viewBindsOf(t, m, "s1"), "a killed daemon leaves its view bind")
+	m.start(t)
+	waitBound(t, m, "s1")
+	assert.Empty(t, viewBindsOf(t, m, "s1"), "cleared with the stale mount")
+}
+
+// viewIdlePoll is mount's: a view bind unused this long is released within twice as long.
+const viewIdlePoll = 2 * time.Second
