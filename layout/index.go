@@ -77,7 +77,7 @@ type indexRecord struct {
 	body  []byte // JSON of indexBody, decoded by those who need it
 }
 
-func (r *indexRecord) has(flag byte) bool { return strings.IndexByte(r.flags, flag) >= 0 }
+func (r indexRecord) has(flag byte) bool { return strings.IndexByte(r.flags, flag) >= 0 }
 
 // line is r as the file holds it.
 func (r *indexRecord) line() []byte {

@@ -1,0 +1,251 @@
+package layout
+
+import (
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// testIndexer counts the canonical folder's transcripts, as the agents' indexer does Claude's.
+func testIndexer(sess *Dir) ConversationIndex {
+	c := ConversationIndex{ByAgent: map[string]int{}, Rels: []string{ProjectsDir, ProjectsDir + "/" + CanonicalProject}}
+	ents, _ := sess.ReadDir(ProjectsDir + "/" + CanonicalProject)
+	for _, e := range ents {
+		if id, ok := strings.CutSuffix(e.Name(), ".jsonl"); ok && e.Type().IsRegular() {
+			c.IDs = append(c.IDs, id)
+		}
+	}
+	if len(c.IDs) > 0 {
+		c.ByAgent["claude"] = len(c.IDs)
+	}
+	return c
+}
+
+func withTestIndexer(t *testing.T) {
+	prev := conversationIndexer()
+	RegisterConversationIndexer(testIndexer)
+	t.Cleanup(func() { RegisterConversationIndexer(prev) })
+}
+
+// indexed lists the store and returns its sessions by id.
+func indexed(t *testing.T, s *Store) map[string]Listed {
+	t.Helper()
+	list, err := s.Listing(false)
+	require.NoError(t, err)
+	out := map[string]Listed{}
+	for _, l := range list {
+		out[l.ID] = l
+	}
+	return out
+}
+
+// indexLines are the ids of the index file's records.
+func indexLines(t *testing.T, s *Store) []string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(s.Root, indexFile))
+	require.NoError(t, err)
+	var ids []string
+	for _, line := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")[1:] {
+		id, _, _ := strings.Cut(line, "\t")
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// settle takes the racy flag off the index's records, as the window's passing would: a test then sees whether
+// a change behind the index is found by its fingerprint alone.
+func settle(t *testing.T, s *Store) {
+	t.Helper()
+	path := filepath.Join(s.Root, indexFile)
+	raw, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(path, []byte(strings.ReplaceAll(string(raw), "\tcr\t", "\tc\t")), 0o644))
+}
+
+func TestIndexSeesChangesBehindIt(t *testing.T) {
+	withTestIndexer(t)
+	s := newStore(t)
+	for _, id := range []string{"a", "b", "c", "f"} {
+		_, err := s.Create(id, CreateOptions{Labels: map[string]string{"team": "web"}})
+		require.NoError(t, err)
+	}
+	got := indexed(t, s)
+	require.Len(t, got, 4)
+	assert.Equal(t, []string{"a", "b", "c", "f"}, indexLines(t, s), "the first reader builds the index")
+	assert.Equal(t, "web", got["a"].Labels["team"])
+	settle(t, s)
+
+	// A second host (or an older sessionfs) adds, removes and renames sessions, and edits one, writing the store
+	// only: no index update.
+	d := filepath.Join(s.SessionsDir(), "d")
+	require.NoError(t, os.MkdirAll(filepath.Join(d, ProjectsDir, CanonicalProject), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(d, MetaFile), []byte(`{"id":"d","labels":{"team":"cli"}}`), 0o644))
+	require.NoError(t, os.RemoveAll(filepath.Join(s.SessionsDir(), "b")))
+	require.NoError(t, os.Rename(filepath.Join(s.SessionsDir(), "c"), filepath.Join(s.SessionsDir(), "c2")))
+	meta := filepath.Join(s.SessionsDir(), "a", MetaFile)
+	b, err := os.ReadFile(meta)
+	require.NoError(t, err)
+	edited := strings.Replace(string(b), `"web"`, `"ops"`, 1) // same size, written in place
+	require.Len(t, edited, len(b))
+	f, err := os.OpenFile(meta, os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = f.WriteAt([]byte(edited), 0)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	canon := filepath.Join(s.SessionsDir(), "f", ProjectsDir, CanonicalProject)
+	require.NoError(t, os.WriteFile(filepath.Join(canon, "2fe2d21b-be8f-4b12-b46b-12e68f6e9f01.jsonl"), []byte("{}\n"), 0o600))
+
+	got = indexed(t, s)
+	assert.ElementsMatch(t, []string{"a", "c2", "d", "f"}, keys(got))
+	assert.Equal(t, "ops", got["a"].Labels["team"], "session.json changed in place")
+	assert.Equal(t, "cli", got["d"].Labels["team"], "a session made behind the index")
+	assert.Equal(t, "web", got["c2"].Labels["team"], "a session renamed behind the index")
+	assert.Equal(t, map[string]int{"claude": 1}, got["f"].Agents, "a conversation made behind the index")
+	assert.Equal(t, []string{"a", "c2", "d", "f"}, indexLines(t, s), "the index is fixed up: b gone, c renamed")
+	cands, err := s.ConversationCandidates(func(c string) bool { return c == "2fe2d21b-be8f-4b12-b46b-12e68f6e9f01" })
+	require.NoError(t, err)
+	assert.Equal(t, []string{"f"}, cands)
+
+	// Through the store, the index follows each change at once.
+	_, err = s.Remove("a")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"c2", "d", "f"}, indexLines(t, s), "rm")
+	require.NoError(t, s.Rename("d", "e"))
+	assert.Equal(t, []string{"c2", "e", "f"}, indexLines(t, s), "rename")
+	_, err = s.RestoreSession("a")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a", "c2", "e", "f"}, indexLines(t, s), "restore")
+}
+
+// What a reader finds fresh is what List says: the same metadata, damage and size.
+func TestIndexListsAsListDoes(t *testing.T) {
+	withTestIndexer(t)
+	s := newStore(t)
+	_, err := s.Create("good", CreateOptions{Labels: map[string]string{"k": "v"}})
+	require.NoError(t, err)
+	require.NoError(t, os.MkdirAll(filepath.Join(s.SessionsDir(), "damaged", "workspace"), 0o755))
+	want, err := s.List()
+	require.NoError(t, err)
+	for round := range 2 { // built, then read back
+		got, err := s.Listing(false)
+		require.NoError(t, err)
+		require.Len(t, got, len(want))
+		for i := range want {
+			assert.Equal(t, want[i].ID, got[i].ID, "round %d", round)
+			assert.Equal(t, want[i].Labels, got[i].Labels)
+			assert.True(t, want[i].Created.Equal(got[i].Created))
+			assert.Equal(t, want[i].Damaged, got[i].Damaged)
+			assert.Equal(t, want[i].Size, got[i].Size)
+			assert.Equal(t, want[i].Dir, got[i].Dir)
+		}
+	}
+}
+
+// A corrupt or hostile index file is never trusted: its records that do not parse are dropped, its ids and
+// names checked, a record of a session that is not there is not listed, and the file is rebuilt.
+func TestIndexCorruptOrHostileFile(t *testing.T) {
+	withTestIndexer(t)
+	s := newStore(t)
+	_, err := s.Create("a", CreateOptions{})
+	require.NoError(t, err)
+	path := filepath.Join(s.Root, indexFile)
+	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+	body := `{"meta":{"id":"x","labels":{"owned":"yes"}},"size":1}`
+	for name, content := range map[string]string{
+		"garbage":       "\x00\xff{not an index",
+		"other version": "sessionfs-index 999\na\t-\tc\t.\t\t" + body + "\n",
+		"hostile lines": indexHeader + "\n" +
+			"../../etc\t-\tc\t.\t\t" + body + "\n" + // not an id
+			"a\t0000000000000001\tc\t../../etc/passwd\t\t" + body + "\n" + // a name that leaves the session
+			"a\t8000000000000001\tc\t. session.json\t\t" + body + "\n" + // a forged record: not its fingerprint
+			"ghost\t-\tc\t.\t\t" + body + "\n" + // no such session
+			"a\tnot-hex\n",
+	} {
+		require.NoError(t, os.WriteFile(path, []byte(content), 0o644), name)
+		got := indexed(t, s)
+		assert.Equal(t, []string{"a"}, keys(got), name)
+		assert.Empty(t, got["a"].Labels, "%s: the forged labels are not believed", name)
+		b, err := os.ReadFile(path)
+		require.NoError(t, err)
+		assert.True(t, strings.HasPrefix(string(b), indexHeader+"\na\t"), "%s: rebuilt: %q", name, b)
+		assert.NotContains(t, string(b), "ghost", name)
+	}
+	// A symlink where the index is is replaced, never followed.
+	outside := filepath.Join(t.TempDir(), "outside")
+	require.NoError(t, os.WriteFile(outside, []byte("keep"), 0o644))
+	require.NoError(t, os.Remove(path))
+	require.NoError(t, os.Symlink(outside, path))
+	_, err = s.Create("b", CreateOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a", "b"}, keys(indexed(t, s)))
+	b, err := os.ReadFile(outside)
+	require.NoError(t, err)
+	assert.Equal(t, "keep", string(b))
+}
+
+// Two writers at once (two Stores of one root: two processes' descriptors and flocks) never lose each other's
+// records.
+func TestIndexConcurrentWriters(t *testing.T) {
+	withTestIndexer(t)
+	root := t.TempDir()
+	s1, err := OpenStore(root)
+	require.NoError(t, err)
+	defer s1.Close()
+	s2, err := OpenStore(root)
+	require.NoError(t, err)
+	defer s2.Close()
+	_, err = s1.Listing(false) // the index exists: every Create below updates it
+	require.NoError(t, err)
+	const each = 20
+	var wg sync.WaitGroup
+	for w, s := range []*Store{s1, s2} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				_, err := s.Create(fmt.Sprintf("w%d-%02d", w, i), CreateOptions{})
+				assert.NoError(t, err)
+				if i%5 == 0 {
+					_, err = s.Listing(false)
+					assert.NoError(t, err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	assert.Len(t, indexLines(t, s1), 2*each, "every writer's records are in the file")
+	assert.Len(t, indexed(t, s2), 2*each)
+}
+
+// A record made while its names had just changed is marked racy and rescanned by the next reader, so a change
+// in the same clock tick as the fingerprint is not missed.
+func TestIndexRacyRecordRescanned(t *testing.T) {
+	withTestIndexer(t)
+	s := newStore(t)
+	_, err := s.Create("a", CreateOptions{})
+	require.NoError(t, err)
+	_, err = s.Listing(false)
+	require.NoError(t, err)
+	recs, err := s.readIndex()
+	require.NoError(t, err)
+	assert.True(t, recs["a"].has(flagRacy), "made within the window")
+	settle(t, s)
+	recs, err = s.readIndex()
+	require.NoError(t, err)
+	require.False(t, recs["a"].has(flagRacy))
+	sessions, err := s.Sessions()
+	require.NoError(t, err)
+	r := recs["a"]
+	assert.True(t, r.fresh(sessions, time.Now(), true), "settled: trusted")
+}
+
+func keys(m map[string]Listed) []string { return slices.Sorted(maps.Keys(m)) }
