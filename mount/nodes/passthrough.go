@@ -328,8 +328,8 @@ func (n *Node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 	if flags&syscall.O_ACCMODE != syscall.O_RDONLY {
 		if num, ok := n.tree.lookedUpIn.Load(p); ok && n.inTranscripts() {
 			n.tree.wroteThrough(n.id, num.(uint64))
-			n.tree.bindWritten(ctx, n.id, num.(uint64)) // an append through a view: bound from the next (view.go)
 		}
+		n.bindWritten(ctx, p) // an append through a view: bound from the next one on (view.go)
 		killPriv(ctx, fd)
 		return n.tree.writer(p, h), 0, 0
 	}

@@ -140,6 +140,19 @@ type wantedView struct {
 	at   time.Time
 }
 
+// bindWritten asks for the view the file at store path p was opened for writing through to be bound: the view it
+// was last looked up through, or, for one made through a view and not looked up since, the view it was made in.
+func (n *Node) bindWritten(ctx context.Context, p string) {
+	if !n.inTranscripts() {
+		return
+	}
+	num := n.alias
+	if v, ok := n.tree.lookedUpIn.Load(p); ok {
+		num = v.(uint64)
+	}
+	n.tree.bindWritten(ctx, n.id, num)
+}
+
 // bindWritten asks for view number num of session id's transcript folder to be bound: a file that exists was
 // opened for writing through it.
 func (t *Tree) bindWritten(ctx context.Context, id string, num uint64) {
