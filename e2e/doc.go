@@ -22,9 +22,10 @@
 // Commands: cli_test.go (a walk over the store, exit codes, usage errors, --json, ids and their prefixes, a
 // mistyped, read-only or hostile store), cli_completion (completion, help), cli_doctor, cli_export (export and
 // import --archive), cli_find_resume (find, resume, by-claude-id/), cli_fork, cli_gc, cli_import (an agent's
-// history), cli_label (label, rename and runs as a user meets them), cli_ls, cli_new, cli_rename, cli_rm,
+// history), cli_label (label, rename and runs as a user meets them), cli_ls, cli_ls_index (the index ls and
+// find read, the store changed behind it by another host), cli_new, cli_rename, cli_rm,
 // cli_run (run's flags across backends), cli_runs (runs, and the lease each exec, run and resume holds),
-// cli_ps_logs (ps, logs, and where a run's output is kept), cli_show, cli_trash (trash ls and restore), cli_watch.
+// cli_ps_logs (ps, logs, and where a run's output is kept), cli_log (log: a conversation as Markdown, -f), cli_show, cli_trash (trash ls and restore), cli_watch.
 //
 // The mount: mount_lifecycle (mount and unmount, --daemon, systemd, refused mountpoints, FUSE errors, Ctrl-C,
 // stale mounts, a crash), mount_posix (shell tools, posixtest and ours, native results, ownership and inodes),

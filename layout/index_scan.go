@@ -109,13 +109,17 @@ func fingerprint(sessions *Dir, id string, rels string, now time.Time) (fp strin
 }
 
 // fresh reports whether r still describes session id: made with an indexer (when there is one), not racy, and of
-// the same fingerprint now.
-func (r *indexRecord) fresh(sessions *Dir, now time.Time, counted bool) bool {
-	if r.fp == "-" || r.has(flagRacy) || (counted && !r.has(flagConvs)) {
-		return false
+// the same fingerprint now. changed says the session itself changed (its fingerprint, or no record to tell):
+// only then is its size measured again.
+func (r *indexRecord) fresh(sessions *Dir, now time.Time, counted bool) (fresh, changed bool) {
+	if r.fp == "-" {
+		return false, true
 	}
 	fp, _ := fingerprint(sessions, r.id, r.rels, now)
-	return fp == r.fp
+	if fp != r.fp {
+		return false, true
+	}
+	return !r.has(flagRacy) && (!counted || r.has(flagConvs)), false
 }
 
 // scan makes session id's record. The fingerprint is taken before what it describes is read, so a change
@@ -229,15 +233,20 @@ func (s *Store) loadIndex(walkAll bool) (map[string]indexRecord, error) {
 	recs, _ := s.readIndex() // an unreadable index is rebuilt
 	now := time.Now()
 	counted := conversationIndexer() != nil
-	stale := make([]bool, len(ids))
+	stale, walk := make([]bool, len(ids)), make([]bool, len(ids))
 	if walkAll {
 		for i := range stale {
-			stale[i] = true
+			stale[i], walk[i] = true, true
 		}
 	} else {
 		parallel(len(ids), func(i int) {
 			r, ok := recs[ids[i]]
-			stale[i] = !ok || !r.fresh(sessions, now, counted)
+			if !ok {
+				stale[i], walk[i] = true, true
+				return
+			}
+			fresh, changed := r.fresh(sessions, now, counted)
+			stale[i], walk[i] = !fresh, changed
 		})
 	}
 	out := make(map[string]indexRecord, len(ids))
@@ -257,7 +266,7 @@ func (s *Store) loadIndex(walkAll bool) (map[string]indexRecord, error) {
 		if r, ok := recs[id]; ok {
 			prev = &r
 		}
-		r := s.scan(sessions, id, prev, true)
+		r := s.scan(sessions, id, prev, walk[todo[j]])
 		mu.Lock()
 		out[id], changed = r, append(changed, r)
 		mu.Unlock()

@@ -245,7 +245,9 @@ func TestIndexRacyRecordRescanned(t *testing.T) {
 	sessions, err := s.Sessions()
 	require.NoError(t, err)
 	r := recs["a"]
-	assert.True(t, r.fresh(sessions, time.Now(), true), "settled: trusted")
+	fresh, changed := r.fresh(sessions, time.Now(), true)
+	assert.True(t, fresh, "settled: trusted")
+	assert.False(t, changed)
 }
 
 func keys(m map[string]Listed) []string { return slices.Sorted(maps.Keys(m)) }
