@@ -177,6 +177,9 @@ func (r *claudeRead) line(l *claudeLine, off int64, sub string) error {
 			switch {
 			case l.IsCompactSummary:
 				err = emit(Note, "", "Compaction summary: "+Safe(p.Text, MaxText))
+			case l.Type == "user" && strings.HasPrefix(p.Text, "<task-notification>"):
+				// Claude's word that a background subagent finished (2.1.3xx), not the user's
+				err = emit(Note, "", OneLine(tag(p.Text, "summary")+": "+tag(p.Text, "result"), MaxCall))
 			case l.Type == "user":
 				err = emit(Prompt, "", Safe(p.Text, MaxText))
 			default:
@@ -250,4 +253,14 @@ func rawText(raw json.RawMessage) string {
 		}
 	}
 	return b.String()
+}
+
+// tag is the text of the first <name>...</name> in s ("" if none).
+func tag(s, name string) string {
+	_, rest, ok := strings.Cut(s, "<"+name+">")
+	if !ok {
+		return ""
+	}
+	text, _, _ := strings.Cut(rest, "</"+name+">")
+	return text
 }

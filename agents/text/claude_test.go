@@ -96,3 +96,12 @@ func TestRenderClaude(t *testing.T) {
 	assert.Contains(t, out, "> ### Subagent aa60665581de99ce5")
 	assert.Contains(t, out, "> Reply with one word.")
 }
+
+// Claude 2.1.3xx tells the model in a user line that a background subagent finished: a note, not a prompt.
+func TestClaudeTaskNotificationIsANote(t *testing.T) {
+	sess, c, _ := hostile(t, prompt("<task-notification>\n<task-id>a1</task-id>\n<summary>Agent \"x\" finished</summary>\n<result>done\nwell</result>\n</task-notification>"))
+	es := entries(t, sess, claude.Agent, c)
+	require.Len(t, es, 1)
+	assert.Equal(t, Note, es[0].Kind)
+	assert.Equal(t, `Agent "x" finished: done well`, es[0].Text)
+}
