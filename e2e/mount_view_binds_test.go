@@ -3,7 +3,9 @@ package e2e
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -12,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sessionfs/sessionfs/e2e/apistub"
 	"github.com/sessionfs/sessionfs/layout"
 )
 
@@ -145,3 +148,76 @@ func TestViewBoundWhileAppended(t *testing.T) {
 
 // viewIdlePoll is mount's: a view bind unused this long is released within twice as long.
 const viewIdlePoll = 2 * time.Second
+
+// TestViewBindResumeFromAnotherCwd: Claude Code resumed from a cwd outside the mount, interactively, appends
+// through that cwd's view: the view is bound while it does (the mount table shows it during a turn), every turn goes
+// on in the one transcript, the alias is recorded, and once Claude is idle the bind goes. A short `claude -p
+// --resume` appends a few lines in milliseconds at its end (strace): it resumes through FUSE as before, checked too.
+func TestViewBindResumeFromAnotherCwd(t *testing.T) {
+	needRootMount(t)
+	_, err := exec.LookPath("tmux")
+	need(t, err == nil, "tmux is missing (apt-get install tmux): the resume is interactive")
+	forEachClaude(t, func(t *testing.T, c claudeCLI) {
+		store, api := claudeSetup(t)
+		m := mount(t, store)
+		cfg := filepath.Join(m.session("s1"), ".claude")
+		out, err := claudeRun(t, c.path, api.URL, cfg, filepath.Join(m.session("s1"), "workspace"), "-p", "hello")
+		require.NoError(t, err, out)
+		canonical := filepath.Join(store, "sessions", "s1", ".claude", "projects", "-session-workspace")
+		files := transcripts(t, canonical)
+		require.Len(t, files, 1)
+		uuid := strings.TrimSuffix(filepath.Base(files[0]), ".jsonl")
+		short := t.TempDir()
+		out, err = claudeRun(t, c.path, api.URL, cfg, short, "-p", "--resume", uuid, "a short one")
+		require.NoError(t, err, out)
+		assert.NotContains(t, out, "No conversation found")
+
+		outside := t.TempDir()
+		name := claudeName(outside)
+		claudeTrusts(t, filepath.Join(store, "sessions", "s1", ".claude"), outside)
+		env := append(claudeEnv(t, api.URL), "TERM=xterm-256color", "CLAUDE_CONFIG_DIR="+cfg)
+		tm := startTmux(t, outside, env, c.path, "--resume", uuid)
+		tm.waitFor("❯", time.Minute)
+		time.Sleep(time.Second) // the prompt is drawn before it takes keys
+		for turn, text := range []string{"first turn from outside", "second turn from outside"} {
+			n := lineCount(t, files[0])
+			seen := watchBound(t, m, "s1", name)
+			tm.send(text, "Enter")
+			eventually(t, time.Minute, func() bool {
+				b, _ := os.ReadFile(files[0])
+				return strings.Count(string(b), apistub.Reply) >= turn+3 && strings.Contains(string(b), text)
+			}, "turn %d is not in the one transcript: %s", turn, tm.pane())
+			assert.True(t, seen(), "%s bound during turn %d", name, turn)
+			assert.Equal(t, files, transcripts(t, canonical), "the one transcript")
+			assert.Greater(t, lineCount(t, files[0]), n)
+		}
+		eventually(t, 5*time.Second, func() bool { return slices.Contains(aliasesOf(t, store, "s1"), name) }, "alias %s recorded", name)
+		tm.stop()
+		eventually(t, 4*viewIdlePoll, func() bool { _, ok := viewBindsOf(t, m, "s1")[name]; return !ok }, "released once idle")
+		out, err = claudeRun(t, c.path, api.URL, cfg, t.TempDir(), "-p", "--resume", uuid, "and from yet another cwd")
+		require.NoError(t, err, out)
+		assert.NotContains(t, out, "No conversation found")
+		assert.Equal(t, files, transcripts(t, canonical), "the one transcript")
+	})
+}
+
+// watchBound samples the mount table until the returned function is called, which says whether view name of
+// session id was seen bound meanwhile.
+func watchBound(t *testing.T, m *mounted, id, name string) func() bool {
+	stop, done := make(chan struct{}), make(chan bool)
+	go func() {
+		seen := false
+		for {
+			select {
+			case <-stop:
+				done <- seen
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+			if _, ok := viewBindsOf(t, m, id)[name]; ok {
+				seen = true
+			}
+		}
+	}()
+	return func() bool { close(stop); return <-done }
+}

@@ -117,8 +117,9 @@ type ViewBinder interface {
 	ReleaseViews(id string, seq uint64)
 }
 
-// viewContended is how long a session whose bound view was taken back for another name stays with FUSE: two
-// processes appending under two names would otherwise bind and release at every append.
+// viewContended is how long a session whose bound view was taken back twice within as long stays with FUSE: two
+// processes appending under two names would otherwise bind and release at every append. Once is one agent after
+// another (a resume from another cwd): the new name is bound at once.
 const viewContended = 2 * time.Second
 
 // viewAskAgain: a write through FUSE of a view asked for this long ago asks again (its bind expired, or failed).
@@ -131,7 +132,13 @@ type viewBinds struct {
 	seq       uint64
 	wanted    map[string]wantedView
 	folders   map[string]*fs.Inode
-	contended map[string]time.Time
+	released  map[string]time.Time // when a session's view was last taken back for another name
+	contended map[string]time.Time // when it was taken back the second time within viewContended
+}
+
+func (s *viewBinds) init() {
+	s.wanted, s.folders = map[string]wantedView{}, map[string]*fs.Inode{}
+	s.released, s.contended = map[string]time.Time{}, map[string]time.Time{}
 }
 
 type wantedView struct {
@@ -173,7 +180,7 @@ func (t *Tree) bindWritten(ctx context.Context, id string, num uint64) {
 		return
 	}
 	if s.wanted == nil {
-		s.wanted, s.folders, s.contended = map[string]wantedView{}, map[string]*fs.Inode{}, map[string]time.Time{}
+		s.init()
 	}
 	s.seq++
 	seq := s.seq
@@ -203,8 +210,8 @@ func (t *Tree) viewLookedUp(ctx context.Context, id, name string, folder *fs.Ino
 	}
 	s := &t.viewBinds
 	s.mu.Lock()
-	if s.folders == nil {
-		s.wanted, s.folders, s.contended = map[string]wantedView{}, map[string]*fs.Inode{}, map[string]time.Time{}
+	if s.wanted == nil {
+		s.init()
 	}
 	s.folders[id] = folder
 	w, ok := s.wanted[id]
@@ -213,7 +220,11 @@ func (t *Tree) viewLookedUp(ctx context.Context, id, name string, folder *fs.Ino
 		return
 	}
 	delete(s.wanted, id)
-	s.contended[id] = time.Now()
+	now := time.Now()
+	if now.Sub(s.released[id]) < viewContended {
+		s.contended[id] = now
+	}
+	s.released[id] = now
 	seq := s.seq
 	s.mu.Unlock()
 	vb.ReleaseViews(id, seq)
