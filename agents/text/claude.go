@@ -1,6 +1,7 @@
 package text
 
 import (
+	"bytes"
 	"encoding/json"
 	"io"
 	"path"
@@ -125,6 +126,9 @@ func (r *claudeRead) file(rel, sub string, start int64) (int64, error) {
 		if b == nil {
 			return r.fn(tooLong(off, n, sub))
 		}
+		if !mayShow(b) {
+			return nil // metadata, attachments, queue events: not decoded at all
+		}
 		var l claudeLine
 		if json.Unmarshal(b, &l) != nil {
 			return nil // torn or garbage: as the listings, skipped
@@ -199,7 +203,7 @@ func (r *claudeRead) line(l *claudeLine, off int64, sub string) error {
 			return err
 		}
 	}
-	if sub == "" && len(l.ToolUseResult) > 0 && l.ToolUseResult[0] == '{' {
+	if sub == "" && len(l.ToolUseResult) > 0 && l.ToolUseResult[0] == '{' && bytes.Contains(l.ToolUseResult, []byte(`"agentId"`)) {
 		// The result of the call that started a subagent: its conversation comes here, nested.
 		var res struct {
 			AgentID string `json:"agentId"`
@@ -213,10 +217,25 @@ func (r *claudeRead) line(l *claudeLine, off int64, sub string) error {
 	return nil
 }
 
+// shown are the types of the lines a reader shows, as they appear in a line that has one.
+var shown = [][]byte{[]byte(`"type":"user"`), []byte(`"type":"assistant"`), []byte(`"type":"system"`), []byte(`"type":"summary"`)}
+
+// mayShow reports whether line b may be one a reader shows: a cheap look before decoding it (most of a
+// transcript's bytes are attachments and metadata).
+func mayShow(b []byte) bool {
+	for _, t := range shown {
+		if bytes.Contains(b, t) {
+			return true
+		}
+	}
+	// Claude writes no space in its JSON; a line that has some (written by another tool) is decoded to know.
+	return bytes.Contains(b, []byte(`"type" `)) || bytes.Contains(b, []byte(`"type": `))
+}
+
 // claudeParts reads a message's content: a string is one text part.
 func claudeParts(raw json.RawMessage) []claudePart {
 	var s string
-	if json.Unmarshal(raw, &s) == nil {
+	if isString(raw) && json.Unmarshal(raw, &s) == nil {
 		return []claudePart{{Type: "text", Text: s}}
 	}
 	var parts []claudePart
@@ -231,7 +250,8 @@ func rawText(raw json.RawMessage) string {
 		return ""
 	}
 	var s string
-	if json.Unmarshal(raw, &s) == nil {
+	if isString(raw) {
+		_ = json.Unmarshal(raw, &s)
 		return s
 	}
 	var parts []struct {
@@ -263,4 +283,11 @@ func tag(s, name string) string {
 	}
 	text, _, _ := strings.Cut(rest, "</"+name+">")
 	return text
+}
+
+// isString reports whether JSON value raw is a string (a value that is not one is never decoded as one: decoding
+// scans the whole value first).
+func isString(raw json.RawMessage) bool {
+	raw = bytes.TrimLeft(raw, " \t\r\n")
+	return len(raw) > 0 && raw[0] == '"'
 }

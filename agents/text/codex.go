@@ -104,7 +104,7 @@ func codexLines() func([]byte, int64, func(Entry) error) error {
 // says it did not succeed.
 func codexOutput(raw json.RawMessage) (string, bool) {
 	var s string
-	if json.Unmarshal(raw, &s) == nil {
+	if isString(raw) && json.Unmarshal(raw, &s) == nil {
 		var inner struct {
 			Output   string `json:"output"`
 			Metadata struct {

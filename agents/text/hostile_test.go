@@ -24,13 +24,25 @@ const hostileID = "0badc0de-0000-4000-8000-000000000001"
 // hostile is a session whose one Claude transcript is body (written by the session: anything at all).
 func hostile(t testing.TB, body string) (*layout.Dir, agents.Conversation, string) {
 	t.Helper()
-	sess, root := agentstest.OpenSession(t.(*testing.T))
+	sess, root := openSession(t)
 	dir := filepath.Join(root, ".claude/projects", layout.CanonicalProject)
 	require.NoError(t, os.MkdirAll(dir, 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, hostileID+".jsonl"), []byte(body), 0o600))
 	c := agents.Conversation{Agent: "claude", ID: hostileID,
 		Path: sess.Name() + "/.claude/projects/" + layout.CanonicalProject + "/" + hostileID + ".jsonl"}
 	return sess, c, dir
+}
+
+// openSession is agentstest.OpenSession for a test or a benchmark.
+func openSession(tb testing.TB) (*layout.Dir, string) {
+	if t, ok := tb.(*testing.T); ok {
+		return agentstest.OpenSession(t)
+	}
+	root := tb.TempDir()
+	d, err := layout.OpenDir(root)
+	require.NoError(tb, err)
+	tb.Cleanup(func() { d.Close() })
+	return d, root
 }
 
 // terminalSafe fails unless s could reach a terminal unharmed: valid UTF-8, no control character but newline and

@@ -15,7 +15,7 @@ var argKeys = []string{"description", "command", "cmd", "file_path", "filePath",
 // args is the JSON the agent wrote: an object, or a string holding one (Codex's).
 func Call(tool string, args json.RawMessage) string {
 	var s string
-	if json.Unmarshal(args, &s) == nil {
+	if isString(args) && json.Unmarshal(args, &s) == nil {
 		args = json.RawMessage(s)
 	}
 	var shown string
@@ -44,7 +44,7 @@ func argText(raw json.RawMessage) string {
 		return ""
 	}
 	var s string
-	if json.Unmarshal(raw, &s) == nil {
+	if isString(raw) && json.Unmarshal(raw, &s) == nil {
 		return s
 	}
 	var argv []string
