@@ -56,16 +56,16 @@ func BenchmarkSearch(b *testing.B) {
 		name, match string
 	}{{"common", made.Common}, {"prefix", made.Common[:3] + "*"}, {"phrase", searchtest.NeedleQuery}} {
 		start := time.Now()
-		hits, err := ix.Search(Query{Match: q.match})
-		if err != nil || len(hits) == 0 {
-			b.Fatalf("%s: %d hits, %v", q.match, len(hits), err)
+		res, err := ix.Search(Query{Match: q.match})
+		if err != nil || len(res.Hits) == 0 {
+			b.Fatalf("%s: %d hits, %v", q.match, len(res.Hits), err)
 		}
 		metrics[q.name+"-ms"] = float64(time.Since(start).Microseconds()) / 1000
 	}
 	for b.Loop() {
-		hits, err := ix.Search(Query{Match: searchtest.Needle})
-		if err != nil || len(hits) != searchtest.Needles {
-			b.Fatalf("%d hits, %v", len(hits), err)
+		res, err := ix.Search(Query{Match: searchtest.Needle})
+		if err != nil || len(res.Hits) != searchtest.Needles {
+			b.Fatalf("%d hits, %v", len(res.Hits), err)
 		}
 	}
 	for k, v := range metrics { // after the loop: b.Loop's first call drops what was reported before it

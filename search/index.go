@@ -21,7 +21,7 @@ const (
 	Dir    = "index"
 	DBName = "search.db"
 	// schemaVersion changes when the tables do: an index of another version is rebuilt.
-	schemaVersion = "1"
+	schemaVersion = "2"
 	// busyWait is how long a writer waits for another (a second CLI, the daemon) before giving up.
 	busyWait = 60 * time.Second
 )
@@ -44,6 +44,9 @@ CREATE TABLE IF NOT EXISTS conv(
 	tail BLOB,               -- the bytes of src just before done: an append leaves them as they were
 	next INTEGER NOT NULL,   -- the number of its next entry
 	UNIQUE(session, agent, src));
+-- each session's listing as last indexed whole (a hash of its files' stats; "" while being indexed): a session
+-- whose listing hashes the same needs nothing, and its rows are not read.
+CREATE TABLE IF NOT EXISTS sess(session TEXT PRIMARY KEY, sig TEXT NOT NULL) WITHOUT ROWID;
 CREATE VIRTUAL TABLE IF NOT EXISTS entry USING fts5(text, at UNINDEXED, cwd UNINDEXED, kind UNINDEXED,
 	off UNINDEXED, tool UNINDEXED, sub UNINDEXED, tokenize = 'unicode61 remove_diacritics 2');
 `
@@ -166,9 +169,25 @@ func (ix *Index) connect() error {
 	case err == nil:
 		return ix.reset(fmt.Sprintf("index: %s is of another version (%s): rebuilding it", ix.Path(), version))
 	case errors.Is(err, sql.ErrNoRows) || noTable(err):
-		return ix.reset("")
+		return ix.create() // new: a second process making it at the same time makes the same tables
 	}
 	return err
+}
+
+// create makes the tables that are missing.
+func (ix *Index) create() error {
+	tx, err := ix.db.Begin()
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if _, err := tx.Exec(schema); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(`INSERT OR IGNORE INTO meta(key, value) VALUES('schema', ?)`, schemaVersion); err != nil {
+		return err
+	}
+	return tx.Commit()
 }
 
 // reset makes the tables anew, empty (warning with why when it is not empty).
@@ -181,7 +200,7 @@ func (ix *Index) reset(why string) error {
 		return err
 	}
 	defer tx.Rollback()
-	for _, s := range []string{`DROP TABLE IF EXISTS entry`, `DROP TABLE IF EXISTS conv`, `DROP TABLE IF EXISTS meta`, schema} {
+	for _, s := range []string{`DROP TABLE IF EXISTS entry`, `DROP TABLE IF EXISTS conv`, `DROP TABLE IF EXISTS sess`, `DROP TABLE IF EXISTS meta`, schema} {
 		if _, err := tx.Exec(s); err != nil {
 			return err
 		}

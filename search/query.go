@@ -1,6 +1,7 @@
 package search
 
 import (
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -45,13 +46,33 @@ var ErrQuery = errors.New("search: not a query SQLite FTS5 can read")
 // so they never occur in it.
 const markOpen, markClose = "\x02", "\x03"
 
-// Search returns the entries that match q, best first.
-func (ix *Index) Search(q Query) ([]Hit, error) {
-	var hits []Hit
+// RankLimit is how many entries a query may match and still be ranked: bm25 counts every match of each term
+// first, seconds for a word said everywhere. A query that matches more lists the entries indexed last first.
+const RankLimit = 5000
+
+// Results are a search's hits, and whether they are ranked (by bm25, best first) or the entries indexed last
+// first (a query that matches more than RankLimit entries).
+type Results struct {
+	Hits   []Hit `json:"hits"`
+	Ranked bool  `json:"ranked"`
+}
+
+// Search returns the entries that match q.
+func (ix *Index) Search(q Query) (Results, error) {
+	var res Results
 	err := ix.retry(func() error {
-		hits = nil
+		res = Results{}
+		broad, err := ix.broad(q.Match)
+		if err != nil {
+			return err
+		}
+		res.Ranked = !broad
+		order, score := `ORDER BY e.rank`, `e.rank`
+		if broad {
+			order, score = `ORDER BY e.rowid DESC`, `0.0`
+		}
 		sqlText, args, err := q.sql(`c.session, c.agent, c.conv, e.at, e.cwd, e.kind, e.tool, e.sub, e.off,
-			snippet(entry, 0, '`+markOpen+`', '`+markClose+`', '…', 16), e.rank`, `ORDER BY e.rank`)
+			snippet(entry, 0, '`+markOpen+`', '`+markClose+`', '…', 16), `+score, order)
 		if err != nil {
 			return err
 		}
@@ -72,21 +93,49 @@ func (ix *Index) Search(q Query) ([]Hit, error) {
 				h.Time = time.UnixMilli(at)
 			}
 			h.Snippet, h.Marks = unmark(snippet)
-			hits = append(hits, h)
+			res.Hits = append(res.Hits, h)
 		}
 		return queryError(q.Match, rs.Err())
 	})
-	return hits, err
+	return res, err
 }
 
-// SessionIDs returns the sessions with an entry that matches q, the best match's first (q.Limit <= 0: all).
+// broad reports whether match matches more than RankLimit entries: FTS5 reads its matches last first, lazily, so
+// this costs RankLimit steps at most.
+func (ix *Index) broad(match string) (bool, error) {
+	norm := Normalize(match)
+	if norm == "" {
+		return false, fmt.Errorf("%w: the query is empty", ErrQuery)
+	}
+	var rowid int64
+	err := ix.db.QueryRow(`SELECT rowid FROM entry WHERE entry MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?`,
+		norm, RankLimit).Scan(&rowid)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, queryError(match, err)
+	}
+	return true, nil
+}
+
+// SessionIDs returns the sessions with an entry that matches q, the best match's first (for a query that matches
+// more than RankLimit entries: the session of the entry indexed last first); q.Limit <= 0: all.
 func (ix *Index) SessionIDs(q Query) ([]string, error) {
 	var ids []string
 	err := ix.retry(func() error {
 		ids = nil
 		limit := q.Limit
 		q.Limit = -1
-		sqlText, args, err := q.sql(`c.session, min(e.rank) AS best`, `GROUP BY c.session ORDER BY best`)
+		broad, err := ix.broad(q.Match)
+		if err != nil {
+			return err
+		}
+		cols, tail := `c.session, min(e.rank) AS best`, `GROUP BY c.session ORDER BY best`
+		if broad {
+			cols, tail = `c.session, -max(e.rowid) AS best`, `GROUP BY c.session ORDER BY best`
+		}
+		sqlText, args, err := q.sql(cols, tail)
 		if err != nil {
 			return err
 		}

@@ -65,14 +65,17 @@ func Run(w io.Writer, store *layout.Store, o Options) error {
 		}
 		return nil
 	}
-	hits, err := ix.Search(o.Query)
+	res, err := ix.Search(o.Query)
 	if err != nil {
 		return err
 	}
-	if o.JSON { // JSON shows every control character escaped
-		return printJSON(w, orEmpty(hits))
+	if !res.Ranked {
+		ix.warn(fmt.Sprintf("more than %d entries match %q: the last indexed are shown first, unranked (more words, a \"phrase\", --session, --agent or --since narrow it)", RankLimit, o.Match))
 	}
-	for _, h := range hits {
+	if o.JSON { // JSON shows every control character escaped
+		return printJSON(w, orEmpty(res.Hits))
+	}
+	for _, h := range res.Hits {
 		printHit(w, h, o.Color)
 	}
 	return nil

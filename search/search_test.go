@@ -80,9 +80,10 @@ func appendTo(t *testing.T, p string, lines ...string) {
 
 func search(t *testing.T, ix *Index, q Query) []Hit {
 	t.Helper()
-	hits, err := ix.Search(q)
+	res, err := ix.Search(q)
 	require.NoError(t, err)
-	return hits
+	assert.True(t, res.Ranked)
+	return res.Hits
 }
 
 func entryCount(t *testing.T, ix *Index) int {

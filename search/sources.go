@@ -51,6 +51,18 @@ func statOf(st *unix.Stat_t) fstat {
 type listing struct {
 	sources []source
 	keep    []string
+	records []source // of databases, until expand
+}
+
+// sig hashes what the listing saw: the same files, of the same stats, hash the same.
+func (l *listing) sig() string {
+	h := fnv.New64a()
+	for _, list := range [][]source{l.sources, l.records} {
+		for _, s := range list {
+			fmt.Fprintf(h, "%s\x00%s\x00%d\x00%d\x00%d\x00%s\x00", s.agent.Name, s.src, s.st.size, s.st.ctime, s.st.ino, s.sig)
+		}
+	}
+	return fmt.Sprintf("%d:%x", len(l.sources)+len(l.records), h.Sum64())
 }
 
 func (l *listing) kept(src string) bool {
@@ -62,9 +74,9 @@ func (l *listing) kept(src string) bool {
 	return false
 }
 
-// list lists the session's sources, every agent's; records are the database records the index holds for it
-// (to tell whether a database changed without opening it).
-func list(sess *layout.Dir, records map[string]row) listing {
+// list lists the session's sources, every agent's; of an agent whose conversations are rows of a database, the
+// database's record alone (expand lists its conversations when it changed).
+func list(sess *layout.Dir) listing {
 	var l listing
 	for _, a := range all.Agents {
 		switch {
@@ -73,7 +85,7 @@ func list(sess *layout.Dir, records map[string]row) listing {
 		case a.Files != nil:
 			l.sources = append(l.sources, fileSources(sess, a)...)
 		case a == opencode.Agent:
-			l.rows(sess, a, opencode.DB, records)
+			l.record(sess, a, opencode.DB)
 		}
 	}
 	return l
@@ -187,10 +199,8 @@ func fileSources(sess *layout.Dir, a *agents.Agent) []source {
 	return out
 }
 
-// rows adds the conversations of an agent that keeps them as rows of a database (opencode): a record of the
-// database's stat (and its WAL's) and, only when that changed since the index's record, each conversation as the
-// agent lists it, its summary the sig (a conversation that changed is reindexed whole).
-func (l *listing) rows(sess *layout.Dir, a *agents.Agent, db string, records map[string]row) {
+// record adds the record of a database of conversations (opencode's): its stat and its WAL's.
+func (l *listing) record(sess *layout.Dir, a *agents.Agent, db string) {
 	rel := a.Dir + "/" + db
 	st, err := sess.Lstat(rel)
 	if err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
@@ -201,16 +211,32 @@ func (l *listing) rows(sess *layout.Dir, a *agents.Agent, db string, records map
 		w := statOf(&wal)
 		rec.sig = fmt.Sprintf("%d:%d:%d", w.size, w.ctime, w.ino)
 	}
-	// The record last: it says the conversations were indexed.
-	defer func() { l.sources = append(l.sources, rec) }()
-	if old, ok := records[a.Name+"\x00"+rel]; ok && old.fstat == rec.st && old.sig == rec.sig {
-		l.keep = append(l.keep, rel+"#")
-		return
+	l.records = append(l.records, rec)
+}
+
+// expand adds the conversations of each database whose record changed since the index's (rows, by key), as the
+// agent lists them, each one's summary its sig (a conversation that changed is reindexed whole); those of a
+// database that did not change are kept as indexed. The records come last: they say the conversations were
+// indexed. sess is nil when nothing changed.
+func (l *listing) expand(open func() (*layout.Dir, error), rows map[string]*row) {
+	for _, rec := range l.records {
+		if old := rows[key(rec.agent.Name, rec.src)]; old != nil && old.fstat == rec.st && old.sig == rec.sig {
+			l.keep = append(l.keep, rec.src+"#")
+			l.sources = append(l.sources, rec)
+			continue
+		}
+		sess, err := open()
+		if err != nil {
+			continue
+		}
+		cs, _ := rec.agent.Conversations(sess)
+		sess.Close()
+		sort.Slice(cs, func(i, j int) bool { return cs[i].ID < cs[j].ID })
+		for _, c := range cs {
+			l.sources = append(l.sources, source{agent: rec.agent, src: rec.src + "#" + c.ID, conv: c,
+				sig: fmt.Sprintf("%d:%d:%d:%d", c.Last.UnixNano(), c.Size, c.Messages, c.Subagents)})
+		}
+		l.sources = append(l.sources, rec)
 	}
-	cs, _ := a.Conversations(sess)
-	sort.Slice(cs, func(i, j int) bool { return cs[i].ID < cs[j].ID })
-	for _, c := range cs {
-		l.sources = append(l.sources, source{agent: a, src: rel + "#" + c.ID, conv: c,
-			sig: fmt.Sprintf("%d:%d:%d:%d", c.Last.UnixNano(), c.Size, c.Messages, c.Subagents)})
-	}
+	l.records = nil
 }

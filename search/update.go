@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
@@ -72,17 +73,7 @@ func (ix *Index) Update(id string) error {
 	if err := layout.ValidateID(id); err != nil {
 		return err
 	}
-	return ix.retry(func() error {
-		rows, err := ix.rows(id)
-		if err != nil {
-			return err
-		}
-		work, err := ix.plan(id, rows[id])
-		if err != nil {
-			return err
-		}
-		return ix.apply(work, nil)
-	})
+	return ix.retry(func() error { return ix.catchUp([]string{id}, false, nil) })
 }
 
 // CatchUp brings the whole index up to date with the store: new and changed conversations indexed, those gone
@@ -93,26 +84,129 @@ func (ix *Index) CatchUp(progress func(done, total int)) error {
 		if err != nil {
 			return err
 		}
-		rows, err := ix.rows("")
+		return ix.catchUp(ids, true, progress)
+	})
+}
+
+// catchUp brings the index of sessions ids up to date; all: ids are every session, the others are dropped. The
+// sessions are listed (a stat a file) on several threads while the sessions' hashes are read; only the rows of
+// a session whose listing hashes otherwise are read.
+func (ix *Index) catchUp(ids []string, all bool, progress func(done, total int)) error {
+	var sigs map[string]string
+	var sigsErr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sigs, sigsErr = ix.sessionSigs()
+	}()
+	listings := make([]listing, len(ids))
+	gone := make([]bool, len(ids))
+	listErrs := make([]error, len(ids))
+	var wg sync.WaitGroup
+	next := atomic.Int64{}
+	for range min(listers, len(ids)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1) - 1); i < len(ids); i = int(next.Add(1) - 1) {
+				listings[i], gone[i], listErrs[i] = ix.list(ids[i])
+			}
+		}()
+	}
+	wg.Wait()
+	<-done
+	if sigsErr != nil {
+		return sigsErr
+	}
+	var work []sessionWork
+	for i, id := range ids {
+		if listErrs[i] != nil {
+			return listErrs[i]
+		}
+		old, known := sigs[id]
+		delete(sigs, id)
+		if gone[i] && !known {
+			continue
+		}
+		sig := listings[i].sig()
+		if gone[i] {
+			sig = ""
+		}
+		if known && old == sig && sig != "" {
+			continue
+		}
+		rows, err := ix.rows(id)
 		if err != nil {
 			return err
 		}
-		var work []task
-		for _, id := range ids {
-			w, err := ix.plan(id, rows[id])
+		if !gone[i] {
+			listings[i].expand(func() (*layout.Dir, error) { return ix.store.OpenSession(id) }, rows)
+		}
+		work = append(work, sessionWork{id: id, sig: sig, tasks: plan(id, listings[i], rows)})
+	}
+	if all {
+		for id := range sigs { // sessions removed, renamed or trashed
+			rows, err := ix.rows(id)
 			if err != nil {
 				return err
 			}
-			work = append(work, w...)
-			delete(rows, id)
+			work = append(work, sessionWork{id: id, tasks: plan(id, listing{}, rows)})
 		}
-		for _, gone := range rows { // sessions removed, renamed or trashed
-			for _, r := range gone {
-				work = append(work, task{session: r.session, old: r})
-			}
+	}
+	return ix.apply(work, progress)
+}
+
+// sessionWork is what one session needs, and the hash of its listing once done ("": the session is gone).
+type sessionWork struct {
+	id    string
+	sig   string
+	tasks []task
+}
+
+// sessionSigs reads every session's hash.
+func (ix *Index) sessionSigs() (map[string]string, error) {
+	rs, err := ix.db.Query(`SELECT session, sig FROM sess`)
+	if err != nil {
+		return nil, err
+	}
+	defer rs.Close()
+	out := map[string]string{}
+	for rs.Next() {
+		var id, sig string
+		if err := rs.Scan(&id, &sig); err != nil {
+			return nil, err
 		}
-		return ix.apply(work, progress)
-	})
+		out[id] = sig
+	}
+	return out, rs.Err()
+}
+
+// setSig records session id's hash ("" while being indexed: a session has a row before any of its conversations
+// does, so one gone is found by its row); gone: the session is gone, its row dropped.
+func (ix *Index) setSig(id, sig string, gone bool) error {
+	var err error
+	if gone {
+		_, err = ix.db.Exec(`DELETE FROM sess WHERE session = ?`, id)
+	} else {
+		_, err = ix.db.Exec(`INSERT INTO sess(session, sig) VALUES(?, ?) ON CONFLICT(session) DO UPDATE SET sig = excluded.sig`, id, sig)
+	}
+	return err
+}
+
+// listers is how many sessions are listed at once: listing waits on the disk more than on a CPU.
+const listers = 4
+
+// list lists session id's sources; gone: there is no such session.
+func (ix *Index) list(id string) (l listing, gone bool, err error) {
+	sess, err := ix.store.OpenSession(id)
+	if err != nil {
+		if errors.Is(err, layout.ErrNotFound) {
+			return l, true, nil
+		}
+		return l, false, err
+	}
+	defer sess.Close()
+	return list(sess), false, nil
 }
 
 // Reindex empties the index and builds it again from every conversation of the store.
@@ -136,29 +230,21 @@ func (ix *Index) retry(fn func() error) error {
 	return err
 }
 
-// rows reads the index's rows of session id ("": of every session), by session and key.
-func (ix *Index) rows(id string) (map[string]map[string]*row, error) {
-	q := `SELECT id, session, agent, src, conv, size, ctime, ino, sig, done, next, tail FROM conv`
-	var args []any
-	if id != "" {
-		q += ` WHERE session = ?`
-		args = append(args, id)
-	}
-	rs, err := ix.db.Query(q, args...)
+// rows reads the index's rows of session id, by key.
+func (ix *Index) rows(id string) (map[string]*row, error) {
+	rs, err := ix.db.Query(`SELECT id, session, agent, src, conv, size, ctime, ino, sig, done, next, NULL FROM conv
+		WHERE session = ?`, id)
 	if err != nil {
 		return nil, err
 	}
 	defer rs.Close()
-	out := map[string]map[string]*row{}
+	out := map[string]*row{}
 	for rs.Next() {
 		r, err := scanRow(rs)
 		if err != nil {
 			return nil, err
 		}
-		if out[r.session] == nil {
-			out[r.session] = map[string]*row{}
-		}
-		out[r.session][key(r.agent, r.src)] = r
+		out[key(r.agent, r.src)] = r
 	}
 	return out, rs.Err()
 }
@@ -179,26 +265,8 @@ type task struct {
 	old     *row // as planned against
 }
 
-// plan lists what session id needs, given the index's rows of it.
-func (ix *Index) plan(id string, rows map[string]*row) ([]task, error) {
-	sess, err := ix.store.OpenSession(id)
-	if err != nil {
-		if !errors.Is(err, layout.ErrNotFound) {
-			return nil, err
-		}
-		sess = nil
-	}
-	var l listing
-	if sess != nil {
-		records := map[string]row{}
-		for k, r := range rows {
-			if r.conv == "" {
-				records[k] = *r
-			}
-		}
-		l = list(sess, records)
-		sess.Close()
-	}
+// plan is what session id needs, given its listing and the index's rows of it.
+func plan(id string, l listing, rows map[string]*row) []task {
 	var work []task
 	seen := map[string]bool{}
 	for i := range l.sources {
@@ -214,42 +282,39 @@ func (ix *Index) plan(id string, rows map[string]*row) ([]task, error) {
 			work = append(work, task{session: id, old: r})
 		}
 	}
-	return work, nil
+	return work
 }
 
 // apply does the tasks, each conversation in a transaction of its own (another process waits on it, never
 // fails), the sessions opened once each. A conversation that cannot be read is left for the next catch-up, with
-// a warning.
-func (ix *Index) apply(work []task, progress func(done, total int)) error {
-	var sess *layout.Dir
-	open := "" // the session sess is
-	defer func() { sess.Close() }()
+// a warning (its session's hash is left unset, so the next catch-up looks at it again).
+func (ix *Index) apply(work []sessionWork, progress func(done, total int)) error {
+	total, done := 0, 0
+	for _, w := range work {
+		total += len(w.tasks)
+	}
 	var unread []string
-	for i, t := range work {
-		if progress != nil {
-			progress(i, len(work))
+	for _, w := range work {
+		if err := ix.setSig(w.id, "", false); err != nil {
+			return err
 		}
-		if t.src != nil && open != t.session {
-			sess.Close()
-			var err error
-			if sess, err = ix.store.OpenSession(t.session); err != nil {
-				sess, open = nil, ""
-				continue // gone since: the next catch-up drops it
+		failed, err := ix.applySession(w, func() {
+			done++
+			if progress != nil {
+				progress(done, total)
 			}
-			open = t.session
-		}
-		err := ix.one(sess, t)
-		var re readError
-		if errors.As(err, &re) {
-			unread = append(unread, re.Error())
-			continue
-		}
+		}, &unread)
 		if err != nil {
 			return err
 		}
+		if !failed {
+			if err := ix.setSig(w.id, w.sig, w.sig == ""); err != nil {
+				return err
+			}
+		}
 	}
 	if progress != nil {
-		progress(len(work), len(work))
+		progress(total, total)
 	}
 	if len(unread) > 0 {
 		more := ""
@@ -259,6 +324,31 @@ func (ix *Index) apply(work []task, progress func(done, total int)) error {
 		ix.warn(fmt.Sprintf("index: left out for now: %s%s", unread[0], more))
 	}
 	return nil
+}
+
+// applySession does one session's tasks; failed: one could not be read.
+func (ix *Index) applySession(w sessionWork, step func(), unread *[]string) (failed bool, err error) {
+	var sess *layout.Dir
+	defer func() { sess.Close() }()
+	for _, t := range w.tasks {
+		step()
+		if t.src != nil && sess == nil {
+			if sess, err = ix.store.OpenSession(w.id); err != nil {
+				return true, nil // gone since: the next catch-up drops it
+			}
+		}
+		err := ix.one(sess, t)
+		var re readError
+		if errors.As(err, &re) {
+			*unread = append(*unread, re.Error())
+			failed = true
+			continue
+		}
+		if err != nil {
+			return failed, err
+		}
+	}
+	return failed, nil
 }
 
 // readError is a conversation that could not be read: the session's own doing, never the index's failure.
