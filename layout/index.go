@@ -44,6 +44,7 @@ const (
 	maxRecordBody  = 64 << 10  // a session whose cached Info is larger is not cached: rescanned on every read
 	maxRecordRels  = 64        // a session with more conversation folders is rescanned on every read
 	maxRecordConvs = 1000      // a session with more conversations is a candidate of every find
+	fpHalf         = 16        // hex digits of each of a fingerprint's two hashes
 )
 
 // Flags of a record.
@@ -70,7 +71,7 @@ type indexBody struct {
 // indexRecord is one session's line.
 type indexRecord struct {
 	id    string
-	fp    string // hex, or "-": never fresh
+	fp    string // hex, session.json's hash then the others' (fpHalf each), or "-": never fresh
 	flags string
 	rels  string // names beneath the session, space-separated, parents first
 	convs string // conversation ids, space-separated
@@ -130,7 +131,7 @@ func validFingerprint(b []byte) bool {
 	if string(b) == "-" {
 		return true
 	}
-	if len(b) != 16 {
+	if len(b) != 2*fpHalf {
 		return false
 	}
 	for _, c := range b {
@@ -195,7 +196,7 @@ func (s *Store) readIndex() (map[string]indexRecord, error) {
 }
 
 func parseIndex(b []byte) map[string]indexRecord {
-	out := map[string]indexRecord{}
+	out := make(map[string]indexRecord, bytes.Count(b, []byte{'\n'}))
 	header, rest, _ := bytes.Cut(b, []byte{'\n'})
 	if string(header) != indexHeader {
 		return out
@@ -216,11 +217,25 @@ func (s *Store) readIndexBytes() ([]byte, error) {
 	if err := s.open(); err != nil {
 		return nil, err
 	}
-	b, err := s.root.ReadRegular(indexFile, maxIndexSize)
-	if err != nil && !errors.Is(err, ErrDamaged) && !errors.Is(err, syscall.ENOENT) && !errors.Is(err, syscall.ENOTDIR) {
+	f, err := s.root.OpenRegular(indexFile, maxIndexSize)
+	if errors.Is(err, ErrDamaged) || errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ENOTDIR) {
+		return nil, nil
+	}
+	if err != nil {
 		return nil, err
 	}
-	return b, nil
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	// Read at its size in one go (a replaced file is a new inode: this one's size does not change).
+	b := make([]byte, min(st.Size(), maxIndexSize))
+	n, err := io.ReadFull(f, b)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
+		return nil, err
+	}
+	return b[:n], nil
 }
 
 // writeIndex changes the index under its lock: change gets the records as the file holds them now and edits

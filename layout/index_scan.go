@@ -3,11 +3,11 @@ package layout
 import (
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"hash/fnv"
 	"maps"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -56,20 +56,29 @@ const baseRelsWords = ". " + MetaFile
 const defaultRels = ". " + MetaFile + " " + ProjectsDir + " " + ProjectsDir + "/" + CanonicalProject
 
 // fingerprint hashes what statx says of rels beneath session id (inode, change and modification times, size,
-// type): any change of a name in them changes it. racy says one changed within racyWindow of now.
+// type): any change of a name in them changes it. racy says one changed within racyWindow of now. It is two
+// hashes in one, session.json's and the other names' (the session's folder, its conversation folders), so that
+// find, which needs only the second, stats one name fewer of each session; withMeta false leaves the first out.
 //
 // statx resolves a path in one call, following a symlink planted on its way (only the last name is not
 // followed): a name found not to be a folder ends the walk below it, so a planted link is never walked, but one
 // swapped in between two calls could be. What comes of it is only hashed, never shown nor acted on: a changed
 // hash makes the reader rescan the session through its descriptor, as everything else does.
-func fingerprint(sessions *Dir, id string, rels string, now time.Time) (fp string, racy bool) {
-	h := fnv.New64a()
+func fingerprint(sessions *Dir, id string, rels string, now time.Time, withMeta bool) (fp string, racy bool) {
+	hm, hc := fnv.New64a(), fnv.New64a()
 	var buf [8 * 8]byte
 	notDir := []string{}
 	cutoff := now.Add(-racyWindow)
 	for rels != "" {
 		var rel string
 		rel, rels, _ = strings.Cut(rels, " ")
+		h := hc
+		if rel == MetaFile {
+			if !withMeta {
+				continue
+			}
+			h = hm
+		}
 		h.Write([]byte(rel))
 		if slices.ContainsFunc(notDir, func(p string) bool { return p == "." || strings.HasPrefix(rel, p+"/") }) {
 			h.Write([]byte{0})
@@ -105,18 +114,18 @@ func fingerprint(sessions *Dir, id string, rels string, now time.Time) (fp strin
 			}
 		}
 	}
-	return strconv.FormatUint(h.Sum64()|1<<63, 16), racy
+	return fmt.Sprintf("%016x%016x", hm.Sum64(), hc.Sum64()), racy
 }
 
 // fresh reports whether r still describes session id: made with an indexer (when there is one), not racy, and of
 // the same fingerprint now. changed says the session itself changed (its fingerprint, or no record to tell):
 // only then is its size measured again.
-func (r *indexRecord) fresh(sessions *Dir, now time.Time, counted bool) (fresh, changed bool) {
+func (r *indexRecord) fresh(sessions *Dir, now time.Time, counted, withMeta bool) (fresh, changed bool) {
 	if r.fp == "-" {
 		return false, true
 	}
-	fp, _ := fingerprint(sessions, r.id, r.rels, now)
-	if fp != r.fp {
+	fp, _ := fingerprint(sessions, r.id, r.rels, now, withMeta)
+	if fp != r.fp && (withMeta || fp[fpHalf:] != r.fp[fpHalf:]) {
 		return false, true
 	}
 	return !r.has(flagRacy) && (!counted || r.has(flagConvs)), false
@@ -131,7 +140,7 @@ func (s *Store) scan(sessions *Dir, id string, prev *indexRecord, walk bool) ind
 	if prev != nil && prev.rels != "" {
 		rels = prev.rels
 	}
-	fp, racy := fingerprint(sessions, id, rels, now)
+	fp, racy := fingerprint(sessions, id, rels, now, true)
 	r := indexRecord{id: id}
 	var body indexBody
 	counted, tooMany := false, false
@@ -176,7 +185,7 @@ func (s *Store) scan(sessions *Dir, id string, prev *indexRecord, walk bool) ind
 		r.flags += string(flagConvs)
 	}
 	if r.rels != rels { // the names read are not those fingerprinted: fingerprint them now
-		fp, _ = fingerprint(sessions, id, r.rels, now)
+		fp, _ = fingerprint(sessions, id, r.rels, now, true)
 		racy = true
 	}
 	if racy {
@@ -220,8 +229,9 @@ func convIDs(ids []string) []string {
 }
 
 // loadIndex returns a record for every session of the store, each true to the session now: the index's
-// records that are still fresh, the others rescanned (walked when walkAll, or when new) and written back.
-func (s *Store) loadIndex(walkAll bool) (map[string]indexRecord, error) {
+// records that are still fresh, the others rescanned (walked when walkAll, or when changed) and written back.
+// withMeta false trusts a record whose session.json alone changed (find's conversations are the same).
+func (s *Store) loadIndex(walkAll, withMeta bool) (map[string]indexRecord, error) {
 	ids, err := s.IDs()
 	if err != nil {
 		return nil, err
@@ -245,7 +255,7 @@ func (s *Store) loadIndex(walkAll bool) (map[string]indexRecord, error) {
 				stale[i], walk[i] = true, true
 				return
 			}
-			fresh, changed := r.fresh(sessions, now, counted)
+			fresh, changed := r.fresh(sessions, now, counted, withMeta)
 			stale[i], walk[i] = !fresh, changed
 		})
 	}
@@ -327,7 +337,7 @@ type Listed struct {
 // changed (its session.json, its conversations) or was last listed with sizes; sizes measures every session
 // now.
 func (s *Store) Listing(sizes bool) ([]Listed, error) {
-	recs, err := s.loadIndex(sizes)
+	recs, err := s.loadIndex(sizes, true)
 	if err != nil {
 		return nil, err
 	}
@@ -359,7 +369,7 @@ func (s *Store) Listing(sizes bool) ([]Listed, error) {
 // whose (fresh) record names one, and those whose conversations the names do not tell. The caller looks in them
 // as it would in every session.
 func (s *Store) ConversationCandidates(match func(conv string) bool) ([]string, error) {
-	recs, err := s.loadIndex(false)
+	recs, err := s.loadIndex(false, false) // find reads no session.json of the index: only its conversations
 	if err != nil {
 		return nil, err
 	}

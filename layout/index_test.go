@@ -165,8 +165,8 @@ func TestIndexCorruptOrHostileFile(t *testing.T) {
 		"other version": "sessionfs-index 999\na\t-\tc\t.\t\t" + body + "\n",
 		"hostile lines": indexHeader + "\n" +
 			"../../etc\t-\tc\t.\t\t" + body + "\n" + // not an id
-			"a\t0000000000000001\tc\t../../etc/passwd\t\t" + body + "\n" + // a name that leaves the session
-			"a\t8000000000000001\tc\t. session.json\t\t" + body + "\n" + // a forged record: not its fingerprint
+			"a\t00000000000000010000000000000001\tc\t../../etc/passwd\t\t" + body + "\n" + // a name that leaves the session
+			"a\t80000000000000018000000000000001\tc\t. session.json\t\t" + body + "\n" + // a forged record: not its fingerprint
 			"ghost\t-\tc\t.\t\t" + body + "\n" + // no such session
 			"a\tnot-hex\n",
 	} {
@@ -245,7 +245,7 @@ func TestIndexRacyRecordRescanned(t *testing.T) {
 	sessions, err := s.Sessions()
 	require.NoError(t, err)
 	r := recs["a"]
-	fresh, changed := r.fresh(sessions, time.Now(), true)
+	fresh, changed := r.fresh(sessions, time.Now(), true, true)
 	assert.True(t, fresh, "settled: trusted")
 	assert.False(t, changed)
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"cmp"
 	"errors"
 	"fmt"
@@ -102,8 +103,15 @@ func (a *app) runLs(w io.Writer, o lsOptions) error {
 	return printLs(w, s, infos, o, tmpl)
 }
 
-// printLs prints sessions infos of store s as o asks: ids, JSON, a --format template (tmpl) or a table.
-func printLs(w io.Writer, s *layout.Store, infos []layout.Listed, o lsOptions, tmpl *template.Template) error {
+// printLs prints sessions infos of store s as o asks: ids, JSON, a --format template (tmpl) or a table. Output
+// is buffered: a table of 10,000 rows is otherwise 70,000 writes.
+func printLs(out io.Writer, s *layout.Store, infos []layout.Listed, o lsOptions, tmpl *template.Template) (err error) {
+	w := bufio.NewWriterSize(out, 64<<10)
+	defer func() {
+		if ferr := w.Flush(); err == nil {
+			err = ferr
+		}
+	}()
 	switch {
 	case o.quiet:
 		for _, in := range infos {
