@@ -16,6 +16,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionfs/sessionfs/e2e/apistub"
+	"github.com/sessionfs/sessionfs/e2e/geministub"
+	"github.com/sessionfs/sessionfs/e2e/openaistub"
 )
 
 // TestLogShowsARealConversation: a conversation of the real claude CLI (a prompt, a subagent it delegated to, a
@@ -110,4 +112,68 @@ func conversationOf(t *testing.T, store string) string {
 	require.NoError(t, json.Unmarshal([]byte(ok(t, store, "show", "s1", "--json")), &show))
 	require.Len(t, show.Conversations, 1)
 	return show.Conversations[0].ID
+}
+
+// TestLogEveryAgent: a conversation of each other agent's real CLI (Codex, Gemini CLI, Qwen Code, opencode: its
+// rows read through the untrusted reader) printed by sessionfs log, by --agent and by its id.
+func TestLogEveryAgent(t *testing.T) {
+	const needle = "needle-for-log"
+	for _, tc := range []struct {
+		agent string
+		reply string
+		run   func(t *testing.T, store, cli string, m *mounted) (env []string, argv []string)
+	}{
+		{"codex", openaistub.Reply, func(t *testing.T, store, cli string, _ *mounted) ([]string, []string) {
+			api := openaiStub(t)
+			return agentEnv(t, "OPENAI_API_KEY=sk-test"), []string{cli, "exec", "--skip-git-repo-check", "-c", `model_provider="stub"`,
+				"-c", `model_providers.stub={name="stub",base_url="` + api.URL + `",wire_api="responses",env_key="OPENAI_API_KEY",supports_websockets=false}`,
+				needle}
+		}},
+		{"gemini", geministub.Reply, func(t *testing.T, store, cli string, m *mounted) ([]string, []string) {
+			api, err := geministub.Start("127.0.0.1:0")
+			require.NoError(t, err)
+			t.Cleanup(func() { api.Close() })
+			geminiSetup(t, store, m.session("s1"))
+			return agentEnv(t, "GEMINI_API_KEY=test", "GOOGLE_GEMINI_BASE_URL="+api.URL), []string{cli, "-m", "gemini-2.5-flash", "-p", needle}
+		}},
+		{"qwen", openaistub.Reply, func(t *testing.T, store, cli string, _ *mounted) ([]string, []string) {
+			api := openaiStub(t)
+			return agentEnv(t, "OPENAI_API_KEY=sk-test", "OPENAI_BASE_URL="+api.URL, "OPENAI_MODEL=stub-model"),
+				[]string{cli, "--auth-type", "openai", needle}
+		}},
+		{"opencode", openaistub.Reply, func(t *testing.T, store, cli string, m *mounted) ([]string, []string) {
+			api := openaiStub(t)
+			opencodeSeed(t, m.session("s1"))
+			return opencodeEnv(t, api.URL), []string{cli, "run", "--format", "json", needle}
+		}},
+	} {
+		t.Run(tc.agent, func(t *testing.T) {
+			cli := agentCLI(t, tc.agent)
+			store := t.TempDir()
+			ok(t, store, "new", "s1")
+			m := mount(t, store)
+			env, argv := tc.run(t, store, cli, m)
+			r := agentExec(t, store, tc.agent, env, "", argv...)
+			require.Equal(t, 0, r.code, "%s\n%s", r.stdout, r.stderr)
+
+			shown := ok(t, store, "log", "s1", "--agent", tc.agent)
+			t.Log("\n" + shown)
+			assert.Contains(t, shown, "# "+tc.agent+" conversation ")
+			assert.Contains(t, shown, "## User")
+			assert.Contains(t, shown, needle)
+			assert.Contains(t, shown, tc.reply)
+			assert.Equal(t, shown, ok(t, store, "log", "s1"), "the session's latest conversation")
+			id := strings.Fields(strings.SplitN(shown, "\n", 2)[0])[3]
+			assert.Equal(t, shown, ok(t, store, "log", id), "found by its id in any session")
+		})
+	}
+}
+
+// openaiStub starts the OpenAI API stub for the test.
+func openaiStub(t *testing.T) *openaistub.Server {
+	t.Helper()
+	api, err := openaistub.Start("127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { api.Close() })
+	return api
 }
