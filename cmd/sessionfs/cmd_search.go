@@ -16,7 +16,7 @@ func (a *app) searchCmd() *cobra.Command {
 	var o search.Options
 	var since string
 	cmd := &cobra.Command{
-		Use:   "search QUERY",
+		Use:   "search QUERY...",
 		Short: "Find conversations of any agent, in any session, by what was said in them",
 		Long: `search finds what was said in every conversation of every agent (Claude Code, Codex, Gemini CLI, Qwen
 Code, opencode) in the store's sessions: prompts, replies, tool calls and their results, ranked best first
@@ -24,7 +24,7 @@ Code, opencode) in the store's sessions: prompts, replies, tool calls and their 
 the match, the match in bold on a terminal. --json prints the hits as JSON; -l prints only the ids of the
 sessions with a match, best first.
 
-QUERY is SQLite FTS5's: words (all must occur), "a phrase", a prefix*, OR, NOT, NEAR(a b), (grouping). A word
+QUERY is SQLite FTS5's: words (all must occur, typed as one argument or several), "a phrase", a prefix*, OR, NOT, NEAR(a b), (grouping). A word
 with other characters (fix-login, main.go) is taken as a phrase. A query FTS5 cannot read is an error (exit 1).
 
 The index is the store's own, <store>/index/search.db: each search first reads what changed since (a stat of
@@ -35,10 +35,10 @@ each conversation file; appends are indexed alone), and the mount's daemon keeps
   sessionfs search 'migrat* NOT sqlite' --label team=web -l
   sessionfs search needle --json | jq -r '.[].conversation'
   sessionfs search --reindex`,
-		Args: cobra.MaximumNArgs(1),
+		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 1 {
-				o.Match = args[0]
+			if len(args) > 0 {
+				o.Match = strings.Join(args, " ") // words typed apart: all must occur
 			} else if !o.Reindex {
 				return usageError("search needs a QUERY (or --reindex)")
 			}
