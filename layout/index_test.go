@@ -15,9 +15,16 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// testIndexer counts the canonical folder's transcripts, as the agents' indexer does Claude's.
+// testIndexer counts the canonical folder's transcripts and names the projects folders, as the agents' indexer
+// does Claude's.
 func testIndexer(sess *Dir) ConversationIndex {
 	c := ConversationIndex{ByAgent: map[string]int{}, Rels: []string{ProjectsDir, ProjectsDir + "/" + CanonicalProject}}
+	folders, _ := sess.ReadDir(ProjectsDir)
+	for _, f := range folders {
+		if f.IsDir() && f.Name() != CanonicalProject {
+			c.Rels = append(c.Rels, ProjectsDir+"/"+f.Name())
+		}
+	}
 	ents, _ := sess.ReadDir(ProjectsDir + "/" + CanonicalProject)
 	for _, e := range ents {
 		if id, ok := strings.CutSuffix(e.Name(), ".jsonl"); ok && e.Type().IsRegular() {
@@ -251,3 +258,49 @@ func TestIndexRacyRecordRescanned(t *testing.T) {
 }
 
 func keys(m map[string]Listed) []string { return slices.Sorted(maps.Keys(m)) }
+
+// What a session writes is data to the index, never a way out: a symlink planted where a conversation folder was
+// is not walked by the fingerprint nor the scan, names that are no plain path make the session rescanned on
+// every read (its own cost) rather than stored, and a session of more conversations than a record keeps is a
+// candidate of every find.
+func TestIndexHostileSession(t *testing.T) {
+	withTestIndexer(t)
+	s := newStore(t)
+	_, err := s.Create("evil", CreateOptions{})
+	require.NoError(t, err)
+	_, err = s.Listing(false)
+	require.NoError(t, err)
+	sessions, err := s.Sessions()
+	require.NoError(t, err)
+
+	outside := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(outside, CanonicalProject), 0o755))
+	projects := filepath.Join(s.SessionsDir(), "evil", ProjectsDir)
+	require.NoError(t, os.RemoveAll(projects))
+	require.NoError(t, os.Symlink(outside, projects))
+	rels := ". " + MetaFile + " " + ProjectsDir + " " + ProjectsDir + "/" + CanonicalProject
+	before, _ := fingerprint(sessions, "evil", rels, time.Now(), true)
+	require.NoError(t, os.WriteFile(filepath.Join(outside, CanonicalProject, "x.jsonl"), []byte("{}\n"), 0o600))
+	after, _ := fingerprint(sessions, "evil", rels, time.Now(), true)
+	assert.Equal(t, before, after, "the fingerprint stats nothing through the planted link")
+	got := indexed(t, s)
+	assert.Empty(t, got["evil"].Agents, "the scan reads nothing through it")
+
+	require.NoError(t, os.Remove(projects))
+	require.NoError(t, os.MkdirAll(filepath.Join(projects, "a b\nc"), 0o755))
+	recs, err := s.loadIndex(false, true)
+	require.NoError(t, err)
+	assert.Equal(t, "-", recs["evil"].fp, "a name with a space and a newline: not kept, rescanned every time")
+	assert.Equal(t, ". "+MetaFile, recs["evil"].rels)
+
+	canon := filepath.Join(projects, CanonicalProject)
+	require.NoError(t, os.MkdirAll(canon, 0o755))
+	require.NoError(t, os.RemoveAll(filepath.Join(projects, "a b\nc")))
+	for i := range maxRecordConvs + 1 {
+		require.NoError(t, os.WriteFile(filepath.Join(canon, fmt.Sprintf("c%04d.jsonl", i)), nil, 0o600))
+	}
+	cands, err := s.ConversationCandidates(func(string) bool { return false })
+	require.NoError(t, err)
+	assert.Equal(t, []string{"evil"}, cands, "too many to keep: looked in by every find")
+	assert.Equal(t, map[string]int{"claude": maxRecordConvs + 1}, indexed(t, s)["evil"].Agents)
+}
