@@ -341,28 +341,81 @@ func (s *Store) Listing(sizes bool) ([]Listed, error) {
 	if err != nil {
 		return nil, err
 	}
+	sessions, err := s.Sessions()
+	if err != nil {
+		return nil, err
+	}
 	ids := sortedKeys(recs)
 	out := make([]Listed, len(ids))
+	sizedAt := make([]time.Time, len(ids))
 	parallel(len(ids), func(i int) { // decoding 10,000 records is most of what is left
-		id := ids[i]
-		r := recs[id]
+		r := recs[ids[i]]
 		body, ok := r.decodeBody()
 		if !ok { // never so of a record made here: a hostile file's is rescanned
-			if sessions, err := s.Sessions(); err == nil {
-				r = s.scan(sessions, id, nil, true)
-				body, _ = r.decodeBody()
+			r = s.scan(sessions, ids[i], nil, true)
+			body, _ = r.decodeBody()
+		}
+		out[i], sizedAt[i] = s.listed(ids[i], body), body.SizedAt
+	})
+	if !sizes {
+		s.refreshOldSizes(sessions, recs, out, sizedAt)
+	}
+	return out, nil
+}
+
+// listed is session id as Listing returns it, from its record's body.
+func (s *Store) listed(id string, body indexBody) Listed {
+	l := Listed{Info: Info{Dir: s.Dir(id)}, Agents: body.Agents}
+	if body.Meta != nil {
+		l.Meta = *body.Meta
+	}
+	l.ID, l.Damaged, l.Size, l.LastActivity = id, body.Damaged, body.Size, body.LastActivity
+	if l.Agents == nil {
+		l.Agents = map[string]int{}
+	}
+	return l
+}
+
+// Sizes older than sizeMaxAge are measured again by the next ls, the oldest first, for at most sizeBudget of its
+// time: a store listed now and then has its sizes at most about that old, and no ls waits for a whole walk.
+const (
+	sizeMaxAge = time.Hour
+	sizeBudget = 20 * time.Millisecond
+)
+
+// refreshOldSizes measures again the sizes of out measured longest ago (sizedAt), older than sizeMaxAge, within
+// sizeBudget, and keeps them in the index.
+func (s *Store) refreshOldSizes(sessions *Dir, recs map[string]indexRecord, out []Listed, sizedAt []time.Time) {
+	now := time.Now()
+	var old []int
+	for i, t := range sizedAt {
+		if now.Sub(t) > sizeMaxAge {
+			old = append(old, i)
+		}
+	}
+	if len(old) == 0 {
+		return
+	}
+	slices.SortFunc(old, func(a, b int) int { return sizedAt[a].Compare(sizedAt[b]) })
+	var changed []indexRecord
+	for _, i := range old {
+		if time.Since(now) > sizeBudget {
+			break
+		}
+		prev := recs[out[i].ID]
+		r := s.scan(sessions, out[i].ID, &prev, true)
+		if body, ok := r.decodeBody(); ok {
+			out[i] = s.listed(out[i].ID, body)
+			changed = append(changed, r)
+		}
+	}
+	_ = s.writeIndex(func(cur map[string]indexRecord) {
+		for _, r := range changed {
+			if _, ok := cur[r.id]; ok {
+				cur[r.id] = r
 			}
 		}
-		l := &out[i]
-		if body.Meta != nil {
-			l.Meta = *body.Meta
-		}
-		l.ID, l.Dir, l.Damaged, l.Size, l.LastActivity, l.Agents = id, s.Dir(id), body.Damaged, body.Size, body.LastActivity, body.Agents
-		if l.Agents == nil {
-			l.Agents = map[string]int{}
-		}
 	})
-	return out, nil
 }
 
 // ConversationCandidates are the sessions that may hold a conversation whose id match accepts, sorted: those

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -303,4 +304,27 @@ func TestIndexHostileSession(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"evil"}, cands, "too many to keep: looked in by every find")
 	assert.Equal(t, map[string]int{"claude": maxRecordConvs + 1}, indexed(t, s)["evil"].Agents)
+}
+
+// A size measured longer than sizeMaxAge ago is measured again by the next listing.
+func TestIndexOldSizesRefreshed(t *testing.T) {
+	withTestIndexer(t)
+	s := newStore(t)
+	_, err := s.Create("a", CreateOptions{})
+	require.NoError(t, err)
+	before := indexed(t, s)["a"].Size
+	settle(t, s)
+	require.NoError(t, os.WriteFile(filepath.Join(s.Dir("a"), WorkspaceDir, "big"), make([]byte, 1<<20), 0o644))
+	assert.Equal(t, before, indexed(t, s)["a"].Size, "measured a moment ago: kept")
+
+	path := filepath.Join(s.Root, indexFile)
+	raw, err := os.ReadFile(path)
+	require.NoError(t, err)
+	old := time.Now().Add(-2 * sizeMaxAge).UTC().Format(time.RFC3339Nano)
+	aged := regexp.MustCompile(`"sized_at":"[^"]*"`).ReplaceAllString(string(raw), `"sized_at":"`+old+`"`)
+	require.NoError(t, os.WriteFile(path, []byte(aged), 0o644))
+	assert.Greater(t, indexed(t, s)["a"].Size, before+(1<<19), "measured long ago: measured again")
+	raw, err = os.ReadFile(path)
+	require.NoError(t, err)
+	assert.NotContains(t, string(raw), old, "and kept")
 }

@@ -47,10 +47,11 @@ first) or size (largest first). -q prints only ids; --format prints each session
 
 SIZE is the bytes the session's folder holds on disk (as du counts them, its own filesystem only), and LAST
 ACTIVE the newest modification time in it. Both are kept in the store's index, measured when ls last saw the
-session change (its session.json, a conversation made or removed) or last ran with --size: writes within its
-files since then are not in them. --size measures every session now (a walk of each: slow on a large store), as
---sort size and --sort active do. Everything else is read fresh: the index checks each session's own times
-and rescans those that changed, whoever changed them (another host sharing the store too).`,
+session change (its session.json, a conversation made or removed) or ran with --size, and again when over an
+hour old (each ls measures a few); writes within the session's files since are not in them. --size measures
+every session now (a walk of each: slow on a large store), as --sort size and --sort active do. All else is
+read fresh: the index checks each session's own times and rescans those that changed, whoever changed them
+(another host sharing the store too).`,
 		Example: `  sessionfs ls
   sessionfs ls --filter label=team=web -q
   sessionfs ls --sort active | head
