@@ -27,10 +27,10 @@ import (
 )
 
 // TestCopiesThroughMountAreFaithful: a session whose conversations the real (old) claude CLI wrote from its
-// workspace on the mount and from two other cwds (so its session.json records three aliases) is copied through the mount by tar,
-// cp -a and rsync -aH; each copy is the store's session folder (names, types, modes, owners, contents, files'
-// mtimes), grep -rl, find and du meet each transcript once, and the conversation still resumes and continues from
-// yet another cwd.
+// workspace on the mount and from two other cwds (so its session.json records three aliases) is copied through the
+// mount by tar, cp -a and rsync -aH; each copy is the store's session folder (names, types, modes, owners,
+// contents, mtimes), grep -rl, find and du meet each transcript once, and the conversation still resumes and
+// continues from yet another cwd.
 func TestCopiesThroughMountAreFaithful(t *testing.T) {
 	store, api := claudeSetup(t)
 	claude := claudeBin(t)
@@ -154,7 +154,7 @@ func TestCopiesThroughMountOtherAgents(t *testing.T) {
 }
 
 // entry is what a copy must keep of a file: its type, mode bits, owner, and its content (a hash; a link's target),
-// and a regular file's mtime in seconds (what every archive format keeps).
+// and a file's or folder's mtime in seconds (what every archive format keeps).
 type entry struct {
 	Mode     fs.FileMode
 	UID, GID uint32
@@ -185,6 +185,8 @@ func treeOf(t *testing.T, root string) map[string]entry {
 			}
 			sum := sha256.Sum256(b)
 			e.Content, e.Mtime = hex.EncodeToString(sum[:]), info.ModTime().Unix()
+		case info.IsDir():
+			e.Mtime = info.ModTime().Unix()
 		case info.Mode()&fs.ModeSymlink != 0:
 			e.Content, err = os.Readlink(p)
 			if err != nil {

@@ -64,6 +64,10 @@ func (d *OnlyViewsDir) Lookup(ctx context.Context, name string, out *fuse.EntryO
 	return d.tree.viewInode(ctx, &d.Inode, d.id, v, &st, gen, out), 0
 }
 
+// Getattr is the store folder's, its mtime too, so a copy through the mount keeps the store's time. The listing is
+// the folder's one entry, whose making and removal change that mtime, on which the kernel rereads a listing it
+// kept: the attributes are not kept (no watcher follows the folder), and the first listing's end tells the kernel
+// to forget the attributes the lookup gave (uncached).
 func (d *OnlyViewsDir) Getattr(ctx context.Context, _ fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	var st syscall.Stat_t
 	if _, err := d.tree.lstatAt(d.dir, &st); err != nil {
@@ -71,7 +75,7 @@ func (d *OnlyViewsDir) Getattr(ctx context.Context, _ fs.FileHandle, out *fuse.A
 	}
 	out.FromStat(&st)
 	out.Ino = d.StableAttr().Ino
-	d.mtime(&out.Attr)
+	out.SetTimeout(0)
 	return 0
 }
 
@@ -80,7 +84,7 @@ func (d *OnlyViewsDir) Setattr(ctx context.Context, _ fs.FileHandle, in *fuse.Se
 	if errno := d.tree.setattr(ctx, d.dir, in); errno != 0 {
 		return errno
 	}
-	return d.tree.withAttrTimeout(out, d.Getattr(ctx, nil, out))
+	return d.Getattr(ctx, nil, out)
 }
 
 func (d *OnlyViewsDir) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
