@@ -50,7 +50,8 @@ func (v *viewDirStream) Fsyncdir(ctx context.Context, flags uint32) syscall.Errn
 // uncached is the listing of a synthetic folder no watcher follows (the projects views, by-claude-id). The mount
 // declines OPENDIR, so the kernel keeps every listing it reads, until the folder's mtime changes. Such a folder
 // shows the time of its last listing as its mtime (listed), and when a listing has been read (its handle closes)
-// the kernel is told to ask for the attributes again: the next listing finds a new mtime and is made anew.
+// the kernel is told to ask for the attributes again: the next listing finds a new mtime and is made anew. (The
+// projects views show the store folder's mtime instead, never kept: their listing changes only with it.)
 type uncached struct {
 	fs.DirStream
 	in     *fs.Inode
