@@ -25,6 +25,9 @@ import (
 // sessions folder). So a session changed by another host sharing the store, by an older sessionfs, by the
 // session's own processes, or a crash between a change and the index's update, is seen at once.
 //
+// Who writes it: a reader that found records stale (it writes back what it rescanned), and the store's own
+// changes of a session (Create, Rename, RestoreSession, Place: Reindex).
+//
 // One file, replaced whole (temp + rename beneath the root's descriptor): a reader reads it with no lock and sees
 // an old or a new file, never half of one. Writers take an flock on <root>/index/lock, reread the file and
 // change only the lines of the sessions they rescanned, so two writers never lose each other's records. Chosen

@@ -436,9 +436,11 @@ func (s *Store) ConversationCandidates(match func(conv string) bool) ([]string, 
 	return out, nil
 }
 
-// Reindex brings the records of sessions ids up to date after a change (made, renamed, removed, restored): a
+// Reindex brings the records of sessions ids up to date after a change (made, renamed, restored, placed): a
 // record for each that exists, none for one gone. It is best effort, as the index is a cache: an error leaves a
-// record that the next reader finds stale. An index not made yet is left to its first reader.
+// record that the next reader finds stale. An index not made yet is left to its first reader. Remove does not
+// call it: the next reader's readdir shows a session gone at no cost (no rescan), and gc, which removes
+// sessions by the hundred, would rewrite the whole index for each.
 func (s *Store) Reindex(ids ...string) {
 	s.reindex(nil, ids...)
 }

@@ -126,7 +126,9 @@ func TestIndexSeesChangesBehindIt(t *testing.T) {
 	// Through the store, the index follows each change at once.
 	_, err = s.Remove("a")
 	require.NoError(t, err)
-	assert.Equal(t, []string{"c2", "d", "f"}, indexLines(t, s), "rm")
+	assert.Equal(t, []string{"a", "c2", "d", "f"}, indexLines(t, s), "rm leaves its record to the next reader")
+	assert.ElementsMatch(t, []string{"c2", "d", "f"}, keys(indexed(t, s)), "who drops it")
+	assert.Equal(t, []string{"c2", "d", "f"}, indexLines(t, s))
 	require.NoError(t, s.Rename("d", "e"))
 	assert.Equal(t, []string{"c2", "e", "f"}, indexLines(t, s), "rename")
 	_, err = s.RestoreSession("a")

@@ -205,7 +205,6 @@ func (s *Store) Remove(id string) (trashed string, err error) {
 		return "", wrap("remove", id, s.Dir(id), err)
 	}
 	s.moveLogs(logsRel(id), trashedLogsRel(name))
-	s.Reindex(id)
 	return filepath.Join(s.TrashDir(), name), nil
 }
 
