@@ -149,7 +149,7 @@ func TestSearchReadsOnlyTheSessionsOwnFiles(t *testing.T) {
 	hits := searchJSON(t, store, "pelican")
 	require.Len(t, hits, 1)
 	assert.Equal(t, "c0ffee00-0000-4000-8000-00000000000c", hits[0].Conversation)
-	st, err := os.Stat(filepath.Join(store, "index"))
+	st, err := os.Stat(filepath.Join(store, "index", "search.db"))
 	require.NoError(t, err)
-	assert.Equal(t, os.FileMode(0o700), st.Mode().Perm(), "the index is the store owner's alone")
+	assert.Equal(t, os.FileMode(0o600), st.Mode().Perm(), "the index is the store owner's alone")
 }

@@ -20,6 +20,6 @@
 // per conversation file (and a listing of each agent's folders), so the CLI catches up before it answers; Update
 // is what a watcher calls for one session that changed.
 //
-// The index is the store's, not a session's: <store>/index/ (0700, the store owner's) lies outside sessions/, so
-// no session can write there. A database that does not read as one is set aside and rebuilt, with a warning.
+// The index is the store's, not a session's: <store>/index/ (beside the session list layout keeps there) lies
+// outside sessions/, so no session can write there; search.db and its journals are 0600, the store owner's. A database that does not read as one is set aside and rebuilt, with a warning.
 package search

@@ -313,12 +313,12 @@ func TestACorruptIndexIsRebuilt(t *testing.T) {
 func TestModes(t *testing.T) {
 	s := newStore(t)
 	ix, _ := openIndex(t, s)
-	for _, name := range []string{Dir, Dir + "/" + DBName} {
-		st, err := os.Stat(filepath.Join(s.Root, name))
+	require.NoError(t, ix.CatchUp(nil))
+	for _, name := range []string{DBName, DBName + "-wal", DBName + "-shm"} {
+		st, err := os.Stat(filepath.Join(s.Root, Dir, name))
 		require.NoError(t, err)
 		assert.Zero(t, st.Mode().Perm()&0o077, "%s: %v", name, st.Mode())
 	}
-	require.NoError(t, ix.CatchUp(nil))
 }
 
 // Two processes catching up at once (two CLIs, a daemon and a CLI): each waits for the other's transaction, none
