@@ -29,6 +29,7 @@ type Mount struct {
 	tree    *nodes.Tree
 	ctl     control       // unmounts, detaches, aborts: this process, or a confined mount's helper (control.go)
 	done    chan struct{} // stops the pruner
+	scratch func()        // removes the scratch folder in the store, if one was made
 }
 
 // Wait blocks until the mount is unmounted.
@@ -38,6 +39,9 @@ func (m *Mount) Wait() error {
 	close(m.done)
 	m.watcher.close()
 	m.tree.Close()
+	if m.scratch != nil {
+		m.scratch()
+	}
 	return nil
 }
 

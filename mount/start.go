@@ -64,6 +64,7 @@ type startup struct {
 	confined   bool
 
 	mnt, shared string
+	scratch     func()        // removes the serving process's scratch folder in the store (confined)
 	watched     time.Duration // the store's names' cache timeout while the watcher follows them (0: opts.Timeout)
 	tree        *nodes.Tree
 	// confined: the helper, once started (helperStarted closed): a client of it, its pid, or why it did not start
@@ -293,6 +294,12 @@ func (s *startup) serve(ready func()) error {
 		return nil
 	}
 	openSpliceSink()
+	// Confined, the daemon writes nowhere but the store: the copies it reads a session's opencode database from
+	// (the text view) are made in the store's scratch space.
+	if dir, remove, err := s.store.MakeScratch(); err == nil {
+		_ = os.Setenv("TMPDIR", dir)
+		s.scratch = remove
+	}
 	// The helper leaves the idle class before SYS_NICE goes: on a busy machine an idle process gets almost no CPU,
 	// and its binds (and the unmount it makes) must not wait for the machine to go quiet.
 	report, err := confine.Serving(s.store.Root, s.opts.Confine, func() { wakeHelper(s.helperPID) })
@@ -324,5 +331,5 @@ func (s *startup) served() *Mount {
 		ctl = newLocalControl(s.mnt, s.server, s.binder)
 	}
 	return &Mount{Mountpoint: s.mnt, Store: s.store, Shared: s.shared, Timeout: s.opts.Timeout, Binding: s.binds != nil,
-		Confinement: s.confinement, server: s.server, watcher: s.watcher, tree: s.tree, ctl: ctl, done: done}
+		Confinement: s.confinement, server: s.server, watcher: s.watcher, tree: s.tree, ctl: ctl, done: done, scratch: s.scratch}
 }

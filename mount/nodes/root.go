@@ -8,7 +8,8 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 )
 
-// Root is the top of a mount: sessions/, and by-claude-id/ to find a session by one of its conversations.
+// Root is the top of a mount: sessions/, by-claude-id/ to find a session by one of its conversations, and
+// conversations/, every conversation as text (text.go).
 type Root struct {
 	fs.Inode
 	tree     *Tree
@@ -35,6 +36,7 @@ func (r *Root) OnAdd(ctx context.Context) {
 	r.AddChild("sessions", r.NewPersistentInode(ctx, r.sessions, stableAttr(&st, gen, 0)), false)
 	r.tree.watchFolder(".", &r.sessions.Inode)
 	r.AddChild("by-claude-id", r.NewPersistentInode(ctx, &ByClaudeID{tree: r.tree}, fs.StableAttr{Mode: syscall.S_IFDIR}), false)
+	r.AddChild(TextDir, r.NewPersistentInode(ctx, &TextRoot{tree: r.tree, texts: newTextCache()}, fs.StableAttr{Mode: syscall.S_IFDIR}), false)
 }
 
 func (r *Root) Getattr(ctx context.Context, _ fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
