@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionfs/sessionfs/e2e/apistub"
+	"github.com/sessionfs/sessionfs/e2e/geministub"
 	"github.com/sessionfs/sessionfs/layout"
 )
 
@@ -220,4 +221,48 @@ func watchBound(t *testing.T, m *mounted, id, name string) func() bool {
 		}
 	}()
 	return func() bool { close(stop); return <-done }
+}
+
+// TestViewBindGeminiAlongside: Gemini CLI resumed from a cwd outside the session, through the mount, while a
+// Claude transcript view of the same session is bound and busy. Gemini's project folders keep a claim file each
+// (an Own file: a bind of the canonical folder would show its claim, not the name's), so they are never bound;
+// Gemini's walk of its folders leaves the Claude view bound.
+func TestViewBindGeminiAlongside(t *testing.T) {
+	needRootMount(t)
+	gemini := agentCLI(t, "gemini")
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	canonical := filepath.Join(store, "sessions", "s1", ".claude", "projects", "-session-workspace")
+	require.NoError(t, os.WriteFile(filepath.Join(canonical, "t.jsonl"), []byte("{}\n"), 0o600))
+	m := mount(t, store)
+	api, err := geministub.Start("127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { api.Close() })
+	geminiSetup(t, store, m.session("s1"))
+	env := agentEnv(t, "GEMINI_API_KEY=test", "GOOGLE_GEMINI_BASE_URL="+api.URL)
+	run := func(args ...string) []string { return append([]string{gemini, "-m", "gemini-2.5-flash"}, args...) }
+	r := agentExec(t, store, "gemini", env, "", run("-p", "hello from the workspace")...)
+	require.Equal(t, 0, r.code, "%s\n%s", r.stdout, r.stderr)
+	chats := filepath.Join(store, "sessions", "s1", ".gemini", "tmp", "workspace", "chats")
+	require.Len(t, glob(t, filepath.Join(chats, "session-*.jsonl")), 1)
+
+	p := filepath.Join(m.session("s1"), ".claude", "projects", "-home-u-proj", "t.jsonl")
+	bindByAppending(t, m, "s1", "-home-u-proj", p)
+	held, err := os.Open(p) // through the bind: it stays
+	require.NoError(t, err)
+	defer held.Close()
+	out, err := agentOutside(t, store, "gemini", t.TempDir(), env, run("--skip-trust", "--resume", "latest", "-p", "again from outside")...)
+	require.NoError(t, err, out)
+	assert.Contains(t, out, geministub.Reply)
+	assert.NotContains(t, out, "No previous sessions")
+	chat := ""
+	for _, f := range glob(t, filepath.Join(chats, "session-*.jsonl")) {
+		b, _ := os.ReadFile(f)
+		chat += string(b)
+	}
+	assert.Contains(t, chat, "again from outside", "resumed in the session's chat")
+	assert.Contains(t, viewBindsOf(t, m, "s1"), "-home-u-proj", "the Claude view stays bound")
+	for _, e := range mountsUnder(t, m.session("s1")) {
+		assert.NotContains(t, e.point, "/.gemini/", "Gemini's views are never bound")
+	}
 }
