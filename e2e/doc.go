@@ -32,6 +32,7 @@
 // stale mounts, a crash), mount_posix (shell tools, posixtest and ours, native results, ownership and inodes),
 // mount_views (cwd-keyed views and aliases), mount_copies (tar, cp -a, rsync, grep -r, find and du through the
 // mount meet what the store holds), mount_binds (the heavy folders' binds, --max-binds),
+// mount_view_binds (a transcript view in use bound, taken back, released; resume through it),
 // mount_coherence (changes behind the mount, what the kernel caches), mount_listing (folders without
 // OPENDIR), mount_locks (locks reach the store), mount_locks_shares (each session's and uid's share of the
 // daemon's locks), mount_readonly (--read-only, and the runs on it), mount_sessions (sessions made and removed
@@ -47,7 +48,7 @@
 // subagents, /cd), agents_codex, agents_gemini, agents_qwen, agents_opencode, agents_opencode_db (opencode's
 // database as hostile input), agents_test.go (--agent, an agent folder made a link).
 //
-// Attacks: attack_binds (the bind primitive raced), attack_cli_output (a session's session.json on a person's
+// Attacks: attack_binds (the bind primitive raced), attack_view_binds (a view's bind raced), attack_cli_output (a session's session.json on a person's
 // terminal), attack_container (a session's files made hostile by its container), attack_csi, attack_daemon (the serving process and its helper; _inject_* the ptrace slip),
 // attack_landlock and attack_landlock_terminal (exec --landlock), attack_opens (the daemon's open files).
 //

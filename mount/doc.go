@@ -14,6 +14,7 @@
 //	helper_service.go  what the helper does when the serving process asks (helperService, over net/rpc)
 //	binds.go           the binds interface; binder: this process's binds of sessions' folders over the mount
 //	bindlimit.go       the binder's limit: the least recently used sessions released
+//	viewbinds.go       the binder's transcript views in use, bound; taken back; released when idle
 //	remotebinder.go    remoteBinder: a confined mount's binds, asked of its helper
 //	watch.go           the watcher: changes behind the mount, to the tree and the binder
 //	opendir.go         folders served without OPENDIR (the kernel caches their listings)
