@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionfs/sessionfs/e2e/openaistub"
+	"github.com/sessionfs/sessionfs/search/searchtest"
 )
 
 // searchHit is a hit as search --json prints it.
@@ -152,4 +154,31 @@ func TestSearchReadsOnlyTheSessionsOwnFiles(t *testing.T) {
 	st, err := os.Stat(filepath.Join(store, "index", "search.db"))
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o600), st.Mode().Perm(), "the index is the store owner's alone")
+}
+
+// TestSearchConcurrentCLIs: CLIs searching and reindexing the same store at once (each catching up first) all
+// answer: one waits for another's write, none says "database is locked", nothing is indexed twice.
+func TestSearchConcurrentCLIs(t *testing.T) {
+	store := t.TempDir()
+	made, err := searchtest.Make(store, 300, 10, 16<<10)
+	require.NoError(t, err)
+	args := [][]string{{"search", searchtest.Needle}, {"search", "--reindex"}, {"search", "-l", searchtest.Needle},
+		{"search", "--json", made.Common}, {"search", searchtest.NeedleQuery}, {"search", "--reindex", searchtest.Needle}}
+	results := make([]result, len(args))
+	var wg sync.WaitGroup
+	for i, a := range args {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i] = cli(t, store, a...)
+		}()
+	}
+	wg.Wait()
+	for i, r := range results {
+		assert.Equal(t, 0, r.code, "%v: %s", args[i], r.stderr)
+		assert.NotContains(t, r.stderr, "locked", "%v", args[i])
+		assert.NotContains(t, r.stderr, "busy", "%v", args[i])
+	}
+	assert.Len(t, searchJSON(t, store, searchtest.Needle), searchtest.Needles, "each needle once")
+	assert.Len(t, strings.Fields(ok(t, store, "search", "-l", made.Common)), made.Sessions)
 }

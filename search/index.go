@@ -184,13 +184,14 @@ func (ix *Index) create() error {
 	if _, err := tx.Exec(schema); err != nil {
 		return err
 	}
-	if _, err := tx.Exec(`INSERT OR IGNORE INTO meta(key, value) VALUES('schema', ?)`, schemaVersion); err != nil {
+	if _, err := tx.Exec(`INSERT OR IGNORE INTO meta(key, value) VALUES('schema', ?), ('gen', '0')`, schemaVersion); err != nil {
 		return err
 	}
 	return tx.Commit()
 }
 
-// reset makes the tables anew, empty (warning with why when it is not empty).
+// reset makes the tables anew, empty (warning with why when it is not empty), in a new generation: a process
+// that listed sessions before it records no session as indexed after it (setSig).
 func (ix *Index) reset(why string) error {
 	if why != "" {
 		ix.warn(why)
@@ -200,12 +201,14 @@ func (ix *Index) reset(why string) error {
 		return err
 	}
 	defer tx.Rollback()
-	for _, s := range []string{`DROP TABLE IF EXISTS entry`, `DROP TABLE IF EXISTS conv`, `DROP TABLE IF EXISTS sess`, `DROP TABLE IF EXISTS meta`, schema} {
+	for _, s := range []string{`DROP TABLE IF EXISTS entry`, `DROP TABLE IF EXISTS conv`, `DROP TABLE IF EXISTS sess`, schema} {
 		if _, err := tx.Exec(s); err != nil {
 			return err
 		}
 	}
-	if _, err := tx.Exec(`INSERT INTO meta(key, value) VALUES('schema', ?)`, schemaVersion); err != nil {
+	if _, err := tx.Exec(`INSERT INTO meta(key, value) VALUES('schema', ?), ('gen', '1')
+		ON CONFLICT(key) DO UPDATE SET value = CASE key WHEN 'gen' THEN CAST(CAST(value AS INTEGER) + 1 AS TEXT) ELSE excluded.value END`,
+		schemaVersion); err != nil {
 		return err
 	}
 	return tx.Commit()

@@ -393,3 +393,23 @@ func TestSubagentsAreIndexedWithTheirConversation(t *testing.T) {
 	assert.Equal(t, "aa60665581de99ce5", hits[0].Subagent)
 	assert.Equal(t, all+2, entryCount(t, ix), "reindexed whole, nothing twice")
 }
+
+// A process that planned its catch-up before another's --reindex emptied the index records no session as indexed
+// after it: the reindexing process's own catch-up must not skip the session.
+func TestAReindexElsewhereIsNotUndone(t *testing.T) {
+	s := newStore(t, "demo")
+	appendTo(t, transcript(s, "demo", theConv), claudeLine("user", "the wombat", 0))
+	a, _ := openIndex(t, s)
+	require.NoError(t, a.CatchUp(nil))
+	sigs, gen, err := a.sessionSigs() // a plans: nothing to do for demo
+	require.NoError(t, err)
+	l, _, err := a.list("demo")
+	require.NoError(t, err)
+	require.Equal(t, sigs["demo"], l.sig())
+
+	b, _ := openIndex(t, s)
+	require.NoError(t, b.reset("")) // b's --reindex empties the index
+	require.NoError(t, a.apply([]sessionWork{{id: "demo", sig: l.sig(), gen: gen}}, nil))
+	require.NoError(t, b.CatchUp(nil))
+	assert.Len(t, search(t, b, Query{Match: "wombat"}), 1)
+}

@@ -93,11 +93,12 @@ func (ix *Index) CatchUp(progress func(done, total int)) error {
 // a session whose listing hashes otherwise are read.
 func (ix *Index) catchUp(ids []string, all bool, progress func(done, total int)) error {
 	var sigs map[string]string
+	var gen string
 	var sigsErr error
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		sigs, sigsErr = ix.sessionSigs()
+		sigs, gen, sigsErr = ix.sessionSigs()
 	}()
 	listings := make([]listing, len(ids))
 	gone := make([]bool, len(ids))
@@ -142,7 +143,7 @@ func (ix *Index) catchUp(ids []string, all bool, progress func(done, total int))
 		if !gone[i] {
 			listings[i].expand(func() (*layout.Dir, error) { return ix.store.OpenSession(id) }, rows)
 		}
-		work = append(work, sessionWork{id: id, sig: sig, tasks: plan(id, listings[i], rows)})
+		work = append(work, sessionWork{id: id, sig: sig, gen: gen, tasks: plan(id, listings[i], rows)})
 	}
 	if all {
 		for id := range sigs { // sessions removed, renamed or trashed
@@ -150,45 +151,53 @@ func (ix *Index) catchUp(ids []string, all bool, progress func(done, total int))
 			if err != nil {
 				return err
 			}
-			work = append(work, sessionWork{id: id, tasks: plan(id, listing{}, rows)})
+			work = append(work, sessionWork{id: id, gen: gen, tasks: plan(id, listing{}, rows)})
 		}
 	}
 	return ix.apply(work, progress)
 }
 
-// sessionWork is what one session needs, and the hash of its listing once done ("": the session is gone).
+// sessionWork is what one session needs, and the hash of its listing once done ("": the session is gone); gen is
+// the index's generation it was planned in.
 type sessionWork struct {
-	id    string
-	sig   string
-	tasks []task
+	id, sig, gen string
+	tasks        []task
 }
 
-// sessionSigs reads every session's hash.
-func (ix *Index) sessionSigs() (map[string]string, error) {
-	rs, err := ix.db.Query(`SELECT session, sig FROM sess`)
+// sessionSigs reads every session's hash, and the index's generation, at one time.
+func (ix *Index) sessionSigs() (map[string]string, string, error) {
+	rs, err := ix.db.Query(`SELECT 1, '', value FROM meta WHERE key = 'gen' UNION ALL SELECT 0, session, sig FROM sess`)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	defer rs.Close()
 	out := map[string]string{}
+	gen := ""
 	for rs.Next() {
+		var isGen int
 		var id, sig string
-		if err := rs.Scan(&id, &sig); err != nil {
-			return nil, err
+		if err := rs.Scan(&isGen, &id, &sig); err != nil {
+			return nil, "", err
+		}
+		if isGen == 1 {
+			gen = sig
+			continue
 		}
 		out[id] = sig
 	}
-	return out, rs.Err()
+	return out, gen, rs.Err()
 }
 
 // setSig records session id's hash ("" while being indexed: a session has a row before any of its conversations
-// does, so one gone is found by its row); gone: the session is gone, its row dropped.
-func (ix *Index) setSig(id, sig string, gone bool) error {
+// does, so one gone is found by its row); gone: the session is gone, its row dropped. Only in the generation
+// the work was planned in: after a reset (another process's --reindex) the hash would say indexed what is not.
+func (ix *Index) setSig(w sessionWork, sig string, gone bool) error {
 	var err error
 	if gone {
-		_, err = ix.db.Exec(`DELETE FROM sess WHERE session = ?`, id)
+		_, err = ix.db.Exec(`DELETE FROM sess WHERE session = ? AND (SELECT value FROM meta WHERE key = 'gen') = ?`, w.id, w.gen)
 	} else {
-		_, err = ix.db.Exec(`INSERT INTO sess(session, sig) VALUES(?, ?) ON CONFLICT(session) DO UPDATE SET sig = excluded.sig`, id, sig)
+		_, err = ix.db.Exec(`INSERT INTO sess(session, sig) SELECT ?, ? WHERE (SELECT value FROM meta WHERE key = 'gen') = ?
+			ON CONFLICT(session) DO UPDATE SET sig = excluded.sig`, w.id, sig, w.gen)
 	}
 	return err
 }
@@ -295,7 +304,7 @@ func (ix *Index) apply(work []sessionWork, progress func(done, total int)) error
 	}
 	var unread []string
 	for _, w := range work {
-		if err := ix.setSig(w.id, "", false); err != nil {
+		if err := ix.setSig(w, "", false); err != nil {
 			return err
 		}
 		failed, err := ix.applySession(w, func() {
@@ -308,7 +317,7 @@ func (ix *Index) apply(work []sessionWork, progress func(done, total int)) error
 			return err
 		}
 		if !failed {
-			if err := ix.setSig(w.id, w.sig, w.sig == ""); err != nil {
+			if err := ix.setSig(w, w.sig, w.sig == ""); err != nil {
 				return err
 			}
 		}

@@ -87,7 +87,7 @@ func Make(root string, convs, perSession, size int) (Store, error) {
 		}
 		for turn := 0; n < int64(size); turn++ {
 			prompt := words(20 + rng.IntN(40))
-			if needles[c] && turn == 3 {
+			if needles[c] && turn == 0 {
 				prompt += " " + Needle + " quartz"
 			}
 			line(map[string]any{"type": "user", "message": map[string]any{"role": "user", "content": prompt}})
