@@ -336,6 +336,7 @@ func (b *bench) runAll() {
 	b.dockerRun()
 	b.manyBinds()
 	b.cliAtScale()
+	b.searchAtScale()
 	b.csiPublish()
 	b.agentWorkload()
 	b.roundTrips() // last: it stops the bench's mount
