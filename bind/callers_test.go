@@ -38,7 +38,7 @@ var allowedMountCalls = map[string][]string{
 }
 
 // primitiveCallers are the files that bind a session's folder, each through Attach or Clone.
-var primitiveCallers = []string{"backends/docker/binds.go", "backends/local/nsexec.go", "csi/publish.go", "mount/binds.go"}
+var primitiveCallers = []string{"backends/docker/binds.go", "backends/local/nsexec.go", "csi/publish.go", "mount/binds.go", "mount/viewbinds.go"}
 
 func TestOneBindPrimitive(t *testing.T) {
 	root, err := filepath.Abs("..")
