@@ -2,8 +2,8 @@ package layout
 
 import (
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"hash/fnv"
 	"maps"
 	"runtime"
@@ -114,7 +114,11 @@ func fingerprint(sessions *Dir, id string, rels string, now time.Time, withMeta 
 			}
 		}
 	}
-	return fmt.Sprintf("%016x%016x", hm.Sum64(), hc.Sum64()), racy
+	var out [2 * fpHalf]byte
+	binary.BigEndian.PutUint64(buf[0:], hm.Sum64())
+	binary.BigEndian.PutUint64(buf[8:], hc.Sum64())
+	hex.Encode(out[:], buf[:16])
+	return string(out[:]), racy
 }
 
 // fresh reports whether r still describes session id: made with an indexer (when there is one), not racy, and of
@@ -232,13 +236,13 @@ func convIDs(ids []string) []string {
 // records that are still fresh, the others rescanned (walked when walkAll, or when changed) and written back.
 // withMeta false trusts a record whose session.json alone changed (find's conversations are the same).
 func (s *Store) loadIndex(walkAll, withMeta bool) (map[string]indexRecord, error) {
-	ids, err := s.IDs()
-	if err != nil {
-		return nil, err
-	}
 	sessions, err := s.Sessions()
 	if err != nil {
 		return nil, err
+	}
+	ids, err := sessionNames(sessions)
+	if err != nil {
+		return nil, wrap("list", "", s.SessionsDir(), err)
 	}
 	recs, _ := s.readIndex() // an unreadable index is rebuilt
 	now := time.Now()
@@ -301,6 +305,23 @@ func (s *Store) loadIndex(walkAll, withMeta bool) (map[string]indexRecord, error
 		})
 	}
 	return out, nil
+}
+
+// sessionNames is IDs without its regexp (10,000 of them cost as much as the readdir): the folders of sessions
+// whose names are ids, sorted.
+func sessionNames(sessions *Dir) ([]string, error) {
+	ents, err := sessions.ReadDir(".")
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, 0, len(ents))
+	for _, e := range ents {
+		if e.IsDir() && validIndexID([]byte(e.Name())) {
+			ids = append(ids, e.Name())
+		}
+	}
+	slices.Sort(ids)
+	return ids, nil
 }
 
 // parallel runs fn(0..n-1) on a few goroutines, each a share of the range: the fingerprints of 10,000 sessions

@@ -330,3 +330,15 @@ func TestIndexOldSizesRefreshed(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotContains(t, string(raw), old, "and kept")
 }
+
+// validIndexID is ValidateID, without its regexp.
+func TestValidIndexIDIsValidateID(t *testing.T) {
+	cases := []string{"", "a", "A.b_c-d", ".a", "-a", "_a", "a/b", "..", "a b", "a\n", "é", strings.Repeat("x", MaxIDLen),
+		strings.Repeat("x", MaxIDLen+1), "2fe2d21b-be8f-4b12-b46b-12e68f6e9f01", "ses_01", "a..b"}
+	for c := range 256 {
+		cases = append(cases, "a"+string(rune(c)), string([]byte{byte(c)}))
+	}
+	for _, id := range cases {
+		assert.Equal(t, ValidateID(id) == nil, validIndexID([]byte(id)), "%q", id)
+	}
+}
