@@ -22,14 +22,16 @@ func (a *app) searchCmd() *cobra.Command {
 Code, opencode) in the store's sessions: prompts, replies, tool calls and their results, ranked best first
 (bm25). Each hit prints the session, agent, conversation id, time, cwd and what it was, then the text around
 the match, the match in bold on a terminal. --json prints the hits as JSON; -l prints only the ids of the
-sessions with a match, best first.
+sessions with a match, best first. A query that matches more than 5,000 entries is not ranked: the entries
+indexed last come first (more words, a phrase, --session, --agent or --since narrow it).
 
-QUERY is SQLite FTS5's: words (all must occur, typed as one argument or several), "a phrase", a prefix*, OR, NOT, NEAR(a b), (grouping). A word
-with other characters (fix-login, main.go) is taken as a phrase. A query FTS5 cannot read is an error (exit 1).
+QUERY is SQLite FTS5's: words (all must occur; one argument or several), "a phrase", a prefix*, OR, NOT,
+NEAR(a b), (grouping). A word with other characters (fix-login, main.go) is taken as a phrase. A query FTS5
+cannot read is an error (exit 1).
 
-The index is the store's own, <store>/index/search.db: each search first reads what changed since (a stat of
-each conversation file; appends are indexed alone), and the mount's daemon keeps it current as agents write.
---reindex builds it anew, with a progress bar.`,
+The index is the store's own, <store>/index/search.db. Each search first catches up with what changed since
+the last (a stat of each conversation file: what was appended is indexed alone, a file rewritten again whole,
+a conversation or session gone dropped). --reindex builds it anew, with a progress bar.`,
 		Example: `  sessionfs search walrus
   sessionfs search '"database is locked"' --agent codex --since 7d
   sessionfs search 'migrat* NOT sqlite' --label team=web -l
@@ -70,7 +72,7 @@ each conversation file; appends are indexed alone), and the mount's daemon keeps
 	f.StringArrayVar(&o.Labels, "label", nil, "only in sessions with label K=V, or with label K (repeatable: all must hold)")
 	f.StringVar(&since, "since", "", "only what was said since then: 90m, 36h, 7d, or a date (2026-11-25)")
 	f.BoolVar(&o.JSON, "json", false, "print the hits as JSON")
-	f.BoolVarP(&o.IDs, "files-with-matches", "l", false, "print only the ids of the sessions with a match")
+	f.BoolVarP(&o.IDs, "list", "l", false, "print only the ids of the sessions with a match")
 	f.IntVar(&o.Limit, "limit", 20, "print at most this many hits (with -l: sessions, all by default; 0: all)")
 	f.BoolVar(&o.Reindex, "reindex", false, "build the index anew first (with a progress bar)")
 	return cmd
