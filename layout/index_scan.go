@@ -292,6 +292,9 @@ func (s *Store) loadIndex(walkAll, withMeta bool) (map[string]indexRecord, error
 			break
 		}
 	}
+	// Written back under the lock, over what the file holds then: a record another writer made meanwhile may give
+	// way to this older scan of the session, which is never wrongly fresh (its fingerprint was taken before what
+	// it read, so a later change shows as stale to the next reader).
 	if len(changed) > 0 || gone {
 		_ = s.writeIndex(func(cur map[string]indexRecord) {
 			for _, r := range changed {
