@@ -5,8 +5,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -24,27 +26,15 @@ func TestLsFindSeeAnotherHostsChanges(t *testing.T) {
 	index := filepath.Join(store, "index", "sessions")
 	require.FileExists(t, index, "ls made the index")
 
-	const uuid = "2fe2d21b-be8f-4b12-b46b-12e68f6e9f01"
-	other := exec.Command("sh", "-euc", `
-		cd "$1/sessions"
-		mkdir -p d/workspace d/.claude/projects/-session-workspace
-		printf '{"id":"d","created":"2026-01-02T03:04:05Z","labels":{"team":"cli"}}\n' > d/session.json
-		rm -rf b
-		mv c c2
-		sed -i 's/"web"/"ops"/' a/session.json
-		printf '{"type":"user"}\n' > "a/.claude/projects/-session-workspace/$2.jsonl"
-	`, "host2", store, uuid)
-	out, err := other.CombinedOutput()
-	require.NoError(t, err, "%s", out)
-
+	changeAsAnotherHost(t, store)
 	assert.Equal(t, "a\nc2\nd\n", ok(t, store, "ls", "-q"))
 	assert.Equal(t, "c2\n", ok(t, store, "ls", "-q", "--filter", "label=team=web"), "a's label was changed")
 	assert.Equal(t, "d\n", ok(t, store, "ls", "-q", "--filter", "label=team=cli"), "d was made behind the index")
 	assert.Equal(t, "a 1\nc2 0\nd 0\n", ok(t, store, "ls", "--format", "{{.ID}} {{.Conversations}}"))
-	assert.Equal(t, "a\n", ok(t, store, "find", uuid))
+	assert.Equal(t, "a\n", ok(t, store, "find", hostUUID))
 	var found map[string]any
-	require.NoError(t, json.Unmarshal([]byte(ok(t, store, "find", uuid[:8], "--json")), &found))
-	assert.Equal(t, uuid, found["conversation"], "a prefix finds it too")
+	require.NoError(t, json.Unmarshal([]byte(ok(t, store, "find", hostUUID[:8], "--json")), &found))
+	assert.Equal(t, hostUUID, found["conversation"], "a prefix finds it too")
 	var rows []map[string]any
 	require.NoError(t, json.Unmarshal([]byte(ok(t, store, "ls", "--json")), &rows))
 	require.Len(t, rows, 3)
@@ -63,6 +53,67 @@ func TestLsFindSeeAnotherHostsChanges(t *testing.T) {
 	require.NoError(t, os.WriteFile(index, []byte("sessionfs-index 1\nghost\t-\tc\t.\t\t{}\n\x00garbage"), 0o644))
 	assert.Equal(t, "c2\na\nd\n", ok(t, store, "ls", "-q", "--sort", "created"), "newest first; d says it was made in January")
 	assert.NotContains(t, ok(t, store, "ls"), "ghost")
+}
+
+// hostUUID is the conversation changeAsAnotherHost makes.
+const hostUUID = "2fe2d21b-be8f-4b12-b46b-12e68f6e9f01"
+
+// changeAsAnotherHost changes store (sessions a, b and c, labelled team=web) as a plain process of another host
+// would, an older sessionfs that knows no index: d made, b removed, c renamed c2, a's label edited in place (the
+// same size), a conversation made in a.
+func changeAsAnotherHost(t *testing.T, store string) {
+	t.Helper()
+	other := exec.Command("sh", "-euc", `
+		cd "$1/sessions"
+		mkdir -p d/workspace d/.claude/projects/-session-workspace
+		printf '{"id":"d","created":"2026-01-02T03:04:05Z","labels":{"team":"cli"}}\n' > d/session.json
+		rm -rf b
+		mv c c2
+		sed 's/"web"/"ops"/' a/session.json > a.json && cat a.json > a/session.json && rm a.json
+		printf '{"type":"user"}\n' > "a/.claude/projects/-session-workspace/$2.jsonl"
+	`, "host2", store, hostUUID)
+	out, err := other.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+}
+
+// TestLsFindSeeAnotherHostsChangesOnMooseFS: the same on a real shared filesystem, two MooseFS clients standing
+// for two hosts, once the index's records are settled (none racy: the fingerprints alone must find the
+// changes, with MooseFS's one-second times). Host A sees host B's changes as soon as its MooseFS client does.
+func TestLsFindSeeAnotherHostsChangesOnMooseFS(t *testing.T) {
+	cluster := startMooseFS(t)
+	hostA, hostB := cluster.mount(t, "host-a"), cluster.mount(t, "host-b")
+	storeA, storeB := filepath.Join(hostA.mnt, "store"), filepath.Join(hostB.mnt, "store")
+	for _, id := range []string{"a", "b", "c"} {
+		ok(t, storeA, "new", id, "--label", "team=web")
+	}
+	index := filepath.Join(storeA, "index", "sessions")
+	racy := regexp.MustCompile(`\t[*c]*r[*c]*\t`)
+	lists := 0
+	eventually(t, 30*time.Second, func() bool {
+		lists++
+		ok(t, storeA, "ls", "-q", "--filter", "label=team") // read through the index (ls -q alone reads names)
+		b, err := os.ReadFile(index)
+		return err == nil && !racy.Match(b)
+	}, "the index's records never settled")
+	t.Logf("the index settled after %d listings", lists)
+
+	start := time.Now()
+	changeAsAnotherHost(t, storeB)
+	eventually(t, 30*time.Second, func() bool {
+		_, err := os.Stat(filepath.Join(storeA, "sessions", "d", "session.json"))
+		return err == nil
+	}, "host A's MooseFS client never showed d")
+	t.Logf("host A's MooseFS client showed d after %v", time.Since(start))
+	const want = "a 1 ops\nc2 0 web\nd 0 cli\n"
+	format := `{{.ID}} {{.Conversations}} {{index .Labels "team"}}`
+	eventually(t, 30*time.Second, func() bool { return ok(t, storeA, "ls", "--format", format) == want },
+		"host A never saw host B's changes: %s", ok(t, storeA, "ls", "--format", format))
+	t.Logf("host A listed host B's changes after %v", time.Since(start))
+	eventually(t, 30*time.Second, func() bool {
+		r := cli(t, storeA, "find", hostUUID)
+		return r.code == 0 && r.stdout == "a\n"
+	}, "host A never found host B's conversation")
+	t.Logf("and found its conversation after %v", time.Since(start))
 }
 
 // TestLsSizeIsCached: SIZE is measured when a session changes, not on every ls; --size measures it now, and ls's
