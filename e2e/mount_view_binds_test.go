@@ -129,6 +129,20 @@ func TestViewBoundWhileAppended(t *testing.T) {
 	require.NoError(t, os.Remove(p))
 	assert.Contains(t, ok(t, store, "trash", "ls", "s1"), uuid)
 
+	// The canonical folder replaced behind the mount (a run binds the store's folder): the bind goes although a
+	// file inside is held, and what is written through the view lands in the new folder.
+	require.NoError(t, os.WriteFile(filepath.Join(canonical, uuid+".jsonl"), []byte("{}\n"), 0o600))
+	bindByAppending(t, m, "s1", "-home-u-proj", p)
+	held, err = os.Open(p)
+	require.NoError(t, err)
+	require.NoError(t, os.Rename(canonical, canonical+".old"))
+	require.NoError(t, os.Mkdir(canonical, 0o700))
+	eventually(t, 4*viewIdlePoll, func() bool { _, ok := viewBindsOf(t, m, "s1")["-home-u-proj"]; return !ok },
+		"the bind of the replaced folder goes")
+	require.NoError(t, held.Close())
+	require.NoError(t, os.WriteFile(filepath.Join(view, "new.jsonl"), []byte("{}\n"), 0o600))
+	assert.FileExists(t, filepath.Join(canonical, "new.jsonl"), "written in the store's folder of that name")
+
 	// unmount detaches a view bind as it does the workspace's; one a killed daemon left, the next mount clears.
 	keep := filepath.Join(view, "keep.txt")
 	require.NoError(t, os.WriteFile(filepath.Join(canonical, "keep.txt"), nil, 0o600))

@@ -36,7 +36,8 @@ const viewIdlePoll = 2 * time.Second
 // viewBind is a view bound over the mount.
 type viewBind struct {
 	*bind.Mount
-	name string // the view's name in the session's transcript folder
+	name     string // the view's name in the session's transcript folder
+	dev, ino uint64 // the canonical folder it shows
 }
 
 // viewWant is a view the tree asked to bind.
@@ -160,14 +161,21 @@ func (b *binder) bindView(id string, w viewWant) {
 	if err != nil {
 		return
 	}
-	b.views[id] = &viewBind{Mount: m, name: w.name}
+	b.views[id] = &viewBind{Mount: m, name: w.name, dev: st.Dev, ino: st.Ino}
 }
 
-// expireViews releases the view binds nothing is inside of (the worker, every viewIdlePoll).
+// expireViews releases the view binds nothing is inside of (the worker, every viewIdlePoll), and detaches those
+// whose canonical folder is not the store's any more (removed or replaced behind the mount, by a run that binds the
+// store's folder: nobody invalidates a view's name then, and appends would go on in a folder no name leads to).
 func (b *binder) expireViews() {
 	b.mu.Lock()
 	ids := make([]string, 0, len(b.views))
-	for id := range b.views {
+	for id, v := range b.views {
+		now, err := b.sessions.Lstat(id + "/" + layout.ProjectsDir + "/" + layout.CanonicalProject)
+		if err != nil || now.Dev != v.dev || now.Ino != v.ino {
+			b.dropView(id)
+			continue
+		}
 		ids = append(ids, id)
 	}
 	b.mu.Unlock()

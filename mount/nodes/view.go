@@ -95,9 +95,10 @@ func (v *View) childNode(name, rel string, dir bool) storeNode {
 //     before and does not bind it;
 //   - a lookup of any other name of the session's transcript folder (another cwd's, the canonical one: what
 //     Claude Code's /cd does before it moves a transcript between two names) takes the bind back before it is
-//     answered, and the other names the kernel holds are dropped before a bind is asked for: a rename between
-//     two names is always made on one mount, through FUSE, where a move onto itself is refused as before
-//     (Node.Rename). A session whose views are used under two names at once stays with FUSE (viewContended);
+//     answered, and the other names the kernel holds (but the canonical one, which no host cwd is named after)
+//     are dropped before a bind is asked for: a rename between two names is made on one mount, through FUSE,
+//     where a move onto itself is refused as before (Node.Rename). A session whose views are used under two
+//     names at once stays with FUSE (viewContended);
 //   - rows with an Own file (Gemini's) and the other agents' rows are not bound: a bind of the canonical entry
 //     would show its Own file, not the name's.
 //
@@ -192,8 +193,11 @@ func (t *Tree) bindWritten(ctx context.Context, id string, num uint64) {
 		t.recordAliasNow(id, name)
 		if folder != nil {
 			for other := range folder.Children() {
-				if other != name {
-					folder.NotifyEntry(other) // looked up again, which takes the bind back
+				// Looked up again, which takes the bind back. Not the canonical name: a run on the mount binds the
+				// store's canonical folder over it in its own namespace (bind.RunDirs), and the kernel detaches
+				// what is mounted on a name it drops, in every namespace; no host cwd is named after it.
+				if other != name && other != layout.CanonicalProject {
+					folder.NotifyEntry(other)
 				}
 			}
 		}
