@@ -86,6 +86,7 @@ func TestLsFindSeeAnotherHostsChangesOnMooseFS(t *testing.T) {
 	for _, id := range []string{"a", "b", "c"} {
 		ok(t, storeA, "new", id, "--label", "team=web")
 	}
+	made := time.Now()
 	index := filepath.Join(storeA, "index", "sessions")
 	racy := regexp.MustCompile(`\t[*c]*r[*c]*\t`)
 	lists := 0
@@ -95,7 +96,7 @@ func TestLsFindSeeAnotherHostsChangesOnMooseFS(t *testing.T) {
 		b, err := os.ReadFile(index)
 		return err == nil && !racy.Match(b)
 	}, "the index's records never settled")
-	t.Logf("the index settled after %d listings", lists)
+	t.Logf("the index settled after %d listings, %v after its sessions were made", lists, time.Since(made))
 
 	start := time.Now()
 	changeAsAnotherHost(t, storeB)
