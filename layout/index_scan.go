@@ -232,19 +232,18 @@ func convIDs(ids []string) []string {
 	return slices.Compact(out)
 }
 
-// loadIndex returns a record for every session of the store, each true to the session now: the index's
+// loadIndex returns the store's sessions, sorted, and a record for each, true to the session now: the index's
 // records that are still fresh, the others rescanned (walked when walkAll, or when changed) and written back.
 // withMeta false trusts a record whose session.json alone changed (find's conversations are the same).
-func (s *Store) loadIndex(walkAll, withMeta bool) (map[string]indexRecord, error) {
+func (s *Store) loadIndex(walkAll, withMeta bool) (ids []string, recs map[string]indexRecord, err error) {
 	sessions, err := s.Sessions()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	ids, err := sessionNames(sessions)
-	if err != nil {
-		return nil, wrap("list", "", s.SessionsDir(), err)
+	if ids, err = sessionNames(sessions); err != nil {
+		return nil, nil, wrap("list", "", s.SessionsDir(), err)
 	}
-	recs, _ := s.readIndex() // an unreadable index is rebuilt
+	recs, _ = s.readIndex() // an unreadable index is rebuilt
 	now := time.Now()
 	counted := conversationIndexer() != nil
 	stale, walk := make([]bool, len(ids)), make([]bool, len(ids))
@@ -307,7 +306,7 @@ func (s *Store) loadIndex(walkAll, withMeta bool) (map[string]indexRecord, error
 			}
 		})
 	}
-	return out, nil
+	return ids, out, nil
 }
 
 // sessionNames is IDs without its regexp (10,000 of them cost as much as the readdir): the folders of sessions
@@ -361,7 +360,7 @@ type Listed struct {
 // changed (its session.json, its conversations) or was last listed with sizes; sizes measures every session
 // now.
 func (s *Store) Listing(sizes bool) ([]Listed, error) {
-	recs, err := s.loadIndex(sizes, true)
+	ids, recs, err := s.loadIndex(sizes, true)
 	if err != nil {
 		return nil, err
 	}
@@ -369,7 +368,6 @@ func (s *Store) Listing(sizes bool) ([]Listed, error) {
 	if err != nil {
 		return nil, err
 	}
-	ids := sortedKeys(recs)
 	out := make([]Listed, len(ids))
 	sizedAt := make([]time.Time, len(ids))
 	parallel(len(ids), func(i int) { // decoding 10,000 records is most of what is left
@@ -389,7 +387,7 @@ func (s *Store) Listing(sizes bool) ([]Listed, error) {
 
 // listed is session id as Listing returns it, from its record's body.
 func (s *Store) listed(id string, body indexBody) Listed {
-	l := Listed{Info: Info{Dir: s.Dir(id)}, Agents: body.Agents}
+	l := Listed{Info: Info{Dir: s.SessionsDir() + "/" + id}, Agents: body.Agents} // Dir(id) without Clean: id is one
 	if body.Meta != nil {
 		l.Meta = *body.Meta
 	}
@@ -446,12 +444,12 @@ func (s *Store) refreshOldSizes(sessions *Dir, recs map[string]indexRecord, out 
 // whose (fresh) record names one, and those whose conversations the names do not tell. The caller looks in them
 // as it would in every session.
 func (s *Store) ConversationCandidates(match func(conv string) bool) ([]string, error) {
-	recs, err := s.loadIndex(false, false) // find reads no session.json of the index: only its conversations
+	ids, recs, err := s.loadIndex(false, false) // find reads no session.json of the index: only its conversations
 	if err != nil {
 		return nil, err
 	}
 	var out []string
-	for _, id := range sortedKeys(recs) {
+	for _, id := range ids {
 		r := recs[id]
 		if _, all := eachWord(r.convs, func(c string) bool { return !match(c) }); r.has(flagAnyConv) || !r.has(flagConvs) || !all {
 			out = append(out, id)

@@ -291,7 +291,7 @@ func TestIndexHostileSession(t *testing.T) {
 
 	require.NoError(t, os.Remove(projects))
 	require.NoError(t, os.MkdirAll(filepath.Join(projects, "a b\nc"), 0o755))
-	recs, err := s.loadIndex(false, true)
+	_, recs, err := s.loadIndex(false, true)
 	require.NoError(t, err)
 	assert.Equal(t, "-", recs["evil"].fp, "a name with a space and a newline: not kept, rescanned every time")
 	assert.Equal(t, ". "+MetaFile, recs["evil"].rels)
