@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"os"
 	"strings"
 	"syscall"
 	"time"
@@ -248,7 +249,12 @@ func (s *Store) writeIndex(change func(recs map[string]indexRecord)) error {
 	if err := s.open(); err != nil {
 		return err
 	}
-	if err := s.root.MkdirAll(indexName, 0o755, -1, -1); err != nil {
+	// Owned as the store's root is: an index a root daemon wrote stays the store's owner's to rewrite.
+	uid, gid, err := s.root.Owner()
+	if err != nil {
+		return err
+	}
+	if err := s.root.MkdirAll(indexName, 0o755, uid, gid); err != nil {
 		return err
 	}
 	fd, err := s.root.OpenAt(indexLock, unix.O_RDWR|unix.O_CREAT|unix.O_NONBLOCK|unix.O_NOCTTY, 0o644)
@@ -256,6 +262,9 @@ func (s *Store) writeIndex(change func(recs map[string]indexRecord)) error {
 		return err
 	}
 	defer unix.Close(fd)
+	if os.Geteuid() == 0 {
+		_ = unix.Fchown(fd, uid, gid)
+	}
 	for {
 		if err = unix.Flock(fd, unix.LOCK_EX); err != unix.EINTR {
 			break
@@ -270,7 +279,7 @@ func (s *Store) writeIndex(change func(recs map[string]indexRecord)) error {
 		return err
 	}
 	change(recs)
-	return s.root.WriteAtomicFrom(indexFile, &recordsReader{recs: recs}, 0o644, -1, -1, time.Time{})
+	return s.root.WriteAtomicFrom(indexFile, &recordsReader{recs: recs}, 0o644, uid, gid, time.Time{})
 }
 
 // recordsReader streams the header and the records, sorted by id, as the index file's bytes.

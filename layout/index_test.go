@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -340,5 +341,27 @@ func TestValidIndexIDIsValidateID(t *testing.T) {
 	}
 	for _, id := range cases {
 		assert.Equal(t, ValidateID(id) == nil, validIndexID([]byte(id)), "%q", id)
+	}
+}
+
+// An index written by root (a daemon) is owned as the store's root is, so the store's owner can rewrite it.
+func TestIndexOwnedAsTheStore(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to give files another owner")
+	}
+	withTestIndexer(t)
+	root := t.TempDir()
+	require.NoError(t, os.Chown(root, 65534, 65534))
+	s, err := OpenStore(root)
+	require.NoError(t, err)
+	defer s.Close()
+	_, err = s.Create("a", CreateOptions{})
+	require.NoError(t, err)
+	_, err = s.Listing(false)
+	require.NoError(t, err)
+	for _, rel := range []string{indexName, indexFile, indexLock} {
+		st, err := os.Stat(filepath.Join(root, rel))
+		require.NoError(t, err)
+		assert.Equal(t, uint32(65534), st.Sys().(*syscall.Stat_t).Uid, rel)
 	}
 }
