@@ -80,6 +80,8 @@ type indexRecord struct {
 	rels  string // names beneath the session, space-separated, parents first
 	convs string // conversation ids, space-separated
 	body  []byte // JSON of indexBody, decoded by those who need it
+	// stored, when set, is what the file keeps of body: less than a session too large to cache has (fp "-").
+	stored []byte
 }
 
 func (r indexRecord) has(flag byte) bool { return strings.IndexByte(r.flags, flag) >= 0 }
@@ -97,7 +99,11 @@ func (r *indexRecord) line() []byte {
 	b.WriteByte('\t')
 	b.WriteString(r.convs)
 	b.WriteByte('\t')
-	b.Write(r.body) // JSON: no raw tab or newline
+	if r.stored != nil {
+		b.Write(r.stored)
+	} else {
+		b.Write(r.body) // JSON: no raw tab or newline
+	}
 	b.WriteByte('\n')
 	return b.Bytes()
 }

@@ -125,8 +125,8 @@ func fingerprint(sessions *Dir, id string, rels string, now time.Time, withMeta 
 // the same fingerprint now. changed says the session itself changed (its fingerprint, or no record to tell):
 // only then is its size measured again.
 func (r *indexRecord) fresh(sessions *Dir, now time.Time, counted, withMeta bool) (fresh, changed bool) {
-	if r.fp == "-" {
-		return false, true
+	if r.fp == "-" { // never cached: rescanned, its size kept (measured again when an hour old)
+		return false, false
 	}
 	fp, _ := fingerprint(sessions, r.id, r.rels, now, withMeta)
 	if fp != r.fp && (withMeta || fp[fpHalf:] != r.fp[fpHalf:]) {
@@ -196,13 +196,13 @@ func (s *Store) scan(sessions *Dir, id string, prev *indexRecord, walk bool) ind
 		r.flags += string(flagRacy)
 	}
 	r.fp = fp
-	b, err := json.Marshal(body)
-	if err != nil || len(b) > maxRecordBody || tooMany {
-		// Too much to cache: the session is rescanned on every read, only its own cost.
-		b, _ = json.Marshal(indexBody{Damaged: body.Damaged, Size: body.Size, LastActivity: body.LastActivity})
+	r.body, _ = json.Marshal(body)
+	if len(r.body) > maxRecordBody || tooMany {
+		// Too much to cache: the file keeps only its size (measured once), and the session is rescanned on every
+		// read, only its own cost; this record, in memory, is whole.
+		r.stored, _ = json.Marshal(indexBody{Size: body.Size, LastActivity: body.LastActivity, SizedAt: body.SizedAt})
 		r.fp, r.rels = "-", baseRelsWords
 	}
-	r.body = b
 	return r
 }
 

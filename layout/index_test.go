@@ -365,3 +365,29 @@ func TestIndexOwnedAsTheStore(t *testing.T) {
 		assert.Equal(t, uint32(65534), st.Sys().(*syscall.Stat_t).Uid, rel)
 	}
 }
+
+// A session too large to cache (a session.json of kilobytes of cwds) is listed whole all the same, rescanned on
+// each read; the file keeps only its size.
+func TestIndexSessionTooLargeToCache(t *testing.T) {
+	withTestIndexer(t)
+	s := newStore(t)
+	_, err := s.Create("big", CreateOptions{Labels: map[string]string{"team": "web"}})
+	require.NoError(t, err)
+	_, err = s.Update("big", func(m *Meta) error {
+		for i := range 100 {
+			m.AddCwd(fmt.Sprintf("/%d/%s", i, strings.Repeat("x", 1000)))
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	for round := range 2 {
+		got := indexed(t, s)["big"]
+		assert.Equal(t, "web", got.Labels["team"], "round %d", round)
+		assert.Len(t, got.Cwds, 100)
+		assert.NotZero(t, got.Size)
+	}
+	recs, err := s.readIndex()
+	require.NoError(t, err)
+	assert.Equal(t, "-", recs["big"].fp)
+	assert.Less(t, len(recs["big"].body), 200, "the file keeps its size alone")
+}
