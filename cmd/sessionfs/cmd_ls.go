@@ -85,15 +85,7 @@ func (a *app) runLs(w io.Writer, o lsOptions) error {
 		return err
 	}
 	if o.quiet && len(o.filters) == 0 && o.sort == "id" && !o.size {
-		ids, err := s.IDs() // ids alone: the sessions folder's names, sorted
-		if err != nil {
-			return err
-		}
-		infos := make([]layout.Listed, len(ids))
-		for i, id := range ids {
-			infos[i].ID = id
-		}
-		return printLs(w, s, infos, o, tmpl)
+		return printIDs(w, s)
 	}
 	infos, err := s.Listing(o.size || o.sort == "size" || o.sort == "active")
 	if err != nil {
@@ -102,6 +94,19 @@ func (a *app) runLs(w io.Writer, o lsOptions) error {
 	infos = slices.DeleteFunc(infos, func(in layout.Listed) bool { return !keep(in.Labels) })
 	slices.SortStableFunc(infos, func(a, b layout.Listed) int { return order(a.Info, b.Info) })
 	return printLs(w, s, infos, o, tmpl)
+}
+
+// printIDs prints the ids of store s's sessions, sorted: the sessions folder's names, all ls -q needs.
+func printIDs(out io.Writer, s *layout.Store) error {
+	ids, err := s.IDs()
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriterSize(out, 64<<10)
+	for _, id := range ids {
+		fmt.Fprintln(w, id)
+	}
+	return w.Flush()
 }
 
 // printLs prints sessions infos of store s as o asks: ids, JSON, a --format template (tmpl) or a table. Output
