@@ -105,3 +105,21 @@ func TestClaudeTaskNotificationIsANote(t *testing.T) {
 	assert.Equal(t, Note, es[0].Kind)
 	assert.Equal(t, `Agent "x" finished: done well`, es[0].Text)
 }
+
+// Transcripts of Claude CLIs before the subagents/ folder kept a subagent's lines in the transcript itself, marked
+// isSidechain (with their agentId from 1.x on): they are the subagent's entries.
+func TestClaudeOldInlineSidechain(t *testing.T) {
+	sess, c, _ := hostile(t, prompt("main prompt")+
+		`{"type":"user","isSidechain":true,"agentId":"a1b2","message":{"role":"user","content":"task for the subagent"}}`+"\n"+
+		`{"type":"assistant","isSidechain":true,"message":{"role":"assistant","content":[{"type":"text","text":"sidechain reply"}]}}`+"\n"+
+		`{"type":"summary","summary":"Fixing the build","leafUuid":"x"}`+"\n"+
+		`{"type":"system","subtype":"compact_boundary","content":"Conversation compacted"}`+"\n"+
+		`{"type":"user","isCompactSummary":true,"message":{"role":"user","content":"This session is being continued: we fixed it"}}`+"\n")
+	var got []string
+	for _, e := range entries(t, sess, claude.Agent, c) {
+		got = append(got, e.Subagent+"|"+e.Kind.String()+":"+e.Text)
+	}
+	assert.Equal(t, []string{"|prompt:main prompt", "a1b2|prompt:task for the subagent", "sidechain|reply:sidechain reply",
+		"|note:Summary: Fixing the build", "|note:Conversation compacted",
+		"|note:Compaction summary: This session is being continued: we fixed it"}, got)
+}

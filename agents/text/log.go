@@ -102,17 +102,14 @@ func Log(ctx context.Context, w io.Writer, sess *layout.Dir, a *agents.Agent, c 
 		p.Header(path.Base(sess.Name()), c)
 		fn = p.Entry
 	}
-	var pos position
-	if o.Follow {
-		pos.subs = map[string]int64{}
-	}
-	pos, err = r.read(sess, c, pos, fn)
-	if ferr := out.Flush(); err == nil {
-		err = ferr
-	}
-	if err != nil || !o.Follow {
+	if !o.Follow {
+		_, err = r.read(sess, c, position{}, fn)
+		if ferr := out.Flush(); err == nil {
+			err = ferr
+		}
 		return err
 	}
+	// Watched before the first read: what is written while it reads wakes the loop.
 	watch, err := fsnotify.NewWatcher()
 	if err != nil {
 		return err
@@ -140,6 +137,13 @@ func Log(ctx context.Context, w io.Writer, sess *layout.Dir, a *agents.Agent, c 
 	tick := time.NewTicker(pollEvery)
 	defer tick.Stop()
 	stamp := stampOf(sess, rel)
+	pos, err := r.read(sess, c, position{subs: map[string]int64{}}, fn)
+	if ferr := out.Flush(); err == nil {
+		err = ferr
+	}
+	if err != nil {
+		return err
+	}
 	for {
 		select {
 		case <-ctx.Done():
