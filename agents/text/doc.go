@@ -18,6 +18,10 @@
 //	func Safe(s string, limit int) string  // what a session wrote, made safe for a terminal (keeps newlines)
 //	func OneLine(s string, limit int) string
 //
+// Around it: Printer (Render's Markdown, entry by entry), Log (sessionfs log: Render or JSON lines, -f following
+// with inotify), Pick (a conversation of a session by id, start of id, or the latest). c must be listed from the
+// same sess (its Path is sess.Name() joined with the file's path beneath it).
+//
 // Everything a conversation holds was written by the session's untrusted processes: files are opened beneath
 // the session's descriptor with no symlink followed and only when regular (agents' readers), opencode's database
 // only through its untrusted reader, each line is read up to MaxLine bytes (a longer one becomes a Note), and
