@@ -79,7 +79,7 @@ type indexRecord struct {
 	flags string
 	rels  string // names beneath the session, space-separated, parents first
 	convs string // conversation ids, space-separated
-	body  []byte // JSON of indexBody, decoded by those who need it
+	body  string // JSON of indexBody, decoded by those who need it
 	// stored, when set, is what the file keeps of body: less than a session too large to cache has (fp "-").
 	stored []byte
 }
@@ -102,23 +102,31 @@ func (r *indexRecord) line() []byte {
 	if r.stored != nil {
 		b.Write(r.stored)
 	} else {
-		b.Write(r.body) // JSON: no raw tab or newline
+		b.WriteString(r.body) // JSON: no raw tab or newline
 	}
 	b.WriteByte('\n')
 	return b.Bytes()
 }
 
-// parseRecord reads one line (without its newline); ok is false for anything but a well-formed record.
-func parseRecord(line []byte) (r indexRecord, ok bool) {
-	f := bytes.SplitN(line, []byte{'\t'}, 6)
-	if len(f) != 6 || !validIndexID(f[0]) || len(f[5]) > maxRecordBody || !validFingerprint(f[1]) {
+// parseRecord reads one line (without its newline); ok is false for anything but a well-formed record. The
+// record's fields are parts of line: no copy.
+func parseRecord(line string) (r indexRecord, ok bool) {
+	var f [6]string
+	for i := range 5 {
+		var found bool
+		if f[i], line, found = strings.Cut(line, "\t"); !found {
+			return r, false
+		}
+	}
+	f[5] = line
+	if !validIndexID(f[0]) || len(f[5]) > maxRecordBody || !validFingerprint(f[1]) {
 		return r, false
 	}
-	r = indexRecord{id: string(f[0]), fp: string(f[1]), flags: string(f[2]), rels: string(f[3]), convs: string(f[4]), body: f[5]}
+	r = indexRecord{id: f[0], fp: f[1], flags: f[2], rels: f[3], convs: f[4], body: f[5]}
 	if n, ok := eachWord(r.rels, validIndexRel); !ok || n > maxRecordRels+len(baseRels) {
 		return r, false
 	}
-	if n, ok := eachWord(r.convs, func(c string) bool { return validIndexID([]byte(c)) }); !ok || n > maxRecordConvs {
+	if n, ok := eachWord(r.convs, validIndexID); !ok || n > maxRecordConvs {
 		return r, false
 	}
 	return r, true
@@ -137,14 +145,14 @@ func eachWord(list string, fn func(w string) bool) (n int, ok bool) {
 	return n, true
 }
 
-func validFingerprint(b []byte) bool {
-	if string(b) == "-" {
+func validFingerprint(b string) bool {
+	if b == "-" {
 		return true
 	}
 	if len(b) != 2*fpHalf {
 		return false
 	}
-	for _, c := range b {
+	for _, c := range []byte(b) {
 		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
 			return false
 		}
@@ -179,11 +187,11 @@ func validIndexRel(rel string) bool {
 
 // validIndexID is ValidateID without its error and regexp: 1-MaxIDLen bytes of [A-Za-z0-9._-], the first a
 // letter or digit.
-func validIndexID(id []byte) bool {
+func validIndexID(id string) bool {
 	if len(id) == 0 || len(id) > MaxIDLen || id[0] == '.' || id[0] == '_' || id[0] == '-' {
 		return false
 	}
-	for _, c := range id {
+	for _, c := range []byte(id) {
 		if !idByte(c) {
 			return false
 		}
@@ -207,13 +215,14 @@ func (s *Store) readIndex() (map[string]indexRecord, error) {
 
 func parseIndex(b []byte) map[string]indexRecord {
 	out := make(map[string]indexRecord, bytes.Count(b, []byte{'\n'}))
-	header, rest, _ := bytes.Cut(b, []byte{'\n'})
-	if string(header) != indexHeader {
+	text := string(b) // one copy: the records are parts of it
+	header, rest, _ := strings.Cut(text, "\n")
+	if header != indexHeader {
 		return out
 	}
-	for len(rest) > 0 {
-		var line []byte
-		line, rest, _ = bytes.Cut(rest, []byte{'\n'})
+	for rest != "" {
+		var line string
+		line, rest, _ = strings.Cut(rest, "\n")
 		if r, ok := parseRecord(line); ok {
 			out[r.id] = r
 		}
@@ -313,7 +322,7 @@ func (r *recordsReader) Read(p []byte) (int, error) {
 // decodeBody reads a record's cached part; ok is false when it does not parse.
 func (r *indexRecord) decodeBody() (indexBody, bool) {
 	var b indexBody
-	if err := json.Unmarshal(r.body, &b); err != nil {
+	if err := json.Unmarshal([]byte(r.body), &b); err != nil {
 		return b, false
 	}
 	if b.Meta != nil {

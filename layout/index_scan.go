@@ -215,7 +215,8 @@ func (s *Store) scan(sessions *Dir, id string, prev *indexRecord, walk bool) ind
 		r.flags += string(flagRacy)
 	}
 	r.fp = fp
-	r.body, _ = json.Marshal(body)
+	b, _ := json.Marshal(body)
+	r.body = string(b)
 	if len(r.body) > maxRecordBody || tooMany {
 		// Too much to cache: the file keeps only its size (measured once), and the session is rescanned on every
 		// read, only its own cost; this record, in memory, is whole.
@@ -259,10 +260,17 @@ func (s *Store) loadIndex(walkAll, withMeta bool) (ids []string, recs map[string
 	if err != nil {
 		return nil, nil, err
 	}
-	if ids, err = sessionNames(sessions); err != nil {
+	// The sessions folder and the index are read at once: neither needs the other.
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		ids, err = sessionNames(sessions)
+	}()
+	recs, _ = s.readIndex() // an unreadable index is rebuilt
+	<-done
+	if err != nil {
 		return nil, nil, wrap("list", "", s.SessionsDir(), err)
 	}
-	recs, _ = s.readIndex() // an unreadable index is rebuilt
 	now := time.Now()
 	counted := conversationIndexer() != nil
 	stale, walk := make([]bool, len(ids)), make([]bool, len(ids))
@@ -337,7 +345,7 @@ func sessionNames(sessions *Dir) ([]string, error) {
 	}
 	ids := make([]string, 0, len(ents))
 	for _, e := range ents {
-		if e.IsDir() && validIndexID([]byte(e.Name())) {
+		if e.IsDir() && validIndexID(e.Name()) {
 			ids = append(ids, e.Name())
 		}
 	}

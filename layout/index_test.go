@@ -340,7 +340,7 @@ func TestValidIndexIDIsValidateID(t *testing.T) {
 		cases = append(cases, "a"+string(rune(c)), string([]byte{byte(c)}))
 	}
 	for _, id := range cases {
-		assert.Equal(t, ValidateID(id) == nil, validIndexID([]byte(id)), "%q", id)
+		assert.Equal(t, ValidateID(id) == nil, validIndexID(id), "%q", id)
 	}
 }
 
