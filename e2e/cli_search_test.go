@@ -32,12 +32,16 @@ func searchJSON(t *testing.T, store string, args ...string) []searchHit {
 	return hits
 }
 
-// TestSearchFindsWhatAgentsSaid: a needle said in a real Claude CLI conversation and in a real Codex one is found
-// by search (ranked hits, -l, --json, --agent), and what a resumed conversation appends is found within a second.
+// TestSearchFindsWhatAgentsSaid: a needle said in a real Claude CLI conversation (each pinned CLI) and in a real
+// Codex one is found by search (ranked hits, -l, --json, --agent), and what a resumed conversation appends is
+// found within a second.
 func TestSearchFindsWhatAgentsSaid(t *testing.T) {
+	forEachClaude(t, func(t *testing.T, c claudeCLI) { searchFindsWhatAgentsSaid(t, c.path) })
+}
+
+func searchFindsWhatAgentsSaid(t *testing.T, claude string) {
 	store, api := claudeSetup(t)
 	codex := agentCLI(t, "codex")
-	claude := claudeBin(t)
 	workspace := filepath.Join(store, "sessions", "s1", "workspace")
 	configDir := filepath.Join(store, "sessions", "s1", ".claude")
 	const needle = "quetzalcoatl"
