@@ -419,19 +419,8 @@ func index(tx *sql.Tx, sess *layout.Dir, session string, s *source, old *row) er
 			return readError{fmt.Errorf("%s/%s: %w", session, s.rel, err)}
 		}
 		defer f.Close()
-		var ust fstat
-		if ust, err = fileStat(f); err != nil {
+		if st, err = fileStat(f); err != nil {
 			return readError{err}
-		}
-		st = ust
-		if s.appendOnly {
-			if end, err = lastLineEnd(f, st.size); err != nil {
-				return readError{err}
-			}
-			tail = make([]byte, min(end, tailLen))
-			if _, err := f.ReadAt(tail, end-int64(len(tail))); err != nil {
-				return readError{err}
-			}
 		}
 		cur := *s
 		cur.st = st
@@ -440,7 +429,20 @@ func index(tx *sql.Tx, sess *layout.Dir, session string, s *source, old *row) er
 			return nil
 		}
 		if m == appendNew && !sameTail(f, old) {
-			m = whole
+			m = whole // rewritten: what was indexed changed
+		}
+		if s.appendOnly {
+			from := int64(0)
+			if m == appendNew {
+				from = old.done // the appended lines end past what was indexed
+			}
+			if end, err = lastLineEnd(f, from, st.size); err != nil {
+				return readError{err}
+			}
+			tail = make([]byte, min(end, tailLen))
+			if _, err := f.ReadAt(tail, end-int64(len(tail))); err != nil {
+				return readError{err}
+			}
 		}
 		if m == appendNew {
 			return appendEntries(tx, sess, s, old, st, end, tail)
@@ -558,13 +560,13 @@ func sameTail(f *os.File, old *row) bool {
 	return bytes.Equal(b, old.tail)
 }
 
-// lastLineEnd is the offset just past the last newline in f's first size bytes (0: none): entries of lines past
-// it (one being written) wait for the next update.
-func lastLineEnd(f *os.File, size int64) (int64, error) {
+// lastLineEnd is the offset just past the last newline in f's bytes [from, size) (from: none): entries of lines
+// past it (one being written) wait for the next update.
+func lastLineEnd(f *os.File, from, size int64) (int64, error) {
 	const chunk = 64 << 10
 	buf := make([]byte, chunk)
-	for end := size; end > 0; {
-		start := max(end-chunk, 0)
+	for end := size; end > from; {
+		start := max(end-chunk, from)
 		n, err := f.ReadAt(buf[:end-start], start)
 		if err != nil && !errors.Is(err, io.EOF) {
 			return 0, err
@@ -574,5 +576,5 @@ func lastLineEnd(f *os.File, size int64) (int64, error) {
 		}
 		end = start
 	}
-	return 0, nil
+	return from, nil
 }
