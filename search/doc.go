@@ -20,6 +20,14 @@
 // per conversation file (and a listing of each agent's folders), so the CLI catches up before it answers; Update
 // is what a watcher calls for one session that changed.
 //
+// A query that matches more than RankLimit entries is not ranked (bm25 counts every match of each term first:
+// seconds for a word said everywhere in a gigabyte): the entries indexed last come first.
+//
+// The files: index.go (where the database is, opening it, its tables, a damaged one set aside), sources.go (a
+// session's conversations listed, a stat each), update.go (catching up: appends, whole files, drops, each
+// session's hash, Update), query.go (Search, SessionIDs, a query as a user types it made one FTS5 reads), run.go
+// (what `sessionfs search` prints). searchtest makes stores of synthetic conversations for the benchmarks.
+//
 // The index is the store's, not a session's: <store>/index/ (beside the session list layout keeps there) lies
 // outside sessions/, so no session can write there; search.db and its journals are 0600, the store owner's. A database that does not read as one is set aside and rebuilt, with a warning.
 package search
