@@ -24,7 +24,9 @@ import (
 // folder, its session.json, its agents' conversation folders) it was made under, and a reader recomputes the
 // fingerprints and rescans the sessions whose changed, those it lacks and drops those gone (a readdir of the
 // sessions folder). So a session changed by another host sharing the store, by an older sessionfs, by the
-// session's own processes, or a crash between a change and the index's update, is seen at once.
+// session's own processes, or a crash between a change and the index's update, is seen at once: as soon as
+// this host's filesystem shows the change (a shared filesystem's attribute cache may delay it, as it delays any
+// stat), provided the hosts' clocks agree within a second (the racy window below).
 //
 // Who writes it: a reader that found records stale (it writes back what it rescanned), and the store's own
 // changes of a session (Create, Rename, RestoreSession, Place: Reindex).
@@ -36,7 +38,7 @@ import (
 //
 // Everything in it came from sessions (attacker-controlled): a line that does not parse, an id that is not one,
 // a name that is not a plain relative path, is dropped (and its session rescanned); a file too large or of
-// another version is ignored and rebuilt. The index never names a path: ids are checked with ValidateID and
+// another version is ignored and rebuilt. The index never names a path: ids are checked by ValidateID's rule and
 // every access still goes through the sessions folder's descriptor.
 const (
 	indexName   = "index"
