@@ -21,7 +21,7 @@ const (
 	Dir    = "index"
 	DBName = "search.db"
 	// schemaVersion changes when the tables do: an index of another version is rebuilt.
-	schemaVersion = "2"
+	schemaVersion = "3"
 	// busyWait is how long a writer waits for another (a second CLI, the daemon) before giving up.
 	busyWait = 60 * time.Second
 )
