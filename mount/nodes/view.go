@@ -118,9 +118,10 @@ type ViewBinder interface {
 	ReleaseViews(id string, seq uint64)
 }
 
-// viewContended is how long a session whose bound view was taken back twice within as long stays with FUSE: two
-// processes appending under two names would otherwise bind and release at every append. Once is one agent after
-// another (a resume from another cwd): the new name is bound at once.
+// viewContended is how long a session stays with FUSE once its views are used under several names at once: a name
+// taken back comes back within as long, or a third name is taken back within as long. Two processes appending under
+// two names would otherwise bind and release at every append. One agent after another (a resume from another cwd,
+// then another) is not contention: each new name is bound at once.
 const viewContended = 2 * time.Second
 
 // viewAskAgain: a write through FUSE of a view asked for this long ago asks again (its bind expired, or failed).
@@ -133,13 +134,19 @@ type viewBinds struct {
 	seq       uint64
 	wanted    map[string]wantedView
 	folders   map[string]*fs.Inode
-	released  map[string]time.Time // when a session's view was last taken back for another name
-	contended map[string]time.Time // when it was taken back the second time within viewContended
+	released  map[string][]takenBack // the views of a session taken back for another name, within viewContended
+	contended map[string]time.Time   // when its views were last found contended
 }
 
 func (s *viewBinds) init() {
 	s.wanted, s.folders = map[string]wantedView{}, map[string]*fs.Inode{}
-	s.released, s.contended = map[string]time.Time{}, map[string]time.Time{}
+	s.released, s.contended = map[string][]takenBack{}, map[string]time.Time{}
+}
+
+// takenBack is a view taken back for another name, and when.
+type takenBack struct {
+	name string
+	at   time.Time
 }
 
 type wantedView struct {
@@ -225,10 +232,11 @@ func (t *Tree) viewLookedUp(ctx context.Context, id, name string, folder *fs.Ino
 	}
 	delete(s.wanted, id)
 	now := time.Now()
-	if now.Sub(s.released[id]) < viewContended {
+	recent := slices.DeleteFunc(s.released[id], func(b takenBack) bool { return now.Sub(b.at) >= viewContended })
+	if len(recent) >= 2 || slices.ContainsFunc(recent, func(b takenBack) bool { return b.name == name }) {
 		s.contended[id] = now
 	}
-	s.released[id] = now
+	s.released[id] = append(recent, takenBack{w.name, now})
 	seq := s.seq
 	s.mu.Unlock()
 	vb.ReleaseViews(id, seq)

@@ -35,8 +35,8 @@ func (v *viewCalls) BindView(_, name string, seq uint64) {
 }
 
 // The tree's side of the view binds: an append through a view asks once (the alias recorded before), another
-// name's lookup takes it back with the ask's number, the same name's does not, and a session taken back twice
-// within viewContended asks nothing for a while.
+// name's lookup takes it back with the ask's number, the same name's does not; a name taken back that comes back
+// within viewContended is contention (nothing asked for a while), one new name after another is not.
 func TestViewBindAsksAndReleases(t *testing.T) {
 	store, err := layout.OpenStore(t.TempDir())
 	require.NoError(t, err)
@@ -75,4 +75,15 @@ func TestViewBindAsksAndReleases(t *testing.T) {
 	tree.viewBinds.mu.Unlock()
 	assert.False(t, asked, "two names in turn within viewContended: nothing asked")
 	assert.Equal(t, []string{"-a@1", "-b@2"}, calls.binds)
+
+	_, err = store.Create("u", layout.CreateOptions{})
+	require.NoError(t, err)
+	for i, name := range []string{"-w", "-s", "-o"} {
+		if i > 0 {
+			tree.viewLookedUp(ctx, "u", name, nil)
+		}
+		tree.bindWritten(ctx, "u", num(name))
+		<-calls.bound
+	}
+	assert.Equal(t, []string{"-a@1", "-b@2", "-w@3", "-s@4", "-o@5"}, calls.binds, "one agent after another, each bound")
 }
