@@ -48,7 +48,7 @@
 // subagents, /cd), agents_codex, agents_gemini, agents_qwen, agents_opencode, agents_opencode_db (opencode's
 // database as hostile input), agents_test.go (--agent, an agent folder made a link).
 //
-// Attacks: attack_binds (the bind primitive raced), attack_view_binds (a view's bind raced), attack_cli_output (a session's session.json on a person's
+// Attacks: attack_binds (the bind primitive raced), attack_view_binds (a view's bind raced), attack_cli_output (a session's session.json and transcripts (log) on a person's
 // terminal), attack_container (a session's files made hostile by its container), attack_csi, attack_daemon (the serving process and its helper; _inject_* the ptrace slip),
 // attack_landlock and attack_landlock_terminal (exec --landlock), attack_opens (the daemon's open files).
 //
