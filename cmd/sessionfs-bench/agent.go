@@ -8,13 +8,17 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
 
+	"github.com/sessionfs/sessionfs/bind"
 	"github.com/sessionfs/sessionfs/internal/testimage"
 )
 
@@ -174,11 +178,23 @@ func (b *bench) agentWorkload() {
 				return exec.Command("docker", "run", "--rm", "-v", b.mount.sessionDir(benchSession)+":/session",
 					"-w", "/session/workspace", agentImage, "sh", script, tarball, dir)
 			}},
+			// What sessionfs run composes, made by hand with docker run -v: the mount's session folder at /session
+			// and the store's folders bind.RunDirs over it (sessionfs run stages each bind by descriptor first).
+			// Against sessionfs run it tells the composition's cost from the run command's own.
+			agentPlace{name: "docker-composed", root: "/session", run: func(script, tarball, dir string) *exec.Cmd {
+				args := []string{"run", "--rm", "-v", b.mount.sessionDir(benchSession) + ":/session"}
+				for _, rel := range bind.RunDirs {
+					args = append(args, "-v", filepath.Join(b.store, "sessions", benchSession, rel)+":"+path.Join("/session", rel))
+				}
+				return exec.Command("docker", append(args, "-w", "/session/workspace", agentImage, "sh", script, tarball, dir)...)
+			}},
 			agentPlace{name: "docker-sessionfs", root: "/session", run: func(script, tarball, dir string) *exec.Cmd {
 				return exec.Command(b.c.sessionfs, "run", "--backend", "docker", "--image", agentImage, benchSession, "--",
 					"sh", script, tarball, dir)
 			}})
 	}
+	only := regexp.MustCompile(b.c.agentPlaces) // checked in run
+	places = slices.DeleteFunc(places, func(p agentPlace) bool { return !only.MatchString(p.name) })
 	times := map[string]map[string][]time.Duration{} // step -> place -> runs
 	cpu := map[string][]time.Duration{}              // place -> the daemons' CPU of each run
 	record := func(step, place string, d time.Duration) {
@@ -284,7 +300,8 @@ func dedupe(s []string) []string {
 // agentPlaces are the agent table's places, in its order.
 var agentPlaces = []struct{ key, head string }{
 	{"plain", "plain"}, {"store", "store"}, {"exec", "exec"}, {"sessionfs", "mount"}, {"unconfined", "unconfined"},
-	{"bindfs", "bindfs"}, {"docker-bind", "docker -v"}, {"docker-mount", "docker -v mount"}, {"docker-sessionfs", "sessionfs run"},
+	{"bindfs", "bindfs"}, {"docker-bind", "docker -v"}, {"docker-mount", "docker -v mount"}, {"docker-composed", "docker -v composed"},
+	{"docker-sessionfs", "sessionfs run"},
 }
 
 // agentRatios are the ratios that matter: each place on the host against the plain folder, a sessionfs run
@@ -293,7 +310,8 @@ var agentPlaces = []struct{ key, head string }{
 var agentRatios = []struct{ head, a, b string }{
 	{"store/plain", "store", "plain"}, {"exec/plain", "exec", "plain"}, {"mount/plain", "sessionfs", "plain"},
 	{"unconfined/plain", "unconfined", "plain"}, {"bindfs/plain", "bindfs", "plain"},
-	{"run/docker -v", "docker-sessionfs", "docker-bind"}, {"-v mount/-v store", "docker-mount", "docker-bind"},
+	{"run/docker -v", "docker-sessionfs", "docker-bind"}, {"composed/docker -v", "docker-composed", "docker-bind"},
+	{"run/composed", "docker-sessionfs", "docker-composed"}, {"-v mount/-v store", "docker-mount", "docker-bind"},
 }
 
 // reportAgent prints the agent workload: each place's median, the ratios, and (on the whole run's row) the
@@ -331,4 +349,36 @@ func (b *bench) reportAgent(w io.Writer) {
 		}
 	}
 	tw.Flush()
+	// On a shared machine the load drifts between rounds more than places differ: a ratio taken within each round
+	// (the places of a round run one after the other) cancels the drift that medians of each place keep.
+	fmt.Fprintf(w, "\nsessionfs run / docker run -v, the ratio within each round (rounds in order) and its median:\n")
+	for _, r := range a.Steps {
+		if rs := pairedRatios(r.Runs["docker-sessionfs"], r.Runs["docker-bind"]); len(rs) > 0 {
+			parts := make([]string, len(rs))
+			for i, x := range rs {
+				parts[i] = fmt.Sprintf("%.2f", x)
+			}
+			fmt.Fprintf(w, "  %-10s %s  median %.2fx\n", r.Workload, strings.Join(parts, " "), medianFloat(rs))
+		}
+	}
+}
+
+// pairedRatios are a[i]/b[i] for the rounds both places ran.
+func pairedRatios(a, b []float64) []float64 {
+	var out []float64
+	for i := 0; i < min(len(a), len(b)); i++ {
+		if b[i] > 0 {
+			out = append(out, a[i]/b[i])
+		}
+	}
+	return out
+}
+
+func medianFloat(s []float64) float64 {
+	if len(s) == 0 {
+		return 0
+	}
+	c := slices.Clone(s)
+	slices.Sort(c)
+	return c[len(c)/2]
 }

@@ -20,18 +20,19 @@ type config struct {
 	files     int // small files, and files of the walked tree
 	appends   int
 	// topAppends are the appends of the workload, at the top of the workspace.
-	topAppends int
-	agentRuns  int    // runs of the agent workload (its steps' medians)
-	cliRuns    int    // runs of each CLI command on the store of c.sessions sessions
-	sessions   int    // sessions in the store for the start-up and RSS figures
-	duWalk     int    // sessions walked by the du workload
-	treeSrc    string // the source tree of the agent workload (default: the Go module cache)
-	treeFiles  int    // files of it in the agent workload's tarball
-	agentOnly  bool
-	csiOnly    bool
-	cliOnly    bool
-	walkOnly   bool
-	startOnly  bool
+	topAppends  int
+	agentRuns   int    // runs of the agent workload (its steps' medians)
+	agentPlaces string // a regexp: the places the agent workload runs in
+	cliRuns     int    // runs of each CLI command on the store of c.sessions sessions
+	sessions    int    // sessions in the store for the start-up and RSS figures
+	duWalk      int    // sessions walked by the du workload
+	treeSrc     string // the source tree of the agent workload (default: the Go module cache)
+	treeFiles   int    // files of it in the agent workload's tarball
+	agentOnly   bool
+	csiOnly     bool
+	cliOnly     bool
+	walkOnly    bool
+	startOnly   bool
 	// unconfined adds a second store mounted with --confine off beside the confined one (root only): the
 	// confinement's cost, measured in the same run.
 	unconfined bool
@@ -49,6 +50,8 @@ func main() {
 	flag.IntVar(&c.appends, "appends", 100000, "JSONL appends (open O_APPEND, write a line, close)")
 	flag.IntVar(&c.topAppends, "top-appends", 50000, "appends (open O_APPEND, write a line, close) at the top of the session's workspace")
 	flag.IntVar(&c.agentRuns, "agent-runs", 5, "runs of the agent workload; the median of each step is reported")
+	flag.StringVar(&c.agentPlaces, "agent-places", "^(plain|store|sessionfs|exec|docker-bind|docker-composed|docker-sessionfs)$",
+		"the places the agent workload runs in, a regexp (all: plain, store, sessionfs, unconfined, bindfs, exec, docker-bind, docker-mount, docker-composed, docker-sessionfs)")
 	flag.IntVar(&c.cliRuns, "cli-runs", 5, "runs of each CLI command (ls, ls -q, find) on the store of -sessions sessions")
 	flag.IntVar(&c.duWalk, "du-sessions", 1000, "sessions walked by the du workload")
 	flag.IntVar(&c.sessions, "sessions", 10000, "sessions in the store for mount start-up and daemon RSS")
@@ -78,6 +81,9 @@ func run(c config) error {
 	c.sessionfs = bin
 	if _, err := regexp.Compile(c.only); err != nil {
 		return fmt.Errorf("-only: %v", err)
+	}
+	if _, err := regexp.Compile(c.agentPlaces); err != nil {
+		return fmt.Errorf("-agent-places: %v", err)
 	}
 	if _, err := os.Stat(bin); err != nil {
 		return fmt.Errorf("no sessionfs binary at %s (make build)", bin)
