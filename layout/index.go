@@ -89,7 +89,7 @@ type indexRecord struct {
 func (r indexRecord) has(flag byte) bool { return strings.IndexByte(r.flags, flag) >= 0 }
 
 // line is r as the file holds it.
-func (r *indexRecord) line() []byte {
+func (r indexRecord) line() []byte {
 	var b bytes.Buffer
 	b.WriteString(r.id)
 	b.WriteByte('\t')
@@ -296,29 +296,31 @@ func (s *Store) writeIndex(change func(recs map[string]indexRecord)) error {
 		return err
 	}
 	change(recs)
-	return s.root.WriteAtomicFrom(indexFile, &recordsReader{recs: recs}, 0o644, uid, gid, time.Time{})
+	return s.root.WriteAtomicFrom(indexFile, bytes.NewReader(encodeIndex(recs, maxIndexSize)), 0o644, uid, gid, time.Time{})
 }
 
-// recordsReader streams the header and the records, sorted by id, as the index file's bytes.
-type recordsReader struct {
-	recs map[string]indexRecord
-	buf  bytes.Buffer
-	done bool
-}
-
-func (r *recordsReader) Read(p []byte) (int, error) {
-	if !r.done {
-		r.done = true
-		r.buf.WriteString(indexHeader + "\n")
-		for _, id := range sortedKeys(r.recs) {
-			rec := r.recs[id]
-			r.buf.Write(rec.line())
+// encodeIndex is the index file's bytes: the header and the records, sorted by id, in at most limit bytes. When
+// the records would not fit (thousands of sessions each caching its 64 KiB), those that no longer fit are kept
+// as ids alone (fp "-": rescanned on every read) so the file stays readable, never dropped nor too large to read.
+func encodeIndex(recs map[string]indexRecord, limit int) []byte {
+	const trimmedLen = MaxIDLen + 32 // the longest line of an id alone
+	var b bytes.Buffer
+	b.WriteString(indexHeader + "\n")
+	room := limit - b.Len() - trimmedLen*len(recs) // beyond what the ids alone need
+	for _, id := range sortedKeys(recs) {
+		r := recs[id]
+		line := r.line()
+		if extra := len(line) - trimmedLen; extra > 0 {
+			if extra > room {
+				r = indexRecord{id: id, fp: "-", flags: strings.ReplaceAll(r.flags, string(flagConvs), ""), rels: baseRelsWords, body: "{}"}
+				line = r.line()
+			} else {
+				room -= extra
+			}
 		}
+		b.Write(line)
 	}
-	if r.buf.Len() == 0 {
-		return 0, io.EOF
-	}
-	return r.buf.Read(p)
+	return b.Bytes()
 }
 
 // decodeBody reads a record's cached part; ok is false when it does not parse.

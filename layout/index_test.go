@@ -391,3 +391,22 @@ func TestIndexSessionTooLargeToCache(t *testing.T) {
 	assert.Equal(t, "-", recs["big"].fp)
 	assert.Less(t, len(recs["big"].body), 200, "the file keeps its size alone")
 }
+
+// An index of more than its limit keeps every session, those that do not fit as ids alone (rescanned on every
+// read), so it is never too large to read back.
+func TestIndexEncodedWithinItsLimit(t *testing.T) {
+	body := `{"meta":{"labels":{"k":"` + strings.Repeat("v", 1000) + `"}}}`
+	recs := map[string]indexRecord{}
+	for i := range 100 {
+		id := fmt.Sprintf("s%03d", i)
+		recs[id] = indexRecord{id: id, fp: strings.Repeat("a", 2*fpHalf), flags: "c", rels: baseRelsWords, convs: "x1", body: body}
+	}
+	b := encodeIndex(recs, 50_000)
+	assert.LessOrEqual(t, len(b), 50_000)
+	got := parseIndex(b)
+	require.Len(t, got, 100, "every session is kept")
+	assert.Equal(t, body, got["s000"].body, "the first fit whole")
+	assert.Equal(t, "-", got["s099"].fp, "the last as its id alone")
+	assert.False(t, got["s099"].has(flagConvs), "whose conversations are looked at again")
+	assert.Len(t, encodeIndex(recs, 1<<20), len(indexHeader)+1+100*len(recs["s000"].line()), "all whole when they fit")
+}
