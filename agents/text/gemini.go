@@ -2,6 +2,7 @@ package text
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"strings"
 	"time"
@@ -42,11 +43,30 @@ func (geminiReader) read(sess *layout.Dir, c agents.Conversation, from position,
 	// Each message's entries, as read (bounded texts): a later line of the same id replaces them.
 	var order []string
 	msgs := map[string][]Entry{}
+	held, dropped := 0, 0 // the bytes of text held; the messages left out past maxGeminiMessages
 	add := func(m geminiMessage, off int64) {
-		if _, ok := msgs[m.ID]; !ok {
+		if len(m.ID) > 256 {
+			return // no id of Gemini's is that long: a hostile file's, not held
+		}
+		old, ok := msgs[m.ID]
+		if !ok && len(order) >= maxGeminiMessages {
+			dropped++
+			return
+		}
+		if !ok {
 			order = append(order, m.ID)
 		}
-		msgs[m.ID] = geminiEntries(m, off)
+		for _, e := range old {
+			held -= len(e.Text)
+		}
+		es := geminiEntries(m, off)
+		for i := range es {
+			if held > maxGeminiHeld && len(es[i].Text) > MaxCall {
+				es[i].Text = OneLine(es[i].Text, MaxCall) // past the budget, each text a line
+			}
+			held += len(es[i].Text)
+		}
+		msgs[m.ID] = es
 	}
 	var long []Entry
 	_, err = scanLines(f, 0, true, func(b []byte, off, n int64) error {
@@ -65,7 +85,7 @@ func (geminiReader) read(sess *layout.Dir, c agents.Conversation, from position,
 		}
 		switch {
 		case l.Set != nil && l.Set.Messages != nil:
-			order, msgs = nil, map[string][]Entry{}
+			order, msgs, held, dropped = nil, map[string][]Entry{}, 0, 0
 			for _, m := range *l.Set.Messages {
 				if m.ID != "" {
 					add(m, off)
@@ -100,8 +120,20 @@ func (geminiReader) read(sess *layout.Dir, c agents.Conversation, from position,
 			}
 		}
 	}
+	if dropped > 0 {
+		if err := emit(Entry{Kind: Note, Text: fmt.Sprintf("(%d more messages left out: more than the %d read)", dropped, maxGeminiMessages)}); err != nil {
+			return from, err
+		}
+	}
 	return from, nil
 }
+
+// A Gemini chat is held whole while read (a later line may rewrite any message): what it holds is bounded, the
+// messages kept and the bytes of their texts (past it, each text is cut to a line). Variables for tests.
+var (
+	maxGeminiMessages = 100_000
+	maxGeminiHeld     = 32 << 20
+)
 
 // geminiEntries are the entries of one message: its text, then its tool calls with their results.
 func geminiEntries(m geminiMessage, off int64) []Entry {

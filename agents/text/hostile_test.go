@@ -1,7 +1,9 @@
 package text
 
 import (
+	"bufio"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -16,6 +18,7 @@ import (
 	"github.com/sessionfs/sessionfs/agents"
 	"github.com/sessionfs/sessionfs/agents/agentstest"
 	"github.com/sessionfs/sessionfs/agents/claude"
+	"github.com/sessionfs/sessionfs/agents/gemini"
 	"github.com/sessionfs/sessionfs/layout"
 )
 
@@ -164,4 +167,36 @@ func TestSafe(t *testing.T) {
 	}
 	assert.Equal(t, "a b c", OneLine("  a\n\tb \u2028 c\n", 0))
 	assert.Equal(t, "abcd… [6 more bytes]", Safe("abcdefghij", 4))
+}
+
+// A Gemini chat is held whole while it is read: a hostile one's messages and texts are bounded.
+func TestHostileGeminiChatIsBounded(t *testing.T) {
+	defer func(n, held int) { maxGeminiMessages, maxGeminiHeld = n, held }(maxGeminiMessages, maxGeminiHeld)
+	maxGeminiMessages, maxGeminiHeld = 1000, 1<<20
+	sess, root := openSession(t)
+	p := filepath.Join(root, ".gemini/tmp/w/chats/session-2026-11-26T01-00-9ab916a9.jsonl")
+	require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+	f, err := os.Create(p)
+	require.NoError(t, err)
+	w := bufio.NewWriter(f)
+	big := strings.Repeat("z", 300<<10)
+	for i := range maxGeminiMessages + 5 {
+		text := "m"
+		if i < 20 {
+			text = big // 6 MB of text, 5 MB once cut to MaxText: past the budget
+		}
+		fmt.Fprintf(w, `{"id":"m%d","type":"user","content":%q}`+"\n", i, text)
+	}
+	require.NoError(t, w.Flush())
+	require.NoError(t, f.Close())
+	c := only(t, sess, gemini.Agent)
+	es := entries(t, sess, gemini.Agent, c)
+	require.Len(t, es, maxGeminiMessages+1)
+	assert.Equal(t, "(5 more messages left out: more than the 1000 read)", es[len(es)-1].Text)
+	total := 0
+	for _, e := range es {
+		total += len(e.Text)
+	}
+	assert.Less(t, total, maxGeminiHeld+MaxText+maxGeminiMessages*(MaxCall+32))
+	assert.LessOrEqual(t, len(es[19].Text), MaxCall+32, "past the budget, a line")
 }
