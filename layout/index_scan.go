@@ -1,6 +1,7 @@
 package layout
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
@@ -221,7 +222,7 @@ func (s *Store) scan(sessions *Dir, id string, prev *indexRecord, walk bool) ind
 		// Too much to cache: the file keeps only its size (measured once), and the session is rescanned on every
 		// read, only its own cost; this record, in memory, is whole.
 		r.stored, _ = json.Marshal(indexBody{Size: body.Size, LastActivity: body.LastActivity, SizedAt: body.SizedAt})
-		r.fp, r.rels = "-", baseRelsWords
+		r.fp, r.rels, r.flags = "-", baseRelsWords, strings.ReplaceAll(r.flags, string(flagRacy), "")
 	}
 	return r
 }
@@ -307,8 +308,12 @@ func (s *Store) loadIndex(walkAll, withMeta bool) (ids []string, recs map[string
 			prev = &r
 		}
 		r := s.scan(sessions, id, prev, walk[todo[j]])
+		same := prev != nil && bytes.Equal(prev.line(), r.line()) // a session never cached: nothing to write
 		mu.Lock()
-		out[id], changed = r, append(changed, r)
+		out[id] = r
+		if !same {
+			changed = append(changed, r)
+		}
 		mu.Unlock()
 	})
 	gone := false // a record of a session no longer in the folder

@@ -410,3 +410,29 @@ func TestIndexEncodedWithinItsLimit(t *testing.T) {
 	assert.False(t, got["s099"].has(flagConvs), "whose conversations are looked at again")
 	assert.Len(t, encodeIndex(recs, 1<<20), len(indexHeader)+1+100*len(recs["s000"].line()), "all whole when they fit")
 }
+
+// A session that cannot be cached is rescanned by every reader, who writes nothing for it: one such session does
+// not make every ls rewrite the index.
+func TestIndexUncachedSessionWritesNothing(t *testing.T) {
+	withTestIndexer(t)
+	s := newStore(t)
+	for _, id := range []string{"a", "odd"} {
+		_, err := s.Create(id, CreateOptions{})
+		require.NoError(t, err)
+	}
+	require.NoError(t, os.MkdirAll(filepath.Join(s.Dir("odd"), ProjectsDir, "a b"), 0o755))
+	_, err := s.Listing(false)
+	require.NoError(t, err)
+	settle(t, s)
+	path := filepath.Join(s.Root, indexFile)
+	before, err := os.Stat(path)
+	require.NoError(t, err)
+	recs, err := s.readIndex()
+	require.NoError(t, err)
+	require.Equal(t, "-", recs["odd"].fp)
+	_, err = s.Listing(false)
+	require.NoError(t, err)
+	after, err := os.Stat(path)
+	require.NoError(t, err)
+	assert.Equal(t, before.Sys().(*syscall.Stat_t).Ino, after.Sys().(*syscall.Stat_t).Ino, "the index was not rewritten")
+}
