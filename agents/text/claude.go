@@ -3,6 +3,7 @@ package text
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"io"
 	"path"
 	"sort"
@@ -103,18 +104,24 @@ func subagentID(name string) (string, bool) {
 // subagent reads subagent id's transcript from where it was left.
 func (r *claudeRead) subagent(id string) error {
 	off, err := r.file(path.Join(r.subs, "agent-"+id+".jsonl"), id, r.pos.subs[id])
+	if errors.Is(err, errNoSubagent) {
+		return nil // not there (yet): nothing held for it, however many lines name it
+	}
 	if err == nil || off > r.pos.subs[id] {
 		r.pos.subs[id] = off
 	}
 	return err
 }
 
+// errNoSubagent: a subagent's file that is not there, or not a regular file.
+var errNoSubagent = errors.New("no such subagent file")
+
 // file reads the transcript rel (a subagent's when sub is its id) from offset start.
 func (r *claudeRead) file(rel, sub string, start int64) (int64, error) {
 	f, err := r.sess.OpenRegular(rel, -1)
 	if err != nil {
 		if sub != "" {
-			return start, nil // a subagent's file gone or not regular: nothing of it to show
+			return start, errNoSubagent // gone or not regular: nothing of it to show
 		}
 		return start, err
 	}
