@@ -166,7 +166,8 @@ const viewIdlePoll = 2 * time.Second
 
 // TestViewBindResumeFromAnotherCwd: Claude Code resumed from a cwd outside the mount, interactively, appends
 // through that cwd's view: the view is bound while it does (the mount table shows it during a turn), every turn goes
-// on in the one transcript, the alias is recorded, and once Claude is idle the bind goes. A short `claude -p
+// on in the one transcript, the alias is recorded, /cd with the view bound keeps the conversation whole, and once
+// Claude is gone the bind goes. A short `claude -p
 // --resume` appends a few lines in milliseconds at its end (strace): it resumes through FUSE as before, checked too.
 func TestViewBindResumeFromAnotherCwd(t *testing.T) {
 	needRootMount(t)
@@ -189,7 +190,8 @@ func TestViewBindResumeFromAnotherCwd(t *testing.T) {
 
 		outside := t.TempDir()
 		name := claudeName(outside)
-		claudeTrusts(t, filepath.Join(store, "sessions", "s1", ".claude"), outside)
+		require.NoError(t, os.Mkdir(filepath.Join(outside, "sub"), 0o755))
+		claudeTrusts(t, filepath.Join(store, "sessions", "s1", ".claude"), outside, filepath.Join(outside, "sub"))
 		env := append(claudeEnv(t, api.URL), "TERM=xterm-256color", "CLAUDE_CONFIG_DIR="+cfg)
 		tm := startTmux(t, outside, env, c.path, "--resume", uuid)
 		tm.waitFor("❯", time.Minute)
@@ -207,6 +209,32 @@ func TestViewBindResumeFromAnotherCwd(t *testing.T) {
 			assert.Greater(t, lineCount(t, files[0]), n)
 		}
 		eventually(t, 5*time.Second, func() bool { return slices.Contains(aliasesOf(t, store, "s1"), name) }, "alias %s recorded", name)
+
+		// /cd while the view is bound (a file inside held open keeps it): its mkdir of the new cwd's name takes the
+		// bind back, so the move of the transcript between the two names is one mount's (no EXDEV, whose fallback
+		// copies the file onto itself and removes it), and the conversation goes on in the one transcript.
+		require.NoError(t, os.WriteFile(filepath.Join(canonical, "keep.txt"), nil, 0o600))
+		keep := filepath.Join(cfg, "projects", name, "keep.txt")
+		bindByAppending(t, m, "s1", name, keep)
+		held, err := os.Open(keep)
+		require.NoError(t, err)
+		defer held.Close()
+		tm.send("/cd sub")
+		time.Sleep(time.Second) // let the command menu settle, or Enter picks from it
+		tm.send("Enter")
+		eventually(t, 30*time.Second, func() bool {
+			p := tm.pane()
+			return strings.Contains(p, "Moved to") || strings.Contains(p, "Couldn't")
+		}, "/cd said nothing: %s", tm.pane())
+		require.Contains(t, tm.pane(), "Moved to "+filepath.Join(outside, "sub"), "/cd failed")
+		tm.send("after cd", "Enter")
+		eventually(t, time.Minute, func() bool {
+			b, _ := os.ReadFile(files[0])
+			return strings.Count(string(b), apistub.Reply) >= 5 && strings.Contains(string(b), "after cd")
+		}, "the turn after /cd is not in the one transcript: %s", tm.pane())
+		assert.Equal(t, files, transcripts(t, canonical), "one transcript holds the whole conversation")
+		assert.Empty(t, setAside(t, filepath.Join(store, "sessions", "s1", ".claude", "projects")), "nothing was set aside")
+		assert.NoError(t, held.Close())
 		tm.stop()
 		eventually(t, 4*viewIdlePoll, func() bool { _, ok := viewBindsOf(t, m, "s1")[name]; return !ok }, "released once idle")
 		out, err = claudeRun(t, c.path, api.URL, cfg, t.TempDir(), "-p", "--resume", uuid, "and from yet another cwd")
