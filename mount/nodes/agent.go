@@ -34,8 +34,8 @@ func (d *AgentDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) 
 }
 
 // lookupOnlyViews answers the lookup of the folder of row r, which holds nothing but views, with a new
-// OnlyViewsDir. Made anew at each lookup, it is folded when the kernel did not hold it (first sight of it in this
-// mount, or after the kernel forgot it). ok is false when the store's entry is not a folder: a plain node then.
+// OnlyViewsDir, watched as the store folder it shows. It is folded when the kernel did not hold it (first sight of
+// it in this mount, or after the kernel forgot it). ok is false when the store's entry is not a folder: a plain node then.
 func (d *AgentDir) lookupOnlyViews(ctx context.Context, r *viewsRow, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno, bool) {
 	p := d.child(name)
 	var st syscall.Stat_t
@@ -49,7 +49,12 @@ func (d *AgentDir) lookupOnlyViews(ctx context.Context, r *viewsRow, name string
 	if d.GetChild(name) == nil {
 		d.tree.fold(d.id, r)
 	}
-	ch := d.NewInode(ctx, &OnlyViewsDir{tree: d.tree, id: d.id, dir: p, views: r}, d.tree.stableAttr(&st, gen, 0))
+	attr := d.tree.stableAttr(&st, gen, 0)
+	ch := existingChild(&d.Inode, name, attr)
+	if ch == nil {
+		ch = d.NewInode(ctx, &OnlyViewsDir{tree: d.tree, id: d.id, dir: p, views: r}, attr)
+		d.tree.watchFolder(p, ch) // its listing (the canonical folder, or none) follows the store's folder
+	}
 	d.entry(out, &st, ch)
 	return ch, 0, true
 }

@@ -15,6 +15,9 @@ import (
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
+
+	"github.com/sessionfs/sessionfs/bind"
 )
 
 // The kernel caches names and attributes for a long time; what changes behind the mount (the CLI, a container
@@ -37,6 +40,8 @@ type cache struct {
 	open map[string]*openFile   // store path -> files open for writing through the mount
 	// store path -> an attributes-only invalidation due: the events of one burst of writes are coalesced
 	attrsDue map[string]bool
+	// checked: when each bound folder (<id>/<dir>) was last checked for its bind (boundCheck)
+	checked map[string]time.Time
 	// unwatched: a folder the kernel holds could not be watched (out of inotify watches), so what it shows
 	// may change unseen: from then on the kernel is given the mount's plain timeout (Tree.timeout).
 	unwatched atomic.Bool
@@ -81,6 +86,7 @@ func (t *Tree) SetWatch(w Watch) {
 	t.cache.own = map[string]ownChange{}
 	t.cache.open = map[string]*openFile{}
 	t.cache.attrsDue = map[string]bool{}
+	t.cache.checked = map[string]time.Time{}
 }
 
 // watchFolder registers in as a kernel-cached view of store folder path, watching the folder if it is the first.
@@ -212,6 +218,7 @@ func (t *Tree) Changed(ch Change) {
 	}
 	c := &t.cache
 	dir, name := filepath.Dir(rel), filepath.Base(rel)
+	t.boundCheck(rel)
 	c.mu.Lock()
 	views := slices.Clone(c.dirs[dir])
 	if !ch.Namespace {
@@ -329,4 +336,62 @@ func (t *Tree) ChangedAll() {
 		}
 		v.NotifyContent(0, 0)
 	}
+}
+
+// boundCheckEvery bounds how often a bound folder's events make the daemon look for its bind.
+const boundCheckEvery = time.Second
+
+// boundCheck: an event came from store path rel. A folder the mount binds (a session's workspace, app or mcps, or
+// beneath) is watched only once FUSE served a request there: before its bind was made, or after it was released
+// (Node.servedHere). Once its bind is there, the kernel serves it without FUSE and the watch only costs the daemon
+// an event per write: the watches go, each to be made again at the next request FUSE serves there.
+func (t *Tree) boundCheck(rel string) {
+	id, rest, _ := strings.Cut(rel, "/")
+	dir, _, _ := strings.Cut(rest, "/")
+	if t.Binder == nil || !bind.IsMountDir(dir) {
+		return
+	}
+	key := id + "/" + dir
+	c := &t.cache
+	c.mu.Lock()
+	if time.Since(c.checked[key]) < boundCheckEvery {
+		c.mu.Unlock()
+		return
+	}
+	if len(c.checked) > 4096 {
+		clear(c.checked)
+	}
+	c.checked[key] = time.Now()
+	c.mu.Unlock()
+	if !t.boundOver(key) {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for p, ins := range c.dirs {
+		if p != key && !strings.HasPrefix(p, key+"/") {
+			continue
+		}
+		delete(c.dirs, p)
+		_ = c.watch.Remove(t.abs(p))
+		for _, in := range ins {
+			if n, ok := asNode(in); ok {
+				n.watchLater.Store(&p)
+			}
+		}
+	}
+}
+
+// boundOver reports whether something is mounted over the mount's folder sessions/<key>: its device is not the
+// mount's. The path is walked from the watcher's goroutine, never inside a FUSE request; its names are cached.
+func (t *Tree) boundOver(key string) bool {
+	if t.Mountpoint == "" {
+		return false
+	}
+	var root, st unix.Stat_t
+	if unix.Stat(t.Mountpoint, &root) != nil ||
+		unix.Fstatat(unix.AT_FDCWD, t.Mountpoint+"/sessions/"+key, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
+		return false
+	}
+	return st.Dev != root.Dev
 }

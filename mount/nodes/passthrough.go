@@ -6,7 +6,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"syscall"
-	"time"
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -33,13 +32,12 @@ type Node struct {
 	// only), for OnForget.
 	watched string
 	// bound: the node is a session's folder the mount binds (bind.MountDirs) or beneath one. What the kernel
-	// serves through a bind never reaches FUSE, so such folders are not watched: an agent's writes there cost the
-	// daemon nothing. Only a lazy folder's top (an empty app/ waiting for its first entry) is watched.
-	bound bool
-	// briefly: the kernel may keep the node's name and attributes for the mount's plain timeout only: its folder
-	// is not watched (beneath a bind), so a change there behind the mount is seen when that timeout ends. FUSE
-	// serves such a folder only until its bind is made, or once the bind was released.
-	briefly bool
+	// serves through a bind never reaches FUSE, so such a folder is watched only from the first request FUSE
+	// serves in it (watchLater: before its bind is made, or once it was released): an agent's writes in a bound
+	// workspace cost the daemon nothing. A lazy folder's top (an empty app/ waiting for its first entry) is
+	// watched at once.
+	bound      bool
+	watchLater atomic.Pointer[string]
 	// ctime (ns) of the attributes last given to the kernel: a store event that leaves it unchanged changed
 	// nothing the kernel holds, so it costs no invalidation (cache.go).
 	ctime atomic.Int64
@@ -147,6 +145,7 @@ func (n *Node) newChild(ctx context.Context, name, rel string, st *syscall.Stat_
 	if old := existingChild(&n.Inode, name, attr); old != nil {
 		return old
 	}
+	n.servedHere()
 	dir := st.Mode&syscall.S_IFMT == syscall.S_IFDIR
 	var op storeNode = &Node{}
 	if k, ok := n.Operations().(parentKind); ok {
@@ -156,35 +155,31 @@ func (n *Node) newChild(ctx context.Context, name, rel string, st *syscall.Stat_
 	}
 	ch := op.node()
 	ch.tree, ch.id, ch.alias, ch.row = n.tree, n.id, n.alias, n.row
-	lazyTop := false
-	ch.bound, lazyTop = n.bindsChild(name)
-	ch.briefly = n.bound && n.watched == ""
+	ch.bound = n.bound || n.bindsChild(name)
 	n.tree.nodeAdded()
 	in := n.NewInode(ctx, op, attr)
-	if dir && (!ch.bound || lazyTop) {
+	switch {
+	case !dir:
+	case ch.bound && !(bind.Lazy(name) && !n.bound):
+		ch.watchLater.Store(&rel)
+	default:
 		ch.watch(rel)
 	}
 	return in
 }
 
-// bindsChild reports whether the mount binds n's child name or a folder above it (bound), and whether name is
-// the top of a folder bound only once it holds something (bind.Lazy): that one is watched for its first entry.
-func (n *Node) bindsChild(name string) (bound, lazyTop bool) {
-	if n.bound {
-		return true, false
-	}
-	if _, ok := n.Operations().(*SessionDir); !ok || n.tree.Binder == nil || !bind.IsMountDir(name) {
-		return false, false
-	}
-	return true, bind.Lazy(name)
+// bindsChild reports whether the mount binds n's child name (a session's workspace, app or mcps).
+func (n *Node) bindsChild(name string) bool {
+	_, ok := n.Operations().(*SessionDir)
+	return ok && n.tree.Binder != nil && bind.IsMountDir(name)
 }
 
-// timeout is how long the kernel may keep n's name and attributes.
-func (n *Node) timeout() time.Duration {
-	if n.briefly {
-		return n.tree.Timeout
+// servedHere: FUSE serves a request in folder n, so the kernel caches what it answers: a folder beneath a bind
+// is watched from now on (until its events find the bind there again: Tree.boundCheck).
+func (n *Node) servedHere() {
+	if rel := n.watchLater.Swap(nil); rel != nil {
+		n.watch(*rel)
 	}
-	return n.tree.timeout()
 }
 
 // existingChild is parent's child name if it is already the inode of attr. A new inode for a file the kernel
@@ -225,8 +220,8 @@ func (n *Node) entry(out *fuse.EntryOut, st *syscall.Stat_t, ch *fs.Inode) {
 	out.Attr.FromStat(st)
 	out.Attr.Ino = ch.StableAttr().Ino
 	noteCtime(ch, &out.Attr)
-	if c, ok := asNode(ch); ok {
-		t := c.timeout()
+	if _, ok := asNode(ch); ok {
+		t := n.tree.timeout()
 		out.SetEntryTimeout(t)
 		out.SetAttrTimeout(t)
 	}
@@ -265,7 +260,7 @@ func (n *Node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) 
 		out.Ino = n.StableAttr().Ino
 		if errno == 0 {
 			noteCtime(&n.Inode, &out.Attr)
-			out.SetTimeout(n.timeout())
+			out.SetTimeout(n.tree.timeout())
 		}
 		return errno
 	}
@@ -276,7 +271,7 @@ func (n *Node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) 
 	out.FromStat(&st)
 	out.Ino = n.StableAttr().Ino
 	noteCtime(&n.Inode, &out.Attr)
-	out.SetTimeout(n.timeout())
+	out.SetTimeout(n.tree.timeout())
 	return 0
 }
 
@@ -563,6 +558,7 @@ func isSetAside(name, newName string) bool {
 // attributes) always brings.
 func (n *Node) OpendirHandle(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
 	n.tree.touch(n.id)
+	n.servedHere()
 	fd, err := n.tree.openAt(n.path(), syscall.O_RDONLY|syscall.O_DIRECTORY, 0)
 	if err != nil {
 		return nil, 0, fs.ToErrno(err)

@@ -14,7 +14,8 @@ import (
 // number 0), so "claude --resume" finds a conversation whatever cwd it starts in; any other name does not exist.
 // Unlike a ViewsDir it is synthetic, not the store folder passed through: its listing is the canonical name alone,
 // nothing else can be made in it, and the canonical folder is made again when a view is looked up without it. The
-// kernel keeps its answers for the mount's timeout; no watcher follows it.
+// watcher follows the store's folder: the canonical folder made or removed behind the mount drops the listing the
+// kernel keeps.
 //
 // Every other name answers a lookup and is never listed: Claude Code looks up its cwd's name (--resume and
 // --continue of every version, the folders of a repository's worktrees) and lists projects/ only to gather every
@@ -38,7 +39,11 @@ var (
 	_ = (fs.NodeMkdirer)((*OnlyViewsDir)(nil))
 	_ = (fs.NodeRmdirer)((*OnlyViewsDir)(nil))
 	_ = (fs.NodeStatfser)((*OnlyViewsDir)(nil))
+	_ = (fs.NodeOnForgetter)((*OnlyViewsDir)(nil))
 )
+
+// OnForget drops the folder's watch (lookupOnlyViews made it).
+func (d *OnlyViewsDir) OnForget() { d.tree.unwatchFolder(d.dir, &d.Inode) }
 
 func (d *OnlyViewsDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	v, ok := d.tree.viewOf(d.views, d.dir, name)
