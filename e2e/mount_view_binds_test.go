@@ -101,10 +101,17 @@ func TestViewBoundWhileAppended(t *testing.T) {
 	r := cli(t, store, "doctor")
 	assert.Regexp(t, `binds +2 folders bound over `+m.mnt, r.stdout+r.stderr, "the workspace and the view")
 
+	// A listing of the transcript folder takes the bind back too (READDIRPLUS looks every name up): Claude Code's
+	// start-up clean-up and rm -rf of .claude list it before they remove anything there, so that reaches the trash.
+	_, err := os.ReadDir(projects)
+	require.NoError(t, err)
+	assert.NotContains(t, viewBindsOf(t, m, "s1"), "-home-u-proj", "taken back at the listing")
+	n += bindByAppending(t, m, "s1", "-home-u-proj", p)
+
 	// Another name looked up: the bind is gone before the lookup returns. Claude Code's /cd set-aside, then its
 	// move onto the same file, are one mount's renames: refused and a no-op, the transcript whole.
 	other := filepath.Join(projects, "-home-u-other")
-	_, err := os.Stat(other)
+	_, err = os.Stat(other)
 	require.NoError(t, err)
 	assert.NotContains(t, viewBindsOf(t, m, "s1"), "-home-u-proj", "taken back at the other name's lookup")
 	err = os.Rename(p, filepath.Join(other, uuid+".jsonl.superseded-1764100000000"))
