@@ -65,7 +65,8 @@ func TestAttackViewBindSwap(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d appends through views while the sessions exchanged their canonical folder with links out: %d went through, %d met the link; %d view binds made, each of its own session's canonical folder",
+	t.Logf("%d appends through views while the sessions exchanged their canonical folder with links out: "+
+		"%d went through, %d met the link; %d view binds made, each of its own session's canonical folder",
 		tries, appended, refused, len(seen))
 	for _, b := range seen {
 		id := strings.SplitN(strings.TrimPrefix(b, m.mnt+"/sessions/"), "/", 2)[0]

@@ -19,7 +19,7 @@ import (
 func (b *binder) limit(keep string) {
 	b.mu.Lock()
 	over := b.boundCount() - b.max
-	ids := make([]string, 0, over+b.max)
+	ids := make([]string, 0, b.boundCount())
 	for id := range b.boundIDs() {
 		if id != keep {
 			ids = append(ids, id)

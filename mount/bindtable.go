@@ -11,11 +11,11 @@ import (
 	"github.com/sessionfs/sessionfs/layout"
 )
 
-// The binds over a mount (sessions' folders and transcript views) as the mount table shows them, whoever made them: this daemon, its helper, or a killed
-// daemon (doctor counts them; Unmount detaches them first).
+// The binds over a mount (sessions' folders and transcript views) as the mount table shows them, whoever made them:
+// this daemon, its helper, or a killed daemon (doctor counts them; Unmount detaches them first).
 
-// Binds lists the binds of sessions' folders over the mount at mnt, as the mount table shows them (the daemon's,
-// or those a killed daemon left).
+// Binds lists the binds of sessions' folders and transcript views over the mount at mnt, as the mount table shows
+// them (the daemon's, or those a killed daemon left).
 func Binds(mnt string) []string {
 	var out []string
 	for _, m := range listBinds(mnt) {

@@ -212,7 +212,8 @@ func (b *binder) releaseView(id string) bool {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.closed || b.removing[id] > 0 || b.removals[id] != removals || b.viewReleased[id] != released || b.views[id] != nil {
+	if b.closed || b.removing[id] > 0 || b.removals[id] != removals || b.viewReleased[id] != released ||
+		b.views[id] != nil {
 		_ = v.Detach()
 		return true
 	}

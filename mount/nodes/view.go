@@ -183,7 +183,8 @@ func (t *Tree) bindWritten(ctx context.Context, id string, num uint64) {
 	s := &t.viewBinds
 	now := time.Now()
 	s.mu.Lock()
-	if w, ok := s.wanted[id]; ok && w.name == name && now.Sub(w.at) < viewAskAgain || now.Sub(s.contended[id]) < viewContended {
+	asked := s.wanted[id].name == name && now.Sub(s.wanted[id].at) < viewAskAgain
+	if asked || now.Sub(s.contended[id]) < viewContended {
 		s.mu.Unlock()
 		return
 	}
