@@ -27,7 +27,8 @@ import (
 // an agent can work: in the plain folder, in the store's folder, through the mount, through bindfs, inside
 // `sessionfs exec`, and in a container, bound plainly (docker run -v) and by `sessionfs run --backend docker`.
 
-// agentScript times each step with GNU date and prints "step nanoseconds" lines. $1 is the tarball, $2 the folder.
+// agentScript times each step with GNU date and prints "step nanoseconds" lines, each followed by "times step"
+// and the shell's times (the CPU its children have used so far). $1 is the tarball, $2 the folder.
 const agentScript = `#!/bin/sh
 set -e
 T=$1 D=$2
@@ -35,7 +36,8 @@ T=$1 D=$2
 for t in tar git grep du find rm date mkdir; do
 	if [ -x /usr/bin/$t ]; then eval "$t() { /usr/bin/$t \"\$@\"; }"; fi
 done
-step() { name=$1; shift; s=$(date +%s%N); "$@" >/dev/null 2>&1 || { echo "step $name failed" >&2; exit 1; }; e=$(date +%s%N); echo "$name $((e - s))"; }
+# times prints the shell's CPU and then its children's, cumulative: the bench takes each step's from the latter.
+step() { name=$1; shift; s=$(date +%s%N); "$@" >/dev/null 2>&1 || { echo "step $name failed" >&2; exit 1; }; e=$(date +%s%N); echo "$name $((e - s))"; echo "times $name"; times; }
 gitadd() { git init -q . && git add -A && git -c user.name=bench -c user.email=bench@localhost commit -qm tree; }
 grepr() { grep -r sessionfs-needle . || true; }
 rm -rf "$D"; mkdir -p "$D"; cd "$D"
@@ -221,13 +223,8 @@ func (b *bench) agentWorkload() {
 				b.skip("agent workload in %s: %v: %s", p.name, err, strings.TrimSpace(stderr.String()))
 				continue
 			}
-			for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-				step, ns, ok := strings.Cut(line, " ")
-				n, err := strconv.ParseInt(ns, 10, 64)
-				if !ok || err != nil {
-					continue
-				}
-				record(step, p.name, time.Duration(n))
+			for step, d := range parseAgentOutput(string(out)) {
+				record(step, p.name, d)
 			}
 			record(wholeRun, p.name, took)
 		}
@@ -243,6 +240,52 @@ func (b *bench) agentWorkload() {
 		}
 		b.Agent.Steps = append(b.Agent.Steps, r)
 	}
+	for _, step := range agentSteps {
+		r := newResult(step)
+		for place, ts := range times[cpuStep(step)] {
+			r.add(place, ts)
+		}
+		b.Agent.StepsCPU = append(b.Agent.StepsCPU, r)
+	}
+}
+
+// cpuStep is the name a step's CPU is recorded under, beside its time.
+func cpuStep(step string) string { return "cpu " + step }
+
+// rxTimes is a line of the shell's times: "0m1.230000s 0m0.450000s" (dash), "0m 1.23s 0m 0.45s" (busybox).
+var rxTimes = regexp.MustCompile(`^(\d+)m\s*([\d.]+)s\s+(\d+)m\s*([\d.]+)s$`)
+
+// parseAgentOutput reads the script's output: each step's time, and its processes' CPU (user+sys), the growth of
+// the children's times since the step before.
+func parseAgentOutput(out string) map[string]time.Duration {
+	got := map[string]time.Duration{}
+	var last time.Duration // the children's CPU after the step before
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	for i := 0; i < len(lines); i++ {
+		if name, ok := strings.CutPrefix(lines[i], "times "); ok {
+			if i+2 < len(lines) {
+				if m := rxTimes.FindStringSubmatch(strings.TrimSpace(lines[i+2])); m != nil {
+					cum := minSec(m[1], m[2]) + minSec(m[3], m[4])
+					got[cpuStep(name)] = cum - last
+					last = cum
+				}
+			}
+			i += 2
+			continue
+		}
+		step, ns, ok := strings.Cut(lines[i], " ")
+		if n, err := strconv.ParseInt(ns, 10, 64); ok && err == nil {
+			got[step] = time.Duration(n)
+		}
+	}
+	return got
+}
+
+// minSec is minutes and seconds as times prints them.
+func minSec(m, s string) time.Duration {
+	mins, _ := strconv.Atoi(m)
+	secs, _ := strconv.ParseFloat(s, 64)
+	return time.Duration(mins)*time.Minute + time.Duration(secs*float64(time.Second))
 }
 
 // wholeRun is the agent table's last row: the script's whole run as the bench sees it, from the command's start
@@ -255,6 +298,9 @@ type agentResult struct {
 	Bytes int64    `json:"bytes"`
 	Runs  int      `json:"runs"`
 	Steps []result `json:"steps"`
+	// StepsCPU are the CPU seconds (user+sys) of each step's processes: less swayed than times by the other
+	// work of a shared machine.
+	StepsCPU []result `json:"steps_cpu"`
 }
 
 // agentImage imports the image the containers run (busybox and the host's own tools), once.
@@ -349,6 +395,22 @@ func (b *bench) reportAgent(w io.Writer) {
 		}
 	}
 	tw.Flush()
+	if len(a.StepsCPU) > 0 {
+		fmt.Fprintf(w, "\nCPU seconds of each step's processes (user+sys, medians):\n\n")
+		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
+		for _, r := range a.StepsCPU {
+			row := []string{r.Workload}
+			for _, p := range agentPlaces {
+				row = append(row, secs(r.Seconds[p.key]))
+			}
+			for _, q := range agentRatios {
+				row = append(row, ratio(r.Seconds[q.a], r.Seconds[q.b]))
+			}
+			fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
+		}
+		tw.Flush()
+	}
 	// On a shared machine the load drifts between rounds more than places differ: a ratio taken within each round
 	// (the places of a round run one after the other) cancels the drift that medians of each place keep.
 	fmt.Fprintf(w, "\nsessionfs run / docker run -v, the ratio within each round (rounds in order) and its median:\n")
