@@ -413,3 +413,18 @@ func TestAReindexElsewhereIsNotUndone(t *testing.T) {
 	require.NoError(t, b.CatchUp(nil))
 	assert.Len(t, search(t, b, Query{Match: "wombat"}), 1)
 }
+
+// A conversation file larger than MaxFile is left out with a warning, the others indexed.
+func TestAHugeFileIsLeftOut(t *testing.T) {
+	s := newStore(t, "demo")
+	appendTo(t, transcript(s, "demo", theConv), claudeLine("user", "the small one", 0))
+	huge := transcript(s, "demo", "c0ffee00-0000-4000-8000-0000000000ff")
+	appendTo(t, huge, claudeLine("user", "the huge one", 0))
+	require.NoError(t, os.Truncate(huge, MaxFile+1)) // sparse: no disk spent
+	ix, warnings := openIndex(t, s)
+	require.NoError(t, ix.CatchUp(nil))
+	assert.Len(t, search(t, ix, Query{Match: "small"}), 1)
+	assert.Empty(t, search(t, ix, Query{Match: "huge"}))
+	require.Len(t, *warnings, 1)
+	assert.Contains(t, (*warnings)[0], "more than the 536870912 a conversation file may have to be indexed")
+}

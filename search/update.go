@@ -19,6 +19,10 @@ import (
 // inserted counts the entries this process indexed: tests tell an append indexed alone from a whole file.
 var inserted atomic.Int64
 
+// MaxFile bounds the conversation files indexed: each change of one is read whole (agents/text reads from the
+// start), so a session cannot make every search read gigabytes.
+const MaxFile = 512 << 20
+
 // tailLen is how many bytes before the indexed offset of an append-only file are kept: an append must leave them.
 const tailLen = 64
 
@@ -421,6 +425,9 @@ func index(tx *sql.Tx, sess *layout.Dir, session string, s *source, old *row) er
 		defer f.Close()
 		if st, err = fileStat(f); err != nil {
 			return readError{err}
+		}
+		if st.size > MaxFile {
+			return readError{fmt.Errorf("%s/%s: %d bytes, more than the %d a conversation file may have to be indexed", session, s.rel, st.size, int64(MaxFile))}
 		}
 		cur := *s
 		cur.st = st
