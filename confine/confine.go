@@ -56,10 +56,11 @@ func (r Report) String() string {
 	return fmt.Sprintf("%s; seccomp allow-list (%s); capabilities %s", ll, r.Seccomp, strings.ToLower(caps))
 }
 
-// Serving confines the calling process (every thread) to serving the store at root: capabilities first (dropping
-// them needs SETPCAP), then Landlock, then seccomp (last: it refuses what the first two need). It is one-way.
-// last, if set, runs just before the capabilities go, while the process holds all it started with.
-func Serving(root string, o Options, last func()) (Report, error) {
+// Serving confines the calling process (every thread) to serving the store at root, with scratch (if not "") a
+// folder of its own it may write too: capabilities first (dropping them needs SETPCAP), then Landlock, then
+// seccomp (last: it refuses what the first two need). It is one-way. last, if set, runs just before the
+// capabilities go, while the process holds all it started with.
+func Serving(root, scratch string, o Options, last func()) (Report, error) {
 	if o.Mode == Off {
 		return Report{}, nil
 	}
@@ -68,7 +69,11 @@ func Serving(root string, o Options, last func()) (Report, error) {
 	if err := dropCaps(last); err != nil {
 		return Report{}, err
 	}
-	abi, err := restrictFiles(o.Mode == Strict, root)
+	rw := []string{root}
+	if scratch != "" {
+		rw = append(rw, scratch)
+	}
+	abi, err := restrictFiles(o.Mode == Strict, rw...)
 	if err != nil {
 		return Report{}, err
 	}

@@ -29,7 +29,7 @@ type Mount struct {
 	tree    *nodes.Tree
 	ctl     control       // unmounts, detaches, aborts: this process, or a confined mount's helper (control.go)
 	done    chan struct{} // stops the pruner
-	scratch func()        // removes the scratch folder in the store, if one was made
+	scratch func()        // removes the serving process's scratch folder, if one was made
 }
 
 // Wait blocks until the mount is unmounted.

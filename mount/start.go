@@ -64,7 +64,7 @@ type startup struct {
 	confined   bool
 
 	mnt, shared string
-	scratch     func()        // removes the serving process's scratch folder in the store (confined)
+	scratch     func()        // removes the serving process's scratch folder (confined)
 	watched     time.Duration // the store's names' cache timeout while the watcher follows them (0: opts.Timeout)
 	tree        *nodes.Tree
 	// confined: the helper, once started (helperStarted closed): a client of it, its pid, or why it did not start
@@ -294,18 +294,23 @@ func (s *startup) serve(ready func()) error {
 		return nil
 	}
 	openSpliceSink()
-	// Confined, the daemon writes nowhere but the store: the copies it reads a session's opencode database from
-	// (the text view) are made in the store's scratch space.
-	if dir, remove, err := s.store.MakeScratch(); err == nil {
-		_ = os.Setenv("TMPDIR", dir)
+	// Confined, the daemon writes nowhere but the store and a private folder of its own (0700, in the system's
+	// temporary folder): there it copies a session's opencode database to read it (the text view). Never in the
+	// store: a read-only mount leaves the store as it was.
+	scratch, remove, err := makeScratch()
+	if err == nil {
+		_ = os.Setenv("TMPDIR", scratch)
 		s.scratch = remove
 	}
 	// The helper leaves the idle class before SYS_NICE goes: on a busy machine an idle process gets almost no CPU,
 	// and its binds (and the unmount it makes) must not wait for the machine to go quiet.
-	report, err := confine.Serving(s.store.Root, s.opts.Confine, func() { wakeHelper(s.helperPID) })
+	report, err := confine.Serving(s.store.Root, scratch, s.opts.Confine, func() { wakeHelper(s.helperPID) })
 	if err != nil {
 		// Serve nothing unconfined: the mount goes (the helper can still unmount), and so does this process.
 		_ = s.helper.Call("Helper.Detach", struct{}{}, nil)
+		if s.scratch != nil {
+			s.scratch()
+		}
 		return fmt.Errorf("confine the serving process: %w", err)
 	}
 	s.confinement = report.String()
