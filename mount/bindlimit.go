@@ -11,7 +11,47 @@ import (
 )
 
 // The binder keeps at most max sessions bound (Options.MaxBinds): past it, it releases the least recently used
-// sessions' binds that no process is inside.
+// sessions' binds that no process is inside. A walk of more sessions than that (du, find, grep -r across the
+// mount) would push out one session for the next all the way: a bind and an unmount per session, for nothing the
+// walk gains (it reads metadata, which FUSE serves from the kernel's cache), and the sessions people work in
+// pushed out by its tail. So the binder pushes out at most churnRate sessions a second (churnBurst at once); a
+// session wanted past that is served through FUSE, and bound when next wanted with a token to spare. A person
+// opening one session still gets it bound at once.
+
+// churnRate and churnBurst bound how many bound sessions the binder pushes out to bind others.
+const (
+	churnRate  = 16 // a second
+	churnBurst = 16
+)
+
+// churn is a token bucket of the sessions the binder may push out. b.mu guards it.
+type churn struct {
+	tokens float64
+	at     time.Time
+}
+
+// roomFor reports whether session id may be bound now: it is bound already (its binds are checked), there is
+// room, or a token lets it push out another.
+func (b *binder) roomFor(id string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.bound[id] != nil || b.views[id] != nil || b.boundCount() < b.max {
+		return true
+	}
+	c := &b.churn
+	now := time.Now()
+	if c.at.IsZero() {
+		c.tokens = churnBurst
+	} else {
+		c.tokens = min(churnBurst, c.tokens+now.Sub(c.at).Seconds()*churnRate)
+	}
+	c.at = now
+	if c.tokens < 1 {
+		return false
+	}
+	c.tokens--
+	return true
+}
 
 // limit releases the binds of the least recently used sessions but keep (the one just bound) while more than max
 // are bound. A bind in use (a process's folder or open file is inside) stays: it is tried with a plain unmount,

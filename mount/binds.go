@@ -88,6 +88,7 @@ type binder struct {
 	prefetch map[string]bool
 	queue    []string
 	working  string // the session the worker is binding (its own lookups do not queue it again)
+	churn    churn  // how many bound sessions may be pushed out now (bindlimit.go)
 	closed   bool
 	wake     chan struct{} // never closed: want may send after close
 	done     chan struct{}
@@ -247,6 +248,9 @@ func (b *binder) loop() {
 			b.mu.Unlock()
 			if full {
 				continue // a prefetch finds no room: it pushes out no one
+			}
+			if !b.roomFor(id) {
+				continue // a walk past the limit: served through FUSE, bound when next wanted
 			}
 			b.refresh(id)
 			b.limit(id) // at once: a walk of thousands of sessions must not bind them all first
