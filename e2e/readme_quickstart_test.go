@@ -126,7 +126,7 @@ func quickStartCommands(t *testing.T, readme string) []string {
 		line := sc.Text()
 		switch {
 		case !fence && strings.HasPrefix(line, "## "):
-			in = line == "## Quick start"
+			in = line == "## Quick start" || line == "## What the agents said"
 		case in && !fence && (line == "```sh" || line == "```bash"):
 			fence = true
 		case fence && line == "```":
