@@ -6,6 +6,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -255,9 +256,18 @@ func (d *textAgent) entries() []fuse.DirEntry {
 }
 
 // fileName reports whether a conversation id (a session's own words: opencode's come from its database) can
-// name a file: no slash, no NUL, not a dot name, within NAME_MAX with ".md".
+// name a file: valid UTF-8 with no slash and no control character (a newline would split grep -rl's list, an
+// escape would reach a terminal), not a dot name, within NAME_MAX with ".md".
 func fileName(id string) bool {
-	return id != "" && id != "." && id != ".." && len(id) <= 250 && !strings.ContainsAny(id, "/\x00")
+	if id == "" || id == "." || id == ".." || len(id) > 250 || !utf8.ValidString(id) {
+		return false
+	}
+	for _, r := range id {
+		if r == '/' || r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			return false
+		}
+	}
+	return true
 }
 
 func (f *textFile) Getattr(ctx context.Context, _ fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
