@@ -140,7 +140,7 @@ func (r *TextRoot) Lookup(ctx context.Context, name string, out *fuse.EntryOut) 
 		return textMissing(out)
 	}
 	var st syscall.Stat_t
-	if _, err := r.tree.lstatAt(name, &st); err != nil || st.Mode&syscall.S_IFMT != syscall.S_IFDIR {
+	if err := r.tree.textAccess(name, &st); err != nil || st.Mode&syscall.S_IFMT != syscall.S_IFDIR {
 		return textMissing(out)
 	}
 	ch := r.GetChild(name)
@@ -193,7 +193,7 @@ func (s *textSession) Lookup(ctx context.Context, name string, out *fuse.EntryOu
 		ta.recheck(ch, ta.entries())
 	}
 	var st syscall.Stat_t
-	if _, err := s.tree.lstatAt(s.id, &st); err != nil {
+	if err := s.tree.textAccess(s.id+"/"+a.Dir, &st); err != nil {
 		return nil, fs.ToErrno(err)
 	}
 	textDirEntry(&st, out)
@@ -217,7 +217,7 @@ func (s *textSession) entries() []fuse.DirEntry {
 
 func (d *textAgent) Getattr(ctx context.Context, _ fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	d.recheck(&d.Inode, d.entries())
-	return textDirAttr(d.tree, d.id, out)
+	return textDirAttr(d.tree, d.id+"/"+d.agent.Dir, out)
 }
 
 func (d *textAgent) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
@@ -280,10 +280,17 @@ func (f *textFile) Getattr(ctx context.Context, _ fs.FileHandle, out *fuse.AttrO
 	return 0
 }
 
-// attr is the rendering's attributes: read-only, its size, the conversation's last time.
+// attr is the rendering's attributes: its size, the conversation's last time, the owner and read bits of the
+// conversation's file (textperm.go; none when it cannot be told).
 func (f *textFile) attr(c agents.Conversation, a *fuse.Attr) {
 	data := f.texts.rendered(f.tree, f.id, f.agent, c)
-	a.Mode = syscall.S_IFREG | 0o444
+	var st syscall.Stat_t
+	rel, _ := strings.CutPrefix(c.Path, f.tree.Store.SessionsDir()+"/")
+	if err := f.tree.textAccess(rel, &st); err != nil || rel == c.Path {
+		st = syscall.Stat_t{Mode: syscall.S_IFREG}
+	}
+	a.Mode = syscall.S_IFREG | st.Mode&0o444
+	a.Owner = fuse.Owner{Uid: st.Uid, Gid: st.Gid}
 	a.Size = uint64(len(data))
 	a.Blocks = (a.Size + 511) / 512
 	a.Nlink = 1
@@ -292,10 +299,6 @@ func (f *textFile) attr(c agents.Conversation, a *fuse.Attr) {
 		mtime = c.First
 	}
 	a.SetTimes(nil, &mtime, &mtime)
-	a.Owner = fuse.Owner{Uid: 0, Gid: 0}
-	if uid, gid := f.tree.sessionOwner(f.id); uid >= 0 {
-		a.Owner = fuse.Owner{Uid: uint32(uid), Gid: uint32(gid)}
-	}
 }
 
 // Open serves the rendering without the kernel's page cache: what a reader holding the file open (tail -f)
@@ -320,22 +323,23 @@ func (f *textFile) Read(ctx context.Context, _ fs.FileHandle, dest []byte, off i
 	return fuse.ReadResultData(data[off:end]), 0
 }
 
-// textDirAttr is a text view folder's attributes: read-only, dated as the store folder rel.
+// textDirAttr is a text view folder's attributes: those of the store folder rel, read-only (textperm.go).
 func textDirAttr(t *Tree, rel string, out *fuse.AttrOut) syscall.Errno {
 	var st syscall.Stat_t
-	if _, err := t.lstatAt(rel, &st); err != nil {
+	if err := t.textAccess(rel, &st); err != nil {
 		return fs.ToErrno(err)
 	}
 	out.FromStat(&st)
-	out.Mode = syscall.S_IFDIR | 0o555
+	out.Mode = syscall.S_IFDIR | st.Mode&0o555
 	out.Ino = 0
 	out.SetTimeout(textTimeout)
 	return 0
 }
 
+// textDirEntry answers a lookup of a text view folder whose store folder's attributes textAccess gave as st.
 func textDirEntry(st *syscall.Stat_t, out *fuse.EntryOut) {
 	out.Attr.FromStat(st)
-	out.Attr.Mode = syscall.S_IFDIR | 0o555
+	out.Attr.Mode = syscall.S_IFDIR | st.Mode&0o555
 	out.Attr.Ino = 0
 	out.SetEntryTimeout(textTimeout)
 	out.SetAttrTimeout(textTimeout)
