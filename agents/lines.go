@@ -14,10 +14,15 @@ import (
 // malformed and skipped.
 const MaxLine = 64 << 20
 
-// ScanLines calls fn for each line of r (without its newline) and counts the lines fn refused or that were too
-// long. A torn last line (a writer mid-append) or garbage never stops the scan.
+// MaxRead bounds what one scan reads of a conversation file. A session can make a file of terabytes that holds
+// nothing (a sparse file: truncate -s, no disk spent), which would keep whatever lists its conversations (the
+// mount's text view, ls, log) reading zeros for hours; a real transcript is far smaller.
+const MaxRead = 1 << 30
+
+// ScanLines calls fn for each line of r (without its newline), up to MaxRead bytes of data (a file's holes
+// passed by: DataReader), and counts the lines fn refused, that were too long or held a hole. A torn last line (a writer mid-append) or garbage never stops the scan.
 func ScanLines(r io.Reader, fn func([]byte) error) (malformed int, err error) {
-	br := bufio.NewReaderSize(r, 64<<10)
+	br := bufio.NewReaderSize(io.LimitReader(DataReader(r), MaxRead), 64<<10)
 	for {
 		var line []byte
 		long := false
@@ -27,6 +32,11 @@ func ScanLines(r io.Reader, fn func([]byte) error) (malformed int, err error) {
 				line = append(line, chunk...)
 			} else {
 				long, line = true, nil
+			}
+			var hole *Hole
+			if errors.As(err, &hole) {
+				long, line = true, nil // zeros in a line: not one an agent wrote
+				continue
 			}
 			if errors.Is(err, bufio.ErrBufferFull) {
 				continue

@@ -51,7 +51,8 @@
 // Attacks: attack_binds (the bind primitive raced), attack_view_binds (a view's bind raced), attack_cli_output (a session's session.json and transcripts (log) on a person's
 // terminal), attack_container (a session's files made hostile by its container), attack_csi, attack_daemon (the serving process and its helper; _inject_* the ptrace slip),
 // attack_landlock and attack_landlock_terminal (exec --landlock), attack_opens (the daemon's open files), attack_search (a session's links
-// swapped in while search indexes it).
+// swapped in while search indexes it), attack_text_view (conversations/ kept private), attack_text_view_sizes (a
+// session's sparse transcripts of terabytes).
 //
 // The README: readme_quickstart (its quick start, run command by command as written, on a fresh HOME).
 //
