@@ -20,6 +20,8 @@ const (
 	// Dir is the index's folder beneath the store's root; DBName the database in it.
 	Dir    = "index"
 	DBName = "search.db"
+	// lockName is held while the database is opened (lock).
+	lockName = "search.lock"
 	// schemaVersion changes when the tables do: an index of another version is rebuilt.
 	schemaVersion = "3"
 	// busyWait is how long a writer waits for another (a second CLI, the daemon) before giving up.
@@ -56,6 +58,7 @@ type Index struct {
 	store *layout.Store
 	db    *sql.DB
 	dir   *layout.Dir // <store>/index, held: the database is opened through it
+	ino   uint64      // the database file's, when opened: one set aside and rebuilt by another process differs
 	// Warn tells the user of what the index did on its own (a corrupt database rebuilt); nil: stderr.
 	Warn func(string)
 }
@@ -114,6 +117,11 @@ func (ix *Index) open() error {
 	if ix.dir, err = root.Sub(Dir); err != nil {
 		return fmt.Errorf("index: %w", err)
 	}
+	unlock, err := ix.lock(uid, gid)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	if err := ix.makeFile(uid, gid); err != nil {
 		return err
 	}
@@ -121,9 +129,32 @@ func (ix *Index) open() error {
 		if !corrupt(err) {
 			return err
 		}
-		return ix.rebuild(err)
+		return ix.rebuildLocked(err, uid, gid)
 	}
 	return nil
+}
+
+// lock holds index/search.lock while the database is made, put in WAL mode and given its tables, or set aside:
+// SQLite answers "database is locked" at once, not after its busy timeout, to a second process switching a new
+// database to WAL while the first does.
+func (ix *Index) lock(uid, gid int) (unlock func(), err error) {
+	fd, err := ix.dir.OpenAt(lockName, unix.O_RDWR|unix.O_CREAT|unix.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("index: %s/%s: %w", ix.dir.Name(), lockName, err)
+	}
+	if os.Geteuid() == 0 {
+		_ = unix.Fchown(fd, uid, gid)
+	}
+	for {
+		if err = unix.Flock(fd, unix.LOCK_EX); err != unix.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("index: %s/%s: %w", ix.dir.Name(), lockName, err)
+	}
+	return func() { unix.Close(fd) }, nil // closing releases it
 }
 
 // makeFile makes the database file, empty, when missing: owned by the store's owner, so the journal files SQLite
@@ -156,6 +187,11 @@ func (ix *Index) connect() error {
 	dsn := "file:/proc/self/fd/" + strconv.Itoa(ix.dir.Fd()) + "/" + DBName + "?mode=rw&_txlock=immediate" +
 		"&_pragma=busy_timeout(" + strconv.Itoa(int(busyWait/time.Millisecond)) + ")" +
 		"&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=trusted_schema(0)"
+	st, err := ix.dir.Lstat(DBName)
+	if err != nil {
+		return fmt.Errorf("index: %w", err)
+	}
+	ix.ino = uint64(st.Ino)
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return err
@@ -215,8 +251,29 @@ func (ix *Index) reset(why string) error {
 }
 
 // rebuild sets a database that does not read aside (index/search.db.corrupt, replacing an older one) and makes
-// a new one: the next catch-up fills it.
+// a new one: the next catch-up fills it. Under the lock, unless the database was replaced since this process
+// opened it (another found it damaged first and rebuilt it): then it opens that one.
 func (ix *Index) rebuild(cause error) error {
+	uid, gid, err := ix.owner()
+	if err != nil {
+		return err
+	}
+	unlock, err := ix.lock(uid, gid)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if st, err := ix.dir.Lstat(DBName); err == nil && uint64(st.Ino) != ix.ino {
+		if ix.db != nil {
+			ix.db.Close()
+			ix.db = nil
+		}
+		return ix.connect()
+	}
+	return ix.rebuildLocked(cause, uid, gid)
+}
+
+func (ix *Index) rebuildLocked(cause error, uid, gid int) error {
 	ix.warn(fmt.Sprintf("index: %s is damaged (%v): moved aside to %s.corrupt and rebuilt", ix.Path(), cause, DBName))
 	if ix.db != nil {
 		ix.db.Close()
@@ -230,19 +287,20 @@ func (ix *Index) rebuild(cause error) error {
 			return fmt.Errorf("index: %w", err)
 		}
 	}
-	root, err := layout.OpenDir(ix.store.Root)
-	if err != nil {
-		return err
-	}
-	uid, gid, err := root.Owner()
-	root.Close()
-	if err != nil {
-		return err
-	}
 	if err := ix.makeFile(uid, gid); err != nil {
 		return err
 	}
 	return ix.connect()
+}
+
+// owner is the store owner's uid and gid: the index's files are theirs.
+func (ix *Index) owner() (uid, gid int, err error) {
+	root, err := layout.OpenDir(ix.store.Root)
+	if err != nil {
+		return -1, -1, err
+	}
+	defer root.Close()
+	return root.Owner()
 }
 
 // corrupt reports whether err says the database file is damaged or not a database at all.

@@ -346,11 +346,13 @@ func TestConcurrentCatchUps(t *testing.T) {
 			defer wg.Done()
 			ix, err := Open(s, nil) // an index of its own: another connection, as another process has
 			if err != nil {
-				errs[i] = err
+				errs[i] = fmt.Errorf("open: %w", err)
 				return
 			}
 			defer ix.Close()
-			errs[i] = ix.CatchUp(nil)
+			if err := ix.CatchUp(nil); err != nil {
+				errs[i] = fmt.Errorf("catch-up: %w", err)
+			}
 		}()
 	}
 	wg.Wait()
