@@ -125,6 +125,13 @@ func newBench(c config) (*bench, error) {
 	}
 	b.mount = m
 	b.targets = []*target{plain, store, m}
+	// As a person does who lists a session as it is opened: the workspace's first listing is FUSE's, before its
+	// bind; what the daemon then watches there is what the workloads in the bound workspace may pay.
+	if served, err := listBeforeBind(m.sessionDir(benchSession)); err != nil {
+		b.skip("the bench session's workspace listed through the mount: %v", err)
+	} else if !served {
+		b.skip("the bench session's workspace was bound before its first listing reached FUSE")
+	}
 	if os.Geteuid() == 0 && !waitBound(m.sessionDir(benchSession), 5*time.Second) {
 		b.skip("the bench session's workspace was not bound over the mount within 5 s: the mount's figures are FUSE's")
 	}

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // target is one way to reach the store: natively, through sessionfs, or through bindfs.
@@ -106,6 +108,25 @@ func waitBound(dir string, within time.Duration) bool {
 		}
 	}
 	return false
+}
+
+// listBeforeBind opens the workspace of the session folder dir (on a mount) and lists it: the open is the
+// session's first lookup, and the descriptor stays the FUSE folder's even once the bind lands over its name, so
+// the listing is FUSE's. It reports whether the folder listed was FUSE's.
+func listBeforeBind(dir string) (bool, error) {
+	f, err := os.Open(filepath.Join(dir, "workspace"))
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	var st unix.Statfs_t
+	if err := unix.Fstatfs(int(f.Fd()), &st); err != nil {
+		return false, err
+	}
+	if _, err := f.ReadDir(-1); err != nil {
+		return false, err
+	}
+	return st.Type == unix.FUSE_SUPER_MAGIC, nil
 }
 
 // served reports whether mnt is a FUSE mount that answers.
