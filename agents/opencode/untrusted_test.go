@@ -283,8 +283,9 @@ func TestCreateOf(t *testing.T) {
 	}
 }
 
-// TestOneOpener: openDB is the one place the module's code opens an SQLite database; a second would skip its
-// checks.
+// TestOneOpener: openDB is the one place the module's code opens a session's SQLite database; a second would skip
+// its checks. The other opener is search's, of the store's own index (<store>/index/search.db, outside sessions/,
+// its path made from the index folder's descriptor alone): never a session's file.
 func TestOneOpener(t *testing.T) {
 	root, err := filepath.Abs(filepath.Join("..", ".."))
 	require.NoError(t, err)
@@ -312,5 +313,6 @@ func TestOneOpener(t *testing.T) {
 		return nil
 	})
 	require.NoError(t, err)
-	assert.ElementsMatch(t, []string{"agents/opencode/untrusted.go: sql.Open(", "agents/opencode/untrusted.go: sqlite.Driver{"}, openers)
+	assert.ElementsMatch(t, []string{"agents/opencode/untrusted.go: sql.Open(", "agents/opencode/untrusted.go: sqlite.Driver{",
+		"search/index.go: sql.Open("}, openers)
 }
