@@ -116,6 +116,9 @@ type rawBridge struct {
 
 	// If set, don't try to register backing file for Create/Open calls.
 	disableBackingFiles bool
+
+	// nodeLog, if set, is told of every node id handed to the kernel (takeover patch: takeover.go).
+	nodeLog NodeLog
 }
 
 // newInode creates creates new inode pointing to ops.
@@ -230,6 +233,9 @@ func (b *rawBridge) addNewNode(parent *Inode, name string, child *Inode, file Fi
 		if winner == child {
 			entry = winnerEntry
 			evicted = ev
+			if name != "" && b.nodeLog != nil {
+				b.logLookup(parent, name, child, entry)
+			}
 			break
 		}
 		unlockNodes(parent, child)
@@ -616,6 +622,9 @@ func (b *rawBridge) Tmpfile(cancel <-chan struct{}, input *fuse.CreateIn, out *f
 func (b *rawBridge) Forget(nodeid, nlookup uint64) {
 	e, _ := b.entry(nodeid, 0)
 	hasKernelRef, _, _ := e.inode.Load().removeRef(nlookup, false)
+	if !hasKernelRef && b.nodeLog != nil {
+		b.nodeLog.Forgot(nodeid)
+	}
 	if !hasKernelRef {
 		b.ids.compact()
 	}
@@ -694,6 +703,7 @@ func (b *rawBridge) Rename(cancel <-chan struct{}, input *fuse.RenameIn, oldName
 				// MvChild cannot fail with overwrite=true.
 				_ = p1.MvChild(oldName, p2, newName, true)
 			}
+			b.logRename(p1, oldName, p2, newName, input.Flags&RENAME_EXCHANGE != 0)
 		}
 		return errnoToStatus(errno)
 	}

@@ -90,6 +90,9 @@ type mapIdentityTable struct {
 	files []*fileEntry
 	// indices of files that are not allocated.
 	freeFiles []uint32
+
+	// resumed: the kernel may send handles a server before this one opened (takeover patch: takeover.go).
+	resumed bool
 }
 
 // initIdentityTable prepares a zero-value mapIdentityTable for use.
@@ -222,6 +225,9 @@ func (t *mapIdentityTable) decLookup(nodeID uint64, nlookup uint64) (n *Inode, r
 func (t *mapIdentityTable) node(nodeID uint64, fh uint64) (*nodeEntry, *fileEntry) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.resumed && (fh >= uint64(len(t.files)) || t.files[fh] == nil) {
+		return t.nodes[nodeID], t.files[0] // a handle of the server before: served as no handle
+	}
 	return t.nodes[nodeID], t.files[fh]
 }
 
@@ -330,6 +336,9 @@ func (t *mapIdentityTable) detachFile(nodeID uint64, fh uint64) (*nodeEntry, *fi
 		log.Panicf("detachFile: unknown node %d", nodeID)
 	}
 	var entry *fileEntry
+	if t.resumed && (fh >= uint64(len(t.files)) || t.files[fh] == nil || t.files[fh].inode != e.inode.Load()) {
+		return e, nil // a handle of the server before: nothing of it is here to release
+	}
 	if fh > 0 {
 		last := len(e.openFiles) - 1
 		entry = t.files[fh]

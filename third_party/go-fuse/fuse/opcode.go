@@ -87,16 +87,19 @@ const (
 ////////////////////////////////////////////////////////////////
 
 func doInit(server *protocolServer, req *request) {
-	input := (*InitIn)(req.inData())
+	req.status = negotiateInit(server, (*InitIn)(req.inData()), (*InitOut)(req.outData()))
+}
+
+// negotiateInit answers the kernel's INIT (input) in out, and keeps what was negotiated in server (takeover patch:
+// split out of doInit so that ResumeServer negotiates the same from a saved INIT).
+func negotiateInit(server *protocolServer, input *InitIn, out *InitOut) Status {
 	if input.Major != _FUSE_KERNEL_VERSION {
 		log.Printf("Major versions does not match. Given %d, want %d\n", input.Major, _FUSE_KERNEL_VERSION)
-		req.status = EIO
-		return
+		return EIO
 	}
 	if input.Minor < _MINIMUM_MINOR_VERSION {
 		log.Printf("Minor version is less than we support. Given %d, want at least %d\n", input.Minor, _MINIMUM_MINOR_VERSION)
-		req.status = EIO
-		return
+		return EIO
 	}
 
 	kernelFlags := input.Flags64()
@@ -134,7 +137,6 @@ func doInit(server *protocolServer, req *request) {
 		congestionThreshold = server.opts.MaxBackground * 3 / 4
 	}
 
-	out := (*InitOut)(req.outData())
 	*out = InitOut{
 		Major:               _FUSE_KERNEL_VERSION,
 		Minor:               _OUR_MINOR_VERSION,
@@ -154,7 +156,7 @@ func doInit(server *protocolServer, req *request) {
 		out.Minor = input.Minor
 	}
 
-	req.status = OK
+	return OK
 }
 
 func doOpen(server *protocolServer, req *request) {

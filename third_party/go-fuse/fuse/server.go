@@ -205,6 +205,42 @@ func defaultPanicHandler(logger *log.Logger, obj any) Status {
 // See the "Mount styles" section in the package documentation if you want to
 // know about the inner workings of the mount process. Usually you do not.
 func NewServer(fs RawFileSystem, mountPoint string, opts *MountOptions) (*Server, error) {
+	ms := newServer(fs, opts)
+	mountPoint = filepath.Clean(mountPoint)
+	if !filepath.IsAbs(mountPoint) {
+		cwd, err := os.Getwd()
+		if err != nil {
+			return nil, err
+		}
+		mountPoint = filepath.Clean(filepath.Join(cwd, mountPoint))
+	}
+	fd, err := mount(mountPoint, ms.opts, ms.ready)
+	if err != nil {
+		return nil, err
+	}
+
+	ms.mountPoint = mountPoint
+	ms.fuseFD, err = ms.newFuseFD(fd)
+	if err != nil {
+		return nil, err
+	}
+	ms.protocolServer.writev = ms.fuseFD.writev
+
+	if code := ms.handleInit(); !code.Ok() {
+		ms.fuseFD.close()
+		// TODO - unmount as well?
+		return nil, fmt.Errorf("init: %s", code)
+	}
+
+	// This prepares for Serve being called somewhere, either
+	// synchronously or asynchronously.
+	ms.fuseFD.loops.Add(1)
+	return ms, nil
+}
+
+// newServer is a Server of fs with opts, not yet bound to a FUSE descriptor (takeover patch: shared by NewServer
+// and ResumeServer).
+func newServer(fs RawFileSystem, opts *MountOptions) *Server {
 	if opts == nil {
 		opts = &MountOptions{
 			MaxBackground: _DEFAULT_BACKGROUND_TASKS,
@@ -249,36 +285,7 @@ func NewServer(fs RawFileSystem, mountPoint string, opts *MountOptions) (*Server
 		buf = alignSlice(buf, unsafe.Sizeof(WriteIn{}), logicalBlockSize, uintptr(readBufSize))
 		return buf
 	}
-	mountPoint = filepath.Clean(mountPoint)
-	if !filepath.IsAbs(mountPoint) {
-		cwd, err := os.Getwd()
-		if err != nil {
-			return nil, err
-		}
-		mountPoint = filepath.Clean(filepath.Join(cwd, mountPoint))
-	}
-	fd, err := mount(mountPoint, &o, ms.ready)
-	if err != nil {
-		return nil, err
-	}
-
-	ms.mountPoint = mountPoint
-	ms.fuseFD, err = ms.newFuseFD(fd)
-	if err != nil {
-		return nil, err
-	}
-	ms.protocolServer.writev = ms.fuseFD.writev
-
-	if code := ms.handleInit(); !code.Ok() {
-		ms.fuseFD.close()
-		// TODO - unmount as well?
-		return nil, fmt.Errorf("init: %s", code)
-	}
-
-	// This prepares for Serve being called somewhere, either
-	// synchronously or asynchronously.
-	ms.fuseFD.loops.Add(1)
-	return ms, nil
+	return ms
 }
 
 func requestAccountingSizes(maxWrite int) (readBufSize, readBufBytes, reqAllocBytes int) {

@@ -1,0 +1,128 @@
+// Copyright 2026 the Go-FUSE Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style
+// license that can be found in the LICENSE file.
+
+package fs
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/hanwen/go-fuse/v2/fuse"
+)
+
+// Takeover patch (see ../TAKEOVER.md). A server that takes over a FUSE connection (fuse.ResumeServer) meets node
+// ids the kernel holds from the server before it. Node ids are this package's own numbers, so the server before
+// records each as it hands it out (NodeLog: the parent's node id and the name it was looked up by), and the new
+// server replays the record (RestoreNodes): each name looked up again in its parent, and the node found
+// registered under the recorded id.
+
+// NodeLog is told of every node id handed to the kernel under a name, of every rename of one, and of every one
+// the kernel forgot. Calls come from the serving goroutines, concurrently, with node locks held: an implementation
+// records and returns.
+type NodeLog interface {
+	// Named: the kernel knows node id under name in folder parent (a lookup, create, or rename).
+	Named(id, parent uint64, name string)
+	// Forgot: the kernel dropped node id.
+	Forgot(id uint64)
+}
+
+// RecordNodes makes raw (a NewNodeFS) tell log of the node ids it hands out, from now on.
+func RecordNodes(raw fuse.RawFileSystem, log NodeLog) {
+	raw.(*rawBridge).nodeLog = log
+}
+
+// logLookup records child, registered under name in parent, the first time the kernel is given its node id
+// (the caller holds both nodes' locks, so no FORGET or second lookup interleaves).
+func (b *rawBridge) logLookup(parent *Inode, name string, child *Inode, e *nodeEntry) {
+	b.ids.mu.Lock()
+	first := e.lookupCount == 1
+	b.ids.mu.Unlock()
+	if first {
+		b.nodeLog.Named(child.nodeId, parent.nodeId, name)
+	}
+}
+
+// logRename records the node now under newName in p2 (and, for an exchange, the one now under oldName in p1).
+func (b *rawBridge) logRename(p1 *Inode, oldName string, p2 *Inode, newName string, exchange bool) {
+	if b.nodeLog == nil {
+		return
+	}
+	if ch := p2.GetChild(newName); ch != nil && ch.nodeId != 0 {
+		b.nodeLog.Named(ch.nodeId, p2.nodeId, newName)
+	}
+	if ch := p1.GetChild(oldName); exchange && ch != nil && ch.nodeId != 0 {
+		b.nodeLog.Named(ch.nodeId, p1.nodeId, oldName)
+	}
+}
+
+// RecordedNode is a node id the kernel holds, as NodeLog recorded it last.
+type RecordedNode struct {
+	ID, Parent uint64
+	Name       string
+}
+
+// restoredLookups is the lookup count a restored node starts with: the kernel's own count is not recorded, so the
+// node stays until the mount ends (the kernel's FORGETs never bring it to zero).
+const restoredLookups = 1 << 48
+
+// RestoreNodes registers in raw (a NewNodeFS, not yet serving) the node ids of nodes, each found by a lookup of its
+// name in its parent, parents first: the ids the kernel holds from the server before. From then on raw takes file
+// handles it never handed out as none. A node whose parent or name is gone is left out (the kernel's requests
+// for it get EIO). It returns how many were restored.
+func RestoreNodes(raw fuse.RawFileSystem, nodes []RecordedNode) (int, error) {
+	b := raw.(*rawBridge)
+	sort.Slice(nodes, func(i, j int) bool { return nodes[i].ID < nodes[j].ID })
+	b.ids.mu.Lock()
+	b.ids.resumed = true
+	if n := len(nodes); n > 0 && nodes[n-1].ID >= b.ids.nextNodeId {
+		b.ids.nextNodeId = nodes[n-1].ID + 1 // new ids never collide with the kernel's
+	}
+	b.ids.mu.Unlock()
+	ctx := &fuse.Context{Cancel: make(chan struct{})}
+	restored := 0
+	for _, r := range nodes {
+		if r.ID <= fuse.FUSE_ROOT_ID || r.Name == "" || r.Name == "." || r.Name == ".." {
+			continue
+		}
+		pe, _ := b.ids.node(r.Parent, 0)
+		if pe == nil {
+			continue
+		}
+		parent := pe.inode.Load()
+		var out fuse.EntryOut
+		child, errno := b.lookup(ctx, parent, r.Name, &out)
+		if errno != 0 || child == nil {
+			continue
+		}
+		if err := b.restore(parent, r, child, &out); err != nil {
+			return restored, err
+		}
+		restored++
+	}
+	return restored, nil
+}
+
+// restore registers child, found under r.Name in parent, under r.ID.
+func (b *rawBridge) restore(parent *Inode, r RecordedNode, child *Inode, out *fuse.EntryOut) error {
+	b.ids.mu.Lock()
+	if e := b.ids.nodes[child.nodeId]; e == nil || e.inode.Load() != child {
+		child.nodeId = r.ID // not handed out yet: it takes the kernel's id
+	}
+	b.ids.mu.Unlock()
+	selected, _, _ := b.addNewNode(parent, r.Name, child, nil, 0, out)
+	b.ids.mu.Lock()
+	defer b.ids.mu.Unlock()
+	if selected.nodeId == r.ID {
+		b.ids.nodes[r.ID].lookupCount = restoredLookups
+		return nil
+	}
+	// The same node under a second id (a hard link, or a node registered earlier): the kernel's id names it too.
+	if old := b.ids.nodes[r.ID]; old != nil && old.inode.Load() != selected {
+		return fmt.Errorf("node %d restored as two nodes", r.ID)
+	}
+	e := &nodeEntry{lookupCount: restoredLookups}
+	e.inode.Store(selected)
+	b.ids.nodes[r.ID] = e
+	return nil
+}
