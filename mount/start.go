@@ -126,7 +126,7 @@ func (s *startup) prepare() (err error) {
 		return err
 	}
 	nodes.RaiseFileLimit() // the callers' shares of descriptors are sized from it (nodes/opens.go)
-	if s.resumed == nil { // a takeover's mountpoint is the mount it serves: nothing may touch it before it serves
+	if s.resumed == nil {  // a takeover's mountpoint is the mount it serves: nothing may touch it before it serves
 		if err := checkPlaces(s.store, s.mnt); err != nil {
 			return err
 		}
