@@ -51,9 +51,8 @@ func ServingPID(mnt string) (int, error) {
 			}
 		}
 	}
-	if len(holders) > 1 { // a helper that holds the connection for a daemon to take it over serves nothing
-		holders = slices.DeleteFunc(holders, isHelper)
-	}
+	// A helper that holds the connection for a daemon to take it over (takeover.go) serves nothing.
+	holders = slices.DeleteFunc(holders, isHelper)
 	switch {
 	case len(holders) == 1:
 		return holders[0], nil
