@@ -33,9 +33,10 @@ import (
 //     (FUSE_NOTIFY_RESEND), and serves: the mount's users waited, and go on.
 //
 // The helper takes nothing from a session: the INIT and the log come from the daemon, which is confined; the next
-// daemon checks the log as it would a request (it is one, replayed), after it confined itself. A daemon that dies
-// again and again (maxTakeovers within takeoverWindow), or one that dies before the INIT, ends the connection:
-// the mount's users get errors instead of waiting for good, and the next mount clears it as a stale one.
+// daemon checks the log as it would a request (it is one, replayed), after it confined itself. Daemons that die
+// before they serve (maxFailedTakeovers in a row: a crash loop), or a first one that dies before the INIT, end
+// the connection: the mount's users get errors instead of waiting for good, and the next mount clears it as a
+// stale one. A daemon killed while it serves is replaced as often as it is killed.
 
 // TakeoverArg is argv[1] of a daemon the helper starts to take the connection over: main hands it to
 // RunTakeover.
@@ -50,10 +51,8 @@ const (
 	holderNodes = 5
 )
 
-const (
-	maxTakeovers   = 5
-	takeoverWindow = 10 * time.Second
-)
+// maxFailedTakeovers is how many daemons in a row may die before they serve.
+const maxFailedTakeovers = 3
 
 // takeoverConfig is what a taking-over daemon is told.
 type takeoverConfig struct {
@@ -67,9 +66,10 @@ type holder struct {
 	cfg        helperConfig
 	dev, nodes *os.File // kept referenced: their descriptors stay open for the helper's life
 
-	mu     sync.Mutex
-	init   *fuse.InitIn
-	starts []time.Time
+	mu       sync.Mutex
+	init     *fuse.InitIn
+	serving  bool // the last daemon started serves (Initialized, Resumed)
+	failures int  // daemons in a row that died before they served
 }
 
 func newHolder(cfg helperConfig) *holder {
@@ -86,8 +86,19 @@ func (s *helperService) Initialized(init fuse.InitIn, _ *struct{}) error {
 	s.holder.mu.Lock()
 	defer s.holder.mu.Unlock()
 	if s.holder.init == nil { // the first daemon's: a later one is told it, never tells it
-		s.holder.init = &init
+		s.holder.init, s.holder.serving = &init, true
 	}
+	return nil
+}
+
+// Resumed: the daemon that took the connection over serves.
+func (s *helperService) Resumed(_ struct{}, _ *struct{}) error {
+	if s.holder == nil {
+		return errors.New("this helper does not hold the mount's connection")
+	}
+	s.holder.mu.Lock()
+	s.holder.serving, s.holder.failures = true, 0
+	s.holder.mu.Unlock()
 	return nil
 }
 
@@ -113,20 +124,19 @@ func (s *helperService) takeOver() (net.Conn, error) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	now := time.Now()
-	for len(h.starts) > 0 && now.Sub(h.starts[0]) > takeoverWindow {
-		h.starts = h.starts[1:]
+	if !h.serving {
+		h.failures++
 	}
 	var why error
 	switch {
 	case h.init == nil:
 		why = errors.New("the daemon died before it initialized the mount")
-	case len(h.starts) >= maxTakeovers:
-		why = fmt.Errorf("the daemon died %d times within %s", len(h.starts), takeoverWindow)
+	case h.failures >= maxFailedTakeovers:
+		why = fmt.Errorf("%d daemons in a row died before they served", h.failures)
 	}
 	var conn net.Conn
 	if why == nil {
-		h.starts = append(h.starts, now)
+		h.serving = false
 		if conn, why = h.start(); why == nil {
 			fmt.Fprintf(os.Stderr, "sessionfs: the daemon of %s is gone: a new one takes the connection over\n", s.mnt)
 			return conn, nil
@@ -280,5 +290,6 @@ func (s *startup) serveResumed() error {
 		fmt.Fprintf(os.Stderr, "sessionfs: the kernel resends nothing (%v; Linux 6.9 does): the requests the daemon before had read wait for good\n", st)
 	}
 	go s.server.Serve()
+	s.helper.Go("Helper.Resumed", struct{}{}, nil, make(chan *rpc.Call, 1))
 	return nil
 }
