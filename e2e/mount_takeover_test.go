@@ -52,8 +52,9 @@ func TestMountTakeoverKill(t *testing.T) {
 	loop := exec.Command("sh", "-c", takeoverLoop, "sh", m.session("s1"), stop)
 	loop.Stdout, loop.Stderr = out, errs
 	require.NoError(t, loop.Start())
-	ended := make(chan error, 1)
-	go func() { ended <- loop.Wait() }()
+	ended := make(chan struct{})
+	var loopErr error
+	go func() { loopErr = loop.Wait(); close(ended) }()
 	t.Cleanup(func() {
 		_ = os.WriteFile(stop, nil, 0o644)
 		select {
@@ -84,8 +85,8 @@ func TestMountTakeoverKill(t *testing.T) {
 
 	require.NoError(t, os.WriteFile(stop, nil, 0o644))
 	select {
-	case err := <-ended:
-		require.NoError(t, err, "the loop saw an error: %s", errs.String())
+	case <-ended:
+		require.NoError(t, loopErr, "the loop saw an error: %s", errs.String())
 	case <-time.After(30 * time.Second):
 		t.Fatalf("the loop did not end: %s", errs.String())
 	}
