@@ -19,13 +19,18 @@ import (
 )
 
 // takeoverLoop is an agent's shell on the mount: from a cwd in its transcript folder (a node id the kernel holds
-// across every kill), every 50 ms it appends a numbered line to its transcript, reads .claude/settings.json and
-// stats its session, and prints when it did (nanoseconds); it stops at the first error, and when $2 exists.
+// across every kill), every 50 ms it appends a numbered line to its transcript, and to a log it holds open (its
+// file handle and passthrough backing file opened by a daemon killed since), reads that log anew, reads
+// .claude/settings.json and stats its session, and prints when it did (nanoseconds); it stops at the first error,
+// and when $2 exists.
 const takeoverLoop = `cd "$1/.claude/projects/-session-workspace" || exit 9
+exec 3>> held.jsonl || exit 8
 i=0
 while [ ! -e "$2" ]; do
 	i=$((i+1))
 	echo "{\"n\":$i}" >> t.jsonl || exit 1
+	echo "{\"n\":$i}" >&3 || exit 4
+	cat held.jsonl > /dev/null || exit 5
 	cat "$1/.claude/settings.json" > /dev/null || exit 2
 	stat "$1" > /dev/null || exit 3
 	date +%s%N
@@ -97,16 +102,18 @@ func TestMountTakeoverKill(t *testing.T) {
 	var n int
 	_, err := fmt.Sscanf(lines[len(lines)-1], "end %d", &n)
 	require.NoError(t, err, "the loop's last line: %q", lines[len(lines)-1])
-	transcripts, err := filepath.Glob(filepath.Join(store, "sessions", "s1", ".claude", "projects", "*", "t.jsonl"))
-	require.NoError(t, err)
-	require.Len(t, transcripts, 1, "one transcript in the store")
-	b, err := os.ReadFile(transcripts[0])
-	require.NoError(t, err)
 	var want strings.Builder
 	for i := 1; i <= n; i++ {
 		fmt.Fprintf(&want, "{\"n\":%d}\n", i)
 	}
-	assert.Equal(t, want.String(), string(b), "every line in the store once and in order")
+	for _, name := range []string{"t.jsonl", "held.jsonl"} {
+		files, err := filepath.Glob(filepath.Join(store, "sessions", "s1", ".claude", "projects", "*", name))
+		require.NoError(t, err)
+		require.Len(t, files, 1, "one %s in the store", name)
+		b, err := os.ReadFile(files[0])
+		require.NoError(t, err)
+		assert.Equal(t, want.String(), string(b), "every line of %s in the store once and in order", name)
+	}
 
 	// The stalls: the time between two iterations beyond the loop's own 50 ms sleep.
 	var gaps []time.Duration

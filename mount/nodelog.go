@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -30,8 +31,9 @@ const (
 	// nodeLogSize bounds the log: 64 MiB of address space, paged in as written (about 40 bytes a node).
 	nodeLogSize = 64 << 20
 
-	nodeNamed  = 1
-	nodeForgot = 2
+	nodeNamed   = 1
+	nodeForgot  = 2
+	nodeBacking = 3 // the parent field holds the backing id
 
 	nodeRecordFixed = 4 + 4 + 8 + 8 // length, kind (and the name's length), id, parent
 )
@@ -86,6 +88,11 @@ func (l *nodeLog) Named(id, parent uint64, name string) { l.append(nodeNamed, id
 // Forgot records that the kernel let node id go.
 func (l *nodeLog) Forgot(id uint64) { l.append(nodeForgot, id, 0, "") }
 
+// Backing records node id's passthrough backing id (0: closed).
+func (l *nodeLog) Backing(id uint64, backing int32) {
+	l.append(nodeBacking, id, uint64(uint32(backing)), "")
+}
+
 var _ gofs.NodeLog = (*nodeLog)(nil)
 
 func (l *nodeLog) append(kind uint8, id, parent uint64, name string) {
@@ -131,6 +138,11 @@ func (l *nodeLog) read() ([]gofs.RecordedNode, error) {
 		switch {
 		case kind == nodeForgot:
 			delete(held, id)
+		case kind == nodeBacking:
+			if r, ok := held[id]; ok && parent <= math.MaxInt32 {
+				r.Backing = int32(parent)
+				held[id] = r
+			}
 		case kind == nodeNamed && nodeRecordFixed+n <= size:
 			if name := string(rec[nodeRecordFixed : nodeRecordFixed+n]); validEntryName(name) {
 				held[id] = gofs.RecordedNode{ID: id, Parent: parent, Name: name}

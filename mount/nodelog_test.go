@@ -29,18 +29,22 @@ func TestNodeLogReadsWhatTheKernelHolds(t *testing.T) {
 	l.Named(4, 3, ".claude.json") // renamed over
 	l.Named(5, 3, "gone")
 	l.Forgot(5)
+	l.Backing(4, 7) // .claude.json open through passthrough
+	l.Named(9, 3, "closed")
+	l.Backing(9, 8)
+	l.Backing(9, 0)
 
 	again, err := mapNodeLog(l.fd) // as the next daemon maps the helper's copy
 	require.NoError(t, err)
 	nodes, err := again.read()
 	require.NoError(t, err)
 	assert.Equal(t, []gofs.RecordedNode{{ID: 2, Parent: 1, Name: "sessions"}, {ID: 3, Parent: 2, Name: "s1"},
-		{ID: 4, Parent: 3, Name: ".claude.json"}}, sortedNodes(nodes))
+		{ID: 4, Parent: 3, Name: ".claude.json", Backing: 7}, {ID: 9, Parent: 3, Name: "closed"}}, sortedNodes(nodes))
 
 	again.Named(6, 3, "new")
 	nodes, err = l.read()
 	require.NoError(t, err)
-	assert.Len(t, nodes, 4, "appended after the last record")
+	assert.Len(t, nodes, 5, "appended after the last record")
 }
 
 // Records appended at once from many goroutines are each whole.

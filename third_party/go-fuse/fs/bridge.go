@@ -881,6 +881,9 @@ func (b *rawBridge) addBackingID(e *nodeEntry, f FileHandle, out *fuse.OpenOut) 
 			b.disableBackingFiles = true
 		} else {
 			e.backingID = id
+			if b.nodeLog != nil {
+				b.nodeLog.Backing(e.inode.Load().nodeId, id)
+			}
 		}
 	}
 
@@ -900,6 +903,9 @@ func (b *rawBridge) releaseBackingIDRef(e *nodeEntry) {
 
 	e.backingIDRefcount--
 	if e.backingIDRefcount == 0 {
+		if b.nodeLog != nil { // before it goes: a server after this one must never name a closed id
+			b.nodeLog.Backing(e.inode.Load().nodeId, 0)
+		}
 		errno := b.server.(serverBackingFdCallbacks).UnregisterBackingFd(e.backingID)
 		if errno != 0 {
 			b.logf("UnregisterBackingFd: %v", errno)

@@ -25,6 +25,10 @@ type NodeLog interface {
 	Named(id, parent uint64, name string)
 	// Forgot: the kernel dropped node id.
 	Forgot(id uint64)
+	// Backing: the kernel reads and writes node id's open files through passthrough backing id backing (0: no
+	// longer). The kernel allows one backing file per inode at a time: a server after this one must answer an
+	// open of the node with the same id while a file opened before is open.
+	Backing(id uint64, backing int32)
 }
 
 // RecordNodes makes raw (a NewNodeFS) tell log of the node ids it hands out, from now on.
@@ -60,6 +64,7 @@ func (b *rawBridge) logRename(p1 *Inode, oldName string, p2 *Inode, newName stri
 type RecordedNode struct {
 	ID, Parent uint64
 	Name       string
+	Backing    int32 // the passthrough backing id of its open files (0: none)
 }
 
 // restoredLookups is the lookup count a restored node starts with: the kernel's own count is not recorded, so the
@@ -112,17 +117,25 @@ func (b *rawBridge) restore(parent *Inode, r RecordedNode, child *Inode, out *fu
 	b.ids.mu.Unlock()
 	selected, _, _ := b.addNewNode(parent, r.Name, child, nil, 0, out)
 	b.ids.mu.Lock()
-	defer b.ids.mu.Unlock()
-	if selected.nodeId == r.ID {
-		b.ids.nodes[r.ID].lookupCount = restoredLookups
-		return nil
+	e := b.ids.nodes[r.ID]
+	if selected.nodeId != r.ID {
+		// The same node under a second id (a hard link, or a node registered earlier): the kernel's id names it too.
+		if e == nil {
+			e = &nodeEntry{}
+			e.inode.Store(selected)
+			b.ids.nodes[r.ID] = e
+		} else if e.inode.Load() != selected {
+			b.ids.mu.Unlock()
+			return fmt.Errorf("node %d restored as two nodes", r.ID)
+		}
 	}
-	// The same node under a second id (a hard link, or a node registered earlier): the kernel's id names it too.
-	if old := b.ids.nodes[r.ID]; old != nil && old.inode.Load() != selected {
-		return fmt.Errorf("node %d restored as two nodes", r.ID)
+	e.lookupCount = restoredLookups
+	b.ids.mu.Unlock()
+	if r.Backing != 0 && selected.nodeId == r.ID {
+		// Kept till the mount ends: the RELEASEs of the files opened before are not known.
+		b.backingMu.Lock()
+		e.backingID, e.backingIDRefcount = r.Backing, restoredLookups
+		b.backingMu.Unlock()
 	}
-	e := &nodeEntry{lookupCount: restoredLookups}
-	e.inode.Store(selected)
-	b.ids.nodes[r.ID] = e
 	return nil
 }
