@@ -66,6 +66,17 @@ func startAgentLoop(t *testing.T, name, session, stop string, cmd *exec.Cmd) *ag
 	return l
 }
 
+// agentErrors is what the loops wrote to stderr, read when the message is made (a failed eventually's).
+type agentErrors []*agentLoop
+
+func (a agentErrors) String() string {
+	var b strings.Builder
+	for _, l := range a {
+		fmt.Fprintf(&b, "%s: %q; ", l.name, l.errs.String())
+	}
+	return b.String()
+}
+
 // iterations is how many rounds the loop made so far.
 func (l *agentLoop) iterations() int { return strings.Count(l.out.String(), "\n") }
 
@@ -152,14 +163,7 @@ func TestMountTakeoverKill(t *testing.T) {
 		}
 		return n
 	}
-	failures := func() string {
-		var b strings.Builder
-		for _, l := range loops {
-			fmt.Fprintf(&b, "%s: %q; ", l.name, l.errs.String())
-		}
-		return b.String()
-	}
-	eventually(t, 30*time.Second, func() bool { return progressed(make([]int, len(loops)), 5) }, "the loops run: %s", failures())
+	eventually(t, 30*time.Second, func() bool { return progressed(make([]int, len(loops)), 5) }, "the loops run: %s", agentErrors(loops))
 
 	const kills = 5
 	for round := range kills {
@@ -175,7 +179,7 @@ func TestMountTakeoverKill(t *testing.T) {
 		eventually(t, 20*time.Second, func() bool {
 			next, err := sfsmount.ServingPID(m.mnt)
 			return err == nil && next != pid && progressed(before, 5)
-		}, "round %d: a daemon takes over from %d and the loops go on (%s mount: %s)", round, pid, failures(), m.log.String())
+		}, "round %d: a daemon takes over from %d and the loops go on (%s mount: %s)", round, pid, agentErrors(loops), m.log)
 	}
 	assert.Equal(t, kills, strings.Count(m.log.String(), "took the connection over"), "one takeover per kill: %s", m.log.String())
 	for _, l := range loops {
