@@ -34,6 +34,7 @@ const (
 	nodeNamed   = 1
 	nodeForgot  = 2
 	nodeBacking = 3 // the parent field holds the backing id
+	nodeHandles = 4 // the id field holds the file handles' high-water mark
 
 	nodeRecordFixed = 4 + 4 + 8 + 8 // length, kind (and the name's length), id, parent
 )
@@ -88,6 +89,9 @@ func (l *nodeLog) Named(id, parent uint64, name string) { l.append(nodeNamed, id
 // Forgot records that the kernel let node id go.
 func (l *nodeLog) Forgot(id uint64) { l.append(nodeForgot, id, 0, "") }
 
+// Handles records that no file handle at or past upTo was handed out yet.
+func (l *nodeLog) Handles(upTo uint32) { l.append(nodeHandles, uint64(upTo), 0, "") }
+
 // Backing records node id's passthrough backing id (0: closed).
 func (l *nodeLog) Backing(id uint64, backing int32) {
 	l.append(nodeBacking, id, uint64(uint32(backing)), "")
@@ -115,11 +119,11 @@ func (l *nodeLog) append(kind uint8, id, parent uint64, name string) {
 // errNodeLog: the log is not one this build reads.
 var errNodeLog = errors.New("the node log is not sessionfs's (version 1)")
 
-// readNodeLog reads the nodes the kernel holds (the last name each was given, those forgotten left out) and sets
-// the log to append after its last whole record.
-func (l *nodeLog) read() ([]gofs.RecordedNode, error) {
+// read reads the nodes the kernel holds (the last name each was given, those forgotten left out) and the file
+// handles' high-water mark, and sets the log to append after its last whole record.
+func (l *nodeLog) read() (nodes []gofs.RecordedNode, handles uint32, err error) {
 	if binary.LittleEndian.Uint32(l.mem[0:]) != nodeLogMagic || binary.LittleEndian.Uint32(l.mem[4:]) != nodeLogVersion {
-		return nil, errNodeLog
+		return nil, 0, errNodeLog
 	}
 	held := map[uint64]gofs.RecordedNode{}
 	off := int64(nodeLogHeader)
@@ -129,7 +133,7 @@ func (l *nodeLog) read() ([]gofs.RecordedNode, error) {
 			break
 		}
 		if size < nodeRecordFixed || size%8 != 0 || off+size > int64(len(l.mem)) {
-			return nil, fmt.Errorf("the node log has a record of %d bytes at %d", size, off)
+			return nil, 0, fmt.Errorf("the node log has a record of %d bytes at %d", size, off)
 		}
 		rec := l.mem[off : off+size]
 		kindLen := binary.LittleEndian.Uint32(rec[4:])
@@ -138,6 +142,10 @@ func (l *nodeLog) read() ([]gofs.RecordedNode, error) {
 		switch {
 		case kind == nodeForgot:
 			delete(held, id)
+		case kind == nodeHandles:
+			if id <= math.MaxUint32 {
+				handles = max(handles, uint32(id))
+			}
 		case kind == nodeBacking:
 			if r, ok := held[id]; ok && parent <= math.MaxInt32 {
 				r.Backing = int32(parent)
@@ -148,16 +156,16 @@ func (l *nodeLog) read() ([]gofs.RecordedNode, error) {
 				held[id] = gofs.RecordedNode{ID: id, Parent: parent, Name: name}
 			}
 		default:
-			return nil, fmt.Errorf("the node log has a record of kind %d at %d", kind, off)
+			return nil, 0, fmt.Errorf("the node log has a record of kind %d at %d", kind, off)
 		}
 		off += size
 	}
 	l.next.Store(off)
-	out := make([]gofs.RecordedNode, 0, len(held))
+	nodes = make([]gofs.RecordedNode, 0, len(held))
 	for _, r := range held {
-		out = append(out, r)
+		nodes = append(nodes, r)
 	}
-	return out, nil
+	return nodes, handles, nil
 }
 
 // validEntryName is a name a FUSE request could carry: a folder entry's.

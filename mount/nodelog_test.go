@@ -36,13 +36,16 @@ func TestNodeLogReadsWhatTheKernelHolds(t *testing.T) {
 
 	again, err := mapNodeLog(l.fd) // as the next daemon maps the helper's copy
 	require.NoError(t, err)
-	nodes, err := again.read()
+	l.Handles(2048)
+	l.Handles(1024) // reported as they grow; the highest holds
+	nodes, handles, err := again.read()
 	require.NoError(t, err)
+	assert.Equal(t, uint32(2048), handles)
 	assert.Equal(t, []gofs.RecordedNode{{ID: 2, Parent: 1, Name: "sessions"}, {ID: 3, Parent: 2, Name: "s1"},
 		{ID: 4, Parent: 3, Name: ".claude.json", Backing: 7}, {ID: 9, Parent: 3, Name: "closed"}}, sortedNodes(nodes))
 
 	again.Named(6, 3, "new")
-	nodes, err = l.read()
+	nodes, _, err = l.read()
 	require.NoError(t, err)
 	assert.Len(t, nodes, 5, "appended after the last record")
 }
@@ -62,7 +65,7 @@ func TestNodeLogConcurrentAppends(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	nodes, err := l.read()
+	nodes, _, err := l.read()
 	require.NoError(t, err)
 	require.Len(t, nodes, 8000)
 	for _, n := range nodes {
@@ -80,22 +83,22 @@ func TestNodeLogHostile(t *testing.T) {
 		l.Named(7, 1, name)
 	}
 	l.Named(8, 1, "ok")
-	nodes, err := l.read()
+	nodes, _, err := l.read()
 	require.NoError(t, err)
 	assert.Equal(t, []gofs.RecordedNode{{ID: 8, Parent: 1, Name: "ok"}}, nodes)
 
 	// A record whose length runs past the log, and one of a kind no build writes.
 	off := l.next.Load()
 	binary.LittleEndian.PutUint32(l.mem[off:], uint32(nodeLogSize))
-	_, err = l.read()
+	_, _, err = l.read()
 	assert.ErrorContains(t, err, "a record of")
 	binary.LittleEndian.PutUint32(l.mem[off:], 32)
 	binary.LittleEndian.PutUint32(l.mem[off+4:], 9)
-	_, err = l.read()
+	_, _, err = l.read()
 	assert.ErrorContains(t, err, "of kind 9")
 
 	binary.LittleEndian.PutUint32(l.mem[0:], 0)
-	_, err = l.read()
+	_, _, err = l.read()
 	assert.ErrorIs(t, err, errNodeLog)
 }
 

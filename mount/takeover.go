@@ -278,11 +278,11 @@ func (s *startup) resumeServer(nodeFS, raw fuse.RawFileSystem) error {
 // serveResumed, confined by now, restores the node ids the kernel holds, asks the kernel to resend what the
 // dead daemon had read, and serves.
 func (s *startup) serveResumed() error {
-	recorded, err := s.nodes.read()
+	recorded, handles, err := s.nodes.read()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "sessionfs: %v: the files the kernel holds from the daemon before get errors\n", err)
 	}
-	if s.resumed.restored, err = gofs.RestoreNodes(s.resumed.nodeFS, recorded); err != nil {
+	if s.resumed.restored, err = gofs.RestoreNodes(s.resumed.nodeFS, recorded, handles); err != nil {
 		fmt.Fprintf(os.Stderr, "sessionfs: restore the nodes the kernel holds: %v\n", err)
 	}
 	gofs.RecordNodes(s.resumed.nodeFS, s.nodes)

@@ -93,6 +93,9 @@ type mapIdentityTable struct {
 
 	// resumed: the kernel may send handles a server before this one opened (takeover patch: takeover.go).
 	resumed bool
+	// onHandles, if set, is told, under mu, each time the handle numbers reach a new multiple of handleStep: no
+	// handle at or past the number it is given was handed out yet (takeover patch).
+	onHandles func(upTo uint32)
 }
 
 // initIdentityTable prepares a zero-value mapIdentityTable for use.
@@ -295,6 +298,9 @@ func (t *mapIdentityTable) registerFile(e *nodeEntry, f FileHandle, flags uint32
 	} else {
 		fe.fh = uint32(len(t.files))
 		t.files = append(t.files, fe)
+		if t.onHandles != nil && fe.fh%handleStep == 0 {
+			t.onHandles(fe.fh + handleStep)
+		}
 	}
 
 	if _, ok := f.(FileReaddirenter); ok {

@@ -29,11 +29,21 @@ type NodeLog interface {
 	// longer). The kernel allows one backing file per inode at a time: a server after this one must answer an
 	// open of the node with the same id while a file opened before is open.
 	Backing(id uint64, backing int32)
+	// Handles: no file handle at or past upTo was handed out yet. A server after this one hands out its own from
+	// there, so that a RELEASE of a handle of this one never releases one of its own.
+	Handles(upTo uint32)
 }
+
+// handleStep is how often Handles is told: once every so many handles handed out.
+const handleStep = 1024
 
 // RecordNodes makes raw (a NewNodeFS) tell log of the node ids it hands out, from now on.
 func RecordNodes(raw fuse.RawFileSystem, log NodeLog) {
-	raw.(*rawBridge).nodeLog = log
+	b := raw.(*rawBridge)
+	b.nodeLog = log
+	b.ids.mu.Lock()
+	b.ids.onHandles = log.Handles
+	b.ids.mu.Unlock()
 }
 
 // logLookup records child, registered under name in parent, the first time the kernel is given its node id
@@ -73,13 +83,18 @@ const restoredLookups = 1 << 48
 
 // RestoreNodes registers in raw (a NewNodeFS, not yet serving) the node ids of nodes, each found by a lookup of its
 // name in its parent, parents first: the ids the kernel holds from the server before. From then on raw takes file
-// handles it never handed out as none. A node whose parent or name is gone is left out (the kernel's requests
-// for it get EIO). It returns how many were restored.
-func RestoreNodes(raw fuse.RawFileSystem, nodes []RecordedNode) (int, error) {
+// handles it never handed out as none, and hands out its own from handles (what NodeLog.Handles was told last;
+// 0: none was) on. A node whose parent or name is gone is left out (the kernel's requests for it get EIO). It
+// returns how many were restored.
+func RestoreNodes(raw fuse.RawFileSystem, nodes []RecordedNode, handles uint32) (int, error) {
 	b := raw.(*rawBridge)
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i].ID < nodes[j].ID })
 	b.ids.mu.Lock()
 	b.ids.resumed = true
+	handles = max(handles, handleStep) // below the first report, every handle before was under handleStep
+	if n := int(handles) - len(b.ids.files); n > 0 {
+		b.ids.files = append(b.ids.files, make([]*fileEntry, n)...) // none: the server before's
+	}
 	if n := len(nodes); n > 0 && nodes[n-1].ID >= b.ids.nextNodeId {
 		b.ids.nextNodeId = nodes[n-1].ID + 1 // new ids never collide with the kernel's
 	}
