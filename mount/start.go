@@ -294,7 +294,7 @@ func (s *startup) newServer() error {
 	nodeFS := gofs.NewNodeFS(s.root, s.fuse)
 	raw := newNoOpendir(nodeFS)
 	if s.resumed != nil {
-		return s.resumeServer(nodeFS, raw)
+		return s.resumeServer(nodeFS, resendIdempotent{raw})
 	}
 	if s.nodes != nil {
 		gofs.RecordNodes(nodeFS, s.nodes)
