@@ -146,9 +146,16 @@ func serveDaemon() error {
 	// Until the daemon is gone. A daemon killed leaves its binds, as a daemon of one process did: the next mount
 	// clears them with the stale mount; unless the helper holds the connection: then it starts a daemon that
 	// takes it over, and serves that one (takeover.go).
+	daemon := os.Getppid()
 	for conn != nil {
-		srv.ServeConn(conn)
-		if conn, err = svc.takeOver(); err != nil {
+		if svc.holder != nil {
+			stop := closeOnExit(daemon, conn)
+			srv.ServeConn(conn)
+			stop()
+		} else {
+			srv.ServeConn(conn)
+		}
+		if conn, daemon, err = svc.takeOver(); err != nil {
 			return err
 		}
 	}

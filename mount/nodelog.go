@@ -20,7 +20,8 @@ import (
 // name up again (takeover.go). Appending a record is a copy into shared memory, no system call.
 //
 // The file is a header (nodeLogMagic, the version) and records, each 8-byte aligned: a length (uint32, stored last
-// and atomically: a record cut off by a kill reads as the end), a kind, the node id, the parent's, the name. The
+// and atomically: a record cut off by a kill reads as the end), a kind and the name's length, the node id, the
+// parent's (or a number the kind says), the inode number, the name. The
 // process that reads it trusts nothing in it: a confined daemon that a session subverted wrote it. Names are
 // checked as a FUSE request's are, and each is only looked up beneath its parent, as a request would be.
 
@@ -31,12 +32,13 @@ const (
 	// nodeLogSize bounds the log: 64 MiB of address space, paged in as written (about 40 bytes a node).
 	nodeLogSize = 64 << 20
 
-	nodeNamed   = 1
-	nodeForgot  = 2
-	nodeBacking = 3 // the parent field holds the backing id
-	nodeHandles = 4 // the id field holds the file handles' high-water mark
+	nodeNamed    = 1
+	nodeForgot   = 2
+	nodeBacking  = 3 // the parent field holds the backing id
+	nodeHandles  = 4 // the id field holds the file handles' high-water mark
+	nodeRenaming = 5
 
-	nodeRecordFixed = 4 + 4 + 8 + 8 // length, kind (and the name's length), id, parent
+	nodeRecordFixed = 4 + 4 + 8 + 8 + 8 // length, kind (and the name's length), id, parent, inode number
 )
 
 // nodeLog appends to the memory file.
@@ -83,23 +85,30 @@ func mapNodeLog(fd int) (*nodeLog, error) {
 	return &nodeLog{fd: fd, mem: mem}, nil
 }
 
-// Named records that the kernel holds node id, looked up as name in parent.
-func (l *nodeLog) Named(id, parent uint64, name string) { l.append(nodeNamed, id, parent, name) }
+// Named records that the kernel holds node id (inode ino), looked up as name in parent.
+func (l *nodeLog) Named(id, parent uint64, name string, ino uint64) {
+	l.append(nodeNamed, id, parent, ino, name)
+}
+
+// Renaming records that node id is about to be renamed to name in parent.
+func (l *nodeLog) Renaming(id, parent uint64, name string) {
+	l.append(nodeRenaming, id, parent, 0, name)
+}
 
 // Forgot records that the kernel let node id go.
-func (l *nodeLog) Forgot(id uint64) { l.append(nodeForgot, id, 0, "") }
+func (l *nodeLog) Forgot(id uint64) { l.append(nodeForgot, id, 0, 0, "") }
 
 // Handles records that no file handle at or past upTo was handed out yet.
-func (l *nodeLog) Handles(upTo uint32) { l.append(nodeHandles, uint64(upTo), 0, "") }
+func (l *nodeLog) Handles(upTo uint32) { l.append(nodeHandles, uint64(upTo), 0, 0, "") }
 
 // Backing records node id's passthrough backing id (0: closed).
 func (l *nodeLog) Backing(id uint64, backing int32) {
-	l.append(nodeBacking, id, uint64(uint32(backing)), "")
+	l.append(nodeBacking, id, uint64(uint32(backing)), 0, "")
 }
 
 var _ gofs.NodeLog = (*nodeLog)(nil)
 
-func (l *nodeLog) append(kind uint8, id, parent uint64, name string) {
+func (l *nodeLog) append(kind uint8, id, parent, ino uint64, name string) {
 	size := int64(nodeRecordFixed+len(name)+7) &^ 7
 	off := l.next.Add(size) - size
 	if off+size > int64(len(l.mem)) {
@@ -112,6 +121,7 @@ func (l *nodeLog) append(kind uint8, id, parent uint64, name string) {
 	binary.LittleEndian.PutUint32(rec[4:], uint32(kind)|uint32(len(name))<<8)
 	binary.LittleEndian.PutUint64(rec[8:], id)
 	binary.LittleEndian.PutUint64(rec[16:], parent)
+	binary.LittleEndian.PutUint64(rec[24:], ino)
 	copy(rec[nodeRecordFixed:], name)
 	atomic.StoreUint32((*uint32)(unsafe.Pointer(&rec[0])), uint32(size)) // last: the record is whole
 }
@@ -138,7 +148,11 @@ func (l *nodeLog) read() (nodes []gofs.RecordedNode, handles uint32, err error) 
 		rec := l.mem[off : off+size]
 		kindLen := binary.LittleEndian.Uint32(rec[4:])
 		kind, n := uint8(kindLen), int64(kindLen>>8)
-		id, parent := binary.LittleEndian.Uint64(rec[8:]), binary.LittleEndian.Uint64(rec[16:])
+		id, parent, ino := binary.LittleEndian.Uint64(rec[8:]), binary.LittleEndian.Uint64(rec[16:]), binary.LittleEndian.Uint64(rec[24:])
+		var name string
+		if nodeRecordFixed+n <= size {
+			name = string(rec[nodeRecordFixed : nodeRecordFixed+n])
+		}
 		switch {
 		case kind == nodeForgot:
 			delete(held, id)
@@ -151,10 +165,14 @@ func (l *nodeLog) read() (nodes []gofs.RecordedNode, handles uint32, err error) 
 				r.Backing = int32(parent)
 				held[id] = r
 			}
-		case kind == nodeNamed && nodeRecordFixed+n <= size:
-			if name := string(rec[nodeRecordFixed : nodeRecordFixed+n]); validEntryName(name) {
-				held[id] = gofs.RecordedNode{ID: id, Parent: parent, Name: name}
+		case kind == nodeNamed && validEntryName(name):
+			held[id] = gofs.RecordedNode{ID: id, Parent: parent, Name: name, Ino: ino, Backing: held[id].Backing}
+		case kind == nodeRenaming && validEntryName(name):
+			if r, ok := held[id]; ok {
+				r.AltParent, r.AltName = parent, name
+				held[id] = r
 			}
+		case kind == nodeNamed || kind == nodeRenaming: // a name no request could carry: left out
 		default:
 			return nil, 0, fmt.Errorf("the node log has a record of kind %d at %d", kind, off)
 		}

@@ -23,16 +23,21 @@ func TestNodeLogReadsWhatTheKernelHolds(t *testing.T) {
 	l, err := newNodeLog()
 	require.NoError(t, err)
 	defer l.close()
-	l.Named(2, 1, "sessions")
-	l.Named(3, 2, "s1")
-	l.Named(4, 3, "tmp.json")
-	l.Named(4, 3, ".claude.json") // renamed over
-	l.Named(5, 3, "gone")
+	l.Named(2, 1, "sessions", 0)
+	l.Named(3, 2, "s1", 0)
+	l.Named(4, 3, "tmp.json", 0)
+	l.Named(4, 3, ".claude.json", 0) // renamed over
+	l.Named(5, 3, "gone", 0)
 	l.Forgot(5)
 	l.Backing(4, 7) // .claude.json open through passthrough
-	l.Named(9, 3, "closed")
+	l.Named(9, 3, "closed", 0)
 	l.Backing(9, 8)
 	l.Backing(9, 0)
+	l.Named(10, 3, ".c.tmp", 77)
+	l.Renaming(10, 3, "c.json") // the daemon died before it said the rename was made
+	l.Named(11, 3, ".d.tmp", 78)
+	l.Renaming(11, 3, "d.json")
+	l.Named(11, 3, "d.json", 78) // made
 
 	again, err := mapNodeLog(l.fd) // as the next daemon maps the helper's copy
 	require.NoError(t, err)
@@ -42,12 +47,14 @@ func TestNodeLogReadsWhatTheKernelHolds(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, uint32(2048), handles)
 	assert.Equal(t, []gofs.RecordedNode{{ID: 2, Parent: 1, Name: "sessions"}, {ID: 3, Parent: 2, Name: "s1"},
-		{ID: 4, Parent: 3, Name: ".claude.json", Backing: 7}, {ID: 9, Parent: 3, Name: "closed"}}, sortedNodes(nodes))
+		{ID: 4, Parent: 3, Name: ".claude.json", Backing: 7}, {ID: 9, Parent: 3, Name: "closed"},
+		{ID: 10, Parent: 3, Name: ".c.tmp", Ino: 77, AltParent: 3, AltName: "c.json"},
+		{ID: 11, Parent: 3, Name: "d.json", Ino: 78}}, sortedNodes(nodes))
 
-	again.Named(6, 3, "new")
+	again.Named(6, 3, "new", 0)
 	nodes, _, err = l.read()
 	require.NoError(t, err)
-	assert.Len(t, nodes, 5, "appended after the last record")
+	assert.Len(t, nodes, 7, "appended after the last record")
 }
 
 // Records appended at once from many goroutines are each whole.
@@ -60,7 +67,7 @@ func TestNodeLogConcurrentAppends(t *testing.T) {
 		wg.Go(func() {
 			for i := range 1000 {
 				id := uint64(g*1000 + i + 2)
-				l.Named(id, 1, fmt.Sprintf("f%d", id))
+				l.Named(id, 1, fmt.Sprintf("f%d", id), id)
 			}
 		})
 	}
@@ -80,9 +87,9 @@ func TestNodeLogHostile(t *testing.T) {
 	require.NoError(t, err)
 	defer l.close()
 	for _, name := range []string{"..", ".", "a/b", "nul\x00", strings.Repeat("x", 256), ""} {
-		l.Named(7, 1, name)
+		l.Named(7, 1, name, 0)
 	}
-	l.Named(8, 1, "ok")
+	l.Named(8, 1, "ok", 0)
 	nodes, _, err := l.read()
 	require.NoError(t, err)
 	assert.Equal(t, []gofs.RecordedNode{{ID: 8, Parent: 1, Name: "ok"}}, nodes)
@@ -109,7 +116,7 @@ func BenchmarkNodeLogAppend(b *testing.B) {
 	defer l.close()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			l.Named(42, 7, "a-typical-file-name.jsonl")
+			l.Named(42, 7, "a-typical-file-name.jsonl", 0)
 			if l.next.Load() > nodeLogSize/2 {
 				l.next.Store(nodeLogHeader)
 			}

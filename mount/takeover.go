@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -109,18 +110,18 @@ func (s *helperService) end() {
 	s.mu.Unlock()
 }
 
-// takeOver runs once the serving daemon's socket closed: it starts a daemon that takes the connection over and
-// returns the socket to it, or nil when the mount ends (or is not held).
-func (s *helperService) takeOver() (net.Conn, error) {
+// takeOver runs once the serving daemon is gone: it starts a daemon that takes the connection over and returns
+// the socket to it and its pid, or nil when the mount ends (or is not held).
+func (s *helperService) takeOver() (net.Conn, int, error) {
 	h := s.holder
 	if h == nil {
-		return nil, nil
+		return nil, 0, nil
 	}
 	s.mu.Lock()
 	ending := s.ending
 	s.mu.Unlock()
 	if ending || !s.mounted() {
-		return nil, nil // the mount ended: the connection goes with this process
+		return nil, 0, nil // the mount ended: the connection goes with this process
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -134,19 +135,59 @@ func (s *helperService) takeOver() (net.Conn, error) {
 	case h.failures >= maxFailedTakeovers:
 		why = fmt.Errorf("%d daemons in a row died before they served", h.failures)
 	}
-	var conn net.Conn
 	if why == nil {
 		h.serving = false
-		if conn, why = h.start(); why == nil {
+		conn, pid, err := h.start()
+		if err == nil {
 			fmt.Fprintf(os.Stderr, "sessionfs: the daemon of %s is gone: a new one takes the connection over\n", s.mnt)
-			return conn, nil
+			return conn, pid, nil
 		}
+		why = err
 	}
 	// Never a hang: the users get errors, and the next mount clears the mount as a stale one.
 	if err := s.Abort(struct{}{}, nil); err != nil {
-		return nil, fmt.Errorf("%v, and the connection could not be ended: %v", why, err)
+		return nil, 0, fmt.Errorf("%v, and the connection could not be ended: %v", why, err)
 	}
-	return nil, fmt.Errorf("%v: the mount's connection is ended (sessionfs mount clears it)", why)
+	return nil, 0, fmt.Errorf("%v: the mount's connection is ended (sessionfs mount clears it)", why)
+}
+
+// exitPoll is how often the helper looks whether its daemon was killed (closeOnExit).
+const exitPoll = 20 * time.Millisecond
+
+// closeOnExit closes conn, the socket to daemon, once daemon was killed, until stop is called. Its socket alone
+// would tell too late, or never: a daemon killed while one of its threads writes a notification that waits on a
+// folder's lock (FUSE_NOTIFY_INVAL_ENTRY while a rename in it waits for the answer the daemon will not give)
+// keeps its descriptors until that thread returns, which takes the next daemon answering the rename. The thread
+// group leader is a zombie at once: that is the sign.
+func closeOnExit(daemon int, conn net.Conn) (stop func()) {
+	done := make(chan struct{})
+	go func() {
+		tick := time.NewTicker(exitPoll)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				if exited(daemon) {
+					conn.Close()
+					return
+				}
+			}
+		}
+	}()
+	return func() { close(done) }
+}
+
+// exited says whether process pid's main thread is gone (a zombie, or no such process).
+func exited(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	// pid (comm) state ...: comm may hold anything, the state follows its last ')'.
+	i := strings.LastIndexByte(string(stat), ')')
+	return i < 0 || i+2 >= len(stat) || stat[i+2] == 'Z' || stat[i+2] == 'X'
 }
 
 // mounted says whether the helper's mount is still in the mount table, as the connection it holds.
@@ -159,19 +200,19 @@ func (s *helperService) mounted() bool {
 	return err == nil && uint32(mounts[len(mounts)-1].Minor) == minor
 }
 
-// start starts a daemon that takes the connection over, with a socket to this helper.
-func (h *holder) start() (net.Conn, error) {
+// start starts a daemon that takes the connection over, with a socket to this helper, and returns its pid.
+func (h *holder) start() (net.Conn, int, error) {
 	cfg, err := json.Marshal(takeoverConfig{Store: h.cfg.Store, Mountpoint: h.cfg.Mountpoint, Options: *h.cfg.Takeover, Init: *h.init})
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	exe, err := os.Executable()
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	ours, theirs := os.NewFile(uintptr(fds[0]), "sessionfs-helper"), os.NewFile(uintptr(fds[1]), "sessionfs-daemon")
 	defer theirs.Close()
@@ -181,16 +222,16 @@ func (h *holder) start() (net.Conn, error) {
 	daemon.ExtraFiles = []*os.File{theirs, h.dev, h.nodes} // 3, 4, 5 there too
 	if err := daemon.Start(); err != nil {
 		ours.Close()
-		return nil, err
+		return nil, 0, err
 	}
 	go func() { _ = daemon.Wait() }()
 	conn, err := net.FileConn(ours)
 	ours.Close()
 	if err != nil {
 		_ = daemon.Process.Kill()
-		return nil, err
+		return nil, 0, err
 	}
-	return conn, nil
+	return conn, daemon.Process.Pid, nil
 }
 
 // RunTakeover is a daemon taking a mount's connection over, when argv[1] is TakeoverArg: it serves until the

@@ -620,6 +620,9 @@ func (b *rawBridge) Tmpfile(cancel <-chan struct{}, input *fuse.CreateIn, out *f
 }
 
 func (b *rawBridge) Forget(nodeid, nlookup uint64) {
+	if b.ids.resumed && b.forgetUnknown(nodeid) {
+		return
+	}
 	e, _ := b.entry(nodeid, 0)
 	hasKernelRef, _, _ := e.inode.Load().removeRef(nlookup, false)
 	if !hasKernelRef && b.nodeLog != nil {
@@ -695,6 +698,7 @@ func (b *rawBridge) Rename(cancel <-chan struct{}, input *fuse.RenameIn, oldName
 	p2, _ := b.inode(input.Newdir, 0)
 
 	if mops, ok := p1.ops.(NodeRenamer); ok {
+		b.logRenaming(p1, oldName, p2, newName, input.Flags&RENAME_EXCHANGE != 0)
 		errno := mops.Rename(&fuse.Context{Caller: input.Caller, Cancel: cancel}, oldName, p2.ops, newName, input.Flags)
 		if errno == 0 {
 			if input.Flags&RENAME_EXCHANGE != 0 {

@@ -21,8 +21,12 @@ import (
 // the kernel forgot. Calls come from the serving goroutines, concurrently, with node locks held: an implementation
 // records and returns.
 type NodeLog interface {
-	// Named: the kernel knows node id under name in folder parent (a lookup, create, or rename).
-	Named(id, parent uint64, name string)
+	// Named: the kernel knows node id (inode number ino) under name in folder parent (a lookup, create, or
+	// rename).
+	Named(id, parent uint64, name string, ino uint64)
+	// Renaming: node id is about to be renamed to name in folder parent; Named follows when it was. A server after
+	// this one finds the node under either name (one that died between the two finds it under the new one).
+	Renaming(id, parent uint64, name string)
 	// Forgot: the kernel dropped node id.
 	Forgot(id uint64)
 	// Backing: the kernel reads and writes node id's open files through passthrough backing id backing (0: no
@@ -53,7 +57,33 @@ func (b *rawBridge) logLookup(parent *Inode, name string, child *Inode, e *nodeE
 	first := e.lookupCount == 1
 	b.ids.mu.Unlock()
 	if first {
-		b.nodeLog.Named(child.nodeId, parent.nodeId, name)
+		b.nodeLog.Named(child.nodeId, parent.nodeId, name, b.stableIno(child))
+	}
+}
+
+// stableIno is n's inode number when the file system chose it (0 for one handed out automatically: another
+// server numbers those in its own order).
+func (b *rawBridge) stableIno(n *Inode) uint64 {
+	first := b.options.FirstAutomaticIno
+	if first == 0 {
+		first = 1 << 63
+	}
+	if n.stableAttr.Ino >= first {
+		return 0
+	}
+	return n.stableAttr.Ino
+}
+
+// logRenaming records the rename about to be made (and, for an exchange, the other way too).
+func (b *rawBridge) logRenaming(p1 *Inode, oldName string, p2 *Inode, newName string, exchange bool) {
+	if b.nodeLog == nil {
+		return
+	}
+	if ch := p1.GetChild(oldName); ch != nil && ch.nodeId != 0 {
+		b.nodeLog.Renaming(ch.nodeId, p2.nodeId, newName)
+	}
+	if ch := p2.GetChild(newName); exchange && ch != nil && ch.nodeId != 0 {
+		b.nodeLog.Renaming(ch.nodeId, p1.nodeId, oldName)
 	}
 }
 
@@ -63,18 +93,29 @@ func (b *rawBridge) logRename(p1 *Inode, oldName string, p2 *Inode, newName stri
 		return
 	}
 	if ch := p2.GetChild(newName); ch != nil && ch.nodeId != 0 {
-		b.nodeLog.Named(ch.nodeId, p2.nodeId, newName)
+		b.nodeLog.Named(ch.nodeId, p2.nodeId, newName, b.stableIno(ch))
 	}
 	if ch := p1.GetChild(oldName); exchange && ch != nil && ch.nodeId != 0 {
-		b.nodeLog.Named(ch.nodeId, p1.nodeId, oldName)
+		b.nodeLog.Named(ch.nodeId, p1.nodeId, oldName, b.stableIno(ch))
 	}
+}
+
+// forgetUnknown says whether nodeid is one the server before handed out and this one did not restore: its FORGET
+// is nothing to this server.
+func (b *rawBridge) forgetUnknown(nodeid uint64) bool {
+	e, _ := b.ids.node(nodeid, 0)
+	return e == nil
 }
 
 // RecordedNode is a node id the kernel holds, as NodeLog recorded it last.
 type RecordedNode struct {
 	ID, Parent uint64
 	Name       string
-	Backing    int32 // the passthrough backing id of its open files (0: none)
+	Ino        uint64 // its inode number (0: any)
+	// AltParent and AltName: the name of a rename begun and not known to have been made (see NodeLog.Renaming).
+	AltParent uint64
+	AltName   string
+	Backing   int32 // the passthrough backing id of its open files (0: none)
 }
 
 // restoredLookups is the lookup count a restored node starts with: the kernel's own count is not recorded, so the
@@ -101,26 +142,57 @@ func RestoreNodes(raw fuse.RawFileSystem, nodes []RecordedNode, handles uint32) 
 	b.ids.mu.Unlock()
 	ctx := &fuse.Context{Cancel: make(chan struct{})}
 	restored := 0
-	for _, r := range nodes {
-		if r.ID <= fuse.FUSE_ROOT_ID || r.Name == "" || r.Name == "." || r.Name == ".." {
-			continue
+	// Parents first: a node's parent has a lower id unless the node was renamed into a newer folder, so the nodes
+	// whose parent is not restored yet are tried again until a pass restores none.
+	for pending := nodes; len(pending) > 0; {
+		var later []RecordedNode
+		for _, r := range pending {
+			if r.ID <= fuse.FUSE_ROOT_ID {
+				continue
+			}
+			name := r.Name
+			parent, child, out, wait := b.find(ctx, r.Parent, r.Name, r.Ino)
+			if child == nil && r.AltName != "" {
+				name = r.AltName
+				var altWait bool
+				parent, child, out, altWait = b.find(ctx, r.AltParent, r.AltName, r.Ino)
+				wait = wait || altWait
+			}
+			if child == nil {
+				if wait {
+					later = append(later, r)
+				}
+				continue
+			}
+			if err := b.restore(parent, RecordedNode{ID: r.ID, Name: name, Backing: r.Backing}, child, &out); err != nil {
+				return restored, err
+			}
+			restored++
 		}
-		pe, _ := b.ids.node(r.Parent, 0)
-		if pe == nil {
-			continue
+		if len(later) == len(pending) {
+			break
 		}
-		parent := pe.inode.Load()
-		var out fuse.EntryOut
-		child, errno := b.lookup(ctx, parent, r.Name, &out)
-		if errno != 0 || child == nil {
-			continue
-		}
-		if err := b.restore(parent, r, child, &out); err != nil {
-			return restored, err
-		}
-		restored++
+		pending = later
 	}
 	return restored, nil
+}
+
+// find looks name up in folder parentID: the node there if it is the inode ino (0: any). wait: the folder is not
+// restored (yet).
+func (b *rawBridge) find(ctx *fuse.Context, parentID uint64, name string, ino uint64) (parent, child *Inode, out fuse.EntryOut, wait bool) {
+	if name == "" || name == "." || name == ".." {
+		return nil, nil, out, false
+	}
+	pe, _ := b.ids.node(parentID, 0)
+	if pe == nil {
+		return nil, nil, out, true
+	}
+	parent = pe.inode.Load()
+	child, errno := b.lookup(ctx, parent, name, &out)
+	if errno != 0 || child == nil || ino != 0 && child.stableAttr.Ino != ino {
+		return nil, nil, out, false
+	}
+	return parent, child, out, false
 }
 
 // restore registers child, found under r.Name in parent, under r.ID.
