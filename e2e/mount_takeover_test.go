@@ -21,8 +21,10 @@ import (
 // takeoverLoop is an agent on the mount ($1: its session folder, as it sees it): from a cwd in its transcript
 // folder (a node id the kernel holds across every kill), every 50 ms it appends a numbered line to its
 // transcript, and to a log it holds open (its file handle and passthrough backing file opened by a daemon killed
-// since), reads that log anew, reads .claude/settings.json and stats its session, and prints when it did (the
-// uptime, in seconds: busybox's date has no nanoseconds); it stops at the first error, and when $2 exists.
+// since), reads that log anew, writes .claude/c.json as agents write their settings (a new file renamed over it)
+// and reads it back, makes and removes a folder, reads .claude/settings.json and stats its session, and prints
+// when it did (the uptime, in seconds: busybox's date has no nanoseconds); it stops at the first error, and when
+// $2 exists.
 const takeoverLoop = `cd "$1/.claude/projects/-session-workspace" || exit 9
 exec 3>> held.jsonl || exit 8
 i=0
@@ -31,6 +33,9 @@ while [ ! -e "$2" ]; do
 	echo "{\"n\":$i}" >> t.jsonl || exit 1
 	echo "{\"n\":$i}" >&3 || exit 4
 	cat held.jsonl > /dev/null || exit 5
+	echo "{\"n\":$i}" > "$1/.claude/.c.tmp" && mv "$1/.claude/.c.tmp" "$1/.claude/c.json" || exit 6
+	read c < "$1/.claude/c.json" && [ "$c" = "{\"n\":$i}" ] || exit 7
+	mkdir "d$i" && rmdir "d$i" || exit 10
 	cat "$1/.claude/settings.json" > /dev/null || exit 2
 	stat "$1" > /dev/null || exit 3
 	read up _ < /proc/uptime && echo "$up"

@@ -25,6 +25,7 @@
 //	takeover.go        --takeover: the helper holds the connection and starts a daemon that takes it over when
 //	                   the serving one dies (RunTakeover), which resumes without INIT (go-fuse's takeover patch)
 //	nodelog.go         the node ids handed to the kernel, in a memory file the helper holds, for that daemon
+//	resend.go          that daemon's answers to the requests the kernel resends, as if each were made once
 //
 // and what the CLI asks of a mount it does not serve:
 //
