@@ -94,3 +94,5 @@ require (
 	modernc.org/mathutil v1.7.1 // indirect
 	modernc.org/memory v1.12.1 // indirect
 )
+
+replace github.com/hanwen/go-fuse/v2 => ./third_party/go-fuse

@@ -63,7 +63,7 @@ func dropBound(keep []cap.Value) error {
 func dropCaps(last func()) error {
 	// The bounding set needs SETPCAP to shrink: first, while the process still has it. After Bound, only
 	// HelperKeep is left to drop.
-	if err := dropBound(Keep); err != nil {
+	if err := dropBound(Keep); err != nil && !startedByHelper() {
 		return err
 	}
 	if err := cap.ResetAmbient(); err != nil {
@@ -103,4 +103,20 @@ func Held(pid int) (string, error) {
 		}
 	}
 	return strings.Join(names, " "), nil
+}
+
+// startedByHelper: this process holds no SETPCAP, and its bounding set nothing beyond Keep and HelperKeep: it was
+// started by a mount's helper (a daemon taking a connection over, mount/takeover.go), whose bounding set Bound
+// left so. HelperKeep then stays in the bounding set, which matters only to what the process could exec, and
+// seccomp refuses execve.
+func startedByHelper() bool {
+	if on, err := cap.GetProc().GetFlag(cap.Effective, cap.SETPCAP); err != nil || on {
+		return false
+	}
+	for v := cap.Value(0); v < cap.MaxBits(); v++ {
+		if on, err := cap.GetBound(v); err == nil && on && !slices.Contains(Keep, v) && !slices.Contains(HelperKeep, v) {
+			return false
+		}
+	}
+	return true
 }

@@ -22,6 +22,10 @@
 //	procs.go           GOMAXPROCS kept above go-fuse's readers
 //	control.go         control (unmount, detach, abort, users): in this process (localControl) or through the
 //	                   helper (helperControl)
+//	takeover.go        --takeover: the helper holds the connection and starts a daemon that takes it over when
+//	                   the serving one dies (RunTakeover), which resumes without INIT (go-fuse's takeover patch)
+//	nodelog.go         the node ids handed to the kernel, in a memory file the helper holds, for that daemon
+//	resend.go          that daemon's answers to the requests the kernel resends, as if each were made once
 //
 // and what the CLI asks of a mount it does not serve:
 //
@@ -40,17 +44,20 @@
 //
 //  1. boundCapabilities (confined): the capability bounding set, while the process is quiet.
 //  2. prepare: FUSE there, the places, the mountpoint ready; the options' defaults settled, go-fuse's made.
-//  3. launchHelper (confined): the privileged helper starts meanwhile.
-//  4. openTree: the store's tree of nodes.
-//  5. mountDevice (confined): the mount made with mount(2) on a /dev/fuse descriptor.
-//  6. connectHelper (confined): the helper is up.
-//  7. wireBinds: the binder into the tree (binds: this process's binder as root, the helper's remoteBinder
+//  3. openDevice (confined): a /dev/fuse descriptor opened (and, with --takeover, the node log made).
+//  4. launchHelper (confined): the privileged helper starts meanwhile (with --takeover, holding copies of both).
+//  5. openTree: the store's tree of nodes.
+//  6. mountDevice (confined): the mount made with mount(2) on the /dev/fuse descriptor.
+//  7. connectHelper (confined): the helper is up.
+//  8. wireBinds: the binder into the tree (binds: this process's binder as root, the helper's remoteBinder
 //     confined, none for a normal user).
-//  8. watchStore: the watcher.
-//  9. newServer: go-fuse's server of the root node; unconfined, go-fuse mounts (mount(2) as root, fusermount3
+//  9. watchStore: the watcher.
+//  10. newServer: go-fuse's server of the root node; unconfined, go-fuse mounts (mount(2) as root, fusermount3
 //     otherwise) and serves now.
-//  10. serve: ready runs; confined, the process confines itself (confine.Serving) and then serves.
-//  11. served: the Mount, with its control (control.go), the tree's pruner and a spare P.
+//  11. serve: ready runs; confined, the process confines itself (confine.Serving) and then serves.
+//  12. served: the Mount, with its control (control.go), the tree's pruner and a spare P.
 //
-// A step that fails undoes what the steps before it made (rollback), up to serve.
+// A step that fails undoes what the steps before it made (rollback), up to serve. A daemon taking a connection
+// over (takeover.go) runs the same steps on the descriptor, node log and helper it is given: it mounts nothing and
+// starts no helper, and serve restores the kernel's node ids and asks for a resend before it serves.
 package mount

@@ -38,11 +38,15 @@ type helperConfig struct {
 	Store, Mountpoint string
 	MaxBinds          int
 	ReadOnly          bool
+	// Takeover, when set, is the mount's options: the helper holds the connection (holderDev) and the node log
+	// (holderNodes), and starts a daemon with them when the serving one dies (takeover.go).
+	Takeover *Options
 }
 
 // startHelper starts the privileged helper with its end of a socket pair and returns a client of it and its pid.
-// The helper ends when the socket closes (this process ends).
-func startHelper(cfg helperConfig) (*rpc.Client, int, error) {
+// The helper ends when the socket closes (this process ends), unless it holds the connection (keep: the
+// /dev/fuse descriptor and the node log, its descriptors 4 and 5).
+func startHelper(cfg helperConfig, keep ...int) (*rpc.Client, int, error) {
 	env, err := json.Marshal(cfg)
 	if err != nil {
 		return nil, 0, err
@@ -61,6 +65,16 @@ func startHelper(cfg helperConfig) (*rpc.Client, int, error) {
 	helper.Env = append(os.Environ(), helperEnv+"="+string(env))
 	helper.Stdout, helper.Stderr = os.Stderr, os.Stderr
 	helper.ExtraFiles = []*os.File{theirs}
+	for _, fd := range keep {
+		dup, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0) // a File of its own: closed once passed
+		if err != nil {
+			ours.Close()
+			return nil, 0, err
+		}
+		f := os.NewFile(uintptr(dup), "kept")
+		defer f.Close()
+		helper.ExtraFiles = append(helper.ExtraFiles, f)
+	}
 	if err := startIdle(helper); err != nil {
 		ours.Close()
 		return nil, 0, err
@@ -109,6 +123,9 @@ func serveDaemon() error {
 		return err
 	}
 	svc := newHelperService(cfg.Mountpoint)
+	if cfg.Takeover != nil {
+		svc.holder = newHolder(cfg)
+	}
 	if cfg.MaxBinds > 0 {
 		store, err := layout.OpenStore(cfg.Store)
 		if err != nil {
@@ -127,7 +144,20 @@ func serveDaemon() error {
 		return err
 	}
 	// Until the daemon is gone. A daemon killed leaves its binds, as a daemon of one process did: the next mount
-	// clears them with the stale mount.
-	srv.ServeConn(conn)
+	// clears them with the stale mount; unless the helper holds the connection: then it starts a daemon that
+	// takes it over, and serves that one (takeover.go).
+	daemon := os.Getppid()
+	for conn != nil {
+		if svc.holder != nil {
+			stop := closeOnExit(daemon, conn)
+			srv.ServeConn(conn)
+			stop()
+		} else {
+			srv.ServeConn(conn)
+		}
+		if conn, daemon, err = svc.takeOver(); err != nil {
+			return err
+		}
+	}
 	return nil
 }

@@ -32,6 +32,10 @@ type helperService struct {
 	// used: when each session was last asked for, which is when the serving process last looked inside it: the
 	// binder releases the least recently used first.
 	used map[string]int64
+	// holder, when the helper holds the mount's connection for a daemon that takes over (takeover.go); ending:
+	// the daemon asked for the mount to end (unmount, detach, abort), so none takes over.
+	holder *holder
+	ending bool
 }
 
 func newHelperService(mnt string) *helperService {
@@ -166,6 +170,7 @@ func (s *helperService) Removed(token uint64, _ *struct{}) error {
 // Unmount detaches the binds and unmounts the mount (go-fuse's retries: the kernel may still be releasing
 // files); an error says it is busy.
 func (s *helperService) Unmount(_ struct{}, _ *struct{}) error {
+	s.end()
 	if s.b != nil {
 		s.b.close()
 	}
@@ -184,6 +189,7 @@ func (s *helperService) Unmount(_ struct{}, _ *struct{}) error {
 // their own descriptors (binder.close); a lazy unmount takes whatever else is mounted beneath the mount, so no
 // name is walked through the mount.
 func (s *helperService) Detach(_ struct{}, _ *struct{}) error {
+	s.end()
 	s.connection() // noted while the mount table still shows it: Abort may follow
 	if s.b != nil {
 		s.b.close()
@@ -195,6 +201,7 @@ func (s *helperService) Detach(_ struct{}, _ *struct{}) error {
 // the helper's own mount's, from the mount table, never a number the daemon sends: a daemon that is not
 // itself any more must not abort another filesystem.
 func (s *helperService) Abort(_ struct{}, _ *struct{}) error {
+	s.end()
 	minor, err := s.connection()
 	if err != nil {
 		return err

@@ -51,6 +51,8 @@ func ServingPID(mnt string) (int, error) {
 			}
 		}
 	}
+	// A helper that holds the connection for a daemon to take it over (takeover.go) serves nothing.
+	holders = slices.DeleteFunc(holders, isHelper)
 	switch {
 	case len(holders) == 1:
 		return holders[0], nil
@@ -101,3 +103,11 @@ func fuseConnection(fdinfo string) int64 {
 // kernelDev is a device number as the kernel writes it in fdinfo (its own dev_t: 12 bits of major above 20 of
 // minor), not as stat encodes it.
 func kernelDev(major, minor uint32) uint64 { return uint64(major)<<20 | uint64(minor) }
+
+// isHelper says whether pid is a mount's privileged helper (helper.go): only a process given the connection by
+// its daemon holds it, so its command line is the daemon's word, not a stranger's.
+func isHelper(pid int) bool {
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	args := strings.Split(string(cmdline), "\x00")
+	return err == nil && len(args) > 1 && args[1] == HelperArg
+}

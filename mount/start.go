@@ -31,10 +31,16 @@ import (
 // ready, when set, runs once the mount is made and before the confinement (it may need what the confinement
 // takes away: systemd's notify socket, say); an unconfined mount runs it once it serves.
 func Start(store *layout.Store, mountpoint string, opts Options, ready func()) (*Mount, error) {
-	s := &startup{store: store, mountpoint: mountpoint, opts: opts, confined: os.Geteuid() == 0 && opts.Confine.Mode != confine.Off}
+	s := &startup{store: store, mountpoint: mountpoint, opts: opts, given: opts, confined: os.Geteuid() == 0 && opts.Confine.Mode != confine.Off}
+	return s.start(ready)
+}
+
+// start runs the steps of a start-up, or of a takeover (takeover.go: s.resumed).
+func (s *startup) start(ready func()) (*Mount, error) {
 	steps := []func() error{
 		s.boundCapabilities, // confined: the bounding set, while the process is quiet
 		s.prepare,           // the places and the mountpoint checked, the options' defaults settled
+		s.openDevice,        // confined: /dev/fuse opened (and the node log made, to keep the connection)
 		s.launchHelper,      // confined: the helper starts meanwhile
 		s.openTree,          // the store's tree of nodes
 		s.mountDevice,       // confined: the mount made on a /dev/fuse descriptor
@@ -61,7 +67,10 @@ type startup struct {
 	store      *layout.Store
 	mountpoint string
 	opts       Options
+	given      Options // opts as given, before their defaults were settled: a takeover settles them again
 	confined   bool
+	resumed    *resumed // a takeover's: the connection, its INIT and node log, and the helper (takeover.go)
+	nodes      *nodeLog // the node ids handed to the kernel, when the connection is to outlive this process
 
 	mnt, shared string
 	scratch     func()        // removes the serving process's scratch folder (confined)
@@ -117,11 +126,13 @@ func (s *startup) prepare() (err error) {
 		return err
 	}
 	nodes.RaiseFileLimit() // the callers' shares of descriptors are sized from it (nodes/opens.go)
-	if err := checkPlaces(s.store, s.mnt); err != nil {
-		return err
-	}
-	if err := prepareMountpoint(s.mnt); err != nil {
-		return err
+	if s.resumed == nil {  // a takeover's mountpoint is the mount it serves: nothing may touch it before it serves
+		if err := checkPlaces(s.store, s.mnt); err != nil {
+			return err
+		}
+		if err := prepareMountpoint(s.mnt); err != nil {
+			return err
+		}
 	}
 	s.shared, s.watched = s.opts.settle(s.store)
 	s.fuse = s.opts.fuseOptions(s.store, s.confined)
@@ -131,13 +142,18 @@ func (s *startup) prepare() (err error) {
 // launchHelper starts a confined mount's helper in the background: its fork and exec hold up only the thread that
 // makes them. It binds nothing before it is told to begin, once the mount serves.
 func (s *startup) launchHelper() error {
-	if !s.confined {
+	if !s.confined || s.resumed != nil {
 		return nil
+	}
+	cfg := helperConfig{Store: s.store.Root, Mountpoint: s.mnt, MaxBinds: s.opts.MaxBinds, ReadOnly: s.opts.ReadOnly}
+	var keep []int // the connection and the node log, for the helper to hold (takeover.go)
+	if s.nodes != nil {
+		cfg.Takeover, keep = &s.given, []int{s.dev, s.nodes.fd}
 	}
 	s.helperStarted = make(chan struct{})
 	go func() {
 		defer close(s.helperStarted)
-		s.helper, s.helperPID, s.helperErr = startHelper(helperConfig{Store: s.store.Root, Mountpoint: s.mnt, MaxBinds: s.opts.MaxBinds, ReadOnly: s.opts.ReadOnly})
+		s.helper, s.helperPID, s.helperErr = startHelper(cfg, keep...)
 	}()
 	s.onRollback(func() { // the helper ends when its socket closes
 		<-s.helperStarted
@@ -164,7 +180,20 @@ func (s *startup) openTree() error {
 // mountDevice makes a confined mount now, on a /dev/fuse descriptor of its own which the server takes over (go-fuse
 // makes an unconfined one as it starts serving: newServer).
 func (s *startup) mountDevice() error {
-	if !s.confined {
+	if !s.confined || s.resumed != nil {
+		return nil
+	}
+	if err := mountDirect(s.mnt, &s.fuse.MountOptions, s.dev); err != nil {
+		return mountError(s.mnt, err)
+	}
+	s.onRollback(func() { _ = syscall.Unmount(s.mnt, syscall.MNT_DETACH) })
+	return nil
+}
+
+// openDevice opens a confined mount's /dev/fuse descriptor, before the helper starts: with opts.Takeover the
+// helper holds a copy of it, and of the node log made here (takeover.go). A takeover's is the one it was given.
+func (s *startup) openDevice() error {
+	if !s.confined || s.resumed != nil {
 		return nil
 	}
 	// A plain descriptor, not an *os.File: go-fuse takes it over (a File's finalizer would close it under it).
@@ -172,15 +201,14 @@ func (s *startup) mountDevice() error {
 	if err != nil {
 		return fmt.Errorf("open /dev/fuse: %w", err)
 	}
-	if err := mountDirect(s.mnt, &s.fuse.MountOptions, dev); err != nil {
-		unix.Close(dev)
-		return mountError(s.mnt, err)
-	}
 	s.dev = dev
-	s.onRollback(func() {
-		unix.Close(dev)
-		_ = syscall.Unmount(s.mnt, syscall.MNT_DETACH)
-	})
+	s.onRollback(func() { unix.Close(dev) })
+	if s.opts.Takeover {
+		if s.nodes, err = newNodeLog(); err != nil {
+			return err
+		}
+		s.onRollback(s.nodes.close)
+	}
 	return nil
 }
 
@@ -202,7 +230,7 @@ func mountDirect(mnt string, mo *fuse.MountOptions, dev int) error {
 
 // connectHelper waits for a confined mount's helper to be started.
 func (s *startup) connectHelper() error {
-	if !s.confined {
+	if !s.confined || s.resumed != nil {
 		return nil
 	}
 	<-s.helperStarted
@@ -263,7 +291,14 @@ func (s *startup) newServer() error {
 	// Modes reach us already masked by the caller's umask; the daemon's own must not mask them again.
 	syscall.Umask(0)
 	s.procs = runtime.GOMAXPROCS(0)
-	raw := newNoOpendir(gofs.NewNodeFS(s.root, s.fuse))
+	nodeFS := gofs.NewNodeFS(s.root, s.fuse)
+	raw := newNoOpendir(nodeFS)
+	if s.resumed != nil {
+		return s.resumeServer(nodeFS, resendIdempotent{raw})
+	}
+	if s.nodes != nil {
+		gofs.RecordNodes(nodeFS, s.nodes)
+	}
 	if s.confined {
 		server, err := fuse.NewServer(raw, fmt.Sprintf("/dev/fd/%d", s.dev), &s.fuse.MountOptions)
 		s.server = server
@@ -293,6 +328,9 @@ func (s *startup) serve(ready func()) error {
 		}
 		return nil
 	}
+	if s.nodes != nil && s.resumed == nil { // the helper keeps the INIT for a daemon that takes over
+		s.helper.Go("Helper.Initialized", *s.server.KernelSettings(), nil, make(chan *rpc.Call, 1))
+	}
 	openSpliceSink()
 	// Confined, the daemon writes nowhere but the store and a private folder of its own (0700, in the system's
 	// temporary folder): there it copies a session's opencode database to read it (the text view). Never in the
@@ -314,6 +352,9 @@ func (s *startup) serve(ready func()) error {
 		return fmt.Errorf("confine the serving process: %w", err)
 	}
 	s.confinement = report.String()
+	if s.resumed != nil {
+		return s.serveResumed()
+	}
 	go s.server.Serve()
 	if err := s.server.WaitMount(); err != nil {
 		return err

@@ -23,8 +23,9 @@ import (
 )
 
 func main() {
-	local.RunHelper() // the namespace helper of local runs, when asked: it never returns then
-	mount.RunHelper() // the privileged helper of a confined mount, when asked: it never returns then
+	local.RunHelper()   // the namespace helper of local runs, when asked: it never returns then
+	mount.RunHelper()   // the privileged helper of a confined mount, when asked: it never returns then
+	mount.RunTakeover() // a daemon the helper starts to take a mount's connection over: it never returns then
 	cmd, err := newRootCmd().ExecuteC()
 	var exit exitCode
 	var coded codedError

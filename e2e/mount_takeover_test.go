@@ -1,0 +1,216 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	sfsmount "github.com/sessionfs/sessionfs/mount"
+)
+
+// takeoverLoop is an agent on the mount ($1: its session folder, as it sees it): from a cwd in its transcript
+// folder (a node id the kernel holds across every kill), every 50 ms it appends a numbered line to its
+// transcript, and to a log it holds open (its file handle and passthrough backing file opened by a daemon killed
+// since), reads that log anew, writes .claude/c.json as agents write their settings (a new file renamed over it)
+// and reads it back, makes and removes a folder, reads .claude/settings.json and stats its session, and prints
+// when it did (the uptime, in seconds: busybox's date has no nanoseconds); it stops at the first error, and when
+// $2 exists.
+const takeoverLoop = `cd "$1/.claude/projects/-session-workspace" || exit 9
+exec 3>> held.jsonl || exit 8
+i=0
+while [ ! -e "$2" ]; do
+	i=$((i+1))
+	echo "{\"n\":$i}" >> t.jsonl || exit 1
+	echo "{\"n\":$i}" >&3 || exit 4
+	cat held.jsonl > /dev/null || exit 5
+	echo "{\"n\":$i}" > "$1/.claude/.c.tmp" && mv "$1/.claude/.c.tmp" "$1/.claude/c.json" || exit 6
+	read c < "$1/.claude/c.json" && [ "$c" = "{\"n\":$i}" ] || exit 7
+	mkdir "d$i" && rmdir "d$i" || exit 10
+	cat "$1/.claude/settings.json" > /dev/null || exit 2
+	stat "$1" > /dev/null || exit 3
+	read up _ < /proc/uptime && echo "$up"
+	sleep 0.05
+done
+echo "end $i"
+`
+
+// agentLoop is takeoverLoop running in one session, in a shell on the host or in a container.
+type agentLoop struct {
+	name, session string // session: its id
+	stop          string // the file that stops it, on the host
+	cmd           *exec.Cmd
+	out, errs     *syncBuffer
+	ended         chan struct{}
+	err           error
+}
+
+func startAgentLoop(t *testing.T, name, session, stop string, cmd *exec.Cmd) *agentLoop {
+	t.Helper()
+	l := &agentLoop{name: name, session: session, stop: stop, cmd: cmd, out: &syncBuffer{}, errs: &syncBuffer{}, ended: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = l.out, l.errs
+	require.NoError(t, cmd.Start())
+	go func() { l.err = cmd.Wait(); close(l.ended) }()
+	t.Cleanup(func() {
+		_ = os.WriteFile(stop, nil, 0o644)
+		select {
+		case <-l.ended:
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+		}
+	})
+	return l
+}
+
+// agentErrors is what the loops wrote to stderr, read when the message is made (a failed eventually's).
+type agentErrors []*agentLoop
+
+func (a agentErrors) String() string {
+	var b strings.Builder
+	for _, l := range a {
+		fmt.Fprintf(&b, "%s: %q; ", l.name, l.errs.String())
+	}
+	return b.String()
+}
+
+// iterations is how many rounds the loop made so far.
+func (l *agentLoop) iterations() int { return strings.Count(l.out.String(), "\n") }
+
+// finish stops the loop and checks it saw no error and that every line it appended is in the store once and in
+// order; it returns the times between two of its iterations, sorted.
+func (l *agentLoop) finish(t *testing.T, store string) []time.Duration {
+	t.Helper()
+	require.NoError(t, os.WriteFile(l.stop, nil, 0o644))
+	select {
+	case <-l.ended:
+		require.NoError(t, l.err, "%s saw an error: %s", l.name, l.errs.String())
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%s did not end: %s", l.name, l.errs.String())
+	}
+	assert.Empty(t, l.errs.String(), "%s saw no error", l.name)
+	lines := strings.Split(strings.TrimSpace(l.out.String()), "\n")
+	var n int
+	_, err := fmt.Sscanf(lines[len(lines)-1], "end %d", &n)
+	require.NoError(t, err, "%s's last line: %q", l.name, lines[len(lines)-1])
+	var want strings.Builder
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&want, "{\"n\":%d}\n", i)
+	}
+	for _, name := range []string{"t.jsonl", "held.jsonl"} {
+		files, err := filepath.Glob(filepath.Join(store, "sessions", l.session, ".claude", "projects", "*", name))
+		require.NoError(t, err)
+		require.Len(t, files, 1, "one %s in the store", name)
+		b, err := os.ReadFile(files[0])
+		require.NoError(t, err)
+		assert.Equal(t, want.String(), string(b), "%s: every line of %s in the store once and in order", l.name, name)
+	}
+	var gaps []time.Duration
+	var last float64
+	for _, line := range lines[:len(lines)-1] {
+		at, err := strconv.ParseFloat(line, 64)
+		require.NoError(t, err, "a time: %q", line)
+		if last != 0 {
+			gaps = append(gaps, time.Duration((at-last)*float64(time.Second)).Round(time.Millisecond))
+		}
+		last = at
+	}
+	slices.Sort(gaps)
+	return gaps
+}
+
+// TestMountTakeoverKill (issue 42): on a confined root mount with --takeover, kill -9 of the serving daemon, five
+// times, is not seen by the agents using it: a shell on the mount and, with Docker, a plain `docker run -v
+// <mount>/sessions/<id>:/session` container. The kernel queues their requests, the helper starts a daemon that
+// takes the connection over, and they complete: every line each appended is in the store once and in order. The
+// longest stall is reported.
+func TestMountTakeoverKill(t *testing.T) {
+	need(t, os.Geteuid() == 0, "root: a confined mount and its helper")
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	ok(t, store, "new", "s2")
+	m := mount(t, store, "--takeover")
+	daemon := m.cmd.Process.Pid
+	helper := helperPID(t, daemon)
+	t.Cleanup(func() { endTakeoverMount(t, m, helper) })
+
+	ctl := t.TempDir()
+	loops := []*agentLoop{startAgentLoop(t, "the shell", "s1", filepath.Join(ctl, "stop-shell"),
+		exec.Command("sh", "-c", takeoverLoop, "sh", m.session("s1"), filepath.Join(ctl, "stop-shell")))}
+	if os.Getenv("SESSIONFS_TAKEOVER_NO_DOCKER") == "" {
+		images(t, needDocker(t), "")
+		name := fmt.Sprintf("sessionfs-takeover-%d", os.Getpid())
+		t.Cleanup(func() { _ = exec.Command("docker", "rm", "-f", name).Run() })
+		loops = append(loops, startAgentLoop(t, "the container", "s2", filepath.Join(ctl, "stop"),
+			exec.Command("docker", "run", "--rm", "--name", name, "-v", m.session("s2")+":/session", "-v", ctl+":/ctl",
+				busyboxImage, "sh", "-c", takeoverLoop, "sh", "/session", "/ctl/stop")))
+	}
+	progressed := func(before []int, by int) bool {
+		for i, l := range loops {
+			if l.iterations() < before[i]+by {
+				return false
+			}
+		}
+		return true
+	}
+	counts := func() []int {
+		var n []int
+		for _, l := range loops {
+			n = append(n, l.iterations())
+		}
+		return n
+	}
+	eventually(t, 30*time.Second, func() bool { return progressed(make([]int, len(loops)), 5) }, "the loops run: %s", agentErrors(loops))
+
+	const kills = 5
+	for round := range kills {
+		before := counts()
+		pid := m.serverPID(t)
+		require.NotEqual(t, helper, pid, "the helper holds the connection, it does not serve it")
+		require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
+		if pid == daemon { // the test's child: reaped here (its output stays open in the helper, so not cmd.Wait)
+			state, err := m.cmd.Process.Wait()
+			require.NoError(t, err)
+			m.cmd.ProcessState = state
+		}
+		eventually(t, 20*time.Second, func() bool {
+			next, err := sfsmount.ServingPID(m.mnt)
+			return err == nil && next != pid && progressed(before, 5)
+		}, "round %d: a daemon takes over from %d and the loops go on (%s mount: %s)", round, pid, agentErrors(loops), m.log)
+	}
+	assert.Equal(t, kills, strings.Count(m.log.String(), "took the connection over"), "one takeover per kill: %s", m.log.String())
+	for _, l := range loops {
+		gaps := l.finish(t, store)
+		top := gaps[max(0, len(gaps)-kills):]
+		t.Logf("%s: %d iterations, %d kills of the serving daemon: longest time between two iterations %v (the %d longest: %v; median %v)",
+			l.name, len(gaps)+1, kills, gaps[len(gaps)-1], len(top), top, gaps[len(gaps)/2])
+	}
+}
+
+// endTakeoverMount unmounts a --takeover mount and waits for its helper and the daemon it started to end with it.
+func endTakeoverMount(t *testing.T, m *mounted, helper int) {
+	pids := []int{helper}
+	if daemon, err := sfsmount.ServingPID(m.mnt); err == nil {
+		pids = append(pids, daemon)
+	}
+	m.stop(t)
+	for _, pid := range pids {
+		gone := func() bool { return syscall.Kill(pid, 0) != nil }
+		deadline := time.Now().Add(20 * time.Second)
+		for !gone() && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		if !gone() {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			t.Errorf("process %d (the helper %d, or the daemon it started) outlived its unmounted mount", pid, helper)
+		}
+	}
+}

@@ -1,0 +1,206 @@
+package mount
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	gofs "github.com/hanwen/go-fuse/v2/fs"
+	"golang.org/x/sys/unix"
+)
+
+// The node log: the node ids a serving process handed to the kernel, each as the name it was looked up by in its
+// parent (go-fuse's NodeLog, the takeover patch in third_party/go-fuse). It lives in a memory file the helper
+// holds, so it outlives the serving process: the process that takes the connection over reads it and looks each
+// name up again (takeover.go). Appending a record is a copy into shared memory, no system call.
+//
+// The file is a header (nodeLogMagic, the version) and records, each 8-byte aligned: a length (uint32, stored last
+// and atomically: a record cut off by a kill reads as the end), a kind and the name's length, the node id, the
+// parent's (or a number the kind says), the inode number, the name. The
+// process that reads it trusts nothing in it: a confined daemon that a session subverted wrote it. Names are
+// checked as a FUSE request's are, and each is only looked up beneath its parent, as a request would be.
+
+const (
+	nodeLogMagic   = 0x73666e6c // "sfnl"
+	nodeLogVersion = 1
+	nodeLogHeader  = 16
+	// nodeLogSize bounds the log: 64 MiB of address space, paged in as written (about 40 bytes a node).
+	nodeLogSize = 64 << 20
+
+	nodeNamed    = 1
+	nodeForgot   = 2
+	nodeBacking  = 3 // the parent field holds the backing id
+	nodeHandles  = 4 // the id field holds the file handles' high-water mark
+	nodeRenaming = 5
+
+	nodeRecordFixed = 4 + 4 + 8 + 8 + 8 // length, kind (and the name's length), id, parent, inode number
+)
+
+// nodeLog appends to the memory file.
+type nodeLog struct {
+	fd   int    // the memory file (kept open: the helper gets a copy)
+	mem  []byte // mapped shared
+	next atomic.Int64
+	full sync.Once
+}
+
+// newNodeLog makes an empty log in a new memory file.
+func newNodeLog() (*nodeLog, error) {
+	fd, err := unix.MemfdCreate("sessionfs-nodes", unix.MFD_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("make the node log: %w", err)
+	}
+	if err := unix.Ftruncate(fd, nodeLogSize); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("size the node log: %w", err)
+	}
+	l, err := mapNodeLog(fd)
+	if err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	binary.LittleEndian.PutUint32(l.mem[0:], nodeLogMagic)
+	binary.LittleEndian.PutUint32(l.mem[4:], nodeLogVersion)
+	l.next.Store(nodeLogHeader)
+	return l, nil
+}
+
+func mapNodeLog(fd int) (*nodeLog, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, err
+	}
+	if st.Size != nodeLogSize {
+		return nil, fmt.Errorf("the node log is %d bytes, not %d", st.Size, nodeLogSize)
+	}
+	mem, err := unix.Mmap(fd, 0, nodeLogSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		return nil, fmt.Errorf("map the node log: %w", err)
+	}
+	return &nodeLog{fd: fd, mem: mem}, nil
+}
+
+// Named records that the kernel holds node id (inode ino), looked up as name in parent.
+func (l *nodeLog) Named(id, parent uint64, name string, ino uint64) {
+	l.append(nodeNamed, id, parent, ino, name)
+}
+
+// Renaming records that node id is about to be renamed to name in parent.
+func (l *nodeLog) Renaming(id, parent uint64, name string) {
+	l.append(nodeRenaming, id, parent, 0, name)
+}
+
+// Forgot records that the kernel let node id go.
+func (l *nodeLog) Forgot(id uint64) { l.append(nodeForgot, id, 0, 0, "") }
+
+// Handles records that no file handle at or past upTo was handed out yet.
+func (l *nodeLog) Handles(upTo uint32) { l.append(nodeHandles, uint64(upTo), 0, 0, "") }
+
+// Backing records node id's passthrough backing id (0: closed).
+func (l *nodeLog) Backing(id uint64, backing int32) {
+	l.append(nodeBacking, id, uint64(uint32(backing)), 0, "")
+}
+
+var _ gofs.NodeLog = (*nodeLog)(nil)
+
+func (l *nodeLog) append(kind uint8, id, parent, ino uint64, name string) {
+	size := int64(nodeRecordFixed+len(name)+7) &^ 7
+	off := l.next.Add(size) - size
+	if off+size > int64(len(l.mem)) {
+		l.full.Do(func() {
+			fmt.Fprintln(os.Stderr, "sessionfs: the node log is full: files looked up from now on are lost to a restarted daemon")
+		})
+		return
+	}
+	rec := l.mem[off : off+size]
+	binary.LittleEndian.PutUint32(rec[4:], uint32(kind)|uint32(len(name))<<8)
+	binary.LittleEndian.PutUint64(rec[8:], id)
+	binary.LittleEndian.PutUint64(rec[16:], parent)
+	binary.LittleEndian.PutUint64(rec[24:], ino)
+	copy(rec[nodeRecordFixed:], name)
+	atomic.StoreUint32((*uint32)(unsafe.Pointer(&rec[0])), uint32(size)) // last: the record is whole
+}
+
+// errNodeLog: the log is not one this build reads.
+var errNodeLog = errors.New("the node log is not sessionfs's (version 1)")
+
+// read reads the nodes the kernel holds (the last name each was given, those forgotten left out) and the file
+// handles' high-water mark, and sets the log to append after its last whole record.
+func (l *nodeLog) read() (nodes []gofs.RecordedNode, handles uint32, err error) {
+	if binary.LittleEndian.Uint32(l.mem[0:]) != nodeLogMagic || binary.LittleEndian.Uint32(l.mem[4:]) != nodeLogVersion {
+		return nil, 0, errNodeLog
+	}
+	held := map[uint64]gofs.RecordedNode{}
+	off := int64(nodeLogHeader)
+	for off+nodeRecordFixed <= int64(len(l.mem)) {
+		size := int64(atomic.LoadUint32((*uint32)(unsafe.Pointer(&l.mem[off]))))
+		if size == 0 {
+			break
+		}
+		if size < nodeRecordFixed || size%8 != 0 || off+size > int64(len(l.mem)) {
+			return nil, 0, fmt.Errorf("the node log has a record of %d bytes at %d", size, off)
+		}
+		rec := l.mem[off : off+size]
+		kindLen := binary.LittleEndian.Uint32(rec[4:])
+		kind, n := uint8(kindLen), int64(kindLen>>8)
+		id, parent, ino := binary.LittleEndian.Uint64(rec[8:]), binary.LittleEndian.Uint64(rec[16:]), binary.LittleEndian.Uint64(rec[24:])
+		var name string
+		if nodeRecordFixed+n <= size {
+			name = string(rec[nodeRecordFixed : nodeRecordFixed+n])
+		}
+		switch {
+		case kind == nodeForgot:
+			delete(held, id)
+		case kind == nodeHandles:
+			if id <= math.MaxUint32 {
+				handles = max(handles, uint32(id))
+			}
+		case kind == nodeBacking:
+			if r, ok := held[id]; ok && parent <= math.MaxInt32 {
+				r.Backing = int32(parent)
+				held[id] = r
+			}
+		case kind == nodeNamed && validEntryName(name):
+			held[id] = gofs.RecordedNode{ID: id, Parent: parent, Name: name, Ino: ino, Backing: held[id].Backing}
+		case kind == nodeRenaming && validEntryName(name):
+			if r, ok := held[id]; ok {
+				r.AltParent, r.AltName = parent, name
+				held[id] = r
+			}
+		case kind == nodeNamed || kind == nodeRenaming: // a name no request could carry: left out
+		default:
+			return nil, 0, fmt.Errorf("the node log has a record of kind %d at %d", kind, off)
+		}
+		off += size
+	}
+	l.next.Store(off)
+	nodes = make([]gofs.RecordedNode, 0, len(held))
+	for _, r := range held {
+		nodes = append(nodes, r)
+	}
+	return nodes, handles, nil
+}
+
+// validEntryName is a name a FUSE request could carry: a folder entry's.
+func validEntryName(name string) bool {
+	if name == "" || name == "." || name == ".." || len(name) > 255 {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		if name[i] == '/' || name[i] == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// close unmaps the log and closes its file (the helper keeps its own copy).
+func (l *nodeLog) close() {
+	_ = unix.Munmap(l.mem)
+	unix.Close(l.fd)
+}

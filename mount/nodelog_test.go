@@ -1,0 +1,125 @@
+package mount
+
+import (
+	"encoding/binary"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	gofs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func sortedNodes(nodes []gofs.RecordedNode) []gofs.RecordedNode {
+	sort.Slice(nodes, func(i, j int) bool { return nodes[i].ID < nodes[j].ID })
+	return nodes
+}
+
+// A daemon that takes over reads the last name of every node the kernel still holds, and appends after them.
+func TestNodeLogReadsWhatTheKernelHolds(t *testing.T) {
+	l, err := newNodeLog()
+	require.NoError(t, err)
+	defer l.close()
+	l.Named(2, 1, "sessions", 0)
+	l.Named(3, 2, "s1", 0)
+	l.Named(4, 3, "tmp.json", 0)
+	l.Named(4, 3, ".claude.json", 0) // renamed over
+	l.Named(5, 3, "gone", 0)
+	l.Forgot(5)
+	l.Backing(4, 7) // .claude.json open through passthrough
+	l.Named(9, 3, "closed", 0)
+	l.Backing(9, 8)
+	l.Backing(9, 0)
+	l.Named(10, 3, ".c.tmp", 77)
+	l.Renaming(10, 3, "c.json") // the daemon died before it said the rename was made
+	l.Named(11, 3, ".d.tmp", 78)
+	l.Renaming(11, 3, "d.json")
+	l.Named(11, 3, "d.json", 78) // made
+
+	again, err := mapNodeLog(l.fd) // as the next daemon maps the helper's copy
+	require.NoError(t, err)
+	l.Handles(2048)
+	l.Handles(1024) // reported as they grow; the highest holds
+	nodes, handles, err := again.read()
+	require.NoError(t, err)
+	assert.Equal(t, uint32(2048), handles)
+	assert.Equal(t, []gofs.RecordedNode{{ID: 2, Parent: 1, Name: "sessions"}, {ID: 3, Parent: 2, Name: "s1"},
+		{ID: 4, Parent: 3, Name: ".claude.json", Backing: 7}, {ID: 9, Parent: 3, Name: "closed"},
+		{ID: 10, Parent: 3, Name: ".c.tmp", Ino: 77, AltParent: 3, AltName: "c.json"},
+		{ID: 11, Parent: 3, Name: "d.json", Ino: 78}}, sortedNodes(nodes))
+
+	again.Named(6, 3, "new", 0)
+	nodes, _, err = l.read()
+	require.NoError(t, err)
+	assert.Len(t, nodes, 7, "appended after the last record")
+}
+
+// Records appended at once from many goroutines are each whole.
+func TestNodeLogConcurrentAppends(t *testing.T) {
+	l, err := newNodeLog()
+	require.NoError(t, err)
+	defer l.close()
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 1000 {
+				id := uint64(g*1000 + i + 2)
+				l.Named(id, 1, fmt.Sprintf("f%d", id), id)
+			}
+		})
+	}
+	wg.Wait()
+	nodes, _, err := l.read()
+	require.NoError(t, err)
+	require.Len(t, nodes, 8000)
+	for _, n := range nodes {
+		assert.Equal(t, fmt.Sprintf("f%d", n.ID), n.Name)
+	}
+}
+
+// The log is written by a confined daemon a session may have subverted: the next daemon takes only names a
+// request could carry, and refuses a log it cannot parse rather than reading past it.
+func TestNodeLogHostile(t *testing.T) {
+	l, err := newNodeLog()
+	require.NoError(t, err)
+	defer l.close()
+	for _, name := range []string{"..", ".", "a/b", "nul\x00", strings.Repeat("x", 256), ""} {
+		l.Named(7, 1, name, 0)
+	}
+	l.Named(8, 1, "ok", 0)
+	nodes, _, err := l.read()
+	require.NoError(t, err)
+	assert.Equal(t, []gofs.RecordedNode{{ID: 8, Parent: 1, Name: "ok"}}, nodes)
+
+	// A record whose length runs past the log, and one of a kind no build writes.
+	off := l.next.Load()
+	binary.LittleEndian.PutUint32(l.mem[off:], uint32(nodeLogSize))
+	_, _, err = l.read()
+	assert.ErrorContains(t, err, "a record of")
+	binary.LittleEndian.PutUint32(l.mem[off:], 32)
+	binary.LittleEndian.PutUint32(l.mem[off+4:], 9)
+	_, _, err = l.read()
+	assert.ErrorContains(t, err, "of kind 9")
+
+	binary.LittleEndian.PutUint32(l.mem[0:], 0)
+	_, _, err = l.read()
+	assert.ErrorIs(t, err, errNodeLog)
+}
+
+// BenchmarkNodeLogAppend is what keeping the node ids costs each LOOKUP that hands out a new one.
+func BenchmarkNodeLogAppend(b *testing.B) {
+	l, err := newNodeLog()
+	require.NoError(b, err)
+	defer l.close()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			l.Named(42, 7, "a-typical-file-name.jsonl", 0)
+			if l.next.Load() > nodeLogSize/2 {
+				l.next.Store(nodeLogHeader)
+			}
+		}
+	})
+}

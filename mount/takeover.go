@@ -1,0 +1,336 @@
+package mount
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/rpc"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	gofs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+	"github.com/moby/sys/mountinfo"
+	"golang.org/x/sys/unix"
+
+	"github.com/sessionfs/sessionfs/layout"
+)
+
+// A confined mount with Options.Takeover outlives its serving process (issue 42). The kernel keeps a FUSE
+// connection while any descriptor of its /dev/fuse file is open, and queues the requests meanwhile. So:
+//
+//   - the daemon opens /dev/fuse and a node log (nodelog.go) before it starts its helper, which gets copies of
+//     both (descriptors 4 and 5) and, once the daemon read it, the kernel's INIT (Helper.Initialized);
+//   - the helper is the holder: when the daemon's socket closes and the mount is still there and not being
+//     ended, it starts this binary again as TakeoverArg with the three (holder.start);
+//   - that daemon makes the tree as a start-up does, confines itself, looks the logged node ids up again (go-fuse's
+//     RestoreNodes, third_party/go-fuse), asks the kernel to resend what the dead daemon had read and not answered
+//     (FUSE_NOTIFY_RESEND), and serves: the mount's users waited, and go on.
+//
+// The helper takes nothing from a session: the INIT and the log come from the daemon, which is confined; the next
+// daemon checks the log as it would a request (it is one, replayed), after it confined itself. Daemons that die
+// before they serve (maxFailedTakeovers in a row: a crash loop), or a first one that dies before the INIT, end
+// the connection: the mount's users get errors instead of waiting for good, and the next mount clears it as a
+// stale one. A daemon killed while it serves is replaced as often as it is killed.
+
+// TakeoverArg is argv[1] of a daemon the helper starts to take the connection over: main hands it to
+// RunTakeover.
+const TakeoverArg = "__takeover"
+
+// takeoverEnv carries a taking-over daemon's configuration (takeoverConfig, JSON).
+const takeoverEnv = "SESSIONFS_TAKEOVER"
+
+// The holder's descriptors (the helper's: after its socket, 3) and a taking-over daemon's (after its own).
+const (
+	holderDev   = 4
+	holderNodes = 5
+)
+
+// maxFailedTakeovers is how many daemons in a row may die before they serve.
+const maxFailedTakeovers = 3
+
+// takeoverConfig is what a taking-over daemon is told.
+type takeoverConfig struct {
+	Store, Mountpoint string
+	Options           Options
+	Init              fuse.InitIn
+}
+
+// holder is the helper's hold on the connection.
+type holder struct {
+	cfg        helperConfig
+	dev, nodes *os.File // kept referenced: their descriptors stay open for the helper's life
+
+	mu       sync.Mutex
+	init     *fuse.InitIn
+	serving  bool // the last daemon started serves (Initialized, Resumed)
+	failures int  // daemons in a row that died before they served
+}
+
+func newHolder(cfg helperConfig) *holder {
+	unix.CloseOnExec(holderDev) // passed to a taking-over daemon explicitly, never to anything else
+	unix.CloseOnExec(holderNodes)
+	return &holder{cfg: cfg, dev: os.NewFile(holderDev, "/dev/fuse"), nodes: os.NewFile(holderNodes, "sessionfs-nodes")}
+}
+
+// Initialized keeps the kernel's INIT as the first daemon read it, for a daemon that takes over.
+func (s *helperService) Initialized(init fuse.InitIn, _ *struct{}) error {
+	if s.holder == nil {
+		return errors.New("this helper does not hold the mount's connection")
+	}
+	s.holder.mu.Lock()
+	defer s.holder.mu.Unlock()
+	if s.holder.init == nil { // the first daemon's: a later one is told it, never tells it
+		s.holder.init, s.holder.serving = &init, true
+	}
+	return nil
+}
+
+// Resumed: the daemon that took the connection over serves.
+func (s *helperService) Resumed(_ struct{}, _ *struct{}) error {
+	if s.holder == nil {
+		return errors.New("this helper does not hold the mount's connection")
+	}
+	s.holder.mu.Lock()
+	s.holder.serving, s.holder.failures = true, 0
+	s.holder.mu.Unlock()
+	return nil
+}
+
+// end says the mount is being ended: no daemon takes over.
+func (s *helperService) end() {
+	s.mu.Lock()
+	s.ending = true
+	s.mu.Unlock()
+}
+
+// takeOver runs once the serving daemon is gone: it starts a daemon that takes the connection over and returns
+// the socket to it and its pid, or nil when the mount ends (or is not held).
+func (s *helperService) takeOver() (net.Conn, int, error) {
+	h := s.holder
+	if h == nil {
+		return nil, 0, nil
+	}
+	s.mu.Lock()
+	ending := s.ending
+	s.mu.Unlock()
+	if ending || !s.mounted() {
+		return nil, 0, nil // the mount ended: the connection goes with this process
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.serving {
+		h.failures++
+	}
+	var why error
+	switch {
+	case h.init == nil:
+		why = errors.New("the daemon died before it initialized the mount")
+	case h.failures >= maxFailedTakeovers:
+		why = fmt.Errorf("%d daemons in a row died before they served", h.failures)
+	}
+	if why == nil {
+		h.serving = false
+		conn, pid, err := h.start()
+		if err == nil {
+			fmt.Fprintf(os.Stderr, "sessionfs: the daemon of %s is gone: a new one takes the connection over\n", s.mnt)
+			return conn, pid, nil
+		}
+		why = err
+	}
+	// Never a hang: the users get errors, and the next mount clears the mount as a stale one.
+	if err := s.Abort(struct{}{}, nil); err != nil {
+		return nil, 0, fmt.Errorf("%v, and the connection could not be ended: %v", why, err)
+	}
+	return nil, 0, fmt.Errorf("%v: the mount's connection is ended (sessionfs mount clears it)", why)
+}
+
+// exitPoll is how often the helper looks whether its daemon was killed (closeOnExit).
+const exitPoll = 20 * time.Millisecond
+
+// closeOnExit closes conn, the socket to daemon, once daemon was killed, until stop is called. Its socket alone
+// would tell too late, or never: a daemon killed while one of its threads writes a notification that waits on a
+// folder's lock (FUSE_NOTIFY_INVAL_ENTRY while a rename in it waits for the answer the daemon will not give)
+// keeps its descriptors until that thread returns, which takes the next daemon answering the rename. The thread
+// group leader is a zombie at once: that is the sign.
+func closeOnExit(daemon int, conn net.Conn) (stop func()) {
+	done := make(chan struct{})
+	go func() {
+		tick := time.NewTicker(exitPoll)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				if exited(daemon) {
+					conn.Close()
+					return
+				}
+			}
+		}
+	}()
+	return func() { close(done) }
+}
+
+// exited says whether process pid's main thread is gone (a zombie, or no such process).
+func exited(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	// pid (comm) state ...: comm may hold anything, the state follows its last ')'.
+	i := strings.LastIndexByte(string(stat), ')')
+	return i < 0 || i+2 >= len(stat) || stat[i+2] == 'Z' || stat[i+2] == 'X'
+}
+
+// mounted says whether the helper's mount is still in the mount table, as the connection it holds.
+func (s *helperService) mounted() bool {
+	mounts, err := mountinfo.GetMounts(mountinfo.SingleEntryFilter(s.mnt))
+	if err != nil || len(mounts) == 0 || mounts[len(mounts)-1].FSType != FSType {
+		return false
+	}
+	minor, err := s.connection()
+	return err == nil && uint32(mounts[len(mounts)-1].Minor) == minor
+}
+
+// start starts a daemon that takes the connection over, with a socket to this helper, and returns its pid.
+func (h *holder) start() (net.Conn, int, error) {
+	cfg, err := json.Marshal(takeoverConfig{Store: h.cfg.Store, Mountpoint: h.cfg.Mountpoint, Options: *h.cfg.Takeover, Init: *h.init})
+	if err != nil {
+		return nil, 0, err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, 0, err
+	}
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, 0, err
+	}
+	ours, theirs := os.NewFile(uintptr(fds[0]), "sessionfs-helper"), os.NewFile(uintptr(fds[1]), "sessionfs-daemon")
+	defer theirs.Close()
+	daemon := exec.Command(exe, TakeoverArg, h.cfg.Mountpoint)
+	daemon.Env = append(os.Environ(), takeoverEnv+"="+string(cfg))
+	daemon.Stdout, daemon.Stderr = os.Stderr, os.Stderr
+	daemon.ExtraFiles = []*os.File{theirs, h.dev, h.nodes} // 3, 4, 5 there too
+	if err := daemon.Start(); err != nil {
+		ours.Close()
+		return nil, 0, err
+	}
+	go func() { _ = daemon.Wait() }()
+	conn, err := net.FileConn(ours)
+	ours.Close()
+	if err != nil {
+		_ = daemon.Process.Kill()
+		return nil, 0, err
+	}
+	return conn, daemon.Process.Pid, nil
+}
+
+// RunTakeover is a daemon taking a mount's connection over, when argv[1] is TakeoverArg: it serves until the
+// mount ends, and exits; otherwise it returns at once.
+func RunTakeover() {
+	if len(os.Args) < 2 || os.Args[1] != TakeoverArg {
+		return
+	}
+	if err := serveTakenOver(); err != nil {
+		fmt.Fprintf(os.Stderr, "sessionfs: the daemon taking the mount over: %v\n", err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+// resumed is what a taking-over daemon serves: the connection, the INIT it was made with, and go-fuse's node
+// file system, whose node ids it restores.
+type resumed struct {
+	dev      int
+	init     fuse.InitIn
+	nodeFS   fuse.RawFileSystem
+	restored int
+	took     time.Time
+}
+
+func serveTakenOver() error {
+	var cfg takeoverConfig
+	if err := json.Unmarshal([]byte(os.Getenv(takeoverEnv)), &cfg); err != nil {
+		return fmt.Errorf("read the configuration: %w (this process is started by the mount's helper)", err)
+	}
+	os.Unsetenv(takeoverEnv)
+	took := time.Now()
+	// The helper stops the mount on the daemon's word only: an interrupt is this process's to act on.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	store, err := layout.OpenStore(cfg.Store)
+	if err != nil {
+		return err
+	}
+	f := os.NewFile(helperFD, "helper")
+	if f == nil {
+		return errors.New("descriptor 3 is not open (this process is started by the mount's helper)")
+	}
+	conn, err := net.FileConn(f)
+	f.Close()
+	if err != nil {
+		return err
+	}
+	unix.CloseOnExec(holderDev)
+	nodes, err := mapNodeLog(holderNodes)
+	if err != nil {
+		return err
+	}
+	s := &startup{store: store, mountpoint: cfg.Mountpoint, opts: cfg.Options, given: cfg.Options, confined: true,
+		resumed: &resumed{dev: holderDev, init: cfg.Init, took: took}, nodes: nodes,
+		helper: rpc.NewClient(conn), helperPID: os.Getppid()}
+	m, err := s.start(nil)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "sessionfs: serving %s at %s again: took the connection over in %s, %d nodes the kernel holds restored\n",
+		store.Root, m.Mountpoint, time.Since(took).Round(time.Millisecond), s.resumed.restored)
+	go unmountOnSignal(m, sigs)
+	return m.Wait()
+}
+
+// unmountOnSignal unmounts on the first signal, and detaches a busy mount.
+func unmountOnSignal(m *Mount, sigs <-chan os.Signal) {
+	<-sigs
+	if m.Unmount() != nil {
+		_ = m.Detach()
+	}
+}
+
+// resumeServer makes go-fuse's server of the connection taken over, from the INIT the first daemon read.
+func (s *startup) resumeServer(nodeFS, raw fuse.RawFileSystem) error {
+	server, err := fuse.ResumeServer(raw, s.resumed.dev, "", &s.fuse.MountOptions, s.resumed.init)
+	if err != nil {
+		return fmt.Errorf("take the connection over: %w", err)
+	}
+	s.server, s.resumed.nodeFS = server, nodeFS
+	return nil
+}
+
+// serveResumed, confined by now, restores the node ids the kernel holds, asks the kernel to resend what the
+// dead daemon had read, and serves.
+func (s *startup) serveResumed() error {
+	recorded, handles, err := s.nodes.read()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "sessionfs: %v: the files the kernel holds from the daemon before get errors\n", err)
+	}
+	if s.resumed.restored, err = gofs.RestoreNodes(s.resumed.nodeFS, recorded, handles); err != nil {
+		fmt.Fprintf(os.Stderr, "sessionfs: restore the nodes the kernel holds: %v\n", err)
+	}
+	gofs.RecordNodes(s.resumed.nodeFS, s.nodes)
+	if st := s.server.NotifyResend(); !st.Ok() {
+		fmt.Fprintf(os.Stderr, "sessionfs: the kernel resends nothing (%v; Linux 6.9 does): the requests the daemon before had read wait for good\n", st)
+	}
+	go s.server.Serve()
+	s.helper.Go("Helper.Resumed", struct{}{}, nil, make(chan *rpc.Call, 1))
+	return nil
+}

@@ -1,0 +1,228 @@
+// Copyright 2026 the Go-FUSE Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style
+// license that can be found in the LICENSE file.
+
+package fs
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/hanwen/go-fuse/v2/fuse"
+)
+
+// Takeover patch (see ../TAKEOVER.md). A server that takes over a FUSE connection (fuse.ResumeServer) meets node
+// ids the kernel holds from the server before it. Node ids are this package's own numbers, so the server before
+// records each as it hands it out (NodeLog: the parent's node id and the name it was looked up by), and the new
+// server replays the record (RestoreNodes): each name looked up again in its parent, and the node found
+// registered under the recorded id.
+
+// NodeLog is told of every node id handed to the kernel under a name, of every rename of one, and of every one
+// the kernel forgot. Calls come from the serving goroutines, concurrently, with node locks held: an implementation
+// records and returns.
+type NodeLog interface {
+	// Named: the kernel knows node id (inode number ino) under name in folder parent (a lookup, create, or
+	// rename).
+	Named(id, parent uint64, name string, ino uint64)
+	// Renaming: node id is about to be renamed to name in folder parent; Named follows when it was. A server after
+	// this one finds the node under either name (one that died between the two finds it under the new one).
+	Renaming(id, parent uint64, name string)
+	// Forgot: the kernel dropped node id.
+	Forgot(id uint64)
+	// Backing: the kernel reads and writes node id's open files through passthrough backing id backing (0: no
+	// longer). The kernel allows one backing file per inode at a time: a server after this one must answer an
+	// open of the node with the same id while a file opened before is open.
+	Backing(id uint64, backing int32)
+	// Handles: no file handle at or past upTo was handed out yet. A server after this one hands out its own from
+	// there, so that a RELEASE of a handle of this one never releases one of its own.
+	Handles(upTo uint32)
+}
+
+// handleStep is how often Handles is told: once every so many handles handed out.
+const handleStep = 1024
+
+// RecordNodes makes raw (a NewNodeFS) tell log of the node ids it hands out, from now on.
+func RecordNodes(raw fuse.RawFileSystem, log NodeLog) {
+	b := raw.(*rawBridge)
+	b.nodeLog = log
+	b.ids.mu.Lock()
+	b.ids.onHandles = log.Handles
+	b.ids.mu.Unlock()
+}
+
+// logLookup records child, registered under name in parent, the first time the kernel is given its node id
+// (the caller holds both nodes' locks, so no FORGET or second lookup interleaves).
+func (b *rawBridge) logLookup(parent *Inode, name string, child *Inode, e *nodeEntry) {
+	b.ids.mu.Lock()
+	first := e.lookupCount == 1
+	b.ids.mu.Unlock()
+	if first {
+		b.nodeLog.Named(child.nodeId, parent.nodeId, name, b.stableIno(child))
+	}
+}
+
+// stableIno is n's inode number when the file system chose it (0 for one handed out automatically: another
+// server numbers those in its own order).
+func (b *rawBridge) stableIno(n *Inode) uint64 {
+	first := b.options.FirstAutomaticIno
+	if first == 0 {
+		first = 1 << 63
+	}
+	if n.stableAttr.Ino >= first {
+		return 0
+	}
+	return n.stableAttr.Ino
+}
+
+// logRenaming records the rename about to be made (and, for an exchange, the other way too).
+func (b *rawBridge) logRenaming(p1 *Inode, oldName string, p2 *Inode, newName string, exchange bool) {
+	if b.nodeLog == nil {
+		return
+	}
+	if ch := p1.GetChild(oldName); ch != nil && ch.nodeId != 0 {
+		b.nodeLog.Renaming(ch.nodeId, p2.nodeId, newName)
+	}
+	if ch := p2.GetChild(newName); exchange && ch != nil && ch.nodeId != 0 {
+		b.nodeLog.Renaming(ch.nodeId, p1.nodeId, oldName)
+	}
+}
+
+// logRename records the node now under newName in p2 (and, for an exchange, the one now under oldName in p1).
+func (b *rawBridge) logRename(p1 *Inode, oldName string, p2 *Inode, newName string, exchange bool) {
+	if b.nodeLog == nil {
+		return
+	}
+	if ch := p2.GetChild(newName); ch != nil && ch.nodeId != 0 {
+		b.nodeLog.Named(ch.nodeId, p2.nodeId, newName, b.stableIno(ch))
+	}
+	if ch := p1.GetChild(oldName); exchange && ch != nil && ch.nodeId != 0 {
+		b.nodeLog.Named(ch.nodeId, p1.nodeId, oldName, b.stableIno(ch))
+	}
+}
+
+// forgetUnknown says whether nodeid is one the server before handed out and this one did not restore: its FORGET
+// is nothing to this server.
+func (b *rawBridge) forgetUnknown(nodeid uint64) bool {
+	e, _ := b.ids.node(nodeid, 0)
+	return e == nil
+}
+
+// RecordedNode is a node id the kernel holds, as NodeLog recorded it last.
+type RecordedNode struct {
+	ID, Parent uint64
+	Name       string
+	Ino        uint64 // its inode number (0: any)
+	// AltParent and AltName: the name of a rename begun and not known to have been made (see NodeLog.Renaming).
+	AltParent uint64
+	AltName   string
+	Backing   int32 // the passthrough backing id of its open files (0: none)
+}
+
+// restoredLookups is the lookup count a restored node starts with: the kernel's own count is not recorded, so the
+// node stays until the mount ends (the kernel's FORGETs never bring it to zero).
+const restoredLookups = 1 << 48
+
+// RestoreNodes registers in raw (a NewNodeFS, not yet serving) the node ids of nodes, each found by a lookup of its
+// name in its parent, parents first: the ids the kernel holds from the server before. From then on raw takes file
+// handles it never handed out as none, and hands out its own from handles (what NodeLog.Handles was told last;
+// 0: none was) on. A node whose parent or name is gone is left out (the kernel's requests for it get EIO). It
+// returns how many were restored.
+func RestoreNodes(raw fuse.RawFileSystem, nodes []RecordedNode, handles uint32) (int, error) {
+	b := raw.(*rawBridge)
+	sort.Slice(nodes, func(i, j int) bool { return nodes[i].ID < nodes[j].ID })
+	b.ids.mu.Lock()
+	b.ids.resumed = true
+	handles = max(handles, handleStep) // below the first report, every handle before was under handleStep
+	if n := int(handles) - len(b.ids.files); n > 0 {
+		b.ids.files = append(b.ids.files, make([]*fileEntry, n)...) // none: the server before's
+	}
+	if n := len(nodes); n > 0 && nodes[n-1].ID >= b.ids.nextNodeId {
+		b.ids.nextNodeId = nodes[n-1].ID + 1 // new ids never collide with the kernel's
+	}
+	b.ids.mu.Unlock()
+	ctx := &fuse.Context{Cancel: make(chan struct{})}
+	restored := 0
+	// Parents first: a node's parent has a lower id unless the node was renamed into a newer folder, so the nodes
+	// whose parent is not restored yet are tried again until a pass restores none.
+	for pending := nodes; len(pending) > 0; {
+		var later []RecordedNode
+		for _, r := range pending {
+			if r.ID <= fuse.FUSE_ROOT_ID {
+				continue
+			}
+			name := r.Name
+			parent, child, out, wait := b.find(ctx, r.Parent, r.Name, r.Ino)
+			if child == nil && r.AltName != "" {
+				name = r.AltName
+				var altWait bool
+				parent, child, out, altWait = b.find(ctx, r.AltParent, r.AltName, r.Ino)
+				wait = wait || altWait
+			}
+			if child == nil {
+				if wait {
+					later = append(later, r)
+				}
+				continue
+			}
+			if err := b.restore(parent, RecordedNode{ID: r.ID, Name: name, Backing: r.Backing}, child, &out); err != nil {
+				return restored, err
+			}
+			restored++
+		}
+		if len(later) == len(pending) {
+			break
+		}
+		pending = later
+	}
+	return restored, nil
+}
+
+// find looks name up in folder parentID: the node there if it is the inode ino (0: any). wait: the folder is not
+// restored (yet).
+func (b *rawBridge) find(ctx *fuse.Context, parentID uint64, name string, ino uint64) (parent, child *Inode, out fuse.EntryOut, wait bool) {
+	if name == "" || name == "." || name == ".." {
+		return nil, nil, out, false
+	}
+	pe, _ := b.ids.node(parentID, 0)
+	if pe == nil {
+		return nil, nil, out, true
+	}
+	parent = pe.inode.Load()
+	child, errno := b.lookup(ctx, parent, name, &out)
+	if errno != 0 || child == nil || ino != 0 && child.stableAttr.Ino != ino {
+		return nil, nil, out, false
+	}
+	return parent, child, out, false
+}
+
+// restore registers child, found under r.Name in parent, under r.ID.
+func (b *rawBridge) restore(parent *Inode, r RecordedNode, child *Inode, out *fuse.EntryOut) error {
+	b.ids.mu.Lock()
+	if e := b.ids.nodes[child.nodeId]; e == nil || e.inode.Load() != child {
+		child.nodeId = r.ID // not handed out yet: it takes the kernel's id
+	}
+	b.ids.mu.Unlock()
+	selected, _, _ := b.addNewNode(parent, r.Name, child, nil, 0, out)
+	b.ids.mu.Lock()
+	e := b.ids.nodes[r.ID]
+	if selected.nodeId != r.ID {
+		// The same node under a second id (a hard link, or a node registered earlier): the kernel's id names it too.
+		if e == nil {
+			e = &nodeEntry{}
+			e.inode.Store(selected)
+			b.ids.nodes[r.ID] = e
+		} else if e.inode.Load() != selected {
+			b.ids.mu.Unlock()
+			return fmt.Errorf("node %d restored as two nodes", r.ID)
+		}
+	}
+	e.lookupCount = restoredLookups
+	b.ids.mu.Unlock()
+	if r.Backing != 0 && selected.nodeId == r.ID {
+		// Kept till the mount ends: the RELEASEs of the files opened before are not known.
+		b.backingMu.Lock()
+		e.backingID, e.backingIDRefcount = r.Backing, restoredLookups
+		b.backingMu.Unlock()
+	}
+	return nil
+}
