@@ -5,9 +5,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -72,4 +76,64 @@ func errText(err error) string {
 		return "done"
 	}
 	return err.Error()
+}
+
+// TestAttackTextViewParallelReaders: a session's processes make one transcript whose rendering fills the text
+// view's bound (16 MiB) and give it 48 names (hard links: 16 MiB of disk). 48 readers at once (a parallel grep,
+// rg) make the daemon render each conversation once at a time, a few at once: its peak memory stays within what a
+// few renderings take, instead of every reader's rendering held at once (48 x 16 MiB and more).
+func TestAttackTextViewParallelReaders(t *testing.T) {
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	canon := filepath.Join(store, "sessions", "s1", ".claude", "projects", "-session-workspace")
+	var b strings.Builder
+	text := strings.Repeat("marmalade ", 25<<10) // 250 KiB: within a prompt's bound
+	for i := 0; b.Len() < 20<<20; i++ {
+		fmt.Fprintf(&b, `{"type":"user","message":{"role":"user","content":"%d %s"},"timestamp":"2026-11-26T02:00:00Z"}`+"\n", i, text)
+	}
+	first := filepath.Join(canon, "3a4b5c6d-0000-4000-8000-000000000000.jsonl")
+	require.NoError(t, os.WriteFile(first, []byte(b.String()), 0o600))
+	const readers = 48
+	for i := 1; i < readers; i++ {
+		require.NoError(t, os.Link(first, filepath.Join(canon, fmt.Sprintf("3a4b5c6d-0000-4000-8000-%012d.jsonl", i))))
+	}
+	m := mount(t, store)
+	view := filepath.Join(m.mnt, "conversations", "s1", "claude")
+	ents, err := os.ReadDir(view)
+	require.NoError(t, err)
+	require.Len(t, ents, readers)
+
+	start := time.Now()
+	var wg sync.WaitGroup
+	sizes := make([]int, readers)
+	for i, e := range ents {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			data, err := os.ReadFile(filepath.Join(view, e.Name()))
+			assert.NoError(t, err)
+			sizes[i] = len(data)
+		}()
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	pid := m.serverPID(t)
+	select {
+	case <-done:
+	case <-time.After(hangBound):
+		t.Errorf("%d readers at once had not read their renderings after %v (the daemon's peak memory: %s)",
+			readers, hangBound, procStatus(t, pid)["VmHWM"])
+		m.stop(t) // what the readers wait on ends with the daemon
+		<-done
+		return
+	}
+	peak := procStatus(t, pid)["VmHWM"]
+	t.Logf("%d readers at once read %d renderings of %d MiB in %v; the daemon's peak memory: %s", readers, readers,
+		sizes[0]>>20, time.Since(start).Round(time.Millisecond), peak)
+	for _, n := range sizes {
+		require.Greater(t, n, 15<<20, "each reader read the whole rendering")
+	}
+	kb, err := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(peak, "kB")))
+	require.NoError(t, err)
+	assert.Less(t, kb, 768<<10, "the daemon held every reader's rendering at once")
 }

@@ -126,6 +126,7 @@ var (
 	_ = (fs.NodeGetattrer)((*textFile)(nil))
 	_ = (fs.NodeOpener)((*textFile)(nil))
 	_ = (fs.NodeReader)((*textFile)(nil))
+	_ = (fs.NodeReleaser)((*textFile)(nil))
 )
 
 func (r *TextRoot) Getattr(ctx context.Context, _ fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
@@ -302,20 +303,28 @@ func (f *textFile) attr(c agents.Conversation, a *fuse.Attr) {
 }
 
 // Open serves the rendering without the kernel's page cache: what a reader holding the file open (tail -f)
-// reads next is the rendering of now.
+// reads next is the rendering of now. The open file keeps the rendering it reads (textcache.go).
 func (f *textFile) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
 	if flags&syscall.O_ACCMODE != syscall.O_RDONLY {
 		return nil, 0, syscall.EROFS
 	}
-	return nil, fuse.FOPEN_DIRECT_IO, 0
+	return &textHandle{}, fuse.FOPEN_DIRECT_IO, 0
 }
 
-func (f *textFile) Read(ctx context.Context, _ fs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+func (f *textFile) Release(ctx context.Context, fh fs.FileHandle) syscall.Errno {
+	if h, ok := fh.(*textHandle); ok {
+		f.texts.release(h)
+	}
+	return 0
+}
+
+func (f *textFile) Read(ctx context.Context, fh fs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
 	c, ok := f.texts.conversation(f.tree, f.id, f.agent, f.conv)
 	if !ok {
 		return nil, syscall.ENOENT
 	}
-	data := f.texts.rendered(f.tree, f.id, f.agent, c)
+	h, _ := fh.(*textHandle)
+	data := f.texts.read(h, f.tree, f.id, f.agent, c)
 	if off >= int64(len(data)) {
 		return fuse.ReadResultData(nil), 0
 	}
