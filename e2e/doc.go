@@ -52,7 +52,7 @@
 // terminal), attack_container (a session's files made hostile by its container), attack_csi, attack_daemon (the serving process and its helper; _inject_* the ptrace slip),
 // attack_landlock and attack_landlock_terminal (exec --landlock), attack_opens (the daemon's open files), attack_search (a session's links
 // swapped in while search indexes it), attack_text_view (conversations/ kept private), attack_text_view_sizes (a
-// session's sparse transcripts of terabytes).
+// session's sparse transcripts of terabytes, readers at once), attack_index (the sessions index kept private).
 //
 // The README: readme_quickstart (its quick start, run command by command as written, on a fresh HOME).
 //

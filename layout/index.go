@@ -274,7 +274,7 @@ func (s *Store) writeIndex(change func(recs map[string]indexRecord)) error {
 	if err := s.root.MkdirAll(indexName, 0o755, uid, gid); err != nil {
 		return err
 	}
-	fd, err := s.root.OpenAt(indexLock, unix.O_RDWR|unix.O_CREAT|unix.O_NONBLOCK|unix.O_NOCTTY, 0o644)
+	fd, err := s.root.OpenAt(indexLock, unix.O_RDWR|unix.O_CREAT|unix.O_NONBLOCK|unix.O_NOCTTY, 0o600)
 	if err != nil {
 		return err
 	}
@@ -296,7 +296,9 @@ func (s *Store) writeIndex(change func(recs map[string]indexRecord)) error {
 		return err
 	}
 	change(recs)
-	return s.root.WriteAtomicFrom(indexFile, bytes.NewReader(encodeIndex(recs, maxIndexSize)), 0o644, uid, gid, time.Time{})
+	// The owner's alone (as search.db beside it): it copies every session's metadata, and a session its owner made
+	// private (0700) keeps its session.json from other users.
+	return s.root.WriteAtomicFrom(indexFile, bytes.NewReader(encodeIndex(recs, maxIndexSize)), 0o600, uid, gid, time.Time{})
 }
 
 // encodeIndex is the index file's bytes: the header and the records, sorted by id, in at most limit bytes. When
