@@ -53,3 +53,31 @@ func TestAttackTextViewKeepsTranscriptsPrivate(t *testing.T) {
 	assert.Error(t, err, "nor read one by its name: %s", out)
 	assert.NotContains(t, out, "tangerine")
 }
+
+// TestAttackTextViewKeepsConversationNamesPrivate: a transcript folder its owner made private (0700) keeps the
+// names of the conversations in it (their ids, sizes, times) from other users; through conversations/, uid 65534
+// cannot list them either.
+func TestAttackTextViewKeepsConversationNamesPrivate(t *testing.T) {
+	need(t, os.Geteuid() == 0, "reads as uid 65534 on an --allow-other mount")
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	const id = "33333333-2222-3333-4444-555555555555"
+	canon := filepath.Join(store, "sessions", "s1", ".claude", "projects", "-session-workspace")
+	line := `{"type":"user","message":{"role":"user","content":"hello"},"timestamp":"2026-11-26T02:00:00Z"}` + "\n"
+	require.NoError(t, os.WriteFile(filepath.Join(canon, id+".jsonl"), []byte(line), 0o600))
+	require.NoError(t, os.Chmod(canon, 0o700))
+	openUp(t, filepath.Join(store, "sessions"))
+	m := mount(t, store, "--allow-other")
+	openUp(t, m.mnt)
+	ls := func(dir string) (string, error) {
+		cmd := exec.Command("ls", dir)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	out, err := ls(canon)
+	require.Error(t, err, "the store denies 65534 the folder's names: %s", out)
+	out, err = ls(filepath.Join(m.mnt, "conversations", "s1", "claude"))
+	t.Logf("uid 65534 listing conversations/s1/claude: %v: %s", err, out)
+	assert.NotContains(t, out, id, "the text view listed a private folder's conversations to 65534")
+}

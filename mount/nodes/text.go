@@ -184,7 +184,11 @@ func (s *textSession) Getattr(ctx context.Context, _ fs.FileHandle, out *fuse.At
 
 func (s *textSession) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	a, err := all.ByName(name)
-	if err != nil || len(s.texts.conversations(s.tree, s.id, a)) == 0 {
+	if err != nil {
+		return textMissing(out)
+	}
+	convs := s.texts.conversations(s.tree, s.id, a)
+	if len(convs) == 0 {
 		return textMissing(out)
 	}
 	ch := s.GetChild(name)
@@ -194,7 +198,7 @@ func (s *textSession) Lookup(ctx context.Context, name string, out *fuse.EntryOu
 		ta.recheck(ch, ta.entries())
 	}
 	var st syscall.Stat_t
-	if err := s.tree.textAccess(s.id+"/"+a.Dir, &st); err != nil {
+	if err := s.tree.textAgentAccess(s.id, a, convs, &st); err != nil {
 		return nil, fs.ToErrno(err)
 	}
 	textDirEntry(&st, out)
@@ -218,7 +222,15 @@ func (s *textSession) entries() []fuse.DirEntry {
 
 func (d *textAgent) Getattr(ctx context.Context, _ fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	d.recheck(&d.Inode, d.entries())
-	return textDirAttr(d.tree, d.id+"/"+d.agent.Dir, out)
+	var st syscall.Stat_t
+	if err := d.tree.textAgentAccess(d.id, d.agent, d.texts.conversations(d.tree, d.id, d.agent), &st); err != nil {
+		return fs.ToErrno(err)
+	}
+	out.FromStat(&st)
+	out.Mode = syscall.S_IFDIR | st.Mode&0o555
+	out.Ino = 0
+	out.SetTimeout(textTimeout)
+	return 0
 }
 
 func (d *textAgent) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {

@@ -1,8 +1,11 @@
 package nodes
 
 import (
+	"path"
 	"strings"
 	"syscall"
+
+	"github.com/sessionfs/sessionfs/agents"
 )
 
 // The text view shows what a session's files hold, so it lets read it exactly those who may read those files in
@@ -33,6 +36,30 @@ func (t *Tree) textAccess(rel string, st *syscall.Stat_t) error {
 		}
 	}
 	st.Mode = st.Mode&syscall.S_IFMT | perm
+	return nil
+}
+
+// textAgentAccess is what the text view shows of agent a's folder in session id, which lists convs: its store
+// folder's attributes (textAccess), a class keeping its bits only if it may also list every store folder that
+// holds one of the conversations (their names, sizes and times are those folders' to show).
+func (t *Tree) textAgentAccess(id string, a *agents.Agent, convs []agents.Conversation, st *syscall.Stat_t) error {
+	if err := t.textAccess(id+"/"+a.Dir, st); err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	for _, c := range convs {
+		rel, ok := strings.CutPrefix(path.Dir(c.Path), t.Store.SessionsDir()+"/")
+		if seen[rel] {
+			continue
+		}
+		seen[rel] = true
+		var dir syscall.Stat_t
+		if !ok || t.textAccess(rel, &dir) != nil {
+			st.Mode &^= 0o777 // a folder that cannot be told: no one but root lists it
+			return nil
+		}
+		st.Mode &^= 0o777 &^ dir.Mode
+	}
 	return nil
 }
 
