@@ -344,6 +344,7 @@ func (b *bench) runAll() {
 	b.manyBinds()
 	b.cliAtScale()
 	b.searchAtScale()
+	b.textView()
 	b.csiPublish()
 	b.agentWorkload()
 	b.roundTrips() // last: it stops the bench's mount
