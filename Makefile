@@ -140,7 +140,8 @@ vet:
 clean:
 	rm -rf bin e2e/.cache
 
-# The benchmark: native vs sessionfs vs bindfs, in one run (BENCH_FLAGS=-size=256MiB... to shrink it).
+# The benchmark: a plain folder (the baseline) vs the store's folder vs the mount vs bindfs, in one run, with the daemons' CPU
+# (BENCH_FLAGS=-size=268435456 ... to shrink it; go run ./cmd/sessionfs-bench -h lists the flags).
 BENCH_FLAGS ?=
 bench: build
 	$(GO) run ./cmd/sessionfs-bench -sessionfs $(BIN) $(BENCH_FLAGS)
