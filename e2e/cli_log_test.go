@@ -59,7 +59,7 @@ func TestLogShowsARealConversation(t *testing.T) {
 
 		for _, args := range [][]string{{"log", "no-such"}, {"log", "s1", "0000dead"}, {"log", "s1", "--agent", "codex"}} {
 			r := cli(t, store, args...)
-			assert.Equal(t, 1, r.code, "%v: %s", args, r.stderr)
+			assert.Equal(t, 125, r.code, "%v: %s", args, r.stderr)
 			assert.Contains(t, r.stderr, "no such conversation")
 		}
 	})

@@ -39,7 +39,8 @@ latest conversation, or with CONVERSATION, that one of it. --follow goes on prin
 docker logs -f does; --json prints the entries (kind, time, cwd, text, tool, subagent, offset), one a line.
 
 Not to be confused with "sessionfs logs RUN", which prints what a run of exec, run or resume printed (stdout
-and stderr). A conversation that is not found exits with status 1, as docker logs does.`,
+and stderr). A conversation or session that is not found exits with status 125, as every sessionfs command
+does for a session it cannot find.`,
 		Example: `  sessionfs log fix-login                     # its latest conversation
   sessionfs log 4f1c2a9e                      # a conversation of any session, by the start of its id
   sessionfs log fix-login ses_7a1b --agent opencode
@@ -89,12 +90,12 @@ func (a *app) runLog(ctx context.Context, w io.Writer, args []string, o logOptio
 	_, m, err := a.session(session)
 	if errors.Is(err, layout.ErrNotFound) || errors.Is(err, layout.ErrInvalidID) {
 		if convErr != nil && !errors.Is(convErr, claude.ErrNoConversation) {
-			return codedError{1, convErr} // the start of several conversations
+			return convErr // the start of several conversations
 		}
 		if len(args) == 1 {
 			err = errors.New(args[0] + ": no such conversation or session (sessionfs ls lists the sessions, sessionfs show SESSION a session's conversations)")
 		}
-		return codedError{1, err}
+		return err
 	}
 	if err != nil {
 		return err
@@ -105,9 +106,6 @@ func (a *app) runLog(ctx context.Context, w io.Writer, args []string, o logOptio
 	}
 	defer sess.Close()
 	ag, c, err := text.Pick(sess, among, conv)
-	if errors.Is(err, text.ErrNoConversation) {
-		return codedError{1, err}
-	}
 	if err != nil {
 		return err
 	}
