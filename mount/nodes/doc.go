@@ -4,7 +4,7 @@
 // # The node kinds
 //
 //	path in the mount          type          file           serves
-//	/                          Root          root.go        sessions/ and by-claude-id/
+//	/                          Root          root.go        sessions/, by-claude-id/ and conversations/
 //	sessions/                  Sessions      sessions.go    one folder per session, read live; mkdir makes a
 //	                                                        session, rmdir of an empty one trashes it
 //	sessions/<id>              SessionDir    session.go     the session's folder; a lookup in it tells the Binder;
@@ -18,11 +18,15 @@
 //	  .claude/projects/<name>
 //	  everything else          Node          passthrough.go a store file or folder passed through
 //	by-claude-id/              ByClaudeID    byclaudeid.go  <conversation uuid>: a link to ../sessions/<id>
+//	conversations/             TextRoot      text.go        <id>/<agent>/<conversation>.md: every agent's
+//	                                                        conversations rendered as Markdown on read
+//	                                                        (textcache.go), readable by whom may read their
+//	                                                        files (textperm.go)
 //
 // Node does the passthrough; SessionDir, AgentDir, ViewsDir and View embed it and answer the few requests they
 // answer otherwise. A folder kind whose children are not all plain Nodes says which each is (parentKind: a
-// session's agent folders, an agent's views folders, a view's own file). Root, Sessions, OnlyViewsDir and
-// ByClaudeID are synthetic: no store entry is passed through as them.
+// session's agent folders, an agent's views folders, a view's own file). Root, Sessions, OnlyViewsDir, ByClaudeID
+// and the text view are synthetic: no store entry is passed through as them.
 //
 // # The views table
 //
@@ -64,6 +68,9 @@
 // the binder's begin); SetWatch, the store watcher, which reports changes to Changed and ChangedAll (watchStore,
 // cache.go). It mounts NewRoot(tree) and runs Prune on Root.Sessions (prune.go); the binder reads Sessions and
 // LastUsed.
+//
+// A folder the mount binds (a session's workspace, app, mcps) is watched only once FUSE serves a request in it
+// (Node.servedHere), and its watches go when its events find the bind there again (Tree.boundCheck, cache.go).
 //
 // The rest: the kernel's caches kept true to the store (cache.go), listings (dirstream.go), locks through the
 // mount and their shares (locks*.go), descriptors held for callers' opens (opens.go), callers' ioctls (ioctl.go),
