@@ -32,7 +32,8 @@
 // stale mounts, a crash), mount_posix (shell tools, posixtest and ours, native results, ownership and inodes),
 // mount_views (cwd-keyed views and aliases), mount_copies (tar, cp -a, rsync, grep -r, find and du through the
 // mount meet what the store holds), mount_binds (the heavy folders' binds, --max-binds),
-// mount_view_binds (a transcript view in use bound, taken back, released; resume through it),
+// mount_view_binds (a transcript view in use bound, taken back, released; resume through it), mount_text_view
+// (conversations/: every agent's conversations as Markdown, found by grep -rl and search, live),
 // mount_coherence (changes behind the mount, what the kernel caches), mount_listing (folders without
 // OPENDIR), mount_locks (locks reach the store), mount_locks_shares (each session's and uid's share of the
 // daemon's locks), mount_readonly (--read-only, and the runs on it), mount_sessions (sessions made and removed
