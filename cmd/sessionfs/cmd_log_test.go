@@ -46,9 +46,10 @@ func TestLogFindsByConversationOrSession(t *testing.T) {
 
 	for _, args := range [][]string{{"nope"}, {"demo", "nope"}, {"demo", "--agent", "codex"}, {"gone", "x"}} {
 		_, err = runLogCmd(t, dir, args...)
+		require.Error(t, err, "%v", args)
 		var coded codedError
-		require.True(t, errors.As(err, &coded), "%v: %v", args, err)
-		assert.Equal(t, 1, coded.code, "%v: not found exits 1, as docker logs", args)
+		assert.False(t, errors.As(err, &coded), "%v: not found exits %d, as for any session not found: %v", args, ownFailure, err)
+		assert.Contains(t, err.Error(), "no such")
 	}
 	_, err = runLogCmd(t, dir, "demo", "--agent", "vim")
 	assert.True(t, isUsage(err), "%v", err)
