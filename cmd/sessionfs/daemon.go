@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -168,6 +169,11 @@ func logDaemonWithTimes() (stop func()) {
 		return func() {}
 	}
 	os.Stderr = w
+	// Libraries log through the standard logger (go-fuse: "Failed to read from fuse conn"), which holds the
+	// stderr it began with: it writes to the pipe too, its own date left out.
+	prevOut, prevFlags := log.Writer(), log.Flags()
+	log.SetOutput(w)
+	log.SetFlags(0)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -187,6 +193,8 @@ func logDaemonWithTimes() (stop func()) {
 	}()
 	return func() {
 		os.Stderr = logf
+		log.SetOutput(prevOut)
+		log.SetFlags(prevFlags)
 		w.Close()
 		select {
 		case <-done: // all written
