@@ -367,7 +367,7 @@ func (t *Tree) boundCheck(rel string) {
 		return
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	var stale []*fs.Inode
 	for p, ins := range c.dirs {
 		if p != key && !strings.HasPrefix(p, key+"/") {
 			continue
@@ -378,7 +378,18 @@ func (t *Tree) boundCheck(rel string) {
 			if n, ok := asNode(in); ok {
 				n.watchLater.Store(&p)
 			}
+			stale = append(stale, in)
 		}
+	}
+	c.mu.Unlock()
+	// What the kernel keeps of these folders through FUSE would be stale by the time the bind is released (what
+	// happens through the bind reaches no watch): dropped now, while the bind hides them. Their inodes, never the
+	// names the binds sit on (that would detach them).
+	for _, in := range stale {
+		for name := range in.Children() {
+			in.NotifyEntry(name)
+		}
+		in.NotifyContent(0, 0)
 	}
 }
 
