@@ -127,7 +127,7 @@ func (l *agentLoop) finish(t *testing.T, store string) []time.Duration {
 	return gaps
 }
 
-// TestMountTakeoverKill (issue 42): on a confined root mount with --takeover, kill -9 of the serving daemon, five
+// TestMountTakeoverKill (issue 42): on a confined root mount (--takeover is the default), kill -9 of the serving daemon, five
 // times, is not seen by the agents using it: a shell on the mount and, with Docker, a plain `docker run -v
 // <mount>/sessions/<id>:/session` container. The kernel queues their requests, the helper starts a daemon that
 // takes the connection over, and they complete: every line each appended is in the store once and in order. The
@@ -137,7 +137,7 @@ func TestMountTakeoverKill(t *testing.T) {
 	store := t.TempDir()
 	ok(t, store, "new", "s1")
 	ok(t, store, "new", "s2")
-	m := mount(t, store, "--takeover")
+	m := mount(t, store) // --takeover is the default
 	daemon := m.cmd.Process.Pid
 	helper := helperPID(t, daemon)
 	t.Cleanup(func() { endTakeoverMount(t, m, helper) })
@@ -195,6 +195,22 @@ func TestMountTakeoverKill(t *testing.T) {
 	}
 }
 
+// TestMountTakeoverOptOut: with --takeover=false the helper holds nothing, and a killed daemon leaves the mount
+// stale, as before issue 42 (the path a mount whose helper is killed too takes: harness's kill).
+func TestMountTakeoverOptOut(t *testing.T) {
+	need(t, os.Geteuid() == 0, "root: a confined mount and its helper")
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	m := mount(t, store, "--takeover=false")
+	helper := helperPID(t, m.cmd.Process.Pid)
+	require.NoError(t, m.cmd.Process.Kill())
+	_ = m.cmd.Wait()
+	eventually(t, 10*time.Second, func() bool { return procGone(helper) }, "the helper ends with its daemon")
+	var st syscall.Statfs_t
+	require.ErrorIs(t, syscall.Statfs(m.mnt, &st), syscall.ENOTCONN, "a killed daemon leaves a stale mount")
+	assert.NotContains(t, m.log.String(), "takes the connection over")
+}
+
 // endTakeoverMount unmounts a --takeover mount and waits for its helper and the daemon it started to end with it.
 func endTakeoverMount(t *testing.T, m *mounted, helper int) {
 	pids := []int{helper}
@@ -213,4 +229,32 @@ func endTakeoverMount(t *testing.T, m *mounted, helper int) {
 			t.Errorf("process %d (the helper %d, or the daemon it started) outlived its unmounted mount", pid, helper)
 		}
 	}
+}
+
+// helperOf is the privileged helper of the daemon pid (its child), or 0 when it has none (an unconfined mount).
+func helperOf(pid int) int {
+	files, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	for _, f := range files {
+		b, _ := os.ReadFile(f)
+		for _, c := range strings.Fields(string(b)) {
+			child, err := strconv.Atoi(c)
+			if err != nil {
+				continue
+			}
+			if args, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", child)); strings.Contains(string(args), sfsmount.HelperArg) {
+				return child
+			}
+		}
+	}
+	return 0
+}
+
+// procGone says whether process pid ended (gone, or a zombie nobody reaped yet).
+func procGone(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	i := strings.LastIndexByte(string(stat), ')')
+	return i < 0 || i+2 >= len(stat) || stat[i+2] == 'Z' || stat[i+2] == 'X'
 }

@@ -78,10 +78,8 @@ confinement in force.`,
 	cmd.Flags().StringVar(&o.logPath, "log", defaultMountLog(), "with --daemon, where the daemon's output goes (appended)")
 	cmd.Flags().StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the daemon to this file (for performance work)")
 	_ = cmd.Flags().MarkHidden("cpuprofile")
-	// A prototype (issue 42), hidden until it is the default: a confined mount's helper keeps the FUSE connection,
-	// and a daemon that dies is replaced by one that takes the connection over.
-	cmd.Flags().BoolVar(&o.opts.Takeover, "takeover", false, "as root, confined: keep the mount's connection past a daemon that dies; a new daemon takes it over")
-	_ = cmd.Flags().MarkHidden("takeover")
+	// On wherever a helper runs (a confined root mount): it serves no request, so it can hold the connection.
+	cmd.Flags().BoolVar(&o.opts.Takeover, "takeover", true, "as root, confined: the privileged helper keeps the mount's connection, and a daemon killed is replaced by one that takes it over (its users wait, and go on); --takeover=false: a killed daemon leaves a stale mount")
 	return cmd
 }
 
