@@ -81,7 +81,7 @@ func (a *app) runLog(ctx context.Context, w io.Writer, args []string, o logOptio
 		conv = args[1]
 	} else if !s.Exists(session) {
 		// A conversation's id (or its start) in any session, else the start of a session's id.
-		full, holders, _, err := findConversation(s, session)
+		full, holders, _, err := findIndexed(s, session)
 		if err == nil {
 			session, conv = holders[0].ID, full
 		}

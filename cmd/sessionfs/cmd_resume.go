@@ -7,10 +7,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/sessionfs/sessionfs/agents"
 	"github.com/sessionfs/sessionfs/agents/all"
 	"github.com/sessionfs/sessionfs/agents/claude"
 	"github.com/sessionfs/sessionfs/backends"
@@ -80,53 +82,42 @@ func (a resumer) runResume(claudeBin, target string, extra []string) error {
 	if err != nil {
 		return err
 	}
-	if target, err = expandResumeTarget(s, target); err != nil {
-		return err
-	}
 	// A conversation first: an imported session is named after its conversation's uuid, and "resume UUID" must
-	// resume that conversation, not the session's newest one.
-	holders, err := claude.Holders(s, target)
-	if err != nil && !errors.Is(err, claude.ErrNoConversation) {
+	// resume that conversation, not the session's newest one. The store's index says which sessions to look in.
+	uuid, holders, agent, err := resumedConversation(s, target)
+	if errors.Is(err, claude.ErrNoConversation) {
+		return a.continueSession(claudeBin, target, extra)
+	} else if err != nil {
 		return err
 	}
-	if len(holders) > 0 {
-		if err := a.needAgentCLI(claudeBin); err != nil {
+	argv := append([]string{claudeBin, "--resume", uuid}, extra...)
+	if agent != claude.Agent.Name {
+		ag, err := all.ByName(agent)
+		if err != nil {
 			return err
 		}
-		holders, _ = conversationHolders(s, target) // names the other holders, if any
-		return a.resumeIn(holders[0].ID, append([]string{claudeBin, "--resume", target}, extra...), claude.Agent.Name)
+		argv = append(ag.Resume(uuid), extra...)
 	}
-	if others, err := all.Holders(s, target); err == nil && len(others) > 0 {
-		return a.resumeAgent(s, target, extra)
-	}
-	return a.continueSession(claudeBin, target, extra)
-}
-
-// expandResumeTarget is target, or when it is neither a session's id nor a whole conversation's, the conversation
-// whose id it starts (watch prints 8 characters).
-func expandResumeTarget(s *layout.Store, target string) (string, error) {
-	if s.Exists(target) {
-		return target, nil
-	}
-	if h, _ := claude.Holders(s, target); len(h) > 0 {
-		return target, nil
-	}
-	if o, _ := all.Holders(s, target); len(o) > 0 {
-		return target, nil
-	}
-	return expandConversation(s, target)
-}
-
-// resumeAgent resumes conversation uuid of an agent other than Claude, with that agent, in the session that owns
-// it.
-func (a resumer) resumeAgent(s *layout.Store, uuid string, extra []string) error {
-	holders, name, _ := anyHolders(s, uuid) // names the other holders, if any
-	ag, _ := all.ByName(name)
-	argv := append(ag.Resume(uuid), extra...)
 	if err := a.needAgentCLI(argv[0]); err != nil {
 		return err
 	}
-	return a.resumeIn(holders[0].ID, argv, ag.Name)
+	return a.resumeIn(holders[0].ID, argv, agent)
+}
+
+// resumedConversation is the conversation target names, with its holders (the owner first) and its agent: the
+// conversation called target, or, when target is no session's id, the one whose id it starts (watch prints 8
+// characters). claude.ErrNoConversation when it names none: then it names a session.
+func resumedConversation(s *layout.Store, target string) (string, []agents.Holder, string, error) {
+	if !s.Exists(target) {
+		return findIndexed(s, target)
+	}
+	among, err := s.ConversationCandidates(func(conv string) bool { return strings.EqualFold(conv, target) })
+	if err != nil {
+		holders, agent, err := anyHolders(s, target)
+		return target, holders, agent, err
+	}
+	holders, agent, err := anyHoldersAmong(s, target, among)
+	return target, holders, agent, err
 }
 
 // continueSession resumes the newest Claude conversation of session arg.

@@ -2,6 +2,8 @@ package main
 
 import (
 	"errors"
+	"fmt"
+	"io"
 	"os"
 	"strings"
 	"time"
@@ -9,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/sessionfs/sessionfs/layout"
 	"github.com/sessionfs/sessionfs/search"
 )
 
@@ -55,11 +58,7 @@ a conversation or session gone dropped). --reindex builds it anew, with a progre
 			if o.IDs && !cmd.Flags().Changed("limit") || o.Limit == 0 {
 				o.Limit = -1 // all
 			}
-			o.Color = term.IsTerminal(int(os.Stdout.Fd())) && os.Getenv("NO_COLOR") == ""
-			var finish func()
-			o.Progress, finish = countBar("indexing conversations", false)
-			err = search.Run(cmd.OutOrStdout(), s, o)
-			finish()
+			err = runSearch(cmd.OutOrStdout(), cmd.ErrOrStderr(), s, o)
 			if errors.Is(err, search.ErrQuery) {
 				return codedError{code: 1, err: errors.New(strings.TrimPrefix(err.Error(), "search: "))}
 			}
@@ -76,4 +75,31 @@ a conversation or session gone dropped). --reindex builds it anew, with a progre
 	f.IntVar(&o.Limit, "limit", 20, "print at most this many hits (with -l: sessions, all by default; 0: all)")
 	f.BoolVar(&o.Reindex, "reindex", false, "build the index anew first (with a progress bar)")
 	return cmd
+}
+
+// runSearch runs search o with a progress bar for the indexing, and says on stderr when nothing matched.
+func runSearch(stdout, stderr io.Writer, s *layout.Store, o search.Options) error {
+	o.Color = term.IsTerminal(int(os.Stdout.Fd())) && os.Getenv("NO_COLOR") == ""
+	var finish func()
+	o.Progress, finish = countBar("indexing conversations", false)
+	out := &countingWriter{w: stdout}
+	err := search.Run(out, s, o)
+	finish()
+	if err == nil && out.n == 0 && o.Match != "" && !o.JSON && !o.IDs {
+		// A person sees why nothing was printed; scripts read --json or -l, which stay empty.
+		fmt.Fprintf(stderr, "sessionfs: no conversation matches %q\n", o.Match)
+	}
+	return err
+}
+
+// countingWriter counts what passes through it.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }
