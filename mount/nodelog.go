@@ -2,7 +2,6 @@ package mount
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -21,13 +20,14 @@ import (
 //
 // The file is a header (nodeLogMagic, the version) and records, each 8-byte aligned: a length (uint32, stored last
 // and atomically: a record cut off by a kill reads as the end), a kind and the name's length, the node id, the
-// parent's (or a number the kind says), the inode number, the name. The
+// parent's (or a number the kind says), the inode number, the name. A node's lookup count is one record that is
+// written over in place as the count changes (nodeCount), so that a restored node is freed by the kernel's FORGETs. The
 // process that reads it trusts nothing in it: a confined daemon that a session subverted wrote it. Names are
 // checked as a FUSE request's are, and each is only looked up beneath its parent, as a request would be.
 
 const (
 	nodeLogMagic   = 0x73666e6c // "sfnl"
-	nodeLogVersion = 1
+	nodeLogVersion = 2          // 2: lookup counts (nodeCount); 1 is read too
 	nodeLogHeader  = 16
 	// nodeLogSize bounds the log: 64 MiB of address space, paged in as written (about 40 bytes a node).
 	nodeLogSize = 64 << 20
@@ -37,6 +37,7 @@ const (
 	nodeBacking  = 3 // the parent field holds the backing id
 	nodeHandles  = 4 // the id field holds the file handles' high-water mark
 	nodeRenaming = 5
+	nodeCount    = 6 // the parent field holds the node's lookup count, kept up to date in place
 
 	nodeRecordFixed = 4 + 4 + 8 + 8 + 8 // length, kind (and the name's length), id, parent, inode number
 )
@@ -47,6 +48,9 @@ type nodeLog struct {
 	mem  []byte // mapped shared
 	next atomic.Int64
 	full sync.Once
+
+	countMu sync.Mutex
+	counts  map[uint64]int64 // each node id's count record: where its lookup count is kept
 }
 
 // newNodeLog makes an empty log in a new memory file.
@@ -82,7 +86,7 @@ func mapNodeLog(fd int) (*nodeLog, error) {
 	if err != nil {
 		return nil, fmt.Errorf("map the node log: %w", err)
 	}
-	return &nodeLog{fd: fd, mem: mem}, nil
+	return &nodeLog{fd: fd, mem: mem, counts: map[uint64]int64{}}, nil
 }
 
 // Named records that the kernel holds node id (inode ino), looked up as name in parent.
@@ -106,16 +110,37 @@ func (l *nodeLog) Backing(id uint64, backing int32) {
 	l.append(nodeBacking, id, uint64(uint32(backing)), 0, "")
 }
 
+// Counted records node id's lookup count. A node's count is one record, written over in place (a store of 8
+// bytes, no system call): the first count appends it.
+func (l *nodeLog) Counted(id, count uint64) {
+	l.countMu.Lock()
+	off, ok := l.counts[id]
+	switch {
+	case !ok && count == 0:
+	case !ok:
+		if off = l.append(nodeCount, id, count, 0, ""); off >= 0 {
+			l.counts[id] = off
+		}
+	case count == 0:
+		delete(l.counts, id) // Forgot follows; a node id handed out again gets a record of its own
+		fallthrough
+	default:
+		atomic.StoreUint64((*uint64)(unsafe.Pointer(&l.mem[off+16])), count)
+	}
+	l.countMu.Unlock()
+}
+
 var _ gofs.NodeLog = (*nodeLog)(nil)
 
-func (l *nodeLog) append(kind uint8, id, parent, ino uint64, name string) {
+// append appends a record and returns where (-1: the log is full).
+func (l *nodeLog) append(kind uint8, id, parent, ino uint64, name string) int64 {
 	size := int64(nodeRecordFixed+len(name)+7) &^ 7
 	off := l.next.Add(size) - size
 	if off+size > int64(len(l.mem)) {
 		l.full.Do(func() {
 			fmt.Fprintln(os.Stderr, "sessionfs: the node log is full: files looked up from now on are lost to a restarted daemon")
 		})
-		return
+		return -1
 	}
 	rec := l.mem[off : off+size]
 	binary.LittleEndian.PutUint32(rec[4:], uint32(kind)|uint32(len(name))<<8)
@@ -124,18 +149,20 @@ func (l *nodeLog) append(kind uint8, id, parent, ino uint64, name string) {
 	binary.LittleEndian.PutUint64(rec[24:], ino)
 	copy(rec[nodeRecordFixed:], name)
 	atomic.StoreUint32((*uint32)(unsafe.Pointer(&rec[0])), uint32(size)) // last: the record is whole
+	return off
 }
 
 // errNodeLog: the log is not one this build reads.
-var errNodeLog = errors.New("the node log is not sessionfs's (version 1)")
+var errNodeLog = fmt.Errorf("the node log is not sessionfs's (versions 1 to %d)", nodeLogVersion)
 
 // read reads the nodes the kernel holds (the last name each was given, those forgotten left out) and the file
 // handles' high-water mark, and sets the log to append after its last whole record.
 func (l *nodeLog) read() (nodes []gofs.RecordedNode, handles uint32, err error) {
-	if binary.LittleEndian.Uint32(l.mem[0:]) != nodeLogMagic || binary.LittleEndian.Uint32(l.mem[4:]) != nodeLogVersion {
+	if v := binary.LittleEndian.Uint32(l.mem[4:]); binary.LittleEndian.Uint32(l.mem[0:]) != nodeLogMagic || v < 1 || v > nodeLogVersion {
 		return nil, 0, errNodeLog
 	}
 	held := map[uint64]gofs.RecordedNode{}
+	counts := map[uint64]int64{}
 	off := int64(nodeLogHeader)
 	for off+nodeRecordFixed <= int64(len(l.mem)) {
 		size := int64(atomic.LoadUint32((*uint32)(unsafe.Pointer(&l.mem[off]))))
@@ -156,6 +183,9 @@ func (l *nodeLog) read() (nodes []gofs.RecordedNode, handles uint32, err error) 
 		switch {
 		case kind == nodeForgot:
 			delete(held, id)
+			delete(counts, id)
+		case kind == nodeCount:
+			counts[id] = off
 		case kind == nodeHandles:
 			if id <= math.MaxUint32 {
 				handles = max(handles, uint32(id))
@@ -180,9 +210,15 @@ func (l *nodeLog) read() (nodes []gofs.RecordedNode, handles uint32, err error) 
 	}
 	l.next.Store(off)
 	nodes = make([]gofs.RecordedNode, 0, len(held))
-	for _, r := range held {
+	for id, r := range held {
+		if at, ok := counts[id]; ok {
+			r.Lookups = atomic.LoadUint64((*uint64)(unsafe.Pointer(&l.mem[at+16])))
+		}
 		nodes = append(nodes, r)
 	}
+	l.countMu.Lock()
+	l.counts = counts // this process counts on in the same records
+	l.countMu.Unlock()
 	return nodes, handles, nil
 }
 

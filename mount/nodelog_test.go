@@ -57,6 +57,37 @@ func TestNodeLogReadsWhatTheKernelHolds(t *testing.T) {
 	assert.Len(t, nodes, 7, "appended after the last record")
 }
 
+// Each node's lookup count is read as last counted, one record per node however often it changes, and the daemon
+// that read the log counts on in the same records.
+func TestNodeLogCounts(t *testing.T) {
+	l, err := newNodeLog()
+	require.NoError(t, err)
+	defer l.close()
+	l.Counted(2, 1) // counted before it is named: go-fuse counts, then logs the name
+	l.Named(2, 1, "a", 0)
+	for c := uint64(2); c <= 100; c++ {
+		l.Counted(2, c)
+	}
+	l.Counted(2, 40)
+	l.Named(3, 1, "b", 0)
+	l.Counted(3, 1)
+	l.Counted(3, 0)
+	l.Forgot(3)
+	l.Named(4, 1, "c", 0) // of a build that did not count
+	used := l.next.Load()
+
+	again, err := mapNodeLog(l.fd)
+	require.NoError(t, err)
+	nodes, _, err := again.read()
+	require.NoError(t, err)
+	assert.Equal(t, []gofs.RecordedNode{{ID: 2, Parent: 1, Name: "a", Lookups: 40}, {ID: 4, Parent: 1, Name: "c"}}, sortedNodes(nodes))
+	again.Counted(2, 41)
+	assert.Equal(t, used, again.next.Load(), "counted in place")
+	nodes, _, err = l.read()
+	require.NoError(t, err)
+	assert.Equal(t, uint64(41), sortedNodes(nodes)[0].Lookups)
+}
+
 // Records appended at once from many goroutines are each whole.
 func TestNodeLogConcurrentAppends(t *testing.T) {
 	l, err := newNodeLog()

@@ -96,6 +96,8 @@ type mapIdentityTable struct {
 	// onHandles, if set, is told, under mu, each time the handle numbers reach a new multiple of handleStep: no
 	// handle at or past the number it is given was handed out yet (takeover patch).
 	onHandles func(upTo uint32)
+	// onCount, if set, is told, under mu, each node id's lookup count as it changes (takeover patch).
+	onCount func(id, count uint64)
 }
 
 // initIdentityTable prepares a zero-value mapIdentityTable for use.
@@ -197,6 +199,9 @@ func (t *mapIdentityTable) registerNew(id StableAttr, child *Inode, exclusive bo
 	child.hasKernelRef = true
 	child.changeCounter++
 	e.lookupCount++
+	if t.onCount != nil {
+		t.onCount(child.nodeId, e.lookupCount)
+	}
 
 	return child, e, evicted
 }
@@ -219,6 +224,9 @@ func (t *mapIdentityTable) decLookup(nodeID uint64, nlookup uint64) (n *Inode, r
 		log.Panicf("n%d lookupCount underflow: lookupCount=%d, decrement=%d", nodeID, e.lookupCount, nlookup)
 	}
 	e.lookupCount -= nlookup
+	if t.onCount != nil {
+		t.onCount(nodeID, e.lookupCount)
+	}
 	return e.inode.Load(), e.lookupCount == 0
 }
 

@@ -36,6 +36,11 @@ type NodeLog interface {
 	// Handles: no file handle at or past upTo was handed out yet. A server after this one hands out its own from
 	// there, so that a RELEASE of a handle of this one never releases one of its own.
 	Handles(upTo uint32)
+	// Counted: node id's lookup count is now count (0: Forgot follows). Called under the node table's lock, on
+	// every LOOKUP answered and FORGET applied, before the answer is sent: a server after this one starts each
+	// restored node with it, so the kernel's FORGETs free it. (A server killed between the count and its answer
+	// leaves one too many: the node stays, never gone too early.)
+	Counted(id, count uint64)
 }
 
 // handleStep is how often Handles is told: once every so many handles handed out.
@@ -47,6 +52,7 @@ func RecordNodes(raw fuse.RawFileSystem, log NodeLog) {
 	b.nodeLog = log
 	b.ids.mu.Lock()
 	b.ids.onHandles = log.Handles
+	b.ids.onCount = log.Counted
 	b.ids.mu.Unlock()
 }
 
@@ -115,11 +121,12 @@ type RecordedNode struct {
 	// AltParent and AltName: the name of a rename begun and not known to have been made (see NodeLog.Renaming).
 	AltParent uint64
 	AltName   string
-	Backing   int32 // the passthrough backing id of its open files (0: none)
+	Backing   int32  // the passthrough backing id of its open files (0: none)
+	Lookups   uint64 // the kernel's lookup count (NodeLog.Counted; 0: not known)
 }
 
-// restoredLookups is the lookup count a restored node starts with: the kernel's own count is not recorded, so the
-// node stays until the mount ends (the kernel's FORGETs never bring it to zero).
+// restoredLookups is the lookup count a restored node starts with when the kernel's is not known (or the node is
+// known under two ids): the node stays until the mount ends (the kernel's FORGETs never bring it to zero).
 const restoredLookups = 1 << 48
 
 // RestoreNodes registers in raw (a NewNodeFS, not yet serving) the node ids of nodes, each found by a lookup of its
@@ -164,7 +171,7 @@ func RestoreNodes(raw fuse.RawFileSystem, nodes []RecordedNode, handles uint32) 
 				}
 				continue
 			}
-			if err := b.restore(parent, RecordedNode{ID: r.ID, Name: name, Backing: r.Backing}, child, &out); err != nil {
+			if err := b.restore(parent, RecordedNode{ID: r.ID, Name: name, Backing: r.Backing, Lookups: r.Lookups}, child, &out); err != nil {
 				return restored, err
 			}
 			restored++
@@ -205,6 +212,7 @@ func (b *rawBridge) restore(parent *Inode, r RecordedNode, child *Inode, out *fu
 	selected, _, _ := b.addNewNode(parent, r.Name, child, nil, 0, out)
 	b.ids.mu.Lock()
 	e := b.ids.nodes[r.ID]
+	lookups := r.Lookups
 	if selected.nodeId != r.ID {
 		// The same node under a second id (a hard link, or a node registered earlier): the kernel's id names it too.
 		if e == nil {
@@ -215,8 +223,18 @@ func (b *rawBridge) restore(parent *Inode, r RecordedNode, child *Inode, out *fu
 			b.ids.mu.Unlock()
 			return fmt.Errorf("node %d restored as two nodes", r.ID)
 		}
+		// A FORGET of either id counts down the node's own: neither may reach zero.
+		lookups = restoredLookups
+		if se := b.ids.nodes[selected.nodeId]; se != nil {
+			se.lookupCount = restoredLookups
+		}
 	}
-	e.lookupCount = restoredLookups
+	if lookups == 0 || lookups > restoredLookups {
+		lookups = restoredLookups
+	}
+	if e.lookupCount <= restoredLookups { // one restored before as a second id's node keeps its count
+		e.lookupCount = lookups
+	}
 	b.ids.mu.Unlock()
 	if r.Backing != 0 && selected.nodeId == r.ID {
 		// Kept till the mount ends: the RELEASEs of the files opened before are not known.
