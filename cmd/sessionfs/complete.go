@@ -103,7 +103,7 @@ func (a *app) matchingConversations(prefix string) []string {
 	if err != nil {
 		return nil
 	}
-	found, _ := conversationIDs(s, func(c agents.Conversation) bool { return strings.HasPrefix(c.ID, prefix) })
+	found, _ := conversationIDs(s, mayBeConversation(prefix), func(c agents.Conversation) bool { return strings.HasPrefix(c.ID, prefix) })
 	return found
 }
 

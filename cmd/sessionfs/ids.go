@@ -195,7 +195,7 @@ func expandConversation(s *layout.Store, arg string) (string, error) {
 	if len(arg) < minConversationPrefix || layout.ValidateID(arg) != nil {
 		return arg, nil
 	}
-	found, err := conversationIDs(s, func(c agents.Conversation) bool { return startsConversation(c, arg) })
+	found, err := conversationIDs(s, mayBeConversation(arg), func(c agents.Conversation) bool { return startsConversation(c, arg) })
 	if err != nil {
 		return "", err
 	}
@@ -203,11 +203,14 @@ func expandConversation(s *layout.Store, arg string) (string, error) {
 }
 
 // conversationIDs are the ids of the conversations (of any agent, in any session) that keep takes, sorted, each
-// once.
-func conversationIDs(s *layout.Store, keep func(agents.Conversation) bool) ([]string, error) {
-	ids, err := s.IDs()
+// once. It looks only in the sessions the store's index says may hold one whose id may accepts (every session when
+// the index cannot be read).
+func conversationIDs(s *layout.Store, may func(conv string) bool, keep func(agents.Conversation) bool) ([]string, error) {
+	ids, err := s.ConversationCandidates(may)
 	if err != nil {
-		return nil, err
+		if ids, err = s.IDs(); err != nil {
+			return nil, err
+		}
 	}
 	found := map[string]bool{}
 	for _, id := range ids {
