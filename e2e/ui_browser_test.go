@@ -101,19 +101,15 @@ func (u *uiServer) stop(t *testing.T) {
 	}
 }
 
-// authed is path (with its query) with the token added, as the printed URL carries it.
-func (u *uiServer) authed(path string) string {
-	sep := "?"
-	if strings.Contains(path, "?") {
-		sep = "&"
-	}
-	return u.base + path + sep + "token=" + url.QueryEscape(u.token)
-}
-
-// get fetches path with the token's cookie, outside the browser.
-func (u *uiServer) get(t *testing.T, path string) (*http.Response, []byte) {
+// get fetches path with the token's cookie, outside the browser, edit (if any) changing the request first.
+func (u *uiServer) get(t *testing.T, path string, edit ...func(*http.Request)) (*http.Response, []byte) {
 	t.Helper()
-	return httpGet(t, u.base+path, func(r *http.Request) { r.AddCookie(u.cookie) })
+	return httpGet(t, u.base+path, func(r *http.Request) {
+		r.AddCookie(u.cookie)
+		for _, e := range edit {
+			e(r)
+		}
+	})
 }
 
 // httpGet fetches raw outside the browser (no redirect followed), edit changing the request first.
