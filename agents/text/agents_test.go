@@ -1,8 +1,6 @@
 package text
 
 import (
-	"database/sql"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +14,7 @@ import (
 	"github.com/sessionfs/sessionfs/agents/codex"
 	"github.com/sessionfs/sessionfs/agents/gemini"
 	"github.com/sessionfs/sessionfs/agents/opencode"
+	"github.com/sessionfs/sessionfs/agents/opencode/opencodetest"
 	"github.com/sessionfs/sessionfs/agents/qwen"
 	"github.com/sessionfs/sessionfs/layout"
 )
@@ -102,59 +101,17 @@ func TestToolCallsOfEachAgent(t *testing.T) {
 		said(entries(t, sess, gemini.Agent, only(t, sess, gemini.Agent))))
 }
 
-// opencodeDB makes the session's opencode database with opencode 1.18.33's whole schema (agents/opencode's
-// testdata: the sqlite_master of a database its real CLI made).
-func opencodeDB(t *testing.T, root string) *sql.DB {
-	t.Helper()
-	ddl, err := os.ReadFile("../opencode/testdata/schema.sql")
-	require.NoError(t, err)
-	p := filepath.Join(root, ".opencode", opencode.DB)
-	require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
-	db, err := sql.Open("sqlite", "file:"+p+"?_pragma=journal_mode(wal)")
-	require.NoError(t, err)
-	db.SetMaxOpenConns(1)
-	t.Cleanup(func() { db.Close() })
-	_, err = db.Exec(string(ddl))
-	require.NoError(t, err)
-	exec(t, db, `INSERT INTO project (id, worktree, time_created, time_updated, sandboxes) VALUES ('global', '/', 1, 1, '[]')`)
-	return db
-}
-
-func exec(t *testing.T, db *sql.DB, q string, args ...any) {
-	t.Helper()
-	_, err := db.Exec(q, args...)
-	require.NoError(t, err, q)
-}
-
-func addOpencodeSession(t *testing.T, db *sql.DB, id, parent string, ms int64) {
-	var p any
-	if parent != "" {
-		p = parent
-	}
-	exec(t, db, `INSERT INTO session (id, project_id, parent_id, slug, directory, path, title, version, time_created, time_updated)
-		VALUES (?, 'global', ?, 'slug', '/w', 'w', 'title', '1.18.33', ?, ?)`, id, p, ms, ms)
-}
-
-func addOpencodeMessage(t *testing.T, db *sql.DB, id, session, role string, ms int64, parts ...string) {
-	data := fmt.Sprintf(`{"role":%q,"time":{"created":%d,"completed":%d},"path":{"cwd":"/w","root":"/w"}}`, role, ms, ms+1)
-	exec(t, db, `INSERT INTO message (id, session_id, time_created, time_updated, data) VALUES (?, ?, ?, ?, ?)`, id, session, ms, ms+1, data)
-	for i, p := range parts {
-		exec(t, db, `INSERT INTO part (id, message_id, session_id, time_created, time_updated, data) VALUES (?, ?, ?, ?, ?, ?)`,
-			fmt.Sprintf("prt_%s_%d", id, i), id, session, ms, ms+1, p)
-	}
-}
-
 func TestOpencodeEntriesWithASubagent(t *testing.T) {
 	sess, root := agentstest.OpenSession(t)
-	db := opencodeDB(t, root)
-	addOpencodeSession(t, db, "ses_1111aaaa01", "", 1795600000000)
-	addOpencodeSession(t, db, "ses_2222bbbb01", "ses_1111aaaa01", 1795600002000)
-	addOpencodeMessage(t, db, "msg_01", "ses_1111aaaa01", "user", 1795600000100, `{"type":"text","text":"fix the build"}`)
-	addOpencodeMessage(t, db, "msg_02", "ses_1111aaaa01", "assistant", 1795600001000,
+	db := opencodetest.DB(t, root)
+	opencodetest.AddSession(t, db, "ses_1111aaaa01", "", 1795600000000)
+	opencodetest.AddSession(t, db, "ses_2222bbbb01", "ses_1111aaaa01", 1795600002000)
+	opencodetest.AddMessage(t, db, "msg_01", "ses_1111aaaa01", "user", 1795600000100, `{"type":"text","text":"fix the build"}`)
+	opencodetest.AddMessage(t, db, "msg_02", "ses_1111aaaa01", "assistant", 1795600001000,
 		`{"type":"reasoning","text":"hmm"}`, `{"type":"text","text":"looking"}`,
 		`{"type":"tool","tool":"bash","state":{"status":"completed","input":{"command":"go build"},"output":"ok\n"}}`)
-	addOpencodeMessage(t, db, "msg_03", "ses_2222bbbb01", "user", 1795600002100, `{"type":"text","text":"look around"}`)
-	addOpencodeMessage(t, db, "msg_04", "ses_1111aaaa01", "assistant", 1795600003000, `{"type":"text","text":"done \u001b]52;c;aGk=\u0007"}`)
+	opencodetest.AddMessage(t, db, "msg_03", "ses_2222bbbb01", "user", 1795600002100, `{"type":"text","text":"look around"}`)
+	opencodetest.AddMessage(t, db, "msg_04", "ses_1111aaaa01", "assistant", 1795600003000, `{"type":"text","text":"done \u001b]52;c;aGk=\u0007"}`)
 	c := only(t, sess, opencode.Agent)
 	es := entries(t, sess, opencode.Agent, c)
 	var got []string

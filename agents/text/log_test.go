@@ -20,6 +20,7 @@ import (
 	"github.com/sessionfs/sessionfs/agents/claude"
 	"github.com/sessionfs/sessionfs/agents/gemini"
 	"github.com/sessionfs/sessionfs/agents/opencode"
+	"github.com/sessionfs/sessionfs/agents/opencode/opencodetest"
 	"github.com/sessionfs/sessionfs/layout"
 )
 
@@ -137,18 +138,18 @@ func TestPick(t *testing.T) {
 // rows are read again from a private copy when the database changes).
 func TestLogFollowOpencode(t *testing.T) {
 	sess, root := agentstest.OpenSession(t)
-	db := opencodeDB(t, root)
-	addOpencodeSession(t, db, "ses_1111aaaa01", "", 1795600000000)
-	addOpencodeMessage(t, db, "msg_01", "ses_1111aaaa01", "user", 1795600000100, `{"type":"text","text":"first prompt"}`)
+	db := opencodetest.DB(t, root)
+	opencodetest.AddSession(t, db, "ses_1111aaaa01", "", 1795600000000)
+	opencodetest.AddMessage(t, db, "msg_01", "ses_1111aaaa01", "user", 1795600000100, `{"type":"text","text":"first prompt"}`)
 	c := only(t, sess, opencode.Agent)
 	out, stop := follow(t, sess, opencode.Agent, c)
 	out.await(t, "first prompt")
 
-	exec(t, db, `INSERT INTO message (id, session_id, time_created, time_updated, data) VALUES ('msg_02', 'ses_1111aaaa01', 1795600001000, 1795600001000, '{"role":"assistant","time":{"created":1795600001000}}')`)
-	exec(t, db, `INSERT INTO part (id, message_id, session_id, time_created, time_updated, data) VALUES ('prt_02', 'msg_02', 'ses_1111aaaa01', 1795600001000, 1795600001000, '{"type":"text","text":"streaming reply"}')`)
-	addOpencodeMessage(t, db, "msg_00", "ses_other", "user", 1795600001500, `{"type":"text","text":"another conversation"}`)
-	exec(t, db, `UPDATE message SET data = '{"role":"assistant","time":{"created":1795600001000,"completed":1795600002000}}' WHERE id = 'msg_02'`)
-	addOpencodeMessage(t, db, "msg_03", "ses_1111aaaa01", "user", 1795600003000, `{"type":"text","text":"second prompt"}`)
+	opencodetest.Exec(t, db, `INSERT INTO message (id, session_id, time_created, time_updated, data) VALUES ('msg_02', 'ses_1111aaaa01', 1795600001000, 1795600001000, '{"role":"assistant","time":{"created":1795600001000}}')`)
+	opencodetest.Exec(t, db, `INSERT INTO part (id, message_id, session_id, time_created, time_updated, data) VALUES ('prt_02', 'msg_02', 'ses_1111aaaa01', 1795600001000, 1795600001000, '{"type":"text","text":"streaming reply"}')`)
+	opencodetest.AddMessage(t, db, "msg_00", "ses_other", "user", 1795600001500, `{"type":"text","text":"another conversation"}`)
+	opencodetest.Exec(t, db, `UPDATE message SET data = '{"role":"assistant","time":{"created":1795600001000,"completed":1795600002000}}' WHERE id = 'msg_02'`)
+	opencodetest.AddMessage(t, db, "msg_03", "ses_1111aaaa01", "user", 1795600003000, `{"type":"text","text":"second prompt"}`)
 	out.await(t, "second prompt")
 	require.NoError(t, stop())
 	assert.Equal(t, 1, strings.Count(out.String(), "streaming reply"), "the reply once, complete")
