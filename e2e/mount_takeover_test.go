@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -257,4 +258,40 @@ func procGone(pid int) bool {
 	}
 	i := strings.LastIndexByte(string(stat), ')')
 	return i < 0 || i+2 >= len(stat) || stat[i+2] == 'Z' || stat[i+2] == 'X'
+}
+
+// TestAttackServingPIDIgnoresArgv (issue 42): a subverted daemon may write anything over its own command line; it
+// writes its helper's (argv[1] __privileged). doctor must still name it as the process serving the mount: the
+// helper is told by a capability the confined daemon cannot take back, not by what a process says of itself.
+// Here the test writes the daemon's argv through /proc/<pid>/mem, as the daemon could write its own memory.
+func TestAttackServingPIDIgnoresArgv(t *testing.T) {
+	need(t, os.Geteuid() == 0, "root: a confined mount and its helper")
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	m := mount(t, store)
+	daemon := m.cmd.Process.Pid
+	helper := helperPID(t, daemon)
+	t.Cleanup(func() { endTakeoverMount(t, m, helper) })
+
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", daemon))
+	require.NoError(t, err)
+	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+2:])) // from field 3 on
+	argStart, err := strconv.ParseUint(fields[48-3], 10, 64)
+	require.NoError(t, err)
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", daemon))
+	require.NoError(t, err)
+	argv := strings.Split(string(cmdline), "\x00")
+	require.Greater(t, len(argv[1])+1+len(argv[2])+1, len(sfsmount.HelperArg)+1, "room for the helper's argv[1]")
+	mem, err := os.OpenFile(fmt.Sprintf("/proc/%d/mem", daemon), os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = mem.WriteAt([]byte(sfsmount.HelperArg+"\x00"), int64(argStart)+int64(len(argv[0])+1))
+	mem.Close()
+	require.NoError(t, err)
+	cmdline, err = os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", daemon))
+	require.NoError(t, err)
+	require.Equal(t, sfsmount.HelperArg, strings.Split(string(cmdline), "\x00")[1], "the daemon says it is the helper")
+
+	r := cli(t, store, "doctor")
+	t.Logf("doctor: %s", regexp.MustCompile(`(?m)^\S+\s+confine\s.*$`).FindString(r.stdout))
+	assert.Regexp(t, fmt.Sprintf(`(?m)^(OK|WARN)\s+confine\s+serving process %d of `, daemon), r.stdout, "doctor names the daemon, not a process by its word")
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/moby/sys/mountinfo"
+	"golang.org/x/sys/unix"
 )
 
 // ErrNoConnectionInfo: the kernel does not say which FUSE connection a /dev/fuse descriptor serves.
@@ -51,8 +52,15 @@ func ServingPID(mnt string) (int, error) {
 			}
 		}
 	}
-	// A helper that holds the connection for a daemon to take it over (takeover.go) serves nothing.
-	holders = slices.DeleteFunc(holders, isHelper)
+	// A helper that holds the connection for a daemon to take it over (takeover.go) serves nothing. It is told by a
+	// capability the serving process never holds once confined, which it cannot take back: not by its command
+	// line, which a subverted daemon could make the helper's.
+	if len(holders) > 1 {
+		holders = slices.DeleteFunc(holders, holdsHelperCaps)
+		if len(holders) == 0 {
+			return 0, fmt.Errorf("the connection of %s is held by its helper, and its daemon is not confined yet (starting): ask again", mnt)
+		}
+	}
 	switch {
 	case len(holders) == 1:
 		return holders[0], nil
@@ -104,10 +112,18 @@ func fuseConnection(fdinfo string) int64 {
 // minor), not as stat encodes it.
 func kernelDev(major, minor uint32) uint64 { return uint64(major)<<20 | uint64(minor) }
 
-// isHelper says whether pid is a mount's privileged helper (helper.go): only a process given the connection by
-// its daemon holds it, so its command line is the daemon's word, not a stranger's.
-func isHelper(pid int) bool {
-	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	args := strings.Split(string(cmdline), "\x00")
-	return err == nil && len(args) > 1 && args[1] == HelperArg
+// holdsHelperCaps says whether pid holds CAP_SYS_PTRACE, as a mount's privileged helper does (confine.HelperKeep)
+// and its confined daemon never does (confine drops it from the daemon's bounding set before it serves).
+func holdsHelperCaps(pid int) bool {
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return false
+	}
+	for _, l := range strings.Split(string(status), "\n") {
+		if v, ok := strings.CutPrefix(l, "CapEff:"); ok {
+			caps, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+			return err == nil && caps&(1<<unix.CAP_SYS_PTRACE) != 0
+		}
+	}
+	return false
 }
