@@ -30,6 +30,10 @@ const HelperArg = "__privileged"
 // helperEnv carries the helper's configuration (helperConfig, JSON).
 const helperEnv = "SESSIONFS_HELPER"
 
+// DaemonLog, when set, is where the helper writes, and the daemons a holder starts: the daemon's log file, when the
+// daemon's own output is a pipe that ends with it (mount --daemon's time-stamping).
+var DaemonLog *os.File
+
 // helperFD is the helper's end of its socket to the daemon.
 const helperFD = 3
 
@@ -64,6 +68,9 @@ func startHelper(cfg helperConfig, keep ...int) (*rpc.Client, int, error) {
 	helper := exec.Command(exe, HelperArg, cfg.Mountpoint)
 	helper.Env = append(os.Environ(), helperEnv+"="+string(env))
 	helper.Stdout, helper.Stderr = os.Stderr, os.Stderr
+	if DaemonLog != nil { // not the daemon's own pipe to it: a holder outlives the daemon
+		helper.Stdout, helper.Stderr = DaemonLog, DaemonLog
+	}
 	helper.ExtraFiles = []*os.File{theirs}
 	for _, fd := range keep {
 		dup, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0) // a File of its own: closed once passed
@@ -111,21 +118,31 @@ func serveDaemon() error {
 	}
 	os.Unsetenv(helperEnv)
 	leaveIdleClass()
+	// A holder outlives the daemon that started it: a write to an output the daemon read must not kill it.
+	signal.Ignore(syscall.SIGPIPE)
 	// The daemon stops the mount: an interrupt at the terminal reaches both processes, and only the daemon acts.
 	signal.Ignore(os.Interrupt, syscall.SIGTERM)
-	f := os.NewFile(helperFD, "daemon")
-	if f == nil {
-		return errors.New("descriptor 3 is not open (this process is started by sessionfs mount)")
-	}
-	conn, err := net.FileConn(f)
-	f.Close()
-	if err != nil {
-		return err
-	}
 	svc := newHelperService(cfg.Mountpoint)
 	if cfg.Takeover != nil {
 		svc.holder = newHolder(cfg)
 	}
+	upgraded, err := svc.upgraded() // a holder re-executed as a new binary serves no daemon yet (holder_exec.go)
+	if err != nil {
+		return err
+	}
+	var conn net.Conn
+	if !upgraded {
+		f := os.NewFile(helperFD, "daemon")
+		if f == nil {
+			return errors.New("descriptor 3 is not open (this process is started by sessionfs mount)")
+		}
+		conn, err = net.FileConn(f)
+		f.Close()
+		if err != nil {
+			return err
+		}
+	}
+	defer svc.closeControl()
 	if cfg.MaxBinds > 0 {
 		store, err := layout.OpenStore(cfg.Store)
 		if err != nil {
@@ -147,7 +164,15 @@ func serveDaemon() error {
 	// clears them with the stale mount; unless the helper holds the connection: then it starts a daemon that
 	// takes it over, and serves that one (takeover.go).
 	daemon := os.Getppid()
+	if upgraded {
+		svc.listenControlOnce()
+		if conn, daemon, err = svc.takeOver(); err != nil || conn == nil {
+			svc.upgradeFailed(fmt.Errorf("no daemon of the new binary serves: %v", err))
+			return err
+		}
+	}
 	for conn != nil {
+		svc.setDaemon(daemon)
 		if svc.holder != nil {
 			stop := closeOnExit(daemon, conn)
 			srv.ServeConn(conn)

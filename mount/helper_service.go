@@ -3,6 +3,7 @@ package mount
 import (
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"syscall"
 	"time"
@@ -36,6 +37,13 @@ type helperService struct {
 	// the daemon asked for the mount to end (unmount, detach, abort), so none takes over.
 	holder *holder
 	ending bool
+	// daemon: the serving daemon's pid; upgrade, upgradeReply, controlOn, stopControl: a hand-over to a new
+	// binary (upgrade.go, holder_exec.go)
+	daemon       int
+	upgrade      *pendingUpgrade
+	upgradeReply *os.File
+	controlOn    bool
+	stopControl  func()
 }
 
 func newHelperService(mnt string) *helperService {

@@ -59,6 +59,7 @@ func (s *startup) start(ready func()) (*Mount, error) {
 	if err := s.serve(ready); err != nil {
 		return nil, err
 	}
+	s.awaitHandover() // with a holder: handed over to a new binary when it asks (handover.go)
 	return s.served(), nil
 }
 
@@ -71,6 +72,7 @@ type startup struct {
 	confined   bool
 	resumed    *resumed // a takeover's: the connection, its INIT and node log, and the helper (takeover.go)
 	nodes      *nodeLog // the node ids handed to the kernel, when the connection is to outlive this process
+	gate       *gated   // with nodes: the requests' gate, which a hand-over closes (handover.go)
 
 	mnt, shared string
 	scratch     func()        // removes the serving process's scratch folder (confined)
@@ -292,7 +294,7 @@ func (s *startup) newServer() error {
 	syscall.Umask(0)
 	s.procs = runtime.GOMAXPROCS(0)
 	nodeFS := gofs.NewNodeFS(s.root, s.fuse)
-	raw := newNoOpendir(nodeFS)
+	raw := s.gated(newNoOpendir(nodeFS)) // with a holder: behind a gate a hand-over closes (handover.go)
 	if s.resumed != nil {
 		return s.resumeServer(nodeFS, resendIdempotent{raw})
 	}

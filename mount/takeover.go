@@ -89,6 +89,7 @@ func (s *helperService) Initialized(init fuse.InitIn, _ *struct{}) error {
 	if s.holder.init == nil { // the first daemon's: a later one is told it, never tells it
 		s.holder.init, s.holder.serving = &init, true
 	}
+	go s.listenControlOnce() // the mount is there: a new binary may ask for it (upgrade.go)
 	return nil
 }
 
@@ -100,6 +101,7 @@ func (s *helperService) Resumed(_ struct{}, _ *struct{}) error {
 	s.holder.mu.Lock()
 	s.holder.serving, s.holder.failures = true, 0
 	s.holder.mu.Unlock()
+	s.upgradeServed() // an upgrade's asker is told (holder_exec.go)
 	return nil
 }
 
@@ -123,6 +125,7 @@ func (s *helperService) takeOver() (net.Conn, int, error) {
 	if ending || !s.mounted() {
 		return nil, 0, nil // the mount ended: the connection goes with this process
 	}
+	s.execUpgrade() // a hand-over asked for (upgrade.go): this process becomes the new binary, unless that fails
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if !h.serving {
@@ -206,10 +209,9 @@ func (h *holder) start() (net.Conn, int, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, 0, err
-	}
+	// This process's own binary, even when its path holds another build by now (an upgrade installed since): the
+	// state it hands over is in its format.
+	const exe = "/proc/self/exe"
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, 0, err
@@ -217,6 +219,7 @@ func (h *holder) start() (net.Conn, int, error) {
 	ours, theirs := os.NewFile(uintptr(fds[0]), "sessionfs-helper"), os.NewFile(uintptr(fds[1]), "sessionfs-daemon")
 	defer theirs.Close()
 	daemon := exec.Command(exe, TakeoverArg, h.cfg.Mountpoint)
+	daemon.Args[0] = os.Args[0] // its name in ps: the binary's, not /proc/self/exe
 	daemon.Env = append(os.Environ(), takeoverEnv+"="+string(cfg))
 	daemon.Stdout, daemon.Stderr = os.Stderr, os.Stderr
 	daemon.ExtraFiles = []*os.File{theirs, h.dev, h.nodes} // 3, 4, 5 there too

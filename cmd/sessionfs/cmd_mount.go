@@ -1,7 +1,9 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"runtime/pprof"
@@ -15,6 +17,9 @@ import (
 	"github.com/sessionfs/sessionfs/mount"
 	"github.com/sessionfs/sessionfs/mount/nodes"
 )
+
+// The holder of a mount tells which build it is (mount.Upgrade).
+func init() { mount.Version = versionString() }
 
 // mountOptions are mount's flags.
 type mountOptions struct {
@@ -44,7 +49,10 @@ file is deleted as on any filesystem.
 It runs in the foreground until SIGINT/SIGTERM or "sessionfs unmount"; with --daemon it returns once the
 mount serves, printing the daemon's pid, and the daemon logs to --log until "sessionfs unmount". It clears a
 stale mount left by a crashed daemon first. A mountpoint inside the store, a store already mounted, or a
-folder that is not empty is refused.
+folder that is not empty is refused. On a mountpoint this store is served at already, with a holder of its
+connection (a confined root mount), mount hands the mount over to this binary instead (an upgrade: the
+processes using it wait a moment and go on; the mount keeps its options), and refuses a build whose hand-over
+state differs while the running one serves on.
 A store on a filesystem other hosts mount too (JuiceFS, CephFS, NFS, GlusterFS, MooseFS; or --shared) is
 served with a 1s kernel cache instead of 1h: this host's watcher cannot see the other hosts' changes.
 As root, the daemon confines itself before it serves (--confine): it keeps a few capabilities, Landlock
@@ -109,6 +117,10 @@ func (a *app) runMount(cmd *cobra.Command, args []string, o mountOptions) error 
 	}
 	// A machine that cannot mount is told so before anything is made (a new store, a daemon).
 	if err := mount.CheckFUSE(); err != nil {
+		return err
+	}
+	// A mount served with a holder is handed over to this binary (an upgrade), not refused as mounted already.
+	if handed, err := a.upgradeMount(cmd.ErrOrStderr(), mnt); handed || err != nil {
 		return err
 	}
 	if o.daemon {
@@ -247,6 +259,24 @@ func printServing(s *layout.Store, m *mount.Mount, opts mount.Options, verbose b
 	if m.Shared != "" {
 		fmt.Fprintf(os.Stderr, "sessionfs: the store is shared with other hosts (%s): their changes show here within %s (the kernel's cache) plus the filesystem's own cache\n", m.Shared, m.Timeout)
 	}
+}
+
+// upgradeMount hands the mount at mnt to this binary when a holder keeps its connection (mount.Upgrade): handed
+// false when none does, and the mount is made as usual. The mount keeps its options; its users wait a moment.
+func (a *app) upgradeMount(w io.Writer, mnt string) (handed bool, err error) {
+	s, err := a.openStore()
+	if err != nil {
+		return false, nil // no store: nothing serves it
+	}
+	res, err := mount.Upgrade(s.Root, mnt)
+	switch {
+	case errors.Is(err, mount.ErrNoHolder):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	fmt.Fprintf(w, "sessionfs: %s is served by sessionfs %s now (was %s; daemon %d): the mount keeps its options\n", mnt, res.To, res.From, res.Daemon)
+	return true, nil
 }
 
 func startCPUProfile(path string) (stop func(), err error) {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sessionfs/sessionfs/confine"
+	"github.com/sessionfs/sessionfs/mount"
 )
 
 // mount --daemon runs the mount in a detached copy of this program (its own session, output to a log file) and
@@ -169,6 +170,7 @@ func logDaemonWithTimes() (stop func()) {
 		return func() {}
 	}
 	os.Stderr = w
+	mount.DaemonLog = logf // a mount's holder outlives this process, and this pipe
 	// Libraries log through the standard logger (go-fuse: "Failed to read from fuse conn"), which holds the
 	// stderr it began with: it writes to the pipe too, its own date left out.
 	prevOut, prevFlags := log.Writer(), log.Flags()

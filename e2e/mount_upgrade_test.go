@@ -1,0 +1,147 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	sfsmount "github.com/sessionfs/sessionfs/mount"
+)
+
+// upgradeBuild builds sessionfs into dir with the version string version and the linker flags extra.
+func upgradeBuild(t *testing.T, dir, version string, extra ...string) string {
+	t.Helper()
+	exe := filepath.Join(dir, "sessionfs-"+version)
+	flags := append([]string{"-X main.version=" + version}, extra...)
+	build := exec.Command("go", "build", "-ldflags", strings.Join(flags, " "), "-o", exe, "../cmd/sessionfs")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, "build %s: %s", version, out)
+	return exe
+}
+
+// servedBy is the binary and the version of the daemon serving mnt: the version its own binary prints.
+func servedBy(t *testing.T, mnt string) (pid int, exe, version string) {
+	t.Helper()
+	pid, err := sfsmount.ServingPID(mnt)
+	require.NoError(t, err)
+	exe, err = os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+	require.NoError(t, err)
+	out, err := exec.Command(fmt.Sprintf("/proc/%d/exe", pid), "version").Output()
+	require.NoError(t, err)
+	return pid, exe, strings.TrimPrefix(strings.SplitN(string(out), "\n", 2)[0], "sessionfs ")
+}
+
+// TestMountUpgrade (issue 42): `sessionfs mount` of another build on the mountpoint a running daemon serves (what
+// the systemd unit's ExecReload runs) hands the mount over to that build, 20 times alternating two builds, and the
+// agents using it see nothing: a shell on the mount and, with Docker, a plain `docker run -v
+// <mount>/sessions/<id>:/session` container, each appending a numbered line and reading .claude/settings.json
+// every 50 ms (takeoverLoop). Every line is in the store once and in order; the daemon serving is the new build's
+// (its binary says its version). A build whose hand-over state differs is refused before the daemon stops, and
+// the mount serves on. The stalls the agents saw are logged.
+func TestMountUpgrade(t *testing.T) {
+	need(t, os.Geteuid() == 0, "root: a confined mount and its holder")
+	dir := t.TempDir()
+	builds := []string{upgradeBuild(t, dir, "v0.0.0-upgrade.a"), upgradeBuild(t, dir, "v0.0.0-upgrade.b")}
+	versions := []string{"v0.0.0-upgrade.a", "v0.0.0-upgrade.b"}
+	other := upgradeBuild(t, dir, "v0.0.0-upgrade.other", "-X github.com/sessionfs/sessionfs/mount.handoverFormat=test-other")
+
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	ok(t, store, "new", "s2")
+	m := mountWith(t, builds[0], store)
+	helper := helperPID(t, m.cmd.Process.Pid)
+	t.Cleanup(func() { endTakeoverMount(t, m, helper) })
+
+	ctl := t.TempDir()
+	loops := []*agentLoop{startAgentLoop(t, "the shell", "s1", filepath.Join(ctl, "stop-shell"),
+		exec.Command("sh", "-c", takeoverLoop, "sh", m.session("s1"), filepath.Join(ctl, "stop-shell")))}
+	if os.Getenv("SESSIONFS_TAKEOVER_NO_DOCKER") == "" {
+		images(t, needDocker(t), "")
+		name := fmt.Sprintf("sessionfs-upgrade-%d", os.Getpid())
+		t.Cleanup(func() { _ = exec.Command("docker", "rm", "-f", name).Run() })
+		loops = append(loops, startAgentLoop(t, "the container", "s2", filepath.Join(ctl, "stop"),
+			exec.Command("docker", "run", "--rm", "--name", name, "-v", m.session("s2")+":/session", "-v", ctl+":/ctl",
+				busyboxImage, "sh", "-c", takeoverLoop, "sh", "/session", "/ctl/stop")))
+	}
+	counts := func() []int {
+		var n []int
+		for _, l := range loops {
+			n = append(n, l.iterations())
+		}
+		return n
+	}
+	progressed := func(before []int, by int) bool {
+		for i, l := range loops {
+			if l.iterations() < before[i]+by {
+				return false
+			}
+		}
+		return true
+	}
+	eventually(t, 30*time.Second, func() bool { return progressed(make([]int, len(loops)), 5) }, "the loops run: %s", agentErrors(loops))
+
+	mountAs := func(exe string) (string, error) {
+		cmd := exec.Command(exe, "mount", m.mnt)
+		cmd.Env = append(os.Environ(), "SESSIONFS_STORE="+store)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+
+	// A build that does not read the holder's state is refused, and the daemon serving goes on.
+	pid, _, _ := servedBy(t, m.mnt)
+	before := counts()
+	out, err := mountAs(other)
+	require.Error(t, err, "a build of another hand-over format is refused: %s", out)
+	assert.Contains(t, out, "does not read: it serves on")
+	eventually(t, 10*time.Second, func() bool { return progressed(before, 3) }, "the loops go on after a refused hand-over: %s", agentErrors(loops))
+	after, _, _ := servedBy(t, m.mnt)
+	require.Equal(t, pid, after, "the daemon serving before serves on")
+
+	const upgrades = 20
+	var took []time.Duration
+	for round := range upgrades {
+		next := (round + 1) % 2
+		prev, _, _ := servedBy(t, m.mnt)
+		before := counts()
+		start := time.Now()
+		out, err := mountAs(builds[next])
+		took = append(took, time.Since(start).Round(time.Millisecond))
+		require.NoError(t, err, "round %d: the hand-over to %s: %s (mount: %s)", round, versions[next], out, m.log)
+		assert.Contains(t, out, "is served by sessionfs "+versions[next]+" now")
+		if prev == m.cmd.Process.Pid { // the test's child, gone: reaped here (its output stays open in the holder)
+			state, err := m.cmd.Process.Wait()
+			require.NoError(t, err)
+			m.cmd.ProcessState = state
+		}
+		pid, exe, version := servedBy(t, m.mnt)
+		assert.NotEqual(t, prev, pid, "round %d: a new daemon serves", round)
+		assert.Equal(t, builds[next], exe, "round %d: the daemon serving is the new build", round)
+		assert.Equal(t, versions[next], version, "round %d: sessionfs version of the daemon serving", round)
+		eventually(t, 20*time.Second, func() bool { return progressed(before, 3) },
+			"round %d: the loops go on after the hand-over to %s (%s; mount: %s)", round, versions[next], agentErrors(loops), m.log)
+	}
+	assert.Equal(t, upgrades, strings.Count(m.log.String(), "handing "+m.mnt+" over to a new binary: the daemon"), "one hand-over per upgrade: %s", m.log)
+	t.Logf("%d upgrades: sessionfs mount took %v", upgrades, took)
+	for _, l := range loops {
+		gaps := l.finish(t, store)
+		top := gaps[max(0, len(gaps)-upgrades):]
+		t.Logf("%s: %d iterations (a 50 ms sleep each), %d upgrades: longest time between two iterations %v (the %d longest: %v; median %v)",
+			l.name, len(gaps)+1, upgrades, gaps[len(gaps)-1], len(top), top, gaps[len(gaps)/2])
+	}
+	// The mount ends as any: the holder and the daemon it started go with it.
+	final := builds[upgrades%2]
+	unmount := exec.Command(final, "unmount", m.mnt)
+	unmount.Env = append(os.Environ(), "SESSIONFS_STORE="+store)
+	done, err := unmount.CombinedOutput()
+	require.NoError(t, err, "unmount: %s", done)
+	eventually(t, 20*time.Second, func() bool { return syscall.Kill(helper, 0) != nil }, "the holder ends with the mount")
+}

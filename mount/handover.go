@@ -1,0 +1,56 @@
+package mount
+
+import (
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/hanwen/go-fuse/v2/fuse"
+)
+
+// handoverSignal tells a daemon whose connection a holder keeps to hand the mount over (upgrade.go): from the
+// holder, its parent or child, which starts the next daemon once this one is gone.
+const handoverSignal = syscall.SIGUSR2
+
+// handoverDrain bounds the wait for the requests in flight at a hand-over; handoverSettle is the moment their
+// answers take to be written.
+const (
+	handoverDrain  = 500 * time.Millisecond
+	handoverSettle = 5 * time.Millisecond
+)
+
+// gated puts fs behind the gate a hand-over closes, when a holder keeps the connection.
+func (s *startup) gated(fs fuse.RawFileSystem) fuse.RawFileSystem {
+	if s.nodes == nil {
+		return fs
+	}
+	s.gate = &gated{RawFileSystem: fs}
+	return s.gate
+}
+
+// awaitHandover makes a daemon whose connection a holder keeps hand over on handoverSignal: it exits, and the
+// kernel resends what it had read and not answered to the daemon that takes over (a daemon killed is no
+// different, and its users wait the same).
+func (s *startup) awaitHandover() {
+	if !s.confined || s.gate == nil {
+		return
+	}
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, handoverSignal)
+	go func() {
+		<-sig
+		fmt.Fprintf(os.Stderr, "sessionfs: handing %s over to a new binary\n", s.mnt)
+		if !s.gate.close(handoverDrain) {
+			fmt.Fprintf(os.Stderr, "sessionfs: requests still in flight after %s: the daemon that takes over gets them again\n", handoverDrain)
+		}
+		// go-fuse writes an answer once the file system returned it: a moment for the last ones (one not
+		// written is resent).
+		time.Sleep(handoverSettle)
+		if s.scratch != nil {
+			s.scratch()
+		}
+		os.Exit(0)
+	}()
+}

@@ -1,0 +1,257 @@
+package mount
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
+)
+
+// The holder's side of an upgrade (upgrade.go): it tells the serving daemon to hand over, and once the daemon is
+// gone it executes the new binary in its own place, keeping what it holds.
+
+// upgradeEnv carries, into a holder re-executed as a new binary, what the old one handed it (upgradedState).
+const upgradeEnv = "SESSIONFS_UPGRADED"
+
+// handoverGrace is how long a daemon told to hand over may take before it is killed (its requests are resent
+// all the same).
+const handoverGrace = 3 * time.Second
+
+// upgradedState is what a holder hands the new binary it becomes, besides the configuration and the connection
+// and node log (holderDev, holderNodes).
+type upgradedState struct {
+	Init  fuse.InitIn
+	Reply int // the asker's socket: told who serves once a daemon does
+}
+
+// pendingUpgrade is an upgrade asked for: the new binary, and the asker's socket.
+type pendingUpgrade struct {
+	exe   int
+	reply *os.File
+}
+
+// beginUpgrade keeps the binary exe and the asker's socket c, and tells the serving daemon to hand over: the
+// holder executes exe once the daemon is gone (execUpgrade).
+func (s *helperService) beginUpgrade(exe int, c *net.UnixConn) error {
+	var st unix.Stat_t
+	if err := unix.Fstat(exe, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Mode&0o111 == 0 {
+		return errors.New("what was sent is not an executable file")
+	}
+	reply, err := c.File()
+	if err != nil {
+		return err
+	}
+	s.holder.mu.Lock()
+	initialized := s.holder.init != nil
+	s.holder.mu.Unlock()
+	s.mu.Lock()
+	switch {
+	case s.ending:
+		err = errors.New("the mount is ending")
+	case s.upgrade != nil:
+		err = errors.New("another hand-over is under way")
+	case !initialized || s.daemon == 0:
+		err = errors.New("the mount is not served yet")
+	}
+	if err != nil {
+		s.mu.Unlock()
+		reply.Close()
+		return err
+	}
+	s.upgrade = &pendingUpgrade{exe: exe, reply: reply}
+	daemon := s.daemon
+	s.mu.Unlock()
+	c.Close()
+	// Under systemd (NotifyAccess=all), the unit's main process is the holder from now on: the daemon's exit is
+	// no service's end.
+	_ = notifySystemd(fmt.Sprintf("MAINPID=%d\n", os.Getpid()))
+	fmt.Fprintf(os.Stderr, "sessionfs: handing %s over to a new binary: the daemon (%d) stops\n", s.mnt, daemon)
+	if err := unix.Kill(daemon, handoverSignal); err != nil {
+		_ = unix.Kill(daemon, unix.SIGKILL)
+	}
+	go func() { // a daemon that does not go in time (a build before hand-overs) is killed: the kernel resends
+		time.Sleep(handoverGrace)
+		s.mu.Lock()
+		still := s.daemon == daemon
+		s.mu.Unlock()
+		if still && !exited(daemon) {
+			_ = unix.Kill(daemon, unix.SIGKILL)
+		}
+	}()
+	return nil
+}
+
+// execUpgrade, once the daemon is gone, executes the binary an upgrade sent in this process's place. It returns
+// only when there is no upgrade, or it failed (the asker is told why, and this binary serves on).
+func (s *helperService) execUpgrade() {
+	s.mu.Lock()
+	u := s.upgrade
+	s.upgrade = nil
+	s.mu.Unlock()
+	if u == nil {
+		return
+	}
+	defer unix.Close(u.exe)
+	err := s.exec(u)
+	fmt.Fprintf(os.Stderr, "sessionfs: the hand-over of %s failed: %v; this build serves on\n", s.mnt, err)
+	_ = json.NewEncoder(u.reply).Encode(upgradeReply{Error: err.Error() + " (the mount is served by the build before)"})
+	u.reply.Close()
+}
+
+func (s *helperService) exec(u *pendingUpgrade) error {
+	h := s.holder
+	h.mu.Lock()
+	init := h.init
+	h.mu.Unlock()
+	if init == nil {
+		return errors.New("no INIT was kept")
+	}
+	state, err := json.Marshal(upgradedState{Init: *init, Reply: int(u.reply.Fd())})
+	if err != nil {
+		return err
+	}
+	cfg, err := json.Marshal(h.cfg)
+	if err != nil {
+		return err
+	}
+	env := []string{helperEnv + "=" + string(cfg), upgradeEnv + "=" + string(state)}
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, helperEnv+"=") && !strings.HasPrefix(kv, upgradeEnv+"=") {
+			env = append(env, kv)
+		}
+	}
+	// The binds are this process's: they go with it, and the new holder makes them again as they are used.
+	if s.b != nil {
+		s.b.close()
+	}
+	s.closeControl()
+	kept := []int{holderDev, holderNodes, int(u.reply.Fd())}
+	for _, fd := range kept {
+		if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFD, 0); err != nil {
+			return err
+		}
+	}
+	// The binary by its descriptor: the path it was run from may be another file by now.
+	path := fmt.Sprintf("/proc/self/fd/%d", u.exe)
+	name, err := os.Readlink(path) // its name in ps
+	if err != nil {
+		name = os.Args[0]
+	}
+	err = syscall.Exec(path, []string{name, HelperArg, s.mnt}, env)
+	for _, fd := range kept {
+		unix.CloseOnExec(fd)
+	}
+	s.listenControlOnce()
+	return fmt.Errorf("run the new binary: %w", err)
+}
+
+// upgraded, in a holder re-executed as a new binary, takes what the old one handed it: false in any other helper.
+func (s *helperService) upgraded() (bool, error) {
+	raw, ok := os.LookupEnv(upgradeEnv)
+	if !ok {
+		return false, nil
+	}
+	os.Unsetenv(upgradeEnv)
+	var st upgradedState
+	if err := json.Unmarshal([]byte(raw), &st); err != nil {
+		return false, fmt.Errorf("read what the holder before handed over: %w", err)
+	}
+	if s.holder == nil {
+		return false, errors.New("handed a mount over without its connection")
+	}
+	unix.CloseOnExec(st.Reply)
+	s.holder.init, s.holder.serving = &st.Init, true
+	s.upgradeReply = os.NewFile(uintptr(st.Reply), "sessionfs-upgrade")
+	return true, nil
+}
+
+// upgradeServed tells the asker of an upgrade which daemon serves, once it does (Resumed).
+func (s *helperService) upgradeServed() {
+	s.mu.Lock()
+	f, daemon := s.upgradeReply, s.daemon
+	s.upgradeReply = nil
+	s.mu.Unlock()
+	if f == nil {
+		return
+	}
+	fmt.Fprintf(os.Stderr, "sessionfs: %s is served by sessionfs %s (pid %d)\n", s.mnt, Version, daemon)
+	_ = json.NewEncoder(f).Encode(upgradeReply{Daemon: daemon, Version: Version})
+	f.Close()
+}
+
+// upgradeFailed tells the asker of an upgrade that no daemon of the new binary serves.
+func (s *helperService) upgradeFailed(err error) {
+	s.mu.Lock()
+	f := s.upgradeReply
+	s.upgradeReply = nil
+	s.mu.Unlock()
+	if f != nil {
+		_ = json.NewEncoder(f).Encode(upgradeReply{Error: err.Error()})
+		f.Close()
+	}
+}
+
+// setDaemon notes the daemon the helper serves now.
+func (s *helperService) setDaemon(pid int) {
+	s.mu.Lock()
+	s.daemon = pid
+	s.mu.Unlock()
+}
+
+// listenControlOnce opens the control socket once the mount is there (a holder's only).
+func (s *helperService) listenControlOnce() {
+	if s.holder == nil {
+		return
+	}
+	s.mu.Lock()
+	on := s.controlOn
+	s.controlOn = true
+	s.mu.Unlock()
+	if on {
+		return
+	}
+	stop, err := s.listenControl()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "sessionfs: %v: sessionfs mount cannot hand this mount over to a new binary\n", err)
+		return
+	}
+	s.mu.Lock()
+	s.stopControl = stop
+	s.mu.Unlock()
+}
+
+// closeControl removes the control socket.
+func (s *helperService) closeControl() {
+	s.mu.Lock()
+	stop := s.stopControl
+	s.stopControl, s.controlOn = nil, false
+	s.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
+}
+
+// notifySystemd sends msg to systemd's notify socket, under systemd.
+func notifySystemd(msg string) error {
+	sock := os.Getenv("NOTIFY_SOCKET")
+	if sock == "" {
+		return nil
+	}
+	if sock[0] == '@' {
+		sock = "\x00" + sock[1:]
+	}
+	conn, err := net.DialUnix("unixgram", nil, &net.UnixAddr{Name: sock, Net: "unixgram"})
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	_, err = conn.Write([]byte(msg))
+	return err
+}

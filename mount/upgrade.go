@@ -1,0 +1,298 @@
+package mount
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/moby/sys/mountinfo"
+	"golang.org/x/sys/unix"
+)
+
+// Upgrade (issue 42): `sessionfs mount` on a mountpoint whose connection a holder keeps (takeover.go) hands the
+// connection to the binary that runs it, instead of failing "already mounted". The agents using the mount wait a
+// moment, as they do when a daemon is killed, and go on:
+//
+//  1. the new binary asks the holder over the mount's control socket (controlSocket: a folder only the mount's
+//     owner may enter, and the peer's uid checked) for the state it keeps, and refuses, before anything stops,
+//     a state of a format it does not read (handoverFormat, the node log's version);
+//  2. it sends the holder a descriptor of itself (a path replaced meanwhile cannot race);
+//  3. the holder tells the serving daemon to hand over (handover.go): it stops taking requests, finishes those
+//     in flight, and exits; the requests it left are resent to the next daemon (FUSE_NOTIFY_RESEND);
+//  4. the holder re-executes itself as the new binary, keeping the connection, the node log and the asker's
+//     socket (holder_exec.go), so the holder is upgraded too; the binds go with the old holder and the new one
+//     makes them again as they are used;
+//  5. the new holder starts a daemon that takes the connection over, and once it serves tells the asker which
+//     daemon and version serve.
+
+// handoverFormat names the format of what a holder hands a new binary: the takeover configuration, the INIT and
+// this protocol (the node log has its own version, checked beside it). A variable so that a test can build a
+// binary that differs: -ldflags "-X github.com/sessionfs/sessionfs/mount.handoverFormat=...".
+var handoverFormat = "1"
+
+// Version is this build's version, as the holder tells it (set by main).
+var Version = "unknown"
+
+// holderState is what a holder tells of the mount it keeps.
+type holderState struct {
+	Store, Mountpoint string
+	Format            string // its handoverFormat
+	NodeLog           uint32 // the version in its node log's header
+	Version           string // its build's (the serving daemon's)
+	Daemon            int    // the serving daemon's pid
+}
+
+// controlRequest is a request on the control socket: "state", or "upgrade" (with a descriptor of the binary).
+type controlRequest struct{ Ask string }
+
+// upgradeReply is the holder's answer to "upgrade", once the new daemon serves (or why none does).
+type upgradeReply struct {
+	Daemon  int
+	Version string
+	Error   string
+}
+
+// controlDir is the folder of this user's mounts' control sockets: root's in /run, a normal user's in its
+// runtime folder.
+func controlDir() string {
+	if os.Geteuid() == 0 {
+		return "/run/sessionfs"
+	}
+	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" {
+		return filepath.Join(d, "sessionfs")
+	}
+	return filepath.Join(os.TempDir(), fmt.Sprintf("sessionfs-%d", os.Geteuid()))
+}
+
+// controlSocket is the control socket of the mount whose FUSE connection is minor.
+func controlSocket(minor uint32) string {
+	return filepath.Join(controlDir(), fmt.Sprintf("mount-%d.sock", minor))
+}
+
+// ownDir makes the control folder dir, or checks the one there: this user's, and no one else's to enter.
+func ownDir(dir string) error {
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("make the control folder: %w", err)
+	}
+	var st unix.Stat_t
+	if err := unix.Lstat(dir, &st); err != nil {
+		return err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR || int(st.Uid) != os.Geteuid() || st.Mode&0o077 != 0 {
+		return fmt.Errorf("%s is not a folder of this user's alone (mode %o, owner %d): remove it", dir, st.Mode&0o7777, st.Uid)
+	}
+	return nil
+}
+
+// connectionOf is the FUSE connection of the sessionfs mount at mnt (its device minor), from the mount table.
+func connectionOf(mnt string) (uint32, bool) {
+	mounts, err := mountinfo.GetMounts(mountinfo.SingleEntryFilter(mnt))
+	if err != nil || len(mounts) == 0 || mounts[len(mounts)-1].FSType != FSType {
+		return 0, false
+	}
+	return uint32(mounts[len(mounts)-1].Minor), true
+}
+
+// listenControl makes the holder's control socket and answers on it until stop is called.
+func (s *helperService) listenControl() (stop func(), err error) {
+	minor, err := s.connection()
+	if err != nil {
+		return nil, err
+	}
+	if err := ownDir(controlDir()); err != nil {
+		return nil, err
+	}
+	path := controlSocket(minor)
+	_ = os.Remove(path) // a holder killed before left it; the folder is this user's alone
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		return nil, fmt.Errorf("make the control socket: %w", err)
+	}
+	l.SetUnlinkOnClose(false) // an upgraded holder listens on the same path: only stop removes it
+	go func() {
+		for {
+			c, err := l.AcceptUnix()
+			if err != nil {
+				return
+			}
+			go s.answerControl(c)
+		}
+	}()
+	return func() { l.Close(); _ = os.Remove(path) }, nil
+}
+
+// answerControl answers one request, from this user only (root's mount: root).
+func (s *helperService) answerControl(c *net.UnixConn) {
+	keep := false
+	defer func() {
+		if !keep {
+			c.Close()
+		}
+	}()
+	if uid, err := peerUID(c); err != nil || uid != os.Geteuid() {
+		return
+	}
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	buf, oob := make([]byte, 4096), make([]byte, unix.CmsgSpace(4*4))
+	n, oobn, _, _, err := c.ReadMsgUnix(buf, oob)
+	if err != nil {
+		return
+	}
+	fds := receivedFDs(oob[:oobn])
+	defer func() {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+	}()
+	var req controlRequest
+	if err := json.Unmarshal(buf[:n], &req); err != nil {
+		return
+	}
+	_ = c.SetReadDeadline(time.Time{})
+	switch req.Ask {
+	case "state":
+		_ = json.NewEncoder(c).Encode(s.state())
+	case "upgrade":
+		if len(fds) != 1 {
+			_ = json.NewEncoder(c).Encode(upgradeReply{Error: "no binary was sent"})
+			return
+		}
+		if err := s.beginUpgrade(fds[0], c); err != nil {
+			_ = json.NewEncoder(c).Encode(upgradeReply{Error: err.Error()})
+			return
+		}
+		fds, keep = nil, true // the upgrade holds both now
+	}
+}
+
+// state is what this holder keeps, as the control socket tells it.
+func (s *helperService) state() holderState {
+	st := holderState{Store: s.holder.cfg.Store, Mountpoint: s.mnt, Format: handoverFormat, Version: Version}
+	head := make([]byte, 8)
+	if n, err := unix.Pread(holderNodes, head, 0); err == nil && n == len(head) && binary.LittleEndian.Uint32(head) == nodeLogMagic {
+		st.NodeLog = binary.LittleEndian.Uint32(head[4:])
+	}
+	s.mu.Lock()
+	st.Daemon = s.daemon
+	s.mu.Unlock()
+	return st
+}
+
+func peerUID(c *net.UnixConn) (int, error) {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return -1, err
+	}
+	var cred *unix.Ucred
+	var cerr error
+	if err := raw.Control(func(fd uintptr) {
+		cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+	}); err != nil {
+		return -1, err
+	}
+	if cerr != nil {
+		return -1, cerr
+	}
+	return int(cred.Uid), nil
+}
+
+func receivedFDs(oob []byte) []int {
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return nil
+	}
+	var fds []int
+	for _, m := range msgs {
+		if got, err := unix.ParseUnixRights(&m); err == nil {
+			fds = append(fds, got...)
+		}
+	}
+	return fds
+}
+
+// UpgradeResult says who serves a mount handed over.
+type UpgradeResult struct {
+	From, To string // the versions before and after
+	Daemon   int    // the daemon that serves now
+}
+
+// ErrNoHolder: nothing keeps the mount's connection to hand it over (an unconfined mount, --takeover=false, or a
+// build before upgrades): the caller says "already mounted", as before.
+var ErrNoHolder = errors.New("no holder keeps the mount's connection")
+
+// upgradeTimeout bounds the wait for the new daemon to serve.
+const upgradeTimeout = time.Minute
+
+// Upgrade hands the mount at mnt, of the store at storeRoot, to this binary: ErrNoHolder when nothing keeps its
+// connection. An incompatible state is refused before the serving daemon stops: it serves on.
+func Upgrade(storeRoot, mnt string) (UpgradeResult, error) {
+	mnt, err := filepath.Abs(mnt)
+	if err != nil {
+		return UpgradeResult{}, err
+	}
+	minor, ok := connectionOf(mnt)
+	if !ok {
+		return UpgradeResult{}, ErrNoHolder
+	}
+	var st holderState
+	if err := askControl(minor, "state", -1, &st); err != nil {
+		return UpgradeResult{}, err
+	}
+	if !sameFolder(st.Store, storeRoot) {
+		return UpgradeResult{}, fmt.Errorf("%s serves the store %s, not %s (sessionfs unmount %s first)", mnt, st.Store, storeRoot, mnt)
+	}
+	if st.Format != handoverFormat || st.NodeLog != nodeLogVersion {
+		return UpgradeResult{}, fmt.Errorf("%s is served by sessionfs %s, whose state (format %s, node log %d) this build (%s: format %s, node log %d) does not read: it serves on; to change builds, sessionfs unmount %s and mount again",
+			mnt, st.Version, st.Format, st.NodeLog, Version, handoverFormat, nodeLogVersion, mnt)
+	}
+	self, err := unix.Open("/proc/self/exe", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return UpgradeResult{}, fmt.Errorf("open this binary to hand it over: %w", err)
+	}
+	defer unix.Close(self)
+	var reply upgradeReply
+	if err := askControl(minor, "upgrade", self, &reply); err != nil {
+		return UpgradeResult{}, err
+	}
+	if reply.Error != "" {
+		return UpgradeResult{}, fmt.Errorf("hand %s over: %s", mnt, reply.Error)
+	}
+	return UpgradeResult{From: st.Version, To: reply.Version, Daemon: reply.Daemon}, nil
+}
+
+// askControl sends ask (and fd, when not -1) to the holder of connection minor and decodes its answer.
+func askControl(minor uint32, ask string, fd int, out any) error {
+	path := controlSocket(minor)
+	c, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: path, Net: "unix"})
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, unix.ECONNREFUSED) {
+		return ErrNoHolder
+	}
+	if err != nil {
+		return fmt.Errorf("reach the mount's holder at %s: %w", path, err)
+	}
+	defer c.Close()
+	req, _ := json.Marshal(controlRequest{Ask: ask})
+	var oob []byte
+	if fd >= 0 {
+		oob = unix.UnixRights(fd)
+	}
+	if _, _, err := c.WriteMsgUnix(req, oob, nil); err != nil {
+		return fmt.Errorf("ask the mount's holder: %w", err)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(upgradeTimeout))
+	if err := json.NewDecoder(c).Decode(out); err != nil {
+		return fmt.Errorf("the mount's holder did not answer %q: %w (its log says why)", ask, err)
+	}
+	return nil
+}
+
+// sameFolder says whether a and b name the same folder.
+func sameFolder(a, b string) bool {
+	var sa, sb unix.Stat_t
+	return unix.Stat(a, &sa) == nil && unix.Stat(b, &sb) == nil && sa.Dev == sb.Dev && sa.Ino == sb.Ino
+}

@@ -1,0 +1,87 @@
+package mount
+
+import (
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hanwen/go-fuse/v2/fuse"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The control folder is this user's alone: one another user made, one anyone may enter, or a link (in /tmp a
+// normal user's could be planted by another) is refused.
+func TestControlDirIsThisUsersAlone(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "sessionfs")
+	require.NoError(t, ownDir(dir))
+	st, err := os.Lstat(dir)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o700), st.Mode().Perm())
+	require.NoError(t, os.Chmod(dir, 0o755))
+	assert.ErrorContains(t, ownDir(dir), "not a folder of this user's alone")
+	require.NoError(t, os.Chmod(dir, 0o700))
+	if os.Geteuid() == 0 { // only root can give a folder away
+		require.NoError(t, os.Chown(dir, 65534, 65534))
+		assert.ErrorContains(t, ownDir(dir), "not a folder of this user's alone", "another user's")
+	}
+	require.NoError(t, os.Remove(dir))
+	require.NoError(t, os.Symlink(t.TempDir(), dir))
+	assert.ErrorContains(t, ownDir(dir), "not a folder of this user's alone", "a link is no folder")
+}
+
+// A hand-over's gate lets the requests in flight finish and holds those that come after.
+func TestGateFinishesInFlightAndHoldsTheRest(t *testing.T) {
+	entered, release := make(chan struct{}), make(chan struct{})
+	g := &gated{RawFileSystem: &slowFS{entered: entered, release: release}}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); g.Access(nil, &fuse.AccessIn{}) }()
+	<-entered // one request in flight
+	closed := make(chan bool)
+	go func() { closed <- g.close(time.Minute) }()
+	for !gateWaiting(g) { // the hand-over waits for the request in flight
+		time.Sleep(time.Millisecond)
+	}
+	close(release)
+	assert.True(t, <-closed, "the gate closes once the request in flight finished")
+	wg.Wait()
+	assert.False(t, g.gate.TryRLock(), "a request that comes after waits (unanswered: it is resent to the next daemon)")
+}
+
+// A request that does not finish leaves the gate open past the bound: the hand-over goes on (its request is
+// resent).
+func TestGateBoundsTheWait(t *testing.T) {
+	entered := make(chan struct{})
+	g := &gated{RawFileSystem: &slowFS{entered: entered, release: make(chan struct{})}}
+	go g.Access(nil, &fuse.AccessIn{})
+	<-entered
+	assert.False(t, g.close(10*time.Millisecond))
+}
+
+// gateWaiting says whether a writer waits for g's gate (a reader can no longer get it).
+func gateWaiting(g *gated) bool {
+	if g.gate.TryRLock() {
+		g.gate.RUnlock()
+		return false
+	}
+	return true
+}
+
+// slowFS answers Access once released, and GetAttr at once.
+type slowFS struct {
+	fuse.RawFileSystem
+	entered, release chan struct{}
+}
+
+func (s *slowFS) Access(cancel <-chan struct{}, in *fuse.AccessIn) fuse.Status {
+	close(s.entered)
+	<-s.release
+	return fuse.OK
+}
+
+func (s *slowFS) GetAttr(cancel <-chan struct{}, in *fuse.GetAttrIn, out *fuse.AttrOut) fuse.Status {
+	return fuse.OK
+}
