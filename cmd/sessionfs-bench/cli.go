@@ -40,6 +40,7 @@ func plantTranscripts(store string, n int) error {
 
 // cliAtScale times the CLI's listing and finding commands, c.cliRuns times each, interleaved.
 func (b *bench) cliAtScale() {
+	defer b.uiAtScale() // the web page's list of the same store, beside these rows
 	planted := plantedSessions(b.c.sessions)
 	if len(planted) == 0 {
 		b.skip("the CLI at scale: the store holds %d sessions (-sessions)", b.c.sessions)
