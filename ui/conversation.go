@@ -20,7 +20,6 @@ const flushEvery = 64
 
 // convHead is a conversation page's head.
 type convHead struct {
-	page
 	Session, SessionHref, Agent, ID, First, Last, Events string
 	Cwds                                                 []string
 	Messages, Subagents                                  int
@@ -101,25 +100,17 @@ func findConversation(sess *layout.Dir, name, conv string) (*agents.Agent, agent
 // flushed every flushEvery.
 func (s *Server) conversation(w http.ResponseWriter, r *http.Request) {
 	id, agent, conv := r.PathValue("id"), r.PathValue("agent"), r.PathValue("conv")
+	if _, err := all.ByName(agent); err != nil || agent == "" {
+		s.errorPage(w, http.StatusNotFound, "no agent is called "+text.OneLine(agent, maxName))
+		return
+	}
 	sess, _ := s.openSession(w, id)
 	if sess == nil {
 		return
 	}
 	defer sess.Close()
-	a, c, err := findConversation(sess, agent, conv)
-	if err != nil {
-		s.errorPage(w, http.StatusNotFound, err.Error())
-		return
-	}
-	self := href("s", id, "c", a.Name, c.ID)
-	head := convHead{page: page{Title: a.Name + " " + text.OneLine(c.ID, maxName)}, Session: id, SessionHref: href("s", id),
-		Agent: a.Name, ID: text.OneLine(c.ID, maxName), Messages: c.Messages, Subagents: c.Subagents, Events: self + "/events"}
-	for _, cwd := range c.Cwds {
-		head.Cwds = append(head.Cwds, text.OneLine(cwd, maxLine))
-	}
-	if !c.First.IsZero() {
-		head.First, head.Last = when(c.First), when(c.Last)
-	}
+	// The page starts before the conversation is looked up: listing a session's conversations reads each
+	// whole (a 10 MB one takes a while), and the page's head needs none of it.
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	bw := bufio.NewWriterSize(w, 32<<10)
 	rc := http.NewResponseController(w)
@@ -128,6 +119,24 @@ func (s *Server) conversation(w http.ResponseWriter, r *http.Request) {
 			return err
 		}
 		return rc.Flush()
+	}
+	if err := pages.ExecuteTemplate(bw, "head", page{Title: agent + " " + text.OneLine(conv, maxName)}); err != nil || flush() != nil {
+		return
+	}
+	a, c, err := findConversation(sess, agent, conv)
+	if err != nil {
+		_ = pages.ExecuteTemplate(bw, "notfound", text.OneLine(err.Error(), maxLine))
+		_ = flush()
+		return
+	}
+	self := href("s", id, "c", a.Name, c.ID)
+	head := convHead{Session: id, SessionHref: href("s", id), Agent: a.Name, ID: text.OneLine(c.ID, maxName),
+		Messages: c.Messages, Subagents: c.Subagents, Events: self + "/events"}
+	for _, cwd := range c.Cwds {
+		head.Cwds = append(head.Cwds, text.OneLine(cwd, maxLine))
+	}
+	if !c.First.IsZero() {
+		head.First, head.Last = when(c.First), when(c.Last)
 	}
 	if err := pages.ExecuteTemplate(bw, "convhead", head); err != nil {
 		s.o.Log.Printf("ui: rendering a conversation's head: %v", err)

@@ -22,7 +22,8 @@
 //	/                                   sessions: ?label=K=V|K, ?agent=NAME, ?sort=created|active|size|id, ?page=N
 //	/?partial=rows                      the <tbody> of #sessions alone (what ui.js swaps in on a "sessions" event)
 //	/s/<id>                             a session: conversations, runs, resume commands, a link to its workspace
-//	/s/<id>/c/<agent>/<conv>            a conversation, streamed
+//	/s/<id>/c/<agent>/<conv>            a conversation, streamed (its head is sent before the conversation is
+//	                                    looked up: one not found is a 200 page saying "Not found")
 //	/s/<id>/c/<agent>/<conv>/events?after=N
 //	                                    server-sent events: each entry appended after entry N, event "entry",
 //	                                    data JSON {"n":N,"sub":"SUBAGENT","html":"..."} (rendered, escaped HTML)
@@ -38,10 +39,12 @@
 //
 //	#sessions                 the list's table; each row tr[data-session="<id>"]
 //	#search                   the search form (its input is named q), on the list and the search page
-//	#conversation             a conversation's container, data-last="<N of its last entry>"; each entry an
+//	#conversation             a conversation's container, data-events="<its events URL>"; each entry an
 //	                          element of class .entry with id="e<N>" (N from 1, in the order agents/text reads
 //	                          them) and a class naming its kind (prompt, reply, tool_call, tool_result, note);
-//	                          a subagent's entries inside section.subagent[data-subagent="<id>"]
+//	                          calls and results are <details> (folded to one line), the others <article>; a
+//	                          subagent's entries inside section.subagent[data-subagent="<id>"]; #end after them
+//	                          (the page is complete)
 //	#resume                   the resume commands, each in a <code> (host, docker, Modal), each with a copy button
 //	#workspace                the workspace tree (a list of links; a symlink is shown, never followed)
 //	#runs                     the session's runs

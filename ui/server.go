@@ -79,7 +79,13 @@ func New(o Options) (*Server, error) {
 
 // URL is the address to open, with the token.
 func (s *Server) URL() string {
-	return "http://" + s.o.Addr + "/?token=" + s.o.Token
+	addr := s.o.Addr
+	if host, port, err := net.SplitHostPort(addr); err == nil {
+		if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+			addr = net.JoinHostPort("127.0.0.1", port) // listening everywhere: here too
+		}
+	}
+	return "http://" + addr + "/?token=" + s.o.Token
 }
 
 // Loopback reports whether addr (host:port) listens on a loopback address only.
