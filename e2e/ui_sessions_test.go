@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -64,7 +66,8 @@ func TestUIListsSessions(t *testing.T) {
 }
 
 // TestUILiveAppend: a line the agent appends to the conversation open in the browser shows in the page within a
-// second (the issue's bound), and a session made meanwhile appears in the open list, neither page reloaded.
+// second (the issue's bound); a session made meanwhile appears in the open list, and a run in it shows running
+// and then its exit code, neither page reloaded.
 func TestUILiveAppend(t *testing.T) {
 	chromiumPath(t)
 	store := t.TempDir()
@@ -100,4 +103,21 @@ func TestUILiveAppend(t *testing.T) {
 		"the new session is not in the open list")
 	assert.True(t, eval[bool](t, b, `window.uitestNotReloaded === true`), "the list was reloaded")
 	assert.NotEmpty(t, strings.TrimSpace(eval[string](t, b, `document.querySelector('#sessions tr[data-session="made-later"]').innerText`)))
+
+	// A run: shown running while it runs (cat, until its stdin closes), then its exit code.
+	run := exec.Command(bin, "exec", "made-later", "--", "sh", "-c", "cat >/dev/null; exit 3")
+	run.Env = append(os.Environ(), "SESSIONFS_STORE="+store)
+	stdin, err := run.StdinPipe()
+	require.NoError(t, err)
+	require.NoError(t, run.Start())
+	t.Cleanup(func() { _ = run.Process.Kill(); _ = run.Wait() })
+	require.NoError(t, chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS(`#sessions tr.running[data-session="made-later"]`))),
+		"the run is not shown running in the open list")
+	require.NoError(t, stdin.Close())
+	require.Error(t, run.Wait(), "the run exits 3")
+	require.NoError(t, chromedp.Do(ctx, chromedp.WaitNotPresent(chromedp.CSS(`#sessions tr.running[data-session="made-later"]`))),
+		"the ended run is still shown running")
+	lastExit := eval[string](t, b, `document.querySelector('#sessions tr[data-session="made-later"] td:last-child').innerText`)
+	assert.Equal(t, "3", strings.TrimSpace(lastExit), "the row shows the run's exit code")
+	assert.True(t, eval[bool](t, b, `window.uitestNotReloaded === true`), "the list was reloaded")
 }
