@@ -188,6 +188,9 @@ func TestMountTakeoverKill(t *testing.T) {
 		}, "round %d: a daemon takes over from %d and the loops go on (%s mount: %s)", round, pid, agentErrors(loops), m.log)
 	}
 	assert.Equal(t, kills, strings.Count(m.log.String(), "took the connection over"), "one takeover per kill: %s", m.log.String())
+	t.Logf("the last takeover's line: %s", regexp.MustCompile(`sessionfs: daemon \d+ took the connection over.*`).FindAllString(m.log.String(), -1)[kills-1])
+	r := cli(t, store, "doctor")
+	assert.Regexp(t, fmt.Sprintf(`(?m)^OK\s+takeover\s+%s is held by its helper %d: .*; %d takeovers so far, the last at `, regexp.QuoteMeta(m.mnt), helper, kills), r.stdout)
 	for _, l := range loops {
 		gaps := l.finish(t, store)
 		top := gaps[max(0, len(gaps)-kills):]
@@ -204,6 +207,8 @@ func TestMountTakeoverOptOut(t *testing.T) {
 	ok(t, store, "new", "s1")
 	m := mount(t, store, "--takeover=false")
 	helper := helperPID(t, m.cmd.Process.Pid)
+	r := cli(t, store, "doctor")
+	assert.Regexp(t, `(?m)^WARN\s+takeover\s+.*no helper holds its connection: a killed daemon leaves it stale`, r.stdout)
 	require.NoError(t, m.cmd.Process.Kill())
 	_ = m.cmd.Wait()
 	eventually(t, 10*time.Second, func() bool { return procGone(helper) }, "the helper ends with its daemon")
@@ -294,4 +299,57 @@ func TestAttackServingPIDIgnoresArgv(t *testing.T) {
 	r := cli(t, store, "doctor")
 	t.Logf("doctor: %s", regexp.MustCompile(`(?m)^\S+\s+confine\s.*$`).FindString(r.stdout))
 	assert.Regexp(t, fmt.Sprintf(`(?m)^(OK|WARN)\s+confine\s+serving process %d of `, daemon), r.stdout, "doctor names the daemon, not a process by its word")
+}
+
+// TestMountTakeoverBounded (issue 42): where a takeover cannot hold, the mount's users get an error, never a hang.
+// A test build's daemons taking the connection over stall (never serve, as one stopped would) or die before they
+// serve (mount/takeover_fault_on.go); after kill -9 of the serving daemon, a reader of the mount must fail within
+// the holder's bound (10 s) and some slack, the log says why, and the next mount serves the mountpoint again.
+func TestMountTakeoverBounded(t *testing.T) {
+	need(t, os.Geteuid() == 0, "root: a confined mount and its helper")
+	exe := filepath.Join(t.TempDir(), "sessionfs-fault")
+	build := exec.Command("go", "build", "-tags", "faultinject", "-o", exe, "../cmd/sessionfs")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, "build the fault-injection daemon: %s", out)
+
+	for _, fault := range []string{"stall", "exit"} {
+		t.Run(fault, func(t *testing.T) {
+			t.Setenv("SESSIONFS_FAULT_TAKEOVER", fault) // the daemon started first ignores it
+			store := t.TempDir()
+			ok(t, store, "new", "s1")
+			m := mountWith(t, exe, store)
+			helper := helperPID(t, m.cmd.Process.Pid)
+			reader := exec.Command("sh", "-c", `echo up; while cat "$1" > /dev/null; do sleep 0.05; done; exit 1`, "sh",
+				filepath.Join(m.session("s1"), ".claude", "settings.json"))
+			var stderr syncBuffer
+			reader.Stderr = &stderr
+			startUntil(t, reader, "up\n")
+			ended := make(chan error, 1)
+			go func() { ended <- reader.Wait() }()
+
+			require.NoError(t, m.cmd.Process.Kill())
+			killed := time.Now()
+			state, err := m.cmd.Process.Wait() // not cmd.Wait: its output stays open in the helper
+			require.NoError(t, err)
+			m.cmd.ProcessState = state
+			select {
+			case err := <-ended:
+				t.Logf("%s: the reader got an error %v after the kill: %q", fault, time.Since(killed).Round(time.Millisecond), stderr.String())
+				require.Error(t, err)
+			case <-time.After(sfsmount.TakeoverBound + 20*time.Second):
+				_ = reader.Process.Kill()
+				t.Fatalf("the reader still waits %v after the kill: %s", sfsmount.TakeoverBound+20*time.Second, m.log)
+			}
+			assert.Regexp(t, `not connected|connection abort`, stderr.String())
+			want := map[string]string{"stall": "did not serve " + m.mnt + " within 10s", "exit": "3 daemons in a row died before they served"}[fault]
+			eventually(t, 10*time.Second, func() bool { return strings.Contains(m.log.String(), want) }, "the log says why: %s", m.log)
+			eventually(t, 10*time.Second, func() bool { return procGone(helper) }, "the helper ends with the connection")
+
+			_ = m.cmd.Wait() // its output ended with the helper
+			m.start(t)       // the next mount serves the mountpoint again
+			_, err = os.Stat(filepath.Join(m.session("s1"), ".claude", "settings.json"))
+			require.NoError(t, err)
+		})
+	}
 }

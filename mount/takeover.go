@@ -71,6 +71,10 @@ type holder struct {
 	init     *fuse.InitIn
 	serving  bool // the last daemon started serves (Initialized, Resumed)
 	failures int  // daemons in a row that died before they served
+
+	state    Held      // what doctor is told (takeover_state.go)
+	replaced time.Time // when the last daemon was started to take over
+	attempt  int       // daemons started to take over so far: the bound on each is its own
 }
 
 func newHolder(cfg helperConfig) *holder {
@@ -84,6 +88,7 @@ func (s *helperService) Initialized(init fuse.InitIn, _ *struct{}) error {
 	if s.holder == nil {
 		return errors.New("this helper does not hold the mount's connection")
 	}
+	defer s.saveHeld() // once unlocked: the mount is held
 	s.holder.mu.Lock()
 	defer s.holder.mu.Unlock()
 	if s.holder.init == nil { // the first daemon's: a later one is told it, never tells it
@@ -123,6 +128,7 @@ func (s *helperService) takeOver() (net.Conn, int, error) {
 	ending := s.ending
 	s.mu.Unlock()
 	if ending || !s.mounted() {
+		s.removeHeld()
 		return nil, 0, nil // the mount ended: the connection goes with this process
 	}
 	s.execUpgrade() // a hand-over asked for (upgrade.go): this process becomes the new binary, unless that fails
@@ -142,12 +148,13 @@ func (s *helperService) takeOver() (net.Conn, int, error) {
 		h.serving = false
 		conn, pid, err := h.start()
 		if err == nil {
-			fmt.Fprintf(os.Stderr, "sessionfs: the daemon of %s is gone: a new one takes the connection over\n", s.mnt)
+			s.replacing(pid)
 			return conn, pid, nil
 		}
 		why = err
 	}
 	// Never a hang: the users get errors, and the next mount clears the mount as a stale one.
+	s.removeHeld()
 	if err := s.Abort(struct{}{}, nil); err != nil {
 		return nil, 0, fmt.Errorf("%v, and the connection could not be ended: %v", why, err)
 	}
@@ -257,7 +264,6 @@ type resumed struct {
 	init     fuse.InitIn
 	nodeFS   fuse.RawFileSystem
 	restored int
-	took     time.Time
 }
 
 func serveTakenOver() error {
@@ -266,7 +272,7 @@ func serveTakenOver() error {
 		return fmt.Errorf("read the configuration: %w (this process is started by the mount's helper)", err)
 	}
 	os.Unsetenv(takeoverEnv)
-	took := time.Now()
+	takeoverFault()
 	// The helper stops the mount on the daemon's word only: an interrupt is this process's to act on.
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
@@ -289,15 +295,13 @@ func serveTakenOver() error {
 		return err
 	}
 	s := &startup{store: store, mountpoint: cfg.Mountpoint, opts: cfg.Options, given: cfg.Options, confined: true,
-		resumed: &resumed{dev: holderDev, init: cfg.Init, took: took}, nodes: nodes,
+		resumed: &resumed{dev: holderDev, init: cfg.Init}, nodes: nodes,
 		helper: rpc.NewClient(conn), helperPID: os.Getppid()}
 	m, err := s.start(nil)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "sessionfs: serving %s at %s again: took the connection over in %s, %d nodes the kernel holds restored\n",
-		store.Root, m.Mountpoint, time.Since(took).Round(time.Millisecond), s.resumed.restored)
-	go unmountOnSignal(m, sigs)
+	go unmountOnSignal(m, sigs) // the holder logs the takeover (Served)
 	return m.Wait()
 }
 
@@ -334,6 +338,6 @@ func (s *startup) serveResumed() error {
 		fmt.Fprintf(os.Stderr, "sessionfs: the kernel resends nothing (%v; Linux 6.9 does): the requests the daemon before had read wait for good\n", st)
 	}
 	go s.server.Serve()
-	s.helper.Go("Helper.Resumed", struct{}{}, nil, make(chan *rpc.Call, 1))
+	s.helper.Go("Helper.Served", ServedArgs{Restored: s.resumed.restored}, nil, make(chan *rpc.Call, 1))
 	return nil
 }

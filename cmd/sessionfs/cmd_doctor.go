@@ -262,6 +262,7 @@ func checkMounts(s *layout.Store, add func(name, status, detail, fix string)) {
 		}
 		add("mount", "OK", m.Mountpoint+" serves the store", "")
 		add(checkConfinement(m))
+		add(checkTakeover(m))
 		// Binds are the root daemon's: a normal user's mount serves everything through FUSE.
 		if n := len(mount.Binds(m.Mountpoint)); n > 0 {
 			add("binds", "OK", fmt.Sprintf("%s bound over %s (workspace, app and mcps at the disk's speed)", plural(n, "folder"), m.Mountpoint), "")
@@ -310,6 +311,27 @@ func checkConfinement(m *mountinfo.Info) (name, status, detail, fix string) {
 	}
 	return "confine", "WARN", detail + "; the kernel lacks Landlock, so nothing but the daemon's own code keeps it to the store",
 		"a kernel of 5.13 or later with landlock in its lsm= list"
+}
+
+// checkTakeover reports whether a root mount's connection is held by its helper, so that a daemon killed is
+// replaced without its users seeing it (mount/takeover.go), and how often that happened.
+func checkTakeover(m *mountinfo.Info) (name, status, detail, fix string) {
+	if !strings.Contains(","+m.VFSOptions+",", ",user_id=0,") {
+		return "takeover", "OK", "the mount at " + m.Mountpoint + " is a normal user's: a killed daemon leaves it stale", ""
+	}
+	held, err := mount.HeldBy(m.Mountpoint)
+	if errors.Is(err, mount.ErrNotHeld) {
+		return "takeover", "WARN", m.Mountpoint + ": " + err.Error(), "mount it again without --takeover=false and --confine off"
+	}
+	if err != nil {
+		return "takeover", "WARN", "cannot tell whether " + m.Mountpoint + " is held: " + err.Error(), ""
+	}
+	detail = fmt.Sprintf("%s is held by its helper %d: a killed daemon is replaced, its users wait and go on", m.Mountpoint, held.Holder)
+	if held.Takeovers == 0 {
+		return "takeover", "OK", detail + "; no takeover yet", ""
+	}
+	return "takeover", "OK", fmt.Sprintf("%s; %s so far, the last at %s (served %s after the daemon before ended, %s restored)",
+		detail, plural(held.Takeovers, "takeover"), held.Last.Format(time.DateTime), held.Took, plural(held.Restored, "node")), ""
 }
 
 // terminalFDs names which of pid's descriptors 0-2 are a terminal ("fd 1 is", "fds 1, 2 are"; "" for none).

@@ -1,0 +1,163 @@
+package mount
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/moby/sys/mountinfo"
+)
+
+// What a holder (takeover.go) tells of its takeovers: a line in the log for each, and a state file doctor reads;
+// and the bound it puts on each: a daemon that does not serve within TakeoverBound is killed and the connection
+// ended, so the mount's users get errors instead of waiting for good.
+
+// TakeoverBound is how long the mount's users may wait for a daemon to take the connection over.
+const TakeoverBound = 10 * time.Second
+
+// takeoverDir holds the holders' state files (root's: only a confined root mount has a holder).
+const takeoverDir = "/run/sessionfs"
+
+// Held is a holder's state, as doctor shows it.
+type Held struct {
+	Holder    int       // the helper that holds the connection
+	Daemon    int       // the daemon it started last (0: the first daemon serves)
+	Takeovers int       // daemons that took the connection over so far
+	Last      time.Time // when the last one served
+	Took      time.Duration
+	Restored  int // nodes the kernel holds that the last one restored
+	Waiting   int // requests the kernel had waiting when the last daemon before it died
+}
+
+// ServedArgs are what a daemon that took the connection over tells its holder once it serves.
+type ServedArgs struct{ Restored int }
+
+// Served: the daemon that took the connection over serves (Resumed), having restored args.Restored nodes. The
+// holder says so in the log, one line a takeover.
+func (s *helperService) Served(args ServedArgs, _ *struct{}) error {
+	if err := s.Resumed(struct{}{}, nil); err != nil {
+		return err
+	}
+	h := s.holder
+	h.mu.Lock()
+	h.state.Takeovers++
+	h.state.Last = time.Now()
+	h.state.Took = h.state.Last.Sub(h.replaced).Round(time.Millisecond)
+	h.state.Restored = args.Restored
+	st := h.state
+	h.mu.Unlock()
+	fmt.Fprintf(os.Stderr, "sessionfs: daemon %d took the connection over (takeover %d of %s): it served %s after the daemon before ended, %d nodes the kernel holds restored, %d requests the kernel had waiting resent\n",
+		st.Daemon, st.Takeovers, s.mnt, st.Took, st.Restored, st.Waiting)
+	s.saveHeld()
+	return nil
+}
+
+// replacing notes that daemon was started to take over from one that died (h.mu held), and bounds how long it
+// may take to serve.
+func (s *helperService) replacing(daemon int) {
+	h := s.holder
+	h.replaced, h.state.Daemon, h.state.Waiting = time.Now(), daemon, s.waitingRequests()
+	h.attempt++
+	attempt := h.attempt
+	time.AfterFunc(TakeoverBound, func() {
+		h.mu.Lock()
+		late := !h.serving && h.attempt == attempt
+		h.mu.Unlock()
+		if !late {
+			return
+		}
+		fmt.Fprintf(os.Stderr, "sessionfs: daemon %d did not serve %s within %s of the daemon before dying: the connection is ended, so its users get errors (sessionfs mount serves it again)\n",
+			daemon, s.mnt, TakeoverBound)
+		_ = s.Abort(struct{}{}, nil)
+		_ = syscall.Kill(daemon, syscall.SIGKILL)
+	})
+}
+
+// waitingRequests is how many requests the kernel has for the connection, unanswered (fusectl's waiting: the
+// ones queued and the ones the dead daemon had read, which it resends).
+func (s *helperService) waitingRequests() int {
+	minor, err := s.connection()
+	if err != nil {
+		return 0
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/sys/fs/fuse/connections/%d/waiting", minor))
+	if err != nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	return n
+}
+
+// heldFile is the state file of the holder of connection minor.
+func heldFile(minor uint32) string {
+	return filepath.Join(takeoverDir, fmt.Sprintf("held-%d.json", minor))
+}
+
+// saveHeld writes the holder's state for doctor (replaced whole: a reader never sees half of it).
+func (s *helperService) saveHeld() {
+	minor, err := s.connection()
+	if err != nil {
+		return
+	}
+	h := s.holder
+	h.mu.Lock()
+	st := h.state
+	h.mu.Unlock()
+	st.Holder = os.Getpid()
+	b, err := json.Marshal(st)
+	if err != nil || os.MkdirAll(takeoverDir, 0o755) != nil {
+		return
+	}
+	tmp := heldFile(minor) + ".tmp"
+	if os.WriteFile(tmp, b, 0o644) == nil {
+		_ = os.Rename(tmp, heldFile(minor))
+	}
+}
+
+// removeHeld removes the state file: the holder ends.
+func (s *helperService) removeHeld() {
+	if minor, err := s.connection(); err == nil {
+		_ = os.Remove(heldFile(minor))
+	}
+}
+
+// ErrNotHeld: no process holds the mount's connection for a daemon to take it over.
+var ErrNotHeld = errors.New("no helper holds its connection: a killed daemon leaves it stale")
+
+// HeldBy tells whether the mount at mnt is held (a killed daemon replaced), by whom and how often it was. The state
+// file is believed only when its holder holds the mount's connection now.
+func HeldBy(mnt string) (Held, error) {
+	minor, ok := connectionMinor(mnt)
+	if !ok {
+		return Held{}, fmt.Errorf("%s is not a sessionfs mount", mnt)
+	}
+	var st Held
+	b, err := os.ReadFile(heldFile(minor))
+	if errors.Is(err, os.ErrPermission) {
+		return Held{}, fmt.Errorf("%s is readable by root only: run as root", heldFile(minor))
+	}
+	if err != nil || json.Unmarshal(b, &st) != nil || st.Holder <= 0 {
+		return Held{}, ErrNotHeld
+	}
+	conns, _ := fuseConnections(st.Holder)
+	if !slices.Contains(conns, int64(kernelDev(0, minor))) || !holdsHelperCaps(st.Holder) {
+		return Held{}, ErrNotHeld // a holder that ended; its connection's number given to another mount since
+	}
+	return st, nil
+}
+
+// connectionMinor is the FUSE connection of the sessionfs mount at mnt, from the mount table.
+func connectionMinor(mnt string) (uint32, bool) {
+	info, err := mountinfo.GetMounts(mountinfo.SingleEntryFilter(mnt))
+	if err != nil || len(info) == 0 || info[len(info)-1].FSType != FSType {
+		return 0, false
+	}
+	return uint32(info[len(info)-1].Minor), true
+}
