@@ -56,9 +56,10 @@
 // swapped in while search indexes it), attack_text_view (conversations/ kept private), attack_text_view_sizes (a
 // session's sparse transcripts of terabytes, readers at once), attack_index (the sessions index kept private).
 //
-// The web page: ui_sessions (sessionfs ui's list and conversations in chromium, live appends), ui_search,
-// ui_resume (the resume command shown, pasted), ui_token (403 without the token or with another Host), ui_hostile (a
-// hostile session's pages run nothing in the browser); ui_browser and ui_fixtures their harness and sessions.
+// The web page: ui_sessions (sessionfs ui's list and conversations in chromium, live appends and runs), ui_search,
+// ui_resume (the resume command shown, pasted), ui_token (403 without the token or with another Host), ui_layout (a
+// phone's width, the dark theme, the keyboard), ui_hostile (a hostile session's pages run nothing in the browser);
+// ui_browser and ui_fixtures their harness and sessions.
 //
 // The README: readme_quickstart (its quick start, run command by command as written, on a fresh HOME).
 //
