@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -128,31 +129,79 @@ func (l *agentLoop) finish(t *testing.T, store string) []time.Duration {
 	return gaps
 }
 
-// TestMountTakeoverKill (issue 42): on a confined root mount (--takeover is the default), kill -9 of the serving daemon, five
-// times, is not seen by the agents using it: a shell on the mount and, with Docker, a plain `docker run -v
-// <mount>/sessions/<id>:/session` container. The kernel queues their requests, the helper starts a daemon that
-// takes the connection over, and they complete: every line each appended is in the store once and in order. The
-// longest stall is reported.
+// TestMountTakeoverKill (issue 42's Done-when, kill -9): four agents work at once, each appending a numbered line to
+// its transcript and reading .claude/settings.json every 50 ms (takeoverLoop): a shell on a confined root mount
+// (--takeover is the default), `sessionfs run --backend docker`, a plain `docker run -v <mount>/sessions/<id>:/session`,
+// and a container given a target the CSI plugin published (its node mount, which the plugin starts, is held too).
+// kill -9 of each mount's serving daemon, 20 times in a row: no agent sees an error, every line is in the store
+// once and in order, and the longest stall is under 1 s. The stalls' distribution and the nodes each takeover
+// restored (what the kernel holds: bounded, as restored nodes are freed by its FORGETs) are logged.
 func TestMountTakeoverKill(t *testing.T) {
 	need(t, os.Geteuid() == 0, "root: a confined mount and its helper")
 	store := t.TempDir()
-	ok(t, store, "new", "s1")
-	ok(t, store, "new", "s2")
-	m := mount(t, store) // --takeover is the default
+	for _, id := range []string{"s1", "s2", "s3"} {
+		ok(t, store, "new", id)
+	}
+	m := mount(t, store)
 	daemon := m.cmd.Process.Pid
 	helper := helperPID(t, daemon)
 	t.Cleanup(func() { endTakeoverMount(t, m, helper) })
 
 	ctl := t.TempDir()
+	stores := map[string]string{}
 	loops := []*agentLoop{startAgentLoop(t, "the shell", "s1", filepath.Join(ctl, "stop-shell"),
 		exec.Command("sh", "-c", takeoverLoop, "sh", m.session("s1"), filepath.Join(ctl, "stop-shell")))}
+	stores["the shell"] = store
+	mounts := []string{m.mnt}
 	if os.Getenv("SESSIONFS_TAKEOVER_NO_DOCKER") == "" {
 		images(t, needDocker(t), "")
+		run := exec.Command(bin, "run", "--backend", "docker", "--image", busyboxImage, "s2", "--",
+			"sh", "-c", takeoverLoop, "sh", "/session", "/session/workspace/.stop")
+		run.Env = append(os.Environ(), "SESSIONFS_STORE="+store)
+		loops = append(loops, startAgentLoop(t, "sessionfs run", "s2", filepath.Join(store, "sessions", "s2", "workspace", ".stop"), run))
+		stores["sessionfs run"] = store
+
 		name := fmt.Sprintf("sessionfs-takeover-%d", os.Getpid())
-		t.Cleanup(func() { _ = exec.Command("docker", "rm", "-f", name).Run() })
-		loops = append(loops, startAgentLoop(t, "the container", "s2", filepath.Join(ctl, "stop"),
-			exec.Command("docker", "run", "--rm", "--name", name, "-v", m.session("s2")+":/session", "-v", ctl+":/ctl",
+		t.Cleanup(func() { _ = exec.Command("docker", "rm", "-f", name, name+"-csi").Run() })
+		loops = append(loops, startAgentLoop(t, "docker run -v", "s3", filepath.Join(ctl, "stop"),
+			exec.Command("docker", "run", "--rm", "--name", name, "-v", m.session("s3")+":/session", "-v", ctl+":/ctl",
 				busyboxImage, "sh", "-c", takeoverLoop, "sh", "/session", "/ctl/stop")))
+		stores["docker run -v"] = store
+
+		csiStore := t.TempDir()
+		var csiHeld []int // the CSI mount's helper and the daemon serving last: they end with the plugin's mount
+		t.Cleanup(func() {
+			for _, pid := range csiHeld {
+				if !waitGone(pid, 20*time.Second) {
+					_ = syscall.Kill(pid, syscall.SIGKILL)
+					t.Errorf("process %d of the CSI plugin's node mount outlived it", pid)
+				}
+			}
+		})
+		p := startCSI(t, csiStore, "node-a")
+		unmountAllUnder(t, p.kubelet)
+		node, _ := p.client(t)
+		target := filepath.Join(p.kubelet, "pod-1", "volumes", "session")
+		require.NoError(t, os.MkdirAll(filepath.Dir(target), 0o750))
+		_, err := node.NodePublishVolume(rpcCtx(t), publishReq("csi-1", target, map[string]string{"session": "s4"}))
+		require.NoError(t, err)
+		t.Cleanup(func() {
+			_, err := node.NodeUnpublishVolume(context.Background(), unpublishReq("csi-1", target))
+			assert.NoError(t, err)
+		})
+		first := servingPID(t, p.mnt)
+		csiHeld = append(csiHeld, helperOf(first))
+		require.NotZero(t, csiHeld[0], "the CSI plugin's node mount has a helper that holds it")
+		loops = append(loops, startAgentLoop(t, "CSI pod", "s4", filepath.Join(ctl, "stop-csi"),
+			exec.Command("docker", "run", "--rm", "--name", name+"-csi", "-v", target+":/session", "-v", ctl+":/ctl",
+				busyboxImage, "sh", "-c", takeoverLoop, "sh", "/session", "/ctl/stop-csi")))
+		stores["CSI pod"] = csiStore
+		mounts = append(mounts, p.mnt)
+		t.Cleanup(func() {
+			if pid, err := sfsmount.ServingPID(p.mnt); err == nil {
+				csiHeld = append(csiHeld, pid)
+			}
+		})
 	}
 	progressed := func(before []int, by int) bool {
 		for i, l := range loops {
@@ -169,34 +218,59 @@ func TestMountTakeoverKill(t *testing.T) {
 		}
 		return n
 	}
-	eventually(t, 30*time.Second, func() bool { return progressed(make([]int, len(loops)), 5) }, "the loops run: %s", agentErrors(loops))
+	eventually(t, 60*time.Second, func() bool { return progressed(make([]int, len(loops)), 5) }, "the loops run: %s", agentErrors(loops))
 
-	const kills = 5
+	const kills = 20
 	for round := range kills {
 		before := counts()
-		pid := m.serverPID(t)
-		require.NotEqual(t, helper, pid, "the helper holds the connection, it does not serve it")
-		require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
-		if pid == daemon { // the test's child: reaped here (its output stays open in the helper, so not cmd.Wait)
-			state, err := m.cmd.Process.Wait()
-			require.NoError(t, err)
-			m.cmd.ProcessState = state
+		var killed []int
+		for _, mnt := range mounts {
+			pid := servingPID(t, mnt)
+			require.NotEqual(t, helper, pid, "the helper holds the connection, it does not serve it")
+			require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
+			killed = append(killed, pid)
+			if pid == daemon { // the test's child: reaped here (its output stays open in the helper, so not cmd.Wait)
+				state, err := m.cmd.Process.Wait()
+				require.NoError(t, err)
+				m.cmd.ProcessState = state
+			}
 		}
 		eventually(t, 20*time.Second, func() bool {
-			next, err := sfsmount.ServingPID(m.mnt)
-			return err == nil && next != pid && progressed(before, 5)
-		}, "round %d: a daemon takes over from %d and the loops go on (%s mount: %s)", round, pid, agentErrors(loops), m.log)
+			for i, mnt := range mounts {
+				if next, err := sfsmount.ServingPID(mnt); err != nil || next == killed[i] {
+					return false
+				}
+			}
+			return progressed(before, 3)
+		}, "round %d: daemons take over from %v and the loops go on (%s mount: %s)", round, killed, agentErrors(loops), m.log)
 	}
-	assert.Equal(t, kills, strings.Count(m.log.String(), "took the connection over"), "one takeover per kill: %s", m.log.String())
-	t.Logf("the last takeover's line: %s", regexp.MustCompile(`sessionfs: daemon \d+ took the connection over.*`).FindAllString(m.log.String(), -1)[kills-1])
+	lines := regexp.MustCompile(`sessionfs: daemon \d+ took the connection over.*`).FindAllString(m.log.String(), -1)
+	require.Len(t, lines, kills, "one takeover per kill: %s", m.log)
+	t.Logf("the last takeover's line: %s", lines[kills-1])
+	var restored []string
+	for _, l := range lines {
+		restored = append(restored, regexp.MustCompile(`(\d+) nodes the kernel holds restored`).FindStringSubmatch(l)[1])
+	}
+	t.Logf("nodes the kernel held at each of %d takeovers (restored): %s", kills, strings.Join(restored, " "))
 	r := cli(t, store, "doctor")
 	assert.Regexp(t, fmt.Sprintf(`(?m)^OK\s+takeover\s+%s is held by its helper %d: .*; %d takeovers so far, the last at `, regexp.QuoteMeta(m.mnt), helper, kills), r.stdout)
 	for _, l := range loops {
-		gaps := l.finish(t, store)
-		top := gaps[max(0, len(gaps)-kills):]
-		t.Logf("%s: %d iterations, %d kills of the serving daemon: longest time between two iterations %v (the %d longest: %v; median %v)",
-			l.name, len(gaps)+1, kills, gaps[len(gaps)-1], len(top), top, gaps[len(gaps)/2])
+		gaps := l.finish(t, stores[l.name])
+		p := func(q float64) time.Duration { return gaps[min(len(gaps)-1, int(q*float64(len(gaps))))] }
+		t.Logf("%s: %d iterations, %d kills: time between two iterations p50 %v, p90 %v, p99 %v, max %v (a 50 ms sleep each; the %d longest: %v)",
+			l.name, len(gaps)+1, kills, p(0.5), p(0.9), p(0.99), gaps[len(gaps)-1], min(kills, len(gaps)), gaps[max(0, len(gaps)-kills):])
+		assert.Less(t, gaps[len(gaps)-1], time.Second, "%s: the longest stall", l.name)
 	}
+}
+
+// waitGone waits up to d for process pid to end.
+func waitGone(pid int, d time.Duration) bool {
+	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if procGone(pid) {
+			return true
+		}
+	}
+	return procGone(pid)
 }
 
 // TestMountTakeoverOptOut: with --takeover=false the helper holds nothing, and a killed daemon leaves the mount
