@@ -92,7 +92,7 @@ const terminalEscapes = `\u001b]52;c;cHduZWQ=\u0007\u001b]0;pwned\u0007\u009b31m
 // hostileSession makes session "evil" of store as its own processes could leave it: a conversation whose prompts,
 // replies, tool calls and results carry hostilePayloads, terminal escapes, invalid UTF-8 and a line of 50 MB;
 // a conversation and a subagent that are links to transcripts of the host's; a workspace holding an SVG and an
-// HTML file with script, files named as markup, links out to secret (a host folder holding hostMarker), a FIFO,
+// HTML file with script, files, a conversation, a subagent, a cwd named as markup, links out to secret (a host folder holding hostMarker), a FIFO,
 // invalid UTF-8 and escapes. It returns the main conversation's id.
 func hostileSession(t *testing.T, store, foreign, secret string) string {
 	t.Helper()
@@ -113,17 +113,24 @@ func hostileSession(t *testing.T, store, foreign, secret string) string {
 		`{"type":"user","message":{"role":"user","content":"`+strings.Repeat("A", 50<<20)+`"}}`,
 		promptLine(t, "the last words of the hostile conversation"),
 	)
+	lines = append(lines[:len(lines)-1],
+		`{"type":"user","cwd":"/w/<img src=x onerror=alert('cwd')>","message":{"role":"user","content":"a cwd of markup"}}`,
+		`{"type":"user","isSidechain":true,"agentId":"<svg onload=alert('agent-id')>","message":{"role":"user","content":"inline subagent"}}`,
+		lines[len(lines)-1])
 	writeTranscript(t, store, "evil", uuid, lines...)
 	folder := claudeFolder(store, "evil")
+	writeTranscript(t, store, "evil", `<img src=x onerror=alert('conversation-name')>`, promptLine(t, "a conversation named as markup"))
+	markupSub := filepath.Join(folder, uuid, "subagents")
+	require.NoError(t, os.MkdirAll(markupSub, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(markupSub, `agent-<svg onload=alert('subagent-name')>.jsonl`),
+		[]byte(promptLine(t, "a subagent named as markup")+"\n"), 0o600))
 
 	// The host's transcripts: shown, they would show hostMarker.
 	hostDir := t.TempDir()
 	hostLine := `{"type":"user","message":{"role":"user","content":"` + hostMarker + `"}}` + "\n"
 	require.NoError(t, os.WriteFile(filepath.Join(hostDir, "conv.jsonl"), []byte(hostLine), 0o600))
 	require.NoError(t, os.Symlink(filepath.Join(hostDir, "conv.jsonl"), filepath.Join(folder, "6e0c5a1b-0bad-4bad-8bad-0000000000e2.jsonl")))
-	subs := filepath.Join(folder, uuid, "subagents")
-	require.NoError(t, os.MkdirAll(subs, 0o755))
-	require.NoError(t, os.Symlink(filepath.Join(hostDir, "conv.jsonl"), filepath.Join(subs, "agent-link.jsonl")))
+	require.NoError(t, os.Symlink(filepath.Join(hostDir, "conv.jsonl"), filepath.Join(markupSub, "agent-link.jsonl")))
 
 	ws := filepath.Join(store, "sessions", "evil", "workspace")
 	files := map[string]string{

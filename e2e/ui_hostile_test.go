@@ -1,9 +1,11 @@
 package e2e
 
 import (
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -52,6 +54,7 @@ func TestUIHostileSessionRunsNothing(t *testing.T) {
 	// missed for want of a link), searches whose hits show the payloads and one whose query is a payload; then every
 	// link they hold inside the session.
 	seeds := []string{"/", "/s/evil", "/s/evil/c/claude/" + uuid, "/s/evil/c/claude/6e0c5a1b-0bad-4bad-8bad-0000000000e2",
+		"/s/evil/c/claude/" + (&url.URL{Path: `<img src=x onerror=alert('conversation-name')>`}).EscapedPath(),
 		"/s/evil/w/", "/s/evil/w/sub/", "/s/evil/w/leak-dir/",
 		"/search?q=alert", "/search?q=script", "/search?q=" + url.QueryEscape(`<script>alert('query')</script>`),
 		"/search?q=" + url.QueryEscape(`"><img src=x onerror=alert('query-attr')>`)}
@@ -61,8 +64,9 @@ func TestUIHostileSessionRunsNothing(t *testing.T) {
 		seeds = append(seeds, "/s/evil/w/"+(&url.URL{Path: name}).EscapedPath())
 	}
 	visited := crawlHostile(t, b, u, seeds, "/s/evil")
-	t.Logf("visited %d pages", len(visited))
+	t.Logf("visited %d pages: %q", len(visited), slices.Sorted(maps.Keys(visited)))
 
+	assert.Contains(t, visited["/s/evil"], `<img src=x onerror=alert('conversation-name')>`, "the conversation named as markup is listed, as text")
 	conv, ok := visited["/s/evil/c/claude/"+uuid]
 	require.True(t, ok, "the hostile conversation was visited")
 	assert.Contains(t, conv, `<script>alert('script-tag')</script>`, "the payload is shown as text")
