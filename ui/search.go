@@ -94,6 +94,10 @@ func placeOf(h search.Hit) place {
 	return place{h.Session, h.Agent, h.Conversation, h.Subagent, h.Kind, h.Offset}
 }
 
+// anchorBudget bounds the bytes of conversations a search page reads to find its hits' entries: past it, a hit
+// links to its conversation with its text to find (the browser's text fragment).
+const anchorBudget = 64 << 20
+
 // entryNumbers finds the number (the page's e<N>) of each hit's entry: its conversation read once, the first
 // entry of the hit's line, subagent and kind.
 func (s *Server) entryNumbers(hits []search.Hit) map[place]int {
@@ -110,12 +114,17 @@ func (s *Server) entryNumbers(hits []search.Hit) map[place]int {
 			convs = append(convs, k)
 		}
 	}
+	budget := int64(anchorBudget)
 	for _, k := range convs {
+		if budget <= 0 {
+			break
+		}
 		sess, err := s.o.Store.OpenSession(k.session)
 		if err != nil {
 			continue
 		}
-		if a, c, err := findConversation(sess, k.agent, k.conv); err == nil {
+		if a, c, err := findConversation(sess, k.agent, k.conv); err == nil && c.Size <= budget {
+			budget -= c.Size
 			n := 0
 			_ = text.Entries(sess, a, c, func(e text.Entry) error {
 				n++

@@ -82,8 +82,9 @@ func (s *Server) session(w http.ResponseWriter, r *http.Request) {
 		p.Resume = append(p.Resume, resumeBlock{Agent: c.Agent, Conversation: one(c.ID, maxName),
 			Commands: s.resumeCommands(id, c)})
 	}
+	running := len(m.Runs) > 0 && s.o.Store.Running(id)
 	for i, run := range m.Runs {
-		p.Runs = append(p.Runs, runRowOf(m, i, run, s.o.Store.Running(id) && i == len(m.Runs)-1))
+		p.Runs = append(p.Runs, runRowOf(m, i, run, running && i == len(m.Runs)-1))
 	}
 	s.render(w, http.StatusOK, "session", p)
 }

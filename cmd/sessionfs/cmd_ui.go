@@ -85,7 +85,7 @@ func (a *app) runUI(ctx context.Context, out, errOut io.Writer, listen string) e
 	// Requests' contexts end with the server: the live streams stop at once on Ctrl-C.
 	base, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, ErrorLog: logger,
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: logger,
 		BaseContext: func(net.Listener) context.Context { return base }}
 	done := make(chan error, 1)
 	go func() { done <- hs.Serve(ln) }()
