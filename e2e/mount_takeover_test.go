@@ -2,7 +2,12 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -17,6 +23,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sessionfs/sessionfs/e2e/apistub"
 	sfsmount "github.com/sessionfs/sessionfs/mount"
 )
 
@@ -426,4 +433,117 @@ func TestMountTakeoverBounded(t *testing.T) {
 			require.NoError(t, err)
 		})
 	}
+}
+
+// heldAPI is the API stub behind a gate: the next Messages request waits until the test lets it through, so that
+// the test can kill the daemon while a turn is under way (its prompt written, its answer not yet).
+type heldAPI struct {
+	URL     string
+	hold    atomic.Bool
+	asked   chan struct{}
+	release chan struct{}
+}
+
+func startHeldAPI(t *testing.T) *heldAPI {
+	t.Helper()
+	api := stub(t, "127.0.0.1:0")
+	to, err := url.Parse(api.URL)
+	require.NoError(t, err)
+	h := &heldAPI{asked: make(chan struct{}, 1), release: make(chan struct{})}
+	proxy := httputil.NewSingleHostReverseProxy(to)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, "/v1/messages") && h.hold.CompareAndSwap(true, false) {
+			h.asked <- struct{}{}
+			<-h.release
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	h.URL = srv.URL
+	return h
+}
+
+// TestMountTakeoverClaudeConversation (issue 42's Done-when): a real Claude CLI conversation on a held mount goes on
+// across kill -9 of the daemon: each of two turns (the second a --resume) has the daemon killed while the CLI waits
+// for the API's answer, with its transcript open; both turns complete, and the store's transcript holds both. Both
+// pinned CLIs: the old one and the newest.
+func TestMountTakeoverClaudeConversation(t *testing.T) {
+	need(t, os.Geteuid() == 0, "root: a confined mount and its helper")
+	forEachClaude(t, func(t *testing.T, c claudeCLI) { claudeAcrossKills(t, c.path) })
+}
+
+func claudeAcrossKills(t *testing.T, claude string) {
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	m := mount(t, store)
+	daemon := m.cmd.Process.Pid
+	helper := helperPID(t, daemon)
+	t.Cleanup(func() { endTakeoverMount(t, m, helper) })
+	api := startHeldAPI(t)
+
+	turn := func(prompt string, args ...string) {
+		t.Helper()
+		cmd := exec.Command(claude, append([]string{"-p"}, append(args, prompt)...)...)
+		cmd.Dir = filepath.Join(m.session("s1"), "workspace")
+		cmd.Env = append(claudeEnv(t, api.URL), "CLAUDE_CONFIG_DIR="+filepath.Join(m.session("s1"), ".claude"))
+		var out syncBuffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		api.hold.Store(true)
+		require.NoError(t, cmd.Start())
+		ended := make(chan error, 1)
+		go func() { ended <- cmd.Wait() }()
+		select {
+		case <-api.asked:
+		case err := <-ended:
+			t.Fatalf("claude ended before it asked the API: %v: %s", err, out.String())
+		case <-time.After(2 * time.Minute):
+			_ = cmd.Process.Kill()
+			t.Fatalf("claude did not ask the API: %s", out.String())
+		}
+		pid := m.serverPID(t)
+		require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
+		if pid == daemon {
+			state, err := m.cmd.Process.Wait()
+			require.NoError(t, err)
+			m.cmd.ProcessState = state
+		}
+		eventually(t, 20*time.Second, func() bool {
+			next, err := sfsmount.ServingPID(m.mnt)
+			return err == nil && next != pid
+		}, "a daemon takes over from %d: %s", pid, m.log)
+		close(api.release)
+		api.release = make(chan struct{})
+		select {
+		case err := <-ended:
+			require.NoError(t, err, "claude across the kill: %s", out.String())
+		case <-time.After(2 * time.Minute):
+			_ = cmd.Process.Kill()
+			t.Fatalf("claude did not end after the kill: %s", out.String())
+		}
+		assert.Contains(t, out.String(), apistub.Reply)
+	}
+	turn("turn one, the daemon killed meanwhile")
+	canonical := filepath.Join(store, "sessions", "s1", ".claude", "projects", "-session-workspace")
+	files := transcripts(t, canonical)
+	require.Len(t, files, 1, "one transcript in the store")
+	id := strings.TrimSuffix(filepath.Base(files[0]), ".jsonl")
+	turn("turn two, resumed, the daemon killed again", "--resume", id)
+
+	require.Equal(t, files, transcripts(t, canonical), "the same transcript")
+	b, err := os.ReadFile(files[0])
+	require.NoError(t, err)
+	var users, replies int
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var e map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &e), "a whole line: %q", line)
+		switch {
+		case e["type"] == "user" && (strings.Contains(line, "turn one") || strings.Contains(line, "turn two")):
+			users++
+		case e["type"] == "assistant" && strings.Contains(line, apistub.Reply):
+			replies++
+		}
+	}
+	assert.Equal(t, 2, users, "both prompts in the transcript")
+	assert.Equal(t, 2, replies, "both answers in the transcript")
+	assert.Equal(t, 2, strings.Count(m.log.String(), "took the connection over"), m.log.String())
 }
