@@ -168,3 +168,38 @@ func TestResumeCommandsAreQuoted(t *testing.T) {
 	}
 	assert.Empty(t, s.resumeCommands("alpha", convOf("claude", "x\x1b]52;c;aGk=\x07")), "no command a terminal would be given escapes to paste")
 }
+
+func TestPagesAnsweredAtOnce(t *testing.T) {
+	st := newStore(t)
+	dir := newSession(t, st, "busy", map[string]string{"team": "web"})
+	const conv = "66666666-0000-4000-8000-000000000001"
+	appendFile(t, transcript(t, dir, conv), claudeLine(conv, "user", "a walrus prompt", 1)+claudeLine(conv, "assistant", "a reply", 2))
+	s := serve(t, st)
+	paths := []string{"/", "/?sort=size", "/s/busy", "/s/busy/c/claude/" + conv, "/s/busy/w/", "/search?q=walrus"}
+	errs := make(chan string, 64)
+	done := make(chan struct{})
+	for g := range 8 {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for i := range 12 {
+				p := paths[(g+i)%len(paths)]
+				resp, err := s.client.Get(s.ts.URL + p)
+				if err != nil {
+					errs <- p + ": " + err.Error()
+					continue
+				}
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					errs <- p + ": " + resp.Status
+				}
+			}
+		}()
+	}
+	for range 8 {
+		<-done
+	}
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+}
