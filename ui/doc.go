@@ -30,8 +30,9 @@
 //	/s/<id>/w/<path>                    the workspace: a folder as a page (#workspace), a file as text/plain;
 //	                                    charset=utf-8 or as an attachment (binary), never as HTML
 //	/search?q=QUERY                     hits, each a link to /s/<id>/c/<agent>/<conv>#e<N>
-//	/events                             server-sent events: event "sessions" (data: a count) when a session or a
-//	                                    run appears or ends
+//	/events?stamp=S                     server-sent events: event "sessions" (data: the store's new stamp) when a
+//	                                    session or a run appears or ends, and at once when S (the list page's
+//	                                    #sessions data-live holds it) is no longer the store's
 //	/debug/csp-reports                  JSON {"count":N}: the CSP reports received
 //	/static/ui.css, /static/ui.js       the assets
 //

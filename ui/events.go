@@ -152,6 +152,12 @@ func (s *Server) storeEvents(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := r.Context()
 	last := s.storeStamp()
+	// The page says what it showed: what changed between its rendering and this stream is sent at once.
+	if seen := r.URL.Query().Get("stamp"); seen != "" && seen != strconv.FormatUint(last, 16) {
+		if send("sessions", "", []byte(strconv.FormatUint(last, 16))) != nil {
+			return
+		}
+	}
 	tick := time.NewTicker(storePoll)
 	defer tick.Stop()
 	quiet := 0

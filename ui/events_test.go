@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -121,4 +122,17 @@ func TestStoreEventsSayANewSession(t *testing.T) {
 	_, rows := s.get(t, "/?partial=rows")
 	assert.True(t, strings.HasPrefix(rows, "<tbody>"), rows)
 	assert.Contains(t, rows, `data-session="two"`)
+}
+
+func TestStoreEventsCatchUpWithWhatThePageShowed(t *testing.T) {
+	st := newStore(t)
+	newSession(t, st, "one", nil)
+	s := serve(t, st)
+	_, body := s.get(t, "/")
+	live := regexp.MustCompile(`data-live="(/events\?stamp=[0-9a-f]+)"`).FindStringSubmatch(body)
+	require.NotNil(t, live, "the list names its events with its stamp")
+	newSession(t, st, "two", nil) // after the page, before its stream
+	ev, ok := <-s.openEvents(t, live[1])
+	require.True(t, ok)
+	assert.Equal(t, "sessions", ev.name)
 }

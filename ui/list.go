@@ -26,6 +26,7 @@ type listPage struct {
 	Label, Agent, Sort string
 	AgentNames, Sorts  []string
 	Prev, Next         string
+	Live               string // the events URL, with the store's stamp as the page shows it
 	Filtered           bool
 }
 
@@ -53,11 +54,13 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 		s.errorPage(w, http.StatusBadRequest, "sort by id, created, active or size")
 		return
 	}
+	stamp := s.storeStamp() // before the listing: a change while it lists is sent again
 	listed, err := s.o.Store.Listing(false)
 	if err != nil {
 		s.errorPage(w, http.StatusInternalServerError, "the sessions could not be listed: "+err.Error())
 		return
 	}
+	p.Live = "/events?stamp=" + strconv.FormatUint(stamp, 16)
 	kept := filterSessions(listed, p.Label, p.Agent)
 	p.Filtered = len(kept) < len(listed)
 	sortSessions(kept, p.Sort)

@@ -4,7 +4,7 @@
   // The session list: on a "sessions" event, its rows are fetched again and swapped in.
   const table = document.getElementById('sessions');
   if (table && window.EventSource) {
-    const es = new EventSource('/events');
+    const es = new EventSource(table.dataset.live || '/events');
     let busy = false;
     es.addEventListener('sessions', async () => {
       if (busy) return;
