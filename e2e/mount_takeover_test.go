@@ -547,3 +547,61 @@ func claudeAcrossKills(t *testing.T, claude string) {
 	assert.Equal(t, 2, replies, "both answers in the transcript")
 	assert.Equal(t, 2, strings.Count(m.log.String(), "took the connection over"), m.log.String())
 }
+
+// TestMountTakeoverFreesRestoredNodes (issue 42): what the kernel holds stays what the daemon holds across
+// takeovers. Each of 20 rounds looks up 300 files, kills the daemon (the next restores them: the kernel holds
+// them), then renames their folder away and back behind the mount, so that the kernel forgets them: the node log,
+// which a daemon that took over keeps, forgets them too (restored nodes start with the kernel's lookup count, so
+// its FORGETs bring them to zero), and the next takeover restores only what the kernel holds. Before, a restored
+// node was never freed: every takeover restored the 300 again (305 restored after the kernel forgot them).
+func TestMountTakeoverFreesRestoredNodes(t *testing.T) {
+	need(t, os.Geteuid() == 0, "root: a confined mount and its helper")
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	many := filepath.Join(store, "sessions", "s1", ".claude", "many")
+	require.NoError(t, os.Mkdir(many, 0o755))
+	const files = 300
+	for i := range files {
+		require.NoError(t, os.WriteFile(filepath.Join(many, fmt.Sprintf("f%d", i)), nil, 0o644))
+	}
+	m := mount(t, store)
+	daemon := m.cmd.Process.Pid
+	helper := helperPID(t, daemon)
+	t.Cleanup(func() { endTakeoverMount(t, m, helper) })
+	restored := regexp.MustCompile(`(\d+) nodes the kernel holds restored`)
+
+	var held, after []int
+	for round := range 20 {
+		entries, err := os.ReadDir(filepath.Join(m.session("s1"), ".claude", "many"))
+		require.NoError(t, err)
+		for _, e := range entries {
+			_, err := os.Lstat(filepath.Join(m.session("s1"), ".claude", "many", e.Name()))
+			require.NoError(t, err)
+		}
+		pid := m.serverPID(t)
+		require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
+		if pid == daemon {
+			state, err := m.cmd.Process.Wait()
+			require.NoError(t, err)
+			m.cmd.ProcessState = state
+		}
+		eventually(t, 20*time.Second, func() bool { return strings.Count(m.log.String(), "took the connection over") == round+1 },
+			"round %d: a daemon takes over: %s", round, m.log)
+		all := restored.FindAllStringSubmatch(m.log.String(), -1)
+		n, _ := strconv.Atoi(all[len(all)-1][1])
+		require.GreaterOrEqual(t, n, files, "round %d: the files the kernel holds restored", round)
+		held = append(held, n)
+
+		require.NoError(t, os.Rename(many, many+"2"))
+		require.NoError(t, os.Rename(many+"2", many))
+		var st sfsmount.Held
+		eventually(t, 20*time.Second, func() bool {
+			st, err = sfsmount.HeldBy(m.mnt)
+			return err == nil && st.Nodes < files/2
+		}, "round %d: the kernel forgot the files: the node log forgets them too (%+v, %v)", round, st, err)
+		after = append(after, st.Nodes)
+	}
+	t.Logf("nodes restored at each of 20 takeovers (the kernel holds the 300 files): %v", held)
+	t.Logf("nodes the node log holds once the kernel forgot them, each round: %v", after)
+	assert.LessOrEqual(t, held[len(held)-1], held[0]+5, "the nodes restored do not grow")
+}

@@ -74,7 +74,10 @@ func newNodeLog() (*nodeLog, error) {
 	return l, nil
 }
 
-func mapNodeLog(fd int) (*nodeLog, error) {
+func mapNodeLog(fd int) (*nodeLog, error) { return mapNodeLogAs(fd, unix.PROT_READ|unix.PROT_WRITE) }
+
+// mapNodeLogAs maps the log in fd with prot (PROT_READ: to count it, never to append).
+func mapNodeLogAs(fd, prot int) (*nodeLog, error) {
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		return nil, err
@@ -82,7 +85,7 @@ func mapNodeLog(fd int) (*nodeLog, error) {
 	if st.Size != nodeLogSize {
 		return nil, fmt.Errorf("the node log is %d bytes, not %d", st.Size, nodeLogSize)
 	}
-	mem, err := unix.Mmap(fd, 0, nodeLogSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	mem, err := unix.Mmap(fd, 0, nodeLogSize, prot, unix.MAP_SHARED)
 	if err != nil {
 		return nil, fmt.Errorf("map the node log: %w", err)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/moby/sys/mountinfo"
+	"golang.org/x/sys/unix"
 )
 
 // What a holder (takeover.go) tells of its takeovers: a line in the log for each, and a state file doctor reads;
@@ -34,6 +35,7 @@ type Held struct {
 	Took      time.Duration
 	Restored  int // nodes the kernel holds that the last one restored
 	Waiting   int // requests the kernel had waiting when the last daemon before it died
+	Nodes     int `json:"-"` // nodes the kernel holds now, as the node log says (HeldBy)
 }
 
 // ServedArgs are what a daemon that took the connection over tells its holder once it serves.
@@ -150,7 +152,25 @@ func HeldBy(mnt string) (Held, error) {
 	if !slices.Contains(conns, int64(kernelDev(0, minor))) || !holdsHelperCaps(st.Holder) {
 		return Held{}, ErrNotHeld // a holder that ended; its connection's number given to another mount since
 	}
+	st.Nodes, _ = nodesHeld(st.Holder)
 	return st, nil
+}
+
+// nodesHeld counts the nodes the kernel holds, from the node log holder keeps (its descriptor holderNodes, mapped
+// read-only here: what a daemon taking over would restore, before it looks them up).
+func nodesHeld(holder int) (int, error) {
+	fd, err := unix.Open(fmt.Sprintf("/proc/%d/fd/%d", holder, holderNodes), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return 0, err
+	}
+	defer unix.Close(fd)
+	l, err := mapNodeLogAs(fd, unix.PROT_READ)
+	if err != nil {
+		return 0, err
+	}
+	defer unix.Munmap(l.mem)
+	nodes, _, err := l.read()
+	return len(nodes), err
 }
 
 // connectionMinor is the FUSE connection of the sessionfs mount at mnt, from the mount table.

@@ -326,7 +326,8 @@ func checkTakeover(m *mountinfo.Info) (name, status, detail, fix string) {
 	if err != nil {
 		return "takeover", "WARN", "cannot tell whether " + m.Mountpoint + " is held: " + err.Error(), ""
 	}
-	detail = fmt.Sprintf("%s is held by its helper %d: a killed daemon is replaced, its users wait and go on", m.Mountpoint, held.Holder)
+	detail = fmt.Sprintf("%s is held by its helper %d: a killed daemon is replaced, its users wait and go on (%s the kernel holds)",
+		m.Mountpoint, held.Holder, plural(held.Nodes, "node"))
 	if held.Takeovers == 0 {
 		return "takeover", "OK", detail + "; no takeover yet", ""
 	}
