@@ -35,6 +35,8 @@ func init() {
 		os.Exit(helperLocksWait())
 	case "locks-ranges":
 		os.Exit(helperLocksRanges())
+	case "dev-server":
+		os.Exit(helperDevServer())
 	}
 }
 
