@@ -114,6 +114,18 @@ func BenchmarkList10000(b *testing.B) {
 	}
 }
 
+// BenchmarkListing10000 is what the list's page costs below it: the sessions index brought up to date
+// (Store.Listing, as ls reads it).
+func BenchmarkListing10000(b *testing.B) {
+	st := manySessions(b, 10000)
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := st.Listing(false); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkConversationFirstByte10MB is the time to the first byte of a 10 MB conversation's page (ns/op), and
 // to its last (ms-whole/op).
 func BenchmarkConversationFirstByte10MB(b *testing.B) {
