@@ -104,7 +104,7 @@ func (s *Server) conversation(w http.ResponseWriter, r *http.Request) {
 		s.errorPage(w, http.StatusNotFound, "no agent is called "+text.OneLine(agent, maxName))
 		return
 	}
-	sess, _ := s.openSession(w, id)
+	sess := s.openSession(w, id)
 	if sess == nil {
 		return
 	}

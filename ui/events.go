@@ -81,7 +81,7 @@ func (s *Server) conversationEvents(w http.ResponseWriter, r *http.Request) {
 	if last, err := strconv.Atoi(r.Header.Get("Last-Event-ID")); err == nil && last > after {
 		after = last
 	}
-	sess, _ := s.openSession(w, id)
+	sess := s.openSession(w, id)
 	if sess == nil {
 		return
 	}

@@ -157,3 +157,20 @@ func TestWorkspaceSymlinkedAwayIsNotFollowed(t *testing.T) {
 		assert.NotContains(t, body, "secret.txt", p)
 	}
 }
+
+func TestDamagedSessionStillShows(t *testing.T) {
+	st := newStore(t)
+	dir := newSession(t, st, "broken", nil)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "session.json"), []byte("<script>not json"), 0o644))
+	s := serve(t, st)
+	resp, body := s.get(t, "/")
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Contains(t, body, `<tr data-session="broken">`)
+	assert.Contains(t, body, `class="damaged"`)
+	noActiveContent(t, body, "the list")
+	resp, body = s.get(t, "/s/broken")
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Contains(t, body, "<dt>damaged</dt>")
+	assert.Contains(t, body, `href="/s/broken/w/"`)
+	noActiveContent(t, body, "the session")
+}

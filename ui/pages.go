@@ -100,7 +100,7 @@ func (s *Server) errorPage(w http.ResponseWriter, status int, msg string) {
 func (s *Server) static(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	b, err := staticFiles.ReadFile("static/" + name)
-	if err != nil || strings.Contains(name, "/") {
+	if err != nil {
 		http.NotFound(w, r)
 		return
 	}

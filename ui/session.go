@@ -42,35 +42,33 @@ type runRow struct {
 }
 
 // openSession opens session id of the request, answering 404 (and returning nil) when there is none.
-func (s *Server) openSession(w http.ResponseWriter, id string) (*layout.Dir, *layout.Meta) {
+func (s *Server) openSession(w http.ResponseWriter, id string) *layout.Dir {
 	if layout.ValidateID(id) != nil || !s.o.Store.Exists(id) {
 		s.errorPage(w, http.StatusNotFound, "no session is called "+one(id, maxName))
-		return nil, nil
+		return nil
 	}
 	sess, err := s.o.Store.OpenSession(id)
 	if err != nil {
 		s.errorPage(w, http.StatusNotFound, "session "+id+" could not be opened: "+one(err.Error(), maxLine))
-		return nil, nil
+		return nil
 	}
-	m, err := s.o.Store.Get(id)
-	if err != nil {
-		m = &layout.Meta{ID: id} // damaged: its conversations and workspace still show
-	}
-	return sess, m
+	return sess
 }
 
 func (s *Server) session(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	sess, m := s.openSession(w, id)
+	sess := s.openSession(w, id)
 	if sess == nil {
 		return
 	}
 	defer sess.Close()
-	p := sessionPage{page: page{Title: "Session " + id}, ID: id, Created: when(m.Created),
-		ForkedFrom: one(m.ForkedFrom, maxName), Labels: labelList(m.Labels), Workspace: href("s", id, "w") + "/"}
-	if _, err := s.o.Store.Get(id); err != nil {
-		p.Damaged = one(err.Error(), maxLine)
+	m, err := s.o.Store.Get(id)
+	damaged := ""
+	if err != nil { // its conversations and workspace still show
+		m, damaged = &layout.Meta{ID: id}, one(err.Error(), maxLine)
 	}
+	p := sessionPage{page: page{Title: "Session " + id}, ID: id, Created: when(m.Created), Damaged: damaged,
+		ForkedFrom: one(m.ForkedFrom, maxName), Labels: labelList(m.Labels), Workspace: href("s", id, "w") + "/"}
 	convs, err := all.SessionConversations(sess)
 	if err != nil {
 		p.ConversationsErr = "Some conversations could not be read: " + one(err.Error(), maxLine)

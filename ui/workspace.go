@@ -61,7 +61,7 @@ func (s *Server) workspace(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	rel := strings.Join(parts, "/")
-	sess, _ := s.openSession(w, id)
+	sess := s.openSession(w, id)
 	if sess == nil {
 		return
 	}
