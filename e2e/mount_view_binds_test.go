@@ -323,3 +323,49 @@ func TestViewBindGeminiAlongside(t *testing.T) {
 		assert.NotContains(t, e.point, "/.gemini/", "Gemini's views are never bound")
 	}
 }
+
+// TestBoundViewIsNotWatched: once a view is bound, what is appended through it costs the daemon nothing: the
+// canonical folder's watch (which costs every write an inotify event) goes once its events find the bind. Released
+// idle, the view is served by FUSE again and watched from its first request: an append behind the mount shows
+// through it.
+func TestBoundViewIsNotWatched(t *testing.T) {
+	needRootMount(t)
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	const uuid = "5a1e0c3d-9b1f-4c55-8d1e-0f6a2b7c9d10"
+	canonical := filepath.Join(store, "sessions", "s1", ".claude", "projects", "-session-workspace")
+	stored := filepath.Join(canonical, uuid+".jsonl")
+	require.NoError(t, os.WriteFile(stored, []byte("{}\n"), 0o600))
+	var st syscall.Stat_t
+	require.NoError(t, syscall.Stat(canonical, &st))
+	m := mount(t, store)
+	p := filepath.Join(m.session("s1"), ".claude", "projects", "-home-u-proj", uuid+".jsonl")
+	_, err := os.Stat(p)
+	require.NoError(t, err)
+	require.True(t, watchedInodes(t, m.cmd.Process.Pid)[st.Ino], "a view FUSE serves is watched")
+
+	bindByAppending(t, m, "s1", "-home-u-proj", p)
+	appends := 0
+	eventually(t, 5*time.Second, func() bool {
+		appendViewLine(t, p, `{"through":"bind"}`)
+		appends++
+		return !watchedInodes(t, m.cmd.Process.Pid)[st.Ino]
+	}, "the canonical folder is not watched while its view is bound")
+	t.Logf("unwatched after %d appends through the bind", appends)
+
+	eventually(t, 4*viewIdlePoll, func() bool { _, ok := viewBindsOf(t, m, "s1")["-home-u-proj"]; return !ok },
+		"released once idle")
+	fi, err := os.Stat(p)
+	require.NoError(t, err)
+	assert.True(t, watchedInodes(t, m.cmd.Process.Pid)[st.Ino], "watched again from FUSE's first request")
+	f, err := os.OpenFile(stored, os.O_WRONLY|os.O_APPEND, 0)
+	require.NoError(t, err)
+	_, err = f.WriteString(`{"behind":"the mount"}` + "\n")
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	eventually(t, 5*time.Second, func() bool {
+		now, err := os.Stat(p)
+		require.NoError(t, err)
+		return now.Size() > fi.Size()
+	}, "an append behind the mount shows through the view")
+}

@@ -305,6 +305,12 @@ func (b *bench) runAll() {
 		b.sessionsWalk()
 		return
 	}
+	if b.c.fuseOnly {
+		b.viewWorkloads()
+		b.duSessions()
+		b.roundTrips()
+		return
+	}
 	if b.c.csiOnly {
 		b.csiPublish()
 		return
@@ -352,6 +358,16 @@ func (b *bench) runAll() {
 
 // sessionsWalk is du over c.duWalk sessions on every target, then the daemon's RSS after walking them all.
 func (b *bench) sessionsWalk() {
+	b.duSessions()
+	for _, m := range []*target{b.mount, b.free} {
+		if m != nil {
+			b.walkedRSS(m)
+		}
+	}
+}
+
+// duSessions is du over c.duWalk sessions on every target.
+func (b *bench) duSessions() {
 	ids := make([]string, b.c.duWalk)
 	for i := range ids {
 		ids[i] = fmt.Sprintf("s%05d", i+1)
@@ -364,12 +380,6 @@ func (b *bench) sessionsWalk() {
 		_, err := duWalk(dirs)
 		return err
 	})
-
-	for _, m := range []*target{b.mount, b.free} {
-		if m != nil {
-			b.walkedRSS(m)
-		}
-	}
 }
 
 // walkedRSS walks every session through the mount m, then records its daemon's RSS and PSS.

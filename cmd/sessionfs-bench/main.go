@@ -33,6 +33,7 @@ type config struct {
 	cliOnly     bool
 	walkOnly    bool
 	startOnly   bool
+	fuseOnly    bool
 	// unconfined adds a second store mounted with --confine off beside the confined one (root only): the
 	// confinement's cost, measured in the same run.
 	unconfined bool
@@ -62,6 +63,7 @@ func main() {
 	flag.BoolVar(&c.cliOnly, "cli-only", false, "run only the CLI at scale (ls, ls -q, find on the store of -sessions sessions)")
 	flag.BoolVar(&c.unconfined, "unconfined", true, "as root, also time a second store mounted with --confine off, beside the confined mount")
 	flag.BoolVar(&c.startOnly, "startup-only", false, "run only the start-up figures (mount and mount --daemon)")
+	flag.BoolVar(&c.fuseOnly, "fuse-only", false, "run only what stays in FUSE: the transcript-view and .claude rows, du of the sessions, and their FUSE requests")
 	flag.BoolVar(&c.walkOnly, "walk-only", false, "run only the walk of sessions (du, and the daemon's RSS after it)")
 	flag.StringVar(&c.only, "only", "", "run only the file-by-file workloads whose names match this regexp (e.g. 'create|stat')")
 	flag.StringVar(&c.jsonOut, "json", "docs/bench.json", "where to write the figures as JSON")

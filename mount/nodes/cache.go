@@ -219,6 +219,7 @@ func (t *Tree) Changed(ch Change) {
 	c := &t.cache
 	dir, name := filepath.Dir(rel), filepath.Base(rel)
 	t.boundCheck(rel)
+	t.boundViewCheck(rel)
 	c.mu.Lock()
 	views := slices.Clone(c.dirs[dir])
 	if !ch.Namespace {

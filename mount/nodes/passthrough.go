@@ -255,6 +255,7 @@ func (n *Node) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
 
 func (n *Node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	n.tree.touch(n.id)
+	n.servedHere() // a folder's attributes the kernel keeps change with what is in it
 	if fga, ok := f.(fs.FileGetattrer); ok && f != nil {
 		errno := fga.Getattr(ctx, out)
 		out.Ino = n.StableAttr().Ino

@@ -1,0 +1,105 @@
+package nodes
+
+import (
+	"strings"
+	"time"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+
+	"github.com/sessionfs/sessionfs/layout"
+)
+
+// A transcript view in use is a bind of the canonical folder (view.go), and what the kernel serves through it never
+// reaches FUSE. The view's inode stays registered with the watcher, though, and its watch on the canonical folder
+// costs every append an inotify event (1.19x an unwatched folder's CPU in a probe of 100,000 appends; 1.07x with
+// the narrowest mask that still sees names change, for the parent's dentry is taken at each open, write and close):
+// so, as a bound workspace's (cache.go, boundCheck), a bound view's watches go once its events find the bind, each to
+// be made again at the next request FUSE serves in the view. The canonical folder stays watched while another of its
+// names is served by FUSE (the canonical name listed under projects/, another cwd's view).
+
+// boundViewCheck: an event came from store path rel. If it is in a session's canonical transcript folder and that
+// session's wanted view is bound over the mount, the watches of the view and its subfolders go, and what the kernel
+// keeps of them through FUSE is dropped (it would be stale once the bind is released).
+func (t *Tree) boundViewCheck(rel string) {
+	id, rest, _ := strings.Cut(rel, "/")
+	canon := layout.ProjectsDir + "/" + layout.CanonicalProject
+	if t.Binder == nil || (rest != canon && !strings.HasPrefix(rest, canon+"/")) {
+		return
+	}
+	t.viewBinds.mu.Lock()
+	name := t.viewBinds.wanted[id].name
+	t.viewBinds.mu.Unlock()
+	if name == "" {
+		return
+	}
+	key := id + "/" + canon
+	c := &t.cache
+	c.mu.Lock()
+	if time.Since(c.checked[key]) < boundCheckEvery {
+		c.mu.Unlock()
+		return
+	}
+	if len(c.checked) > 4096 {
+		clear(c.checked)
+	}
+	c.checked[key] = time.Now()
+	c.mu.Unlock()
+	// Only the wanted name is walked: a lookup of another name would take the bind back (viewLookedUp).
+	if !t.boundOver(id + "/" + layout.ProjectsDir + "/" + name) {
+		return
+	}
+	c.mu.Lock()
+	var stale []*fs.Inode
+	for p, ins := range c.dirs {
+		if p != key && !strings.HasPrefix(p, key+"/") {
+			continue
+		}
+		kept := ins[:0]
+		for _, in := range ins {
+			if !belowView(in, id, name) {
+				kept = append(kept, in)
+				continue
+			}
+			if n, ok := asNode(in); ok {
+				n.watchLater.Store(&p)
+			}
+			stale = append(stale, in)
+		}
+		if len(kept) > 0 {
+			c.dirs[p] = kept
+			continue
+		}
+		delete(c.dirs, p)
+		_ = c.watch.Remove(t.abs(p))
+	}
+	c.mu.Unlock()
+	for _, in := range stale {
+		for name := range in.Children() {
+			in.NotifyEntry(name)
+		}
+		in.NotifyContent(0, 0)
+	}
+}
+
+// belowView reports whether in is session id's view name of its transcript folder, or beneath it.
+func belowView(in *fs.Inode, id, name string) bool {
+	for {
+		n, ok := asNode(in)
+		if !ok || n.id != id {
+			return false
+		}
+		if _, ok := in.Operations().(*View); ok {
+			viewName, parent := in.Parent()
+			if parent == nil || viewName != name {
+				return false
+			}
+			_, ok := parent.Operations().(*OnlyViewsDir)
+			return ok
+		}
+		_, up := in.Parent()
+		if up == nil {
+			return false
+		}
+		in = up
+	}
+}
