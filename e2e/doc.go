@@ -26,7 +26,7 @@
 // find read, the store changed behind it by another host), cli_new, cli_rename, cli_rm,
 // cli_run (run's flags across backends), cli_runs (runs, and the lease each exec, run and resume holds),
 // cli_ps_logs (ps, logs, and where a run's output is kept), cli_log (log: a conversation as Markdown, -f), cli_search (search, and what a
-// session plants for its index), cli_show, cli_trash (trash ls and restore), cli_watch.
+// session plants for its index), cli_show, cli_trash (trash ls and restore), cli_ui (ui: its URL line, --listen, SIGTERM), cli_watch.
 //
 // The mount: mount_lifecycle (mount and unmount, --daemon, systemd, refused mountpoints, FUSE errors, Ctrl-C,
 // stale mounts, a crash), mount_posix (shell tools, posixtest and ours, native results, ownership and inodes),
