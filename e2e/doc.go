@@ -40,7 +40,8 @@
 // through the mount), mount_users (--allow-other, a normal user's mount), mount_confine (the confined serving
 // process), mount_memory (--max-nodes), mount_hosts (one store, two hosts on MooseFS), mount_stress (attackers
 // racing the mount), mount_takeover (--takeover: kill -9 of the serving daemon not seen by a shell on the mount),
-// mount_upgrade (sessionfs mount of another build hands a serving mount over to it, unseen by the agents on it).
+// mount_upgrade (sessionfs mount of another build hands a serving mount over to it, unseen by the agents on it),
+// mount_upgrade_boot (the same after a fresh /run).
 //
 // Backends: backend_local (exec: its namespace, signals, -w, -e), backend_local_landlock (exec --landlock),
 // backend_docker, backend_podman (rootful and rootless), backend_modal (run and sync against the fake control
@@ -54,7 +55,8 @@
 // terminal), attack_container (a session's files made hostile by its container), attack_csi, attack_daemon (the serving process and its helper; _inject_* the ptrace slip),
 // attack_landlock and attack_landlock_terminal (exec --landlock), attack_opens (the daemon's open files), attack_search (a session's links
 // swapped in while search indexes it), attack_text_view (conversations/ kept private), attack_text_view_sizes (a
-// session's sparse transcripts of terabytes, readers at once), attack_index (the sessions index kept private).
+// session's sparse transcripts of terabytes, readers at once), attack_index (the sessions index kept private),
+// attack_ui (sessionfs ui's credential kept from a session's dev server on another port).
 //
 // The web page: ui_sessions (sessionfs ui's list and conversations in chromium, live appends and runs), ui_search,
 // ui_resume (the resume command shown, pasted), ui_token (403 without the token or with another Host), ui_layout (a

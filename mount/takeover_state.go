@@ -114,7 +114,9 @@ func (s *helperService) saveHeld() {
 	h.mu.Unlock()
 	st.Holder = os.Getpid()
 	b, err := json.Marshal(st)
-	if err != nil || os.MkdirAll(takeoverDir, 0o755) != nil {
+	// 0700, as the control sockets beside it want (ownDir): made 0755 here first (a fresh /run, each boot), it
+	// left the holder without its control socket, and sessionfs mount said "already mounted" instead of upgrading.
+	if err != nil || os.MkdirAll(takeoverDir, 0o700) != nil {
 		return
 	}
 	tmp := heldFile(minor) + ".tmp"
