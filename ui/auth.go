@@ -3,6 +3,8 @@ package ui
 import (
 	"crypto/subtle"
 	"net/http"
+	"net/url"
+	"strings"
 )
 
 // authorized reports whether r carries the token (as ?token= or the cookie); it answers 403 when not. A GET with
@@ -21,9 +23,10 @@ func (s *Server) authorized(w http.ResponseWriter, r *http.Request) bool {
 		http.SetCookie(w, &http.Cookie{Name: s.cookie, Value: s.o.Token, Path: "/", HttpOnly: true,
 			SameSite: http.SameSiteStrictMode})
 		q.Del("token")
-		u := *r.URL
-		u.RawQuery = q.Encode()
-		http.Redirect(w, r, u.RequestURI(), http.StatusSeeOther)
+		u := url.URL{Path: r.URL.Path, RawPath: r.URL.RawPath, RawQuery: q.Encode()}
+		// One slash first: "//host/x" would send the browser to another host.
+		to := "/" + strings.TrimLeft(u.RequestURI(), "/")
+		http.Redirect(w, r, to, http.StatusSeeOther)
 		return false
 	}
 	if c, err := r.Cookie(s.cookie); err == nil && s.tokenOK(c.Value) {

@@ -62,6 +62,20 @@ func TestTheTokenBecomesACookieAndLeavesTheURL(t *testing.T) {
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
 }
 
+func TestTheTokensRedirectStaysOnThisServer(t *testing.T) {
+	s := serve(t, newStore(t))
+	for _, path := range []string{"//evil.example/x", "///evil.example", "/\\evil.example"} {
+		req, _ := http.NewRequest("GET", s.ts.URL+"/", nil)
+		req.URL.Path, req.URL.RawQuery = path, "token="+testToken
+		resp, err := noRedirect.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusSeeOther, resp.StatusCode, path)
+		loc := resp.Header.Get("Location")
+		assert.True(t, strings.HasPrefix(loc, "/") && !strings.HasPrefix(loc, "//") && !strings.HasPrefix(loc, "/\\"), "%s sent to %s", path, loc)
+	}
+}
+
 func TestHostHeaderOfAnotherNameIsRefused(t *testing.T) {
 	s := serve(t, newStore(t))
 	_, port, _ := strings.Cut(s.o.Addr, ":")
