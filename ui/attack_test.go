@@ -56,3 +56,21 @@ func TestAttackWorkspaceSwapRace(t *testing.T) {
 	assert.Positive(t, swaps.Load(), "the attacker swapped")
 	assert.Positive(t, refused, "some reads met the symlink and were refused")
 }
+
+// TestAttackWorkspaceListingStatsNoHostFile: a session names a workspace file after a folder of the host's root
+// ("etc"): the listing shows the size of the session's file, not of the host's /etc (os.DirEntry.Info stats
+// the name joined to the path the folder was opened by, which for a folder opened by descriptor is no path of
+// it: "/etc" for the workspace's root).
+func TestAttackWorkspaceListingStatsNoHostFile(t *testing.T) {
+	st := newStore(t)
+	dir := newSession(t, st, "namer", nil)
+	ws := filepath.Join(dir, "workspace")
+	require.NoError(t, os.WriteFile(filepath.Join(ws, "etc"), []byte("x"), 0o644))
+	require.NoError(t, os.Mkdir(filepath.Join(ws, "sub"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(ws, "sub", "etc"), []byte("xy"), 0o644))
+	s := serve(t, st)
+	_, body := s.get(t, "/s/namer/w/")
+	assert.Regexp(t, `href="/s/namer/w/etc">etc</a> <small>1 B</small>`, body, "the session's own file's size")
+	_, body = s.get(t, "/s/namer/w/sub/")
+	assert.Regexp(t, `href="/s/namer/w/sub/etc">etc</a> <small>2 B</small>`, body)
+}

@@ -105,7 +105,7 @@ func wsHref(id string, parts []string) string {
 
 func (s *Server) workspaceFolder(w http.ResponseWriter, id string, ws *layout.Dir, parts []string) {
 	rel := strings.Join(parts, "/")
-	ents, err := ws.ReadDir(rel)
+	ents, total, err := listBeneath(ws, rel, maxListing)
 	if err != nil {
 		s.errorPage(w, http.StatusNotFound, "the folder could not be listed")
 		return
@@ -117,31 +117,18 @@ func (s *Server) workspaceFolder(w http.ResponseWriter, id string, ws *layout.Di
 	if len(parts) > 0 {
 		p.Up = wsHref(id, parts[:len(parts)-1]) + "/"
 	}
-	slices.SortFunc(ents, func(a, b os.DirEntry) int {
-		if a.IsDir() != b.IsDir() {
-			if a.IsDir() {
-				return -1
-			}
-			return 1
-		}
-		return strings.Compare(a.Name(), b.Name())
-	})
-	if len(ents) > maxListing {
-		p.More = fmt.Sprintf("%d more names are not shown.", len(ents)-maxListing)
-		ents = ents[:maxListing]
+	if total > len(ents) {
+		p.More = fmt.Sprintf("%d more names are not shown.", total-len(ents))
 	}
 	for _, e := range ents {
-		child := append(slices.Clip(parts), e.Name())
-		ent := wsEntry{Name: one(e.Name(), maxName)}
-		switch t := e.Type(); {
-		case t.IsDir():
+		child := append(slices.Clip(parts), e.name)
+		ent := wsEntry{Name: one(e.name, maxName)}
+		switch e.mode & unix.S_IFMT {
+		case unix.S_IFDIR:
 			ent.Class, ent.Href = "dir", wsHref(id, child)+"/"
-		case t.IsRegular():
-			ent.Class, ent.Href = "file", wsHref(id, child)
-			if fi, err := e.Info(); err == nil {
-				ent.Note = size(fi.Size())
-			}
-		case t&os.ModeSymlink != 0:
+		case unix.S_IFREG:
+			ent.Class, ent.Href, ent.Note = "file", wsHref(id, child), size(e.size)
+		case unix.S_IFLNK:
 			ent.Class, ent.Note = "link", "symlink, not followed"
 		default:
 			ent.Class, ent.Note = "special", "not a regular file"
@@ -149,6 +136,53 @@ func (s *Server) workspaceFolder(w http.ResponseWriter, id string, ws *layout.Di
 		p.Entries = append(p.Entries, ent)
 	}
 	s.render(w, http.StatusOK, "workspace", p)
+}
+
+// wsName is a name of a workspace folder, as fstatat saw it.
+type wsName struct {
+	name string
+	mode uint32
+	size int64
+}
+
+// listBeneath lists folder rel beneath d: at most limit names (the first by name), folders first, each stated by
+// fstatat on the folder's descriptor without following it, and how many names it holds. Not os.DirEntry.Info:
+// it stats the name joined to the path the folder was opened by, which for a folder opened by descriptor is no
+// path of it ("/etc" for a file "etc" of the top folder).
+func listBeneath(d *layout.Dir, rel string, limit int) (list []wsName, total int, err error) {
+	fd, err := d.OpenAt(rel, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		return nil, 0, err
+	}
+	f := os.NewFile(uintptr(fd), "workspace folder")
+	defer f.Close()
+	names, err := f.Readdirnames(-1)
+	if err != nil {
+		return nil, 0, err
+	}
+	total = len(names)
+	if len(names) > limit {
+		slices.Sort(names)
+		names = names[:limit]
+	}
+	out := make([]wsName, 0, len(names))
+	for _, name := range names {
+		var st unix.Stat_t
+		if unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
+			continue // gone since
+		}
+		out = append(out, wsName{name: name, mode: st.Mode, size: st.Size})
+	}
+	slices.SortFunc(out, func(a, b wsName) int {
+		if ad, bd := a.mode&unix.S_IFMT == unix.S_IFDIR, b.mode&unix.S_IFMT == unix.S_IFDIR; ad != bd {
+			if ad {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.name, b.name)
+	})
+	return out, total, nil
 }
 
 // workspaceFile sends a file as text/plain (its invalid UTF-8 replaced, at most MaxFileView) or, when it holds a
