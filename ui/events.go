@@ -2,6 +2,7 @@ package ui
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -95,7 +96,7 @@ func (s *Server) conversationEvents(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	ctx := r.Context()
+	ctx, cancel := context.WithCancel(r.Context())
 	entries := make(chan liveEntry)
 	go func() {
 		defer close(entries)
@@ -120,7 +121,8 @@ func (s *Server) conversationEvents(w http.ResponseWriter, r *http.Request) {
 	beat := time.NewTicker(heartbeat)
 	defer beat.Stop()
 	defer func() {
-		for range entries { // the follower ends with ctx: wait for it, the session's folder is closed after
+		cancel()            // a write that failed ends the follower too, not only a closed connection
+		for range entries { // wait for it: the session's folder is closed after
 		}
 	}()
 	for {
