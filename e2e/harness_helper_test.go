@@ -37,6 +37,8 @@ func init() {
 		os.Exit(helperLocksRanges())
 	case "dev-server":
 		os.Exit(helperDevServer())
+	case "fake-holder":
+		os.Exit(helperFakeHolder())
 	}
 }
 

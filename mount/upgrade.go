@@ -276,6 +276,11 @@ func askControl(minor uint32, ask string, fd int, out any) error {
 		return fmt.Errorf("reach the mount's holder at %s: %w", path, err)
 	}
 	defer c.Close()
+	// The holder runs as this user: a socket another user made there first (a normal user's folder is in /tmp
+	// without XDG_RUNTIME_DIR) is sent neither a binary nor believed.
+	if uid, err := peerUID(c); err != nil || uid != os.Geteuid() {
+		return fmt.Errorf("%s is not a holder of this user's (it answers as uid %d): remove it and its folder, which another user made", path, uid)
+	}
 	req, _ := json.Marshal(controlRequest{Ask: ask})
 	var oob []byte
 	if fd >= 0 {

@@ -1,0 +1,143 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/moby/sys/mountinfo"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+)
+
+// helperFakeHolder plays a mount's holder on HELPER_SOCK (made with its folder, open to all, before the real
+// owner makes them): it answers "state" as a holder of HELPER_STORE would, "upgrade" as if a new daemon served,
+// and prints what it was asked and how many descriptors came with it.
+func helperFakeHolder() int {
+	sock := os.Getenv("HELPER_SOCK")
+	if err := os.Mkdir(filepath.Dir(sock), 0o777); err != nil {
+		fmt.Fprintln(os.Stderr, "fake holder:", err)
+		return 1
+	}
+	_ = os.Chmod(filepath.Dir(sock), 0o777)
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "fake holder:", err)
+		return 1
+	}
+	_ = os.Chmod(sock, 0o777)
+	fmt.Println("listening")
+	for {
+		c, err := l.AcceptUnix()
+		if err != nil {
+			return 1
+		}
+		buf, oob := make([]byte, 4096), make([]byte, 64)
+		n, oobn, _, _, err := c.ReadMsgUnix(buf, oob)
+		if err != nil {
+			c.Close()
+			continue
+		}
+		fds := 0
+		if msgs, err := unix.ParseSocketControlMessage(oob[:oobn]); err == nil {
+			for _, m := range msgs {
+				got, _ := unix.ParseUnixRights(&m)
+				fds += len(got)
+			}
+		}
+		var req struct{ Ask string }
+		_ = json.Unmarshal(buf[:n], &req)
+		fmt.Printf("asked %s fds=%d\n", req.Ask, fds)
+		switch req.Ask {
+		case "state":
+			_ = json.NewEncoder(c).Encode(map[string]any{"Store": os.Getenv("HELPER_STORE"), "Format": "1",
+				"NodeLog": 2, "Version": "attacker", "Daemon": 1})
+		case "upgrade":
+			_ = json.NewEncoder(c).Encode(map[string]any{"Daemon": 1, "Version": "attacker"})
+		}
+		c.Close()
+	}
+}
+
+// TestAttackUpgradeAsksAnotherUsersSocket: a normal user's control sockets are in $XDG_RUNTIME_DIR/sessionfs or,
+// without it (sudo -u, cron, a container's shell), in /tmp/sessionfs-UID, a name in a folder anyone may write
+// in. Another local user (uid 65534) makes that folder first, with a socket named for the user's mount; the user
+// runs sessionfs mount on its served mountpoint. It must not take the other user's socket for its holder: not
+// send it its binary, nor believe its answer ("served by sessionfs attacker now", exit 0, while nothing was
+// handed over).
+func TestAttackUpgradeAsksAnotherUsersSocket(t *testing.T) {
+	needFUSE(t)
+	need(t, os.Geteuid() == 0, "switching users needs root")
+	_, err := exec.LookPath("fusermount3")
+	need(t, err == nil, "fusermount3 is missing (apt-get install fuse3)")
+	fi, err := os.Stat("/dev/fuse")
+	need(t, err == nil && fi.Mode().Perm()&0o006 == 0o006, "/dev/fuse is not open to normal users (chmod 0666 /dev/fuse)")
+	const user = 1000
+	base, err := os.MkdirTemp("/tmp", "sessionfs-user-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(base) })
+	// tmp stands for /tmp: a folder every user may write in, sticky.
+	store, mnt, tmp := filepath.Join(base, "store"), filepath.Join(base, "mnt"), filepath.Join(base, "tmp")
+	for _, d := range []string{base, store, mnt} {
+		require.NoError(t, os.MkdirAll(d, 0o755))
+		require.NoError(t, os.Chmod(d, 0o755))
+		require.NoError(t, os.Chown(d, user, user))
+	}
+	require.NoError(t, os.Mkdir(tmp, 0o777))
+	require.NoError(t, os.Chmod(tmp, 0o1777))
+	env := []string{"SESSIONFS_STORE=" + store, "HOME=" + base, "TMPDIR=" + tmp}
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "XDG_RUNTIME_DIR=") && !strings.HasPrefix(kv, "TMPDIR=") {
+			env = append(env, kv)
+		}
+	}
+	asUser := &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: user, Gid: user}}
+	daemon := exec.Command(bin, "mount", mnt)
+	daemon.Env, daemon.SysProcAttr = env, asUser
+	log := &syncBuffer{}
+	daemon.Stdout, daemon.Stderr = log, log
+	require.NoError(t, daemon.Start())
+	t.Cleanup(func() {
+		_ = daemon.Process.Signal(syscall.SIGTERM)
+		_ = daemon.Wait()
+		if isFUSEMount(mnt) {
+			_ = syscall.Unmount(mnt, syscall.MNT_DETACH)
+		}
+	})
+	eventually(t, 10*time.Second, func() bool { return isFUSEMount(mnt) }, "the user's mount did not come up: %s", log)
+	mounts, err := mountinfo.GetMounts(mountinfo.SingleEntryFilter(mnt))
+	require.NoError(t, err)
+	require.NotEmpty(t, mounts)
+	sock := filepath.Join(tmp, "sessionfs-"+strconv.Itoa(user), fmt.Sprintf("mount-%d.sock", mounts[len(mounts)-1].Minor))
+
+	fake := startAttacker(t, exeForOthers(t), "SESSIONFS_E2E_HELPER=fake-holder", "HELPER_SOCK="+sock, "HELPER_STORE="+store)
+	require.Equal(t, "listening", fake.line(t))
+	again := exec.Command(bin, "mount", mnt)
+	again.Env, again.SysProcAttr = env, asUser
+	out, err := again.CombinedOutput()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	}
+	t.Logf("sessionfs mount (uid %d) on its served mountpoint, the other user's socket in place: exit %d: %s", user, code, strings.TrimSpace(string(out)))
+	assert.NotContains(t, string(out), "attacker", "the user believed the other user's socket")
+	assert.NotEqual(t, 0, code, "the mountpoint is served already: nothing was handed over")
+	_ = fake.cmd.Process.Kill() // its lines so far, then its end
+	var asked []string
+	for fake.lines.Scan() {
+		asked = append(asked, fake.lines.Text())
+	}
+	t.Logf("the other user's socket was asked: %q", asked)
+	for _, l := range asked {
+		assert.NotContains(t, l, "asked upgrade", "the user sent its binary to the other user's socket")
+	}
+}
