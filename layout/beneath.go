@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path"
 	"strings"
 	"syscall"
 	"time"
@@ -361,7 +363,68 @@ func (d *Dir) ReadDir(rel string) ([]os.DirEntry, error) {
 	}
 	f := os.NewFile(uintptr(fd), rel)
 	defer f.Close()
-	return f.ReadDir(-1)
+	ents, err := f.ReadDir(-1)
+	for i, e := range ents {
+		ents[i] = beneathEntry{DirEntry: e, d: d, rel: path.Join(rel, e.Name())}
+	}
+	return ents, err
+}
+
+// beneathEntry is an entry of Dir.ReadDir whose Info looks its name up beneath the Dir too: an os.File's
+// entries lstat a path string (the folder's name joined to the entry's, taken from the process's working folder),
+// which would describe a host file of that name.
+type beneathEntry struct {
+	os.DirEntry
+	d   *Dir
+	rel string
+}
+
+func (e beneathEntry) Info() (fs.FileInfo, error) {
+	st, err := e.d.Lstat(e.rel)
+	if err != nil {
+		return nil, err
+	}
+	return statInfo{name: e.Name(), st: st}, nil
+}
+
+// statInfo is an fs.FileInfo of a stat made beneath a descriptor.
+type statInfo struct {
+	name string
+	st   unix.Stat_t
+}
+
+func (i statInfo) Name() string       { return i.name }
+func (i statInfo) Size() int64        { return i.st.Size }
+func (i statInfo) ModTime() time.Time { return time.Unix(i.st.Mtim.Unix()) }
+func (i statInfo) IsDir() bool        { return i.st.Mode&unix.S_IFMT == unix.S_IFDIR }
+func (i statInfo) Sys() any           { return &i.st }
+
+func (i statInfo) Mode() fs.FileMode {
+	m := fs.FileMode(i.st.Mode & 0o777)
+	switch i.st.Mode & unix.S_IFMT {
+	case unix.S_IFDIR:
+		m |= fs.ModeDir
+	case unix.S_IFLNK:
+		m |= fs.ModeSymlink
+	case unix.S_IFIFO:
+		m |= fs.ModeNamedPipe
+	case unix.S_IFSOCK:
+		m |= fs.ModeSocket
+	case unix.S_IFBLK:
+		m |= fs.ModeDevice
+	case unix.S_IFCHR:
+		m |= fs.ModeDevice | fs.ModeCharDevice
+	}
+	if i.st.Mode&unix.S_ISUID != 0 {
+		m |= fs.ModeSetuid
+	}
+	if i.st.Mode&unix.S_ISGID != 0 {
+		m |= fs.ModeSetgid
+	}
+	if i.st.Mode&unix.S_ISVTX != 0 {
+		m |= fs.ModeSticky
+	}
+	return m
 }
 
 // Lstat describes rel beneath d without following it.

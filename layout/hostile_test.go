@@ -3,6 +3,7 @@ package layout
 import (
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -711,4 +712,35 @@ func TestProfileFollowsNoSymlinkAndSkipsFIFOs(t *testing.T) {
 		assert.Equal(t, os.ModeSymlink, fi.Mode().Type())
 	}
 	assertUntouched(t, out, "secret")
+}
+
+// The entries Dir.ReadDir lists describe the session's files: an os.File's entries would lstat the folder's name
+// joined to theirs from the working folder, a host file of the same name (a session's 1-byte file named "etc" was
+// shown with the size of the host's /etc).
+func TestReadDirEntriesAreStatedBeneath(t *testing.T) {
+	session, host := t.TempDir(), t.TempDir()
+	require.NoError(t, os.Mkdir(filepath.Join(session, "sub"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(session, "sub", "etc"), []byte("x"), 0o600))
+	require.NoError(t, os.Mkdir(filepath.Join(host, "sub"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(host, "sub", "etc"), make([]byte, 4096), 0o644))
+	t.Chdir(host)
+	d, err := OpenDir(session)
+	require.NoError(t, err)
+	defer d.Close()
+	for _, rel := range []string{"sub", "./sub/"} {
+		ents, err := d.ReadDir(rel)
+		require.NoError(t, err)
+		require.Len(t, ents, 1)
+		fi, err := ents[0].Info()
+		require.NoError(t, err)
+		assert.Equal(t, int64(1), fi.Size(), rel)
+		assert.Equal(t, fs.FileMode(0o600), fi.Mode(), rel)
+		assert.Equal(t, "etc", fi.Name())
+	}
+	ents, err := d.ReadDir(".")
+	require.NoError(t, err)
+	fi, err := ents[0].Info()
+	require.NoError(t, err)
+	assert.True(t, fi.IsDir())
+	assert.Equal(t, fs.ModeDir|0o755, fi.Mode())
 }
