@@ -55,7 +55,7 @@ func TestUICommandLine(t *testing.T) {
 		assert.Equal(t, "http", u.Scheme, line)
 		assert.Equal(t, "127.0.0.1", u.Hostname(), "a URL a browser on this host opens: %s", line)
 		assert.Regexp(t, `^[0-9a-f]{32}$`, u.Query().Get("token"), "128 random bits")
-		resp, body := httpGet(t, "http://"+u.Host+"/", nil)
+		resp, body := httpGet(t, "http://"+u.Host+u.Path, nil) // the list, beneath the URL's path
 		assert.Equal(t, 403, resp.StatusCode, "no token: %s", body)
 		resp, _ = httpGet(t, u.String(), nil)
 		assert.Equal(t, 303, resp.StatusCode, "the printed URL")

@@ -28,7 +28,7 @@ import (
 
 // uiServer is a running `sessionfs ui`.
 type uiServer struct {
-	base, token string       // http://127.0.0.1:PORT and the token of the URL it printed
+	base, token string       // http://127.0.0.1:PORT/BASE and the token of the URL it printed
 	url         string       // the URL as printed
 	cookie      *http.Cookie // what the server set for the token
 	cmd         *exec.Cmd
@@ -64,7 +64,7 @@ func startUI(t *testing.T, store string, extra ...string) *uiServer {
 	p, err := url.Parse(u.url)
 	require.NoError(t, err, "the first line of sessionfs ui is its URL: %q; stderr: %s", line, u.stderr.String())
 	require.Equal(t, "http", p.Scheme, "the first line of sessionfs ui is its URL: %q", line)
-	u.base = "http://" + p.Host
+	u.base = "http://" + p.Host + strings.TrimSuffix(p.Path, "/") // the routes are beneath the URL's path
 	u.token = p.Query().Get("token")
 	require.NotEmpty(t, u.token, "the URL carries the token: %q", line)
 	resp, body := httpGet(t, u.url, nil)

@@ -146,11 +146,13 @@ func crawlHostile(t *testing.T, b *browser, u *uiServer, seeds []string, scope s
 		links := eval[[]string](t, b, `[...document.querySelectorAll('a[href]')].map(a => a.href)`)
 		for _, l := range links {
 			lu, err := url.Parse(l)
-			if err != nil || "http://"+lu.Host != u.base || !strings.HasPrefix(lu.Path, scope) {
+			if err != nil {
 				continue
 			}
 			lu.Fragment = ""
-			queue = append(queue, strings.TrimPrefix(lu.String(), u.base))
+			if rel, in := strings.CutPrefix(lu.String(), u.base); in && strings.HasPrefix(rel, scope) {
+				queue = append(queue, rel)
+			}
 		}
 	}
 	return visited

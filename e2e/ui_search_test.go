@@ -37,7 +37,7 @@ func TestUISearchLandsOnHit(t *testing.T) {
 	require.Len(t, hits, 1, "one entry holds the needle: %v", hits)
 	h, err := url.Parse(hits[0])
 	require.NoError(t, err)
-	assert.Equal(t, "/s/s1/c/claude/"+uuid, h.Path, "the hit links to its conversation")
+	assert.Equal(t, u.base+"/s/s1/c/claude/"+uuid, "http://"+h.Host+h.Path, "the hit links to its conversation")
 	require.True(t, strings.HasPrefix(h.Fragment, "e"), "the hit links to an entry: %s", hits[0])
 
 	b.do(t, chromedp.Click(chromedp.CSS(`#hits a.hit`)), chromedp.WaitVisible(chromedp.CSS(`#conversation .entry`)))

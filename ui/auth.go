@@ -20,12 +20,12 @@ func (s *Server) authorized(w http.ResponseWriter, r *http.Request) bool {
 		if r.Method != http.MethodGet {
 			return true
 		}
-		http.SetCookie(w, &http.Cookie{Name: s.cookie, Value: s.o.Token, Path: "/", HttpOnly: true,
+		http.SetCookie(w, &http.Cookie{Name: s.cookie, Value: s.o.Token, Path: base + "/", HttpOnly: true,
 			SameSite: http.SameSiteStrictMode})
 		q.Del("token")
 		u := url.URL{Path: r.URL.Path, RawPath: r.URL.RawPath, RawQuery: q.Encode()}
 		// One slash first: "//host/x" would send the browser to another host.
-		to := "/" + strings.TrimLeft(u.RequestURI(), "/")
+		to := base + "/" + strings.TrimLeft(u.RequestURI(), "/")
 		http.Redirect(w, r, to, http.StatusSeeOther)
 		return false
 	}

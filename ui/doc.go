@@ -6,16 +6,19 @@
 //
 // Start: `sessionfs ui [--listen ADDR] [--store ...]` prints the URL as the first line of stdout,
 //
-//	http://127.0.0.1:PORT/?token=TOKEN
+//	http://127.0.0.1:PORT/ui-BASE/?token=TOKEN
 //
-// (TOKEN: 32 hex digits, 128 random bits), then serves until SIGINT or SIGTERM and exits 0. The default ADDR is
-// 127.0.0.1:0 (a free port); a non-loopback ADDR prints a warning on stderr.
+// (TOKEN: 32 hex digits, 128 random bits; BASE: 16 hex digits, random too), then serves until SIGINT or SIGTERM
+// and exits 0. The default ADDR is 127.0.0.1:0 (a free port); a non-loopback ADDR prints a warning on stderr.
 //
-// Access: a request needs the token, as ?token=TOKEN or as the cookie the first visit sets (HttpOnly,
-// SameSite=Strict, named sessionfs_ui_PORT); a GET with a valid ?token= is answered 303 to the same URL without
-// it, setting the cookie. Without a valid token: 403. A Host header other than the listen address (or
-// localhost/127.0.0.1/[::1] with its port, when it is loopback) is 403 too (DNS rebinding). The one exception:
-// POST /csp-report (the browser's CSP reports) needs no token; it answers 204.
+// Access: every route below is beneath /ui-BASE (the routes name the rest); anything else is 404. A request needs
+// the token, as ?token=TOKEN or as the cookie the first visit sets (HttpOnly, SameSite=Strict, named
+// sessionfs_ui_PORT, Path=/ui-BASE/: a browser sends a host's cookies to every port of it, so with Path=/ it sent
+// the token to a session's dev server on another port of 127.0.0.1, which cannot know BASE); a GET with a valid
+// ?token= is answered 303 to the same URL without it, setting the cookie. Without a valid token: 403. A Host
+// header other than the listen address (or localhost/127.0.0.1/[::1] with its port, when it is loopback) is 403
+// too (DNS rebinding). The one exception: POST /csp-report (the browser's CSP reports) needs no token; it answers
+// 204.
 //
 // Routes (GET):
 //

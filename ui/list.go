@@ -60,7 +60,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 		s.errorPage(w, http.StatusInternalServerError, "the sessions could not be listed: "+err.Error())
 		return
 	}
-	p.Live = "/events?stamp=" + strconv.FormatUint(stamp, 16)
+	p.Live = base + "/events?stamp=" + strconv.FormatUint(stamp, 16)
 	kept := filterSessions(listed, p.Label, p.Agent)
 	p.Filtered = len(kept) < len(listed)
 	sortSessions(kept, p.Sort)
@@ -95,7 +95,7 @@ func pageURL(q url.Values, n int) string {
 		}
 	}
 	q2.Set("page", strconv.Itoa(n))
-	return "/?" + q2.Encode()
+	return base + "/?" + q2.Encode()
 }
 
 // filterSessions keeps the sessions with label (K=V, or K) and with a conversation of agent.

@@ -22,7 +22,11 @@ var staticFiles embed.FS
 
 // pages are the templates: html/template escapes every value for where it lands; no session's text is ever
 // template.HTML.
-var pages = template.Must(template.New("").ParseFS(templateFiles, "templates/*.html"))
+var pages = template.Must(template.New("").Funcs(template.FuncMap{"base": func() string { return base }}).
+	ParseFS(templateFiles, "templates/*.html"))
+
+// base is the path every route is served under (Options.Base): New sets it, a process serves one Server.
+var base string
 
 // page is what every page's head shows.
 type page struct {
@@ -67,6 +71,7 @@ func size(n int64) string {
 // query, a fragment or another path.
 func href(segs ...string) string {
 	var b strings.Builder
+	b.WriteString(base)
 	for _, s := range segs {
 		b.WriteByte('/')
 		b.WriteString(url.PathEscape(s))

@@ -7,6 +7,7 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"net/url"
 	"runtime/debug"
 	"strings"
 	"sync/atomic"
@@ -25,6 +26,11 @@ type Options struct {
 	Log *log.Logger
 	// Command is how a resume command names sessionfs and its store ("sessionfs --store '/x'").
 	Command string
+	// Base is the path every route is served under ("": /), and the cookie's Path. sessionfs ui gives a random one
+	// (NewBase): a browser sends a host's cookies to each of its ports (a cookie's host has none), so with Path=/
+	// a session's dev server on another port of 127.0.0.1, opened in the same browser, was sent the token. A
+	// process serves one Server (the pages' links are made with the last New's Base).
+	Base string
 }
 
 // Server is sessionfs ui's HTTP handler.
@@ -47,11 +53,24 @@ func NewToken() (string, error) {
 	return hex.EncodeToString(b[:]), nil
 }
 
+// NewBase is a random Options.Base: /ui- and 64 random bits, as hex.
+func NewBase() (string, error) {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	return "/ui-" + hex.EncodeToString(b[:]), nil
+}
+
 // New makes the server of o; o.Addr must be the address listened on, with its port.
 func New(o Options) (*Server, error) {
 	if o.Store == nil || o.Token == "" {
 		return nil, fmt.Errorf("ui: a store and a token are needed")
 	}
+	if o.Base != "" && (!strings.HasPrefix(o.Base, "/") || strings.HasSuffix(o.Base, "/") || url.PathEscape(o.Base[1:]) != o.Base[1:]) {
+		return nil, fmt.Errorf("ui: base %q is not one path segment as /name", o.Base)
+	}
+	base = o.Base
 	if o.Log == nil {
 		o.Log = log.Default()
 	}
@@ -85,7 +104,7 @@ func (s *Server) URL() string {
 			addr = net.JoinHostPort("127.0.0.1", port) // listening everywhere: here too
 		}
 	}
-	return "http://" + addr + "/?token=" + s.o.Token
+	return "http://" + addr + s.o.Base + "/?token=" + s.o.Token
 }
 
 // Loopback reports whether addr (host:port) listens on a loopback address only.
@@ -117,14 +136,14 @@ func (s *Server) routes() {
 	s.mux = m
 }
 
-// csp allows this origin's script, style and images only, and nothing inline.
+// csp allows this origin's script, style and images only, and nothing inline (its reports go beneath Base).
 const csp = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; " +
 	"base-uri 'none'; form-action 'self'; frame-ancestors 'none'; report-uri /csp-report"
 
 // ServeHTTP sets the safety headers of every answer, checks the Host and the token, and recovers from a panic.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
-	h.Set("Content-Security-Policy", csp)
+	h.Set("Content-Security-Policy", strings.Replace(csp, "report-uri /", "report-uri "+s.o.Base+"/", 1))
 	h.Set("Referrer-Policy", "no-referrer")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("X-Frame-Options", "DENY")
@@ -141,6 +160,19 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !s.hostAllowed(r.Host) {
 		http.Error(w, "forbidden: this server answers to "+s.o.Addr+" only", http.StatusForbidden)
 		return
+	}
+	if s.o.Base != "" {
+		// Beneath Base only: what the browser sends elsewhere on this host carries no cookie of ours.
+		rest, ok := strings.CutPrefix(r.URL.Path, s.o.Base)
+		if !ok || !strings.HasPrefix(rest, "/") {
+			http.Error(w, "not found: open the URL sessionfs ui printed", http.StatusNotFound)
+			return
+		}
+		r2 := *r
+		u := *r.URL
+		u.Path, u.RawPath = rest, strings.TrimPrefix(r.URL.RawPath, s.o.Base)
+		r2.URL = &u
+		r = &r2
 	}
 	if r.Method == http.MethodPost && r.URL.Path == "/csp-report" {
 		s.mux.ServeHTTP(w, r)

@@ -70,7 +70,7 @@ func (b *bench) uiAtScale() {
 	want := `data-session="` + benchSession + `"`
 	var times []time.Duration
 	for range b.c.cliRuns {
-		req, _ := http.NewRequest(http.MethodGet, "http://"+u.Host+"/", nil)
+		req, _ := http.NewRequest(http.MethodGet, "http://"+u.Host+u.Path, nil) // the list: the URL's path, its token left out
 		for _, c := range cookies {
 			req.AddCookie(c)
 		}

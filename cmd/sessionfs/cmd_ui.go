@@ -70,8 +70,12 @@ func (a *app) runUI(ctx context.Context, out, errOut io.Writer, listen string) e
 	if err != nil {
 		return err
 	}
+	prefix, err := ui.NewBase()
+	if err != nil {
+		return err
+	}
 	logger := log.New(errOut, "sessionfs ui: ", log.LstdFlags)
-	srv, err := ui.New(ui.Options{Store: s, Addr: addr, Token: token, Log: logger, Command: sessionfsCommand() + " --store " + ui.ShellWord(s.Root)})
+	srv, err := ui.New(ui.Options{Store: s, Addr: addr, Token: token, Base: prefix, Log: logger, Command: sessionfsCommand() + " --store " + ui.ShellWord(s.Root)})
 	if err != nil {
 		return err
 	}
