@@ -35,7 +35,7 @@
 // mount_view_binds (a transcript view in use bound, taken back, released; resume through it), mount_text_view
 // (conversations/: every agent's conversations as Markdown, found by grep -rl and search, live),
 // mount_coherence (changes behind the mount, what the kernel caches), mount_listing (folders without
-// OPENDIR), mount_locks (locks reach the store), mount_locks_shares (each session's and uid's share of the
+// OPENDIR), mount_xattrs (no labels kept, ACLs and user attributes through), mount_locks (locks reach the store), mount_locks_shares (each session's and uid's share of the
 // daemon's locks), mount_readonly (--read-only, and the runs on it), mount_sessions (sessions made and removed
 // through the mount), mount_users (--allow-other, a normal user's mount), mount_confine (the confined serving
 // process), mount_memory (--max-nodes), mount_hosts (one store, two hosts on MooseFS), mount_stress (attackers

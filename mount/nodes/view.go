@@ -125,7 +125,9 @@ type ViewBinder interface {
 const viewContended = 2 * time.Second
 
 // viewAskAgain: a write through FUSE of a view asked for this long ago asks again (its bind expired, or failed).
-const viewAskAgain = time.Second
+// Short: a bind released idle between two appends of a burst (nothing inside is held then) is asked for again at
+// the burst's next append through FUSE, not a second of appends later.
+const viewAskAgain = 50 * time.Millisecond
 
 // viewBinds is what the tree knows of the views bound over the mount: the one asked for in each session, the
 // session's transcript folder as the kernel holds it, when a session was last contended.

@@ -17,6 +17,12 @@ import (
 // be made again at the next request FUSE serves in the view. The canonical folder stays watched while another of its
 // names is served by FUSE (the canonical name listed under projects/, another cwd's view).
 
+// viewCheckEvery bounds how often the events of a canonical folder whose view was asked to be bound make the daemon
+// look for the bind. Shorter than a workspace's (boundCheckEvery): the bind lands milliseconds after the first
+// appends ask for it, and an agent's burst of appends is over within a second; once the bind is found, the events
+// stop.
+const viewCheckEvery = 10 * time.Millisecond
+
 // boundViewCheck: an event came from store path rel. If it is in a session's canonical transcript folder and that
 // session's wanted view is bound over the mount, the watches of the view and its subfolders go, and what the kernel
 // keeps of them through FUSE is dropped (it would be stale once the bind is released).
@@ -35,7 +41,7 @@ func (t *Tree) boundViewCheck(rel string) {
 	key := id + "/" + canon
 	c := &t.cache
 	c.mu.Lock()
-	if time.Since(c.checked[key]) < boundCheckEvery {
+	if time.Since(c.checked[key]) < viewCheckEvery {
 		c.mu.Unlock()
 		return
 	}
