@@ -49,7 +49,7 @@ func TestLsAsksNoLabelPerFile(t *testing.T) {
 		require.NoError(t, err, "%s", out)
 		return string(out)
 	}
-	ls() // cold: names and attributes
+	ls()                               // cold: names and attributes
 	time.Sleep(100 * time.Millisecond) // the debug log trails the requests
 	before := strings.Count(m.log.String(), "GETXATTR")
 	out := ls()
