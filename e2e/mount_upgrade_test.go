@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -145,3 +146,67 @@ func TestMountUpgrade(t *testing.T) {
 	require.NoError(t, err, "unmount: %s", done)
 	eventually(t, 20*time.Second, func() bool { return syscall.Kill(helper, 0) != nil }, "the holder ends with the mount")
 }
+
+// TestMountDaemonHolderOutlivesItsLog (issue 42): kill -9 of a mount --daemon's daemon at once after it returned,
+// and then a hand-over as the systemd unit's ExecReload makes it (sessionfs mount on the mountpoint), each leave a
+// daemon serving, and the log says so. Three things ended such a mount: the holder wrote to the daemon's
+// time-stamping pipe, and was killed by SIGPIPE at its first line once the daemon was gone; a daemon killed
+// before the holder had its INIT (the helper still starting) left it nothing to start the next one with; and a
+// call of the daemon's waiting on the mount itself (the POLL probe) kept the holder waiting for good.
+func TestMountDaemonHolderOutlivesItsLog(t *testing.T) {
+	need(t, os.Geteuid() == 0, "root: a confined mount and its holder")
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	mnt := filepath.Join(t.TempDir(), "mnt")
+	logPath := filepath.Join(t.TempDir(), "mount.log")
+	r := cli(t, store, "mount", "--daemon", "--log", logPath, mnt)
+	require.Equal(t, 0, r.code, r.stderr)
+	var daemon int
+	_, _ = fmt.Sscan(r.stdout, &daemon)
+	require.Greater(t, daemon, 0, "stdout is the pid: %q", r.stdout)
+	helper := helperPID(t, daemon)
+	t.Cleanup(func() {
+		_ = cli(t, store, "unmount", mnt)
+		if isFUSEMount(mnt) || staleMount(mnt) {
+			_ = syscall.Unmount(mnt, syscall.MNT_DETACH)
+		}
+		for _, pid := range []int{helper, daemon} {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	logged := func() string { b, _ := os.ReadFile(logPath); return string(b) }
+	// Listed by a process of its own, killed past a bound: a mount nobody serves would hold the test for good.
+	lists := func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		return exec.CommandContext(ctx, "ls", filepath.Join(mnt, "sessions", "s1")).Run() == nil
+	}
+
+	require.NoError(t, syscall.Kill(daemon, syscall.SIGKILL))
+	eventually(t, 20*time.Second, func() bool {
+		next, err := sfsmount.ServingPID(mnt)
+		return err == nil && next != daemon && lists()
+	}, "a daemon takes over from the killed one (the holder %v; log: %v)", lazy(func() string {
+		if syscall.Kill(helper, 0) == nil {
+			return "runs"
+		}
+		return "is gone"
+	}), lazy(logged))
+	assert.Contains(t, logged(), "took the connection over")
+
+	before, err := sfsmount.ServingPID(mnt)
+	require.NoError(t, err)
+	r = cli(t, store, "mount", mnt)
+	require.Equal(t, 0, r.code, "the hand-over: %s (log: %s)", r.stderr, logged())
+	after, err := sfsmount.ServingPID(mnt)
+	require.NoError(t, err)
+	assert.NotEqual(t, before, after, "another daemon serves")
+	assert.True(t, lists(), "the mount serves")
+	assert.Contains(t, logged(), "is served by sessionfs")
+	assert.NoError(t, syscall.Kill(helper, 0), "the holder (%d) is the same process", helper)
+}
+
+// lazy is a message's part made when the message is.
+type lazy func() string
+
+func (l lazy) String() string { return l() }

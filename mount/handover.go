@@ -2,6 +2,7 @@ package mount
 
 import (
 	"fmt"
+	"net/rpc"
 	"os"
 	"os/signal"
 	"syscall"
@@ -20,6 +21,25 @@ const (
 	handoverDrain  = 500 * time.Millisecond
 	handoverSettle = 5 * time.Millisecond
 )
+
+// initTimeout bounds the wait for the holder to keep the INIT.
+const initTimeout = 10 * time.Second
+
+// awaitInit waits for the holder to have the INIT (call, the daemon's Helper.Initialized; nil: no holder): until
+// it does, a daemon killed ends the mount, as the holder has nothing to start the next one with. The helper
+// starts while the daemon confines itself, so this is mostly done by then.
+func awaitInit(call *rpc.Call) {
+	if call == nil {
+		return
+	}
+	t := time.NewTimer(initTimeout)
+	defer t.Stop()
+	select {
+	case <-call.Done:
+	case <-t.C:
+		fmt.Fprintf(os.Stderr, "sessionfs: the helper did not take the mount's INIT in %s: a daemon killed now ends the mount\n", initTimeout)
+	}
+}
 
 // gated puts fs behind the gate a hand-over closes, when a holder keeps the connection.
 func (s *startup) gated(fs fuse.RawFileSystem) fuse.RawFileSystem {

@@ -175,7 +175,7 @@ func serveDaemon() error {
 		svc.setDaemon(daemon)
 		if svc.holder != nil {
 			stop := closeOnExit(daemon, conn)
-			srv.ServeConn(conn)
+			serveUntilGone(srv, conn) // a call waiting on the mount waits for the next daemon (holder_serve.go)
 			stop()
 		} else {
 			srv.ServeConn(conn)

@@ -330,8 +330,9 @@ func (s *startup) serve(ready func()) error {
 		}
 		return nil
 	}
+	var initialized *rpc.Call
 	if s.nodes != nil && s.resumed == nil { // the helper keeps the INIT for a daemon that takes over
-		s.helper.Go("Helper.Initialized", *s.server.KernelSettings(), nil, make(chan *rpc.Call, 1))
+		initialized = s.helper.Go("Helper.Initialized", *s.server.KernelSettings(), nil, make(chan *rpc.Call, 1))
 	}
 	openSpliceSink()
 	// Confined, the daemon writes nowhere but the store and a private folder of its own (0700, in the system's
@@ -365,6 +366,9 @@ func (s *startup) serve(ready func()) error {
 	// waited for: the helper is still starting (its Go runtime's init), and the mount serves meanwhile; the
 	// lookups made before it is up are sent to it once it is.
 	s.helper.Go("Helper.PollHack", struct{}{}, nil, make(chan *rpc.Call, 1))
+	// Serving is said once the holder has the INIT: a daemon killed before it did would end the mount
+	// (awaitInit, handover.go).
+	awaitInit(initialized)
 	return nil
 }
 
