@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sessionfs/sessionfs/bind"
+	"github.com/sessionfs/sessionfs/layout"
 )
 
 // The kernel caches names and attributes for a long time; what changes behind the mount (the CLI, a container
@@ -396,13 +397,25 @@ func (t *Tree) boundCheck(rel string) {
 
 // boundOver reports whether something is mounted over the mount's folder sessions/<key>: its device is not the
 // mount's. The path is walked from the watcher's goroutine, never inside a FUSE request; its names are cached.
+// It is walked beneath the mountpoint, no symlink followed: its names are a session's (a .claude made a link to
+// anywhere on the host was stat'ed there, however slow or hung what it reached, and another device passed for a
+// bind).
 func (t *Tree) boundOver(key string) bool {
 	if t.Mountpoint == "" {
 		return false
 	}
+	mfd, err := unix.Open(t.Mountpoint, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(mfd)
+	fd, err := layout.OpenBeneath(mfd, "sessions/"+key, unix.O_PATH, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
 	var root, st unix.Stat_t
-	if unix.Stat(t.Mountpoint, &root) != nil ||
-		unix.Fstatat(unix.AT_FDCWD, t.Mountpoint+"/sessions/"+key, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
+	if unix.Fstat(mfd, &root) != nil || unix.Fstat(fd, &st) != nil {
 		return false
 	}
 	return st.Dev != root.Dev
