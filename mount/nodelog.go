@@ -55,13 +55,19 @@ type nodeLog struct {
 
 // newNodeLog makes an empty log in a new memory file.
 func newNodeLog() (*nodeLog, error) {
-	fd, err := unix.MemfdCreate("sessionfs-nodes", unix.MFD_CLOEXEC)
+	fd, err := unix.MemfdCreate("sessionfs-nodes", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
 	if err != nil {
 		return nil, fmt.Errorf("make the node log: %w", err)
 	}
 	if err := unix.Ftruncate(fd, nodeLogSize); err != nil {
 		unix.Close(fd)
 		return nil, fmt.Errorf("size the node log: %w", err)
+	}
+	// Its size for good, before another process gets it: the readers map it, and a daemon a session subverted
+	// (ftruncate is among its calls) would shrink it under their mapping (SIGBUS: doctor, the next daemon).
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, unix.F_SEAL_SHRINK|unix.F_SEAL_GROW|unix.F_SEAL_SEAL); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("seal the node log's size: %w", err)
 	}
 	l, err := mapNodeLog(fd)
 	if err != nil {
