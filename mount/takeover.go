@@ -94,7 +94,7 @@ func (s *helperService) Initialized(init fuse.InitIn, _ *struct{}) error {
 	if s.holder.init == nil { // the first daemon's: a later one is told it, never tells it
 		s.holder.init, s.holder.serving = &init, true
 	}
-	go s.listenControlOnce() // the mount is there: a new binary may ask for it (upgrade.go)
+	s.listenControlOnce() // the mount is there: a new binary may ask for it (upgrade.go), once the daemon says it serves
 	return nil
 }
 

@@ -1,0 +1,173 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sync/atomic"
+	"time"
+)
+
+// What keeping a mount's connection past its daemon costs (issue 42): a mount whose helper holds the connection
+// and logs every node id handed to the kernel (--takeover, the default as root) against one that does not
+// (--takeover=false), each on a store of its own with one session: start-up, and a lookup- and create-heavy
+// workload in the session's .claude (served through FUSE: every name is a node logged); and an upgrade's stall:
+// the longest a reader of .claude/settings.json waits while `sessionfs mount` hands the held mount over.
+const takeoverFiles = 2000
+
+func (b *bench) takeover() {
+	if os.Geteuid() != 0 {
+		b.skip("takeover: a holder keeps the connection of a confined root mount only")
+		return
+	}
+	figs, err := takeoverFigures(b.c.sessionfs, b.c.dir, max(b.c.runs, 5))
+	if err != nil {
+		b.skip("takeover: %v", err)
+		return
+	}
+	b.Figures = append(b.Figures, figs...)
+}
+
+func takeoverFigures(sessionfs, dir string, runs int) ([]figure, error) {
+	modes := []struct{ name, flag string }{{"held", "--takeover"}, {"not held", "--takeover=false"}}
+	starts, work := map[string][]time.Duration{}, map[string][]time.Duration{}
+	for round := range runs {
+		for _, m := range modes {
+			store := filepath.Join(dir, fmt.Sprintf("takeover-store-%d-%d", round, len(starts[m.name])))
+			if err := newStoreWithSession(sessionfs, store); err != nil {
+				return nil, err
+			}
+			t, took, err := startSessionfs(sessionfs, store, filepath.Join(dir, "mnt-takeover"), m.flag)
+			if err != nil {
+				return nil, err
+			}
+			starts[m.name] = append(starts[m.name], took)
+			d, err := timed(func() error { return lookupCreateWorkload(filepath.Join(t.sessionDir("s1"), ".claude", "bench")) })
+			unmountTarget(sessionfs, store, t)
+			os.RemoveAll(store)
+			if err != nil {
+				return nil, err
+			}
+			work[m.name] = append(work[m.name], d)
+		}
+	}
+	stalls, err := upgradeStalls(sessionfs, dir, runs)
+	if err != nil {
+		return nil, err
+	}
+	held, free := medianDuration(work["held"]), medianDuration(work["not held"])
+	fmt.Fprintf(os.Stderr, "takeover: start-up %v held, %v not; %d files made, stated, listed and removed in .claude: %v held, %v not (%.2fx); upgrade stalls %v\n",
+		medianDuration(starts["held"]).Round(time.Millisecond), medianDuration(starts["not held"]).Round(time.Millisecond),
+		takeoverFiles, held.Round(time.Millisecond), free.Round(time.Millisecond), held.Seconds()/free.Seconds(), stalls)
+	return []figure{
+		{Name: "mount start-up, the connection held (--takeover), median", Value: medianDuration(starts["held"]).Seconds() * 1000, Unit: "ms", Goal: "-"},
+		{Name: "mount start-up, not held (--takeover=false), median", Value: medianDuration(starts["not held"]).Seconds() * 1000, Unit: "ms", Goal: "-"},
+		{Name: fmt.Sprintf("%d files made, stated, listed, removed in .claude, held (node log kept), median", takeoverFiles), Value: held.Seconds() * 1000, Unit: "ms", Goal: "-"},
+		{Name: "the same, not held, median", Value: free.Seconds() * 1000, Unit: "ms", Goal: "-"},
+		{Name: "an upgrade's longest stall of a reader of .claude/settings.json, median", Value: medianDuration(stalls).Seconds() * 1000, Unit: "ms", Goal: "< 1000 ms"},
+		{Name: "an upgrade's longest stall, the worst", Value: slices.Max(stalls).Seconds() * 1000, Unit: "ms", Goal: "< 1000 ms"},
+	}, nil
+}
+
+// newStoreWithSession makes a store at root with one session, s1.
+func newStoreWithSession(sessionfs, root string) error {
+	cmd := exec.Command(sessionfs, "new", "s1")
+	cmd.Env = append(os.Environ(), "SESSIONFS_STORE="+root)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("sessionfs new: %v: %s", err, out)
+	}
+	return nil
+}
+
+// unmountTarget ends a mount whichever daemon serves it now (an upgrade's is not the one t started).
+func unmountTarget(sessionfs, store string, t *target) {
+	cmd := exec.Command(sessionfs, "unmount", t.root)
+	cmd.Env = append(os.Environ(), "SESSIONFS_STORE="+store)
+	_ = cmd.Run()
+	t.stop()
+}
+
+// lookupCreateWorkload makes takeoverFiles files in dir, stats each by name, lists dir and removes them: every
+// name a node the kernel is handed, and forgets.
+func lookupCreateWorkload(dir string) error {
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return err
+	}
+	for i := range takeoverFiles {
+		f, err := os.Create(filepath.Join(dir, fmt.Sprintf("f%05d", i)))
+		if err != nil {
+			return err
+		}
+		f.Close()
+	}
+	for i := range takeoverFiles {
+		if _, err := os.Stat(filepath.Join(dir, fmt.Sprintf("f%05d", i))); err != nil {
+			return err
+		}
+	}
+	if _, err := os.ReadDir(dir); err != nil {
+		return err
+	}
+	return os.RemoveAll(dir)
+}
+
+// upgradeStalls hands a held mount over to the same binary runs times while a reader reads .claude/settings.json
+// without pause, and returns the longest wait of the reader during each hand-over.
+func upgradeStalls(sessionfs, dir string, runs int) ([]time.Duration, error) {
+	store := filepath.Join(dir, "takeover-upgrade-store")
+	if err := newStoreWithSession(sessionfs, store); err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(store)
+	t, _, err := startSessionfs(sessionfs, store, filepath.Join(dir, "mnt-upgrade"))
+	if err != nil {
+		return nil, err
+	}
+	defer unmountTarget(sessionfs, store, t)
+	settings := filepath.Join(t.sessionDir("s1"), ".claude", "settings.json")
+	var longest atomic.Int64 // nanoseconds, since the last reset
+	var failed atomic.Value
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		last := time.Now()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if _, err := os.ReadFile(settings); err != nil {
+				failed.Store(err)
+				return
+			}
+			now := time.Now()
+			if gap := now.Sub(last).Nanoseconds(); gap > longest.Load() {
+				longest.Store(gap)
+			}
+			last = now
+		}
+	}()
+	var stalls []time.Duration
+	for range runs {
+		longest.Store(0)
+		cmd := exec.Command(sessionfs, "mount", t.root)
+		cmd.Env = append(os.Environ(), "SESSIONFS_STORE="+store)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			close(stop)
+			<-done
+			return nil, fmt.Errorf("the hand-over: %v: %s", err, out)
+		}
+		time.Sleep(100 * time.Millisecond) // the reader's reads after the hand-over close the gap it waited through
+		stalls = append(stalls, time.Duration(longest.Load()).Round(time.Millisecond))
+	}
+	close(stop)
+	<-done
+	if err, ok := failed.Load().(error); ok {
+		return nil, fmt.Errorf("the reader failed: %w", err)
+	}
+	return stalls, nil
+}
