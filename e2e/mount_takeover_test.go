@@ -300,6 +300,11 @@ func TestMountTakeoverOptOut(t *testing.T) {
 
 // endTakeoverMount unmounts a --takeover mount and waits for its helper and the daemon it started to end with it.
 func endTakeoverMount(t *testing.T, m *mounted, helper int) {
+	if m.cmd.ProcessState == nil && procGone(m.cmd.Process.Pid) { // the first daemon died: reaped here, not by cmd.Wait
+		if state, err := m.cmd.Process.Wait(); err == nil {
+			m.cmd.ProcessState = state
+		}
+	}
 	pids := []int{helper}
 	if daemon, err := sfsmount.ServingPID(m.mnt); err == nil {
 		pids = append(pids, daemon)
@@ -604,4 +609,62 @@ func TestMountTakeoverFreesRestoredNodes(t *testing.T) {
 	t.Logf("nodes restored at each of 20 takeovers (the kernel holds the 300 files): %v", held)
 	t.Logf("nodes the node log holds once the kernel forgot them, each round: %v", after)
 	assert.LessOrEqual(t, held[len(held)-1], held[0]+5, "the nodes restored do not grow")
+}
+
+// TestMountTakeoverResentChanges (issue 42): a daemon killed after it made a change and before it answered (a test
+// build dies there: mount/takeover_fault_on.go) leaves the request to the kernel, which resends it to the daemon
+// that takes over; that one finds the change made and answers it as made, as the request was noted as its own: an
+// O_EXCL create opens the file it made (not EEXIST), a mkdir, a rename and an unlink succeed. Each is one kill.
+func TestMountTakeoverResentChanges(t *testing.T) {
+	need(t, os.Geteuid() == 0, "root: a confined mount and its helper")
+	exe := filepath.Join(t.TempDir(), "sessionfs-fault")
+	build := exec.Command("go", "build", "-tags", "faultinject", "-o", exe, "../cmd/sessionfs")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, "build the fault-injection daemon: %s", out)
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	m := mountWith(t, exe, store)
+	helper := helperPID(t, m.cmd.Process.Pid)
+	t.Cleanup(func() { endTakeoverMount(t, m, helper) })
+	dir := filepath.Join(m.session("s1"), ".claude")
+	inStore := filepath.Join(store, "sessions", "s1", ".claude")
+	takeovers := 0
+	tookOver := func(what string) {
+		t.Helper()
+		if takeovers == 0 { // the test's child, dead: reaped here (its output stays open in the helper, so not cmd.Wait)
+			state, err := m.cmd.Process.Wait()
+			require.NoError(t, err)
+			m.cmd.ProcessState = state
+		}
+		takeovers++
+		eventually(t, 10*time.Second, func() bool { return strings.Count(m.log.String(), "took the connection over") == takeovers },
+			"%s: the daemon died and one took over: %s", what, m.log)
+	}
+
+	f, err := os.OpenFile(filepath.Join(dir, ".sessionfs-die-after-create"), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	require.NoError(t, err, "an O_EXCL create whose daemon died after it made the file: %s", m.log)
+	_, err = f.WriteString("made once\n")
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	tookOver("create")
+	b, err := os.ReadFile(filepath.Join(inStore, ".sessionfs-die-after-create"))
+	require.NoError(t, err)
+	assert.Equal(t, "made once\n", string(b))
+	_, err = os.OpenFile(filepath.Join(dir, ".sessionfs-die-after-create"), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	assert.ErrorIs(t, err, syscall.EEXIST, "a second create of it, not resent: the file is there")
+
+	require.NoError(t, os.Mkdir(filepath.Join(dir, ".sessionfs-die-after-mkdir"), 0o755))
+	tookOver("mkdir")
+	assert.DirExists(t, filepath.Join(inStore, ".sessionfs-die-after-mkdir"))
+
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "from"), []byte("moved\n"), 0o600))
+	require.NoError(t, os.Rename(filepath.Join(dir, "from"), filepath.Join(dir, ".sessionfs-die-after-rename")))
+	tookOver("rename")
+	assert.NoFileExists(t, filepath.Join(inStore, "from"))
+	assert.FileExists(t, filepath.Join(inStore, ".sessionfs-die-after-rename"))
+
+	require.NoError(t, os.Remove(filepath.Join(dir, ".sessionfs-die-after-rename")))
+	tookOver("unlink")
+	assert.NoFileExists(t, filepath.Join(inStore, ".sessionfs-die-after-rename"))
 }

@@ -27,7 +27,7 @@ import (
 
 const (
 	nodeLogMagic   = 0x73666e6c // "sfnl"
-	nodeLogVersion = 2          // 2: lookup counts (nodeCount); 1 is read too
+	nodeLogVersion = 3          // 3: the ring of changes (nodelog_changes.go); 2: lookup counts (nodeCount); all read
 	nodeLogHeader  = 16
 	// nodeLogSize bounds the log: 64 MiB of address space, paged in as written (about 40 bytes a node).
 	nodeLogSize = 64 << 20
@@ -80,7 +80,13 @@ func newNodeLog() (*nodeLog, error) {
 	return l, nil
 }
 
-func mapNodeLog(fd int) (*nodeLog, error) { return mapNodeLogAs(fd, unix.PROT_READ|unix.PROT_WRITE) }
+func mapNodeLog(fd int) (*nodeLog, error) {
+	l, err := mapNodeLogAs(fd, unix.PROT_READ|unix.PROT_WRITE)
+	if err == nil {
+		changeLog.Store(l) // the log this process writes: its changes are noted there too
+	}
+	return l, err
+}
 
 // mapNodeLogAs maps the log in fd with prot (PROT_READ: to count it, never to append).
 func mapNodeLogAs(fd, prot int) (*nodeLog, error) {
@@ -145,7 +151,7 @@ var _ gofs.NodeLog = (*nodeLog)(nil)
 func (l *nodeLog) append(kind uint8, id, parent, ino uint64, name string) int64 {
 	size := int64(nodeRecordFixed+len(name)+7) &^ 7
 	off := l.next.Add(size) - size
-	if off+size > int64(len(l.mem)) {
+	if off+size > changeRing {
 		l.full.Do(func() {
 			fmt.Fprintln(os.Stderr, "sessionfs: the node log is full: files looked up from now on are lost to a restarted daemon")
 		})
@@ -173,12 +179,12 @@ func (l *nodeLog) read() (nodes []gofs.RecordedNode, handles uint32, err error) 
 	held := map[uint64]gofs.RecordedNode{}
 	counts := map[uint64]int64{}
 	off := int64(nodeLogHeader)
-	for off+nodeRecordFixed <= int64(len(l.mem)) {
+	for off+nodeRecordFixed <= changeRing {
 		size := int64(atomic.LoadUint32((*uint32)(unsafe.Pointer(&l.mem[off]))))
 		if size == 0 {
 			break
 		}
-		if size < nodeRecordFixed || size%8 != 0 || off+size > int64(len(l.mem)) {
+		if size < nodeRecordFixed || size%8 != 0 || off+size > changeRing {
 			return nil, 0, fmt.Errorf("the node log has a record of %d bytes at %d", size, off)
 		}
 		rec := l.mem[off : off+size]

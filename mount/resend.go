@@ -8,9 +8,12 @@ import (
 
 // resendIdempotent answers the requests the kernel resends to a daemon that took the connection over
 // (takeover.go) as if each were made once. The daemon before may have made the change and died before it
-// answered: the resent rename then finds no source, the resent mkdir finds its folder. The kernel marks a resent
-// request (fuseUniqueResend in its unique id; a caller cannot set it), and only those are answered so: a change
-// found made is taken as the one asked for. Other requests pass through.
+// answered: the resent rename then finds no source, the resent mkdir or O_EXCL create finds its entry. The kernel
+// marks a resent request (fuseUniqueResend in its unique id; a caller cannot set it), and a change found made is
+// taken as the one asked for only if the daemon before noted this request's id as making that very change (the
+// node log's ring of changes, nodelog_changes.go): an entry someone else made or removed meanwhile gets the plain
+// answer (EEXIST, ENOENT). Every daemon of a held mount notes each such request before it makes it, in the node
+// log it writes (changeLog: a daemon serves one mount).
 type resendIdempotent struct {
 	fuse.RawFileSystem
 }
@@ -19,6 +22,27 @@ type resendIdempotent struct {
 const fuseUniqueResend = 1 << 63
 
 func resent(h *fuse.InHeader) bool { return h.Unique&fuseUniqueResend != 0 }
+
+// changing notes, before it is made, that request h changes name in folder parent; a resent request is not noted
+// again (its note, if the daemon before made it, is what tells its change).
+func (r resendIdempotent) changing(h *fuse.InHeader, parent uint64, name string) {
+	if !resent(h) {
+		changeLog.Load().Changing(h.Unique, parent, name)
+	}
+}
+
+// made passes st on, once the change it answers is made (the fault-injection build may die there: madeFault).
+func made(st fuse.Status, name string) fuse.Status {
+	if st == fuse.OK {
+		madeFault(name)
+	}
+	return st
+}
+
+// ownChange says whether a resent request h was noted as changing name in parent: the change found is its own.
+func (r resendIdempotent) ownChange(h *fuse.InHeader, parent uint64, name string) bool {
+	return resent(h) && changeLog.Load().Changed(h.Unique&^fuseUniqueResend, parent, name)
+}
 
 // exists looks name up in folder parent, and gives the lookup back: whether it is there. (A name not there is
 // answered OK with node 0: the kernel caches it as missing.)
@@ -33,10 +57,10 @@ func (r resendIdempotent) exists(cancel <-chan struct{}, h *fuse.InHeader, paren
 	return true
 }
 
-// found answers a resent request that made an entry with the entry found under name (a lookup, which the kernel
-// counts as the request's own answer).
+// found answers a resent request that made an entry, noted as its own, with the entry found under name (a lookup,
+// which the kernel counts as the request's own answer).
 func (r resendIdempotent) found(cancel <-chan struct{}, h *fuse.InHeader, name string, out *fuse.EntryOut, st fuse.Status) fuse.Status {
-	if st != fuse.Status(syscall.EEXIST) || !resent(h) {
+	if st != fuse.Status(syscall.EEXIST) || !r.ownChange(h, h.NodeId, name) {
 		return st
 	}
 	if r.RawFileSystem.Lookup(cancel, h, name, out) != fuse.OK || out.NodeId == 0 {
@@ -46,8 +70,9 @@ func (r resendIdempotent) found(cancel <-chan struct{}, h *fuse.InHeader, name s
 }
 
 func (r resendIdempotent) Rename(cancel <-chan struct{}, in *fuse.RenameIn, oldName, newName string) fuse.Status {
-	st := r.RawFileSystem.Rename(cancel, in, oldName, newName)
-	if st == fuse.ENOENT && resent(&in.InHeader) && !r.exists(cancel, &in.InHeader, in.NodeId, oldName) &&
+	r.changing(&in.InHeader, in.Newdir, newName)
+	st := made(r.RawFileSystem.Rename(cancel, in, oldName, newName), newName)
+	if st == fuse.ENOENT && r.ownChange(&in.InHeader, in.Newdir, newName) && !r.exists(cancel, &in.InHeader, in.NodeId, oldName) &&
 		r.exists(cancel, &in.InHeader, in.Newdir, newName) {
 		return fuse.OK
 	}
@@ -55,30 +80,52 @@ func (r resendIdempotent) Rename(cancel <-chan struct{}, in *fuse.RenameIn, oldN
 }
 
 func (r resendIdempotent) Mkdir(cancel <-chan struct{}, in *fuse.MkdirIn, name string, out *fuse.EntryOut) fuse.Status {
-	return r.found(cancel, &in.InHeader, name, out, r.RawFileSystem.Mkdir(cancel, in, name, out))
+	r.changing(&in.InHeader, in.NodeId, name)
+	return r.found(cancel, &in.InHeader, name, out, made(r.RawFileSystem.Mkdir(cancel, in, name, out), name))
 }
 
 func (r resendIdempotent) Mknod(cancel <-chan struct{}, in *fuse.MknodIn, name string, out *fuse.EntryOut) fuse.Status {
-	return r.found(cancel, &in.InHeader, name, out, r.RawFileSystem.Mknod(cancel, in, name, out))
+	r.changing(&in.InHeader, in.NodeId, name)
+	return r.found(cancel, &in.InHeader, name, out, made(r.RawFileSystem.Mknod(cancel, in, name, out), name))
 }
 
 func (r resendIdempotent) Symlink(cancel <-chan struct{}, h *fuse.InHeader, target, name string, out *fuse.EntryOut) fuse.Status {
-	return r.found(cancel, h, name, out, r.RawFileSystem.Symlink(cancel, h, target, name, out))
+	r.changing(h, h.NodeId, name)
+	return r.found(cancel, h, name, out, made(r.RawFileSystem.Symlink(cancel, h, target, name, out), name))
 }
 
 func (r resendIdempotent) Link(cancel <-chan struct{}, in *fuse.LinkIn, name string, out *fuse.EntryOut) fuse.Status {
-	return r.found(cancel, &in.InHeader, name, out, r.RawFileSystem.Link(cancel, in, name, out))
+	r.changing(&in.InHeader, in.NodeId, name)
+	return r.found(cancel, &in.InHeader, name, out, made(r.RawFileSystem.Link(cancel, in, name, out), name))
+}
+
+// Create: only an O_EXCL create can fail on what the daemon before made (without it, the file found is opened);
+// noted as its own, it opens the file it made.
+func (r resendIdempotent) Create(cancel <-chan struct{}, in *fuse.CreateIn, name string, out *fuse.CreateOut) fuse.Status {
+	if in.Flags&syscall.O_EXCL == 0 {
+		return r.RawFileSystem.Create(cancel, in, name, out)
+	}
+	r.changing(&in.InHeader, in.NodeId, name)
+	st := made(r.RawFileSystem.Create(cancel, in, name, out), name)
+	if st != fuse.Status(syscall.EEXIST) || !r.ownChange(&in.InHeader, in.NodeId, name) {
+		return st
+	}
+	again := *in
+	again.Flags &^= syscall.O_EXCL
+	return r.RawFileSystem.Create(cancel, &again, name, out)
 }
 
 func (r resendIdempotent) Unlink(cancel <-chan struct{}, h *fuse.InHeader, name string) fuse.Status {
-	if st := r.RawFileSystem.Unlink(cancel, h, name); st != fuse.ENOENT || !resent(h) {
+	r.changing(h, h.NodeId, name)
+	if st := made(r.RawFileSystem.Unlink(cancel, h, name), name); st != fuse.ENOENT || !r.ownChange(h, h.NodeId, name) {
 		return st
 	}
 	return fuse.OK
 }
 
 func (r resendIdempotent) Rmdir(cancel <-chan struct{}, h *fuse.InHeader, name string) fuse.Status {
-	if st := r.RawFileSystem.Rmdir(cancel, h, name); st != fuse.ENOENT || !resent(h) {
+	r.changing(h, h.NodeId, name)
+	if st := made(r.RawFileSystem.Rmdir(cancel, h, name), name); st != fuse.ENOENT || !r.ownChange(h, h.NodeId, name) {
 		return st
 	}
 	return fuse.OK

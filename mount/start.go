@@ -300,6 +300,7 @@ func (s *startup) newServer() error {
 	}
 	if s.nodes != nil {
 		gofs.RecordNodes(nodeFS, s.nodes)
+		raw = resendIdempotent{raw} // what changes a folder noted, for a resend to a daemon after this one
 	}
 	if s.confined {
 		server, err := fuse.NewServer(raw, fmt.Sprintf("/dev/fd/%d", s.dev), &s.fuse.MountOptions)

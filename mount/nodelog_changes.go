@@ -1,0 +1,55 @@
+package mount
+
+import (
+	"encoding/binary"
+	"sync/atomic"
+	"unsafe"
+)
+
+// The node log's last part is a ring of the requests that change a folder (make, remove or rename an entry), each
+// noted by the kernel's unique id before it is made: a daemon that takes over and is resent such a request
+// (resend.go) finds the change made, and takes it as this request's own only if the ring holds its id, with the
+// same folder and name. Otherwise the change is someone else's, and the request gets what it would have got
+// (EEXIST, ENOENT). A slot is the unique id's: more requests in flight at once than slots overwrite one another,
+// and those get the plain answer.
+const (
+	changeSlots    = 1024
+	changeSlotSize = 8 + 8 + 8 + 256 // unique id (stored last), folder's node id, name's length, name
+	changeRing     = nodeLogSize - changeSlots*changeSlotSize
+)
+
+func changeSlot(unique uint64) int64 { return changeRing + int64(unique%changeSlots)*changeSlotSize }
+
+// changeLog is the node log this process writes (mapNodeLog), where the changes are noted (resend.go).
+var changeLog atomic.Pointer[nodeLog]
+
+// Changing notes that request unique is about to change name in folder parent.
+func (l *nodeLog) Changing(unique, parent uint64, name string) {
+	if l == nil || len(name) > 255 {
+		return
+	}
+	off := changeSlot(unique)
+	slot := l.mem[off : off+changeSlotSize]
+	id := (*uint64)(unsafe.Pointer(&slot[0]))
+	atomic.StoreUint64(id, 0) // torn while written: matches nothing
+	binary.LittleEndian.PutUint64(slot[8:], parent)
+	binary.LittleEndian.PutUint64(slot[16:], uint64(len(name)))
+	copy(slot[24:], name)
+	atomic.StoreUint64(id, unique)
+}
+
+// Changed says whether request unique was noted as changing name in folder parent (by this daemon or one before).
+func (l *nodeLog) Changed(unique, parent uint64, name string) bool {
+	if l == nil || unique == 0 {
+		return false
+	}
+	off := changeSlot(unique)
+	slot := l.mem[off : off+changeSlotSize]
+	id := (*uint64)(unsafe.Pointer(&slot[0]))
+	if atomic.LoadUint64(id) != unique {
+		return false
+	}
+	n := binary.LittleEndian.Uint64(slot[16:])
+	same := binary.LittleEndian.Uint64(slot[8:]) == parent && n == uint64(len(name)) && string(slot[24:24+min(n, 256)]) == name
+	return same && atomic.LoadUint64(id) == unique
+}
