@@ -24,7 +24,7 @@ import (
 // and prints what it was asked and how many descriptors came with it.
 func helperFakeHolder() int {
 	sock := os.Getenv("HELPER_SOCK")
-	if err := os.Mkdir(filepath.Dir(sock), 0o777); err != nil {
+	if err := os.Mkdir(filepath.Dir(sock), 0o777); err != nil && !os.IsExist(err) { // made before the user's mount
 		fmt.Fprintln(os.Stderr, "fake holder:", err)
 		return 1
 	}
@@ -100,6 +100,11 @@ func TestAttackUpgradeAsksAnotherUsersSocket(t *testing.T) {
 			env = append(env, kv)
 		}
 	}
+	// The other user makes the user's control folder first: the user's holder (holder_user.go) then has none.
+	planted := filepath.Join(tmp, "sessionfs-"+strconv.Itoa(user))
+	require.NoError(t, os.Mkdir(planted, 0o777))
+	require.NoError(t, os.Chmod(planted, 0o777))
+	require.NoError(t, os.Chown(planted, 65534, 65534))
 	asUser := &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: user, Gid: user}}
 	daemon := exec.Command(bin, "mount", mnt)
 	daemon.Env, daemon.SysProcAttr = env, asUser

@@ -210,3 +210,100 @@ func TestMountDaemonHolderOutlivesItsLog(t *testing.T) {
 type lazy func() string
 
 func (l lazy) String() string { return l() }
+
+// TestMountHeldAsNormalUser (issue 42): a normal user's mount (fusermount3, no privileged helper) has a holder
+// too, started by its daemon as that user: kill -9 of the serving daemon, five times, and then a hand-over to
+// another build, are not seen by a shell of that user appending and reading through the mount every 50 ms
+// (takeoverLoop): every line is in the store once and in order, and the holder and its daemon end with the mount.
+func TestMountHeldAsNormalUser(t *testing.T) {
+	needFUSE(t)
+	need(t, os.Geteuid() == 0, "switching users needs root")
+	_, err := exec.LookPath("fusermount3")
+	need(t, err == nil, "fusermount3 is missing (apt-get install fuse3)")
+	fi, err := os.Stat("/dev/fuse")
+	need(t, err == nil && fi.Mode().Perm()&0o006 == 0o006, "/dev/fuse is not open to normal users (chmod 0666 /dev/fuse, the distributions' default; .ci/run does)")
+	base, err := os.MkdirTemp("/tmp", "sessionfs-user-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(base) })
+	store, mnt, ctl := filepath.Join(base, "store"), filepath.Join(base, "mnt"), filepath.Join(base, "ctl")
+	for _, d := range []string{base, store, mnt, ctl} {
+		require.NoError(t, os.MkdirAll(d, 0o755))
+		require.NoError(t, os.Chown(d, 65534, 65534))
+	}
+	// The builds where the user may run them (a test's temporary folder is root's alone).
+	other := upgradeBuild(t, base, "v0.0.0-upgrade.user")
+	require.NoError(t, os.Chmod(other, 0o755))
+	nobody := &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	env := append(os.Environ(), "SESSIONFS_STORE="+store, "HOME="+base, "XDG_RUNTIME_DIR=")
+	as := func(exe string, args ...string) (string, error) {
+		cmd := exec.Command(exe, args...)
+		cmd.Env, cmd.SysProcAttr, cmd.Dir = env, nobody, base
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	out, err := as(bin, "new", "s1")
+	require.NoError(t, err, out)
+
+	daemon := exec.Command(bin, "mount", mnt)
+	daemon.Env, daemon.SysProcAttr = env, nobody
+	log := &syncBuffer{}
+	daemon.Stdout, daemon.Stderr = log, log
+	require.NoError(t, daemon.Start())
+	first := daemon.Process.Pid
+	var holder int
+	t.Cleanup(func() {
+		_, _ = as(bin, "unmount", mnt)
+		if isFUSEMount(mnt) {
+			_ = syscall.Unmount(mnt, syscall.MNT_DETACH)
+		}
+		for _, pid := range []int{first, holder} {
+			if pid > 0 {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	})
+	eventually(t, 10*time.Second, func() bool { return strings.Contains(log.String(), "sessionfs: serving ") && isFUSEMount(mnt) },
+		"the user's mount comes up: %v", log)
+	holder = helperPID(t, first)
+
+	stop := filepath.Join(ctl, "stop")
+	loop := exec.Command("sh", "-c", takeoverLoop, "sh", filepath.Join(mnt, "sessions", "s1"), stop)
+	loop.SysProcAttr, loop.Env = nobody, env
+	loops := []*agentLoop{startAgentLoop(t, "the user's shell", "s1", stop, loop)}
+	l := loops[0]
+	eventually(t, 30*time.Second, func() bool { return l.iterations() >= 5 }, "the loop runs: %s", agentErrors(loops))
+
+	const kills = 5
+	for round := range kills {
+		before := l.iterations()
+		pid, err := sfsmount.ServingPID(mnt)
+		require.NoError(t, err)
+		require.NotEqual(t, holder, pid, "the holder holds the connection, it does not serve it")
+		require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
+		if pid == first {
+			state, err := daemon.Process.Wait() // not daemon.Wait: its output stays open in the holder
+			require.NoError(t, err)
+			daemon.ProcessState = state
+		}
+		eventually(t, 20*time.Second, func() bool {
+			next, err := sfsmount.ServingPID(mnt)
+			return err == nil && next != pid && l.iterations() >= before+3
+		}, "round %d: a daemon takes over from %d as the user, and the loop goes on (%s; mount: %v)", round, pid, agentErrors(loops), log)
+	}
+	before := l.iterations()
+	out, err = as(other, "mount", mnt)
+	require.NoError(t, err, "the hand-over to another build, as the user: %s (mount: %v)", out, log)
+	assert.Contains(t, out, "is served by sessionfs v0.0.0-upgrade.user now")
+	_, exe, version := servedBy(t, mnt)
+	assert.Equal(t, other, exe)
+	assert.Equal(t, "v0.0.0-upgrade.user", version)
+	eventually(t, 20*time.Second, func() bool { return l.iterations() >= before+3 }, "the loop goes on after the hand-over: %s", agentErrors(loops))
+
+	gaps := l.finish(t, store)
+	t.Logf("%s: %d iterations, %d kills and a hand-over: longest time between two iterations %v (the 6 longest: %v; median %v)",
+		l.name, len(gaps)+1, kills, gaps[len(gaps)-1], gaps[max(0, len(gaps)-6):], gaps[len(gaps)/2])
+	out, err = as(other, "unmount", mnt)
+	require.NoError(t, err, "unmount: %s", out)
+	eventually(t, 20*time.Second, func() bool { return syscall.Kill(holder, 0) != nil }, "the holder ends with the mount")
+	assert.Equal(t, 1+kills, strings.Count(log.String(), "took the connection over"), "a takeover per kill, and the hand-over's: %v", log)
+}

@@ -184,7 +184,7 @@ func (s *helperService) Unmount(_ struct{}, _ *struct{}) error {
 	}
 	var err error
 	for try, delay := 0, time.Duration(0); try < 5; try++ {
-		if err = syscall.Unmount(s.mnt, 0); err == nil || !errors.Is(err, syscall.EBUSY) {
+		if err = unmountAs(s.mnt, 0); err == nil || !errors.Is(err, syscall.EBUSY) {
 			break
 		}
 		delay = 2*delay + 5*time.Millisecond
@@ -202,7 +202,7 @@ func (s *helperService) Detach(_ struct{}, _ *struct{}) error {
 	if s.b != nil {
 		s.b.close()
 	}
-	return syscall.Unmount(s.mnt, syscall.MNT_DETACH)
+	return unmountAs(s.mnt, syscall.MNT_DETACH)
 }
 
 // Abort ends the mount's FUSE connection (fusectl): the processes still inside get errors. The connection is

@@ -32,6 +32,7 @@ import (
 // takes away: systemd's notify socket, say); an unconfined mount runs it once it serves.
 func Start(store *layout.Store, mountpoint string, opts Options, ready func()) (*Mount, error) {
 	s := &startup{store: store, mountpoint: mountpoint, opts: opts, given: opts, confined: os.Geteuid() == 0 && opts.Confine.Mode != confine.Off}
+	s.userHeld = os.Geteuid() != 0 && opts.Takeover // a normal user's mount has a holder too (holder_user.go)
 	return s.start(ready)
 }
 
@@ -70,6 +71,7 @@ type startup struct {
 	opts       Options
 	given      Options // opts as given, before their defaults were settled: a takeover settles them again
 	confined   bool
+	userHeld   bool     // a normal user's mount whose connection a holder keeps (holder_user.go)
 	resumed    *resumed // a takeover's: the connection, its INIT and node log, and the helper (takeover.go)
 	nodes      *nodeLog // the node ids handed to the kernel, when the connection is to outlive this process
 	gate       *gated   // with nodes: the requests' gate, which a hand-over closes (handover.go)
@@ -144,10 +146,13 @@ func (s *startup) prepare() (err error) {
 // launchHelper starts a confined mount's helper in the background: its fork and exec hold up only the thread that
 // makes them. It binds nothing before it is told to begin, once the mount serves.
 func (s *startup) launchHelper() error {
-	if !s.confined || s.resumed != nil {
+	if !s.confined && !s.userHeld || s.resumed != nil {
 		return nil
 	}
 	cfg := helperConfig{Store: s.store.Root, Mountpoint: s.mnt, MaxBinds: s.opts.MaxBinds, ReadOnly: s.opts.ReadOnly}
+	if !s.confined {
+		cfg.MaxBinds = 0 // a normal user's holder binds nothing
+	}
 	var keep []int // the connection and the node log, for the helper to hold (takeover.go)
 	if s.nodes != nil {
 		cfg.Takeover, keep = &s.given, []int{s.dev, s.nodes.fd}
@@ -195,6 +200,9 @@ func (s *startup) mountDevice() error {
 // openDevice opens a confined mount's /dev/fuse descriptor, before the helper starts: with opts.Takeover the
 // helper holds a copy of it, and of the node log made here (takeover.go). A takeover's is the one it was given.
 func (s *startup) openDevice() error {
+	if s.userHeld && s.resumed == nil {
+		return s.mountHeld()
+	}
 	if !s.confined || s.resumed != nil {
 		return nil
 	}
@@ -232,7 +240,7 @@ func mountDirect(mnt string, mo *fuse.MountOptions, dev int) error {
 
 // connectHelper waits for a confined mount's helper to be started.
 func (s *startup) connectHelper() error {
-	if !s.confined || s.resumed != nil {
+	if s.helperStarted == nil {
 		return nil
 	}
 	<-s.helperStarted
@@ -296,13 +304,17 @@ func (s *startup) newServer() error {
 	nodeFS := gofs.NewNodeFS(s.root, s.fuse)
 	raw := s.gated(newNoOpendir(nodeFS)) // with a holder: behind a gate a hand-over closes (handover.go)
 	if s.resumed != nil {
+		if s.userHeld { // the old daemon's files, opened again (handover_handles.go)
+			s.resumed.reopen = newReopened(raw)
+			raw = s.resumed.reopen
+		}
 		return s.resumeServer(nodeFS, resendIdempotent{raw})
 	}
 	if s.nodes != nil {
 		gofs.RecordNodes(nodeFS, s.nodes)
 		raw = resendIdempotent{raw} // what changes a folder noted, for a resend to a daemon after this one
 	}
-	if s.confined {
+	if s.confined || s.userHeld {
 		server, err := fuse.NewServer(raw, fmt.Sprintf("/dev/fd/%d", s.dev), &s.fuse.MountOptions)
 		s.server = server
 		return err
@@ -328,6 +340,9 @@ func (s *startup) serve(ready func()) error {
 	if !s.confined {
 		if s.binder != nil {
 			go s.binder.wantRecent()
+		}
+		if s.userHeld {
+			return s.serveHeld()
 		}
 		return nil
 	}
@@ -380,7 +395,7 @@ func (s *startup) served() *Mount {
 	done := make(chan struct{})
 	go s.tree.Prune(s.root.Sessions(), s.opts.MaxNodes, done)
 	var ctl control = &helperControl{mnt: s.mnt, helper: s.helper}
-	if !s.confined {
+	if s.helper == nil {
 		ctl = newLocalControl(s.mnt, s.server, s.binder)
 	}
 	return &Mount{Mountpoint: s.mnt, Store: s.store, Shared: s.shared, Timeout: s.opts.Timeout, Binding: s.binds != nil,

@@ -264,6 +264,7 @@ type resumed struct {
 	init     fuse.InitIn
 	nodeFS   fuse.RawFileSystem
 	restored int
+	reopen   *reopened // a normal user's: the old daemons' file handles opened again (handover_handles.go)
 }
 
 func serveTakenOver() error {
@@ -294,7 +295,8 @@ func serveTakenOver() error {
 	if err != nil {
 		return err
 	}
-	s := &startup{store: store, mountpoint: cfg.Mountpoint, opts: cfg.Options, given: cfg.Options, confined: true,
+	root := os.Geteuid() == 0 // a normal user's daemon is not confined (holder_user.go)
+	s := &startup{store: store, mountpoint: cfg.Mountpoint, opts: cfg.Options, given: cfg.Options, confined: root, userHeld: !root,
 		resumed: &resumed{dev: holderDev, init: cfg.Init}, nodes: nodes,
 		helper: rpc.NewClient(conn), helperPID: os.Getppid()}
 	m, err := s.start(nil)
@@ -327,6 +329,9 @@ func (s *startup) resumeServer(nodeFS, raw fuse.RawFileSystem) error {
 // dead daemon had read, and serves.
 func (s *startup) serveResumed() error {
 	recorded, handles, err := s.nodes.read()
+	if s.resumed.reopen != nil {
+		s.resumed.reopen.setBelow(handles)
+	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "sessionfs: %v: the files the kernel holds from the daemon before get errors\n", err)
 	}

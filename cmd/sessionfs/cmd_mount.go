@@ -87,7 +87,7 @@ confinement in force.`,
 	cmd.Flags().StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the daemon to this file (for performance work)")
 	_ = cmd.Flags().MarkHidden("cpuprofile")
 	// On wherever a helper runs (a confined root mount): it serves no request, so it can hold the connection.
-	cmd.Flags().BoolVar(&o.opts.Takeover, "takeover", true, "as root, confined: the privileged helper keeps the mount's connection, and a daemon killed is replaced by one that takes it over (its users wait, and go on); --takeover=false: a killed daemon leaves a stale mount")
+	cmd.Flags().BoolVar(&o.opts.Takeover, "takeover", true, "a holder keeps the mount's connection (a confined root mount's privileged helper; a normal user's mount starts a small one as that user), and a daemon killed is replaced by one that takes it over (its users wait, and go on); --takeover=false: a killed daemon leaves a stale mount")
 	return cmd
 }
 

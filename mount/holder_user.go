@@ -1,0 +1,151 @@
+package mount
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"net/rpc"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+
+	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
+)
+
+// A normal user's mount (fusermount3: no privileged helper) is held too (issue 42): the daemon mounts through
+// fusermount3 itself, keeping the /dev/fuse descriptor it hands back, and starts a holder (the helper's code,
+// as this user, binding nothing) with copies of it and of the node log before it serves. The holder takes no
+// input from sessions; it restarts the daemon as this user when it dies, and hands the mount to a new binary
+// (upgrade.go) as a root mount's does.
+
+// fusermountFD mounts at mnt through fusermount3 with mo's options and returns the /dev/fuse descriptor it hands
+// back (go-fuse's callFusermount, whose descriptor go-fuse would keep to itself).
+func fusermountFD(mnt string, mo *fuse.MountOptions) (int, error) {
+	bin, err := exec.LookPath("fusermount3")
+	if err != nil {
+		return -1, errors.New("mounting as a normal user needs fusermount3 (apt-get install fuse3)")
+	}
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return -1, err
+	}
+	local, remote := os.NewFile(uintptr(fds[0]), "fusermount"), os.NewFile(uintptr(fds[1]), "fusermount-remote")
+	defer local.Close()
+	cmd := exec.Command(bin, mnt, "-o", strings.Join(fusermountOptions(mo), ","))
+	cmd.Env = []string{"_FUSE_COMMFD=3"}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	cmd.ExtraFiles = []*os.File{remote}
+	err = cmd.Run()
+	remote.Close()
+	if err != nil {
+		return -1, fmt.Errorf("fusermount3: %v: %s", err, strings.TrimSpace(stderr.String()))
+	}
+	conn, err := net.FileConn(local)
+	if err != nil {
+		return -1, err
+	}
+	defer conn.Close()
+	buf, oob := make([]byte, 4), make([]byte, unix.CmsgSpace(4))
+	_, oobn, _, _, err := conn.(*net.UnixConn).ReadMsgUnix(buf, oob)
+	if err != nil {
+		return -1, fmt.Errorf("fusermount3 handed no descriptor back: %w", err)
+	}
+	got := receivedFDs(oob[:oobn])
+	if len(got) != 1 {
+		for _, fd := range got {
+			unix.Close(fd)
+		}
+		return -1, errors.New("fusermount3 handed no descriptor back")
+	}
+	unix.CloseOnExec(got[0])
+	return got[0], nil
+}
+
+// fusermountOptions are mo's options as fusermount3 takes them (go-fuse's optionsStrings).
+func fusermountOptions(mo *fuse.MountOptions) []string {
+	r := append([]string{}, mo.Options...)
+	if mo.AllowOther {
+		r = append(r, "allow_other")
+	}
+	r = append(r, "fsname="+mo.FsName, "subtype="+mo.Name, fmt.Sprintf("max_read=%d", mo.MaxWrite))
+	for i, o := range r { // options are comma-separated, with backslash escapes
+		r[i] = strings.NewReplacer(`\`, `\\`, `,`, `\,`).Replace(o)
+	}
+	return r
+}
+
+// fusermountUnmount unmounts a normal user's mount (lazily: detached, served until its last user leaves).
+func fusermountUnmount(mnt string, lazily bool) error {
+	args := []string{"-u"}
+	if lazily {
+		args = append(args, "-z")
+	}
+	out, err := exec.Command("fusermount3", append(args, "--", mnt)...).CombinedOutput()
+	if err != nil {
+		if bytes.Contains(out, []byte("busy")) {
+			return fmt.Errorf("%s: %w", strings.TrimSpace(string(out)), syscall.EBUSY)
+		}
+		return fmt.Errorf("fusermount3 -u: %v: %s", err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// unmountAs unmounts mnt as this process may: mount(2)'s umount as root, fusermount3 otherwise.
+func unmountAs(mnt string, flags int) error {
+	if os.Geteuid() == 0 {
+		return syscall.Unmount(mnt, flags)
+	}
+	return fusermountUnmount(mnt, flags&syscall.MNT_DETACH != 0)
+}
+
+// serveHeld serves a normal user's held mount: the holder keeps the INIT (or, taking over, the node ids are
+// restored) before it serves; nothing here is confined.
+func (s *startup) serveHeld() error {
+	if s.resumed != nil {
+		return s.serveResumed()
+	}
+	initialized := s.helper.Go("Helper.Initialized", *s.server.KernelSettings(), nil, make(chan *rpc.Call, 1))
+	go s.server.Serve()
+	if err := s.server.WaitMount(); err != nil {
+		return err
+	}
+	s.helper.Go("Helper.PollHack", struct{}{}, nil, make(chan *rpc.Call, 1))
+	awaitInit(initialized)
+	return nil
+}
+
+// mountHeld mounts a normal user's held mount through fusermount3, keeping its descriptor, and makes the node log
+// (openDevice's part for it).
+func (s *startup) mountHeld() error {
+	dev, err := fusermountFD(s.mnt, &s.fuse.MountOptions)
+	if err != nil {
+		return mountError(s.mnt, err)
+	}
+	s.dev = dev
+	s.onRollback(func() { unix.Close(dev); _ = fusermountUnmount(s.mnt, true) })
+	if s.nodes, err = newNodeLog(); err != nil {
+		return err
+	}
+	s.onRollback(s.nodes.close)
+	return nil
+}
+
+// isUsersHolder says whether pid is a normal user's holder: a process of a user other than root started as the
+// helper. No capability tells it from its daemon, and no privilege separates the two (both are that user's), so
+// its command line does.
+func isUsersHolder(pid int) bool {
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil || !strings.Contains(string(status), "\nUid:\t") || strings.Contains(string(status), "\nUid:\t0\t") {
+		return false
+	}
+	args, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil {
+		return false
+	}
+	argv := strings.Split(string(args), "\x00")
+	return len(argv) > 1 && argv[1] == HelperArg
+}
