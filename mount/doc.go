@@ -22,9 +22,12 @@
 //	procs.go           GOMAXPROCS kept above go-fuse's readers
 //	control.go         control (unmount, detach, abort, users): in this process (localControl) or through the
 //	                   helper (helperControl)
-//	takeover.go        --takeover: the helper holds the connection and starts a daemon that takes it over when
-//	                   the serving one dies (RunTakeover), which resumes without INIT (go-fuse's takeover patch)
-//	nodelog.go         the node ids handed to the kernel, in a memory file the helper holds, for that daemon
+//	takeover.go        --takeover (the default): the helper holds the connection and starts a daemon that takes it
+//	                   over when the serving one dies (RunTakeover), which resumes without INIT (go-fuse's patch)
+//	takeover_state.go  each takeover logged and bounded (10 s, then the connection ends); the state doctor reads
+//	nodelog.go         the node ids handed to the kernel and their lookup counts, in a memory file the helper
+//	                   holds, for that daemon
+//	nodelog_changes.go the log's ring of the requests that change a folder, noted before they are made
 //	resend.go          that daemon's answers to the requests the kernel resends, as if each were made once
 //
 // and what the CLI asks of a mount it does not serve:
