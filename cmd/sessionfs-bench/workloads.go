@@ -270,10 +270,13 @@ func ensureTree(dir string, files int) error {
 	return nil
 }
 
-// lsWalk does what ls -lR does per entry: read the folder, lstat, and ask the two xattrs GNU ls asks.
+// lsWalk does what ls -lR does per entry: read the folder, lstat, and ask the two xattrs GNU ls asks, each until a
+// device answers that it keeps none (coreutils' getfilecon_cache and file_has_acl_cache: not asked again there).
 func lsWalk(root string) (int, error) {
 	n := 0
 	buf := make([]byte, 256)
+	var noLabels, noACLs uint64
+	noLabels, noACLs = ^uint64(0), ^uint64(0)
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -282,12 +285,25 @@ func lsWalk(root string) (int, error) {
 		if err := unix.Lstat(p, &st); err != nil {
 			return err
 		}
-		_, _ = unix.Lgetxattr(p, "security.selinux", buf)
-		_, _ = unix.Getxattr(p, "system.posix_acl_access", nil)
+		if st.Dev != noLabels {
+			if _, err := unix.Lgetxattr(p, "security.selinux", buf); unsupported(err) {
+				noLabels = st.Dev
+			}
+		}
+		if st.Dev != noACLs {
+			if _, err := unix.Getxattr(p, "system.posix_acl_access", nil); unsupported(err) {
+				noACLs = st.Dev
+			}
+		}
 		n++
 		return nil
 	})
 	return n, err
+}
+
+// unsupported is coreutils' errno_unsupported: the file system keeps no such attribute.
+func unsupported(err error) bool {
+	return err == unix.EINVAL || err == unix.ENOTSUP || err == unix.EOPNOTSUPP
 }
 
 // duWalk sums the blocks of everything under the given session folders, as du does.
