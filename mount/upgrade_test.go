@@ -85,3 +85,48 @@ func (s *slowFS) Access(cancel <-chan struct{}, in *fuse.AccessIn) fuse.Status {
 func (s *slowFS) GetAttr(cancel <-chan struct{}, in *fuse.GetAttrIn, out *fuse.AttrOut) fuse.Status {
 	return fuse.OK
 }
+
+// A daemon that took over serves a handle of the daemon before (below the mark) with one it opens again on the
+// node, once, with the request's flags less O_APPEND (a write carries its offset); its own handles pass through.
+func TestReopenedServesTheOldDaemonsHandles(t *testing.T) {
+	fs := &openRecorder{}
+	r := newReopened(fs)
+	r.setBelow(0) // no mark logged: every handle under the first step was the old daemon's
+	in := fuse.WriteIn{InHeader: fuse.InHeader{NodeId: 7}, Fh: 3, Flags: uint32(os.O_WRONLY | os.O_APPEND)}
+	for range 2 {
+		_, st := r.Write(nil, &in, []byte("x"))
+		require.True(t, st.Ok())
+	}
+	require.Len(t, fs.opens, 1, "opened again once")
+	assert.Equal(t, uint64(7), fs.opens[0].NodeId)
+	assert.Equal(t, uint32(os.O_WRONLY), fs.opens[0].Flags)
+	assert.Equal(t, []uint64{5000, 5000}, fs.written, "served with the handle opened again")
+	_, st := r.Write(nil, &fuse.WriteIn{InHeader: fuse.InHeader{NodeId: 7}, Fh: handleStep + 1}, []byte("x"))
+	require.True(t, st.Ok())
+	assert.Equal(t, uint64(handleStep+1), fs.written[2], "a handle of its own passes through")
+	r.Release(nil, &fuse.ReleaseIn{Fh: 3})
+	assert.Equal(t, []uint64{5000}, fs.released, "the handle opened again is released with the old one")
+	r.Release(nil, &fuse.ReleaseIn{Fh: 4})
+	assert.Equal(t, []uint64{5000}, fs.released, "an old handle never used is nothing to release")
+}
+
+type openRecorder struct {
+	fuse.RawFileSystem
+	opens             []fuse.OpenIn
+	written, released []uint64
+}
+
+func (o *openRecorder) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
+	o.opens = append(o.opens, *in)
+	out.Fh = 5000
+	return fuse.OK
+}
+
+func (o *openRecorder) Write(cancel <-chan struct{}, in *fuse.WriteIn, data []byte) (uint32, fuse.Status) {
+	o.written = append(o.written, in.Fh)
+	return uint32(len(data)), fuse.OK
+}
+
+func (o *openRecorder) Release(cancel <-chan struct{}, in *fuse.ReleaseIn) {
+	o.released = append(o.released, in.Fh)
+}
