@@ -3,9 +3,11 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -306,4 +308,47 @@ func TestMountHeldAsNormalUser(t *testing.T) {
 	require.NoError(t, err, "unmount: %s", out)
 	eventually(t, 20*time.Second, func() bool { return syscall.Kill(holder, 0) != nil }, "the holder ends with the mount")
 	assert.Equal(t, 1+kills, strings.Count(log.String(), "took the connection over"), "a takeover per kill, and the hand-over's: %v", log)
+}
+
+// TestSystemdReloadHandsOver: the systemd unit's ExecReload is its ExecStart's `sessionfs mount` of the same
+// mountpoint, which hands the mount over; under systemd (NOTIFY_SOCKET, NotifyAccess=all) the holder becomes the
+// unit's main process first (MAINPID), so the old daemon's exit ends no service.
+func TestSystemdReloadHandsOver(t *testing.T) {
+	need(t, os.Geteuid() == 0, "root: a confined mount and its holder")
+	unit, err := os.ReadFile("../contrib/systemd/sessionfs.service")
+	require.NoError(t, err)
+	lines := map[string]string{}
+	for _, l := range strings.Split(string(unit), "\n") {
+		if k, v, ok := strings.Cut(l, "="); ok && !strings.HasPrefix(l, "#") {
+			lines[k] = v
+		}
+	}
+	require.Equal(t, lines["ExecStart"], lines["ExecReload"], "reload runs the mount again")
+	require.Equal(t, "all", lines["NotifyAccess"], "the holder may say it is the main process")
+	assert.Regexp(t, `/sessionfs mount \S+$`, lines["ExecReload"])
+
+	sock := filepath.Join(t.TempDir(), "notify.sock")
+	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: sock, Net: "unixgram"})
+	require.NoError(t, err)
+	defer conn.Close()
+	t.Setenv("NOTIFY_SOCKET", sock)
+	store := t.TempDir()
+	m := mount(t, store)
+	helper := helperPID(t, m.cmd.Process.Pid)
+	t.Cleanup(func() { endTakeoverMount(t, m, helper) })
+	r := cli(t, store, "mount", m.mnt) // ExecReload, with the mountpoint the unit names
+	require.Equal(t, 0, r.code, "reload: %s (mount: %v)", r.stderr, m.log)
+	state, err := m.cmd.Process.Wait() // the daemon before, gone (its output stays open in the holder)
+	require.NoError(t, err)
+	m.cmd.ProcessState = state
+	var said []string
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(10*time.Second)))
+	for !slices.Contains(said, fmt.Sprintf("MAINPID=%d", helper)) {
+		buf := make([]byte, 256)
+		n, err := conn.Read(buf)
+		require.NoError(t, err, "systemd was told: %q", said)
+		said = append(said, strings.Fields(string(buf[:n]))...)
+	}
+	_, err = os.ReadDir(m.session("."))
+	assert.NoError(t, err, "the mount serves after the reload")
 }
