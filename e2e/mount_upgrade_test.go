@@ -150,8 +150,8 @@ func TestMountUpgrade(t *testing.T) {
 }
 
 // TestMountDaemonHolderOutlivesItsLog (issue 42): kill -9 of a mount --daemon's daemon at once after it returned,
-// and then a hand-over as the systemd unit's ExecReload makes it (sessionfs mount on the mountpoint), each leave a
-// daemon serving, and the log says so. Three things ended such a mount: the holder wrote to the daemon's
+// and then a hand-over (sessionfs mount --daemon on the mountpoint, which prints the pid of the daemon that serves
+// then), each leave a daemon serving, and the log says so. Three things ended such a mount: the holder wrote to the daemon's
 // time-stamping pipe, and was killed by SIGPIPE at its first line once the daemon was gone; a daemon killed
 // before the holder had its INIT (the helper still starting) left it nothing to start the next one with; and a
 // call of the daemon's waiting on the mount itself (the POLL probe) kept the holder waiting for good.
@@ -198,11 +198,12 @@ func TestMountDaemonHolderOutlivesItsLog(t *testing.T) {
 
 	before, err := sfsmount.ServingPID(mnt)
 	require.NoError(t, err)
-	r = cli(t, store, "mount", mnt)
+	r = cli(t, store, "mount", "--daemon", "--log", logPath, mnt)
 	require.Equal(t, 0, r.code, "the hand-over: %s (log: %s)", r.stderr, logged())
 	after, err := sfsmount.ServingPID(mnt)
 	require.NoError(t, err)
 	assert.NotEqual(t, before, after, "another daemon serves")
+	assert.Equal(t, fmt.Sprintln(after), r.stdout, "mount --daemon prints the pid of the daemon that serves")
 	assert.True(t, lists(), "the mount serves")
 	assert.Contains(t, logged(), "is served by sessionfs")
 	assert.NoError(t, syscall.Kill(helper, 0), "the holder (%d) is the same process", helper)

@@ -120,7 +120,7 @@ func (a *app) runMount(cmd *cobra.Command, args []string, o mountOptions) error 
 		return err
 	}
 	// A mount served with a holder is handed over to this binary (an upgrade), not refused as mounted already.
-	if handed, err := a.upgradeMount(cmd.ErrOrStderr(), mnt); handed || err != nil {
+	if handed, err := a.upgradeMount(cmd.OutOrStdout(), cmd.ErrOrStderr(), mnt, o.daemon); handed || err != nil {
 		return err
 	}
 	if o.daemon {
@@ -263,7 +263,8 @@ func printServing(s *layout.Store, m *mount.Mount, opts mount.Options, verbose b
 
 // upgradeMount hands the mount at mnt to this binary when a holder keeps its connection (mount.Upgrade): handed
 // false when none does, and the mount is made as usual. The mount keeps its options; its users wait a moment.
-func (a *app) upgradeMount(w io.Writer, mnt string) (handed bool, err error) {
+// With --daemon, stdout is the pid of the daemon that serves, as a mount --daemon prints it.
+func (a *app) upgradeMount(stdout, w io.Writer, mnt string, daemon bool) (handed bool, err error) {
 	s, err := a.openStore()
 	if err != nil {
 		return false, nil // no store: nothing serves it
@@ -276,6 +277,9 @@ func (a *app) upgradeMount(w io.Writer, mnt string) (handed bool, err error) {
 		return false, err
 	}
 	fmt.Fprintf(w, "sessionfs: %s is served by sessionfs %s now (was %s; daemon %d): the mount keeps its options\n", mnt, res.To, res.From, res.Daemon)
+	if daemon {
+		fmt.Fprintln(stdout, res.Daemon)
+	}
 	return true, nil
 }
 
