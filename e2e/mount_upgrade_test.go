@@ -47,9 +47,9 @@ func servedBy(t *testing.T, mnt string) (pid int, exe, version string) {
 // the systemd unit's ExecReload runs) hands the mount over to that build, 20 times alternating two builds, and the
 // agents using it see nothing: a shell on the mount and, with Docker, a plain `docker run -v
 // <mount>/sessions/<id>:/session` container, each appending a numbered line and reading .claude/settings.json
-// every 50 ms (takeoverLoop). Every line is in the store once and in order; the daemon serving is the new build's
-// (its binary says its version). A build whose hand-over state differs is refused before the daemon stops, and
-// the mount serves on. The stalls the agents saw are logged.
+// every 50 ms (takeoverLoop). Every line is in the store once and in order, the longest stall is under a second
+// (the distribution logged); the daemon serving is the new build's (its binary says its version). A build whose
+// hand-over state differs is refused before the daemon stops, and the mount serves on.
 func TestMountUpgrade(t *testing.T) {
 	need(t, os.Geteuid() == 0, "root: a confined mount and its holder")
 	dir := t.TempDir()
@@ -136,9 +136,11 @@ func TestMountUpgrade(t *testing.T) {
 	t.Logf("%d upgrades: sessionfs mount took %v", upgrades, took)
 	for _, l := range loops {
 		gaps := l.finish(t, store)
+		p := func(q float64) time.Duration { return gaps[min(len(gaps)-1, int(q*float64(len(gaps))))] }
 		top := gaps[max(0, len(gaps)-upgrades):]
-		t.Logf("%s: %d iterations (a 50 ms sleep each), %d upgrades: longest time between two iterations %v (the %d longest: %v; median %v)",
-			l.name, len(gaps)+1, upgrades, gaps[len(gaps)-1], len(top), top, gaps[len(gaps)/2])
+		t.Logf("%s: %d iterations, %d upgrades: time between two iterations p50 %v, p90 %v, max %v (a 50 ms sleep each; the %d longest: %v)",
+			l.name, len(gaps)+1, upgrades, p(0.5), p(0.9), gaps[len(gaps)-1], len(top), top)
+		assert.Less(t, gaps[len(gaps)-1], time.Second, "%s: the longest stall", l.name)
 	}
 	// The mount ends as any: the holder and the daemon it started go with it.
 	final := builds[upgrades%2]
