@@ -29,6 +29,14 @@
 //	                   holds, for that daemon
 //	nodelog_changes.go the log's ring of the requests that change a folder, noted before they are made
 //	resend.go          that daemon's answers to the requests the kernel resends, as if each were made once
+//	upgrade.go         sessionfs mount of a new build hands a held mount over: the holder's control socket, and
+//	                   the asking binary's side (Upgrade)
+//	holder_exec.go     the holder's side: the daemon told to go, the new binary executed in the holder's place
+//	holder_serve.go    the holder serves a daemon until its socket ends (not until its calls waiting on the mount do)
+//	holder_user.go     a normal user's mount held too: mounted through fusermount3 here, its holder as that user
+//	handover.go        a held daemon's side: it goes on handoverSignal, once the requests in flight finished
+//	handover_gate.go   the gate those requests pass (handover_gated.go: each of go-fuse's requests through it)
+//	handover_handles.go a normal user's daemon that took over opens the old daemon's files again
 //
 // and what the CLI asks of a mount it does not serve:
 //

@@ -44,6 +44,12 @@ func (s *helperService) beginUpgrade(exe int, c *net.UnixConn) error {
 	if err := unix.Fstat(exe, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Mode&0o111 == 0 {
 		return errors.New("what was sent is not an executable file")
 	}
+	// An ELF binary, checked before anything stops: the binds go before the exec, and a failed exec leaves this
+	// build serving without them.
+	magic := make([]byte, 4)
+	if n, err := unix.Pread(exe, magic, 0); err != nil || n != 4 || string(magic) != "\x7fELF" {
+		return errors.New("what was sent is not a binary (ELF)")
+	}
 	reply, err := c.File()
 	if err != nil {
 		return err
