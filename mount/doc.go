@@ -55,11 +55,13 @@
 //
 //  1. boundCapabilities (confined): the capability bounding set, while the process is quiet.
 //  2. prepare: FUSE there, the places, the mountpoint ready; the options' defaults settled, go-fuse's made.
-//  3. openDevice (confined): a /dev/fuse descriptor opened (and, with --takeover, the node log made).
-//  4. launchHelper (confined): the privileged helper starts meanwhile (with --takeover, holding copies of both).
+//  3. openDevice (confined): a /dev/fuse descriptor opened (and, with --takeover, the node log made); a normal
+//     user's mount with --takeover is mounted here, through fusermount3 (holder_user.go).
+//  4. launchHelper (confined, or a normal user's held mount): the helper starts meanwhile (with --takeover, holding
+//     copies of both; a normal user's is that user's, and binds nothing).
 //  5. openTree: the store's tree of nodes.
 //  6. mountDevice (confined): the mount made with mount(2) on the /dev/fuse descriptor.
-//  7. connectHelper (confined): the helper is up.
+//  7. connectHelper (with a helper): the helper is up.
 //  8. wireBinds: the binder into the tree (binds: this process's binder as root, the helper's remoteBinder
 //     confined, none for a normal user).
 //  9. watchStore: the watcher.
