@@ -675,9 +675,9 @@ func TestMountTakeoverResentChanges(t *testing.T) {
 // which the kernel keeps as the file's passthrough backing file: it outlives the daemon, and still stops others.
 // A POSIX lock is taken on a file the daemon opened for its owner, which closes with the daemon: another process may
 // take it while the holder believes it holds it. The holder's descriptor is one the next daemon does not know: a
-// lock request through it gets ENOLCK (no silent success) until the holder opens the file again. Not tested here:
-// the flock stays after the holder's close too, until the mount ends, as the next daemon keeps the backing file
-// registered (the kernel allows one per inode while files of it are open, and their RELEASEs are not known).
+// lock request through it gets ENOLCK (no silent success) until the holder opens the file again. Its close lets the
+// flock go: the next daemon closes the backing file it restored with the last file of the daemon before that used
+// it (before, it kept it till the mount ended, and the flock with it).
 func TestMountTakeoverLocks(t *testing.T) {
 	need(t, os.Geteuid() == 0, "root: a confined mount and its helper")
 	store := t.TempDir()
@@ -720,6 +720,10 @@ func TestMountTakeoverLocks(t *testing.T) {
 	assert.ErrorIs(t, err, unix.ENOLCK)
 	assert.ErrorIs(t, unix.FcntlFlock(px.Fd(), unix.F_SETLK, &unix.Flock_t{Type: unix.F_WRLCK, Len: 1}), unix.ENOLCK,
 		"the holder's POSIX lock through it")
+	require.NoError(t, fl.Close())
+	eventually(t, 10*time.Second, func() bool { return unix.Flock(int(sfl.Fd()), unix.LOCK_EX|unix.LOCK_NB) == nil },
+		"the holder's close lets its flock go: %s", m.log)
+	require.NoError(t, unix.Flock(int(sfl.Fd()), unix.LOCK_UN))
 	again := open(viaMount("posix"))
 	assert.NoError(t, unix.FcntlFlock(again.Fd(), unix.F_SETLK, &unix.Flock_t{Type: unix.F_WRLCK, Len: 1}), "opened again, it locks again")
 	assert.ErrorIs(t, ofd(spx, unix.F_WRLCK), unix.EAGAIN, "held again")

@@ -26,15 +26,17 @@ import (
 // checked as a FUSE request's are, and each is only looked up beneath its parent, as a request would be.
 
 const (
-	nodeLogMagic   = 0x73666e6c // "sfnl"
-	nodeLogVersion = 3          // 3: the ring of changes (nodelog_changes.go); 2: lookup counts (nodeCount); all read
+	nodeLogMagic = 0x73666e6c // "sfnl"
+	// 4: the passthrough handles and backing refs; 3: the ring of changes (nodelog_changes.go); 2: lookup counts
+	// (nodeCount); all read
+	nodeLogVersion = 4
 	nodeLogHeader  = 16
 	// nodeLogSize bounds the log: 64 MiB of address space, paged in as written (about 40 bytes a node).
 	nodeLogSize = 64 << 20
 
 	nodeNamed    = 1
 	nodeForgot   = 2
-	nodeBacking  = 3 // the parent field holds the backing id
+	nodeBacking  = 3 // the parent field holds the backing id, the inode number's how many files use it (in place)
 	nodeHandles  = 4 // the id field holds the file handles' high-water mark
 	nodeRenaming = 5
 	nodeCount    = 6 // the parent field holds the node's lookup count, kept up to date in place
@@ -49,8 +51,9 @@ type nodeLog struct {
 	next atomic.Int64
 	full sync.Once
 
-	countMu sync.Mutex
-	counts  map[uint64]int64 // each node id's count record: where its lookup count is kept
+	countMu  sync.Mutex
+	counts   map[uint64]int64 // each node id's count record: where its lookup count is kept
+	backings map[uint64]int64 // each node id's backing record, while it has a backing id
 }
 
 // newNodeLog makes an empty log in a new memory file.
@@ -101,7 +104,7 @@ func mapNodeLogAs(fd, prot int) (*nodeLog, error) {
 	if err != nil {
 		return nil, fmt.Errorf("map the node log: %w", err)
 	}
-	return &nodeLog{fd: fd, mem: mem, counts: map[uint64]int64{}}, nil
+	return &nodeLog{fd: fd, mem: mem, counts: map[uint64]int64{}, backings: map[uint64]int64{}}, nil
 }
 
 // Named records that the kernel holds node id (inode ino), looked up as name in parent.
@@ -120,9 +123,25 @@ func (l *nodeLog) Forgot(id uint64) { l.append(nodeForgot, id, 0, 0, "") }
 // Handles records that no file handle at or past upTo was handed out yet.
 func (l *nodeLog) Handles(upTo uint32) { l.append(nodeHandles, uint64(upTo), 0, 0, "") }
 
-// Backing records node id's passthrough backing id (0: closed).
-func (l *nodeLog) Backing(id uint64, backing int32) {
-	l.append(nodeBacking, id, uint64(uint32(backing)), 0, "")
+// Backing records node id's passthrough backing id (0: closed) and how many open files use it, in one record per
+// node written over in place, as its lookup count.
+func (l *nodeLog) Backing(id uint64, backing int32, refs int) {
+	l.countMu.Lock()
+	defer l.countMu.Unlock()
+	off, ok := l.backings[id]
+	if !ok {
+		if backing != 0 {
+			if off = l.append(nodeBacking, id, uint64(uint32(backing)), uint64(max(refs, 0)), ""); off >= 0 {
+				l.backings[id] = off
+			}
+		}
+		return
+	}
+	if backing == 0 {
+		delete(l.backings, id) // registered again, it gets a record of its own
+	}
+	atomic.StoreUint64((*uint64)(unsafe.Pointer(&l.mem[off+24])), uint64(max(refs, 0)))
+	atomic.StoreUint64((*uint64)(unsafe.Pointer(&l.mem[off+16])), uint64(uint32(backing)))
 }
 
 // Counted records node id's lookup count. A node's count is one record, written over in place (a store of 8
@@ -151,7 +170,7 @@ var _ gofs.NodeLog = (*nodeLog)(nil)
 func (l *nodeLog) append(kind uint8, id, parent, ino uint64, name string) int64 {
 	size := int64(nodeRecordFixed+len(name)+7) &^ 7
 	off := l.next.Add(size) - size
-	if off+size > changeRing {
+	if off+size > appendEnd {
 		l.full.Do(func() {
 			fmt.Fprintln(os.Stderr, "sessionfs: the node log is full: files looked up from now on are lost to a restarted daemon")
 		})
@@ -177,14 +196,14 @@ func (l *nodeLog) read() (nodes []gofs.RecordedNode, handles uint32, err error) 
 		return nil, 0, errNodeLog
 	}
 	held := map[uint64]gofs.RecordedNode{}
-	counts := map[uint64]int64{}
+	counts, backings := map[uint64]int64{}, map[uint64]int64{}
 	off := int64(nodeLogHeader)
-	for off+nodeRecordFixed <= changeRing {
+	for off+nodeRecordFixed <= appendEnd {
 		size := int64(atomic.LoadUint32((*uint32)(unsafe.Pointer(&l.mem[off]))))
 		if size == 0 {
 			break
 		}
-		if size < nodeRecordFixed || size%8 != 0 || off+size > changeRing {
+		if size < nodeRecordFixed || size%8 != 0 || off+size > appendEnd {
 			return nil, 0, fmt.Errorf("the node log has a record of %d bytes at %d", size, off)
 		}
 		rec := l.mem[off : off+size]
@@ -199,6 +218,7 @@ func (l *nodeLog) read() (nodes []gofs.RecordedNode, handles uint32, err error) 
 		case kind == nodeForgot:
 			delete(held, id)
 			delete(counts, id)
+			delete(backings, id)
 		case kind == nodeCount:
 			counts[id] = off
 		case kind == nodeHandles:
@@ -206,12 +226,9 @@ func (l *nodeLog) read() (nodes []gofs.RecordedNode, handles uint32, err error) 
 				handles = max(handles, uint32(id))
 			}
 		case kind == nodeBacking:
-			if r, ok := held[id]; ok && parent <= math.MaxInt32 {
-				r.Backing = int32(parent)
-				held[id] = r
-			}
+			backings[id] = off // the last one's (one written over in place; a log of version 1 or 2 appends)
 		case kind == nodeNamed && validEntryName(name):
-			held[id] = gofs.RecordedNode{ID: id, Parent: parent, Name: name, Ino: ino, Backing: held[id].Backing}
+			held[id] = gofs.RecordedNode{ID: id, Parent: parent, Name: name, Ino: ino}
 		case kind == nodeRenaming && validEntryName(name):
 			if r, ok := held[id]; ok {
 				r.AltParent, r.AltName = parent, name
@@ -229,10 +246,20 @@ func (l *nodeLog) read() (nodes []gofs.RecordedNode, handles uint32, err error) 
 		if at, ok := counts[id]; ok {
 			r.Lookups = atomic.LoadUint64((*uint64)(unsafe.Pointer(&l.mem[at+16])))
 		}
+		if at, ok := backings[id]; ok {
+			backing := atomic.LoadUint64((*uint64)(unsafe.Pointer(&l.mem[at+16])))
+			refs := atomic.LoadUint64((*uint64)(unsafe.Pointer(&l.mem[at+24])))
+			if backing <= math.MaxInt32 && refs <= math.MaxInt32 {
+				r.Backing, r.Refs = int32(backing), int(refs)
+			}
+			if r.Backing == 0 {
+				delete(backings, id)
+			}
+		}
 		nodes = append(nodes, r)
 	}
 	l.countMu.Lock()
-	l.counts = counts // this process counts on in the same records
+	l.counts, l.backings = counts, backings // this process counts on in the same records
 	l.countMu.Unlock()
 	return nodes, handles, nil
 }

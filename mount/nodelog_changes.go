@@ -16,7 +16,42 @@ const (
 	changeSlots    = 1024
 	changeSlotSize = 8 + 8 + 8 + 256 // unique id (stored last), folder's node id, name's length, name
 	changeRing     = nodeLogSize - changeSlots*changeSlotSize
+
+	// Before the ring, a bit for each file handle that reads and writes through its node's passthrough backing
+	// file (gofs.NodeLog.Passthrough): the RELEASE of such a handle of a daemon before counts down its node's
+	// backing refs in the daemon after it, which closes the backing id with the last (and a flock taken on the
+	// file goes). A handle past the bits is not told: its node's backing id stays till the mount ends.
+	passthroughHandles = 1 << 16
+	passthroughBits    = changeRing - passthroughHandles/8
+	appendEnd          = passthroughBits // the records end here
 )
+
+// Passthrough sets (on) or clears handle fh's bit.
+func (l *nodeLog) Passthrough(fh uint32, on bool) {
+	if fh >= passthroughHandles {
+		return
+	}
+	word := (*uint64)(unsafe.Pointer(&l.mem[passthroughBits+int64(fh/64)*8]))
+	if on {
+		atomic.OrUint64(word, 1<<(fh%64))
+	} else {
+		atomic.AndUint64(word, ^uint64(1<<(fh%64)))
+	}
+}
+
+// passthrough lists the handles whose bit is set.
+func (l *nodeLog) passthrough() []uint32 {
+	var fhs []uint32
+	for w := range uint32(passthroughHandles / 64) {
+		bits := atomic.LoadUint64((*uint64)(unsafe.Pointer(&l.mem[passthroughBits+int64(w)*8])))
+		for b := range uint32(64) {
+			if bits&(1<<b) != 0 {
+				fhs = append(fhs, w*64+b)
+			}
+		}
+	}
+	return fhs
+}
 
 func changeSlot(unique uint64) int64 { return changeRing + int64(unique%changeSlots)*changeSlotSize }
 

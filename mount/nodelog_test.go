@@ -29,10 +29,11 @@ func TestNodeLogReadsWhatTheKernelHolds(t *testing.T) {
 	l.Named(4, 3, ".claude.json", 0) // renamed over
 	l.Named(5, 3, "gone", 0)
 	l.Forgot(5)
-	l.Backing(4, 7) // .claude.json open through passthrough
+	l.Backing(4, 7, 1) // .claude.json open through passthrough
+	l.Backing(4, 7, 2) // twice
 	l.Named(9, 3, "closed", 0)
-	l.Backing(9, 8)
-	l.Backing(9, 0)
+	l.Backing(9, 8, 1)
+	l.Backing(9, 0, 0)
 	l.Named(10, 3, ".c.tmp", 77)
 	l.Renaming(10, 3, "c.json") // the daemon died before it said the rename was made
 	l.Named(11, 3, ".d.tmp", 78)
@@ -47,7 +48,7 @@ func TestNodeLogReadsWhatTheKernelHolds(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, uint32(2048), handles)
 	assert.Equal(t, []gofs.RecordedNode{{ID: 2, Parent: 1, Name: "sessions"}, {ID: 3, Parent: 2, Name: "s1"},
-		{ID: 4, Parent: 3, Name: ".claude.json", Backing: 7}, {ID: 9, Parent: 3, Name: "closed"},
+		{ID: 4, Parent: 3, Name: ".claude.json", Backing: 7, Refs: 2}, {ID: 9, Parent: 3, Name: "closed"},
 		{ID: 10, Parent: 3, Name: ".c.tmp", Ino: 77, AltParent: 3, AltName: "c.json"},
 		{ID: 11, Parent: 3, Name: "d.json", Ino: 78}}, sortedNodes(nodes))
 
@@ -86,6 +87,23 @@ func TestNodeLogCounts(t *testing.T) {
 	nodes, _, err = l.read()
 	require.NoError(t, err)
 	assert.Equal(t, uint64(41), sortedNodes(nodes)[0].Lookups)
+}
+
+// The handles that read and write through a backing file are each a bit, set and cleared as they open and close,
+// so that the next daemon knows which RELEASEs count down a restored backing id.
+func TestNodeLogPassthroughHandles(t *testing.T) {
+	l, err := newNodeLog()
+	require.NoError(t, err)
+	defer l.close()
+	for _, fh := range []uint32{1, 63, 64, 1000, passthroughHandles - 1, passthroughHandles} {
+		l.Passthrough(fh, true)
+	}
+	l.Passthrough(1000, false)
+	used := l.next.Load()
+	again, err := mapNodeLog(l.fd)
+	require.NoError(t, err)
+	assert.Equal(t, []uint32{1, 63, 64, passthroughHandles - 1}, again.passthrough(), "a handle past the bits is not told")
+	assert.Equal(t, used, l.next.Load(), "no record appended")
 }
 
 // Records appended at once from many goroutines are each whole.

@@ -338,6 +338,7 @@ func (s *startup) serveResumed() error {
 	if s.resumed.restored, err = gofs.RestoreNodes(s.resumed.nodeFS, recorded, handles); err != nil {
 		fmt.Fprintf(os.Stderr, "sessionfs: restore the nodes the kernel holds: %v\n", err)
 	}
+	gofs.RestorePassthrough(s.resumed.nodeFS, s.nodes.passthrough())
 	gofs.RecordNodes(s.resumed.nodeFS, s.nodes)
 	if st := s.server.NotifyResend(); !st.Ok() {
 		fmt.Fprintf(os.Stderr, "sessionfs: the kernel resends nothing (%v; Linux 6.9 does): the requests the daemon before had read wait for good\n", st)

@@ -119,6 +119,9 @@ type rawBridge struct {
 
 	// nodeLog, if set, is told of every node id handed to the kernel (takeover patch: takeover.go).
 	nodeLog NodeLog
+	// restoredPassthrough: the handles of the server before that read and wrote through a backing file (takeover
+	// patch); guarded by backingMu.
+	restoredPassthrough map[uint32]bool
 }
 
 // newInode creates creates new inode pointing to ops.
@@ -885,9 +888,6 @@ func (b *rawBridge) addBackingID(e *nodeEntry, f FileHandle, out *fuse.OpenOut) 
 			b.disableBackingFiles = true
 		} else {
 			e.backingID = id
-			if b.nodeLog != nil {
-				b.nodeLog.Backing(e.inode.Load().nodeId, id)
-			}
 		}
 	}
 
@@ -896,19 +896,28 @@ func (b *rawBridge) addBackingID(e *nodeEntry, f FileHandle, out *fuse.OpenOut) 
 		out.OpenFlags |= fuse.FOPEN_PASSTHROUGH
 		out.OpenFlags &= ^uint32(fuse.FOPEN_KEEP_CACHE)
 		e.backingIDRefcount++
+		if b.nodeLog != nil { // takeover patch: takeover.go
+			b.nodeLog.Backing(e.inode.Load().nodeId, e.backingID, e.backingIDRefcount)
+			b.nodeLog.Passthrough(uint32(out.Fh), true)
+		}
 	}
 }
 
 // must hold backingMu
-func (b *rawBridge) releaseBackingIDRef(e *nodeEntry) {
+func (b *rawBridge) releaseBackingIDRef(e *nodeEntry, fh uint32) {
 	if e.backingID == 0 {
 		return
 	}
 
 	e.backingIDRefcount--
+	if b.nodeLog != nil && e.backingIDRefcount > 0 { // takeover patch: takeover.go
+		b.nodeLog.Backing(e.inode.Load().nodeId, e.backingID, e.backingIDRefcount)
+		b.nodeLog.Passthrough(fh, false)
+	}
 	if e.backingIDRefcount == 0 {
 		if b.nodeLog != nil { // before it goes: a server after this one must never name a closed id
-			b.nodeLog.Backing(e.inode.Load().nodeId, 0)
+			b.nodeLog.Backing(e.inode.Load().nodeId, 0, 0)
+			b.nodeLog.Passthrough(fh, false)
 		}
 		errno := b.server.(serverBackingFdCallbacks).UnregisterBackingFd(e.backingID)
 		if errno != 0 {
@@ -976,6 +985,7 @@ func (b *rawBridge) SetLkw(cancel <-chan struct{}, input *fuse.LkIn) fuse.Status
 func (b *rawBridge) Release(cancel <-chan struct{}, input *fuse.ReleaseIn) {
 	e, f := b.releaseFileEntry(input.NodeId, input.Fh)
 	if f == nil {
+		b.releaseRestored(e, uint32(input.Fh)) // takeover patch: a handle of the server before
 		return
 	}
 	n := f.inode
@@ -992,7 +1002,7 @@ func (b *rawBridge) Release(cancel <-chan struct{}, input *fuse.ReleaseIn) {
 	b.backingMu.Lock()
 	defer b.backingMu.Unlock()
 
-	b.releaseBackingIDRef(e)
+	b.releaseBackingIDRef(e, uint32(input.Fh))
 	b.ids.recycleFile(uint32(input.Fh))
 }
 
@@ -1012,7 +1022,7 @@ func (b *rawBridge) ReleaseDir(input *fuse.ReleaseIn) {
 
 	b.backingMu.Lock()
 	defer b.backingMu.Unlock()
-	b.releaseBackingIDRef(e)
+	b.releaseBackingIDRef(e, uint32(input.Fh))
 	b.ids.recycleFile(uint32(input.Fh))
 }
 

@@ -29,10 +29,13 @@ type NodeLog interface {
 	Renaming(id, parent uint64, name string)
 	// Forgot: the kernel dropped node id.
 	Forgot(id uint64)
-	// Backing: the kernel reads and writes node id's open files through passthrough backing id backing (0: no
-	// longer). The kernel allows one backing file per inode at a time: a server after this one must answer an
-	// open of the node with the same id while a file opened before is open.
-	Backing(id uint64, backing int32)
+	// Backing: the kernel reads and writes refs of node id's open files through passthrough backing id backing
+	// (0: no longer, and refs 0). The kernel allows one backing file per inode at a time: a server after this one
+	// must answer an open of the node with the same id while a file opened before is open, and closes the id once
+	// those files are released (Passthrough tells which they are).
+	Backing(id uint64, backing int32, refs int)
+	// Passthrough: file handle fh is (on) or is no longer (off) one of the files counted in Backing's refs.
+	Passthrough(fh uint32, on bool)
 	// Handles: no file handle at or past upTo was handed out yet. A server after this one hands out its own from
 	// there, so that a RELEASE of a handle of this one never releases one of its own.
 	Handles(upTo uint32)
@@ -122,6 +125,7 @@ type RecordedNode struct {
 	AltParent uint64
 	AltName   string
 	Backing   int32  // the passthrough backing id of its open files (0: none)
+	Refs      int    // how many files use it (0: not known)
 	Lookups   uint64 // the kernel's lookup count (NodeLog.Counted; 0: not known)
 }
 
@@ -171,7 +175,7 @@ func RestoreNodes(raw fuse.RawFileSystem, nodes []RecordedNode, handles uint32) 
 				}
 				continue
 			}
-			if err := b.restore(parent, RecordedNode{ID: r.ID, Name: name, Backing: r.Backing, Lookups: r.Lookups}, child, &out); err != nil {
+			if err := b.restore(parent, RecordedNode{ID: r.ID, Name: name, Backing: r.Backing, Refs: r.Refs, Lookups: r.Lookups}, child, &out); err != nil {
 				return restored, err
 			}
 			restored++
@@ -237,10 +241,41 @@ func (b *rawBridge) restore(parent *Inode, r RecordedNode, child *Inode, out *fu
 	}
 	b.ids.mu.Unlock()
 	if r.Backing != 0 && selected.nodeId == r.ID {
-		// Kept till the mount ends: the RELEASEs of the files opened before are not known.
+		// Closed once the files of the server before that use it are released (RestorePassthrough); kept till the
+		// mount ends when how many they are is not known.
+		refs := r.Refs
+		if refs <= 0 {
+			refs = restoredLookups
+		}
 		b.backingMu.Lock()
-		e.backingID, e.backingIDRefcount = r.Backing, restoredLookups
+		e.backingID, e.backingIDRefcount = r.Backing, refs
 		b.backingMu.Unlock()
 	}
 	return nil
+}
+
+// RestorePassthrough tells raw (restored by RestoreNodes) which handles of the server before read and wrote through
+// their node's backing file (NodeLog.Passthrough): the RELEASE of each counts down its node's restored refs, and
+// the last closes the backing id (a flock taken on the file goes with it).
+func RestorePassthrough(raw fuse.RawFileSystem, handles []uint32) {
+	b := raw.(*rawBridge)
+	b.backingMu.Lock()
+	defer b.backingMu.Unlock()
+	b.restoredPassthrough = make(map[uint32]bool, len(handles))
+	for _, fh := range handles {
+		b.restoredPassthrough[fh] = true
+	}
+}
+
+// releaseRestored releases handle fh of the server before, of node entry e (nil: not restored).
+func (b *rawBridge) releaseRestored(e *nodeEntry, fh uint32) {
+	if e == nil {
+		return
+	}
+	b.backingMu.Lock()
+	defer b.backingMu.Unlock()
+	if b.restoredPassthrough[fh] {
+		delete(b.restoredPassthrough, fh)
+		b.releaseBackingIDRef(e, fh)
+	}
 }

@@ -31,8 +31,9 @@ func (l *memNodeLog) Forgot(id uint64) {
 	defer l.mu.Unlock()
 	delete(l.nodes, id)
 }
-func (l *memNodeLog) Backing(id uint64, backing int32) {}
-func (l *memNodeLog) Handles(upTo uint32)              {}
+func (l *memNodeLog) Backing(id uint64, backing int32, refs int) {}
+func (l *memNodeLog) Passthrough(fh uint32, on bool)             {}
+func (l *memNodeLog) Handles(upTo uint32)                        {}
 func (l *memNodeLog) Counted(id, count uint64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
