@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -142,6 +143,8 @@ func TestMountUpgrade(t *testing.T) {
 			l.name, len(gaps)+1, upgrades, p(0.5), p(0.9), gaps[len(gaps)-1], len(top), top)
 		assert.Less(t, gaps[len(gaps)-1], time.Second, "%s: the longest stall", l.name)
 	}
+	eventually(t, 10*time.Second, func() bool { return len(zombiesOf(helper)) == 0 },
+		"the daemons handed over from are reaped (the holder's zombies: %v)", lazy(func() string { return fmt.Sprint(zombiesOf(helper)) }))
 	// The mount ends as any: the holder and the daemon it started go with it.
 	final := builds[upgrades%2]
 	unmount := exec.Command(final, "unmount", m.mnt)
@@ -354,4 +357,21 @@ func TestSystemdReloadHandsOver(t *testing.T) {
 	}
 	_, err = os.ReadDir(m.session("."))
 	assert.NoError(t, err, "the mount serves after the reload")
+}
+
+// zombiesOf lists the children of pid that ended and were not reaped.
+func zombiesOf(pid int) []int {
+	var out []int
+	files, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	for _, f := range files {
+		b, _ := os.ReadFile(f)
+		for _, c := range strings.Fields(string(b)) {
+			stat, err := os.ReadFile("/proc/" + c + "/stat")
+			if i := strings.LastIndexByte(string(stat), ')'); err == nil && i > 0 && i+2 < len(stat) && stat[i+2] == 'Z' {
+				n, _ := strconv.Atoi(c)
+				out = append(out, n)
+			}
+		}
+	}
+	return out
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -27,8 +28,9 @@ const handoverGrace = 3 * time.Second
 // upgradedState is what a holder hands the new binary it becomes, besides the configuration and the connection
 // and node log (holderDev, holderNodes).
 type upgradedState struct {
-	Init  fuse.InitIn
-	Reply int // the asker's socket: told who serves once a daemon does
+	Init    fuse.InitIn
+	Reply   int   // the asker's socket: told who serves once a daemon does
+	Orphans []int // daemons the holder before started, ending still: reaped by this one
 }
 
 // pendingUpgrade is an upgrade asked for: the new binary, and the asker's socket.
@@ -119,7 +121,8 @@ func (s *helperService) exec(u *pendingUpgrade) error {
 	if init == nil {
 		return errors.New("no INIT was kept")
 	}
-	state, err := json.Marshal(upgradedState{Init: *init, Reply: int(u.reply.Fd())})
+	reapChildren()
+	state, err := json.Marshal(upgradedState{Init: *init, Reply: int(u.reply.Fd()), Orphans: children()})
 	if err != nil {
 		return err
 	}
@@ -158,6 +161,48 @@ func (s *helperService) exec(u *pendingUpgrade) error {
 	return fmt.Errorf("run the new binary: %w", err)
 }
 
+// reapChildren reaps the daemons this holder started that ended: the binary it becomes knows nothing of them, and
+// they would stay zombies for the mount's life (their reapers, exec.Cmd.Wait, go with this image).
+func reapChildren() {
+	for {
+		var ws unix.WaitStatus
+		if pid, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil); pid <= 0 || err != nil {
+			return
+		}
+	}
+}
+
+// children are this process's children still there (a daemon killed may take a moment to end: its threads
+// first).
+func children() []int {
+	var out []int
+	tasks, _ := os.ReadDir("/proc/self/task")
+	for _, t := range tasks {
+		b, _ := os.ReadFile("/proc/self/task/" + t.Name() + "/children")
+		for _, f := range strings.Fields(string(b)) {
+			if pid, err := strconv.Atoi(f); err == nil {
+				out = append(out, pid)
+			}
+		}
+	}
+	return out
+}
+
+// reapOrphans reaps, as they end, the daemons the holder before started.
+func reapOrphans(pids []int) {
+	for _, pid := range pids {
+		go func() {
+			for {
+				var ws unix.WaitStatus
+				if got, err := unix.Wait4(pid, &ws, unix.WNOHANG, nil); got != 0 || err != nil {
+					return
+				}
+				time.Sleep(exitPoll)
+			}
+		}()
+	}
+}
+
 // upgraded, in a holder re-executed as a new binary, takes what the old one handed it: false in any other helper.
 func (s *helperService) upgraded() (bool, error) {
 	raw, ok := os.LookupEnv(upgradeEnv)
@@ -173,6 +218,7 @@ func (s *helperService) upgraded() (bool, error) {
 		return false, errors.New("handed a mount over without its connection")
 	}
 	unix.CloseOnExec(st.Reply)
+	reapOrphans(st.Orphans)
 	s.holder.init, s.holder.serving = &st.Init, true
 	s.upgradeReply = os.NewFile(uintptr(st.Reply), "sessionfs-upgrade")
 	return true, nil
