@@ -23,9 +23,6 @@ import (
 // TakeoverBound is how long the mount's users may wait for a daemon to take the connection over.
 const TakeoverBound = 10 * time.Second
 
-// takeoverDir holds the holders' state files (root's: only a confined root mount has a holder).
-const takeoverDir = "/run/sessionfs"
-
 // Held is a holder's state, as doctor shows it.
 type Held struct {
 	Holder    int       // the helper that holds the connection
@@ -99,7 +96,7 @@ func (s *helperService) waitingRequests() int {
 
 // heldFile is the state file of the holder of connection minor.
 func heldFile(minor uint32) string {
-	return filepath.Join(takeoverDir, fmt.Sprintf("held-%d.json", minor))
+	return filepath.Join(controlDir(), fmt.Sprintf("held-%d.json", minor)) // beside the control sockets: root's, or the user's
 }
 
 // saveHeld writes the holder's state for doctor (replaced whole: a reader never sees half of it).
@@ -116,7 +113,7 @@ func (s *helperService) saveHeld() {
 	b, err := json.Marshal(st)
 	// 0700, as the control sockets beside it want (ownDir): made 0755 here first (a fresh /run, each boot), it
 	// left the holder without its control socket, and sessionfs mount said "already mounted" instead of upgrading.
-	if err != nil || os.MkdirAll(takeoverDir, 0o700) != nil {
+	if err != nil || ownDir(controlDir()) != nil {
 		return
 	}
 	tmp := heldFile(minor) + ".tmp"
@@ -151,7 +148,7 @@ func HeldBy(mnt string) (Held, error) {
 		return Held{}, ErrNotHeld
 	}
 	conns, _ := fuseConnections(st.Holder)
-	if !slices.Contains(conns, int64(kernelDev(0, minor))) || !holdsHelperCaps(st.Holder) {
+	if !slices.Contains(conns, int64(kernelDev(0, minor))) || !holdsHelperCaps(st.Holder) && !isUsersHolder(st.Holder) {
 		return Held{}, ErrNotHeld // a holder that ended; its connection's number given to another mount since
 	}
 	st.Nodes, _ = nodesHeld(st.Holder)

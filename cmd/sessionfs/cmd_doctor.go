@@ -316,12 +316,13 @@ func checkConfinement(m *mountinfo.Info) (name, status, detail, fix string) {
 // checkTakeover reports whether a root mount's connection is held by its helper, so that a daemon killed is
 // replaced without its users seeing it (mount/takeover.go), and how often that happened.
 func checkTakeover(m *mountinfo.Info) (name, status, detail, fix string) {
-	if !strings.Contains(","+m.VFSOptions+",", ",user_id=0,") {
-		return "takeover", "OK", "the mount at " + m.Mountpoint + " is a normal user's: a killed daemon leaves it stale", ""
-	}
 	held, err := mount.HeldBy(m.Mountpoint)
 	if errors.Is(err, mount.ErrNotHeld) {
-		return "takeover", "WARN", m.Mountpoint + ": " + err.Error(), "mount it again without --takeover=false and --confine off"
+		fix = "mount it again without --takeover=false"
+		if strings.Contains(","+m.VFSOptions+",", ",user_id=0,") {
+			fix += " and --confine off"
+		}
+		return "takeover", "WARN", m.Mountpoint + ": " + err.Error(), fix
 	}
 	if err != nil {
 		return "takeover", "WARN", "cannot tell whether " + m.Mountpoint + " is held: " + err.Error(), ""
