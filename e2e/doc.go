@@ -39,7 +39,8 @@
 // daemon's locks), mount_readonly (--read-only, and the runs on it), mount_sessions (sessions made and removed
 // through the mount), mount_users (--allow-other, a normal user's mount), mount_confine (the confined serving
 // process), mount_memory (--max-nodes), mount_hosts (one store, two hosts on MooseFS), mount_stress (attackers
-// racing the mount), mount_takeover (--takeover: kill -9 of the serving daemon not seen by a shell on the mount),
+// racing the mount), mount_takeover (kill -9 of the serving daemon not seen by four agents, a Claude CLI, resent
+// changes, locks; where it cannot hold, an error within 10 s),
 // mount_upgrade (sessionfs mount of another build hands a serving mount over to it, unseen by the agents on it),
 // mount_upgrade_boot (the same after a fresh /run).
 //
