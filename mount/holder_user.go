@@ -8,6 +8,7 @@ import (
 	"net/rpc"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -134,9 +135,38 @@ func (s *startup) mountHeld() error {
 	return nil
 }
 
-// isUsersHolder says whether pid is a normal user's holder: a process of a user other than root started as the
-// helper. No capability tells it from its daemon, and no privilege separates the two (both are that user's), so
-// its command line does.
+// usersHolder tells, of a normal user's mount (vfsOptions, the mount table's: user_id= its owner), that user's
+// holder: a process of that user started as the helper. No capability tells it from its daemon, and no privilege
+// separates the two (both are that user's), so its command line does. A root mount's never is one: there the
+// helper's capabilities tell it, not a command line a subverted daemon could give itself.
+func usersHolder(vfsOptions string) func(pid int) bool {
+	owner := -1
+	for _, o := range strings.Split(vfsOptions, ",") {
+		if v, ok := strings.CutPrefix(o, "user_id="); ok {
+			if n, err := strconv.Atoi(v); err == nil {
+				owner = n
+			}
+		}
+	}
+	return func(pid int) bool {
+		if owner <= 0 {
+			return false
+		}
+		status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+		if err != nil || !strings.Contains(string(status), fmt.Sprintf("\nUid:\t%d\t%d\t%d\t%d\n", owner, owner, owner, owner)) {
+			return false
+		}
+		args, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if err != nil {
+			return false
+		}
+		argv := strings.Split(string(args), "\x00")
+		return len(argv) > 1 && argv[1] == HelperArg
+	}
+}
+
+// isUsersHolder says whether pid is some normal user's holder: a process of a user other than root started as the
+// helper (doctor's state file check, which also wants it to hold the mount's connection).
 func isUsersHolder(pid int) bool {
 	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil || !strings.Contains(string(status), "\nUid:\t") || strings.Contains(string(status), "\nUid:\t0\t") {

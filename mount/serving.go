@@ -56,7 +56,7 @@ func ServingPID(mnt string) (int, error) {
 	// capability the serving process never holds once confined, which it cannot take back: not by its command
 	// line, which a subverted daemon could make the helper's.
 	if len(holders) > 1 {
-		holders = slices.DeleteFunc(holders, isUsersHolder) // a normal user's (holder_user.go)
+		holders = slices.DeleteFunc(holders, usersHolder(mounts[0].VFSOptions)) // a normal user's (holder_user.go)
 		holders = slices.DeleteFunc(holders, holdsHelperCaps)
 		if len(holders) == 0 {
 			return 0, fmt.Errorf("the connection of %s is held by its helper, and its daemon is not confined yet (starting): ask again", mnt)
