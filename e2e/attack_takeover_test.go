@@ -17,6 +17,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
+
+	sfsmount "github.com/sessionfs/sessionfs/mount"
 )
 
 // helperFakeHolder plays a mount's holder on HELPER_SOCK (made with its folder, open to all, before the real
@@ -145,4 +147,42 @@ func TestAttackUpgradeAsksAnotherUsersSocket(t *testing.T) {
 	for _, l := range asked {
 		assert.NotContains(t, l, "asked upgrade", "the user sent its binary to the other user's socket")
 	}
+}
+
+// TestAttackUpgradeFromAnotherUser: another user on an --allow-other root mount (a container's uid, a person's
+// shell as nobody) cannot make the holder, root, execute a binary of its own: the control socket's folder is
+// root's alone, and sessionfs mount run as that user hands nothing over. The mount is served by the same daemon
+// after.
+func TestAttackUpgradeFromAnotherUser(t *testing.T) {
+	need(t, os.Geteuid() == 0, "root: a confined mount and its holder")
+	store := t.TempDir()
+	require.NoError(t, os.Chmod(store, 0o755))
+	ok(t, store, "new", "s1")
+	m := mount(t, store, "--allow-other")
+	helper := helperPID(t, m.cmd.Process.Pid)
+	t.Cleanup(func() { endTakeoverMount(t, m, helper) })
+	before, err := sfsmount.ServingPID(m.mnt)
+	require.NoError(t, err)
+	mounts, err := mountinfo.GetMounts(mountinfo.SingleEntryFilter(m.mnt))
+	require.NoError(t, err)
+	require.NotEmpty(t, mounts)
+	sock := fmt.Sprintf("/run/sessionfs/mount-%d.sock", mounts[len(mounts)-1].Minor)
+	require.FileExists(t, sock, "the holder's control socket")
+
+	a := startAttacker(t, exeForOthers(t), "SESSIONFS_E2E_ATTACK=connect", "ATTACK_STREAM="+sock)
+	reached := a.line(t)
+	t.Logf("uid 65534 dialing the holder's socket: %s", reached)
+	assert.Contains(t, reached, "permission denied", "the socket's folder is root's alone")
+
+	cmd := exec.Command(bin, "mount", m.mnt)
+	cmd.Env = append(os.Environ(), "SESSIONFS_STORE="+store, "HOME=/tmp")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	t.Logf("sessionfs mount as uid 65534 on root's mount: %v: %s", err, strings.TrimSpace(string(out)))
+	require.Error(t, err, "nothing is handed over")
+	assert.NotContains(t, string(out), "is served by")
+	after, err := sfsmount.ServingPID(m.mnt)
+	require.NoError(t, err)
+	assert.Equal(t, before, after, "the same daemon serves")
+	assert.NotContains(t, m.log.String(), "handing "+m.mnt+" over")
 }
