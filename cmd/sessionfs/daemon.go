@@ -120,11 +120,13 @@ func lastLogLine(path string, from int64) string {
 	return last
 }
 
-// tellReady tells the process that ran mount --daemon that the mount serves (nothing when not started so).
+// tellReady tells the process that ran mount --daemon that the mount serves (nothing when not started so), once
+// what the daemon logged so far is in its log file.
 func tellReady() error {
 	if os.Getenv(readyFdEnv) != "3" {
 		return nil
 	}
+	syncDaemonLog()
 	f := os.NewFile(3, "ready")
 	if f == nil {
 		return errors.New("no ready pipe")
@@ -157,6 +159,13 @@ func stopHint(mnt string) string {
 	return "Ctrl-C to unmount"
 }
 
+// syncDaemonLog returns once what was written to os.Stderr before it is in the daemon's log file (at most 2 s).
+var syncDaemonLog = func() {}
+
+// logSyncMark, written to the log's pipe, is answered by its writer once the lines before it are written, and
+// written itself nowhere.
+const logSyncMark = "\x00sessionfs-log-sync\n"
+
 // logDaemonWithTimes makes the daemon's log lines (what this program writes to os.Stderr) begin with the time,
 // as a log read days later needs; it returns the function that flushes them and puts os.Stderr back. Outside a
 // daemon it does nothing. A crash's trace, written to the log file itself, is kept whole.
@@ -177,15 +186,31 @@ func logDaemonWithTimes() (stop func()) {
 	log.SetOutput(w)
 	log.SetFlags(0)
 	done := make(chan struct{})
+	synced := make(chan struct{}, 1)
+	syncDaemonLog = func() {
+		if _, err := io.WriteString(w, logSyncMark); err == nil {
+			select {
+			case <-synced:
+			case <-time.After(2 * time.Second):
+			}
+		}
+	}
 	go func() {
 		defer close(done)
 		br := bufio.NewReader(r)
 		for {
 			line, err := br.ReadString('\n')
+			line, sync := strings.CutSuffix(line, logSyncMark) // after a line of its own or a part of one
 			if line != "" {
 				fmt.Fprintf(logf, "%s %s", time.Now().Format(time.RFC3339), line)
 				if !strings.HasSuffix(line, "\n") {
 					fmt.Fprintln(logf)
+				}
+			}
+			if sync {
+				select {
+				case synced <- struct{}{}:
+				default: // one is waiting to be taken already
 				}
 			}
 			if err != nil {
@@ -194,6 +219,7 @@ func logDaemonWithTimes() (stop func()) {
 		}
 	}()
 	return func() {
+		syncDaemonLog = func() {}
 		os.Stderr = logf
 		log.SetOutput(prevOut)
 		log.SetFlags(prevFlags)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"log"
 	"os"
 	"path/filepath"
@@ -40,4 +41,35 @@ func TestDaemonLogStampsLibraryLines(t *testing.T) {
 	}
 	assert.Equal(t, f, os.Stderr, "os.Stderr is put back")
 	assert.Equal(t, log.LstdFlags, log.Flags(), "the standard logger is put back")
+}
+
+// What the daemon logged before it tells mount --daemon it serves is in the log file by then (TestMountDaemon
+// read the log as mount --daemon returned, once before the "serving" line was copied there); the mark that syncs
+// is written nowhere, after a whole line or a part of one.
+func TestDaemonLogSyncedBeforeReady(t *testing.T) {
+	t.Setenv(readyFdEnv, "3")
+	logPath := filepath.Join(t.TempDir(), "mount.log")
+	f, err := os.Create(logPath)
+	require.NoError(t, err)
+	defer f.Close()
+	saved := os.Stderr
+	os.Stderr = f
+	defer func() { os.Stderr = saved }()
+
+	stop := logDaemonWithTimes()
+	defer stop()
+	for i := range 200 {
+		fmt.Fprintf(os.Stderr, "sessionfs: serving line %d\n", i)
+		if i == 100 {
+			os.Stderr.WriteString("a part of a line")
+		}
+		syncDaemonLog()
+		b, err := os.ReadFile(logPath)
+		require.NoError(t, err)
+		require.Contains(t, string(b), fmt.Sprintf("serving line %d\n", i), "synced %d", i)
+	}
+	b, err := os.ReadFile(logPath)
+	require.NoError(t, err)
+	assert.NotContains(t, string(b), "\x00")
+	assert.Contains(t, string(b), "a part of a line\n")
 }
