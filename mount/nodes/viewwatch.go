@@ -23,6 +23,9 @@ import (
 // stop.
 const viewCheckEvery = 10 * time.Millisecond
 
+// viewAskedLately: a view asked for longer ago than this is checked as a workspace is, at most once a second.
+const viewAskedLately = 2 * time.Second
+
 // boundViewCheck: an event came from store path rel. If it is in a session's canonical transcript folder and that
 // session's wanted view is bound over the mount, the watches of the view and its subfolders go, and what the kernel
 // keeps of them through FUSE is dropped (it would be stale once the bind is released).
@@ -33,15 +36,19 @@ func (t *Tree) boundViewCheck(rel string) {
 		return
 	}
 	t.viewBinds.mu.Lock()
-	name := t.viewBinds.wanted[id].name
+	w := t.viewBinds.wanted[id]
 	t.viewBinds.mu.Unlock()
-	if name == "" {
+	if w.name == "" {
 		return
+	}
+	every := viewCheckEvery
+	if time.Since(w.at) > viewAskedLately {
+		every = boundCheckEvery // asked long ago: bound since, or released (a run writing the folder, say)
 	}
 	key := id + "/" + canon
 	c := &t.cache
 	c.mu.Lock()
-	if time.Since(c.checked[key]) < viewCheckEvery {
+	if time.Since(c.checked[key]) < every {
 		c.mu.Unlock()
 		return
 	}
@@ -51,6 +58,7 @@ func (t *Tree) boundViewCheck(rel string) {
 	c.checked[key] = time.Now()
 	c.mu.Unlock()
 	// Only the wanted name is walked: a lookup of another name would take the bind back (viewLookedUp).
+	name := w.name
 	if !t.boundOver(id + "/" + layout.ProjectsDir + "/" + name) {
 		return
 	}
