@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/binary"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -49,12 +50,20 @@ func TestLsAsksNoLabelPerFile(t *testing.T) {
 		require.NoError(t, err, "%s", out)
 		return string(out)
 	}
-	ls()                               // cold: names and attributes
-	time.Sleep(100 * time.Millisecond) // the debug log trails the requests
-	before := strings.Count(m.log.String(), "GETXATTR")
+	// logged is the debug log once every request made before it was logged: a lookup of a name of its own,
+	// received after them, is.
+	marks := 0
+	logged := func() string {
+		marks++
+		mark := fmt.Sprintf("mark-%d", marks)
+		_, _ = os.Stat(filepath.Join(claude, mark))
+		eventually(t, 5*time.Second, func() bool { return strings.Contains(m.log.String(), mark) }, "%s logged", mark)
+		return m.log.String()
+	}
+	ls() // cold: names and attributes
+	before := strings.Count(logged(), "GETXATTR")
 	out := ls()
-	time.Sleep(100 * time.Millisecond)
-	asked := strings.Count(m.log.String(), "GETXATTR") - before
+	asked := strings.Count(logged(), "GETXATTR") - before
 	t.Logf("a warm ls -lR of 30 files sent %d GETXATTR", asked)
 	// The label once, and a folder's ACLs the kernel had not cached yet; before, each of the 30 files' label.
 	assert.LessOrEqual(t, asked, 5, "labels asked once per ls, not per file")
