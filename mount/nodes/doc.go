@@ -70,7 +70,9 @@
 // LastUsed.
 //
 // A folder the mount binds (a session's workspace, app, mcps) is watched only once FUSE serves a request in it
-// (Node.servedHere), and its watches go when its events find the bind there again (Tree.boundCheck, cache.go).
+// (Node.servedHere), and its watches go when its events find the bind there again (Tree.boundCheck, cache.go); so
+// do a bound transcript view's, and those of its folders (Tree.boundViewCheck, viewwatch.go). The SELinux label
+// is answered as not kept (passthrough.go, noLabels), so ls -l asks it once per mount, not once per file.
 //
 // The rest: the kernel's caches kept true to the store (cache.go), listings (dirstream.go), locks through the
 // mount and their shares (locks*.go), descriptors held for callers' opens (opens.go), callers' ioctls (ioctl.go),
