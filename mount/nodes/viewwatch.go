@@ -1,11 +1,14 @@
 package nodes
 
 import (
+	"errors"
 	"strings"
 	"time"
 
 	"github.com/hanwen/go-fuse/v2/fs"
+	"golang.org/x/sys/unix"
 
+	"github.com/sessionfs/sessionfs/bind"
 	"github.com/sessionfs/sessionfs/layout"
 )
 
@@ -59,7 +62,7 @@ func (t *Tree) boundViewCheck(rel string) {
 	c.mu.Unlock()
 	// Only the wanted name is walked: a lookup of another name would take the bind back (viewLookedUp).
 	name := w.name
-	if !t.boundOver(id + "/" + layout.ProjectsDir + "/" + name) {
+	if !t.viewBoundOver(id, name) {
 		return
 	}
 	c.mu.Lock()
@@ -116,4 +119,23 @@ func belowView(in *fs.Inode, id, name string) bool {
 		}
 		in = up
 	}
+}
+
+// viewBoundOver reports whether something is mounted over session id's transcript view name in the mount. The
+// names on the way (.claude, projects) are the session's own, so the walk follows no symlink and crosses no mount
+// (bind.OpenPlace): a mount crossed (EXDEV) is the view's bind, the one mount there can be on that way.
+func (t *Tree) viewBoundOver(id, name string) bool {
+	if t.Mountpoint == "" {
+		return false
+	}
+	root, err := unix.Open(t.Mountpoint, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(root)
+	fd, err := bind.OpenPlace(root, "sessions/"+id+"/"+layout.ProjectsDir+"/"+name)
+	if err == nil {
+		unix.Close(fd)
+	}
+	return errors.Is(err, unix.EXDEV)
 }
