@@ -250,14 +250,13 @@ func (m *mounted) start(t *testing.T, extra ...string) {
 	t.Fatalf("mount did not come up: %s", m.log.String())
 }
 
-// kill ends the daemon with SIGKILL, as a crash would, leaving its mount stale: its helper first, which would
-// otherwise start a daemon that takes the connection over (mount_takeover_test.go kills the daemon alone).
+// kill ends the daemon with SIGKILL, as a crash would, leaving its mount stale: with every process holding its
+// connection, its holder too, which would otherwise start a daemon that takes it over (mount_takeover_test.go
+// kills the daemon alone).
 func (m *mounted) kill(t *testing.T) {
 	t.Helper()
-	if helper := helperOf(m.cmd.Process.Pid); helper != 0 {
-		require.NoError(t, syscall.Kill(helper, syscall.SIGKILL))
-	}
-	require.NoError(t, m.cmd.Process.Kill())
+	killConnection(t, m.mnt)
+	_ = m.cmd.Process.Kill() // gone already, unless it served through a relayed copy
 	_ = m.cmd.Wait()
 }
 

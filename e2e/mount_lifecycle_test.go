@@ -26,7 +26,7 @@ import (
 func TestMountLifecycle(t *testing.T) {
 	store := t.TempDir()
 	ok(t, store, "new", "s1")
-	m := mount(t, store)
+	m := mount(t, store, "--takeover=false") // with a holder, mount on it hands it over (TestMountUpgrade)
 
 	r := cli(t, store, "mount", m.mnt)
 	assert.NotEqual(t, 0, r.code)

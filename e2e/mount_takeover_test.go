@@ -796,3 +796,58 @@ func TestDoctorSaysUserMountHeld(t *testing.T) {
 	t.Logf("doctor: %s", regexp.MustCompile(`(?m)^\S+\s+takeover\s.*$`).FindString(out))
 	assert.Regexp(t, fmt.Sprintf(`(?m)^OK\s+takeover\s+%s is held by its helper %d: .*; 1 takeover so far, the last at `, regexp.QuoteMeta(mnt), holder), out)
 }
+
+// killConnection kills every process that holds the FUSE connection of the mount at mnt (its daemon and its
+// holder), each stopped first so that none acts on the others' death.
+func killConnection(t *testing.T, mnt string) {
+	t.Helper()
+	holders := connectionHolders(t, mnt)
+	for _, pid := range holders {
+		_ = syscall.Kill(pid, syscall.SIGSTOP)
+	}
+	for _, pid := range holders {
+		require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
+	}
+	for _, pid := range holders {
+		waitGone(pid, 10*time.Second)
+	}
+}
+
+// connectionHolders lists the processes holding a /dev/fuse descriptor of the mount at mnt's connection (its
+// fdinfo's fuse_connection, the kernel's device number of the mount).
+func connectionHolders(t *testing.T, mnt string) []int {
+	t.Helper()
+	info, err := os.ReadFile("/proc/self/mountinfo")
+	require.NoError(t, err)
+	var dev uint64
+	for _, line := range strings.Split(string(info), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 4 && f[4] == mnt {
+			var major, minor uint64
+			_, err := fmt.Sscanf(f[2], "%d:%d", &major, &minor)
+			require.NoError(t, err)
+			dev = major<<20 | minor
+		}
+	}
+	require.NotZero(t, dev, "%s is in the mount table", mnt)
+	procs, err := os.ReadDir("/proc")
+	require.NoError(t, err)
+	var holders []int
+	for _, p := range procs {
+		pid, err := strconv.Atoi(p.Name())
+		if err != nil {
+			continue
+		}
+		fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+		for _, fd := range fds {
+			if link, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name())); link != "/dev/fuse" {
+				continue
+			}
+			fdinfo, _ := os.ReadFile(fmt.Sprintf("/proc/%d/fdinfo/%s", pid, fd.Name()))
+			if strings.Contains(string(fdinfo), fmt.Sprintf("fuse_connection:\t%d\n", dev)) && !slices.Contains(holders, pid) {
+				holders = append(holders, pid)
+			}
+		}
+	}
+	return holders
+}
