@@ -517,8 +517,7 @@ func claudeAcrossKills(t *testing.T, claude string) {
 			next, err := sfsmount.ServingPID(m.mnt)
 			return err == nil && next != pid
 		}, "a daemon takes over from %d: %s", pid, m.log)
-		close(api.release)
-		api.release = make(chan struct{})
+		api.release <- struct{}{}
 		select {
 		case err := <-ended:
 			require.NoError(t, err, "claude across the kill: %s", out.String())
