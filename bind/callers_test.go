@@ -25,10 +25,10 @@ var mountCalls = []string{"Mount", "Unmount", "OpenTree", "MoveMount", "MountSet
 // allowedMountCalls are the calls outside package bind, by file, with why each is not a bind of a session's folder.
 var allowedMountCalls = map[string][]string{
 	// The FUSE mount itself at the user's mountpoint, and its unmount there (the admin's path, not the mount's).
-	// The helper of a confined mount unmounts it there too (helper_service.go).
-	"mount/start.go":          {"Mount", "Unmount"},
-	"mount/unmount.go":        {"Unmount", "Unmount"},
-	"mount/helper_service.go": {"Unmount", "Unmount"},
+	// The holder of a mount (a confined mount's helper, a normal user's holder) unmounts it there too (unmountAs).
+	"mount/start.go":       {"Mount", "Unmount"},
+	"mount/unmount.go":     {"Unmount", "Unmount"},
+	"mount/holder_user.go": {"Unmount"},
 	// fusectl at /sys/fs/fuse/connections, to abort a hung connection.
 	"mount/stale.go": {"Mount"},
 	// The fault-injection build's tmpfs over a test's own path (build tag fault, never in a release).

@@ -143,6 +143,9 @@ func runResult(t *testing.T, cmd *exec.Cmd) result {
 	t.Helper()
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
+	if cmd.WaitDelay == 0 {
+		cmd.WaitDelay = time.Minute // a process it started that keeps its output fails the test, never hangs it
+	}
 	err := cmd.Run()
 	r := result{stdout: out.String(), stderr: errb.String()}
 	var exit *exec.ExitError
@@ -233,6 +236,9 @@ func (m *mounted) start(t *testing.T, extra ...string) {
 	m.cmd.Env = append(os.Environ(), "SESSIONFS_STORE="+m.store)
 	m.log.Reset()
 	m.cmd.Stdout, m.cmd.Stderr = m.log, m.log
+	// The daemon's helper or holder writes to the same output and may outlive it: Wait returns at most this long
+	// after the daemon ended (a holder left running once kept a test waiting for 21 minutes).
+	m.cmd.WaitDelay = 10 * time.Second
 	require.NoError(t, m.cmd.Start())
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
