@@ -354,39 +354,58 @@ func (t *Tree) boundCheck(rel string) {
 		return
 	}
 	key := id + "/" + dir
-	c := &t.cache
-	c.mu.Lock()
-	if time.Since(c.checked[key]) < boundCheckEvery {
-		c.mu.Unlock()
+	if !t.cache.checkDue(key, boundCheckEvery) || !t.boundOver(key) {
 		return
+	}
+	t.unwatchBeneath(key, nil)
+}
+
+// checkDue reports whether the bind over key may be looked for now, at most once every: it records the time.
+func (c *cache) checkDue(key string, every time.Duration) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if time.Since(c.checked[key]) < every {
+		return false
 	}
 	if len(c.checked) > 4096 {
 		clear(c.checked)
 	}
 	c.checked[key] = time.Now()
-	c.mu.Unlock()
-	if !t.boundOver(key) {
-		return
-	}
+	return true
+}
+
+// unwatchBeneath drops the watches of store folder key and its subfolders, for the inodes below accepts (all when
+// nil): a bind serves them now. Each is watched again at the next request FUSE serves there (watchLater). What
+// the kernel keeps of these folders through FUSE would be stale by the time the bind is released (what happens
+// through the bind reaches no watch): dropped now, while the bind hides them. Their inodes, never the names the
+// binds sit on (that would detach them).
+func (t *Tree) unwatchBeneath(key string, below func(*fs.Inode) bool) {
+	c := &t.cache
 	c.mu.Lock()
 	var stale []*fs.Inode
 	for p, ins := range c.dirs {
 		if p != key && !strings.HasPrefix(p, key+"/") {
 			continue
 		}
-		delete(c.dirs, p)
-		_ = c.watch.Remove(t.abs(p))
+		kept := ins[:0]
 		for _, in := range ins {
+			if below != nil && !below(in) {
+				kept = append(kept, in)
+				continue
+			}
 			if n, ok := asNode(in); ok {
 				n.watchLater.Store(&p)
 			}
 			stale = append(stale, in)
 		}
+		if len(kept) > 0 {
+			c.dirs[p] = kept
+			continue
+		}
+		delete(c.dirs, p)
+		_ = c.watch.Remove(t.abs(p))
 	}
 	c.mu.Unlock()
-	// What the kernel keeps of these folders through FUSE would be stale by the time the bind is released (what
-	// happens through the bind reaches no watch): dropped now, while the bind hides them. Their inodes, never the
-	// names the binds sit on (that would detach them).
 	for _, in := range stale {
 		for name := range in.Children() {
 			in.NotifyEntry(name)

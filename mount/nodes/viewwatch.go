@@ -49,53 +49,12 @@ func (t *Tree) boundViewCheck(rel string) {
 		every = boundCheckEvery // asked long ago: bound since, or released (a run writing the folder, say)
 	}
 	key := id + "/" + canon
-	c := &t.cache
-	c.mu.Lock()
-	if time.Since(c.checked[key]) < every {
-		c.mu.Unlock()
-		return
-	}
-	if len(c.checked) > 4096 {
-		clear(c.checked)
-	}
-	c.checked[key] = time.Now()
-	c.mu.Unlock()
 	// Only the wanted name is walked: a lookup of another name would take the bind back (viewLookedUp).
 	name := w.name
-	if !t.viewBoundOver(id, name) {
+	if !t.cache.checkDue(key, every) || !t.viewBoundOver(id, name) {
 		return
 	}
-	c.mu.Lock()
-	var stale []*fs.Inode
-	for p, ins := range c.dirs {
-		if p != key && !strings.HasPrefix(p, key+"/") {
-			continue
-		}
-		kept := ins[:0]
-		for _, in := range ins {
-			if !belowView(in, id, name) {
-				kept = append(kept, in)
-				continue
-			}
-			if n, ok := asNode(in); ok {
-				n.watchLater.Store(&p)
-			}
-			stale = append(stale, in)
-		}
-		if len(kept) > 0 {
-			c.dirs[p] = kept
-			continue
-		}
-		delete(c.dirs, p)
-		_ = c.watch.Remove(t.abs(p))
-	}
-	c.mu.Unlock()
-	for _, in := range stale {
-		for name := range in.Children() {
-			in.NotifyEntry(name)
-		}
-		in.NotifyContent(0, 0)
-	}
+	t.unwatchBeneath(key, func(in *fs.Inode) bool { return belowView(in, id, name) })
 }
 
 // belowView reports whether in is session id's view name of its transcript folder, or beneath it.
