@@ -59,41 +59,51 @@ func startHelper(cfg helperConfig, keep ...int) (*rpc.Client, int, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return nil, 0, err
-	}
-	ours, theirs := os.NewFile(uintptr(fds[0]), "sessionfs-daemon"), os.NewFile(uintptr(fds[1]), "sessionfs-helper")
-	defer theirs.Close()
 	helper := exec.Command(exe, HelperArg, cfg.Mountpoint)
 	helper.Env = append(os.Environ(), helperEnv+"="+string(env))
 	helper.Stdout, helper.Stderr = os.Stderr, os.Stderr
 	if DaemonLog != nil { // not the daemon's own pipe to it: a holder outlives the daemon
 		helper.Stdout, helper.Stderr = DaemonLog, DaemonLog
 	}
-	helper.ExtraFiles = []*os.File{theirs}
+	var kept []*os.File
 	for _, fd := range keep {
 		dup, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0) // a File of its own: closed once passed
 		if err != nil {
-			ours.Close()
 			return nil, 0, err
 		}
 		f := os.NewFile(uintptr(dup), "kept")
 		defer f.Close()
-		helper.ExtraFiles = append(helper.ExtraFiles, f)
+		kept = append(kept, f)
 	}
-	if err := startIdle(helper); err != nil {
+	conn, pid, err := startLinked(helper, startIdle, kept...)
+	if err != nil {
+		return nil, 0, err
+	}
+	return rpc.NewClient(conn), pid, nil
+}
+
+// startLinked starts cmd with start, its end of a socket pair as descriptor 3 and extra as 4, 5, ..., and returns
+// this end and its pid; cmd is reaped whenever it ends.
+func startLinked(cmd *exec.Cmd, start func(*exec.Cmd) error, extra ...*os.File) (net.Conn, int, error) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, 0, err
+	}
+	ours, theirs := os.NewFile(uintptr(fds[0]), "sessionfs-parent"), os.NewFile(uintptr(fds[1]), "sessionfs-child")
+	defer theirs.Close()
+	cmd.ExtraFiles = append([]*os.File{theirs}, extra...)
+	if err := start(cmd); err != nil {
 		ours.Close()
 		return nil, 0, err
 	}
-	go func() { _ = helper.Wait() }() // reaped, whenever it ends
+	go func() { _ = cmd.Wait() }()
 	conn, err := net.FileConn(ours)
 	ours.Close()
 	if err != nil {
-		_ = helper.Process.Kill()
+		_ = cmd.Process.Kill()
 		return nil, 0, err
 	}
-	return rpc.NewClient(conn), helper.Process.Pid, nil
+	return conn, cmd.Process.Pid, nil
 }
 
 // RunHelper is the privileged helper of a confined mount, when argv[1] is HelperArg: it binds, unmounts and aborts

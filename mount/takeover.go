@@ -219,29 +219,11 @@ func (h *holder) start() (net.Conn, int, error) {
 	// This process's own binary, even when its path holds another build by now (an upgrade installed since): the
 	// state it hands over is in its format.
 	const exe = "/proc/self/exe"
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return nil, 0, err
-	}
-	ours, theirs := os.NewFile(uintptr(fds[0]), "sessionfs-helper"), os.NewFile(uintptr(fds[1]), "sessionfs-daemon")
-	defer theirs.Close()
 	daemon := exec.Command(exe, TakeoverArg, h.cfg.Mountpoint)
 	daemon.Args[0] = os.Args[0] // its name in ps: the binary's, not /proc/self/exe
 	daemon.Env = append(os.Environ(), takeoverEnv+"="+string(cfg))
 	daemon.Stdout, daemon.Stderr = os.Stderr, os.Stderr
-	daemon.ExtraFiles = []*os.File{theirs, h.dev, h.nodes} // 3, 4, 5 there too
-	if err := daemon.Start(); err != nil {
-		ours.Close()
-		return nil, 0, err
-	}
-	go func() { _ = daemon.Wait() }()
-	conn, err := net.FileConn(ours)
-	ours.Close()
-	if err != nil {
-		_ = daemon.Process.Kill()
-		return nil, 0, err
-	}
-	return conn, daemon.Process.Pid, nil
+	return startLinked(daemon, (*exec.Cmd).Start, h.dev, h.nodes) // 3, 4, 5 there too
 }
 
 // RunTakeover is a daemon taking a mount's connection over, when argv[1] is TakeoverArg: it serves until the
