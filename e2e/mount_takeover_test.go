@@ -579,9 +579,13 @@ func TestMountTakeoverFreesRestoredNodes(t *testing.T) {
 	for round := range 20 {
 		entries, err := os.ReadDir(filepath.Join(m.session("s1"), ".claude", "many"))
 		require.NoError(t, err)
+		// Each file held open (O_PATH: no FUSE open) across the kill: an unused inode the kernel may drop when it
+		// reclaims memory, and then it holds fewer than the files.
+		var pinned []int
 		for _, e := range entries {
-			_, err := os.Lstat(filepath.Join(m.session("s1"), ".claude", "many", e.Name()))
+			fd, err := unix.Open(filepath.Join(m.session("s1"), ".claude", "many", e.Name()), unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 			require.NoError(t, err)
+			pinned = append(pinned, fd)
 		}
 		pid := m.serverPID(t)
 		require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
@@ -596,6 +600,9 @@ func TestMountTakeoverFreesRestoredNodes(t *testing.T) {
 		n, _ := strconv.Atoi(all[len(all)-1][1])
 		require.GreaterOrEqual(t, n, files, "round %d: the files the kernel holds restored", round)
 		held = append(held, n)
+		for _, fd := range pinned {
+			unix.Close(fd)
+		}
 
 		require.NoError(t, os.Rename(many, many+"2"))
 		require.NoError(t, os.Rename(many+"2", many))
