@@ -7,20 +7,14 @@ import (
 	"os/signal"
 	"syscall"
 	"time"
-
-	"github.com/hanwen/go-fuse/v2/fuse"
 )
 
 // handoverSignal tells a daemon whose connection a holder keeps to hand the mount over (upgrade.go): from the
 // holder, its parent or child, which starts the next daemon once this one is gone.
 const handoverSignal = syscall.SIGUSR2
 
-// handoverDrain bounds the wait for the requests in flight at a hand-over; handoverSettle is the moment their
-// answers take to be written.
-const (
-	handoverDrain  = 500 * time.Millisecond
-	handoverSettle = 5 * time.Millisecond
-)
+// handoverDrain bounds the wait for the requests in flight at a hand-over (their answers written).
+const handoverDrain = 500 * time.Millisecond
 
 // initTimeout bounds the wait for the holder to keep the INIT.
 const initTimeout = 10 * time.Second
@@ -41,13 +35,14 @@ func awaitInit(call *rpc.Call) {
 	}
 }
 
-// gated puts fs behind the gate a hand-over closes, when a holder keeps the connection.
-func (s *startup) gated(fs fuse.RawFileSystem) fuse.RawFileSystem {
+// gateRequests puts every request of the mount behind the gate a hand-over closes, when a holder keeps the
+// connection.
+func (s *startup) gateRequests() {
 	if s.nodes == nil {
-		return fs
+		return
 	}
-	s.gate = &gated{RawFileSystem: fs}
-	return s.gate
+	s.gate = &gate{}
+	s.fuse.MountOptions.RequestGate = s.gate
 }
 
 // awaitHandover makes a daemon whose connection a holder keeps hand over on handoverSignal: it exits, and the
@@ -65,9 +60,6 @@ func (s *startup) awaitHandover() {
 		if !s.gate.close(handoverDrain) {
 			fmt.Fprintf(os.Stderr, "sessionfs: requests still in flight after %s: the daemon that takes over gets them again\n", handoverDrain)
 		}
-		// go-fuse writes an answer once the file system returned it: a moment for the last ones (one not
-		// written is resent).
-		time.Sleep(handoverSettle)
 		if s.scratch != nil {
 			s.scratch()
 		}

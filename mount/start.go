@@ -74,7 +74,7 @@ type startup struct {
 	userHeld   bool     // a normal user's mount whose connection a holder keeps (holder_user.go)
 	resumed    *resumed // a takeover's: the connection, its INIT and node log, and the helper (takeover.go)
 	nodes      *nodeLog // the node ids handed to the kernel, when the connection is to outlive this process
-	gate       *gated   // with nodes: the requests' gate, which a hand-over closes (handover.go)
+	gate       *gate    // with nodes: the requests' gate, which a hand-over closes (handover.go)
 
 	mnt, shared string
 	scratch     func()        // removes the serving process's scratch folder (confined)
@@ -302,7 +302,8 @@ func (s *startup) newServer() error {
 	syscall.Umask(0)
 	s.procs = runtime.GOMAXPROCS(0)
 	nodeFS := gofs.NewNodeFS(s.root, s.fuse)
-	raw := s.gated(newNoOpendir(nodeFS)) // with a holder: behind a gate a hand-over closes (handover.go)
+	s.gateRequests() // with a holder: behind a gate a hand-over closes (handover.go)
+	var raw fuse.RawFileSystem = newNoOpendir(nodeFS)
 	if s.resumed != nil {
 		if s.userHeld { // the old daemon's files, opened again (handover_handles.go)
 			s.resumed.reopen = newReopened(raw)

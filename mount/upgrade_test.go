@@ -3,7 +3,6 @@ package mount
 import (
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -34,56 +33,33 @@ func TestControlDirIsThisUsersAlone(t *testing.T) {
 
 // A hand-over's gate lets the requests in flight finish and holds those that come after.
 func TestGateFinishesInFlightAndHoldsTheRest(t *testing.T) {
-	entered, release := make(chan struct{}), make(chan struct{})
-	g := &gated{RawFileSystem: &slowFS{entered: entered, release: release}}
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); g.Access(nil, &fuse.AccessIn{}) }()
-	<-entered // one request in flight
+	g := &gate{}
+	g.Enter() // one request in flight
 	closed := make(chan bool)
 	go func() { closed <- g.close(time.Minute) }()
 	for !gateWaiting(g) { // the hand-over waits for the request in flight
 		time.Sleep(time.Millisecond)
 	}
-	close(release)
+	g.Leave()
 	assert.True(t, <-closed, "the gate closes once the request in flight finished")
-	wg.Wait()
-	assert.False(t, g.gate.TryRLock(), "a request that comes after waits (unanswered: it is resent to the next daemon)")
+	assert.False(t, g.mu.TryRLock(), "a request that comes after waits (unanswered: it is resent to the next daemon)")
 }
 
 // A request that does not finish leaves the gate open past the bound: the hand-over goes on (its request is
 // resent).
 func TestGateBoundsTheWait(t *testing.T) {
-	entered := make(chan struct{})
-	g := &gated{RawFileSystem: &slowFS{entered: entered, release: make(chan struct{})}}
-	go g.Access(nil, &fuse.AccessIn{})
-	<-entered
+	g := &gate{}
+	g.Enter()
 	assert.False(t, g.close(10*time.Millisecond))
 }
 
-// gateWaiting says whether a writer waits for g's gate (a reader can no longer get it).
-func gateWaiting(g *gated) bool {
-	if g.gate.TryRLock() {
-		g.gate.RUnlock()
+// gateWaiting says whether a writer waits for g (a reader can no longer get it).
+func gateWaiting(g *gate) bool {
+	if g.mu.TryRLock() {
+		g.mu.RUnlock()
 		return false
 	}
 	return true
-}
-
-// slowFS answers Access once released, and GetAttr at once.
-type slowFS struct {
-	fuse.RawFileSystem
-	entered, release chan struct{}
-}
-
-func (s *slowFS) Access(cancel <-chan struct{}, in *fuse.AccessIn) fuse.Status {
-	close(s.entered)
-	<-s.release
-	return fuse.OK
-}
-
-func (s *slowFS) GetAttr(cancel <-chan struct{}, in *fuse.GetAttrIn, out *fuse.AttrOut) fuse.Status {
-	return fuse.OK
 }
 
 // A daemon that took over serves a handle of the daemon before (below the mark) with one it opens again on the

@@ -387,6 +387,10 @@ type MountOptions struct {
 	// ExtraCapabilities is a bitmask of capabilities which
 	// must be enabled in addition to the defaults.
 	ExtraCapabilities uint64
+
+	// RequestGate, when set, is entered by each request that gets an answer before the file system sees it, and
+	// left once its answer is written (takeover patch: gate.go).
+	RequestGate RequestGate
 }
 
 // RawFileSystem is an interface close to the FUSE wire protocol.

@@ -525,6 +525,10 @@ func (ms *Server) handleRequest(req *requestAlloc) Status {
 		req.outPayload = ms.buffers.AllocBuffer(uint32(outPayloadSize))
 		req.bufferPoolOutputBuf = req.outPayload
 	}
+	if ms.gates(h, req.inHeader().Opcode) { // takeover patch: gate.go
+		ms.opts.RequestGate.Enter()
+		defer ms.opts.RequestGate.Leave()
+	}
 	ms.protocolServer.handleRequest(h, &req.request)
 	if req.suppressReply {
 		return OK
