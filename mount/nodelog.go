@@ -27,9 +27,10 @@ import (
 
 const (
 	nodeLogMagic = 0x73666e6c // "sfnl"
+	// 5: an exchange's inodes in the ring of changes, which moved the passthrough bits (read: this version only);
 	// 4: the passthrough handles and backing refs; 3: the ring of changes (nodelog_changes.go); 2: lookup counts
-	// (nodeCount); all read
-	nodeLogVersion = 4
+	// (nodeCount)
+	nodeLogVersion = 5
 	nodeLogHeader  = 16
 	// nodeLogSize bounds the log: 64 MiB of address space, paged in as written (about 40 bytes a node).
 	nodeLogSize = 64 << 20
@@ -187,12 +188,12 @@ func (l *nodeLog) append(kind uint8, id, parent, ino uint64, name string) int64 
 }
 
 // errNodeLog: the log is not one this build reads.
-var errNodeLog = fmt.Errorf("the node log is not sessionfs's (versions 1 to %d)", nodeLogVersion)
+var errNodeLog = fmt.Errorf("the node log is not sessionfs's of version %d", nodeLogVersion)
 
 // read reads the nodes the kernel holds (the last name each was given, those forgotten left out) and the file
 // handles' high-water mark, and sets the log to append after its last whole record.
 func (l *nodeLog) read() (nodes []gofs.RecordedNode, handles uint32, err error) {
-	if v := binary.LittleEndian.Uint32(l.mem[4:]); binary.LittleEndian.Uint32(l.mem[0:]) != nodeLogMagic || v < 1 || v > nodeLogVersion {
+	if v := binary.LittleEndian.Uint32(l.mem[4:]); binary.LittleEndian.Uint32(l.mem[0:]) != nodeLogMagic || v != nodeLogVersion {
 		return nil, 0, errNodeLog
 	}
 	held := map[uint64]gofs.RecordedNode{}

@@ -10,11 +10,15 @@ import (
 // noted by the kernel's unique id before it is made: a daemon that takes over and is resent such a request
 // (resend.go) finds the change made, and takes it as this request's own only if the ring holds its id, with the
 // same folder and name. Otherwise the change is someone else's, and the request gets what it would have got
-// (EEXIST, ENOENT). A slot is the unique id's: more requests in flight at once than slots overwrite one another,
-// and those get the plain answer.
+// (EEXIST, ENOENT). A RENAME_EXCHANGE, which finds both names there whether it was made or not, notes the inode
+// numbers under its two names too: resent, it was made if the names hold them swapped. A slot is the unique id's:
+// more requests in flight at once than slots overwrite one another, and those get the plain answer.
 const (
-	changeSlots    = 1024
-	changeSlotSize = 8 + 8 + 8 + 256 // unique id (stored last), folder's node id, name's length, name
+	changeSlots = 1024
+	// unique id (stored last), folder's node id, name's length, the inode numbers an exchange swaps (its old name's,
+	// its new name's; 0 for other changes), name
+	changeSlotSize = 8 + 8 + 8 + 8 + 8 + 256
+	changeName     = 40
 	changeRing     = nodeLogSize - changeSlots*changeSlotSize
 
 	// Before the ring, a bit for each file handle that reads and writes through its node's passthrough backing
@@ -60,6 +64,16 @@ var changeLog atomic.Pointer[nodeLog]
 
 // Changing notes that request unique is about to change name in folder parent.
 func (l *nodeLog) Changing(unique, parent uint64, name string) {
+	l.noteChange(unique, parent, name, 0, 0)
+}
+
+// Exchanging notes that request unique is about to exchange name in folder parent, now inode to, with the name
+// whose inode is from.
+func (l *nodeLog) Exchanging(unique, parent uint64, name string, from, to uint64) {
+	l.noteChange(unique, parent, name, from, to)
+}
+
+func (l *nodeLog) noteChange(unique, parent uint64, name string, from, to uint64) {
 	if l == nil || len(name) > 255 {
 		return
 	}
@@ -69,22 +83,33 @@ func (l *nodeLog) Changing(unique, parent uint64, name string) {
 	atomic.StoreUint64(id, 0) // torn while written: matches nothing
 	binary.LittleEndian.PutUint64(slot[8:], parent)
 	binary.LittleEndian.PutUint64(slot[16:], uint64(len(name)))
-	copy(slot[24:], name)
+	binary.LittleEndian.PutUint64(slot[24:], from)
+	binary.LittleEndian.PutUint64(slot[32:], to)
+	copy(slot[changeName:], name)
 	atomic.StoreUint64(id, unique)
 }
 
 // Changed says whether request unique was noted as changing name in folder parent (by this daemon or one before).
 func (l *nodeLog) Changed(unique, parent uint64, name string) bool {
+	_, _, ok := l.exchanged(unique, parent, name)
+	return ok
+}
+
+// exchanged says whether request unique was noted as changing name in folder parent, and the inode numbers it
+// noted (Exchanging).
+func (l *nodeLog) exchanged(unique, parent uint64, name string) (from, to uint64, ok bool) {
 	if l == nil || unique == 0 {
-		return false
+		return 0, 0, false
 	}
 	off := changeSlot(unique)
 	slot := l.mem[off : off+changeSlotSize]
 	id := (*uint64)(unsafe.Pointer(&slot[0]))
 	if atomic.LoadUint64(id) != unique {
-		return false
+		return 0, 0, false
 	}
 	n := binary.LittleEndian.Uint64(slot[16:])
-	same := binary.LittleEndian.Uint64(slot[8:]) == parent && n == uint64(len(name)) && string(slot[24:24+min(n, 256)]) == name
-	return same && atomic.LoadUint64(id) == unique
+	same := binary.LittleEndian.Uint64(slot[8:]) == parent && n == uint64(len(name)) &&
+		string(slot[changeName:changeName+min(n, 256)]) == name
+	from, to = binary.LittleEndian.Uint64(slot[24:]), binary.LittleEndian.Uint64(slot[32:])
+	return from, to, same && atomic.LoadUint64(id) == unique
 }

@@ -69,7 +69,12 @@ func (r resendIdempotent) found(cancel <-chan struct{}, h *fuse.InHeader, name s
 	return fuse.OK
 }
 
+// Rename: a rename resent after it was made finds no source (RENAME_NOREPLACE too: the source is looked for first).
+// An exchange finds both names whether it was made or not: it is noted with the inodes it swaps.
 func (r resendIdempotent) Rename(cancel <-chan struct{}, in *fuse.RenameIn, oldName, newName string) fuse.Status {
+	if in.Flags&renameExchange != 0 {
+		return r.exchange(cancel, in, oldName, newName)
+	}
 	r.changing(&in.InHeader, in.Newdir, newName)
 	st := made(r.RawFileSystem.Rename(cancel, in, oldName, newName), newName)
 	if st == fuse.ENOENT && r.ownChange(&in.InHeader, in.Newdir, newName) && !r.exists(cancel, &in.InHeader, in.NodeId, oldName) &&
@@ -77,6 +82,38 @@ func (r resendIdempotent) Rename(cancel <-chan struct{}, in *fuse.RenameIn, oldN
 		return fuse.OK
 	}
 	return st
+}
+
+// renameExchange is RENAME_EXCHANGE in a RENAME request's flags.
+const renameExchange = 1 << 1
+
+// exchange makes a RENAME_EXCHANGE once: resent, it is answered as made if the daemon before noted it as this
+// request's, with the inodes then under its two names, and the names hold them swapped now. Made twice, it would
+// swap them back.
+func (r resendIdempotent) exchange(cancel <-chan struct{}, in *fuse.RenameIn, oldName, newName string) fuse.Status {
+	h := &in.InHeader
+	if !resent(h) {
+		from, to := r.ino(cancel, h, in.NodeId, oldName), r.ino(cancel, h, in.Newdir, newName)
+		changeLog.Load().Exchanging(h.Unique, in.Newdir, newName, from, to)
+		return made(r.RawFileSystem.Rename(cancel, in, oldName, newName), newName)
+	}
+	from, to, own := changeLog.Load().exchanged(h.Unique&^fuseUniqueResend, in.Newdir, newName)
+	if own && from != 0 && to != 0 && r.ino(cancel, h, in.NodeId, oldName) == to && r.ino(cancel, h, in.Newdir, newName) == from {
+		return fuse.OK
+	}
+	return made(r.RawFileSystem.Rename(cancel, in, oldName, newName), newName)
+}
+
+// ino is the inode number of name in folder parent (0: none there), by a lookup it gives back.
+func (r resendIdempotent) ino(cancel <-chan struct{}, h *fuse.InHeader, parent uint64, name string) uint64 {
+	lh := *h
+	lh.NodeId = parent
+	var out fuse.EntryOut
+	if r.RawFileSystem.Lookup(cancel, &lh, name, &out) != fuse.OK || out.NodeId == 0 {
+		return 0
+	}
+	r.RawFileSystem.Forget(out.NodeId, 1)
+	return out.Attr.Ino
 }
 
 func (r resendIdempotent) Mkdir(cancel <-chan struct{}, in *fuse.MkdirIn, name string, out *fuse.EntryOut) fuse.Status {

@@ -62,3 +62,53 @@ func TestResentCreateIsItsOwnOnlyIfNoted(t *testing.T) {
 	assert.Equal(t, fuse.OK, unlink(77|fuseUniqueResend), "its own removal, made before the kill")
 	assert.Equal(t, fuse.ENOENT, unlink(78|fuseUniqueResend), "removed by someone else")
 }
+
+// swapped is a folder whose names "a" and "b" hold inodes; an exchange swaps them.
+type swapped struct {
+	fuse.RawFileSystem
+	inos      map[string]uint64
+	exchanges int
+}
+
+func (s *swapped) Lookup(_ <-chan struct{}, _ *fuse.InHeader, name string, out *fuse.EntryOut) fuse.Status {
+	ino, ok := s.inos[name]
+	if !ok {
+		return fuse.ENOENT
+	}
+	out.NodeId, out.Attr.Ino = ino+100, ino
+	return fuse.OK
+}
+
+func (s *swapped) Forget(uint64, uint64) {}
+
+func (s *swapped) Rename(_ <-chan struct{}, in *fuse.RenameIn, oldName, newName string) fuse.Status {
+	s.exchanges++
+	s.inos[oldName], s.inos[newName] = s.inos[newName], s.inos[oldName]
+	return fuse.OK
+}
+
+// A resent RENAME_EXCHANGE is answered as made, not made again (which would swap the names back), only when the
+// daemon before noted it as this request's and the names hold the inodes it noted, swapped.
+func TestResentExchangeIsMadeOnce(t *testing.T) {
+	before, err := newNodeLog()
+	require.NoError(t, err)
+	defer before.close()
+	fs := &swapped{RawFileSystem: fuse.NewDefaultRawFileSystem(), inos: map[string]uint64{"a": 10, "b": 20}}
+	exchange := func(unique uint64) fuse.Status {
+		in := &fuse.RenameIn{InHeader: fuse.InHeader{Unique: unique, NodeId: 5}, Newdir: 5, Flags: renameExchange}
+		return resendIdempotent{fs}.Rename(nil, in, "a", "b")
+	}
+	require.Equal(t, fuse.OK, exchange(42))
+	require.Equal(t, map[string]uint64{"a": 20, "b": 10}, fs.inos, "made")
+	assert.Equal(t, fuse.OK, exchange(42|fuseUniqueResend), "resent once made: answered as made")
+	assert.Equal(t, map[string]uint64{"a": 20, "b": 10}, fs.inos, "not made again")
+	assert.Equal(t, 1, fs.exchanges)
+
+	assert.Equal(t, fuse.OK, exchange(43|fuseUniqueResend), "another request, not noted: made")
+	assert.Equal(t, map[string]uint64{"a": 10, "b": 20}, fs.inos)
+
+	before.Exchanging(44, 5, "b", 10, 20) // noted, and the daemon died before it made it
+	assert.Equal(t, fuse.OK, exchange(44|fuseUniqueResend))
+	assert.Equal(t, map[string]uint64{"a": 20, "b": 10}, fs.inos, "resent before it was made: made")
+	assert.Equal(t, 3, fs.exchanges)
+}
