@@ -676,65 +676,6 @@ func TestMountTakeoverResentChanges(t *testing.T) {
 	assert.NoFileExists(t, filepath.Join(inStore, ".sessionfs-die-after-rename"))
 }
 
-// TestMountTakeoverLocks documents what a lock holder sees when the daemon is killed (docs/reliability.md). Locks
-// taken through the mount are the store's (mount/nodes/locks.go). A flock is taken on the request's own open file,
-// which the kernel keeps as the file's passthrough backing file: it outlives the daemon, and still stops others.
-// A POSIX lock is taken on a file the daemon opened for its owner, which closes with the daemon: another process may
-// take it while the holder believes it holds it. The holder's descriptor is one the next daemon does not know: a
-// lock request through it gets ENOLCK (no silent success) until the holder opens the file again. Its close lets the
-// flock go: the next daemon closes the backing file it restored with the last file of the daemon before that used
-// it (before, it kept it till the mount ended, and the flock with it).
-func TestMountTakeoverLocks(t *testing.T) {
-	need(t, os.Geteuid() == 0, "root: a confined mount and its helper")
-	store := t.TempDir()
-	ok(t, store, "new", "s1")
-	m := mount(t, store)
-	daemon := m.cmd.Process.Pid
-	helper := helperPID(t, daemon)
-	t.Cleanup(func() { endTakeoverMount(t, m, helper) })
-	open := func(p string) *os.File {
-		f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o600)
-		require.NoError(t, err)
-		t.Cleanup(func() { f.Close() })
-		return f
-	}
-	viaMount := func(name string) string { return filepath.Join(m.session("s1"), ".claude", name) }
-	viaStore := func(name string) string { return filepath.Join(store, "sessions", "s1", ".claude", name) }
-	ofd := func(f *os.File, typ int16) error {
-		return unix.FcntlFlock(f.Fd(), unix.F_OFD_SETLK, &unix.Flock_t{Type: typ, Len: 1})
-	}
-	fl, px := open(viaMount("flocked")), open(viaMount("posix"))
-	require.NoError(t, unix.Flock(int(fl.Fd()), unix.LOCK_EX|unix.LOCK_NB))
-	require.NoError(t, unix.FcntlFlock(px.Fd(), unix.F_SETLK, &unix.Flock_t{Type: unix.F_WRLCK, Len: 1}))
-	sfl, spx := open(viaStore("flocked")), open(viaStore("posix"))
-	require.ErrorIs(t, unix.Flock(int(sfl.Fd()), unix.LOCK_EX|unix.LOCK_NB), unix.EWOULDBLOCK, "held before the kill")
-	require.ErrorIs(t, ofd(spx, unix.F_WRLCK), unix.EAGAIN, "held before the kill")
-
-	require.NoError(t, syscall.Kill(daemon, syscall.SIGKILL))
-	state, err := m.cmd.Process.Wait()
-	require.NoError(t, err)
-	m.cmd.ProcessState = state
-	eventually(t, 20*time.Second, func() bool { return strings.Contains(m.log.String(), "took the connection over") }, "a daemon takes over: %s", m.log)
-
-	flockErr, posixErr := unix.Flock(int(sfl.Fd()), unix.LOCK_EX|unix.LOCK_NB), ofd(spx, unix.F_WRLCK)
-	t.Logf("after the kill, another process's flock: %v; its POSIX (OFD) lock: %v", flockErr, posixErr)
-	assert.ErrorIs(t, flockErr, unix.EWOULDBLOCK, "the flock is held on: its file is the kernel's passthrough backing file")
-	assert.NoError(t, posixErr, "the POSIX lock went with the daemon")
-	require.NoError(t, ofd(spx, unix.F_UNLCK))
-	err = unix.Flock(int(fl.Fd()), unix.LOCK_UN)
-	t.Logf("the holder's unlock through the descriptor it opened before the kill: %v", err)
-	assert.ErrorIs(t, err, unix.ENOLCK)
-	assert.ErrorIs(t, unix.FcntlFlock(px.Fd(), unix.F_SETLK, &unix.Flock_t{Type: unix.F_WRLCK, Len: 1}), unix.ENOLCK,
-		"the holder's POSIX lock through it")
-	require.NoError(t, fl.Close())
-	eventually(t, 10*time.Second, func() bool { return unix.Flock(int(sfl.Fd()), unix.LOCK_EX|unix.LOCK_NB) == nil },
-		"the holder's close lets its flock go: %s", m.log)
-	require.NoError(t, unix.Flock(int(sfl.Fd()), unix.LOCK_UN))
-	again := open(viaMount("posix"))
-	assert.NoError(t, unix.FcntlFlock(again.Fd(), unix.F_SETLK, &unix.Flock_t{Type: unix.F_WRLCK, Len: 1}), "opened again, it locks again")
-	assert.ErrorIs(t, ofd(spx, unix.F_WRLCK), unix.EAGAIN, "held again")
-}
-
 // TestDoctorSaysUserMountHeld: a normal user's mount has a holder too (holder_user.go); doctor, run as that user,
 // says it is held, by which holder, and the takeovers so far after a kill -9 of its daemon.
 func TestDoctorSaysUserMountHeld(t *testing.T) {

@@ -7,6 +7,8 @@ import (
 	"syscall"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/sessionfs/sessionfs/mount/nodes"
 )
 
 // reopened serves, in a daemon that took a normal user's connection over, the file handles the daemon before
@@ -20,6 +22,7 @@ type reopened struct {
 	mu    sync.Mutex
 	below uint64            // handles under it are the daemons' before (set once the log is read)
 	fhs   map[uint64]uint64 // an old handle: the one opened for it
+	tree  *nodes.Tree       // told of the old handles' locks (lockowners_handles.go)
 }
 
 // handleStep is go-fuse's: the node log marks the handles handed out at each multiple of it
@@ -55,6 +58,7 @@ func (r *reopened) handle(cancel <-chan struct{}, h *fuse.InHeader, fh uint64, f
 		return 0, st
 	}
 	r.fhs[fh] = out.Fh
+	r.reopenedFor(out.Fh, fh)
 	return out.Fh, fuse.OK
 }
 
@@ -127,6 +131,7 @@ func (r *reopened) Release(cancel <-chan struct{}, in *fuse.ReleaseIn) {
 			c.Fh = fh
 			r.RawFileSystem.Release(cancel, &c)
 		}
+		r.releasedOld(in.Fh)
 		return
 	}
 	r.RawFileSystem.Release(cancel, in)

@@ -29,8 +29,9 @@ const handoverGrace = 3 * time.Second
 // and node log (holderDev, holderNodes).
 type upgradedState struct {
 	Init    fuse.InitIn
-	Reply   int   // the asker's socket: told who serves once a daemon does
-	Orphans []int // daemons the holder before started, ending still: reaped by this one
+	Reply   int         // the asker's socket: told who serves once a daemon does
+	Orphans []int       // daemons the holder before started, ending still: reaped by this one
+	Locks   []heldOwner // the lock owners' descriptors it kept, open across the exec (lockowners.go)
 }
 
 // pendingUpgrade is an upgrade asked for: the new binary, and the asker's socket.
@@ -122,7 +123,8 @@ func (s *helperService) exec(u *pendingUpgrade) error {
 		return errors.New("no INIT was kept")
 	}
 	reapChildren()
-	state, err := json.Marshal(upgradedState{Init: *init, Reply: int(u.reply.Fd()), Orphans: children()})
+	locks := h.locks.held()
+	state, err := json.Marshal(upgradedState{Init: *init, Reply: int(u.reply.Fd()), Orphans: children(), Locks: locks})
 	if err != nil {
 		return err
 	}
@@ -142,6 +144,9 @@ func (s *helperService) exec(u *pendingUpgrade) error {
 	}
 	s.closeControl()
 	kept := []int{holderDev, holderNodes, int(u.reply.Fd())}
+	for _, o := range locks {
+		kept = append(kept, o.FD)
+	}
 	for _, fd := range kept {
 		if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFD, 0); err != nil {
 			return err
@@ -219,6 +224,7 @@ func (s *helperService) upgraded() (bool, error) {
 	}
 	unix.CloseOnExec(st.Reply)
 	reapOrphans(st.Orphans)
+	s.holder.locks.restore(st.Locks)
 	s.holder.init, s.holder.serving = &st.Init, true
 	s.upgradeReply = os.NewFile(uintptr(st.Reply), "sessionfs-upgrade")
 	return true, nil

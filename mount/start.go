@@ -71,10 +71,11 @@ type startup struct {
 	opts       Options
 	given      Options // opts as given, before their defaults were settled: a takeover settles them again
 	confined   bool
-	userHeld   bool     // a normal user's mount whose connection a holder keeps (holder_user.go)
-	resumed    *resumed // a takeover's: the connection, its INIT and node log, and the helper (takeover.go)
-	nodes      *nodeLog // the node ids handed to the kernel, when the connection is to outlive this process
-	gate       *gate    // with nodes: the requests' gate, which a hand-over closes (handover.go)
+	userHeld   bool        // a normal user's mount whose connection a holder keeps (holder_user.go)
+	resumed    *resumed    // a takeover's: the connection, its INIT and node log, and the helper (takeover.go)
+	nodes      *nodeLog    // the node ids handed to the kernel, when the connection is to outlive this process
+	gate       *gate       // with nodes: the requests' gate, which a hand-over closes (handover.go)
+	keeper     *lockSocket // with nodes: the lock owners' descriptors go to the holder on it (lockowners.go)
 
 	mnt, shared string
 	scratch     func()        // removes the serving process's scratch folder (confined)
@@ -156,11 +157,19 @@ func (s *startup) launchHelper() error {
 	var keep []int // the connection and the node log, for the helper to hold (takeover.go)
 	if s.nodes != nil {
 		cfg.Takeover, keep = &s.given, []int{s.dev, s.nodes.fd}
+		theirs, err := s.lockSocket()
+		if err != nil {
+			return err
+		}
+		keep = append(keep, theirs)
 	}
 	s.helperStarted = make(chan struct{})
 	go func() {
 		defer close(s.helperStarted)
 		s.helper, s.helperPID, s.helperErr = startHelper(cfg, keep...)
+		if s.keeper != nil {
+			unix.Close(keep[len(keep)-1]) // passed: the helper's (lockowners.go)
+		}
 	}()
 	s.onRollback(func() { // the helper ends when its socket closes
 		<-s.helperStarted
@@ -180,6 +189,9 @@ func (s *startup) openTree() error {
 	tree.Mountpoint, tree.ReadOnly = s.mnt, s.opts.ReadOnly
 	tree.Timeout, tree.WatchedTimeout = s.opts.Timeout, s.watched
 	s.tree = tree
+	if s.keeper != nil {
+		tree.KeepLocks(s.keeper) // lockowners.go
+	}
 	s.onRollback(func() { tree.Close() })
 	return nil
 }
@@ -305,10 +317,15 @@ func (s *startup) newServer() error {
 	s.gateRequests() // with a holder: behind a gate a hand-over closes (handover.go)
 	var raw fuse.RawFileSystem = newNoOpendir(nodeFS)
 	if s.resumed != nil {
-		if s.userHeld { // the old daemon's files, opened again (handover_handles.go)
-			s.resumed.reopen = newReopened(raw)
-			raw = s.resumed.reopen
+		// The old daemon's files, opened again (handover_handles.go): a root mount's for lock requests only
+		// (lockowners_handles.go), the kernel reads and writes them itself.
+		s.resumed.reopen = newReopened(raw)
+		s.resumed.reopen.tree = s.tree
+		raw = s.resumed.reopen
+		if !s.userHeld {
+			raw = lockReopened{s.resumed.reopen}
 		}
+		s.adoptLocks() // before the confinement: the kernel says what each holds in /proc (lockowners.go)
 		return s.resumeServer(nodeFS, resendIdempotent{raw})
 	}
 	if s.nodes != nil {

@@ -65,7 +65,8 @@ type takeoverConfig struct {
 // holder is the helper's hold on the connection.
 type holder struct {
 	cfg        helperConfig
-	dev, nodes *os.File // kept referenced: their descriptors stay open for the helper's life
+	dev, nodes *os.File   // kept referenced: their descriptors stay open for the helper's life
+	locks      *heldLocks // the lock owners' descriptors (lockowners.go)
 
 	mu       sync.Mutex
 	init     *fuse.InitIn
@@ -80,7 +81,12 @@ type holder struct {
 func newHolder(cfg helperConfig) *holder {
 	unix.CloseOnExec(holderDev) // passed to a taking-over daemon explicitly, never to anything else
 	unix.CloseOnExec(holderNodes)
-	return &holder{cfg: cfg, dev: os.NewFile(holderDev, "/dev/fuse"), nodes: os.NewFile(holderNodes, "sessionfs-nodes")}
+	h := &holder{cfg: cfg, dev: os.NewFile(holderDev, "/dev/fuse"), nodes: os.NewFile(holderNodes, "sessionfs-nodes"), locks: newHeldLocks()}
+	if _, upgraded := os.LookupEnv(upgradeEnv); !upgraded && isSocket(holderLocks) { // the first daemon's (lockowners.go)
+		unix.CloseOnExec(holderLocks)
+		h.locks.attach(holderLocks)
+	}
+	return h
 }
 
 // Initialized keeps the kernel's INIT as the first daemon read it, for a daemon that takes over.
@@ -131,7 +137,8 @@ func (s *helperService) takeOver() (net.Conn, int, error) {
 		s.removeHeld()
 		return nil, 0, nil // the mount ended: the connection goes with this process
 	}
-	s.execUpgrade() // a hand-over asked for (upgrade.go): this process becomes the new binary, unless that fails
+	h.locks.detach() // what the daemon gone sent, all of it: the next one is given it
+	s.execUpgrade()  // a hand-over asked for (upgrade.go): this process becomes the new binary, unless that fails
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if !h.serving {
@@ -223,7 +230,19 @@ func (h *holder) start() (net.Conn, int, error) {
 	daemon.Args[0] = os.Args[0] // its name in ps: the binary's, not /proc/self/exe
 	daemon.Env = append(os.Environ(), takeoverEnv+"="+string(cfg))
 	daemon.Stdout, daemon.Stderr = os.Stderr, os.Stderr
-	return startLinked(daemon, (*exec.Cmd).Start, h.dev, h.nodes) // 3, 4, 5 there too
+	locks, theirs, err := newLockSocketPair()
+	if err != nil {
+		return nil, 0, err
+	}
+	theirsFile := os.NewFile(uintptr(theirs), "sessionfs-locks")
+	defer theirsFile.Close()
+	conn, pid, err := startLinked(daemon, (*exec.Cmd).Start, h.dev, h.nodes, theirsFile) // 3, 4, 5, 6 there too
+	if err != nil {
+		unix.Close(locks.fd)
+		return nil, 0, err
+	}
+	h.locks.handTo(locks.fd)
+	return conn, pid, nil
 }
 
 // RunTakeover is a daemon taking a mount's connection over, when argv[1] is TakeoverArg: it serves until the
@@ -277,9 +296,10 @@ func serveTakenOver() error {
 	if err != nil {
 		return err
 	}
-	root := os.Geteuid() == 0 // a normal user's daemon is not confined (holder_user.go)
+	keeper := takenLockSocket() // lockowners.go
+	root := os.Geteuid() == 0   // a normal user's daemon is not confined (holder_user.go)
 	s := &startup{store: store, mountpoint: cfg.Mountpoint, opts: cfg.Options, given: cfg.Options, confined: root, userHeld: !root,
-		resumed: &resumed{dev: holderDev, init: cfg.Init}, nodes: nodes,
+		resumed: &resumed{dev: holderDev, init: cfg.Init}, nodes: nodes, keeper: keeper,
 		helper: rpc.NewClient(conn), helperPID: os.Getppid()}
 	m, err := s.start(nil)
 	if err != nil {

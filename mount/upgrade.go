@@ -32,8 +32,9 @@ import (
 
 // handoverFormat names the format of what a holder hands a new binary: the takeover configuration, the INIT and
 // this protocol (the node log has its own version, checked beside it). A variable so that a test can build a
-// binary that differs: -ldflags "-X github.com/sessionfs/sessionfs/mount.handoverFormat=...".
-var handoverFormat = "1"
+// binary that differs: -ldflags "-X github.com/sessionfs/sessionfs/mount.handoverFormat=...". 2: the lock owners'
+// descriptors are handed over too (lockowners.go).
+var handoverFormat = "2"
 
 // Version is this build's version, as the holder tells it (set by main).
 var Version = "unknown"

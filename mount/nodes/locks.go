@@ -56,6 +56,14 @@ type lockTable struct {
 	files   shares          // owners' descriptors
 	perFile map[fileUID]int // owners' descriptors of each store file, by the uid they are charged to
 	waiters shares          // blocking requests waiting
+
+	// keeper keeps copies of the owners' descriptors (locks_kept.go; nil: none), numbered from nextID; oldVia:
+	// the owners adopted from a daemon before, by the file handle of it they came by; reopened: this daemon's
+	// handles opened for a daemon before's, which the kernel knows.
+	keeper   LockKeeper
+	nextID   uint64
+	oldVia   map[uint64]map[owned]bool
+	reopened map[uint64]uint64
 }
 
 // fileUID names the owners' descriptors of one store file charged to one uid.
@@ -71,7 +79,7 @@ func (t *lockTable) init() {
 	}
 	t.owners, t.used = map[inodeKey]map[uint64]*ownerFile{}, map[fs.FileHandle]map[owned]bool{}
 	t.flocked, t.readers = map[fs.FileHandle]inodeKey{}, map[inodeKey]map[fs.FileHandle]bool{}
-	t.perFile = map[fileUID]int{}
+	t.perFile, t.oldVia = map[fileUID]int{}, map[uint64]map[owned]bool{}
 	if t.files.limits == (shareLimits{}) {
 		t.files.limits = ownerFileLimits
 	}
@@ -176,7 +184,8 @@ func (n *Node) Setlkw(ctx context.Context, f fs.FileHandle, owner uint64, lk *fu
 
 func (n *Node) setlk(ctx context.Context, f fs.FileHandle, owner uint64, lk *fuse.FileLock, flags uint32, wait bool) syscall.Errno {
 	p := payerOf(ctx, n.id)
-	try := func() syscall.Errno { return n.tree.locks.setPosix(f, owner, p, lk) }
+	fh, _ := fs.LockHandle(ctx)
+	try := func() syscall.Errno { return n.tree.locks.setPosixVia(f, fh, owner, p, lk) }
 	if flags&fuse.FUSE_LK_FLOCK != 0 {
 		try = func() syscall.Errno { return n.tree.locks.flock(f, lk, n.tree.ReadOnly) }
 	}

@@ -15,6 +15,8 @@ type ownerFile struct {
 	held  byteRanges             // what the owner holds locked: the descriptor is closed once it is empty
 	payer payer                  // whose share the descriptor is counted in
 	via   map[fs.FileHandle]bool // the request files its locks were taken through (their release drops them)
+	kept  uint64                 // the keeper's number for it (0: not kept; locks_kept.go)
+	oldFh uint64                 // adopted: the file handle of the daemon before its locks came by (0: none)
 }
 
 // owned names an owner's locks on one store file.
@@ -28,6 +30,12 @@ type owned struct {
 // the daemon nothing, whether it unlocked, was refused, or never got the lock. A request that would leave the
 // owner more than maxRangesPerOwner ranges is refused (locks_ranges.go).
 func (t *lockTable) setPosix(f fs.FileHandle, owner uint64, p payer, lk *fuse.FileLock) syscall.Errno {
+	return t.setPosixVia(f, 0, owner, p, lk)
+}
+
+// setPosixVia is setPosix of a request that came by the kernel's file handle fh (0: not known), which the keeper
+// is told with the owner's descriptor.
+func (t *lockTable) setPosixVia(f fs.FileHandle, fh, owner uint64, p payer, lk *fuse.FileLock) syscall.Errno {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	fd, key, errno := t.file(f)
@@ -41,6 +49,10 @@ func (t *lockTable) setPosix(f fs.FileHandle, owner uint64, p payer, lk *fuse.Fi
 		}
 		if of, errno = t.openOwner(fd, key, owner, p); errno != 0 {
 			return errno
+		}
+		if !t.keep(of, owner, fh) { // before its first lock: a daemon killed from here on leaves it held
+			t.closeOwner(key, owner, of)
+			return syscall.ENOLCK
 		}
 	}
 	if of.held.lenAfter(lk) > maxRangesPerOwner {
@@ -132,6 +144,7 @@ func (t *lockTable) openOwner(fd int, key inodeKey, owner uint64, p payer) (*own
 
 // closeOwner closes owner's descriptor, which drops its locks, and forgets it (t.mu held).
 func (t *lockTable) closeOwner(key inodeKey, owner uint64, of *ownerFile) {
+	t.unkeep(key, owner, of)
 	syscall.Close(of.fd)
 	t.files.give(of.payer)
 	if mine := (fileUID{key, of.payer.uid}); t.perFile[mine] <= 1 {

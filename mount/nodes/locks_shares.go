@@ -96,6 +96,17 @@ func (s *shares) take(p payer) bool {
 	return true
 }
 
+// force charges one to p whatever its limits (an adopted owner's descriptor, whose locks are held already).
+func (s *shares) force(p payer) {
+	if s.byPayer == nil {
+		s.byPayer, s.bySession, s.byUID = map[payer]int{}, map[string]int{}, map[uint32]int{}
+	}
+	s.byPayer[p]++
+	s.bySession[p.session]++
+	s.byUID[p.uid]++
+	s.total++
+}
+
 // give returns one taken by p.
 func (s *shares) give(p payer) {
 	if s.byPayer[p]--; s.byPayer[p] <= 0 {

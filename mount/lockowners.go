@@ -1,0 +1,331 @@
+package mount
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sessionfs/sessionfs/mount/nodes"
+)
+
+// POSIX locks held through the mount outlive its daemon (issue 42; mount/nodes/locks_kept.go says how). The
+// daemon and its holder share a SEQPACKET socket (the holder's and a taking-over daemon's descriptor 6): the
+// daemon sends each lock owner's descriptor (SCM_RIGHTS) before the owner's first lock is taken, and says when it
+// closed one; the holder keeps the copies, and gives them to each daemon that takes over, which adopts them
+// before it serves. A message sent is the holder's even if the daemon is killed the instant after: the kernel
+// keeps the descriptor in the socket until the holder reads it.
+//
+// The holder takes nothing from sessions: only descriptors the (confined) daemon gives it, at most
+// maxHeldLockOwners, as many as the daemon's own lock table ever holds (nodes' ownerFileLimits). Past it the
+// holder closes what it is sent, and says so: those owners' locks are held until the daemon dies, as before.
+
+// holderLocks is the holder's, and a taking-over daemon's, descriptor of the socket of lock owners.
+const holderLocks = 6
+
+// maxHeldLockOwners bounds the owners' descriptors a holder keeps: the daemon's lock table's own bound.
+const maxHeldLockOwners = 8192
+
+// lockMsg is one message on the socket: "keep" (with the descriptor), "drop", "adopt" (with the descriptor, from
+// the holder) and "end" (the holder gave all it keeps).
+type lockMsg struct {
+	Op    string
+	Owner nodes.KeptOwner `json:",omitzero"`
+	ID    uint64          `json:",omitempty"`
+}
+
+// lockSocket is the daemon's end: it keeps its lock owners' descriptors with the holder (nodes.LockKeeper).
+type lockSocket struct {
+	mu sync.Mutex
+	fd int
+}
+
+// newLockSocketPair makes the socket to a holder: this daemon's end, and the holder's (to pass it, then close).
+func newLockSocketPair() (*lockSocket, int, error) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, -1, fmt.Errorf("make the socket to keep the mount's locks: %w", err)
+	}
+	return &lockSocket{fd: fds[0]}, fds[1], nil
+}
+
+func (k *lockSocket) send(m lockMsg, fd int) error {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	var rights []byte
+	if fd >= 0 {
+		rights = unix.UnixRights(fd)
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for {
+		if err = unix.Sendmsg(k.fd, b, rights, nil, 0); err != unix.EINTR {
+			return err
+		}
+	}
+}
+
+// Keep sends owner o's descriptor to the holder.
+func (k *lockSocket) Keep(o nodes.KeptOwner, fd int) error {
+	if err := k.send(lockMsg{Op: "keep", Owner: o}, fd); err != nil {
+		fmt.Fprintf(os.Stderr, "sessionfs: the holder cannot keep a lock owner's descriptor: %v (the lock is refused)\n", err)
+		return err
+	}
+	return nil
+}
+
+// Drop tells the holder that owner id's descriptor is closed.
+func (k *lockSocket) Drop(id uint64) { _ = k.send(lockMsg{Op: "drop", ID: id}, -1) }
+
+// adoptWait bounds the wait for the holder's table: it sends it at once, so only a holder gone makes it last.
+const adoptWait = 5 * time.Second
+
+// received reads the owners' descriptors the holder gives a daemon taking over, up to its "end".
+func (k *lockSocket) received() ([]nodes.KeptOwner, []int, error) {
+	var owners []nodes.KeptOwner
+	var fds []int
+	buf, oob := make([]byte, 4096), make([]byte, unix.CmsgSpace(4*4))
+	deadline := time.Now().Add(adoptWait)
+	for {
+		left := time.Until(deadline)
+		if left <= 0 {
+			return owners, fds, errors.New("the holder did not give its lock owners in time")
+		}
+		pfd := []unix.PollFd{{Fd: int32(k.fd), Events: unix.POLLIN}}
+		if _, err := unix.Poll(pfd, int(left/time.Millisecond)+1); err != nil && err != unix.EINTR {
+			return owners, fds, err
+		}
+		n, oobn, _, _, err := unix.Recvmsg(k.fd, buf, oob, unix.MSG_DONTWAIT|unix.MSG_CMSG_CLOEXEC)
+		if err == unix.EAGAIN || err == unix.EINTR {
+			continue
+		}
+		if err != nil || n == 0 {
+			return owners, fds, fmt.Errorf("the holder's socket ended before its lock owners: %v", err)
+		}
+		var m lockMsg
+		got := receivedFDs(oob[:oobn])
+		if json.Unmarshal(buf[:n], &m) != nil || m.Op == "adopt" && len(got) != 1 || m.Op != "adopt" && len(got) != 0 {
+			closeAll(got)
+			continue
+		}
+		switch m.Op {
+		case "adopt":
+			owners, fds = append(owners, m.Owner), append(fds, got[0])
+		case "end":
+			return owners, fds, nil
+		}
+	}
+}
+
+func closeAll(fds []int) {
+	for _, fd := range fds {
+		unix.Close(fd)
+	}
+}
+
+// heldOwner is an owner's descriptor the holder keeps.
+type heldOwner struct {
+	Owner nodes.KeptOwner
+	FD    int
+}
+
+// heldLocks is the holder's table of the owners' descriptors, and its end of the serving daemon's socket.
+type heldLocks struct {
+	mu      sync.Mutex
+	owners  map[uint64]heldOwner
+	sock    int    // the serving daemon's socket (-1: none)
+	gen     uint64 // counts the sockets: a reader of one detached ends
+	limit   int
+	refused int // descriptors closed at the limit
+}
+
+func newHeldLocks() *heldLocks {
+	return &heldLocks{owners: map[uint64]heldOwner{}, sock: -1, limit: maxHeldLockOwners}
+}
+
+// attach reads the owners' descriptors a daemon sends on sock from now on.
+func (h *heldLocks) attach(sock int) {
+	h.mu.Lock()
+	h.gen++
+	h.sock = sock
+	gen := h.gen
+	h.mu.Unlock()
+	go h.read(sock, gen)
+}
+
+// read applies what the daemon sends on sock, until the socket ends or is detached; it closes sock.
+func (h *heldLocks) read(sock int, gen uint64) {
+	for {
+		pfd := []unix.PollFd{{Fd: int32(sock), Events: unix.POLLIN}}
+		if _, err := unix.Poll(pfd, -1); err != nil && err != unix.EINTR {
+			break
+		}
+		h.mu.Lock()
+		ended := h.gen != gen || h.drain(sock)
+		if ended {
+			if h.gen == gen {
+				h.sock = -1
+			}
+			unix.Close(sock)
+			h.mu.Unlock()
+			return
+		}
+		h.mu.Unlock()
+	}
+}
+
+// detach takes in what the daemon gone sent and has not been read, and ends its socket (the reader closes it).
+func (h *heldLocks) detach() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.sock < 0 {
+		return
+	}
+	h.drain(h.sock)
+	_ = unix.Shutdown(h.sock, unix.SHUT_RDWR) // wakes the reader, which closes it
+	h.sock = -1
+	h.gen++
+}
+
+// drain applies the messages waiting on sock (h.mu held); true once it ended.
+func (h *heldLocks) drain(sock int) bool {
+	buf, oob := make([]byte, 4096), make([]byte, unix.CmsgSpace(4*4))
+	for {
+		n, oobn, _, _, err := unix.Recvmsg(sock, buf, oob, unix.MSG_DONTWAIT|unix.MSG_CMSG_CLOEXEC)
+		if err == unix.EAGAIN || err == unix.EINTR {
+			return false
+		}
+		if err != nil || n == 0 && oobn == 0 {
+			return true
+		}
+		h.apply(buf[:n], receivedFDs(oob[:oobn]))
+	}
+}
+
+// apply keeps or drops an owner's descriptor as a message says (h.mu held). What is not a message of the two is
+// ignored, its descriptors closed.
+func (h *heldLocks) apply(b []byte, fds []int) {
+	var m lockMsg
+	if json.Unmarshal(b, &m) != nil {
+		closeAll(fds)
+		return
+	}
+	switch {
+	case m.Op == "keep" && len(fds) == 1 && m.Owner.ID != 0:
+		if old, ok := h.owners[m.Owner.ID]; ok {
+			unix.Close(old.FD)
+		} else if len(h.owners) >= h.limit {
+			unix.Close(fds[0])
+			if h.refused++; h.refused == 1 {
+				fmt.Fprintf(os.Stderr, "sessionfs: the holder keeps %d lock owners' descriptors, its most: the locks of the owners after them are lost when the daemon dies\n", h.limit)
+			}
+			return
+		}
+		h.owners[m.Owner.ID] = heldOwner{Owner: m.Owner, FD: fds[0]}
+	case m.Op == "drop" && len(fds) == 0:
+		if old, ok := h.owners[m.ID]; ok {
+			unix.Close(old.FD)
+			delete(h.owners, m.ID)
+		}
+	default:
+		closeAll(fds)
+	}
+}
+
+// handTo gives a daemon taking over, on its new socket sock, every owner's descriptor kept, then "end", and
+// reads what it sends from then on.
+func (h *heldLocks) handTo(sock int) {
+	h.mu.Lock()
+	kept := make([]heldOwner, 0, len(h.owners))
+	for _, o := range h.owners {
+		kept = append(kept, o)
+	}
+	h.mu.Unlock()
+	// On a descriptor of its own: the reader closes sock when the daemon dies, and its number may be another's.
+	dup, err := unix.FcntlInt(uintptr(sock), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "sessionfs: the holder cannot give the daemon taking over its lock owners: %v\n", err)
+		h.attach(sock)
+		return
+	}
+	go func() {
+		defer unix.Close(dup)
+		k := &lockSocket{fd: dup}
+		for _, o := range kept {
+			if k.send(lockMsg{Op: "adopt", Owner: o.Owner}, o.FD) != nil {
+				break
+			}
+		}
+		_ = k.send(lockMsg{Op: "end"}, -1)
+	}()
+	h.attach(sock)
+}
+
+// held is the table, for a holder executing a new binary: each descriptor open across the exec.
+func (h *heldLocks) held() []heldOwner {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make([]heldOwner, 0, len(h.owners))
+	for _, o := range h.owners {
+		out = append(out, o)
+	}
+	return out
+}
+
+// restore takes the table a holder before this binary kept.
+func (h *heldLocks) restore(owners []heldOwner) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, o := range owners {
+		unix.CloseOnExec(o.FD)
+		h.owners[o.Owner.ID] = o
+	}
+}
+
+// isSocket says whether descriptor fd is open on a socket.
+func isSocket(fd int) bool {
+	var st unix.Stat_t
+	return unix.Fstat(fd, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFSOCK
+}
+
+// lockSocket makes the first daemon's socket to its holder, and returns the holder's end, to pass.
+func (s *startup) lockSocket() (int, error) {
+	k, theirs, err := newLockSocketPair()
+	if err != nil {
+		return -1, err
+	}
+	s.keeper = k
+	s.onRollback(func() { unix.Close(k.fd) })
+	return theirs, nil
+}
+
+// takenLockSocket is a taking-over daemon's socket to its holder (nil: not given one).
+func takenLockSocket() *lockSocket {
+	if !isSocket(holderLocks) {
+		return nil
+	}
+	unix.CloseOnExec(holderLocks)
+	return &lockSocket{fd: holderLocks}
+}
+
+// adoptLocks takes over the lock owners' descriptors the holder kept, before this daemon serves.
+func (s *startup) adoptLocks() {
+	if s.keeper == nil {
+		fmt.Fprintf(os.Stderr, "sessionfs: no socket to the holder: the POSIX locks held through the mount are lost\n")
+		return
+	}
+	owners, fds, err := s.keeper.received()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "sessionfs: %v: the POSIX locks held through the mount before may be lost\n", err)
+	}
+	if len(owners) > 0 {
+		adopted := s.tree.AdoptLockOwners(owners, fds)
+		fmt.Fprintf(os.Stderr, "sessionfs: %d POSIX lock owners adopted of %d kept\n", adopted, len(owners))
+	}
+}

@@ -1,0 +1,103 @@
+package mount
+
+import (
+	"syscall"
+
+	"github.com/hanwen/go-fuse/v2/fuse"
+)
+
+// Lock requests through a file handle of a daemon before this one (lockowners.go): the handle is opened again on
+// its node (reopened.handle), as a normal user's mount does for reads and writes, and the request is served
+// through it; the lock table is told which old handle it stands for, since that is the one the kernel releases.
+// A root mount's other requests on old handles are the kernel's (passthrough) or go-fuse's: lockReopened passes
+// them straight on.
+
+// lockHandle is the handle to serve a lock request on old handle in.Fh with. flock's stay with the file the
+// daemon before had (the kernel's passthrough backing file holds them), so they are passed on as they are.
+func (r *reopened) lockHandle(cancel <-chan struct{}, in *fuse.LkIn) (fuse.LkIn, fuse.Status) {
+	c := *in
+	if in.LkFlags&fuse.FUSE_LK_FLOCK != 0 {
+		return c, fuse.OK
+	}
+	fh, st := r.handle(cancel, &in.InHeader, in.Fh, syscall.O_RDONLY)
+	c.Fh = fh
+	return c, st
+}
+
+func (r *reopened) GetLk(cancel <-chan struct{}, in *fuse.LkIn, out *fuse.LkOut) fuse.Status {
+	c, st := r.lockHandle(cancel, in)
+	if !st.Ok() {
+		return st
+	}
+	return r.RawFileSystem.GetLk(cancel, &c, out)
+}
+
+func (r *reopened) SetLk(cancel <-chan struct{}, in *fuse.LkIn) fuse.Status {
+	c, st := r.lockHandle(cancel, in)
+	if !st.Ok() {
+		return st
+	}
+	return r.RawFileSystem.SetLk(cancel, &c)
+}
+
+func (r *reopened) SetLkw(cancel <-chan struct{}, in *fuse.LkIn) fuse.Status {
+	c, st := r.lockHandle(cancel, in)
+	if !st.Ok() {
+		return st
+	}
+	return r.RawFileSystem.SetLkw(cancel, &c)
+}
+
+// reopenedFor tells the lock table that handle now was opened for old, a daemon before's (r.mu held).
+func (r *reopened) reopenedFor(now, old uint64) {
+	if r.tree != nil {
+		r.tree.ReopenedHandle(now, old)
+	}
+}
+
+// releasedOld tells the lock table that the kernel released old handle fh: the owners adopted by it let go.
+func (r *reopened) releasedOld(fh uint64) {
+	if r.tree != nil {
+		r.tree.ReleaseOldHandle(fh)
+	}
+}
+
+// lockReopened is a root mount's reopened: old handles opened again for lock requests only.
+type lockReopened struct{ *reopened }
+
+func (r lockReopened) Read(cancel <-chan struct{}, in *fuse.ReadIn, buf []byte) (fuse.ReadResult, fuse.Status) {
+	return r.RawFileSystem.Read(cancel, in, buf)
+}
+
+func (r lockReopened) Write(cancel <-chan struct{}, in *fuse.WriteIn, data []byte) (uint32, fuse.Status) {
+	return r.RawFileSystem.Write(cancel, in, data)
+}
+
+func (r lockReopened) Writev(cancel <-chan struct{}, in *fuse.WriteIn, data [][]byte) (uint32, fuse.Status) {
+	return r.RawFileSystem.Writev(cancel, in, data)
+}
+
+func (r lockReopened) Flush(cancel <-chan struct{}, in *fuse.FlushIn) fuse.Status {
+	return r.RawFileSystem.Flush(cancel, in)
+}
+
+func (r lockReopened) Fsync(cancel <-chan struct{}, in *fuse.FsyncIn) fuse.Status {
+	return r.RawFileSystem.Fsync(cancel, in)
+}
+
+// Release of an old handle releases what was opened for it, and the handle itself: go-fuse counts down the
+// passthrough backing file it used (RestorePassthrough).
+func (r lockReopened) Release(cancel <-chan struct{}, in *fuse.ReleaseIn) {
+	if old, fh := r.old(in.Fh); old {
+		if fh != 0 {
+			r.mu.Lock()
+			delete(r.fhs, in.Fh)
+			r.mu.Unlock()
+			c := *in
+			c.Fh = fh
+			r.RawFileSystem.Release(cancel, &c)
+		}
+		r.releasedOld(in.Fh)
+	}
+	r.RawFileSystem.Release(cancel, in)
+}
