@@ -49,8 +49,9 @@ func (t *Tree) KeepLocks(k LockKeeper) {
 // one. Each is charged to its share (over its limit if need be: its locks are held already); one that holds no
 // lock any more (its daemon unlocked it and died before it said so), or another copy of an owner adopted
 // already, is dropped. It returns how many were adopted.
-func (t *Tree) AdoptLockOwners(owners []KeptOwner, fds []int) int {
-	l := &t.locks
+func (t *Tree) AdoptLockOwners(owners []KeptOwner, fds []int) int { return t.locks.adopt(owners, fds) }
+
+func (l *lockTable) adopt(owners []KeptOwner, fds []int) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.init()
@@ -91,8 +92,9 @@ func (t *Tree) AdoptLockOwners(owners []KeptOwner, fds []int) int {
 
 // ReleaseOldHandle drops the locks of the owners adopted from a daemon before that came by file handle fh, which
 // the kernel released (fh: that daemon's number).
-func (t *Tree) ReleaseOldHandle(fh uint64) {
-	l := &t.locks
+func (t *Tree) ReleaseOldHandle(fh uint64) { t.locks.releaseOld(fh) }
+
+func (l *lockTable) releaseOld(fh uint64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for o := range l.oldVia[fh] {
