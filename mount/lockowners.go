@@ -40,8 +40,9 @@ type lockMsg struct {
 
 // lockSocket is the daemon's end: it keeps its lock owners' descriptors with the holder (nodes.LockKeeper).
 type lockSocket struct {
-	mu sync.Mutex
-	fd int
+	mu     sync.Mutex
+	fd     int
+	broken bool // the holder is gone: said once, not asked again
 }
 
 // newLockSocketPair makes the socket to a holder: this daemon's end, and the holder's (to pass it, then close).
@@ -53,7 +54,8 @@ func newLockSocketPair() (*lockSocket, int, error) {
 	return &lockSocket{fd: fds[0]}, fds[1], nil
 }
 
-func (k *lockSocket) send(m lockMsg, fd int) error {
+// sendLockMsg sends m, with descriptor fd (-1: none), on socket sock.
+func sendLockMsg(sock int, m lockMsg, fd int) error {
 	b, err := json.Marshal(m)
 	if err != nil {
 		return err
@@ -62,22 +64,33 @@ func (k *lockSocket) send(m lockMsg, fd int) error {
 	if fd >= 0 {
 		rights = unix.UnixRights(fd)
 	}
-	k.mu.Lock()
-	defer k.mu.Unlock()
 	for {
-		if err = unix.Sendmsg(k.fd, b, rights, nil, 0); err != unix.EINTR {
+		if err = unix.Sendmsg(sock, b, rights, nil, unix.MSG_NOSIGNAL); err != unix.EINTR {
 			return err
 		}
 	}
 }
 
+func (k *lockSocket) send(m lockMsg, fd int) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.broken {
+		return errHolderGone
+	}
+	err := sendLockMsg(k.fd, m, fd)
+	if err != nil {
+		k.broken = true
+		fmt.Fprintf(os.Stderr, "sessionfs: the holder keeps no more lock owners' descriptors (%v): POSIX locks taken from now on go with this daemon\n", err)
+	}
+	return err
+}
+
+// errHolderGone: the socket to the holder failed once; nothing more is sent on it.
+var errHolderGone = errors.New("the holder is gone")
+
 // Keep sends owner o's descriptor to the holder.
 func (k *lockSocket) Keep(o nodes.KeptOwner, fd int) error {
-	if err := k.send(lockMsg{Op: "keep", Owner: o}, fd); err != nil {
-		fmt.Fprintf(os.Stderr, "sessionfs: the holder cannot keep a lock owner's descriptor: %v (the lock is refused)\n", err)
-		return err
-	}
-	return nil
+	return k.send(lockMsg{Op: "keep", Owner: o}, fd)
 }
 
 // Drop tells the holder that owner id's descriptor is closed.
@@ -256,13 +269,12 @@ func (h *heldLocks) handTo(sock int) {
 	}
 	go func() {
 		defer unix.Close(dup)
-		k := &lockSocket{fd: dup}
 		for _, o := range kept {
-			if k.send(lockMsg{Op: "adopt", Owner: o.Owner}, o.FD) != nil {
-				break
+			if sendLockMsg(dup, lockMsg{Op: "adopt", Owner: o.Owner}, o.FD) != nil {
+				return // the daemon is gone
 			}
 		}
-		_ = k.send(lockMsg{Op: "end"}, -1)
+		_ = sendLockMsg(dup, lockMsg{Op: "end"}, -1)
 	}()
 	h.attach(sock)
 }

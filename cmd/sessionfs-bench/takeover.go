@@ -8,14 +8,21 @@ import (
 	"slices"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // What keeping a mount's connection past its daemon costs (issue 42): a mount whose helper holds the connection
 // and logs every node id handed to the kernel (--takeover, the default as root) against one that does not
 // (--takeover=false), each on a store of its own with one session: start-up, and a lookup- and create-heavy
 // workload in the session's .claude (served through FUSE: every name is a node logged); and an upgrade's stall:
-// the longest a reader of .claude/settings.json waits while `sessionfs mount` hands the held mount over.
-const takeoverFiles = 2000
+// the longest a reader of .claude/settings.json waits while `sessionfs mount` hands the held mount over. And what a
+// POSIX lock costs when each lock owner's descriptor is kept by the holder (mount/lockowners.go): a lock and an
+// unlock, each owner's first and last, are a message to the holder each.
+const (
+	takeoverFiles = 2000
+	takeoverLocks = 2000
+)
 
 func (b *bench) takeover() {
 	if os.Geteuid() != 0 {
@@ -32,7 +39,7 @@ func (b *bench) takeover() {
 
 func takeoverFigures(sessionfs, dir string, runs int) ([]figure, error) {
 	modes := []struct{ name, flag string }{{"held", "--takeover"}, {"not held", "--takeover=false"}}
-	starts, work := map[string][]time.Duration{}, map[string][]time.Duration{}
+	starts, work, locks := map[string][]time.Duration{}, map[string][]time.Duration{}, map[string][]time.Duration{}
 	for round := range runs {
 		for _, m := range modes {
 			store := filepath.Join(dir, fmt.Sprintf("takeover-store-%d-%d", round, len(starts[m.name])))
@@ -45,6 +52,11 @@ func takeoverFigures(sessionfs, dir string, runs int) ([]figure, error) {
 			}
 			starts[m.name] = append(starts[m.name], took)
 			d, err := timed(func() error { return lookupCreateWorkload(filepath.Join(t.sessionDir("s1"), ".claude", "bench")) })
+			if err == nil {
+				var l time.Duration
+				l, err = timed(func() error { return lockWorkload(filepath.Join(t.sessionDir("s1"), ".claude", "bench.lock")) })
+				locks[m.name] = append(locks[m.name], l)
+			}
 			unmountTarget(sessionfs, store, t)
 			os.RemoveAll(store)
 			if err != nil {
@@ -58,6 +70,9 @@ func takeoverFigures(sessionfs, dir string, runs int) ([]figure, error) {
 		return nil, err
 	}
 	held, free := medianDuration(work["held"]), medianDuration(work["not held"])
+	lockHeld, lockFree := medianDuration(locks["held"]), medianDuration(locks["not held"])
+	fmt.Fprintf(os.Stderr, "takeover: %d POSIX lock+unlock cycles in .claude: %v held (each owner kept by the holder), %v not (%.2fx)\n",
+		takeoverLocks, lockHeld.Round(time.Millisecond), lockFree.Round(time.Millisecond), lockHeld.Seconds()/lockFree.Seconds())
 	fmt.Fprintf(os.Stderr, "takeover: start-up %v held, %v not; %d files made, stated, listed and removed in .claude: %v held, %v not (%.2fx); upgrade stalls %v\n",
 		medianDuration(starts["held"]).Round(time.Millisecond), medianDuration(starts["not held"]).Round(time.Millisecond),
 		takeoverFiles, held.Round(time.Millisecond), free.Round(time.Millisecond), held.Seconds()/free.Seconds(), stalls)
@@ -66,6 +81,8 @@ func takeoverFigures(sessionfs, dir string, runs int) ([]figure, error) {
 		{Name: "mount start-up, not held (--takeover=false), median", Value: medianDuration(starts["not held"]).Seconds() * 1000, Unit: "ms", Goal: "-"},
 		{Name: fmt.Sprintf("%d files made, stated, listed, removed in .claude, held (node log kept), median", takeoverFiles), Value: held.Seconds() * 1000, Unit: "ms", Goal: "-"},
 		{Name: "the same, not held, median", Value: free.Seconds() * 1000, Unit: "ms", Goal: "-"},
+		{Name: fmt.Sprintf("%d POSIX lock+unlock cycles in .claude, held (each owner's descriptor kept by the holder), median", takeoverLocks), Value: lockHeld.Seconds() * 1000, Unit: "ms", Goal: "-"},
+		{Name: "the same, not held, median", Value: lockFree.Seconds() * 1000, Unit: "ms", Goal: "-"},
 		{Name: "an upgrade's longest stall of a reader of .claude/settings.json, median", Value: medianDuration(stalls).Seconds() * 1000, Unit: "ms", Goal: "< 1000 ms"},
 		{Name: "an upgrade's longest stall, the worst", Value: slices.Max(stalls).Seconds() * 1000, Unit: "ms", Goal: "< 1000 ms"},
 	}, nil
@@ -111,6 +128,24 @@ func lookupCreateWorkload(dir string) error {
 		return err
 	}
 	return os.RemoveAll(dir)
+}
+
+// lockWorkload takes and releases a POSIX write lock of a file's first byte takeoverLocks times: each lock makes
+// the daemon an owner's descriptor (kept by the holder, when held), each unlock closes it.
+func lockWorkload(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	for range takeoverLocks {
+		for _, typ := range []int16{unix.F_WRLCK, unix.F_UNLCK} {
+			if err := unix.FcntlFlock(f.Fd(), unix.F_SETLK, &unix.Flock_t{Type: typ, Len: 1}); err != nil {
+				return fmt.Errorf("lock %s: %w", path, err)
+			}
+		}
+	}
+	return nil
 }
 
 // upgradeStalls hands a held mount over to the same binary runs times while a reader reads .claude/settings.json

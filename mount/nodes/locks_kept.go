@@ -23,7 +23,8 @@ import (
 // LockKeeper keeps, outside the daemon, a copy of each POSIX lock owner's descriptor (the mount's holder).
 type LockKeeper interface {
 	// Keep hands over a copy of owner o's descriptor fd. It returns once the copy is on its way: a daemon killed
-	// after it leaves the copy to the keeper.
+	// after it leaves the copy to the keeper. An error says it was not kept (the keeper is gone): the owner's
+	// locks are taken all the same, and go with this daemon, as they would without a keeper.
 	Keep(o KeptOwner, fd int) error
 	// Drop: owner id's descriptor is unlocked and closed; the keeper closes its copy.
 	Drop(id uint64)
@@ -42,6 +43,9 @@ type KeptOwner struct {
 func (t *Tree) KeepLocks(k LockKeeper) {
 	t.locks.mu.Lock()
 	t.locks.keeper = k
+	// Numbered apart from any daemon's before (its owners the keeper still keeps, adopted or not): by this
+	// process's id, and past what is adopted (AdoptLockOwners).
+	t.locks.nextID = max(t.locks.nextID, uint64(os.Getpid())<<32)
 	t.locks.mu.Unlock()
 }
 
@@ -122,17 +126,18 @@ func (t *Tree) ReopenedHandle(now, fh uint64) {
 	l.reopened[now] = fh
 }
 
-// keep hands of's descriptor to the keeper, if there is one (t.mu held): false when it could not.
-func (t *lockTable) keep(of *ownerFile, owner, fh uint64) bool {
+// keep hands of's descriptor to the keeper, if there is one (t.mu held).
+func (t *lockTable) keep(of *ownerFile, owner, fh uint64) {
 	if t.keeper == nil {
-		return true
+		return
 	}
 	if old, ok := t.reopened[fh]; ok {
 		fh = old
 	}
 	t.nextID++
-	of.kept = t.nextID
-	return t.keeper.Keep(KeptOwner{ID: of.kept, Owner: owner, Fh: fh, Session: of.payer.session, UID: of.payer.uid}, of.fd) == nil
+	if t.keeper.Keep(KeptOwner{ID: t.nextID, Owner: owner, Fh: fh, Session: of.payer.session, UID: of.payer.uid}, of.fd) == nil {
+		of.kept = t.nextID
+	}
 }
 
 // unkeep unlocks owner's descriptor of before it is closed, and tells the keeper to close its copy (t.mu held).

@@ -50,10 +50,7 @@ func (t *lockTable) setPosixVia(f fs.FileHandle, fh, owner uint64, p payer, lk *
 		if of, errno = t.openOwner(fd, key, owner, p); errno != 0 {
 			return errno
 		}
-		if !t.keep(of, owner, fh) { // before its first lock: a daemon killed from here on leaves it held
-			t.closeOwner(key, owner, of)
-			return syscall.ENOLCK
-		}
+		t.keep(of, owner, fh) // before its first lock: a daemon killed from here on leaves it held
 	}
 	if of.held.lenAfter(lk) > maxRangesPerOwner {
 		errno = syscall.ENOLCK
