@@ -375,3 +375,84 @@ func zombiesOf(pid int) []int {
 	}
 	return out
 }
+
+// TestMountUpgradeBackToBack (issue 42): a second `sessionfs mount` on a mountpoint whose hand-over is under way
+// (the holder stopping its daemon, executing the new binary, or starting the new daemon) waits for it and then
+// hands the mount over to its own build: it never says "already mounted" (the control socket gone while the
+// holder executes) nor fails because another hand-over is under way. Each round starts an upgrade, waits for the
+// holder to say it hands over, and starts a second at once; a last round starts two together (one wins, the other
+// waits). A shell agent on the mount sees no error, every line once and in order.
+func TestMountUpgradeBackToBack(t *testing.T) {
+	need(t, os.Geteuid() == 0, "root: a confined mount and its holder")
+	dir := t.TempDir()
+	versions := []string{"v0.0.0-upgrade.a", "v0.0.0-upgrade.b"}
+	builds := []string{upgradeBuild(t, dir, versions[0]), upgradeBuild(t, dir, versions[1])}
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	m := mountWith(t, builds[0], store)
+	helper := helperPID(t, m.cmd.Process.Pid)
+	t.Cleanup(func() { endTakeoverMount(t, m, helper) })
+	stop := filepath.Join(t.TempDir(), "stop")
+	l := startAgentLoop(t, "the shell", "s1", stop, exec.Command("sh", "-c", takeoverLoop, "sh", m.session("s1"), stop))
+	eventually(t, 30*time.Second, func() bool { return l.iterations() >= 5 }, "the loop runs: %s", agentErrors{l})
+
+	start := func(exe string) (*exec.Cmd, *syncBuffer) {
+		cmd := exec.Command(exe, "mount", m.mnt)
+		cmd.Env = append(os.Environ(), "SESSIONFS_STORE="+store)
+		out := &syncBuffer{}
+		cmd.Stdout, cmd.Stderr = out, out
+		require.NoError(t, cmd.Start())
+		return cmd, out
+	}
+	handovers := func() int { return strings.Count(m.log.String(), "handing "+m.mnt+" over to a new binary: the daemon") }
+	reapFirst := func() { // the test's child, gone after the first hand-over: reaped here (its output stays open in the holder)
+		if m.cmd.ProcessState == nil && procGone(m.cmd.Process.Pid) {
+			state, err := m.cmd.Process.Wait()
+			require.NoError(t, err)
+			m.cmd.ProcessState = state
+		}
+	}
+	// Each round starts an upgrade, and once the holder says it hands over, four more one after the other: they
+	// come while it stops its daemon, executes the new binary and starts the next daemon.
+	const rounds, more = 3, 4
+	for round := range rounds {
+		began := handovers()
+		a, aOut := start(builds[(round+1)%2])
+		eventually(t, 20*time.Second, func() bool { return handovers() > began }, "round %d: the first hand-over begins: %s", round, m.log)
+		var cmds []*exec.Cmd
+		var outs []*syncBuffer
+		for i := range more {
+			cmd, out := start(builds[(round+i)%2])
+			cmds, outs = append(cmds, cmd), append(outs, out)
+		}
+		require.NoError(t, a.Wait(), "round %d: the first hand-over: %s (mount: %s)", round, aOut, m.log)
+		reapFirst()
+		for i, cmd := range cmds {
+			err := cmd.Wait()
+			t.Logf("round %d: sessionfs mount %d, started during the first hand-over, said %q", round, i+1, strings.TrimSpace(outs[i].String()))
+			assert.NoError(t, err, "round %d: sessionfs mount %d, started during the first hand-over: %s", round, i+1, outs[i])
+			assert.Contains(t, outs[i].String(), "is served by sessionfs", "round %d: sessionfs mount %d", round, i+1)
+		}
+		require.False(t, t.Failed(), "mount: %s", m.log)
+		assert.Equal(t, began+1+more, handovers(), "round %d: each made its hand-over, one after the other", round)
+	}
+	began := handovers()
+	a, aOut := start(builds[1])
+	b, bOut := start(builds[0])
+	aErr, bErr := a.Wait(), b.Wait()
+	t.Logf("together: one said %q; the other %q", strings.TrimSpace(aOut.String()), strings.TrimSpace(bOut.String()))
+	require.NoError(t, aErr, "two at once, the first: %s (mount: %s)", aOut, m.log)
+	require.NoError(t, bErr, "two at once, the second: %s (mount: %s)", bOut, m.log)
+	assert.Equal(t, began+2, handovers(), "each made its hand-over, one after the other")
+	before := l.iterations()
+	eventually(t, 20*time.Second, func() bool { return l.iterations() >= before+3 }, "the loop goes on: %s", agentErrors{l})
+	gaps := l.finish(t, store)
+	t.Logf("%s: %d iterations, %d hand-overs: time between two iterations p50 %v, p90 %v, max %v",
+		l.name, len(gaps)+1, handovers(), gaps[len(gaps)/2], gaps[len(gaps)*9/10], gaps[len(gaps)-1])
+	assert.Less(t, gaps[len(gaps)-1], time.Second, "%s: the longest stall", l.name)
+	unmount := exec.Command(builds[0], "unmount", m.mnt)
+	unmount.Env = append(os.Environ(), "SESSIONFS_STORE="+store)
+	out, err := unmount.CombinedOutput()
+	require.NoError(t, err, "unmount: %s", out)
+	eventually(t, 20*time.Second, func() bool { return procGone(helper) }, "the holder ends with the mount")
+}

@@ -64,10 +64,10 @@ func (s *helperService) beginUpgrade(exe int, c *net.UnixConn) error {
 	switch {
 	case s.ending:
 		err = errors.New("the mount is ending")
-	case s.upgrade != nil:
-		err = errors.New("another hand-over is under way")
+	case s.upgrade != nil || s.upgradeReply != nil: // begun, or its asker not told yet who serves
+		err = errHandoverUnderWay
 	case !initialized || s.daemon == 0:
-		err = errors.New("the mount is not served yet")
+		err = errNotServedYet
 	}
 	if err != nil {
 		s.mu.Unlock()
@@ -102,16 +102,24 @@ func (s *helperService) beginUpgrade(exe int, c *net.UnixConn) error {
 func (s *helperService) execUpgrade() {
 	s.mu.Lock()
 	u := s.upgrade
-	s.upgrade = nil
 	s.mu.Unlock()
 	if u == nil {
 		return
 	}
 	defer unix.Close(u.exe)
 	err := s.exec(u)
+	s.endUpgrade()
 	fmt.Fprintf(os.Stderr, "sessionfs: the hand-over of %s failed: %v; this build serves on\n", s.mnt, err)
 	_ = json.NewEncoder(u.reply).Encode(upgradeReply{Error: err.Error() + " (the mount is served by the build before)"})
 	u.reply.Close()
+}
+
+// endUpgrade ends the hand-over under way. Till then (the exec: the asker's socket of another hand-over begun
+// meanwhile would not outlive it) another asker is told one is under way, and waits.
+func (s *helperService) endUpgrade() {
+	s.mu.Lock()
+	s.upgrade = nil
+	s.mu.Unlock()
 }
 
 func (s *helperService) exec(u *pendingUpgrade) error {

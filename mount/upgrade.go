@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/moby/sys/mountinfo"
@@ -56,7 +58,14 @@ type upgradeReply struct {
 	Daemon  int
 	Version string
 	Error   string
+	Busy    bool // a hand-over is under way (errHandoverUnderWay, errNotServedYet): ask again once it ended
 }
+
+// The holder's answers to an upgrade asked for while another is under way: the asker waits and asks again.
+var (
+	errHandoverUnderWay = errors.New("another hand-over is under way")
+	errNotServedYet     = errors.New("the mount is not served yet")
+)
 
 // controlDir is the folder of this user's mounts' control sockets: root's in /run, a normal user's in its
 // runtime folder.
@@ -164,7 +173,8 @@ func (s *helperService) answerControl(c *net.UnixConn) {
 			return
 		}
 		if err := s.beginUpgrade(fds[0], c); err != nil {
-			_ = json.NewEncoder(c).Encode(upgradeReply{Error: err.Error()})
+			busy := errors.Is(err, errHandoverUnderWay) || errors.Is(err, errNotServedYet)
+			_ = json.NewEncoder(c).Encode(upgradeReply{Error: err.Error(), Busy: busy})
 			return
 		}
 		fds, keep = nil, true // the upgrade holds both now
@@ -229,13 +239,72 @@ var ErrNoHolder = errors.New("no holder keeps the mount's connection")
 // upgradeTimeout bounds the wait for the new daemon to serve.
 const upgradeTimeout = time.Minute
 
+// handoverWait bounds how long Upgrade waits for a hand-over under way to end (another sessionfs mount's: its
+// holder stopping the daemon, executing the new binary with no control socket for a moment, starting the next
+// daemon) before it hands the mount over itself.
+const handoverWait = 30 * time.Second
+
+// errHandoverBusy: the holder is in a hand-over (asked by another); Upgrade asks again once it ended.
+var errHandoverBusy = errors.New("a hand-over of the mount is under way")
+
+// errNoAnswer: the holder closed the control connection unanswered, as one does that executes a new binary (the
+// request's connection goes with the image before): asked again while the mount is held.
+var errNoAnswer = errors.New("the connection closed unanswered")
+
 // Upgrade hands the mount at mnt, of the store at storeRoot, to this binary: ErrNoHolder when nothing keeps its
-// connection. An incompatible state is refused before the serving daemon stops: it serves on.
-func Upgrade(storeRoot, mnt string) (UpgradeResult, error) {
+// connection. An incompatible state is refused before the serving daemon stops: it serves on. While another
+// hand-over is under way it waits (up to handoverWait; waiting is called once, when it starts to) and then hands
+// the mount over in turn, so that of two sessionfs mounts one after the other the last one's build serves.
+func Upgrade(storeRoot, mnt string, waiting func()) (UpgradeResult, error) {
 	mnt, err := filepath.Abs(mnt)
 	if err != nil {
 		return UpgradeResult{}, err
 	}
+	deadline := time.Now().Add(handoverWait)
+	for {
+		res, err := upgradeOnce(storeRoot, mnt)
+		// A held mount whose control socket is gone, or closed unanswered, is one whose holder executes a new
+		// binary: it listens again.
+		busy := errors.Is(err, errHandoverBusy) || (errors.Is(err, ErrNoHolder) || errors.Is(err, errNoAnswer)) && held(mnt)
+		if !busy {
+			return res, err
+		}
+		if time.Now().After(deadline) {
+			return UpgradeResult{}, fmt.Errorf("%s was being handed over for %s (by another sessionfs mount) and still is: try again, or look at the mount's log: %w", mnt, handoverWait, err)
+		}
+		if waiting != nil {
+			waiting()
+			waiting = nil
+		}
+		time.Sleep(handoverPoll)
+	}
+}
+
+// handoverPoll is how often Upgrade asks again while a hand-over is under way.
+const handoverPoll = 20 * time.Millisecond
+
+// held says whether a holder keeps the connection of the mount at mnt: its state file (in this user's control
+// folder) names a process there, which holds the connection. Not HeldBy, which wants the holder's capabilities or
+// command line too: in the middle of its exec a holder shows neither, nor its descriptors, for a moment (a
+// process there that shows none counts as holding).
+func held(mnt string) bool {
+	minor, ok := connectionOf(mnt)
+	if !ok {
+		return false
+	}
+	var st Held
+	if b, err := os.ReadFile(heldFile(minor)); err != nil || json.Unmarshal(b, &st) != nil || st.Holder <= 0 {
+		return false
+	}
+	if err := unix.Kill(st.Holder, 0); err != nil && !errors.Is(err, unix.EPERM) {
+		return false
+	}
+	conns, _ := fuseConnections(st.Holder)
+	return len(conns) == 0 || slices.Contains(conns, int64(kernelDev(0, minor)))
+}
+
+// upgradeOnce asks the holder of mnt once: errHandoverBusy while it is in a hand-over.
+func upgradeOnce(storeRoot, mnt string) (UpgradeResult, error) {
 	minor, ok := connectionOf(mnt)
 	if !ok {
 		return UpgradeResult{}, ErrNoHolder
@@ -259,6 +328,10 @@ func Upgrade(storeRoot, mnt string) (UpgradeResult, error) {
 	var reply upgradeReply
 	if err := askControl(minor, "upgrade", self, &reply); err != nil {
 		return UpgradeResult{}, err
+	}
+	// A holder of the build before says it is busy in words only.
+	if reply.Busy || reply.Error == errHandoverUnderWay.Error() || reply.Error == errNotServedYet.Error() {
+		return UpgradeResult{}, fmt.Errorf("%w: %s", errHandoverBusy, reply.Error)
 	}
 	if reply.Error != "" {
 		return UpgradeResult{}, fmt.Errorf("hand %s over: %s", mnt, reply.Error)
@@ -288,10 +361,13 @@ func askControl(minor uint32, ask string, fd int, out any) error {
 		oob = unix.UnixRights(fd)
 	}
 	if _, _, err := c.WriteMsgUnix(req, oob, nil); err != nil {
-		return fmt.Errorf("ask the mount's holder: %w", err)
+		return fmt.Errorf("ask the mount's holder: %w (%w)", err, errNoAnswer)
 	}
 	_ = c.SetReadDeadline(time.Now().Add(upgradeTimeout))
 	if err := json.NewDecoder(c).Decode(out); err != nil {
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, unix.ECONNRESET) {
+			err = fmt.Errorf("%w (%w)", err, errNoAnswer)
+		}
 		return fmt.Errorf("the mount's holder did not answer %q: %w (its log says why)", ask, err)
 	}
 	return nil

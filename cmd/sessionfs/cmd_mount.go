@@ -269,7 +269,9 @@ func (a *app) upgradeMount(stdout, w io.Writer, mnt string, daemon bool) (handed
 	if err != nil {
 		return false, nil // no store: nothing serves it
 	}
-	res, err := mount.Upgrade(s.Root, mnt)
+	res, err := mount.Upgrade(s.Root, mnt, func() {
+		fmt.Fprintf(w, "sessionfs: %s is being handed over (by another sessionfs mount): waiting for it to end, then handing it over to this build\n", mnt)
+	})
 	switch {
 	case errors.Is(err, mount.ErrNoHolder):
 		return false, nil
