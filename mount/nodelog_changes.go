@@ -6,7 +6,7 @@ import (
 	"unsafe"
 )
 
-// The node log's last part is a ring of the requests that change a folder (make, remove or rename an entry), each
+// Before the node log's halves, a ring of the requests that change a folder (make, remove or rename an entry), each
 // noted by the kernel's unique id before it is made: a daemon that takes over and is resent such a request
 // (resend.go) finds the change made, and takes it as this request's own only if the ring holds its id, with the
 // same folder and name. Otherwise the change is someone else's, and the request gets what it would have got
@@ -19,15 +19,14 @@ const (
 	// its new name's; 0 for other changes), name
 	changeSlotSize = 8 + 8 + 8 + 8 + 8 + 256
 	changeName     = 40
-	changeRing     = nodeLogSize - changeSlots*changeSlotSize
+	changeRing     = passthroughBits + passthroughHandles/8
 
-	// Before the ring, a bit for each file handle that reads and writes through its node's passthrough backing
+	// After the header, a bit for each file handle that reads and writes through its node's passthrough backing
 	// file (gofs.NodeLog.Passthrough): the RELEASE of such a handle of a daemon before counts down its node's
 	// backing refs in the daemon after it, which closes the backing id with the last (and a flock taken on the
 	// file goes). A handle past the bits is not told: its node's backing id stays till the mount ends.
 	passthroughHandles = 1 << 16
-	passthroughBits    = changeRing - passthroughHandles/8
-	appendEnd          = passthroughBits // the records end here
+	passthroughBits    = nodeLogHeader
 )
 
 // Passthrough sets (on) or clears handle fh's bit.

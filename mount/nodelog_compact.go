@@ -1,0 +1,238 @@
+package mount
+
+import (
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// The node log is compacted, never full: records of nodes the kernel forgot pile up (every LOOKUP of a new name
+// and its FORGET), and a log that filled lost every node looked up after, to a daemon taking over. Once the log
+// passes a mark (compactMark), a compaction writes what it holds live (the nodes the kernel holds with their
+// counts and backings, the file handles' high-water mark) into the other half of the file, and then makes that
+// half the log with one store in the header. The holder holds the one file, so at every instant it holds a whole
+// log: until the store, the half it names is the old one, whole, with every record appended meanwhile; from it,
+// the new one, whole. A daemon killed during a compaction leaves the old half named; the next one clears the other
+// half before it compacts into it. No descriptor passes: a confined daemon sends none to its holder.
+//
+// The records are read and written out while the daemon serves on (appends go on into the old half); only the
+// switch holds appends back (switching alone): it copies the records appended since the read, moves each count
+// and backing to its new place, and stores the header. Its pause grows with the nodes the kernel holds, not with
+// the records the log had (compactStats; NodeLogChurn measures it).
+
+// halvesAt is where the first half starts: after the header page, the passthrough bits and the ring of changes.
+const halvesAt = changeRing + changeSlots*changeSlotSize
+
+var _ [0]struct{} = [halvesAt % pageSize]struct{}{} // the halves start at a page: madvise frees them whole
+
+// compactMark is how far into a half of half bytes a record starts a compaction, when the last one left live
+// bytes: a quarter of the half, or twice what it left (so a compaction frees at least as much as it writes), and
+// never past three quarters (the rest is room for records appended while it runs).
+func compactMark(half, live int64) int64 { return min(max(half/4, 2*live), half/4*3) }
+
+// compactStats is what the compactions of this process did.
+type compactStats struct {
+	mu       sync.Mutex
+	count    int
+	longest  time.Duration // the longest switch (appends held back)
+	switches time.Duration // all switches
+}
+
+// compactStep, when set (tests), is called at each step of a compaction: one that never returns stands for the
+// daemon killed there.
+var compactStep func(step string)
+
+func step(name string) {
+	if compactStep != nil {
+		compactStep(name)
+	}
+}
+
+// compact moves the log into the other half (the caller set l.compacts).
+func (l *nodeLog) compact() {
+	defer func() {
+		l.compactMu.Lock()
+		l.compacts.Store(false)
+		l.compactEnd.Broadcast()
+		l.compactMu.Unlock()
+	}()
+	l.switching.Lock() // every record before upTo is whole
+	from, upTo := l.base, min(l.next.Load(), l.end)
+	l.switching.Unlock()
+	to := halvesAt + (1-(from-halvesAt)/l.half)*l.half
+	l.clearHalf(to) // a compaction killed before it switched may have left records there
+	step("cleared")
+	st := newLogScan()
+	if _, err := l.scan(st, from, upTo); err != nil {
+		l.compactFailed(err)
+		return
+	}
+	w := &halfWriter{mem: l.mem, at: to, end: to + l.half}
+	counts, backings := map[int64]int64{}, map[int64]int64{} // new places by old ones
+	for id, r := range st.held {
+		w.write(nodeNamed, id, r.Parent, r.Ino, r.Name)
+		if r.AltName != "" {
+			w.write(nodeRenaming, id, r.AltParent, 0, r.AltName)
+		}
+	}
+	for id, off := range st.counts {
+		counts[off] = w.write(nodeCount, id, l.load(off+16), 0, "")
+	}
+	for id, off := range st.backings {
+		if backing := l.load(off + 16); backing != 0 {
+			backings[off] = w.write(nodeBacking, id, backing, l.load(off+24), "")
+		}
+	}
+	if st.handles != 0 {
+		w.write(nodeHandles, uint64(st.handles), 0, 0, "")
+	}
+	step("written")
+	if w.failed {
+		l.compactFailed(errTooLive)
+		return
+	}
+	l.compactSwitch(upTo, to, w, counts, backings)
+	step("switched")
+	l.clearHalf(from) // its pages given back
+}
+
+// compactSwitch, with appends held back, copies the records appended since upTo after what w wrote, moves each
+// count and backing record the daemon writes in place to its new place (counts and backings: new places by old
+// ones, of the records before upTo), and makes half to the log.
+func (l *nodeLog) compactSwitch(upTo, to int64, w *halfWriter, counts, backings map[int64]int64) {
+	l.switching.Lock()
+	defer l.switching.Unlock()
+	began := time.Now()
+	tail := upTo // the records appended since: whole ones (one that did not fit left nothing)
+	for last := min(l.next.Load(), l.end); tail+nodeRecordFixed <= last; {
+		size := int64(atomic.LoadUint32((*uint32)(unsafe.Pointer(&l.mem[tail]))))
+		if size == 0 {
+			break
+		}
+		tail += size
+	}
+	shift := w.at - upTo
+	w.copy(l.mem[upTo:tail])
+	moved := func(places map[uint64]int64, newPlace map[int64]int64, kind uint8, fields ...int64) map[uint64]int64 {
+		out := make(map[uint64]int64, len(places))
+		for id, off := range places {
+			at, ok := newPlace[off]
+			if off >= upTo {
+				at, ok = off+shift, off < tail
+			}
+			if !ok {
+				at = w.write(kind, id, l.load(off+16), l.load(off+24), "")
+			}
+			if at < 0 {
+				continue
+			}
+			for _, f := range fields {
+				l.store(at+f, l.load(off+f))
+			}
+			out[id] = at
+		}
+		return out
+	}
+	l.countMu.Lock()
+	newCounts := moved(l.counts, counts, nodeCount, 16)
+	newBackings := moved(l.backings, backings, nodeBacking, 16, 24)
+	if w.failed {
+		l.countMu.Unlock()
+		l.mark = l.end
+		l.compactFailedLocked(errTooLive)
+		return
+	}
+	l.counts, l.backings = newCounts, newBackings
+	l.countMu.Unlock()
+	step("copied")
+	which := uint32((to - halvesAt) / l.half)
+	atomic.StoreUint32((*uint32)(unsafe.Pointer(&l.mem[nodeLogActive])), which) // the switch: the holder's log is the new half
+	atomic.AddUint32((*uint32)(unsafe.Pointer(&l.mem[nodeLogCompact])), 1)
+	l.use(int(which), w.at, w.at-to)
+	took := time.Since(began)
+	l.stats.mu.Lock()
+	l.stats.count++
+	l.stats.longest = max(l.stats.longest, took)
+	l.stats.switches += took
+	l.stats.mu.Unlock()
+}
+
+// errTooLive: the nodes the kernel holds do not fit in a half.
+var errTooLive = fmt.Errorf("what the kernel holds does not fit in half the node log")
+
+// awaitCompaction waits for the compaction under way to end: appends that found the log full go on in the half
+// it switched to (or find the log full, and drop their records, if it could not switch).
+func (l *nodeLog) awaitCompaction() {
+	l.compactMu.Lock()
+	for l.compacts.Load() {
+		l.compactEnd.Wait()
+	}
+	l.compactMu.Unlock()
+}
+
+// compactFailed says why a compaction did not switch: the log stays where it is, is not compacted again, and
+// fills.
+func (l *nodeLog) compactFailed(err error) {
+	l.switching.Lock()
+	defer l.switching.Unlock()
+	l.mark = l.end
+	l.compactFailedLocked(err)
+}
+
+func (l *nodeLog) compactFailedLocked(err error) {
+	l.full.Do(func() {
+		fmt.Fprintf(os.Stderr, "sessionfs: the node log is not compacted: %v: once it is full, files looked up are lost to a restarted daemon\n", err)
+	})
+}
+
+// clearHalf zeroes the half at base and gives its pages back.
+func (l *nodeLog) clearHalf(base int64) {
+	half := l.mem[base : base+l.half]
+	if unix.Madvise(half, unix.MADV_REMOVE) == nil {
+		return
+	}
+	if unix.Fallocate(l.fd, unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, base, l.half) == nil {
+		return
+	}
+	clear(half)
+}
+
+// compactions is how often the log was compacted, by any daemon that wrote it.
+func (l *nodeLog) compactions() uint32 {
+	return atomic.LoadUint32((*uint32)(unsafe.Pointer(&l.mem[nodeLogCompact])))
+}
+
+// halfWriter appends records to a half that is not the log yet.
+type halfWriter struct {
+	mem     []byte
+	at, end int64
+	failed  bool // a record did not fit
+}
+
+// write appends a record and returns where (-1: it did not fit).
+func (w *halfWriter) write(kind uint8, id, parent, ino uint64, name string) int64 {
+	size := int64(nodeRecordFixed+len(name)+7) &^ 7
+	if w.at+size > w.end {
+		w.failed = true
+		return -1
+	}
+	off := w.at
+	writeRecord(w.mem[off:off+size], kind, id, parent, ino, name)
+	w.at += size
+	return off
+}
+
+// copy appends whole records as they are.
+func (w *halfWriter) copy(recs []byte) {
+	if w.at+int64(len(recs)) > w.end {
+		w.failed = true
+		return
+	}
+	copy(w.mem[w.at:], recs)
+	w.at += int64(len(recs))
+}
