@@ -9,8 +9,10 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"time"
 
 	spec "github.com/container-storage-interface/spec/lib/go/csi"
+	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -40,6 +42,9 @@ type Driver struct {
 	// StateDir keeps the record of what this plugin published, so a restarted plugin knows its own mounts (""
 	// keeps it in memory only).
 	StateDir string
+	// SuccessorWait is how long a plugin told to stop waits for the next one to take the node's mount over
+	// (handover.go) before it unmounts it (0: it does not wait).
+	SuccessorWait time.Duration
 
 	mu        sync.Mutex
 	published map[string]*publication // target path -> what is published there
@@ -68,11 +73,22 @@ func (d *Driver) Serve(ctx context.Context, endpoint string) error {
 		}
 		_ = os.Remove(path)
 	}
-	l, err := net.Listen("unix", path)
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", path, err)
 	}
-	defer os.Remove(path)
+	// Removed at the end only while it is this plugin's: in a DaemonSet update the next plugin listens on the same
+	// path before this one stops.
+	l.SetUnlinkOnClose(false)
+	var own unix.Stat_t
+	_ = unix.Stat(path, &own)
+	defer func() {
+		var now unix.Stat_t
+		if unix.Stat(path, &now) == nil && now.Dev == own.Dev && now.Ino == own.Ino {
+			_ = os.Remove(path)
+		}
+	}()
+	go d.adoptLeases(ctx.Done())
 	srv := grpc.NewServer()
 	spec.RegisterIdentityServer(srv, d)
 	spec.RegisterControllerServer(srv, d)

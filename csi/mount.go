@@ -13,8 +13,9 @@ import (
 
 // EnsureMount uses the store's mount at d.Mountpoint if one serves it, and otherwise starts `sessionfs mount` for
 // it (the plugin runs in the sessionfs binary: a daemon of its own, confined as co says, as every root mount is);
-// stop stops what was started here. A plugin that dies leaves that mount serving its pods, and the next plugin
-// uses it.
+// stop stops what was started here, unless the next plugin takes it over meanwhile (handover.go). A plugin that
+// dies leaves that mount serving its pods, and the next plugin uses it; a mount held in another pid namespace (the
+// plugin's pod before, in a DaemonSet update) is taken over (takeMount).
 func (d *Driver) EnsureMount(co confine.Options) (stop func(), err error) {
 	mnt := d.Mountpoint
 	serving := func() bool {
@@ -22,7 +23,10 @@ func (d *Driver) EnsureMount(co confine.Options) (stop func(), err error) {
 		return ok && m.Mountpoint == mnt && !mount.Stale(mnt)
 	}
 	if serving() {
-		return func() {}, nil
+		if mount.HeldHere(mnt) {
+			return func() {}, nil
+		}
+		return d.takeMount(co)
 	}
 	exe, err := os.Executable()
 	if err != nil {
@@ -48,7 +52,7 @@ func (d *Driver) EnsureMount(co confine.Options) (stop func(), err error) {
 			return nil, fmt.Errorf("sessionfs mount %s did not serve within 30 s", mnt)
 		}
 	}
-	return func() {
+	return d.unlessHandedOver(func() {
 		_ = daemon.Process.Signal(syscall.SIGTERM)
 		select {
 		case <-exited:
@@ -56,5 +60,5 @@ func (d *Driver) EnsureMount(co confine.Options) (stop func(), err error) {
 			_ = mount.Unmount(mnt) // busy (pods still hold it): detached, served until they leave
 			_ = daemon.Process.Signal(syscall.SIGTERM)
 		}
-	}, nil
+	}), nil
 }

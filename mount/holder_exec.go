@@ -38,6 +38,7 @@ type upgradedState struct {
 type pendingUpgrade struct {
 	exe   int
 	reply *os.File
+	move  bool // to a holder in another pid namespace, not by exec (holder_move.go)
 }
 
 // beginUpgrade keeps the binary exe and the asker's socket c, and tells the serving daemon to hand over: the
@@ -53,6 +54,12 @@ func (s *helperService) beginUpgrade(exe int, c *net.UnixConn) error {
 	if n, err := unix.Pread(exe, magic, 0); err != nil || n != 4 || string(magic) != "\x7fELF" {
 		return errors.New("what was sent is not a binary (ELF)")
 	}
+	return s.awaitHandover(&pendingUpgrade{exe: exe}, c)
+}
+
+// awaitHandover keeps the hand-over u with the asker's socket c, and tells the serving daemon to hand over: once
+// it is gone, takeOver's execUpgrade carries u out.
+func (s *helperService) awaitHandover(u *pendingUpgrade, c *net.UnixConn) error {
 	reply, err := c.File()
 	if err != nil {
 		return err
@@ -74,7 +81,8 @@ func (s *helperService) beginUpgrade(exe int, c *net.UnixConn) error {
 		reply.Close()
 		return err
 	}
-	s.upgrade = &pendingUpgrade{exe: exe, reply: reply}
+	u.reply = reply
+	s.upgrade = u
 	daemon := s.daemon
 	s.mu.Unlock()
 	c.Close()
@@ -104,6 +112,10 @@ func (s *helperService) execUpgrade() {
 	u := s.upgrade
 	s.mu.Unlock()
 	if u == nil {
+		return
+	}
+	if u.move {
+		s.moveOut(u)
 		return
 	}
 	defer unix.Close(u.exe)

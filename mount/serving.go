@@ -85,16 +85,28 @@ func fuseConnections(pid int) ([]int64, error) {
 	}
 	var out []int64
 	for _, fd := range fds {
-		if target, err := os.Readlink(dir + "/" + fd.Name()); err != nil || target != "/dev/fuse" {
+		target, err := os.Readlink(dir + "/" + fd.Name())
+		if err != nil || !maybeFUSEDevice(target) {
 			continue
 		}
 		info, err := os.ReadFile(fmt.Sprintf("/proc/%d/fdinfo/%s", pid, fd.Name()))
 		if err != nil {
 			continue // closed meanwhile
 		}
-		out = append(out, fuseConnection(string(info)))
+		c := fuseConnection(string(info))
+		if c < 0 && target != "/dev/fuse" {
+			continue // a file named fuse, or a root: not a /dev/fuse descriptor (those have a connection)
+		}
+		out = append(out, c)
 	}
 	return out, nil
+}
+
+// maybeFUSEDevice says whether a descriptor's link text may be /dev/fuse's: "/dev/fuse", or, opened in a mount
+// namespace that ended since (a plugin pod's before a DaemonSet update, whose holder handed it over), the path
+// beneath the detached mount it was opened through: "/fuse" beneath a /dev, "/" for /dev/fuse bound alone.
+func maybeFUSEDevice(target string) bool {
+	return target == "/dev/fuse" || target == "/" || strings.HasSuffix(target, "/fuse")
 }
 
 // fuseConnection reads fuse_connection from a /dev/fuse descriptor's fdinfo (-1 when it is not there).

@@ -178,6 +178,12 @@ func (s *helperService) answerControl(c *net.UnixConn) {
 			return
 		}
 		fds, keep = nil, true // the upgrade holds both now
+	case "move": // to a holder in another pid namespace (holder_move.go)
+		if err := s.beginMove(buf[:n], c); err != nil {
+			_ = json.NewEncoder(c).Encode(upgradeReply{Error: err.Error()})
+			return
+		}
+		keep = true
 	}
 }
 

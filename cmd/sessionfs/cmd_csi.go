@@ -7,6 +7,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -17,6 +18,7 @@ import (
 // csiOptions are csi's flags.
 type csiOptions struct {
 	endpoint, nodeID, mnt, profiles, kubeletRoot, stateDir string
+	successorWait                                          time.Duration
 }
 
 func (a *app) csiCmd() *cobra.Command {
@@ -43,7 +45,9 @@ Tenancy: a session belongs to the namespace that made it. An inline volume (the 
 true) makes sessions into its pod's namespace and names only that namespace's; a persistent volume's handle is
 trusted (Kubernetes bound it to the pod's claim). Only targets beneath --kubelet-root are published, and only
 what this plugin published there (its record in --state-dir, kept across restarts) is unpublished.
-The node's mount at --mountpoint is used if it serves the store, and made (and unmounted at exit) otherwise.
+The node's mount at --mountpoint is used if it serves the store, and made (and unmounted at exit) otherwise; one
+held by the plugin's pod before (a DaemonSet update: another pid namespace) is taken over, and a plugin told to
+stop waits up to --successor-wait for the next one to take its mount over before it unmounts it.
 The plugin runs as root (it mounts). See README, "Running on Kubernetes", and contrib/kubernetes/.`,
 		Example: `  sessionfs csi --endpoint unix:///csi/csi.sock --node-id "$NODE_NAME" --store /mnt/shared/sessions
   CSI_ENDPOINT=unix:///csi/csi.sock sessionfs csi --mountpoint /var/lib/sessionfs/mnt`,
@@ -62,6 +66,7 @@ The plugin runs as root (it mounts). See README, "Running on Kubernetes", and co
 	cmd.Flags().StringVar(&o.profiles, "profiles", "", "the folder of profiles (.claude templates) a volume's profile attribute may name")
 	cmd.Flags().StringVar(&o.kubeletRoot, "kubelet-root", csi.DefaultKubeletRoot, "the kubelet's folder: targets are beneath it")
 	cmd.Flags().StringVar(&o.stateDir, "state-dir", "/var/lib/sessionfs/csi", "where the plugin records what it published (kept across restarts)")
+	cmd.Flags().DurationVar(&o.successorWait, "successor-wait", 0, "at SIGTERM, how long to wait for the next plugin (a DaemonSet update's new pod) to take the node's mount over before unmounting it")
 	return cmd
 }
 
@@ -76,7 +81,10 @@ func (a *app) runCSI(o csiOptions) error {
 		return err
 	}
 	d := &csi.Driver{Store: s, Mountpoint: abs, NodeID: o.nodeID, Version: version, Profiles: o.profiles,
-		KubeletRoot: o.kubeletRoot, StateDir: o.stateDir}
+		KubeletRoot: o.kubeletRoot, StateDir: o.stateDir, SuccessorWait: o.successorWait}
+	if err := csi.PrepareControlDir(); err != nil {
+		return err
+	}
 	stop, err := d.EnsureMount(confine.Options{Mode: envOr("SESSIONFS_CONFINE", confine.On)})
 	if err != nil {
 		return err

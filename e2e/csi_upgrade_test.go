@@ -1,0 +1,265 @@
+package e2e
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/sessionfs/sessionfs/layout"
+	sfsmount "github.com/sessionfs/sessionfs/mount"
+)
+
+// csiNode is one Kubernetes node's folders as the plugin's DaemonSet (contrib/kubernetes/node.yaml) shares them
+// between its pods: the kubelet's folder and /var/lib/sessionfs with Bidirectional propagation (here: beneath a
+// bind of base made rshared, which every pod's mount namespace copies as a peer), the plugin's socket folder,
+// the mounts' control folder (each pod's /run/sessionfs, root's alone) and the store.
+type csiNode struct {
+	base, store, mnt, state, run, kubelet, sock string
+}
+
+func newCSINode(t *testing.T) *csiNode {
+	t.Helper()
+	base := t.TempDir()
+	require.NoError(t, exec.Command("mount", "--bind", base, base).Run())
+	require.NoError(t, exec.Command("mount", "--make-rshared", base).Run())
+	n := &csiNode{base: base, store: filepath.Join(base, "store"), mnt: filepath.Join(base, "var-lib-sessionfs", "mnt"),
+		state: filepath.Join(base, "var-lib-sessionfs", "csi"), run: filepath.Join(base, "run-sessionfs"),
+		kubelet: filepath.Join(base, "kubelet"), sock: filepath.Join(base, "plugin", "csi.sock")}
+	for _, d := range []string{n.store, n.mnt, filepath.Dir(n.sock)} {
+		require.NoError(t, os.MkdirAll(d, 0o755))
+	}
+	require.NoError(t, os.Mkdir(n.run, 0o700))
+	require.NoError(t, os.Mkdir(n.kubelet, 0o750))
+	t.Cleanup(func() {
+		for range 3 { // a mount beneath another's: detached in turn
+			for _, e := range mountsUnder(t, base) {
+				_ = syscall.Unmount(e.point, syscall.MNT_DETACH)
+			}
+		}
+		_ = syscall.Unmount(base, syscall.MNT_DETACH)
+	})
+	return n
+}
+
+// csiPod is a plugin pod: `sessionfs csi` as pid 1 of its own pid namespace (its processes end with it, as a
+// pod's do) and its own mount namespace, where the node's control folder is its /run/sessionfs.
+type csiPod struct {
+	name    string
+	cmd     *exec.Cmd // unshare, which exits with the plugin's status
+	plugin  int       // the plugin's pid as this test sees it
+	pidNS   string
+	log     *syncBuffer
+	done    chan struct{}
+	version string
+}
+
+// startCSIPod starts a plugin pod of exe on node n and waits for it to listen on the node's plugin socket (a new
+// socket: the pod before may listen there still).
+func startCSIPod(t *testing.T, n *csiNode, name, exe, version string) *csiPod {
+	t.Helper()
+	var before syscall.Stat_t
+	_ = syscall.Stat(n.sock, &before)
+	script := `mkdir -p /run/sessionfs && mount --bind "$1" /run/sessionfs && shift && exec "$@"`
+	p := &csiPod{name: name, log: &syncBuffer{}, done: make(chan struct{}), version: version}
+	p.cmd = exec.Command("unshare", "--pid", "--fork", "--mount-proc", "--propagation", "unchanged", "--",
+		"sh", "-c", script, "sh", n.run, exe, "csi", "--endpoint", "unix://"+n.sock, "--node-id", "node-a",
+		"--mountpoint", n.mnt, "--kubelet-root", n.kubelet, "--state-dir", n.state, "--successor-wait", "20s")
+	p.cmd.Env = append(os.Environ(), "SESSIONFS_STORE="+n.store)
+	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
+	p.cmd.WaitDelay = 5 * time.Second
+	require.NoError(t, p.cmd.Start())
+	go func() { _ = p.cmd.Wait(); close(p.done) }()
+	t.Cleanup(func() { p.kill() })
+	eventually(t, 10*time.Second, func() bool { p.plugin = childOf(p.cmd.Process.Pid); return p.plugin != 0 }, "%s: unshare started no plugin: %s", name, p.log)
+	p.pidNS, _ = os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", p.plugin))
+	eventually(t, 30*time.Second, func() bool {
+		var st syscall.Stat_t
+		if syscall.Stat(n.sock, &st) != nil || st.Ino == before.Ino {
+			return false
+		}
+		c, err := net.Dial("unix", n.sock)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	}, "%s did not listen on the node's plugin socket: %s", name, p.log)
+	return p
+}
+
+// stop sends the plugin SIGTERM, as the kubelet does to a pod being deleted.
+func (p *csiPod) stop() { _ = syscall.Kill(p.plugin, syscall.SIGTERM) }
+
+// exited waits for the pod to end and returns its exit code (-1: not within the bound).
+func (p *csiPod) exited(within time.Duration) int {
+	select {
+	case <-p.done:
+		return p.cmd.ProcessState.ExitCode()
+	case <-time.After(within):
+		return -1
+	}
+}
+
+// kill ends the pod (SIGKILL of its pid 1 ends every process of its pid namespace).
+func (p *csiPod) kill() {
+	select {
+	case <-p.done:
+	default:
+		_ = syscall.Kill(p.plugin, syscall.SIGKILL)
+		select {
+		case <-p.done:
+		case <-time.After(20 * time.Second):
+			_ = p.cmd.Process.Kill()
+		}
+	}
+}
+
+// inPidNS lists the processes of pid namespace ns (as /proc/<pid>/ns/pid names it).
+func inPidNS(ns string) []int {
+	var out []int
+	procs, _ := os.ReadDir("/proc")
+	for _, e := range procs {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if l, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", pid)); err == nil && l == ns {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// childOf is a child of pid (0: none yet).
+func childOf(pid int) int {
+	files, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	for _, f := range files {
+		b, _ := os.ReadFile(f)
+		if c := strings.Fields(string(b)); len(c) > 0 {
+			n, _ := strconv.Atoi(c[0])
+			return n
+		}
+	}
+	return 0
+}
+
+// TestCSIUpgrade (issue 42, the CSI plugin's DaemonSet update): the plugin's pod holds the node's mount (its
+// helper keeps the FUSE connection), and a pod's processes end with its pid namespace. Two plugin pods, each
+// `sessionfs csi` as pid 1 of its own pid and mount namespaces, share the node's folders as node.yaml's DaemonSet
+// shares them; a container on a target the plugin published appends a numbered line and reads
+// .claude/settings.json every 50 ms (takeoverLoop). 20 updates alternate two builds with different version
+// strings: in even rounds as maxSurge 1 does (the new pod starts, then the old one gets SIGTERM), in odd rounds the
+// other way (SIGTERM first: the old plugin waits for a successor). Each time the new pod's plugin takes the mount
+// over, the daemon serving is the new build's, the old pod exits 0 with its pid namespace ended, and the
+// container goes on: no error, every line once and in order, the longest stall under a second (the distribution
+// logged). What was published is the last plugin's to unpublish, with the session's lease. A plugin told to stop
+// with no successor unmounts the node's mount once its wait ends.
+func TestCSIUpgrade(t *testing.T) {
+	needFUSE(t)
+	need(t, os.Geteuid() == 0, "the CSI plugin mounts: root")
+	_, err := exec.LookPath("unshare")
+	need(t, err == nil, "unshare (util-linux) makes the pods' namespaces")
+	images(t, needDocker(t), "")
+	dir := t.TempDir()
+	versions := []string{"v0.0.0-csi.a", "v0.0.0-csi.b"}
+	builds := []string{upgradeBuild(t, dir, versions[0]), upgradeBuild(t, dir, versions[1])}
+
+	n := newCSINode(t)
+	pod := startCSIPod(t, n, "pod 0", builds[0], versions[0])
+	conn, _ := (&csiPlugin{sock: n.sock}).client(t)
+	target := filepath.Join(n.kubelet, "pods", "agent-0", "volumes", "session")
+	require.NoError(t, os.MkdirAll(filepath.Dir(target), 0o750))
+	_, err = conn.NodePublishVolume(rpcCtx(t), publishReq("csi-1", target, map[string]string{"session": "s1"}))
+	require.NoError(t, err, "publish: %s", pod.log)
+
+	ctl := t.TempDir()
+	name := fmt.Sprintf("sessionfs-csi-upgrade-%d", os.Getpid())
+	t.Cleanup(func() { _ = exec.Command("docker", "rm", "-f", name).Run() })
+	loops := []*agentLoop{startAgentLoop(t, "CSI pod", "s1", filepath.Join(ctl, "stop"),
+		exec.Command("docker", "run", "--rm", "--name", name, "-v", target+":/session", "-v", ctl+":/ctl",
+			busyboxImage, "sh", "-c", takeoverLoop, "sh", "/session", "/ctl/stop"))}
+	loop := loops[0]
+	eventually(t, 30*time.Second, func() bool { return loop.iterations() >= 5 }, "the loop runs: %s", agentErrors(loops))
+
+	const updates = 20
+	for round := range updates {
+		next := (round + 1) % 2
+		old := pod
+		before := loop.iterations()
+		surge := round%2 == 0
+		if !surge { // the old pod told to stop first: it waits for a successor, serving
+			old.stop()
+			eventually(t, 10*time.Second, func() bool { return strings.Contains(old.log.String(), "serves on if the next plugin takes it over") },
+				"round %d: the old plugin waits for a successor: %s", round, old.log)
+		}
+		pod = startCSIPod(t, n, fmt.Sprintf("pod %d", round+1), builds[next], versions[next])
+		if surge {
+			old.stop()
+		}
+		code := old.exited(30 * time.Second)
+		eventually(t, 20*time.Second, func() bool { return loop.iterations() >= before+3 },
+			"round %d: the container goes on after the update to %s (%s; old pod: %s; new pod: %s)", round, versions[next], agentErrors(loops), old.log, pod.log)
+		require.Equal(t, 0, code, "round %d: the old pod exits 0 on SIGTERM: %s", round, old.log)
+		assert.Empty(t, inPidNS(old.pidNS), "round %d: the old pod's pid namespace ended", round)
+		require.Contains(t, pod.log.String(), "took the node's mount "+n.mnt+" over from the plugin before (sessionfs "+versions[1-next]+")",
+			"round %d: the new plugin took the mount over: %s", round, pod.log)
+		assert.Contains(t, old.log.String(), "the next plugin holds the node's mount", "round %d: %s", round, old.log)
+		_, _, version := servedBy(t, n.mnt)
+		require.Equal(t, versions[next], version, "round %d: the daemon serving is the new build's", round)
+	}
+
+	// The lease went with the publication: the last plugin holds it (taken once the one before let it go).
+	store, err := layout.OpenStore(n.store)
+	require.NoError(t, err)
+	eventually(t, 10*time.Second, func() bool {
+		l, err := store.TryLease("s1", layout.ThisProcess())
+		if err == nil {
+			_ = l.Release()
+		}
+		return errors.Is(err, layout.ErrRunning)
+	}, "the last plugin holds session s1's lease: %s", pod.log)
+
+	gaps := loop.finish(t, n.store)
+	p := func(q float64) time.Duration { return gaps[min(len(gaps)-1, int(q*float64(len(gaps))))] }
+	t.Logf("%s: %d iterations, %d updates: time between two iterations p50 %v, p90 %v, max %v (a 50 ms sleep each; the %d longest: %v)",
+		loop.name, len(gaps)+1, updates, p(0.5), p(0.9), gaps[len(gaps)-1], updates, gaps[max(0, len(gaps)-updates):])
+	assert.Less(t, gaps[len(gaps)-1], time.Second, "the longest stall")
+	eventually(t, 30*time.Second, func() bool { return !containerRunning(name) }, "the container ended")
+
+	// The last plugin unpublishes what the first published (the record went from pod to pod).
+	conn, _ = (&csiPlugin{sock: n.sock}).client(t)
+	_, err = conn.NodeUnpublishVolume(rpcCtx(t), unpublishReq("csi-1", target))
+	require.NoError(t, err, "unpublish by the last plugin: %s", pod.log)
+	_, err = conn.NodePublishVolume(rpcCtx(t), publishReq("csi-2", target+"2", map[string]string{"session": "s1"}))
+	if err == nil {
+		_, _ = conn.NodeUnpublishVolume(rpcCtx(t), unpublishReq("csi-2", target+"2"))
+	} else {
+		assert.NotEqual(t, codes.FailedPrecondition, status.Code(err), "the lease was released at unpublish: %v", err)
+	}
+
+	// Told to stop with no successor, the last plugin waits, then unmounts the node's mount as before.
+	pod.stop()
+	require.Equal(t, 0, pod.exited(60*time.Second), "the last pod exits 0: %s", pod.log)
+	assert.Contains(t, pod.log.String(), "no plugin took the node's mount")
+	assert.False(t, isFUSEMount(n.mnt), "the node's mount is unmounted")
+	_, err = sfsmount.ServingPID(n.mnt)
+	assert.Error(t, err, "nothing serves the node's mount")
+}
+
+// containerRunning says whether the container name runs.
+func containerRunning(name string) bool {
+	out, err := exec.Command("docker", "inspect", "-f", "{{.State.Running}}", name).Output()
+	return err == nil && strings.TrimSpace(string(out)) == "true"
+}
