@@ -41,7 +41,7 @@
 // process), mount_memory (--max-nodes), mount_hosts (one store, two hosts on MooseFS), mount_stress (attackers
 // racing the mount), mount_takeover (kill -9 of the serving daemon not seen by four agents, a Claude CLI, resent
 // changes, locks; where it cannot hold, an error within 10 s), mount_takeover_resend (a resent rename, exchange
-// included, made once; the node log compacted under churn, a kill after),
+// included, made once), mount_takeover_nodelog (the node log compacted under churn, held files work after a kill),
 // mount_upgrade (sessionfs mount of another build hands a serving mount over to it, unseen by the agents on it),
 // mount_upgrade_boot (the same after a fresh /run).
 //

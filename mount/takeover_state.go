@@ -33,6 +33,8 @@ type Held struct {
 	Restored  int // nodes the kernel holds that the last one restored
 	Waiting   int // requests the kernel had waiting when the last daemon before it died
 	Nodes     int `json:"-"` // nodes the kernel holds now, as the node log says (HeldBy)
+	// Compactions is how often the mount's daemons compacted the node log (HeldBy).
+	Compactions int `json:"-"`
 }
 
 // ServedArgs are what a daemon that took the connection over tells its holder once it serves.
@@ -151,25 +153,26 @@ func HeldBy(mnt string) (Held, error) {
 	if !slices.Contains(conns, int64(kernelDev(0, minor))) || !holdsHelperCaps(st.Holder) && !isUsersHolder(st.Holder) {
 		return Held{}, ErrNotHeld // a holder that ended; its connection's number given to another mount since
 	}
-	st.Nodes, _ = nodesHeld(st.Holder)
+	st.Nodes, st.Compactions, _ = nodesHeld(st.Holder)
 	return st, nil
 }
 
 // nodesHeld counts the nodes the kernel holds, from the node log holder keeps (its descriptor holderNodes, mapped
-// read-only here: what a daemon taking over would restore, before it looks them up).
-func nodesHeld(holder int) (int, error) {
+// read-only here: what a daemon taking over would restore, before it looks them up), and how often the log was
+// compacted.
+func nodesHeld(holder int) (nodes, compactions int, err error) {
 	fd, err := unix.Open(fmt.Sprintf("/proc/%d/fd/%d", holder, holderNodes), unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer unix.Close(fd)
 	l, err := mapNodeLogAs(fd, unix.PROT_READ)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	defer unix.Munmap(l.mem)
-	nodes, _, err := l.read()
-	return len(nodes), err
+	defer l.unmap()
+	recorded, _, err := l.read()
+	return len(recorded), int(l.compactions()), err
 }
 
 // connectionMinor is the FUSE connection of the sessionfs mount at mnt, from the mount table.
