@@ -76,8 +76,9 @@ func startCSIPod(t *testing.T, n *csiNode, name, exe, version string) *csiPod {
 	p := &csiPod{name: name, log: &syncBuffer{}, done: make(chan struct{}), version: version}
 	p.cmd = exec.Command("unshare", "--pid", "--fork", "--mount-proc", "--propagation", "unchanged", "--",
 		"sh", "-c", script, "sh", n.run, exe, "csi", "--endpoint", "unix://"+n.sock, "--node-id", "node-a",
-		"--mountpoint", n.mnt, "--kubelet-root", n.kubelet, "--state-dir", n.state, "--successor-wait", "20s")
-	p.cmd.Env = append(os.Environ(), "SESSIONFS_STORE="+n.store)
+		"--mountpoint", n.mnt, "--kubelet-root", n.kubelet, "--state-dir", n.state)
+	// The wait by its variable, not its flag: a build before it (the test's proof that it fails there) runs too.
+	p.cmd.Env = append(os.Environ(), "SESSIONFS_STORE="+n.store, "CSI_SUCCESSOR_WAIT=20s")
 	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
 	p.cmd.WaitDelay = 5 * time.Second
 	require.NoError(t, p.cmd.Start())
@@ -164,7 +165,8 @@ func childOf(pid int) int {
 // other way (SIGTERM first: the old plugin waits for a successor). Each time the new pod's plugin takes the mount
 // over, the daemon serving is the new build's, the old pod exits 0 with its pid namespace ended, and the
 // container goes on: no error, every line once and in order, the longest stall under a second (the distribution
-// logged). What was published is the last plugin's to unpublish, with the session's lease. A plugin told to stop
+// logged). A pod of a build whose hand-over format differs is refused before anything stops, and the pod before
+// serves on. What was published is the last plugin's to unpublish, with the session's lease. A plugin told to stop
 // with no successor unmounts the node's mount once its wait ends.
 func TestCSIUpgrade(t *testing.T) {
 	needFUSE(t)
@@ -175,6 +177,7 @@ func TestCSIUpgrade(t *testing.T) {
 	dir := t.TempDir()
 	versions := []string{"v0.0.0-csi.a", "v0.0.0-csi.b"}
 	builds := []string{upgradeBuild(t, dir, versions[0]), upgradeBuild(t, dir, versions[1])}
+	other := upgradeBuild(t, dir, "v0.0.0-csi.other", "-X github.com/sessionfs/sessionfs/mount.handoverFormat=test-other")
 
 	n := newCSINode(t)
 	pod := startCSIPod(t, n, "pod 0", builds[0], versions[0])
@@ -219,6 +222,28 @@ func TestCSIUpgrade(t *testing.T) {
 		_, _, version := servedBy(t, n.mnt)
 		require.Equal(t, versions[next], version, "round %d: the daemon serving is the new build's", round)
 	}
+
+	// A build whose hand-over state differs is refused before anything stops: the pod before holds on and serves.
+	serving, _, _ := servedBy(t, n.mnt)
+	before := loop.iterations()
+	refused := startCSIPod(t, n, "a pod of another hand-over format", other, "v0.0.0-csi.other")
+	assert.Contains(t, refused.log.String(), "does not read: it serves on", "the other format refused")
+	eventually(t, 20*time.Second, func() bool { return loop.iterations() >= before+3 }, "the container goes on: %s", agentErrors(loops))
+	after, _, _ := servedBy(t, n.mnt)
+	assert.Equal(t, serving, after, "the daemon serving before serves on")
+	refused.stop()
+	require.Equal(t, 0, refused.exited(30*time.Second), "the refused pod exits 0: %s", refused.log)
+	assert.Empty(t, inPidNS(refused.pidNS), "the refused pod's pid namespace ended")
+	before = loop.iterations()
+	eventually(t, 20*time.Second, func() bool { return loop.iterations() >= before+3 }, "the container goes on once the refused pod ended: %s", agentErrors(loops))
+	// The next plugin takes the socket back from the refused one, as a kubelet's registration would.
+	old := pod
+	old.stop()
+	eventually(t, 10*time.Second, func() bool { return strings.Contains(old.log.String(), "serves on if the next plugin takes it over") },
+		"the plugin before waits for a successor: %s", old.log)
+	pod = startCSIPod(t, n, "the last pod", builds[0], versions[0])
+	require.Equal(t, 0, old.exited(30*time.Second), "%s exits 0: %s", old.name, old.log)
+	require.Contains(t, pod.log.String(), "took the node's mount "+n.mnt+" over from the plugin before", "the last plugin took the mount over: %s", pod.log)
 
 	// The lease went with the publication: the last plugin holds it (taken once the one before let it go).
 	store, err := layout.OpenStore(n.store)

@@ -66,7 +66,8 @@ The plugin runs as root (it mounts). See README, "Running on Kubernetes", and co
 	cmd.Flags().StringVar(&o.profiles, "profiles", "", "the folder of profiles (.claude templates) a volume's profile attribute may name")
 	cmd.Flags().StringVar(&o.kubeletRoot, "kubelet-root", csi.DefaultKubeletRoot, "the kubelet's folder: targets are beneath it")
 	cmd.Flags().StringVar(&o.stateDir, "state-dir", "/var/lib/sessionfs/csi", "where the plugin records what it published (kept across restarts)")
-	cmd.Flags().DurationVar(&o.successorWait, "successor-wait", 0, "at SIGTERM, how long to wait for the next plugin (a DaemonSet update's new pod) to take the node's mount over before unmounting it")
+	wait, _ := time.ParseDuration(envOr("CSI_SUCCESSOR_WAIT", "0s"))
+	cmd.Flags().DurationVar(&o.successorWait, "successor-wait", wait, "at SIGTERM, how long to wait for the next plugin (a DaemonSet update's new pod) to take the node's mount over before unmounting it ($CSI_SUCCESSOR_WAIT)")
 	return cmd
 }
 
