@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -155,84 +154,12 @@ func TestMountTakeoverKill(t *testing.T) {
 	helper := helperPID(t, daemon)
 	t.Cleanup(func() { endTakeoverMount(t, m, helper) })
 
-	ctl := t.TempDir()
-	stores := map[string]string{}
-	loops := []*agentLoop{startAgentLoop(t, "the shell", "s1", filepath.Join(ctl, "stop-shell"),
-		exec.Command("sh", "-c", takeoverLoop, "sh", m.session("s1"), filepath.Join(ctl, "stop-shell")))}
-	stores["the shell"] = store
-	mounts := []string{m.mnt}
-	if os.Getenv("SESSIONFS_TAKEOVER_NO_DOCKER") == "" {
-		images(t, needDocker(t), "")
-		run := exec.Command(bin, "run", "--backend", "docker", "--image", busyboxImage, "s2", "--",
-			"sh", "-c", takeoverLoop, "sh", "/session", "/session/workspace/.stop")
-		run.Env = append(os.Environ(), "SESSIONFS_STORE="+store)
-		loops = append(loops, startAgentLoop(t, "sessionfs run", "s2", filepath.Join(store, "sessions", "s2", "workspace", ".stop"), run))
-		stores["sessionfs run"] = store
-
-		name := fmt.Sprintf("sessionfs-takeover-%d", os.Getpid())
-		t.Cleanup(func() { _ = exec.Command("docker", "rm", "-f", name, name+"-csi").Run() })
-		loops = append(loops, startAgentLoop(t, "docker run -v", "s3", filepath.Join(ctl, "stop"),
-			exec.Command("docker", "run", "--rm", "--name", name, "-v", m.session("s3")+":/session", "-v", ctl+":/ctl",
-				busyboxImage, "sh", "-c", takeoverLoop, "sh", "/session", "/ctl/stop")))
-		stores["docker run -v"] = store
-
-		csiStore := t.TempDir()
-		var csiHeld []int // the CSI mount's helper and the daemon serving last: they end with the plugin's mount
-		t.Cleanup(func() {
-			for _, pid := range csiHeld {
-				if !waitGone(pid, 20*time.Second) {
-					_ = syscall.Kill(pid, syscall.SIGKILL)
-					t.Errorf("process %d of the CSI plugin's node mount outlived it", pid)
-				}
-			}
-		})
-		p := startCSI(t, csiStore, "node-a")
-		unmountAllUnder(t, p.kubelet)
-		node, _ := p.client(t)
-		target := filepath.Join(p.kubelet, "pod-1", "volumes", "session")
-		require.NoError(t, os.MkdirAll(filepath.Dir(target), 0o750))
-		_, err := node.NodePublishVolume(rpcCtx(t), publishReq("csi-1", target, map[string]string{"session": "s4"}))
-		require.NoError(t, err)
-		t.Cleanup(func() {
-			_, err := node.NodeUnpublishVolume(context.Background(), unpublishReq("csi-1", target))
-			assert.NoError(t, err)
-		})
-		first := servingPID(t, p.mnt)
-		csiHeld = append(csiHeld, helperOf(first))
-		require.NotZero(t, csiHeld[0], "the CSI plugin's node mount has a helper that holds it")
-		loops = append(loops, startAgentLoop(t, "CSI pod", "s4", filepath.Join(ctl, "stop-csi"),
-			exec.Command("docker", "run", "--rm", "--name", name+"-csi", "-v", target+":/session", "-v", ctl+":/ctl",
-				busyboxImage, "sh", "-c", takeoverLoop, "sh", "/session", "/ctl/stop-csi")))
-		stores["CSI pod"] = csiStore
-		mounts = append(mounts, p.mnt)
-		t.Cleanup(func() {
-			if pid, err := sfsmount.ServingPID(p.mnt); err == nil {
-				csiHeld = append(csiHeld, pid)
-			}
-		})
-	}
-	progressed := func(before []int, by int) bool {
-		for i, l := range loops {
-			if l.iterations() < before[i]+by {
-				return false
-			}
-		}
-		return true
-	}
-	counts := func() []int {
-		var n []int
-		for _, l := range loops {
-			n = append(n, l.iterations())
-		}
-		return n
-	}
-	eventually(t, 60*time.Second, func() bool { return progressed(make([]int, len(loops)), 5) }, "the loops run: %s", agentErrors(loops))
-
+	agents := startTakeoverAgents(t, m, store)
 	const kills = 20
 	for round := range kills {
-		before := counts()
+		before := agents.counts()
 		var killed []int
-		for _, mnt := range mounts {
+		for _, mnt := range agents.mounts {
 			pid := servingPID(t, mnt)
 			require.NotEqual(t, helper, pid, "the helper holds the connection, it does not serve it")
 			require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
@@ -244,13 +171,13 @@ func TestMountTakeoverKill(t *testing.T) {
 			}
 		}
 		eventually(t, 20*time.Second, func() bool {
-			for i, mnt := range mounts {
+			for i, mnt := range agents.mounts {
 				if next, err := sfsmount.ServingPID(mnt); err != nil || next == killed[i] {
 					return false
 				}
 			}
-			return progressed(before, 3)
-		}, "round %d: daemons take over from %v and the loops go on (%s mount: %s)", round, killed, agentErrors(loops), m.log)
+			return agents.progressed(before, 3)
+		}, "round %d: daemons take over from %v and the loops go on (%s mount: %s)", round, killed, agentErrors(agents.loops), m.log)
 	}
 	lines := regexp.MustCompile(`sessionfs: daemon \d+ took the connection over.*`).FindAllString(m.log.String(), -1)
 	require.Len(t, lines, kills, "one takeover per kill: %s", m.log)
@@ -262,13 +189,7 @@ func TestMountTakeoverKill(t *testing.T) {
 	t.Logf("nodes the kernel held at each of %d takeovers (restored): %s", kills, strings.Join(restored, " "))
 	r := cli(t, store, "doctor")
 	assert.Regexp(t, fmt.Sprintf(`(?m)^OK\s+takeover\s+%s is held by its helper %d: .*; %d takeovers so far, the last at `, regexp.QuoteMeta(m.mnt), helper, kills), r.stdout)
-	for _, l := range loops {
-		gaps := l.finish(t, stores[l.name])
-		p := func(q float64) time.Duration { return gaps[min(len(gaps)-1, int(q*float64(len(gaps))))] }
-		t.Logf("%s: %d iterations, %d kills: time between two iterations p50 %v, p90 %v, p99 %v, max %v (a 50 ms sleep each; the %d longest: %v)",
-			l.name, len(gaps)+1, kills, p(0.5), p(0.9), p(0.99), gaps[len(gaps)-1], min(kills, len(gaps)), gaps[max(0, len(gaps)-kills):])
-		assert.Less(t, gaps[len(gaps)-1], time.Second, "%s: the longest stall", l.name)
-	}
+	agents.finish(t, kills, fmt.Sprintf("%d kills", kills))
 }
 
 // waitGone waits up to d for process pid to end.

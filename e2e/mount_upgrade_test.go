@@ -44,13 +44,15 @@ func servedBy(t *testing.T, mnt string) (pid int, exe, version string) {
 	return pid, exe, strings.TrimPrefix(strings.SplitN(string(out), "\n", 2)[0], "sessionfs ")
 }
 
-// TestMountUpgrade (issue 42): `sessionfs mount` of another build on the mountpoint a running daemon serves (what
-// the systemd unit's ExecReload runs) hands the mount over to that build, 20 times alternating two builds, and the
-// agents using it see nothing: a shell on the mount and, with Docker, a plain `docker run -v
-// <mount>/sessions/<id>:/session` container, each appending a numbered line and reading .claude/settings.json
-// every 50 ms (takeoverLoop). Every line is in the store once and in order, the longest stall is under a second
-// (the distribution logged); the daemon serving is the new build's (its binary says its version). A build whose
-// hand-over state differs is refused before the daemon stops, and the mount serves on.
+// TestMountUpgrade (issue 42's Done-when, an upgrade): `sessionfs mount` of another build on the mountpoint a
+// running daemon serves (what the systemd unit's ExecReload runs) hands the mount over to that build, 20 times
+// alternating two builds with different version strings, and the four agents of TestMountTakeoverKill
+// (takeoverAgents: a shell, `sessionfs run --backend docker`, a plain `docker run -v` and a container on a
+// CSI-published target) see nothing. The CSI plugin's node mount is upgraded as the root mount is: `sessionfs
+// mount` of the other build on its mountpoint (the DaemonSet's update is the plugin's, csi_upgrade_test.go). No
+// agent sees an error, every line is in the store once and in order, the longest stall is under a second (the
+// distribution logged, and each sessionfs mount's time); the daemon serving is the new build's (its binary says
+// its version). A build whose hand-over state differs is refused before the daemon stops, and the mount serves on.
 func TestMountUpgrade(t *testing.T) {
 	need(t, os.Geteuid() == 0, "root: a confined mount and its holder")
 	dir := t.TempDir()
@@ -59,90 +61,66 @@ func TestMountUpgrade(t *testing.T) {
 	other := upgradeBuild(t, dir, "v0.0.0-upgrade.other", "-X github.com/sessionfs/sessionfs/mount.handoverFormat=test-other")
 
 	store := t.TempDir()
-	ok(t, store, "new", "s1")
-	ok(t, store, "new", "s2")
+	for _, id := range []string{"s1", "s2", "s3"} {
+		ok(t, store, "new", id)
+	}
 	m := mountWith(t, builds[0], store)
 	helper := helperPID(t, m.cmd.Process.Pid)
 	t.Cleanup(func() { endTakeoverMount(t, m, helper) })
-
-	ctl := t.TempDir()
-	loops := []*agentLoop{startAgentLoop(t, "the shell", "s1", filepath.Join(ctl, "stop-shell"),
-		exec.Command("sh", "-c", takeoverLoop, "sh", m.session("s1"), filepath.Join(ctl, "stop-shell")))}
-	if os.Getenv("SESSIONFS_TAKEOVER_NO_DOCKER") == "" {
-		images(t, needDocker(t), "")
-		name := fmt.Sprintf("sessionfs-upgrade-%d", os.Getpid())
-		t.Cleanup(func() { _ = exec.Command("docker", "rm", "-f", name).Run() })
-		loops = append(loops, startAgentLoop(t, "the container", "s2", filepath.Join(ctl, "stop"),
-			exec.Command("docker", "run", "--rm", "--name", name, "-v", m.session("s2")+":/session", "-v", ctl+":/ctl",
-				busyboxImage, "sh", "-c", takeoverLoop, "sh", "/session", "/ctl/stop")))
+	agents := startTakeoverAgents(t, m, store)
+	storeOf := map[string]string{m.mnt: store}
+	if agents.csi != nil {
+		storeOf[agents.csi.mnt] = agents.csi.store
 	}
-	counts := func() []int {
-		var n []int
-		for _, l := range loops {
-			n = append(n, l.iterations())
-		}
-		return n
-	}
-	progressed := func(before []int, by int) bool {
-		for i, l := range loops {
-			if l.iterations() < before[i]+by {
-				return false
-			}
-		}
-		return true
-	}
-	eventually(t, 30*time.Second, func() bool { return progressed(make([]int, len(loops)), 5) }, "the loops run: %s", agentErrors(loops))
-
-	mountAs := func(exe string) (string, error) {
-		cmd := exec.Command(exe, "mount", m.mnt)
-		cmd.Env = append(os.Environ(), "SESSIONFS_STORE="+store)
+	mountAs := func(exe, mnt string) (string, error) {
+		cmd := exec.Command(exe, "mount", mnt)
+		cmd.Env = append(os.Environ(), "SESSIONFS_STORE="+storeOf[mnt])
 		out, err := cmd.CombinedOutput()
 		return string(out), err
 	}
 
 	// A build that does not read the holder's state is refused, and the daemon serving goes on.
 	pid, _, _ := servedBy(t, m.mnt)
-	before := counts()
-	out, err := mountAs(other)
+	before := agents.counts()
+	out, err := mountAs(other, m.mnt)
 	require.Error(t, err, "a build of another hand-over format is refused: %s", out)
 	assert.Contains(t, out, "does not read: it serves on")
-	eventually(t, 10*time.Second, func() bool { return progressed(before, 3) }, "the loops go on after a refused hand-over: %s", agentErrors(loops))
+	eventually(t, 10*time.Second, func() bool { return agents.progressed(before, 3) }, "the loops go on after a refused hand-over: %s", agentErrors(agents.loops))
 	after, _, _ := servedBy(t, m.mnt)
 	require.Equal(t, pid, after, "the daemon serving before serves on")
 
 	const upgrades = 20
-	var took []time.Duration
+	took := map[string][]time.Duration{}
 	for round := range upgrades {
 		next := (round + 1) % 2
-		prev, _, _ := servedBy(t, m.mnt)
-		before := counts()
-		start := time.Now()
-		out, err := mountAs(builds[next])
-		took = append(took, time.Since(start).Round(time.Millisecond))
-		require.NoError(t, err, "round %d: the hand-over to %s: %s (mount: %s)", round, versions[next], out, m.log)
-		assert.Contains(t, out, "is served by sessionfs "+versions[next]+" now")
-		if prev == m.cmd.Process.Pid { // the test's child, gone: reaped here (its output stays open in the holder)
-			state, err := m.cmd.Process.Wait()
-			require.NoError(t, err)
-			m.cmd.ProcessState = state
+		before := agents.counts()
+		for _, mnt := range agents.mounts {
+			prev, _, _ := servedBy(t, mnt)
+			start := time.Now()
+			out, err := mountAs(builds[next], mnt)
+			took[mnt] = append(took[mnt], time.Since(start).Round(time.Millisecond))
+			require.NoError(t, err, "round %d: the hand-over of %s to %s: %s (mount: %s)", round, mnt, versions[next], out, m.log)
+			assert.Contains(t, out, "is served by sessionfs "+versions[next]+" now")
+			if prev == m.cmd.Process.Pid { // the test's child, gone: reaped here (its output stays open in the holder)
+				state, err := m.cmd.Process.Wait()
+				require.NoError(t, err)
+				m.cmd.ProcessState = state
+			}
+			pid, exe, version := servedBy(t, mnt)
+			assert.NotEqual(t, prev, pid, "round %d: a new daemon serves %s", round, mnt)
+			assert.Equal(t, builds[next], exe, "round %d: the daemon serving %s is the new build", round, mnt)
+			assert.Equal(t, versions[next], version, "round %d: sessionfs version of the daemon serving %s", round, mnt)
 		}
-		pid, exe, version := servedBy(t, m.mnt)
-		assert.NotEqual(t, prev, pid, "round %d: a new daemon serves", round)
-		assert.Equal(t, builds[next], exe, "round %d: the daemon serving is the new build", round)
-		assert.Equal(t, versions[next], version, "round %d: sessionfs version of the daemon serving", round)
-		eventually(t, 20*time.Second, func() bool { return progressed(before, 3) },
-			"round %d: the loops go on after the hand-over to %s (%s; mount: %s)", round, versions[next], agentErrors(loops), m.log)
+		eventually(t, 20*time.Second, func() bool { return agents.progressed(before, 3) },
+			"round %d: the loops go on after the hand-over to %s (%s; mount: %s)", round, versions[next], agentErrors(agents.loops), m.log)
 	}
 	assert.Equal(t, upgrades, strings.Count(m.log.String(), "handing "+m.mnt+" over to a new binary: the daemon"), "one hand-over per upgrade: %s", m.log)
-	t.Logf("%d upgrades: sessionfs mount took %v", upgrades, took)
-	for _, l := range loops {
-		gaps := l.finish(t, store)
-		p := func(q float64) time.Duration { return gaps[min(len(gaps)-1, int(q*float64(len(gaps))))] }
-		top := gaps[max(0, len(gaps)-upgrades):]
-		t.Logf("%s: %d iterations, %d upgrades: time between two iterations p50 %v, p90 %v, max %v (a 50 ms sleep each; the %d longest: %v)",
-			l.name, len(gaps)+1, upgrades, p(0.5), p(0.9), gaps[len(gaps)-1], len(top), top)
-		assert.Less(t, gaps[len(gaps)-1], time.Second, "%s: the longest stall", l.name)
+	for _, mnt := range agents.mounts {
+		sorted := slices.Clone(took[mnt])
+		slices.Sort(sorted)
+		t.Logf("%d upgrades of %s: sessionfs mount took %v (median %v, max %v)", upgrades, mnt, took[mnt], sorted[len(sorted)/2], sorted[len(sorted)-1])
 	}
+	agents.finish(t, upgrades, fmt.Sprintf("%d upgrades", upgrades))
 	eventually(t, 10*time.Second, func() bool { return len(zombiesOf(helper)) == 0 },
 		"the daemons handed over from are reaped (the holder's zombies: %v)", lazy(func() string { return fmt.Sprint(zombiesOf(helper)) }))
 	// The mount ends as any: the holder and the daemon it started go with it.
@@ -219,10 +197,13 @@ type lazy func() string
 
 func (l lazy) String() string { return l() }
 
-// TestMountHeldAsNormalUser (issue 42): a normal user's mount (fusermount3, no privileged helper) has a holder
-// too, started by its daemon as that user: kill -9 of the serving daemon, five times, and then a hand-over to
-// another build, are not seen by a shell of that user appending and reading through the mount every 50 ms
-// (takeoverLoop): every line is in the store once and in order, and the holder and its daemon end with the mount.
+// TestMountHeldAsNormalUser (issue 42's Done-when, a normal user's mount): a normal user's mount (fusermount3, no
+// privileged helper) has a holder too, started by its daemon as that user. kill -9 of the serving daemon, 20 times,
+// and then 20 hand-overs alternating two builds with different version strings (sessionfs mount as the user), are
+// not seen by two agents of that user appending and reading through the mount every 50 ms (takeoverLoop): a shell
+// on the mount, and `sessionfs exec` (in a user namespace of its own, the heavy folders bound from the store, its
+// .claude through the mount). No agent sees an error, every line is in the store once and in order, the longest
+// stall is under a second (the distribution logged), and the holder and its daemon end with the mount.
 func TestMountHeldAsNormalUser(t *testing.T) {
 	needFUSE(t)
 	need(t, os.Geteuid() == 0, "switching users needs root")
@@ -239,8 +220,11 @@ func TestMountHeldAsNormalUser(t *testing.T) {
 		require.NoError(t, os.Chown(d, 65534, 65534))
 	}
 	// The builds where the user may run them (a test's temporary folder is root's alone).
-	other := upgradeBuild(t, base, "v0.0.0-upgrade.user")
-	require.NoError(t, os.Chmod(other, 0o755))
+	versions := []string{"v0.0.0-upgrade.user-a", "v0.0.0-upgrade.user-b"}
+	builds := []string{upgradeBuild(t, base, versions[0]), upgradeBuild(t, base, versions[1])}
+	for _, b := range builds {
+		require.NoError(t, os.Chmod(b, 0o755))
+	}
 	nobody := &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 	env := append(os.Environ(), "SESSIONFS_STORE="+store, "HOME="+base, "XDG_RUNTIME_DIR=")
 	as := func(exe string, args ...string) (string, error) {
@@ -249,8 +233,10 @@ func TestMountHeldAsNormalUser(t *testing.T) {
 		out, err := cmd.CombinedOutput()
 		return string(out), err
 	}
-	out, err := as(bin, "new", "s1")
-	require.NoError(t, err, out)
+	for _, id := range []string{"s1", "s2"} {
+		out, err := as(bin, "new", id)
+		require.NoError(t, err, out)
+	}
 
 	daemon := exec.Command(bin, "mount", mnt)
 	daemon.Env, daemon.SysProcAttr = env, nobody
@@ -274,16 +260,22 @@ func TestMountHeldAsNormalUser(t *testing.T) {
 		"the user's mount comes up: %v", log)
 	holder = helperPID(t, first)
 
-	stop := filepath.Join(ctl, "stop")
-	loop := exec.Command("sh", "-c", takeoverLoop, "sh", filepath.Join(mnt, "sessions", "s1"), stop)
-	loop.SysProcAttr, loop.Env = nobody, env
-	loops := []*agentLoop{startAgentLoop(t, "the user's shell", "s1", stop, loop)}
-	l := loops[0]
-	eventually(t, 30*time.Second, func() bool { return l.iterations() >= 5 }, "the loop runs: %s", agentErrors(loops))
+	agent := func(name, id string, argv ...string) *agentLoop {
+		stop := filepath.Join(ctl, "stop-"+id)
+		cmd := exec.Command(argv[0], append(argv[1:], "sh", "-c", takeoverLoop, "sh", filepath.Join(mnt, "sessions", id), stop)...)
+		cmd.SysProcAttr, cmd.Env, cmd.Dir = nobody, env, base
+		return startAgentLoop(t, name, id, stop, cmd)
+	}
+	loops := []*agentLoop{agent("the user's shell", "s1", "env"), agent("sessionfs exec", "s2", bin, "exec", "s2", "--")}
+	counts := func() []int { return []int{loops[0].iterations(), loops[1].iterations()} }
+	progressed := func(before []int, by int) bool {
+		return loops[0].iterations() >= before[0]+by && loops[1].iterations() >= before[1]+by
+	}
+	eventually(t, 30*time.Second, func() bool { return progressed([]int{0, 0}, 5) }, "the loops run: %s", agentErrors(loops))
 
-	const kills = 5
+	const kills, upgrades = 20, 20
 	for round := range kills {
-		before := l.iterations()
+		before := counts()
 		pid, err := sfsmount.ServingPID(mnt)
 		require.NoError(t, err)
 		require.NotEqual(t, holder, pid, "the holder holds the connection, it does not serve it")
@@ -295,25 +287,37 @@ func TestMountHeldAsNormalUser(t *testing.T) {
 		}
 		eventually(t, 20*time.Second, func() bool {
 			next, err := sfsmount.ServingPID(mnt)
-			return err == nil && next != pid && l.iterations() >= before+3
-		}, "round %d: a daemon takes over from %d as the user, and the loop goes on (%s; mount: %v)", round, pid, agentErrors(loops), log)
+			return err == nil && next != pid && progressed(before, 3)
+		}, "kill %d: a daemon takes over from %d as the user, and the loops go on (%s; mount: %v)", round, pid, agentErrors(loops), log)
 	}
-	before := l.iterations()
-	out, err = as(other, "mount", mnt)
-	require.NoError(t, err, "the hand-over to another build, as the user: %s (mount: %v)", out, log)
-	assert.Contains(t, out, "is served by sessionfs v0.0.0-upgrade.user now")
-	_, exe, version := servedBy(t, mnt)
-	assert.Equal(t, other, exe)
-	assert.Equal(t, "v0.0.0-upgrade.user", version)
-	eventually(t, 20*time.Second, func() bool { return l.iterations() >= before+3 }, "the loop goes on after the hand-over: %s", agentErrors(loops))
-
-	gaps := l.finish(t, store)
-	t.Logf("%s: %d iterations, %d kills and a hand-over: longest time between two iterations %v (the 6 longest: %v; median %v)",
-		l.name, len(gaps)+1, kills, gaps[len(gaps)-1], gaps[max(0, len(gaps)-6):], gaps[len(gaps)/2])
-	out, err = as(other, "unmount", mnt)
+	var took []time.Duration
+	for round := range upgrades {
+		next := round % 2
+		before := counts()
+		start := time.Now()
+		out, err := as(builds[next], "mount", mnt)
+		took = append(took, time.Since(start).Round(time.Millisecond))
+		require.NoError(t, err, "upgrade %d: the hand-over to %s, as the user: %s (mount: %v)", round, versions[next], out, log)
+		assert.Contains(t, out, "is served by sessionfs "+versions[next]+" now")
+		_, exe, version := servedBy(t, mnt)
+		assert.Equal(t, builds[next], exe, "upgrade %d", round)
+		assert.Equal(t, versions[next], version, "upgrade %d", round)
+		eventually(t, 20*time.Second, func() bool { return progressed(before, 3) }, "upgrade %d: the loops go on after the hand-over: %s", round, agentErrors(loops))
+	}
+	sorted := slices.Clone(took)
+	slices.Sort(sorted)
+	t.Logf("%d upgrades as the user: sessionfs mount took %v (median %v, max %v)", upgrades, took, sorted[len(sorted)/2], sorted[len(sorted)-1])
+	for _, l := range loops {
+		gaps := l.finish(t, store)
+		p := func(q float64) time.Duration { return gaps[min(len(gaps)-1, int(q*float64(len(gaps))))] }
+		t.Logf("%s: %d iterations, %d kills and %d upgrades: time between two iterations p50 %v, p90 %v, p99 %v, max %v (a 50 ms sleep each; the %d longest: %v)",
+			l.name, len(gaps)+1, kills, upgrades, p(0.5), p(0.9), p(0.99), gaps[len(gaps)-1], kills+upgrades, gaps[max(0, len(gaps)-kills-upgrades):])
+		assert.Less(t, gaps[len(gaps)-1], time.Second, "%s: the longest stall", l.name)
+	}
+	out, err := as(builds[(upgrades-1)%2], "unmount", mnt)
 	require.NoError(t, err, "unmount: %s", out)
 	eventually(t, 20*time.Second, func() bool { return syscall.Kill(holder, 0) != nil }, "the holder ends with the mount")
-	assert.Equal(t, 1+kills, strings.Count(log.String(), "took the connection over"), "a takeover per kill, and the hand-over's: %v", log)
+	assert.Equal(t, kills+upgrades, strings.Count(log.String(), "took the connection over"), "a takeover per kill and per hand-over: %v", log)
 }
 
 // TestSystemdReloadHandsOver: the systemd unit's ExecReload is its ExecStart's `sessionfs mount` of the same
