@@ -27,22 +27,30 @@ import (
 // holderLocks is the holder's, and a taking-over daemon's, descriptor of the socket of lock owners.
 const holderLocks = 6
 
-// maxHeldLockOwners bounds the owners' descriptors a holder keeps: the daemon's lock table's own bound.
-const maxHeldLockOwners = 8192
+// The daemon says which owners' descriptors it closed with its next "keep", or once dropBatch of them are: a
+// lock and an unlock are one message, not two. A copy the holder keeps a while longer holds nothing (the daemon
+// unlocked it before it closed its own), and a daemon that dies first leaves them to the next, which drops what
+// holds nothing (nodes.AdoptLockOwners).
+const dropBatch = 64
+
+// maxHeldLockOwners bounds the owners' descriptors a holder keeps: the daemon's lock table's own bound, and the
+// closed ones it has not been told of yet.
+const maxHeldLockOwners = 8192 + dropBatch
 
 // lockMsg is one message on the socket: "keep" (with the descriptor), "drop", "adopt" (with the descriptor, from
-// the holder) and "end" (the holder gave all it keeps).
+// the holder) and "end" (the holder gave all it keeps). Dropped: the owners' descriptors the daemon closed.
 type lockMsg struct {
-	Op    string
-	Owner nodes.KeptOwner `json:",omitzero"`
-	ID    uint64          `json:",omitempty"`
+	Op      string
+	Owner   nodes.KeptOwner `json:",omitzero"`
+	Dropped []uint64        `json:",omitempty"`
 }
 
 // lockSocket is the daemon's end: it keeps its lock owners' descriptors with the holder (nodes.LockKeeper).
 type lockSocket struct {
-	mu     sync.Mutex
-	fd     int
-	broken bool // the holder is gone: said once, not asked again
+	mu      sync.Mutex
+	fd      int
+	broken  bool     // the holder is gone: said once, not asked again
+	dropped []uint64 // closed, not said yet
 }
 
 // newLockSocketPair makes the socket to a holder: this daemon's end, and the holder's (to pass it, then close).
@@ -77,8 +85,11 @@ func (k *lockSocket) send(m lockMsg, fd int) error {
 	if k.broken {
 		return errHolderGone
 	}
+	m.Dropped = k.dropped
 	err := sendLockMsg(k.fd, m, fd)
-	if err != nil {
+	if err == nil {
+		k.dropped = k.dropped[:0]
+	} else {
 		k.broken = true
 		fmt.Fprintf(os.Stderr, "sessionfs: the holder keeps no more lock owners' descriptors (%v): POSIX locks taken from now on go with this daemon\n", err)
 	}
@@ -88,13 +99,21 @@ func (k *lockSocket) send(m lockMsg, fd int) error {
 // errHolderGone: the socket to the holder failed once; nothing more is sent on it.
 var errHolderGone = errors.New("the holder is gone")
 
-// Keep sends owner o's descriptor to the holder.
+// Keep sends owner o's descriptor to the holder, and the owners closed since the last message.
 func (k *lockSocket) Keep(o nodes.KeptOwner, fd int) error {
 	return k.send(lockMsg{Op: "keep", Owner: o}, fd)
 }
 
-// Drop tells the holder that owner id's descriptor is closed.
-func (k *lockSocket) Drop(id uint64) { _ = k.send(lockMsg{Op: "drop", ID: id}, -1) }
+// Drop tells the holder that owner id's descriptor is closed: with the next message, or now once dropBatch wait.
+func (k *lockSocket) Drop(id uint64) {
+	k.mu.Lock()
+	k.dropped = append(k.dropped, id)
+	full := len(k.dropped) >= dropBatch
+	k.mu.Unlock()
+	if full {
+		_ = k.send(lockMsg{Op: "drop"}, -1)
+	}
+}
 
 // adoptWait bounds the wait for the holder's table: it sends it at once, so only a holder gone makes it last.
 const adoptWait = 5 * time.Second
@@ -229,6 +248,14 @@ func (h *heldLocks) apply(b []byte, fds []int) {
 		closeAll(fds)
 		return
 	}
+	if m.Op == "keep" || m.Op == "drop" {
+		for _, id := range m.Dropped {
+			if old, ok := h.owners[id]; ok {
+				unix.Close(old.FD)
+				delete(h.owners, id)
+			}
+		}
+	}
 	switch {
 	case m.Op == "keep" && len(fds) == 1 && m.Owner.ID != 0:
 		if old, ok := h.owners[m.Owner.ID]; ok {
@@ -242,10 +269,6 @@ func (h *heldLocks) apply(b []byte, fds []int) {
 		}
 		h.owners[m.Owner.ID] = heldOwner{Owner: m.Owner, FD: fds[0]}
 	case m.Op == "drop" && len(fds) == 0:
-		if old, ok := h.owners[m.ID]; ok {
-			unix.Close(old.FD)
-			delete(h.owners, m.ID)
-		}
 	default:
 		closeAll(fds)
 	}
