@@ -40,7 +40,8 @@
 // through the mount), mount_users (--allow-other, a normal user's mount), mount_confine (the confined serving
 // process), mount_memory (--max-nodes), mount_hosts (one store, two hosts on MooseFS), mount_stress (attackers
 // racing the mount), mount_takeover (kill -9 of the serving daemon not seen by four agents, a Claude CLI, resent
-// changes, locks; where it cannot hold, an error within 10 s), mount_takeover_resend (a resent rename, exchange
+// changes; where it cannot hold, an error within 10 s), mount_takeover_locks (POSIX locks and flocks held across
+// kills, upgrades and a normal user's kills), mount_takeover_resend (a resent rename, exchange
 // included, made once), mount_takeover_nodelog (the node log compacted under churn, held files work after a kill),
 // mount_upgrade (sessionfs mount of another build hands a serving mount over to it, unseen by the agents on it),
 // mount_upgrade_boot (the same after a fresh /run).

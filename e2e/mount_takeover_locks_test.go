@@ -2,10 +2,13 @@ package e2e
 
 import (
 	"bufio"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -301,4 +304,59 @@ func TestMountHeldAsNormalUserKeepsLocks(t *testing.T) {
 	}
 	l := startLocker(t, 65534, filepath.Join(mnt, "sessions", "s1", ".claude", "posix"))
 	locksKeptAcross(t, l, filepath.Join(store, "sessions", "s1", ".claude", "posix"), killAndNote, killAndNote)
+}
+
+// TestMountTakeoverKeepsManyLockOwners (issue 42): a process holding as many POSIX lock owners as its uid may (2,048:
+// 512 in each of four sessions, every one an owner's descriptor the holder keeps) across a kill -9 of the daemon:
+// the next daemon adopts them all and serves (no hang, the mount serves on; how long the takeover took is logged),
+// every lock is still held on the store's files, and they all go when the process ends.
+func TestMountTakeoverKeepsManyLockOwners(t *testing.T) {
+	need(t, os.Geteuid() == 0, "root: a confined mount and its helper")
+	store := memoryStore(t)
+	ids := []string{"s1", "s2", "s3", "s4"}
+	for _, id := range ids {
+		ok(t, store, "new", id)
+	}
+	m := mount(t, store, "--max-binds", "0") // the workspaces served through FUSE
+	helper := helperPID(t, m.cmd.Process.Pid)
+	t.Cleanup(func() { endTakeoverMount(t, m, helper) })
+	var dirs []string
+	for _, id := range ids {
+		dirs = append(dirs, filepath.Join(m.session(id), "workspace"))
+	}
+	holder := startAttackerAs(t, 0, exeForOthers(t), "SESSIONFS_E2E_HELPER=locks-hold", "HELPER_OWNERS=8192",
+		"HELPER_DIRS="+strings.Join(dirs, ":"))
+	var rep locksHeld
+	require.NoError(t, json.Unmarshal([]byte(holder.line(t)), &rep))
+	t.Logf("owners locked in each session: %v, then %v", rep.Locked, rep.Errnos)
+	total := 0
+	for _, n := range rep.Locked {
+		total += n
+	}
+	require.Equal(t, 2048, total, "the uid's share of owners")
+
+	held := func() (n int) {
+		for i, id := range ids {
+			for owner := range rep.Locked[i] {
+				p := filepath.Join(store, "sessions", id, "workspace", fmt.Sprintf("lock%03d", owner/64))
+				if errors.Is(storeLock(t, p, "ofd", int64(owner%64)), unix.EAGAIN) {
+					n++
+				}
+			}
+		}
+		return n
+	}
+	require.Equal(t, total, held(), "held before the kill")
+	killServing(t, m)()
+	took := regexp.MustCompile(`it served (\S+) after the daemon before ended`).FindAllStringSubmatch(m.log.String(), -1)
+	adopted := regexp.MustCompile(`(\d+) POSIX lock owners adopted of (\d+) kept`).FindStringSubmatch(m.log.String())
+	after := held()
+	t.Logf("the takeover: %v; %v; %d of %d locks held after it", took, adopted, after, total)
+	assert.Equal(t, total, after, "every lock is held after the kill")
+	require.NotNil(t, adopted, "the next daemon adopts the owners: %s", m.log)
+	assert.Equal(t, []string{strconv.Itoa(total), strconv.Itoa(total)}, adopted[1:])
+	require.NoError(t, os.WriteFile(filepath.Join(m.session("s1"), "workspace", "after"), []byte("x"), 0o644), "the mount serves")
+
+	holder.stop()
+	eventually(t, 20*time.Second, func() bool { return held() == 0 }, "the locks go with the process that held them")
 }
