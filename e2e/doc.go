@@ -60,7 +60,8 @@
 // swapped in while search indexes it), attack_text_view (conversations/ kept private), attack_text_view_sizes (a
 // session's sparse transcripts of terabytes, readers at once), attack_index (the sessions index kept private),
 // attack_ui (sessionfs ui's credential kept from a session's dev server on another port), attack_takeover (a
-// mount's holder and its control socket, from another user).
+// mount's holder and its control socket, from another user), attack_takeover_locks (a session's lock owners the
+// holder keeps, en masse).
 //
 // The web page: ui_sessions (sessionfs ui's list and conversations in chromium, live appends and runs), ui_search,
 // ui_resume (the resume command shown, pasted), ui_token (403 without the token or with another Host), ui_layout (a

@@ -32,6 +32,8 @@ type upgradedState struct {
 	Reply   int         // the asker's socket: told who serves once a daemon does
 	Orphans []int       // daemons the holder before started, ending still: reaped by this one
 	Locks   []heldOwner // the lock owners' descriptors it kept, open across the exec (lockowners.go)
+	// LocksFile: the descriptor of a memory file of more of them, too many for the environment (holder_state_locks.go)
+	LocksFile int `json:",omitempty"`
 }
 
 // pendingUpgrade is an upgrade asked for: the new binary, and the asker's socket.
@@ -144,7 +146,15 @@ func (s *helperService) exec(u *pendingUpgrade) error {
 	}
 	reapChildren()
 	locks := h.locks.held()
-	state, err := json.Marshal(upgradedState{Init: *init, Reply: int(u.reply.Fd()), Orphans: children(), Locks: locks})
+	st := upgradedState{Init: *init, Reply: int(u.reply.Fd()), Orphans: children()}
+	locksFile, err := st.carryLocks(locks)
+	if err != nil {
+		return err
+	}
+	if locksFile != nil {
+		defer locksFile.Close()
+	}
+	state, err := json.Marshal(st)
 	if err != nil {
 		return err
 	}
@@ -164,6 +174,9 @@ func (s *helperService) exec(u *pendingUpgrade) error {
 	}
 	s.closeControl()
 	kept := []int{holderDev, holderNodes, int(u.reply.Fd())}
+	if locksFile != nil {
+		kept = append(kept, st.LocksFile)
+	}
 	for _, o := range locks {
 		kept = append(kept, o.FD)
 	}
@@ -244,7 +257,11 @@ func (s *helperService) upgraded() (bool, error) {
 	}
 	unix.CloseOnExec(st.Reply)
 	reapOrphans(st.Orphans)
-	s.holder.locks.restore(st.Locks)
+	locks, err := st.lockOwners()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "sessionfs: %v: the POSIX locks held through the mount may be lost\n", err)
+	}
+	s.holder.locks.restore(locks)
 	s.holder.init, s.holder.serving = &st.Init, true
 	s.upgradeReply = os.NewFile(uintptr(st.Reply), "sessionfs-upgrade")
 	return true, nil

@@ -323,7 +323,18 @@ func startMovedHelper(moved movedState, held []*os.File, start func(*exec.Cmd) e
 	for i, o := range moved.Locks {
 		locks[i] = heldOwner{Owner: o.Owner, FD: movedLocksFD + i}
 	}
-	state, err := json.Marshal(upgradedState{Init: moved.Init, Reply: movedReplyFD, Locks: locks})
+	st := upgradedState{Init: moved.Init, Reply: movedReplyFD}
+	locksFile, err := st.carryLocks(locks)
+	if err != nil {
+		ours.Close()
+		return nil, nil, err
+	}
+	extra := held[2:]
+	if locksFile != nil { // the helper's descriptor after the owners'
+		defer locksFile.Close()
+		st.LocksFile, extra = movedLocksFD+len(locks), append(extra[:len(extra):len(extra)], locksFile)
+	}
+	state, err := json.Marshal(st)
 	if err != nil {
 		ours.Close()
 		return nil, nil, err
@@ -332,7 +343,7 @@ func startMovedHelper(moved movedState, held []*os.File, start func(*exec.Cmd) e
 	cmd.Args[0] = os.Args[0]
 	cmd.Env = append(os.Environ(), helperEnv+"="+string(cfg), upgradeEnv+"="+string(state))
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	cmd.ExtraFiles = append([]*os.File{nil, held[0], held[1], nil, theirs}, held[2:]...)
+	cmd.ExtraFiles = append([]*os.File{nil, held[0], held[1], nil, theirs}, extra...)
 	if err := start(cmd); err != nil {
 		ours.Close()
 		return nil, nil, fmt.Errorf("start the holder: %w", err)

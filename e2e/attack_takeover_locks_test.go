@@ -1,0 +1,58 @@
+package e2e
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+)
+
+// Attacks on the lock owners' descriptors a held mount keeps with its holder (issue 42, mount/lockowners.go).
+
+// TestAttackLockOwnersBlockUpgrade: uid 65534 on an --allow-other root mount holds 2,000 POSIX lock owners (its
+// uid's share, 500 in each of four sessions it may write), which the holder keeps. An upgrade (`sessionfs mount`
+// on the mountpoint) must still hand the mount over, and the attacker's locks be held across it. The holder hands
+// the owners to the binary it executes: in one environment string they were past the kernel's 128 KiB a string
+// (E2BIG), and every upgrade was refused for as long as the attacker held them.
+func TestAttackLockOwnersBlockUpgrade(t *testing.T) {
+	need(t, os.Geteuid() == 0, "root: a confined mount, its holder, and an attacker of another uid")
+	store := t.TempDir()
+	ids := []string{"a1", "a2", "a3", "a4"}
+	attackerSessions(t, store, ids...)
+	m := mount(t, store, "--allow-other", "--max-binds", "0")
+	helper := helperPID(t, m.cmd.Process.Pid)
+	t.Cleanup(func() { endTakeoverMount(t, m, helper) })
+	openUp(t, m.mnt)
+
+	var dirs []string
+	for _, id := range ids {
+		dirs = append(dirs, filepath.Join(m.session(id), "workspace"))
+	}
+	a := startAttacker(t, exeForOthers(t), "SESSIONFS_E2E_HELPER=locks-hold", "HELPER_OWNERS=500",
+		"HELPER_DIRS="+strings.Join(dirs, ":"))
+	defer a.stop()
+	var rep locksHeld
+	require.NoError(t, json.Unmarshal([]byte(a.line(t)), &rep))
+	total := 0
+	for _, n := range rep.Locked {
+		total += n
+	}
+	t.Logf("uid 65534 holds %d lock owners (%v), refused: %v", total, rep.Locked, rep.Errnos)
+	require.Equal(t, 2000, total, "the attacker's owners, within its shares")
+	held := filepath.Join(store, "sessions", "a4", "workspace", "lock007")
+	require.ErrorIs(t, storeLock(t, held, "ofd", 51), unix.EAGAIN, "the attacker's last lock, held before")
+
+	cmd := exec.Command(bin, "mount", m.mnt)
+	cmd.Env = append(os.Environ(), "SESSIONFS_STORE="+store)
+	out, err := cmd.CombinedOutput()
+	t.Logf("sessionfs mount on the held mountpoint (an upgrade): %v: %s", err, strings.TrimSpace(string(out)))
+	require.NoError(t, err, "the upgrade was refused while a session holds many lock owners; log: %s", m.log)
+	assert.ErrorIs(t, storeLock(t, held, "ofd", 51), unix.EAGAIN, "the attacker's lock is held across the upgrade")
+	assert.Contains(t, m.log.String(), "POSIX lock owners adopted of 2000 kept")
+}
