@@ -200,7 +200,6 @@ func TestCSIUpgrade(t *testing.T) {
 	for round := range updates {
 		next := (round + 1) % 2
 		old := pod
-		before := loop.iterations()
 		surge := round%2 == 0
 		if !surge { // the old pod told to stop first: it waits for a successor, serving
 			old.stop()
@@ -212,6 +211,7 @@ func TestCSIUpgrade(t *testing.T) {
 			old.stop()
 		}
 		code := old.exited(30 * time.Second)
+		before := loop.iterations() // the old pod, its pid namespace and what ran in it gone
 		eventually(t, 20*time.Second, func() bool { return loop.iterations() >= before+3 },
 			"round %d: the container goes on after the update to %s (%s; old pod: %s; new pod: %s)", round, versions[next], agentErrors(loops), old.log, pod.log)
 		require.Equal(t, 0, code, "round %d: the old pod exits 0 on SIGTERM: %s", round, old.log)
