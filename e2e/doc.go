@@ -9,7 +9,7 @@
 //   - cli_<command>_test.go: what a command does (its flags, output and errors); cli_test.go what spans commands.
 //   - mount_<feature>_test.go: the mount.
 //   - backend_<name>_test.go: exec and run on a backend (what the command runs sees).
-//   - csi_test.go: the CSI plugin.
+//   - csi_test.go: the CSI plugin; csi_upgrade_test.go: its DaemonSet update handing the node's mount over.
 //   - agents_<agent>_test.go: that agent's real CLI through sessionfs; agents_test.go what every agent shares.
 //   - attack_<area>_test.go: every test with Attack in its name (a session's process, container or pod playing
 //     the attacker), in the file of what it attacks.
