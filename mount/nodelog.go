@@ -70,6 +70,7 @@ type nodeLog struct {
 	compactMu  sync.Mutex     // a compaction's end is told (compactEnd) to those that wait for room
 	compactEnd *sync.Cond
 	full       sync.Once
+	clean      [2]bool // which half holds nothing (this process wrote it so, or made the file): compact's alone
 	stats      compactStats
 
 	countMu  sync.Mutex
@@ -104,6 +105,7 @@ func newNodeLogSized(half int64) (*nodeLog, error) {
 	binary.LittleEndian.PutUint32(l.mem[0:], nodeLogMagic)
 	binary.LittleEndian.PutUint32(l.mem[4:], nodeLogVersion)
 	l.use(0, halvesAt, 0)
+	l.clean = [2]bool{true, true}
 	return l, nil
 }
 
@@ -314,7 +316,8 @@ func (l *nodeLog) read() (nodes []gofs.RecordedNode, handles uint32, err error) 
 		return nil, 0, err
 	}
 	nodes = make([]gofs.RecordedNode, 0, len(st.held))
-	for id, r := range st.held {
+	for id, at := range st.held {
+		r := l.node(id, at)
 		if at, ok := st.counts[id]; ok {
 			r.Lookups = l.load(at + 16)
 		}
@@ -330,7 +333,7 @@ func (l *nodeLog) read() (nodes []gofs.RecordedNode, handles uint32, err error) 
 		nodes = append(nodes, r)
 	}
 	l.switching.Lock()
-	l.use(int(which), end, st.liveBytes())
+	l.use(int(which), end, l.liveBytes(st))
 	l.switching.Unlock()
 	l.countMu.Lock()
 	l.counts, l.backings = st.counts, st.backings // this process counts on in the same records
@@ -338,13 +341,13 @@ func (l *nodeLog) read() (nodes []gofs.RecordedNode, handles uint32, err error) 
 	return nodes, st.handles, nil
 }
 
-// validEntryName is a name a FUSE request could carry: a folder entry's.
-func validEntryName(name string) bool {
-	if name == "" || name == "." || name == ".." || len(name) > 255 {
+// validEntryBytes is a name a FUSE request could carry: a folder entry's.
+func validEntryBytes(name []byte) bool {
+	if len(name) == 0 || len(name) > 255 || name[0] == '.' && (len(name) == 1 || len(name) == 2 && name[1] == '.') {
 		return false
 	}
-	for i := 0; i < len(name); i++ {
-		if name[i] == '/' || name[i] == 0 {
+	for _, c := range name {
+		if c == '/' || c == 0 {
 			return false
 		}
 	}

@@ -65,7 +65,9 @@ func (l *nodeLog) compact() {
 	from, upTo := l.base, min(l.next.Load(), l.end)
 	l.switching.Unlock()
 	to := halvesAt + (1-(from-halvesAt)/l.half)*l.half
-	l.clearHalf(to) // a compaction killed before it switched may have left records there
+	if !l.clean[l.which(to)] { // a compaction killed before it switched may have left records there
+		l.removeHalf(to)
+	}
 	step("cleared")
 	st := newLogScan()
 	if _, err := l.scan(st, from, upTo); err != nil {
@@ -74,10 +76,10 @@ func (l *nodeLog) compact() {
 	}
 	w := &halfWriter{mem: l.mem, at: to, end: to + l.half}
 	counts, backings := map[int64]int64{}, map[int64]int64{} // new places by old ones
-	for id, r := range st.held {
-		w.write(nodeNamed, id, r.Parent, r.Ino, r.Name)
-		if r.AltName != "" {
-			w.write(nodeRenaming, id, r.AltParent, 0, r.AltName)
+	for _, at := range st.held {
+		w.copy(l.mem[at.named : at.named+l.recordSize(at.named)])
+		if at.renaming != 0 {
+			w.copy(l.mem[at.renaming : at.renaming+l.recordSize(at.renaming)])
 		}
 	}
 	for id, off := range st.counts {
@@ -91,33 +93,60 @@ func (l *nodeLog) compact() {
 	if st.handles != 0 {
 		w.write(nodeHandles, uint64(st.handles), 0, 0, "")
 	}
+	// The records appended meanwhile, copied as they are while appends go on, until few are left for the switch.
+	copied := upTo
+	for range 8 {
+		whole := l.wholeUpTo(copied)
+		if whole-copied < catchUpLeft {
+			break
+		}
+		w.copy(l.mem[copied:whole])
+		copied = whole
+	}
 	step("written")
 	if w.failed {
 		l.compactFailed(errTooLive)
 		return
 	}
-	l.compactSwitch(upTo, to, w, counts, backings)
+	tail, ok := l.compactSwitch(upTo, copied, to, w, counts, backings)
+	if !ok {
+		return
+	}
 	step("switched")
-	l.clearHalf(from) // its pages given back
+	// Zeroed as far as it was written, its pages kept: the next compaction writes there, and a page given back
+	// costs a fault for each hundred records written again (a quarter of a record's cost).
+	clear(l.mem[from:tail])
+	l.clean[l.which(from)], l.clean[l.which(to)] = true, false
 }
 
-// compactSwitch, with appends held back, copies the records appended since upTo after what w wrote, moves each
-// count and backing record the daemon writes in place to its new place (counts and backings: new places by old
-// ones, of the records before upTo), and makes half to the log.
-func (l *nodeLog) compactSwitch(upTo, to int64, w *halfWriter, counts, backings map[int64]int64) {
+// which is the half (0, 1) at base.
+func (l *nodeLog) which(base int64) int { return int((base - halvesAt) / l.half) }
+
+// catchUpLeft is how many bytes of records appended during a compaction are left for its switch to copy.
+const catchUpLeft = 64 << 10
+
+// wholeUpTo is where the whole records from off on end (a record being written, or none).
+func (l *nodeLog) wholeUpTo(off int64) int64 {
+	for last := min(l.next.Load(), l.end); off+nodeRecordFixed <= last; {
+		size := int64(atomic.LoadUint32((*uint32)(unsafe.Pointer(&l.mem[off]))))
+		if size == 0 || off+size > last {
+			break
+		}
+		off += size
+	}
+	return off
+}
+
+// compactSwitch, with appends held back, copies the records appended since copied after what w wrote (which ends
+// with those from upTo to copied), moves each count and backing record the daemon writes in place to its new place
+// (counts and backings: new places by old ones, of the records before upTo), and makes half to the log.
+func (l *nodeLog) compactSwitch(upTo, copied, to int64, w *halfWriter, counts, backings map[int64]int64) (tail int64, ok bool) {
 	l.switching.Lock()
 	defer l.switching.Unlock()
 	began := time.Now()
-	tail := upTo // the records appended since: whole ones (one that did not fit left nothing)
-	for last := min(l.next.Load(), l.end); tail+nodeRecordFixed <= last; {
-		size := int64(atomic.LoadUint32((*uint32)(unsafe.Pointer(&l.mem[tail]))))
-		if size == 0 {
-			break
-		}
-		tail += size
-	}
-	shift := w.at - upTo
-	w.copy(l.mem[upTo:tail])
+	tail = l.wholeUpTo(copied) // every record is whole now (one that did not fit left nothing)
+	shift := w.at - copied     // the records from upTo on are where they were, shifted by as much
+	w.copy(l.mem[copied:tail])
 	moved := func(places map[uint64]int64, newPlace map[int64]int64, kind uint8, fields ...int64) map[uint64]int64 {
 		out := make(map[uint64]int64, len(places))
 		for id, off := range places {
@@ -145,7 +174,7 @@ func (l *nodeLog) compactSwitch(upTo, to int64, w *halfWriter, counts, backings 
 		l.countMu.Unlock()
 		l.mark = l.end
 		l.compactFailedLocked(errTooLive)
-		return
+		return 0, false
 	}
 	l.counts, l.backings = newCounts, newBackings
 	l.countMu.Unlock()
@@ -160,6 +189,7 @@ func (l *nodeLog) compactSwitch(upTo, to int64, w *halfWriter, counts, backings 
 	l.stats.longest = max(l.stats.longest, took)
 	l.stats.switches += took
 	l.stats.mu.Unlock()
+	return tail, true
 }
 
 // errTooLive: the nodes the kernel holds do not fit in a half.
@@ -190,8 +220,8 @@ func (l *nodeLog) compactFailedLocked(err error) {
 	})
 }
 
-// clearHalf zeroes the half at base and gives its pages back.
-func (l *nodeLog) clearHalf(base int64) {
+// removeHalf zeroes the half at base and gives its pages back.
+func (l *nodeLog) removeHalf(base int64) {
 	half := l.mem[base : base+l.half]
 	if unix.Madvise(half, unix.MADV_REMOVE) == nil {
 		return
@@ -227,12 +257,16 @@ func (w *halfWriter) write(kind uint8, id, parent, ino uint64, name string) int6
 	return off
 }
 
-// copy appends whole records as they are.
+// copy appends whole records as they are, a word at a time: a count or a backing in them may be written meanwhile
+// (the switch copies those again).
 func (w *halfWriter) copy(recs []byte) {
 	if w.at+int64(len(recs)) > w.end {
 		w.failed = true
 		return
 	}
-	copy(w.mem[w.at:], recs)
+	for i := 0; i < len(recs); i += 8 {
+		word := atomic.LoadUint64((*uint64)(unsafe.Pointer(&recs[i])))
+		*(*uint64)(unsafe.Pointer(&w.mem[w.at+int64(i)])) = word
+	}
 	w.at += int64(len(recs))
 }

@@ -10,18 +10,22 @@ import (
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 )
 
-// logScan is what a run of the node log's records says: the nodes the kernel holds, where each one's count and
-// backing records are (their values are read where they are: they change in place), the file handles' high-water
-// mark. A takeover reads the whole log into one (read); a compaction reads the log up to a point into one, and
-// writes it into the other half (compact).
+// logScan is what a run of the node log's records says: the nodes the kernel holds (where the record that named
+// each last is, and the one of a rename begun since), where each one's count and backing records are (their values
+// are read where they are: they change in place), the file handles' high-water mark. A takeover reads the whole log
+// into one (read); a compaction reads the log up to a point into one, and copies the records it holds into the
+// other half (compact). Records are decoded only for the nodes held in the end.
 type logScan struct {
-	held             map[uint64]gofs.RecordedNode
+	held             map[uint64]namedAt
 	counts, backings map[uint64]int64
 	handles          uint32
 }
 
+// namedAt is where a held node's records are: the last that named it, the rename begun since (0: none).
+type namedAt struct{ named, renaming int64 }
+
 func newLogScan() *logScan {
-	return &logScan{held: map[uint64]gofs.RecordedNode{}, counts: map[uint64]int64{}, backings: map[uint64]int64{}}
+	return &logScan{held: map[uint64]namedAt{}, counts: map[uint64]int64{}, backings: map[uint64]int64{}}
 }
 
 // scan reads the records from from up to to, or to the first one not whole, into st, and returns where it
@@ -36,14 +40,8 @@ func (l *nodeLog) scan(st *logScan, from, to int64) (int64, error) {
 		if size < nodeRecordFixed || size%8 != 0 || off+size > to {
 			return off, fmt.Errorf("the node log has a record of %d bytes at %d", size, off)
 		}
-		rec := l.mem[off : off+size]
-		kindLen := binary.LittleEndian.Uint32(rec[4:])
-		kind, n := uint8(kindLen), int64(kindLen>>8)
-		id := binary.LittleEndian.Uint64(rec[8:])
-		var name string
-		if nodeRecordFixed+n <= size {
-			name = string(rec[nodeRecordFixed : nodeRecordFixed+n])
-		}
+		kind, name := l.recordAt(off, size)
+		id := binary.LittleEndian.Uint64(l.mem[off+8:])
 		switch {
 		case kind == nodeForgot:
 			delete(st.held, id)
@@ -57,12 +55,12 @@ func (l *nodeLog) scan(st *logScan, from, to int64) (int64, error) {
 			}
 		case kind == nodeBacking:
 			st.backings[id] = off // the last one's (one written over in place)
-		case kind == nodeNamed && validEntryName(name):
-			st.held[id] = gofs.RecordedNode{ID: id, Parent: l.load(off + 16), Name: name, Ino: l.load(off + 24)}
-		case kind == nodeRenaming && validEntryName(name):
-			if r, ok := st.held[id]; ok {
-				r.AltParent, r.AltName = l.load(off+16), name
-				st.held[id] = r
+		case kind == nodeNamed && validEntryBytes(name):
+			st.held[id] = namedAt{named: off}
+		case kind == nodeRenaming && validEntryBytes(name):
+			if at, ok := st.held[id]; ok {
+				at.renaming = off
+				st.held[id] = at
 			}
 		case kind == nodeNamed || kind == nodeRenaming: // a name no request could carry: left out
 		default:
@@ -73,13 +71,40 @@ func (l *nodeLog) scan(st *logScan, from, to int64) (int64, error) {
 	return off, nil
 }
 
+// recordAt is the kind and the name of the whole record of size bytes at off.
+func (l *nodeLog) recordAt(off, size int64) (kind uint8, name []byte) {
+	kindLen := binary.LittleEndian.Uint32(l.mem[off+4:])
+	if n := int64(kindLen >> 8); nodeRecordFixed+n <= size {
+		name = l.mem[off+nodeRecordFixed : off+nodeRecordFixed+n]
+	}
+	return uint8(kindLen), name
+}
+
+// node is the held node id as its records say.
+func (l *nodeLog) node(id uint64, at namedAt) gofs.RecordedNode {
+	size := int64(atomic.LoadUint32((*uint32)(unsafe.Pointer(&l.mem[at.named]))))
+	_, name := l.recordAt(at.named, size)
+	r := gofs.RecordedNode{ID: id, Parent: l.load(at.named + 16), Name: string(name), Ino: l.load(at.named + 24)}
+	if at.renaming != 0 {
+		size := int64(atomic.LoadUint32((*uint32)(unsafe.Pointer(&l.mem[at.renaming]))))
+		_, alt := l.recordAt(at.renaming, size)
+		r.AltParent, r.AltName = l.load(at.renaming+16), string(alt)
+	}
+	return r
+}
+
+// recordSize is the size of the whole record at off.
+func (l *nodeLog) recordSize(off int64) int64 {
+	return int64(atomic.LoadUint32((*uint32)(unsafe.Pointer(&l.mem[off]))))
+}
+
 // liveBytes is about what st takes written out (a compaction's result).
-func (st *logScan) liveBytes() int64 {
+func (l *nodeLog) liveBytes(st *logScan) int64 {
 	var n int64
-	for _, r := range st.held {
-		n += int64(nodeRecordFixed+len(r.Name)+7) &^ 7
-		if r.AltName != "" {
-			n += int64(nodeRecordFixed+len(r.AltName)+7) &^ 7
+	for _, at := range st.held {
+		n += l.recordSize(at.named)
+		if at.renaming != 0 {
+			n += l.recordSize(at.renaming)
 		}
 	}
 	return n + int64(len(st.counts)+len(st.backings)+1)*nodeRecordFixed

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sessionfs/sessionfs/mount"
 )
 
 // What keeping a mount's connection past its daemon costs (issue 42): a mount whose helper holds the connection
@@ -25,6 +27,7 @@ const (
 )
 
 func (b *bench) takeover() {
+	b.nodeLog() // in this process: no mount, no root
 	if os.Geteuid() != 0 {
 		b.skip("takeover: a holder keeps the connection of a confined root mount only")
 		return
@@ -86,6 +89,31 @@ func takeoverFigures(sessionfs, dir string, runs int) ([]figure, error) {
 		{Name: "an upgrade's longest stall of a reader of .claude/settings.json, median", Value: medianDuration(stalls).Seconds() * 1000, Unit: "ms", Goal: "< 1000 ms"},
 		{Name: "an upgrade's longest stall, the worst", Value: slices.Max(stalls).Seconds() * 1000, Unit: "ms", Goal: "< 1000 ms"},
 	}, nil
+}
+
+// nodeLogChurned and nodeLogHeld: the node log's rows churn a million nodes looked up and forgotten (about 100 MB of
+// records: the log compacts as it fills) while the kernel holds ten thousand.
+const (
+	nodeLogChurned = 1_000_000
+	nodeLogHeld    = 10_000
+)
+
+// nodeLog is what keeping the node log costs each record, and the pauses of its compactions.
+func (b *bench) nodeLog() {
+	f, err := mount.NodeLogChurn(nodeLogChurned, nodeLogHeld)
+	if err != nil {
+		b.skip("node log: %v", err)
+		return
+	}
+	fmt.Fprintf(os.Stderr, "node log: %d nodes looked up and forgotten, %d held: %v a record, %d compactions, switches %v mean, %v the longest; one node's records took %v at the 99.9th percentile, %v the longest\n",
+		f.Churned, f.Held, f.PerRecord, f.Compactions, f.MeanSwitch, f.LongestSwitch, f.P999Churn, f.LongestChurn)
+	us := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1000 }
+	b.Figures = append(b.Figures,
+		figure{Name: "node log: a record (1M lookups and forgets churned, 10,000 nodes held)", Value: float64(f.PerRecord.Nanoseconds()), Unit: "ns", Goal: "-"},
+		figure{Name: "node log: compactions of those", Value: float64(f.Compactions), Unit: "", Goal: "-"},
+		figure{Name: "node log: a compaction's switch (appends held back), the longest", Value: us(f.LongestSwitch), Unit: "µs", Goal: "-"},
+		figure{Name: "node log: one lookup and forget recorded, the longest (a switch included)", Value: us(f.LongestChurn), Unit: "µs", Goal: "-"},
+	)
 }
 
 // newStoreWithSession makes a store at root with one session, s1.
