@@ -317,7 +317,10 @@ func (l *nodeLog) read() (nodes []gofs.RecordedNode, handles uint32, err error) 
 	}
 	nodes = make([]gofs.RecordedNode, 0, len(st.held))
 	for id, at := range st.held {
-		r := l.node(id, at)
+		r, ok := l.node(id, at)
+		if !ok {
+			continue
+		}
 		if at, ok := st.counts[id]; ok {
 			r.Lookups = l.load(at + 16)
 		}

@@ -71,26 +71,34 @@ func (l *nodeLog) scan(st *logScan, from, to int64) (int64, error) {
 	return off, nil
 }
 
-// recordAt is the kind and the name of the whole record of size bytes at off.
+// recordAt is the kind and the name of the whole record of size bytes at off (within the log, whatever size says:
+// read again by node, it may have changed since scan checked it).
 func (l *nodeLog) recordAt(off, size int64) (kind uint8, name []byte) {
 	kindLen := binary.LittleEndian.Uint32(l.mem[off+4:])
-	if n := int64(kindLen >> 8); nodeRecordFixed+n <= size {
+	if n := int64(kindLen >> 8); nodeRecordFixed+n <= size && off+nodeRecordFixed+n <= int64(len(l.mem)) {
 		name = l.mem[off+nodeRecordFixed : off+nodeRecordFixed+n]
 	}
 	return uint8(kindLen), name
 }
 
-// node is the held node id as its records say.
-func (l *nodeLog) node(id uint64, at namedAt) gofs.RecordedNode {
+// node is the held node id as its records say, false if they no longer name it as a request could: a daemon a
+// session subverted may rewrite them between scan and here, so the names are copied, then checked again.
+func (l *nodeLog) node(id uint64, at namedAt) (gofs.RecordedNode, bool) {
 	size := int64(atomic.LoadUint32((*uint32)(unsafe.Pointer(&l.mem[at.named]))))
 	_, name := l.recordAt(at.named, size)
 	r := gofs.RecordedNode{ID: id, Parent: l.load(at.named + 16), Name: string(name), Ino: l.load(at.named + 24)}
+	if !validEntryBytes([]byte(r.Name)) {
+		return r, false
+	}
 	if at.renaming != 0 {
 		size := int64(atomic.LoadUint32((*uint32)(unsafe.Pointer(&l.mem[at.renaming]))))
 		_, alt := l.recordAt(at.renaming, size)
 		r.AltParent, r.AltName = l.load(at.renaming+16), string(alt)
+		if !validEntryBytes([]byte(r.AltName)) {
+			r.AltParent, r.AltName = 0, "" // as scan leaves out such a rename
+		}
 	}
-	return r
+	return r, true
 }
 
 // recordSize is the size of the whole record at off.
