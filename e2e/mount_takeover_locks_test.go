@@ -36,7 +36,8 @@ func init() {
 // locker opens HELPER_FILE read-write and answers each line of its stdin with one line: "lock START" and "unlock
 // START" take and release a POSIX (F_SETLK) write lock of byte START through that descriptor; "getlk START" asks,
 // through a second descriptor of the file (an owner of its own: F_OFD_GETLK), what stops a write lock of it (the
-// type and the start, or "none"); "close" closes the first descriptor. Errors are answered as the errno's name.
+// type and the start, or "none"); "storm" starts locking and unlocking bytes 0 to 63 in turn, "stop" stops it and
+// says how it went; "close" closes the first descriptor. Errors are answered as the errno's name.
 func locker() int {
 	fd, err := unix.Open(os.Getenv("HELPER_FILE"), unix.O_RDWR|unix.O_CREAT|unix.O_CLOEXEC, 0o600)
 	if err != nil {
@@ -44,6 +45,8 @@ func locker() int {
 		return 1
 	}
 	fmt.Println("open")
+	var stop chan struct{}
+	var done chan string
 	in := bufio.NewScanner(os.Stdin)
 	for in.Scan() {
 		f := strings.Fields(in.Text())
@@ -82,11 +85,41 @@ func locker() int {
 			default:
 				fmt.Printf("type %d start %d\n", lk.Type, lk.Start)
 			}
+		case "storm":
+			stop, done = make(chan struct{}), make(chan string, 1)
+			go storm(fd, stop, done)
+			fmt.Println("ok")
+		case "stop":
+			close(stop)
+			fmt.Println(<-done)
 		case "close":
 			answer(unix.Close(fd))
 		}
 	}
 	return 0
+}
+
+// storm locks and unlocks bytes 0 to 63 of fd in turn, each a POSIX write lock, until stop; done gets how many
+// cycles it made and how many failed, and the first error.
+func storm(fd int, stop <-chan struct{}, done chan<- string) {
+	cycles, failed, first := 0, 0, error(nil)
+	for {
+		select {
+		case <-stop:
+			done <- fmt.Sprintf("cycles %d failed %d first %v", cycles, failed, first)
+			return
+		default:
+		}
+		start := int64(cycles % 64)
+		for _, typ := range []int16{unix.F_WRLCK, unix.F_UNLCK} {
+			if err := unix.FcntlFlock(uintptr(fd), unix.F_SETLK, &unix.Flock_t{Type: typ, Start: start, Len: 1}); err != nil {
+				if failed++; first == nil {
+					first = err
+				}
+			}
+		}
+		cycles++
+	}
 }
 
 // startLocker starts a locker of the file at path through the mount, as uid.
@@ -359,4 +392,42 @@ func TestMountTakeoverKeepsManyLockOwners(t *testing.T) {
 
 	holder.stop()
 	eventually(t, 20*time.Second, func() bool { return held() == 0 }, "the locks go with the process that held them")
+}
+
+// TestMountTakeoverLockStorm (issue 42): a process locking and unlocking through the mount without pause while its
+// daemon is killed five times (at whatever instant: a lock taken and not answered, an owner kept and not locked,
+// closes not told to the holder) sees no error, and none of the locks it let go is held after (no copy the holder
+// keeps holds one); another process's lock is held all along, and its close lets it go.
+func TestMountTakeoverLockStorm(t *testing.T) {
+	need(t, os.Geteuid() == 0, "root: a confined mount and its helper")
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	m := mount(t, store)
+	helper := helperPID(t, m.cmd.Process.Pid)
+	t.Cleanup(func() { endTakeoverMount(t, m, helper) })
+	inStore := filepath.Join(store, "sessions", "s1", ".claude", "storm")
+	// The lock kept all along is another process's: the storm's process holds nothing between its cycles, so each
+	// cycle makes its owner's descriptor, keeps it with the holder, and closes it.
+	keeper := startLocker(t, 0, filepath.Join(m.session("s1"), ".claude", "storm"))
+	require.Equal(t, "ok", keeper.ask(t, "lock 100"))
+	l := startLocker(t, 0, filepath.Join(m.session("s1"), ".claude", "storm"))
+	require.Equal(t, "ok", l.ask(t, "storm"))
+	for range 5 {
+		killServing(t, m)()
+	}
+	report := l.ask(t, "stop")
+	t.Logf("the storm across 5 kills: %s", report)
+	assert.Regexp(t, `^cycles [1-9]\d* failed 0 first <nil>$`, report)
+	var stale []int
+	for b := range 64 {
+		if storeLock(t, inStore, "ofd", int64(b)) != nil {
+			stale = append(stale, b)
+		}
+	}
+	assert.Empty(t, stale, "bytes let go and still locked")
+	assert.ErrorIs(t, storeLock(t, inStore, "ofd", 100), unix.EAGAIN, "the lock kept all along")
+	adopted := regexp.MustCompile(`(\d+) POSIX lock owners adopted of (\d+) kept`).FindAllStringSubmatch(m.log.String(), -1)
+	t.Logf("adopted at each takeover: %v", adopted)
+	require.Equal(t, "ok", keeper.ask(t, "close"))
+	eventually(t, 10*time.Second, func() bool { return storeLock(t, inStore, "ofd", 100) == nil }, "the close lets it go")
 }
