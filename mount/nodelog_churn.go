@@ -12,6 +12,11 @@ type NodeLogFigures struct {
 	Churned, Held int
 	PerRecord     time.Duration // a record's cost (a name, a count, a forget: each a copy into shared memory)
 	Compactions   int
+	// Waits is how many appends found the log full and waited for a compaction to make room (the churn appends
+	// faster than a compaction reads: a daemon's requests come far slower), Waited how long in all; PerRecord
+	// leaves them out.
+	Waits         int
+	Waited        time.Duration
 	LongestSwitch time.Duration // the longest a compaction held appends back
 	MeanSwitch    time.Duration
 	// LongestChurn is the longest one node's lookup and forget took to record (a compaction's switch included),
@@ -55,9 +60,9 @@ func NodeLogChurn(churned, held int) (NodeLogFigures, error) {
 	if err != nil {
 		return f, err
 	}
-	f.PerRecord = took / time.Duration(4*max(churned, 1))
 	l.stats.mu.Lock()
-	f.Compactions, f.LongestSwitch = l.stats.count, l.stats.longest
+	f.PerRecord = (took - l.stats.waited) / time.Duration(4*max(churned, 1))
+	f.Compactions, f.LongestSwitch, f.Waits, f.Waited = l.stats.count, l.stats.longest, l.stats.waits, l.stats.waited
 	if l.stats.count > 0 {
 		f.MeanSwitch = l.stats.switches / time.Duration(l.stats.count)
 	}

@@ -41,6 +41,8 @@ type compactStats struct {
 	count    int
 	longest  time.Duration // the longest switch (appends held back)
 	switches time.Duration // all switches
+	waits    int           // appends that found the log full and waited for a compaction
+	waited   time.Duration
 }
 
 // compactStep, when set (tests), is called at each step of a compaction: one that never returns stands for the
@@ -198,11 +200,16 @@ var errTooLive = fmt.Errorf("what the kernel holds does not fit in half the node
 // awaitCompaction waits for the compaction under way to end: appends that found the log full go on in the half
 // it switched to (or find the log full, and drop their records, if it could not switch).
 func (l *nodeLog) awaitCompaction() {
+	began := time.Now()
 	l.compactMu.Lock()
 	for l.compacts.Load() {
 		l.compactEnd.Wait()
 	}
 	l.compactMu.Unlock()
+	l.stats.mu.Lock()
+	l.stats.waits++
+	l.stats.waited += time.Since(began)
+	l.stats.mu.Unlock()
 }
 
 // compactFailed says why a compaction did not switch: the log stays where it is, is not compacted again, and

@@ -105,8 +105,8 @@ func (b *bench) nodeLog() {
 		b.skip("node log: %v", err)
 		return
 	}
-	fmt.Fprintf(os.Stderr, "node log: %d nodes looked up and forgotten, %d held: %v a record, %d compactions, switches %v mean, %v the longest; one node's records took %v at the 99.9th percentile, %v the longest\n",
-		f.Churned, f.Held, f.PerRecord, f.Compactions, f.MeanSwitch, f.LongestSwitch, f.P999Churn, f.LongestChurn)
+	fmt.Fprintf(os.Stderr, "node log: %d nodes looked up and forgotten, %d held: %v a record, %d compactions, switches %v mean, %v the longest, %d appends waited for room %v in all; one node's records took %v at the 99.9th percentile, %v the longest\n",
+		f.Churned, f.Held, f.PerRecord, f.Compactions, f.MeanSwitch, f.LongestSwitch, f.Waits, f.Waited, f.P999Churn, f.LongestChurn)
 	us := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1000 }
 	b.Figures = append(b.Figures,
 		figure{Name: "node log: a record (1M lookups and forgets churned, 10,000 nodes held)", Value: float64(f.PerRecord.Nanoseconds()), Unit: "ns", Goal: "-"},
