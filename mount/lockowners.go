@@ -83,6 +83,7 @@ func (k *lockSocket) send(m lockMsg, fd int) error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.broken {
+		k.dropped = k.dropped[:0] // nobody to tell
 		return errHolderGone
 	}
 	m.Dropped = k.dropped
@@ -155,6 +156,7 @@ func (k *lockSocket) received() ([]nodes.KeptOwner, []int, error) {
 	}
 }
 
+// closeAll closes the descriptors received with a message not taken.
 func closeAll(fds []int) {
 	for _, fd := range fds {
 		unix.Close(fd)
