@@ -120,9 +120,24 @@ func (s *helperService) sendHeld(reply *os.File) error {
 	}
 	defer fc.Close()
 	c := fc.(*net.UnixConn)
-	// The state's length first: a stream socket may cut it anywhere, the asker reads it whole.
+	if err := sendMoved(c, state, holderDev, holderNodes, locks); err != nil {
+		return err
+	}
+	if err := expectWord(c, moveTaken); err != nil {
+		return fmt.Errorf("the asker did not say it took the mount: %w", err)
+	}
+	if _, err := c.Write([]byte(moveGone)); err != nil {
+		fmt.Fprintf(os.Stderr, "sessionfs: tell the next holder of %s this one is gone: %v\n", s.mnt, err)
+	}
+	return nil
+}
+
+// sendMoved writes the state and the descriptors as receiveHeld reads them: the state's length first (a stream
+// socket may cut it anywhere, the asker reads it whole) with the connection and the node log, then the lock owners'
+// descriptors, lockChunk a message.
+func sendMoved(c *net.UnixConn, state []byte, dev, nodes int, locks []heldOwner) error {
 	msg := binary.LittleEndian.AppendUint32(nil, uint32(len(state)))
-	if _, _, err := c.WriteMsgUnix(append(msg, state...), unix.UnixRights(holderDev, holderNodes), nil); err != nil {
+	if _, _, err := c.WriteMsgUnix(append(msg, state...), unix.UnixRights(dev, nodes), nil); err != nil {
 		return fmt.Errorf("send what is held: %w", err)
 	}
 	for i := 0; i < len(locks); i += lockChunk {
@@ -133,12 +148,6 @@ func (s *helperService) sendHeld(reply *os.File) error {
 		if _, _, err := c.WriteMsgUnix([]byte{'L'}, unix.UnixRights(fds...), nil); err != nil {
 			return fmt.Errorf("send the lock owners' descriptors: %w", err)
 		}
-	}
-	if err := expectWord(c, moveTaken); err != nil {
-		return fmt.Errorf("the asker did not say it took the mount: %w", err)
-	}
-	if _, err := c.Write([]byte(moveGone)); err != nil {
-		fmt.Fprintf(os.Stderr, "sessionfs: tell the next holder of %s this one is gone: %v\n", s.mnt, err)
 	}
 	return nil
 }
@@ -218,7 +227,11 @@ func TakeHolder(storeRoot, mnt string, start func(*exec.Cmd) error) (*MovedHolde
 	if _, err := c.Write([]byte(moveTaken)); err != nil {
 		return nil, fmt.Errorf("tell the holder of %s it was taken: %w (it serves on)", mnt, err)
 	}
-	if err := expectWord(c, moveGone); err != nil {
+	if err := expectWord(c, moveGone); errors.Is(err, io.EOF) {
+		// Closed with nothing said: the holder ended after it sent all (its pod killed). One that serves on says so
+		// first (moveOut), so this process is the only one to hold the connection now: it goes on.
+		fmt.Fprintf(os.Stderr, "sessionfs: the holder of %s ended during the hand-over: this one holds the mount\n", mnt)
+	} else if err != nil {
 		return nil, fmt.Errorf("the holder of %s did not say it let go: %w (it serves on)", mnt, err)
 	}
 	helper, served, err := startMovedHelper(moved, files, start)
