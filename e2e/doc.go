@@ -44,7 +44,8 @@
 // kills, upgrades and a normal user's kills), mount_takeover_resend (a resent rename, exchange
 // included, made once), mount_takeover_nodelog (the node log compacted under churn, held files work after a kill),
 // mount_upgrade (sessionfs mount of another build hands a serving mount over to it, unseen by the agents on it),
-// mount_upgrade_boot (the same after a fresh /run).
+// mount_upgrade_boot (the same after a fresh /run), mount_move_killed (a holder moving to the next CSI plugin killed
+// mid-hand-over leaves it the mount).
 //
 // Backends: backend_local (exec: its namespace, signals, -w, -e), backend_local_landlock (exec --landlock),
 // backend_docker, backend_podman (rootful and rootless), backend_modal (run and sync against the fake control

@@ -165,6 +165,12 @@ func expectWord(c *net.UnixConn, word string) error {
 	return nil
 }
 
+// holderEnded says whether err, reading the word of a holder moving, means it closed its end with nothing said:
+// an end (io.EOF), or ECONNRESET when it closed with "taken" unread (killed before it read it).
+func holderEnded(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, unix.ECONNRESET)
+}
+
 // MovedHolder is a holder this process started with what a holder in another pid namespace handed it.
 type MovedHolder struct {
 	Cmd      *exec.Cmd // the helper, this process's child: the caller reaps it
@@ -224,10 +230,9 @@ func TakeHolder(storeRoot, mnt string, start func(*exec.Cmd) error) (*MovedHolde
 	}
 	// This process's names for the store and the mount (the same folders: checked above).
 	moved.Config.Store, moved.Config.Mountpoint = storeRoot, mnt
-	if _, err := c.Write([]byte(moveTaken)); err != nil {
-		return nil, fmt.Errorf("tell the holder of %s it was taken: %w (it serves on)", mnt, err)
-	}
-	if err := expectWord(c, moveGone); errors.Is(err, io.EOF) {
+	// A holder that ended meanwhile cannot be told: what is read next says so (holderEnded).
+	_, _ = c.Write([]byte(moveTaken))
+	if err := expectWord(c, moveGone); holderEnded(err) {
 		// Closed with nothing said: the holder ended after it sent all (its pod killed). One that serves on says so
 		// first (moveOut), so this process is the only one to hold the connection now: it goes on.
 		fmt.Fprintf(os.Stderr, "sessionfs: the holder of %s ended during the hand-over: this one holds the mount\n", mnt)
