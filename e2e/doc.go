@@ -43,7 +43,8 @@
 // changes; where it cannot hold, an error within 10 s), mount_takeover_locks (POSIX locks and flocks held across
 // kills, upgrades and a normal user's kills), mount_takeover_resend (a resent rename, exchange
 // included, made once), mount_takeover_nodelog (the node log compacted under churn, held files work after a kill),
-// mount_upgrade (sessionfs mount of another build hands a serving mount over to it, unseen by the agents on it),
+// mount_upgrade (sessionfs mount of another build hands a serving mount over to it, unseen by the agents on it;
+// a normal user's mount killed and handed over; hand-overs asked for back to back),
 // mount_upgrade_boot (the same after a fresh /run), mount_move_killed (a holder moving to the next CSI plugin killed
 // mid-hand-over leaves it the mount).
 //
@@ -80,5 +81,6 @@
 // another uid, hostile archives), harness_mounts (the mount table, a session's binds), harness_csi (a plugin,
 // the kubelet's requests), harness_landlock (a session to attack from, a normal user's store, terminals),
 // harness_runner (a runner in the background), harness_daemon (the daemon's processes and their status),
-// harness_moosefs (a MooseFS cluster).
+// harness_moosefs (a MooseFS cluster), harness_takeover (issue 42's four agents at work while their daemons are
+// killed or their mounts handed over).
 package e2e
