@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -55,4 +56,39 @@ func TestAttackLockOwnersBlockUpgrade(t *testing.T) {
 	require.NoError(t, err, "the upgrade was refused while a session holds many lock owners; log: %s", m.log)
 	assert.ErrorIs(t, storeLock(t, held, "ofd", 51), unix.EAGAIN, "the attacker's lock is held across the upgrade")
 	assert.Contains(t, m.log.String(), "POSIX lock owners adopted of 2000 kept")
+}
+
+// TestAttackWaitersDuringUpgrade: uid 65534 holds a flock and keeps 200 blocking flock requests on it through the
+// mount (its share of waiters, 128, in flight in the daemon; the rest refused), requests that never finish while
+// it holds the lock. An upgrade goes through all the same (a hand-over waits a bounded time for the requests in
+// flight, and the kernel resends those to the next daemon), and another session works on after it.
+func TestAttackWaitersDuringUpgrade(t *testing.T) {
+	need(t, os.Geteuid() == 0, "root: a confined mount, its holder, and an attacker of another uid")
+	store := t.TempDir()
+	attackerSessions(t, store, "a")
+	ok(t, store, "new", "b")
+	m := mount(t, store, "--allow-other", "--max-binds", "0")
+	helper := helperPID(t, m.cmd.Process.Pid)
+	t.Cleanup(func() { endTakeoverMount(t, m, helper) })
+	openUp(t, m.mnt)
+
+	const waiters = 200
+	a := startAttacker(t, exeForOthers(t), "SESSIONFS_E2E_HELPER=locks-wait", "HELPER_WAITERS=200",
+		"HELPER_FILE="+filepath.Join(m.session("a"), "workspace", "w"))
+	defer a.stop()
+	require.Equal(t, "holding", a.line(t))
+	refused := 0
+	for refused < waiters-128 { // those past its share are answered at once; the rest wait
+		require.Equal(t, "ENOLCK", a.line(t), "a blocking request answered while the lock is held")
+		refused++
+	}
+
+	start := time.Now()
+	cmd := exec.Command(bin, "mount", m.mnt)
+	cmd.Env = append(os.Environ(), "SESSIONFS_STORE="+store)
+	out, err := cmd.CombinedOutput()
+	t.Logf("an upgrade with %d blocking requests in flight (%d refused): %v in %s: %s", waiters-refused, refused,
+		err, time.Since(start).Round(time.Millisecond), strings.TrimSpace(string(out)))
+	require.NoError(t, err, "log: %s", m.log)
+	assert.Empty(t, otherSessionLocks(t, filepath.Join(m.session("b"), "workspace")), "another session's locks after the upgrade")
 }
