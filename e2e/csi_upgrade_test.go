@@ -199,28 +199,11 @@ func TestCSIUpgrade(t *testing.T) {
 	const updates = 20
 	for round := range updates {
 		next := (round + 1) % 2
-		old := pod
-		surge := round%2 == 0
-		if !surge { // the old pod told to stop first: it waits for a successor, serving
-			old.stop()
-			eventually(t, 10*time.Second, func() bool { return strings.Contains(old.log.String(), "serves on if the next plugin takes it over") },
-				"round %d: the old plugin waits for a successor: %s", round, old.log)
-		}
-		pod = startCSIPod(t, n, fmt.Sprintf("pod %d", round+1), builds[next], versions[next])
-		if surge {
-			old.stop()
-		}
-		code := old.exited(30 * time.Second)
-		before := loop.iterations() // the old pod, its pid namespace and what ran in it gone
-		eventually(t, 20*time.Second, func() bool { return loop.iterations() >= before+3 },
-			"round %d: the container goes on after the update to %s (%s; old pod: %s; new pod: %s)", round, versions[next], agentErrors(loops), old.log, pod.log)
-		require.Equal(t, 0, code, "round %d: the old pod exits 0 on SIGTERM: %s", round, old.log)
-		assert.Empty(t, inPidNS(old.pidNS), "round %d: the old pod's pid namespace ended", round)
-		require.Contains(t, pod.log.String(), "took the node's mount "+n.mnt+" over from the plugin before (sessionfs "+versions[1-next]+")",
-			"round %d: the new plugin took the mount over: %s", round, pod.log)
-		assert.Contains(t, old.log.String(), "the next plugin holds the node's mount", "round %d: %s", round, old.log)
-		_, _, version := servedBy(t, n.mnt)
-		require.Equal(t, versions[next], version, "round %d: the daemon serving is the new build's", round)
+		pod = updateCSIPod(t, n, pod, fmt.Sprintf("pod %d", round+1), builds[next], versions[next], round%2 == 0, func(old, pod *csiPod) {
+			before := loop.iterations()
+			eventually(t, 20*time.Second, func() bool { return loop.iterations() >= before+3 },
+				"round %d: the container goes on after the update to %s (%s; old pod: %s; new pod: %s)", round, versions[next], agentErrors(loops), old.log, pod.log)
+		})
 	}
 
 	// A build whose hand-over state differs is refused before anything stops: the pod before holds on and serves.
@@ -281,6 +264,58 @@ func TestCSIUpgrade(t *testing.T) {
 	assert.False(t, isFUSEMount(n.mnt), "the node's mount is unmounted")
 	_, err = sfsmount.ServingPID(n.mnt)
 	assert.Error(t, err, "nothing serves the node's mount")
+}
+
+// updateCSIPod updates the node's plugin pod old to a pod of exe (version), as maxSurge 1 does (the new pod first,
+// then SIGTERM to the old one) or, surge false, with the old one told to stop first (it waits for a successor);
+// then, the old pod with its pid namespace and all that ran in it gone, goesOn checks what uses the mount. The new
+// pod took the mount over, the daemon serving is its build's, and the old pod exited 0.
+func updateCSIPod(t *testing.T, n *csiNode, old *csiPod, name, exe, version string, surge bool, goesOn func(old, pod *csiPod)) *csiPod {
+	t.Helper()
+	if !surge {
+		old.stop()
+		eventually(t, 10*time.Second, func() bool { return strings.Contains(old.log.String(), "serves on if the next plugin takes it over") },
+			"%s: the plugin before waits for a successor: %s", name, old.log)
+	}
+	pod := startCSIPod(t, n, name, exe, version)
+	if surge {
+		old.stop()
+	}
+	code := old.exited(30 * time.Second)
+	goesOn(old, pod)
+	require.Equal(t, 0, code, "%s: the pod before exits 0 on SIGTERM: %s", name, old.log)
+	assert.Empty(t, inPidNS(old.pidNS), "%s: the pod before's pid namespace ended", name)
+	require.Contains(t, pod.log.String(), "took the node's mount "+n.mnt+" over from the plugin before (sessionfs "+old.version+")",
+		"%s took the mount over: %s", name, pod.log)
+	assert.Contains(t, old.log.String(), "the next plugin holds the node's mount", "%s: %s", name, old.log)
+	_, _, served := servedBy(t, n.mnt)
+	require.Equal(t, version, served, "%s: the daemon serving is the new build's", name)
+	return pod
+}
+
+// TestCSIUpgradeKeepsLocks (issue 42): a POSIX lock held through a target the plugin published is held across two
+// DaemonSet updates (new pod first, then old pod stopped first), and works as before after them
+// (locksKeptAcross): the lock owners' descriptors go from the old pod's holder to the new one's.
+func TestCSIUpgradeKeepsLocks(t *testing.T) {
+	needFUSE(t)
+	need(t, os.Geteuid() == 0, "the CSI plugin mounts: root")
+	_, err := exec.LookPath("unshare")
+	need(t, err == nil, "unshare (util-linux) makes the pods' namespaces")
+	dir := t.TempDir()
+	builds := []string{upgradeBuild(t, dir, "v0.0.0-csi-locks.a"), upgradeBuild(t, dir, "v0.0.0-csi-locks.b")}
+	n := newCSINode(t)
+	pod := startCSIPod(t, n, "pod 0", builds[0], "v0.0.0-csi-locks.a")
+	conn, _ := (&csiPlugin{sock: n.sock}).client(t)
+	target := filepath.Join(n.kubelet, "pods", "agent-0", "volumes", "session")
+	require.NoError(t, os.MkdirAll(filepath.Dir(target), 0o750))
+	_, err = conn.NodePublishVolume(rpcCtx(t), publishReq("csi-1", target, map[string]string{"session": "s1"}))
+	require.NoError(t, err, "publish: %s", pod.log)
+
+	served := func(*csiPod, *csiPod) {}
+	l := startLocker(t, 0, filepath.Join(target, ".claude", "posix"))
+	locksKeptAcross(t, l, filepath.Join(n.store, "sessions", "s1", ".claude", "posix"),
+		func() { pod = updateCSIPod(t, n, pod, "pod 1", builds[1], "v0.0.0-csi-locks.b", true, served) },
+		func() { pod = updateCSIPod(t, n, pod, "pod 2", builds[0], "v0.0.0-csi-locks.a", false, served) })
 }
 
 // containerRunning says whether the container name runs.
