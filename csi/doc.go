@@ -10,7 +10,8 @@
 // session it is), targets.go (targets beneath the kubelet's folder, what is mounted there, the node's mount, and
 // whether a mount is the plugin's own), lease.go (the run lease a pod holds), record.go (what was published, kept
 // on disk across restarts), publish.go (the session laid at the target by package bind), unpublish.go (only what
-// the plugin published detached), mount.go (the node's mount used if it serves the store, else started).
+// the plugin published detached), mount.go (the node's mount used if it serves the store, else started),
+// handover.go (a DaemonSet update: the node's mount taken over from the plugin's pod before, and left to the next).
 //
 // A publish: the target checked (targets.go), the capability and attributes read (attributes.go), the session
 // named, made if missing and allowed, and checked to be the pod's namespace's (tenancy.go), a publication already

@@ -30,6 +30,7 @@ import (
 // used as it is, as a plugin restarted beside it does: it ends with that holder.
 func (d *Driver) takeMount(co confine.Options) (stop func(), err error) {
 	mnt := d.Mountpoint
+	start := time.Now()
 	h, err := mount.TakeHolder(d.Store.Root, mnt, func(c *exec.Cmd) error { return confine.StartDaemon(c, co) })
 	if h == nil {
 		if errors.Is(err, mount.ErrNoHolder) {
@@ -44,7 +45,8 @@ func (d *Driver) takeMount(co confine.Options) (stop func(), err error) {
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "sessionfs csi: %v\n", err)
 	} else {
-		fmt.Fprintf(os.Stderr, "sessionfs csi: took the node's mount %s over from the plugin before (sessionfs %s): daemon %d of sessionfs %s serves it\n", mnt, h.From, h.Daemon, h.To)
+		fmt.Fprintf(os.Stderr, "sessionfs csi: took the node's mount %s over from the plugin before (sessionfs %s): daemon %d of sessionfs %s serves it (in %s)\n",
+			mnt, h.From, h.Daemon, h.To, time.Since(start).Round(time.Millisecond))
 	}
 	return d.unlessHandedOver(func() {
 		// As a mount daemon the plugin started stops (EnsureMount): the daemon serving now unmounts.
