@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -197,6 +199,7 @@ func TestCSIUpgrade(t *testing.T) {
 	eventually(t, 30*time.Second, func() bool { return loop.iterations() >= 5 }, "the loop runs: %s", agentErrors(loops))
 
 	const updates = 20
+	var took []time.Duration // each new plugin's take-over, as it logs it
 	for round := range updates {
 		next := (round + 1) % 2
 		pod = updateCSIPod(t, n, pod, fmt.Sprintf("pod %d", round+1), builds[next], versions[next], round%2 == 0, func(old, pod *csiPod) {
@@ -204,7 +207,14 @@ func TestCSIUpgrade(t *testing.T) {
 			eventually(t, 20*time.Second, func() bool { return loop.iterations() >= before+3 },
 				"round %d: the container goes on after the update to %s (%s; old pod: %s; new pod: %s)", round, versions[next], agentErrors(loops), old.log, pod.log)
 		})
+		if m := regexp.MustCompile(`serves it \(in ([^)]+)\)`).FindStringSubmatch(pod.log.String()); m != nil {
+			d, err := time.ParseDuration(m[1])
+			require.NoError(t, err)
+			took = append(took, d)
+		}
 	}
+	slices.Sort(took)
+	t.Logf("%d take-overs by the new plugin: median %v, max %v", len(took), took[len(took)/2], took[len(took)-1])
 
 	// A build whose hand-over state differs is refused before anything stops: the pod before holds on and serves.
 	serving, _, _ := servedBy(t, n.mnt)
