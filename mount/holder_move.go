@@ -67,6 +67,11 @@ const moveAckTimeout = 10 * time.Second
 // beginMove keeps the asker's socket c, checks it reads this holder's state, and tells the serving daemon to hand
 // over: once it is gone, takeOver's execUpgrade moves what this holder holds (moveOut).
 func (s *helperService) beginMove(raw []byte, c *net.UnixConn) error {
+	// Only a root mount's holder moves (the CSI plugin's, to its next pod): a normal user's would hand the mount's
+	// connection to any process of that user, a session's own among them (an upgrade at least runs a binary).
+	if os.Geteuid() != 0 {
+		return errors.New("only a root mount's holder moves to another pid namespace: sessionfs mount upgrades this one")
+	}
 	var req moveRequest
 	if err := json.Unmarshal(raw, &req); err != nil {
 		return err
