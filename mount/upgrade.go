@@ -1,6 +1,7 @@
 package mount
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -10,6 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/moby/sys/mountinfo"
@@ -291,22 +294,56 @@ const handoverPoll = 20 * time.Millisecond
 
 // held says whether a holder keeps the connection of the mount at mnt: its state file (in this user's control
 // folder) names a process there, which holds the connection. Not HeldBy, which wants the holder's capabilities or
-// command line too: in the middle of its exec a holder shows neither, nor its descriptors, for a moment (a
-// process there that shows none counts as holding).
+// command line too: in the middle of its exec a holder shows neither, nor its descriptors, for a moment. A
+// process there that shows none counts as holding if it started before the file was last written: not one that
+// took the pid of a holder killed since.
 func held(mnt string) bool {
 	minor, ok := connectionOf(mnt)
 	if !ok {
 		return false
 	}
 	var st Held
+	fi, err := os.Stat(heldFile(minor))
+	if err != nil {
+		return false
+	}
 	if b, err := os.ReadFile(heldFile(minor)); err != nil || json.Unmarshal(b, &st) != nil || st.Holder <= 0 {
 		return false
 	}
-	if err := unix.Kill(st.Holder, 0); err != nil && !errors.Is(err, unix.EPERM) {
-		return false
+	if conns, _ := fuseConnections(st.Holder); len(conns) > 0 {
+		return slices.Contains(conns, int64(kernelDev(0, minor)))
 	}
-	conns, _ := fuseConnections(st.Holder)
-	return len(conns) == 0 || slices.Contains(conns, int64(kernelDev(0, minor)))
+	started, ok := processStart(st.Holder)
+	return ok && !started.After(fi.ModTime().Add(time.Second))
+}
+
+// processStart is when process pid started (from /proc: its start in clock ticks after boot, of 100 Hz, the
+// kernel's USER_HZ on every architecture Linux runs Go on).
+func processStart(pid int) (time.Time, bool) {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	i := bytes.LastIndexByte(stat, ')')
+	if err != nil || i < 0 {
+		return time.Time{}, false
+	}
+	f := strings.Fields(string(stat[i+1:])) // from field 3, the state: the start time is field 22
+	if len(f) < 20 {
+		return time.Time{}, false
+	}
+	ticks, err := strconv.ParseInt(f[19], 10, 64)
+	if err != nil {
+		return time.Time{}, false
+	}
+	procStat, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return time.Time{}, false
+	}
+	for _, l := range strings.Split(string(procStat), "\n") {
+		if v, ok := strings.CutPrefix(l, "btime "); ok {
+			boot, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			return time.Unix(boot, 0).Add(time.Duration(ticks) * 10 * time.Millisecond), err == nil
+		}
+	}
+	return time.Time{}, false
 }
 
 // upgradeOnce asks the holder of mnt once: errHandoverBusy while it is in a hand-over.

@@ -2,6 +2,7 @@ package mount
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -105,4 +106,20 @@ func (o *openRecorder) Write(cancel <-chan struct{}, in *fuse.WriteIn, data []by
 
 func (o *openRecorder) Release(cancel <-chan struct{}, in *fuse.ReleaseIn) {
 	o.released = append(o.released, in.Fh)
+}
+
+// held tells a holder mid-exec (its descriptors not shown) from a process that took the pid of a holder killed
+// since by when each started: a process started after the holder's state file was written is not its holder.
+func TestProcessStartIsAfterWhatWasWrittenBefore(t *testing.T) {
+	before := time.Now().Add(-5 * time.Second)
+	cmd := exec.Command("sleep", "60")
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	started, ok := processStart(cmd.Process.Pid)
+	require.True(t, ok)
+	assert.True(t, started.After(before.Add(time.Second)), "started %v, after %v", started, before)
+	assert.WithinDuration(t, time.Now(), started, 3*time.Second, "the clock's reading (boot time in seconds)")
+	self, ok := processStart(os.Getpid())
+	require.True(t, ok)
+	assert.False(t, self.After(started), "this process started before its child")
 }
