@@ -47,11 +47,27 @@ type lockMsg struct {
 
 // lockSocket is the daemon's end: it keeps its lock owners' descriptors with the holder (nodes.LockKeeper).
 type lockSocket struct {
-	mu      sync.Mutex
-	fd      int
-	broken  bool     // the holder is gone: said once, not asked again
-	dropped []uint64 // closed, not said yet
+	mu        sync.Mutex
+	fd        int
+	broken    bool      // the holder is gone: said once, not asked again
+	slowUntil time.Time // the holder took nothing for keepWait: not waited for again till then
+	dropped   []uint64  // closed, not said yet
 }
+
+// keepWait bounds the wait for room in the holder's socket (it reads it every readPause); a holder that takes
+// nothing for so long (stopped, or starved) is not waited for again for keepRest: the owners' locks are taken all
+// the same, and go with this daemon. Lock requests wait on the lock table meanwhile: never for good.
+const (
+	keepWait = time.Second
+	keepRest = 5 * time.Second
+)
+
+// maxPendingDrops bounds the closes not told yet while the holder is slow: past it they are not told (the
+// holder's copies hold nothing, and the next daemon drops them).
+const maxPendingDrops = 4 * dropBatch
+
+// errHolderSlow: the holder took nothing for keepWait.
+var errHolderSlow = errors.New("the holder took no message for a second")
 
 // newLockSocketPair makes the socket to a holder: this daemon's end, and the holder's (to pass it, then close).
 func newLockSocketPair() (*lockSocket, int, error) {
@@ -59,11 +75,22 @@ func newLockSocketPair() (*lockSocket, int, error) {
 	if err != nil {
 		return nil, -1, fmt.Errorf("make the socket to keep the mount's locks: %w", err)
 	}
+	for _, fd := range fds { // room for a burst of a lock-heavy session between two reads (root's may pass wmem_max)
+		if unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, lockSocketRoom) != nil {
+			_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF, lockSocketRoom)
+		}
+	}
 	return &lockSocket{fd: fds[0]}, fds[1], nil
 }
 
-// sendLockMsg sends m, with descriptor fd (-1: none), on socket sock.
+// sendLockMsg sends m, with descriptor fd (-1: none), on socket sock, waiting for room.
 func sendLockMsg(sock int, m lockMsg, fd int) error {
+	return sendLockMsgWithin(sock, m, fd, -1)
+}
+
+// sendLockMsgWithin sends m, with descriptor fd (-1: none), on socket sock, waiting for room up to wait (<0: for
+// good); errHolderSlow once that is past.
+func sendLockMsgWithin(sock int, m lockMsg, fd int, wait time.Duration) error {
 	b, err := json.Marshal(m)
 	if err != nil {
 		return err
@@ -72,9 +99,22 @@ func sendLockMsg(sock int, m lockMsg, fd int) error {
 	if fd >= 0 {
 		rights = unix.UnixRights(fd)
 	}
+	deadline := time.Now().Add(wait)
 	for {
-		if err = unix.Sendmsg(sock, b, rights, nil, unix.MSG_NOSIGNAL); err != unix.EINTR {
+		err = unix.Sendmsg(sock, b, rights, nil, unix.MSG_NOSIGNAL|unix.MSG_DONTWAIT)
+		if err != unix.EINTR && err != unix.EAGAIN {
 			return err
+		}
+		if err == unix.EAGAIN {
+			timeout := -1
+			if wait >= 0 {
+				left := time.Until(deadline)
+				if left <= 0 {
+					return errHolderSlow
+				}
+				timeout = int(left/time.Millisecond) + 1
+			}
+			_, _ = unix.Poll([]unix.PollFd{{Fd: int32(sock), Events: unix.POLLOUT}}, timeout)
 		}
 	}
 }
@@ -86,11 +126,18 @@ func (k *lockSocket) send(m lockMsg, fd int) error {
 		k.dropped = k.dropped[:0] // nobody to tell
 		return errHolderGone
 	}
+	if time.Now().Before(k.slowUntil) {
+		return errHolderSlow
+	}
 	m.Dropped = k.dropped
-	err := sendLockMsg(k.fd, m, fd)
-	if err == nil {
+	err := sendLockMsgWithin(k.fd, m, fd, keepWait)
+	switch {
+	case err == nil:
 		k.dropped = k.dropped[:0]
-	} else {
+	case errors.Is(err, errHolderSlow):
+		k.slowUntil = time.Now().Add(keepRest)
+		fmt.Fprintf(os.Stderr, "sessionfs: the holder took no lock owner's descriptor for %s: the POSIX locks taken in the next %s go with this daemon\n", keepWait, keepRest)
+	default:
 		k.broken = true
 		fmt.Fprintf(os.Stderr, "sessionfs: the holder keeps no more lock owners' descriptors (%v): POSIX locks taken from now on go with this daemon\n", err)
 	}
@@ -108,7 +155,9 @@ func (k *lockSocket) Keep(o nodes.KeptOwner, fd int) error {
 // Drop tells the holder that owner id's descriptor is closed: with the next message, or now once dropBatch wait.
 func (k *lockSocket) Drop(id uint64) {
 	k.mu.Lock()
-	k.dropped = append(k.dropped, id)
+	if len(k.dropped) < maxPendingDrops {
+		k.dropped = append(k.dropped, id)
+	}
 	full := len(k.dropped) >= dropBatch
 	k.mu.Unlock()
 	if full {
@@ -215,9 +264,12 @@ func (h *heldLocks) read(sock int, gen uint64) {
 	}
 }
 
-// readPause is the pause of the holder's reader between two reads: at a lock and an unlock each 20 us, some 100
-// messages, well within the socket's room.
-const readPause = 2 * time.Millisecond
+// readPause is the pause of the holder's reader between two reads: at a lock and an unlock each 20 us, some 50
+// messages; lockSocketRoom is the socket's room, some 2,700 of them (some 280 at the kernel's default).
+const (
+	readPause      = time.Millisecond
+	lockSocketRoom = 1 << 20
+)
 
 // detach takes in what the daemon gone sent and has not been read, and ends its socket (the reader closes it).
 func (h *heldLocks) detach() {

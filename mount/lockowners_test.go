@@ -103,3 +103,30 @@ func TestHeldLocksHandedOver(t *testing.T) {
 	assert.NotContains(t, h.owners, owners[0].ID)
 	assert.Contains(t, h.owners, uint64(4))
 }
+
+// A holder that reads nothing (stopped) holds a daemon's lock requests up for at most keepWait: the keep that
+// finds no room fails, and the next ones fail at once for keepRest (their locks are taken all the same).
+func TestLockSocketHolderStopped(t *testing.T) {
+	daemon, theirs, err := newLockSocketPair()
+	require.NoError(t, err)
+	defer unix.Close(theirs) // open, never read: a holder stopped
+	defer unix.Close(daemon.fd)
+	fd := keptFile(t)
+	defer unix.Close(fd)
+	sent := 0
+	for ; sent < 100000; sent++ {
+		if err = daemon.Keep(nodes.KeptOwner{ID: uint64(sent + 1)}, fd); err != nil {
+			break
+		}
+	}
+	t.Logf("%d keeps queued before the socket was full", sent)
+	require.ErrorIs(t, err, errHolderSlow)
+	require.ErrorIs(t, daemon.Keep(nodes.KeptOwner{ID: 1 << 40}, fd), errHolderSlow, "not waited for again")
+	for id := range uint64(10 * maxPendingDrops) {
+		daemon.Drop(id)
+	}
+	daemon.mu.Lock()
+	defer daemon.mu.Unlock()
+	assert.LessOrEqual(t, len(daemon.dropped), maxPendingDrops)
+	assert.False(t, daemon.broken, "the holder is slow, not gone")
+}
