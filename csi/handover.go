@@ -26,19 +26,20 @@ import (
 // plugin still held when the new one started is taken once it is let go (adoptLeases).
 
 // takeMount takes the node's mount at d.Mountpoint over from the holder in another pid namespace, and returns what
-// stops it. A holder that cannot hand over (none; a build before moves; another state format) leaves the mount
-// used as it is, as a plugin restarted beside it does: it ends with that holder.
+// stops it. With no holder to ask (an unconfined mount) the mount is used as it is, as a plugin restarted beside it
+// does. A holder that cannot hand over (another state format, a build before moves) is an error: this plugin stops
+// before it serves, so a DaemonSet update halts (the new pod never ready) and the pod before serves on.
 func (d *Driver) takeMount(co confine.Options) (stop func(), err error) {
 	mnt := d.Mountpoint
 	start := time.Now()
 	h, err := mount.TakeHolder(d.Store.Root, mnt, func(c *exec.Cmd) error { return confine.StartDaemon(c, co) })
-	if h == nil {
-		if errors.Is(err, mount.ErrNoHolder) {
-			fmt.Fprintf(os.Stderr, "sessionfs csi: the node's mount %s is held by no process of this pod and no holder answers: it is used as it is\n", mnt)
-		} else {
-			fmt.Fprintf(os.Stderr, "sessionfs csi: the node's mount %s could not be taken over from the plugin before: %v; it is used as it is, and ends with that plugin's pod\n", mnt, err)
-		}
+	if errors.Is(err, mount.ErrNoHolder) {
+		fmt.Fprintf(os.Stderr, "sessionfs csi: the node's mount %s is held by no process of this pod and no holder answers: it is used as it is\n", mnt)
 		return func() {}, nil
+	}
+	if h == nil {
+		return nil, fmt.Errorf("the node's mount %s is held by the plugin's pod before, which did not hand it over: %v; "+
+			"this plugin stops so that it serves on (a DaemonSet update halts here: roll back to its build, or move the pods using sessions off this node and delete that pod)", mnt, err)
 	}
 	exited := make(chan struct{})
 	go func() { _ = h.Cmd.Wait(); close(exited) }()
