@@ -90,8 +90,10 @@ func (a *app) runCSI(o csiOptions) error {
 	if err != nil {
 		return err
 	}
-	defer stop()
+	// The leases go last: a plugin waiting for its successor still serves its pods' sessions (the next plugin takes
+	// them as they are let go).
 	defer d.Close()
+	defer stop()
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
 	fmt.Fprintf(os.Stderr, "sessionfs: CSI driver %s for node %s serving %s (mount %s) on %s\n", csi.Name, o.nodeID, s.Root, abs, o.endpoint)
