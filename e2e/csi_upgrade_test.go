@@ -237,6 +237,15 @@ func TestCSIUpgrade(t *testing.T) {
 	slices.Sort(took)
 	t.Logf("%d take-overs by the new plugin: median %v, max %v", len(took), took[len(took)/2], took[len(took)-1])
 
+	// The last pod's holder is a holder as any: its daemon killed -9 is replaced, unseen by the container.
+	killed, _, _ := servedBy(t, n.mnt)
+	ran := loop.iterations()
+	require.NoError(t, syscall.Kill(killed, syscall.SIGKILL))
+	eventually(t, 20*time.Second, func() bool {
+		next, err := sfsmount.ServingPID(n.mnt)
+		return err == nil && next != killed && loop.iterations() >= ran+3
+	}, "a daemon takes over from the killed one in the last pod (%s; pod: %s)", agentErrors(loops), pod.log)
+
 	// A build whose hand-over state differs is refused before anything stops, and its plugin stops before it
 	// serves (a DaemonSet update halts, its new pod never ready): the pod before holds on and serves.
 	serving, _, _ := servedBy(t, n.mnt)
