@@ -26,11 +26,12 @@ import (
 //  1. the asker checks the holder's state (its hand-over format and node-log version) and refuses one it does not
 //     read, before anything stops: the old holder serves on; the holder checks the asker's again;
 //  2. the holder tells its daemon to hand over (as an upgrade does), and once the daemon is gone sends the asker the
-//     /dev/fuse descriptor and the node log (SCM_RIGHTS) with its configuration and the kernel's INIT, having
-//     closed its binds and its control socket;
+//     /dev/fuse descriptor, the node log and the lock owners' descriptors (SCM_RIGHTS) with its configuration and
+//     the kernel's INIT, having closed its binds and its control socket;
 //  3. the asker says "taken"; the old holder answers "gone" and exits without aborting anything: from "gone" on it
-//     never serves again. One that hears no "taken" in time serves on, with a daemon of its own, and then never
-//     says "gone": so at most one of the two ever starts a daemon (two would serve one connection);
+//     never serves again. One that hears no "taken" in time says so and serves on, with a daemon of its own, and
+//     the asker then starts nothing: at most one of the two ever starts a daemon (two would serve one
+//     connection). One that ended after it sent all (its pod killed) says nothing: the asker goes on;
 //  4. the asker, once it heard "gone", starts a helper of its own with what it got, as an upgraded holder (the
 //     same code: holder_exec.go's upgraded), which starts its own confined daemon that takes the connection over
 //     (FUSE_NOTIFY_RESEND): the connection lives on in the new holder.
