@@ -63,7 +63,7 @@
 // session's sparse transcripts of terabytes, readers at once), attack_index (the sessions index kept private),
 // attack_ui (sessionfs ui's credential kept from a session's dev server on another port), attack_takeover (a
 // mount's holder and its control socket, from another user), attack_takeover_locks (a session's lock owners the
-// holder keeps, en masse).
+// holder keeps, en masse), attack_takeover_nodes (a session's chain of folders restored at a takeover).
 //
 // The web page: ui_sessions (sessionfs ui's list and conversations in chromium, live appends and runs), ui_search,
 // ui_resume (the resume command shown, pasted), ui_token (403 without the token or with another Host), ui_layout (a

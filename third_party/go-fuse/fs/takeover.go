@@ -153,37 +153,49 @@ func RestoreNodes(raw fuse.RawFileSystem, nodes []RecordedNode, handles uint32) 
 	b.ids.mu.Unlock()
 	ctx := &fuse.Context{Cancel: make(chan struct{})}
 	restored := 0
-	// Parents first: a node's parent has a lower id unless the node was renamed into a newer folder, so the nodes
-	// whose parent is not restored yet are tried again until a pass restores none.
-	for pending := nodes; len(pending) > 0; {
-		var later []RecordedNode
-		for _, r := range pending {
-			if r.ID <= fuse.FUSE_ROOT_ID {
-				continue
-			}
-			name := r.Name
-			parent, child, out, wait := b.find(ctx, r.Parent, r.Name, r.Ino)
-			if child == nil && r.AltName != "" {
-				name = r.AltName
-				var altWait bool
-				parent, child, out, altWait = b.find(ctx, r.AltParent, r.AltName, r.Ino)
-				wait = wait || altWait
-			}
-			if child == nil {
-				if wait {
-					later = append(later, r)
-				}
-				continue
-			}
-			if err := b.restore(parent, RecordedNode{ID: r.ID, Name: name, Backing: r.Backing, Refs: r.Refs, Lookups: r.Lookups}, child, &out); err != nil {
-				return restored, err
-			}
-			restored++
+	// Parents first: a node's parent has a lower id unless the node was renamed into a newer folder. A node whose
+	// parent is not restored yet waits for it, and is tried again once it is: each node is tried at most once for
+	// itself and once for each of its two parents. (Tried again in passes until one restored none, a chain of
+	// folders each renamed into a newer one, which a mount's user makes with mkdir and mv, took a pass a folder:
+	// 8,000 of them took the daemon taking over past the holder's bound, and the connection was ended.)
+	waiting := map[uint64][]int{}    // a parent not restored yet: the nodes that wait for it
+	done := make([]bool, len(nodes)) // restored, or left out
+	queue := make([]int, len(nodes))
+	for i := range queue {
+		queue[i] = i
+	}
+	for len(queue) > 0 {
+		i := queue[0]
+		queue = queue[1:]
+		r := nodes[i]
+		if done[i] || r.ID <= fuse.FUSE_ROOT_ID {
+			continue
 		}
-		if len(later) == len(pending) {
-			break
+		name := r.Name
+		parent, child, out, wait := b.find(ctx, r.Parent, r.Name, r.Ino)
+		if wait {
+			waiting[r.Parent] = append(waiting[r.Parent], i)
 		}
-		pending = later
+		if child == nil && r.AltName != "" {
+			name = r.AltName
+			var altWait bool
+			parent, child, out, altWait = b.find(ctx, r.AltParent, r.AltName, r.Ino)
+			if altWait {
+				waiting[r.AltParent] = append(waiting[r.AltParent], i)
+			}
+			wait = wait || altWait
+		}
+		if child == nil {
+			done[i] = !wait
+			continue
+		}
+		if err := b.restore(parent, RecordedNode{ID: r.ID, Name: name, Backing: r.Backing, Refs: r.Refs, Lookups: r.Lookups}, child, &out); err != nil {
+			return restored, err
+		}
+		done[i] = true
+		restored++
+		queue = append(queue, waiting[r.ID]...)
+		delete(waiting, r.ID)
 	}
 	return restored, nil
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -119,5 +120,52 @@ func TestRestoredNodeWithoutCountStays(t *testing.T) {
 	after.Forget(out.NodeId, 5)
 	if e, _ := after.ids.node(out.NodeId, 0); e == nil {
 		t.Fatal("a node of unknown count freed")
+	}
+}
+
+// A chain of folders each renamed into a newer one (each node's parent has a higher id than the node, as mkdir
+// and mv make it) is restored whole, as are a node found under the name of a rename begun (its recorded parent
+// gone) and none whose parent is gone: a node waits for its parent, and is tried again once that is restored.
+func TestRestoreChainOfRenamedFolders(t *testing.T) {
+	dir := t.TempDir()
+	const depth = 1500 // the loopback file system goes by paths: within PATH_MAX
+	p := dir
+	for k := depth; k >= 1; k-- { // the deepest folder is node 1's
+		p = filepath.Join(p, "d")
+		if err := os.Mkdir(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(p, "f"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var recorded []RecordedNode
+	id := func(k int) uint64 { return uint64(10 + k) } // c_k's: lower the deeper
+	for k := 1; k <= depth; k++ {
+		parent := uint64(fuse.FUSE_ROOT_ID)
+		if k < depth {
+			parent = id(k + 1)
+		}
+		recorded = append(recorded, RecordedNode{ID: id(k), Parent: parent, Name: "d"})
+	}
+	// f: its recorded parent is a node no one restores, its rename's is c1 (the deepest, restored last).
+	recorded = append(recorded, RecordedNode{ID: 3, Parent: 5, Name: "f", AltParent: id(1), AltName: "f"},
+		RecordedNode{ID: 4, Parent: 6, Name: "g"})
+	after := loopbackBridge(t, dir)
+	n, err := RestoreNodes(after, recorded, 0)
+	if err != nil || n != depth+1 {
+		t.Fatalf("restored %d of %d, %v", n, depth+1, err)
+	}
+	for _, want := range []uint64{id(1), id(depth), 3} {
+		if e, _ := after.ids.node(want, 0); e == nil {
+			t.Fatalf("node %d not restored", want)
+		}
+	}
+	if e, _ := after.ids.node(4, 0); e != nil {
+		t.Fatal("a node whose parent is gone was restored")
+	}
+	var out fuse.AttrOut
+	if st := after.GetAttr(nil, &fuse.GetAttrIn{InHeader: fuse.InHeader{NodeId: 3}}, &out); !st.Ok() || out.Mode&syscall.S_IFREG == 0 {
+		t.Fatalf("node 3: %v, mode %o", st, out.Mode)
 	}
 }

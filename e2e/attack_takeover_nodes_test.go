@@ -1,0 +1,101 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	sfsmount "github.com/sessionfs/sessionfs/mount"
+)
+
+// Attacks on what a daemon taking a held mount over restores: the nodes the kernel holds (the node log).
+
+// The test binary doubles as a session's process making a chain of folders (SESSIONFS_E2E_CHAIN).
+func init() {
+	if n := os.Getenv("SESSIONFS_E2E_CHAIN"); n != "" {
+		os.Exit(folderChain(n))
+	}
+}
+
+// folderChain makes, in HELPER_DIR, a chain of n folders each moved into one made after it (mkdir and mv: d0 in
+// d1 in d2 ...), so that each folder's node id is below its parent's, and says "made".
+func folderChain(n string) int {
+	count, err := strconv.Atoi(n)
+	if err == nil {
+		err = os.Chdir(os.Getenv("HELPER_DIR"))
+	}
+	if err == nil {
+		err = os.Mkdir("d0", 0o755)
+	}
+	for k := 1; err == nil && k < count; k++ {
+		if err = os.Mkdir(fmt.Sprintf("d%d", k), 0o755); err == nil {
+			err = os.Rename(fmt.Sprintf("d%d", k-1), fmt.Sprintf("d%d/d%d", k, k-1))
+		}
+	}
+	if err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	fmt.Println("made")
+	return 0
+}
+
+// TestAttackFolderChainTakeover: uid 65534 on an --allow-other root mount makes 16,000 folders in its session,
+// each moved into one made after it (mkdir and mv, 6 s), and the daemon is killed. The daemon taking over must
+// restore the nodes and serve, and another session go on. It restored them parents first in passes until one
+// restored none, one folder a pass: over the holder's bound (10 s), so the holder ended the connection, and every
+// session's processes got "software caused connection abort" (any kill or upgrade, for as long as the kernel
+// held the chain).
+func TestAttackFolderChainTakeover(t *testing.T) {
+	need(t, os.Geteuid() == 0, "root: a confined mount, its holder, and an attacker of another uid")
+	const folders = 16000
+	store := t.TempDir()
+	attackerSessions(t, store, "a")
+	ok(t, store, "new", "b")
+	require.NoError(t, os.WriteFile(filepath.Join(store, "sessions", "b", "workspace", "f"), []byte("b's"), 0o644))
+	m := mount(t, store, "--allow-other", "--max-binds", "0")
+	helper := helperPID(t, m.cmd.Process.Pid)
+	t.Cleanup(func() { endTakeoverMount(t, m, helper) })
+	openUp(t, m.mnt)
+
+	start := time.Now()
+	a := startAttacker(t, exeForOthers(t), "SESSIONFS_E2E_CHAIN="+strconv.Itoa(folders),
+		"HELPER_DIR="+filepath.Join(m.session("a"), "workspace"))
+	require.Equal(t, "made", a.line(t))
+	t.Logf("uid 65534 made a chain of %d folders in %s", folders, time.Since(start).Round(time.Millisecond))
+
+	held, err := sfsmount.HeldBy(m.mnt)
+	require.NoError(t, err)
+	t.Logf("the kernel holds %d nodes, as the node log says", held.Nodes)
+	pid, err := sfsmount.ServingPID(m.mnt)
+	require.NoError(t, err)
+	took := strings.Count(m.log.String(), "took the connection over")
+	require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
+	if pid == m.cmd.Process.Pid {
+		state, err := m.cmd.Process.Wait()
+		require.NoError(t, err)
+		m.cmd.ProcessState = state
+	}
+	// The holder says how each takeover ended: served, or the connection ended past its bound.
+	eventually(t, time.Minute, func() bool {
+		return strings.Count(m.log.String(), "took the connection over") > took || strings.Contains(m.log.String(), "the connection is ended")
+	}, "the holder says nothing of the takeover: %s", m.log)
+	b, readErr := os.ReadFile(filepath.Join(m.session("b"), "workspace", "f"))
+	line := regexp.MustCompile(`sessionfs: daemon \d+ (took the connection over|did not serve)[^\n]*`).FindAllString(m.log.String(), -1)
+	t.Logf("after the kill: %q; another session's file: %q, %v", line, b, readErr)
+	require.NotContains(t, m.log.String(), "the connection is ended")
+	assert.NoError(t, readErr, "another session's file after the takeover")
+	restored := regexp.MustCompile(`(\d+) nodes the kernel holds restored`).FindStringSubmatch(m.log.String())
+	require.NotNil(t, restored)
+	n, _ := strconv.Atoi(restored[1])
+	assert.GreaterOrEqual(t, n, held.Nodes*9/10, "the nodes the kernel held restored")
+}
