@@ -157,7 +157,7 @@ func RestoreNodes(raw fuse.RawFileSystem, nodes []RecordedNode, handles uint32) 
 	// parent is not restored yet waits for it, and is tried again once it is: each node is tried at most once for
 	// itself and once for each of its two parents. (Tried again in passes until one restored none, a chain of
 	// folders each renamed into a newer one, which a mount's user makes with mkdir and mv, took a pass a folder:
-	// 3,500 of them held by the kernel took the daemon taking over past the holder's 10 s, and the connection was ended.)
+	// 3,500 of them held took the daemon taking over past the holder's 10 s: the connection was ended.)
 	waiting := map[uint64][]int{}    // a parent not restored yet: the nodes that wait for it
 	done := make([]bool, len(nodes)) // restored, or left out
 	queue := make([]int, len(nodes))
