@@ -16,9 +16,9 @@ import (
 // every upgrade, and a CSI plugin's update lost the node's mount. So many owners go in a memory file instead,
 // named by its descriptor; a few stay inline, as every build before read them.
 
-// inlineLocksMost is the most the owners' list takes inline: half an environment string, the rest of the state
-// small beside it.
-const inlineLocksMost = 64 << 10
+// inlineLocksMost is the most the owners' list takes inline: as many as builds before pass to the new binary
+// (which reads no memory file), with room in the string for the rest of the state (under 1 KiB).
+const inlineLocksMost = 112 << 10
 
 // carryLocks puts locks in st: inline, or in a memory file st names by its descriptor here (returned, close-on-exec:
 // the caller passes it on, and closes it once the new binary runs or failed to).
