@@ -111,6 +111,7 @@ func (r *fuseFD) readRequest() (req *requestAlloc, code Status) {
 
 	req = r.reqPool.Get().(*requestAlloc)
 	dest := r.readPool.Get().([]byte)
+	prefault(dest) // takeover patch: prefault.go
 
 	var n int
 	err := handleEINTR(func() error {
