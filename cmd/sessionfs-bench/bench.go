@@ -311,6 +311,10 @@ func (b *bench) runAll() {
 		b.roundTrips()
 		return
 	}
+	if b.c.takeoverOnly {
+		b.takeover()
+		return
+	}
 	if b.c.csiOnly {
 		b.csiPublish()
 		return

@@ -20,20 +20,21 @@ type config struct {
 	files     int // small files, and files of the walked tree
 	appends   int
 	// topAppends are the appends of the workload, at the top of the workspace.
-	topAppends  int
-	agentRuns   int    // runs of the agent workload (its steps' medians)
-	agentPlaces string // a regexp: the places the agent workload runs in
-	cliRuns     int    // runs of each CLI command on the store of c.sessions sessions
-	sessions    int    // sessions in the store for the start-up and RSS figures
-	duWalk      int    // sessions walked by the du workload
-	treeSrc     string // the source tree of the agent workload (default: the Go module cache)
-	treeFiles   int    // files of it in the agent workload's tarball
-	agentOnly   bool
-	csiOnly     bool
-	cliOnly     bool
-	walkOnly    bool
-	startOnly   bool
-	fuseOnly    bool
+	topAppends   int
+	agentRuns    int    // runs of the agent workload (its steps' medians)
+	agentPlaces  string // a regexp: the places the agent workload runs in
+	cliRuns      int    // runs of each CLI command on the store of c.sessions sessions
+	sessions     int    // sessions in the store for the start-up and RSS figures
+	duWalk       int    // sessions walked by the du workload
+	treeSrc      string // the source tree of the agent workload (default: the Go module cache)
+	treeFiles    int    // files of it in the agent workload's tarball
+	agentOnly    bool
+	csiOnly      bool
+	takeoverOnly bool
+	cliOnly      bool
+	walkOnly     bool
+	startOnly    bool
+	fuseOnly     bool
 	// unconfined adds a second store mounted with --confine off beside the confined one (root only): the
 	// confinement's cost, measured in the same run.
 	unconfined bool
@@ -60,6 +61,7 @@ func main() {
 	flag.IntVar(&c.treeFiles, "tree-files", 12000, "files in the agent workload's tree")
 	flag.BoolVar(&c.agentOnly, "agent-only", false, "run only the agent workload")
 	flag.BoolVar(&c.csiOnly, "csi-only", false, "run only the CSI plugin's publish and unpublish timing")
+	flag.BoolVar(&c.takeoverOnly, "takeover-only", false, "run only what keeping a mount's state for a takeover costs (the node log, start-up, .claude work and POSIX locks held and not, an upgrade's stall)")
 	flag.BoolVar(&c.cliOnly, "cli-only", false, "run only the CLI at scale (ls, ls -q, find on the store of -sessions sessions)")
 	flag.BoolVar(&c.unconfined, "unconfined", true, "as root, also time a second store mounted with --confine off, beside the confined mount")
 	flag.BoolVar(&c.startOnly, "startup-only", false, "run only the start-up figures (mount and mount --daemon)")
