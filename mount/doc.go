@@ -22,21 +22,31 @@
 //	procs.go           GOMAXPROCS kept above go-fuse's readers
 //	control.go         control (unmount, detach, abort, users): in this process (localControl) or through the
 //	                   helper (helperControl)
+//	scratch.go         the confined daemon's private scratch folder (those of daemons gone removed)
 //	takeover.go        --takeover (the default): the helper holds the connection and starts a daemon that takes it
 //	                   over when the serving one dies (RunTakeover), which resumes without INIT (go-fuse's patch)
 //	takeover_state.go  each takeover logged and bounded (10 s, then the connection ends); the state doctor reads
 //	nodelog.go         the node ids handed to the kernel and their lookup counts, in a memory file the helper
 //	                   holds, for that daemon
+//	nodelog_scan.go    what a run of the log's records says, read by a reader that trusts none of them
+//	nodelog_compact.go the log compacted into its other half past a mark, never full
 //	nodelog_changes.go the log's ring of the requests that change a folder, noted before they are made
+//	nodelog_churn.go   what keeping the log costs (sessionfs-bench's takeover rows)
 //	resend.go          that daemon's answers to the requests the kernel resends, as if each were made once
+//	lockowners.go      POSIX lock owners' descriptors sent to the holder, kept there, adopted by the next daemon
+//	lockowners_handles.go lock requests through an old daemon's file handles
 //	upgrade.go         sessionfs mount of a new build hands a held mount over: the holder's control socket, and
 //	                   the asking binary's side (Upgrade)
 //	holder_exec.go     the holder's side: the daemon told to go, the new binary executed in the holder's place
+//	holder_state_locks.go the lock owners carried to that binary (inline, or in a memory file when many)
+//	holder_move.go     a holder moved to another pid namespace (the CSI plugin's DaemonSet update)
 //	holder_serve.go    the holder serves a daemon until its socket ends (not until its calls waiting on the mount do)
 //	holder_user.go     a normal user's mount held too: mounted through fusermount3 here, its holder as that user
 //	handover.go        a held daemon's side: it goes on handoverSignal, once the requests in flight finished
-//	handover_gate.go   the gate those requests pass (handover_gated.go: each of go-fuse's requests through it)
+//	handover_gate.go   the gate every request passes (go-fuse's RequestGate), which a hand-over closes
 //	handover_handles.go a normal user's daemon that took over opens the old daemon's files again
+//	*_fault_on.go      the fault-injection build's (-tags faultinject) hooks: a takeover that stalls or dies, a
+//	                   small node log; *_fault_off.go: none
 //
 // and what the CLI asks of a mount it does not serve:
 //
