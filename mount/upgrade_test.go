@@ -1,9 +1,11 @@
 package mount
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -122,4 +124,19 @@ func TestProcessStartIsAfterWhatWasWrittenBefore(t *testing.T) {
 	self, ok := processStart(os.Getpid())
 	require.True(t, ok)
 	assert.False(t, self.After(started), "this process started before its child")
+}
+
+// A zombie holds nothing: a holder killed with its daemon, neither reaped yet, is no hand-over under way (sessionfs
+// mount on that dead mount waited for one, 1.2-1.9 s, until the zombies were reaped).
+func TestProcessStartOfAZombieIsNone(t *testing.T) {
+	cmd := exec.Command("sleep", "60")
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Wait() })
+	require.NoError(t, cmd.Process.Kill())
+	require.Eventually(t, func() bool {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", cmd.Process.Pid))
+		return err == nil && strings.Contains(string(stat), ") Z ")
+	}, 10*time.Second, time.Millisecond, "the child is a zombie (not reaped)")
+	_, ok := processStart(cmd.Process.Pid)
+	assert.False(t, ok)
 }
