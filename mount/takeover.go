@@ -144,13 +144,7 @@ func (s *helperService) takeOver() (net.Conn, int, error) {
 	if !h.serving {
 		h.failures++
 	}
-	var why error
-	switch {
-	case h.init == nil:
-		why = errors.New("the daemon died before it initialized the mount")
-	case h.failures >= maxFailedTakeovers:
-		why = fmt.Errorf("%d daemons in a row died before they served", h.failures)
-	}
+	why := h.cannotTakeOver()
 	if why == nil {
 		h.serving = false
 		conn, pid, err := h.start()
@@ -166,6 +160,20 @@ func (s *helperService) takeOver() (net.Conn, int, error) {
 		return nil, 0, fmt.Errorf("%v, and the connection could not be ended: %v", why, err)
 	}
 	return nil, 0, fmt.Errorf("%v: the mount's connection is ended (sessionfs mount clears it)", why)
+}
+
+// cannotTakeOver says why no daemon may take the connection over (h.mu held), or nil: then one is started.
+func (h *holder) cannotTakeOver() error {
+	switch {
+	case h.init == nil:
+		return errors.New("the daemon died before it initialized the mount")
+	case h.init.Flags64()&fuse.CAP_HAS_RESEND == 0:
+		// The requests the dead daemon had read would wait for good: the users get an error instead, as before.
+		return errors.New("the kernel cannot resend the requests the daemon had read (FUSE_NOTIFY_RESEND, Linux 6.9)")
+	case h.failures >= maxFailedTakeovers:
+		return fmt.Errorf("%d daemons in a row died before they served", h.failures)
+	}
+	return nil
 }
 
 // exitPoll is how often the helper looks whether its daemon was killed (closeOnExit).
