@@ -77,12 +77,7 @@ func helperFakeHolder() int {
 // send it its binary, nor believe its answer ("served by sessionfs attacker now", exit 0, while nothing was
 // handed over).
 func TestAttackUpgradeAsksAnotherUsersSocket(t *testing.T) {
-	needFUSE(t)
-	need(t, os.Geteuid() == 0, "switching users needs root")
-	_, err := exec.LookPath("fusermount3")
-	need(t, err == nil, "fusermount3 is missing (apt-get install fuse3)")
-	fi, err := os.Stat("/dev/fuse")
-	need(t, err == nil && fi.Mode().Perm()&0o006 == 0o006, "/dev/fuse is not open to normal users (chmod 0666 /dev/fuse)")
+	needUserMounts(t)
 	const user = 1000
 	base, err := os.MkdirTemp("/tmp", "sessionfs-user-")
 	require.NoError(t, err)

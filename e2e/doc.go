@@ -82,5 +82,5 @@
 // the kubelet's requests), harness_landlock (a session to attack from, a normal user's store, terminals),
 // harness_runner (a runner in the background), harness_daemon (the daemon's processes and their status),
 // harness_moosefs (a MooseFS cluster), harness_takeover (issue 42's four agents at work while their daemons are
-// killed or their mounts handed over).
+// killed or their mounts handed over), harness_user (a normal user's place, store and mount).
 package e2e

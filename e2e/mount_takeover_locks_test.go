@@ -278,61 +278,22 @@ func TestMountUpgradeKeepsLocks(t *testing.T) {
 // TestMountHeldAsNormalUserKeepsLocks (issue 42): the same across two kill -9 of a normal user's daemon (its
 // holder runs as that user; the locker too, the mount being the user's alone).
 func TestMountHeldAsNormalUserKeepsLocks(t *testing.T) {
-	needFUSE(t)
-	need(t, os.Geteuid() == 0, "switching users needs root")
-	_, err := exec.LookPath("fusermount3")
-	need(t, err == nil, "fusermount3 is missing (apt-get install fuse3)")
-	fi, err := os.Stat("/dev/fuse")
-	need(t, err == nil && fi.Mode().Perm()&0o006 == 0o006, "/dev/fuse is not open to normal users (chmod 0666 /dev/fuse)")
-	base, err := os.MkdirTemp("/tmp", "sessionfs-user-")
-	require.NoError(t, err)
-	t.Cleanup(func() { os.RemoveAll(base) })
-	store, mnt := filepath.Join(base, "store"), filepath.Join(base, "mnt")
-	for _, d := range []string{base, store, mnt} {
-		require.NoError(t, os.MkdirAll(d, 0o755))
-		require.NoError(t, os.Chown(d, 65534, 65534))
-	}
-	exe := filepath.Join(base, "sessionfs") // where the user may run it (a test's temporary folder is root's alone)
-	b, err := os.ReadFile(bin)
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(exe, b, 0o755))
-	nobody := &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
-	env := append(os.Environ(), "SESSIONFS_STORE="+store, "HOME="+base, "XDG_RUNTIME_DIR=")
-	as := func(args ...string) (string, error) {
-		cmd := exec.Command(exe, args...)
-		cmd.Env, cmd.SysProcAttr, cmd.Dir = env, nobody, base
-		out, err := cmd.CombinedOutput()
-		return string(out), err
-	}
-	out, err := as("new", "s1")
+	needUserMounts(t)
+	u := newUserPlace(t)
+	store, mnt, exe := u.store, u.mnt, u.binary(t)
+	out, err := u.run(exe, "new", "s1")
 	require.NoError(t, err, out)
-	daemon := exec.Command(exe, "mount", mnt)
-	daemon.Env, daemon.SysProcAttr = env, nobody
-	m := &mounted{store: store, mnt: mnt, log: &syncBuffer{}, cmd: daemon}
-	daemon.Stdout, daemon.Stderr = m.log, m.log
-	require.NoError(t, daemon.Start())
-	pids := []int{daemon.Process.Pid}
-	t.Cleanup(func() {
-		_, _ = as("unmount", mnt)
-		if isFUSEMount(mnt) {
-			_ = syscall.Unmount(mnt, syscall.MNT_DETACH)
-		}
-		for _, pid := range pids {
-			if !waitGone(pid, 10*time.Second) {
-				_ = syscall.Kill(pid, syscall.SIGKILL)
-			}
-		}
-	})
-	eventually(t, 15*time.Second, func() bool { return strings.Contains(m.log.String(), "sessionfs: serving ") && isFUSEMount(mnt) },
-		"the user's mount serves: %s", m.log)
+	m := &mounted{store: store, mnt: mnt, log: &syncBuffer{}}
+	daemon, pids := u.startMount(t, exe, m.log)
+	m.cmd = daemon
 	holder := helperOf(daemon.Process.Pid)
 	require.NotZero(t, holder, "the user's mount has a holder")
-	pids = append(pids, holder)
+	*pids = append(*pids, holder)
 	kill := killServing(t, m)
 	killAndNote := func() {
 		kill()
 		if pid, err := sfsmount.ServingPID(mnt); err == nil {
-			pids = append(pids, pid)
+			*pids = append(*pids, pid)
 		}
 	}
 	l := startLocker(t, 65534, filepath.Join(mnt, "sessions", "s1", ".claude", "posix"))

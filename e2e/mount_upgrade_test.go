@@ -205,65 +205,30 @@ func (l lazy) String() string { return l() }
 // .claude through the mount). No agent sees an error, every line is in the store once and in order, the longest
 // stall is under a second (the distribution logged), and the holder and its daemon end with the mount.
 func TestMountHeldAsNormalUser(t *testing.T) {
-	needFUSE(t)
-	need(t, os.Geteuid() == 0, "switching users needs root")
-	_, err := exec.LookPath("fusermount3")
-	need(t, err == nil, "fusermount3 is missing (apt-get install fuse3)")
-	fi, err := os.Stat("/dev/fuse")
-	need(t, err == nil && fi.Mode().Perm()&0o006 == 0o006, "/dev/fuse is not open to normal users (chmod 0666 /dev/fuse, the distributions' default; .ci/run does)")
-	base, err := os.MkdirTemp("/tmp", "sessionfs-user-")
-	require.NoError(t, err)
-	t.Cleanup(func() { os.RemoveAll(base) })
-	store, mnt, ctl := filepath.Join(base, "store"), filepath.Join(base, "mnt"), filepath.Join(base, "ctl")
-	for _, d := range []string{base, store, mnt, ctl} {
-		require.NoError(t, os.MkdirAll(d, 0o755))
-		require.NoError(t, os.Chown(d, 65534, 65534))
-	}
+	needUserMounts(t)
+	u := newUserPlace(t, "ctl")
+	base, store, mnt, ctl := u.base, u.store, u.mnt, filepath.Join(u.base, "ctl")
 	// The builds where the user may run them (a test's temporary folder is root's alone).
 	versions := []string{"v0.0.0-upgrade.user-a", "v0.0.0-upgrade.user-b"}
 	builds := []string{upgradeBuild(t, base, versions[0]), upgradeBuild(t, base, versions[1])}
 	for _, b := range builds {
 		require.NoError(t, os.Chmod(b, 0o755))
 	}
-	nobody := &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
-	env := append(os.Environ(), "SESSIONFS_STORE="+store, "HOME="+base, "XDG_RUNTIME_DIR=")
-	as := func(exe string, args ...string) (string, error) {
-		cmd := exec.Command(exe, args...)
-		cmd.Env, cmd.SysProcAttr, cmd.Dir = env, nobody, base
-		out, err := cmd.CombinedOutput()
-		return string(out), err
-	}
+	as := u.run
 	for _, id := range []string{"s1", "s2"} {
 		out, err := as(bin, "new", id)
 		require.NoError(t, err, out)
 	}
 
-	daemon := exec.Command(bin, "mount", mnt)
-	daemon.Env, daemon.SysProcAttr = env, nobody
 	log := &syncBuffer{}
-	daemon.Stdout, daemon.Stderr = log, log
-	require.NoError(t, daemon.Start())
+	daemon, pids := u.startMount(t, bin, log)
 	first := daemon.Process.Pid
-	var holder int
-	t.Cleanup(func() {
-		_, _ = as(bin, "unmount", mnt)
-		if isFUSEMount(mnt) {
-			_ = syscall.Unmount(mnt, syscall.MNT_DETACH)
-		}
-		for _, pid := range []int{first, holder} {
-			if pid > 0 {
-				_ = syscall.Kill(pid, syscall.SIGKILL)
-			}
-		}
-	})
-	eventually(t, 10*time.Second, func() bool { return strings.Contains(log.String(), "sessionfs: serving ") && isFUSEMount(mnt) },
-		"the user's mount comes up: %v", log)
-	holder = helperPID(t, first)
+	holder := helperPID(t, first)
+	*pids = append(*pids, holder)
 
 	agent := func(name, id string, argv ...string) *agentLoop {
 		stop := filepath.Join(ctl, "stop-"+id)
-		cmd := exec.Command(argv[0], append(argv[1:], "sh", "-c", takeoverLoop, "sh", filepath.Join(mnt, "sessions", id), stop)...)
-		cmd.SysProcAttr, cmd.Env, cmd.Dir = nobody, env, base
+		cmd := u.command(argv[0], append(argv[1:], "sh", "-c", takeoverLoop, "sh", filepath.Join(mnt, "sessions", id), stop)...)
 		return startAgentLoop(t, name, id, stop, cmd)
 	}
 	loops := []*agentLoop{agent("the user's shell", "s1", "env"), agent("sessionfs exec", "s2", bin, "exec", "s2", "--")}

@@ -81,21 +81,9 @@ func TestOtherUsers(t *testing.T) {
 
 // TestMountAsNormalUser: a normal user mounts through fusermount3 and uses the mount like root does.
 func TestMountAsNormalUser(t *testing.T) {
-	needFUSE(t)
-	need(t, os.Geteuid() == 0, "switching users needs root")
-	_, err := exec.LookPath("fusermount3")
-	need(t, err == nil, "fusermount3 is missing (apt-get install fuse3)")
-	fi, err := os.Stat("/dev/fuse")
-	need(t, err == nil && fi.Mode().Perm()&0o006 == 0o006, "/dev/fuse is not open to normal users (chmod 0666 /dev/fuse, the distributions' default; .ci/run does)")
-	base, err := os.MkdirTemp("/tmp", "sessionfs-user-")
-	require.NoError(t, err)
-	t.Cleanup(func() { os.RemoveAll(base) })
-	store, mnt := filepath.Join(base, "store"), filepath.Join(base, "mnt")
-	for _, d := range []string{base, store, mnt} {
-		require.NoError(t, os.MkdirAll(d, 0o755))
-		require.NoError(t, os.Chown(d, 65534, 65534))
-	}
-	nobody := &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	needUserMounts(t)
+	u := newUserPlace(t)
+	base, store, mnt, nobody := u.base, u.store, u.mnt, u.nobody
 	daemon := exec.Command(bin, "mount", mnt)
 	daemon.Env = append(os.Environ(), "SESSIONFS_STORE="+store, "HOME="+base)
 	daemon.SysProcAttr = nobody
