@@ -122,17 +122,26 @@ func (r *reopened) Fsync(cancel <-chan struct{}, in *fuse.FsyncIn) fuse.Status {
 }
 
 func (r *reopened) Release(cancel <-chan struct{}, in *fuse.ReleaseIn) {
-	if old, fh := r.old(in.Fh); old {
-		if fh != 0 {
-			r.mu.Lock()
-			delete(r.fhs, in.Fh)
-			r.mu.Unlock()
-			c := *in
-			c.Fh = fh
-			r.RawFileSystem.Release(cancel, &c)
-		}
-		r.releasedOld(in.Fh)
-		return
+	if !r.releaseOld(cancel, in) {
+		r.RawFileSystem.Release(cancel, in)
 	}
-	r.RawFileSystem.Release(cancel, in)
+}
+
+// releaseOld releases, when in.Fh is a daemon before's handle, what was opened for it, and tells the lock table:
+// whether it was one.
+func (r *reopened) releaseOld(cancel <-chan struct{}, in *fuse.ReleaseIn) bool {
+	old, fh := r.old(in.Fh)
+	if !old {
+		return false
+	}
+	if fh != 0 {
+		r.mu.Lock()
+		delete(r.fhs, in.Fh)
+		r.mu.Unlock()
+		c := *in
+		c.Fh = fh
+		r.RawFileSystem.Release(cancel, &c)
+	}
+	r.releasedOld(in.Fh)
+	return true
 }

@@ -138,11 +138,9 @@ func (s *helperService) endUpgrade() {
 
 func (s *helperService) exec(u *pendingUpgrade) error {
 	h := s.holder
-	h.mu.Lock()
-	init := h.init
-	h.mu.Unlock()
-	if init == nil {
-		return errors.New("no INIT was kept")
+	init, err := h.keptInit()
+	if err != nil {
+		return err
 	}
 	reapChildren()
 	locks := h.locks.held()

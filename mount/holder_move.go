@@ -103,11 +103,9 @@ func (s *helperService) moveOut(u *pendingUpgrade) {
 // says "gone": nil means this holder must not serve again.
 func (s *helperService) sendHeld(reply *os.File) error {
 	h := s.holder
-	h.mu.Lock()
-	init := h.init
-	h.mu.Unlock()
-	if init == nil {
-		return errors.New("no INIT was kept")
+	init, err := h.keptInit()
+	if err != nil {
+		return err
 	}
 	locks := h.locks.held()
 	state, err := json.Marshal(movedState{Version: Version, Config: h.cfg, Init: *init, Locks: locks})

@@ -88,16 +88,6 @@ func (r lockReopened) Fsync(cancel <-chan struct{}, in *fuse.FsyncIn) fuse.Statu
 // Release of an old handle releases what was opened for it, and the handle itself: go-fuse counts down the
 // passthrough backing file it used (RestorePassthrough).
 func (r lockReopened) Release(cancel <-chan struct{}, in *fuse.ReleaseIn) {
-	if old, fh := r.old(in.Fh); old {
-		if fh != 0 {
-			r.mu.Lock()
-			delete(r.fhs, in.Fh)
-			r.mu.Unlock()
-			c := *in
-			c.Fh = fh
-			r.RawFileSystem.Release(cancel, &c)
-		}
-		r.releasedOld(in.Fh)
-	}
+	r.releaseOld(cancel, in)
 	r.RawFileSystem.Release(cancel, in)
 }

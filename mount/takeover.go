@@ -162,6 +162,16 @@ func (s *helperService) takeOver() (net.Conn, int, error) {
 	return nil, 0, fmt.Errorf("%v: the mount's connection is ended (sessionfs mount clears it)", why)
 }
 
+// keptInit is the kernel's INIT the holder keeps, which a binary it hands the connection to resumes from.
+func (h *holder) keptInit() (*fuse.InitIn, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.init == nil {
+		return nil, errors.New("no INIT was kept")
+	}
+	return h.init, nil
+}
+
 // cannotTakeOver says why no daemon may take the connection over (h.mu held), or nil: then one is started.
 func (h *holder) cannotTakeOver() error {
 	switch {
