@@ -50,9 +50,10 @@ It runs in the foreground until SIGINT/SIGTERM or "sessionfs unmount"; with --da
 mount serves, printing the daemon's pid, and the daemon logs to --log until "sessionfs unmount". It clears a
 stale mount left by a crashed daemon first. A mountpoint inside the store, a store already mounted, or a
 folder that is not empty is refused. On a mountpoint this store is served at already, with a holder of its
-connection (a confined root mount), mount hands the mount over to this binary instead (an upgrade: the
-processes using it wait a moment and go on; the mount keeps its options), and refuses a build whose hand-over
-state differs while the running one serves on.
+connection (the default: a root mount's helper, a normal user's small holder), mount hands the mount over to
+this binary instead (an upgrade: the processes using it wait a moment and go on; the mount keeps its options;
+one that comes during another hand-over waits for it), and refuses a build whose hand-over state differs while
+the running one serves on. A daemon killed is replaced the same way, unseen (docs/reliability.md).
 A store on a filesystem other hosts mount too (JuiceFS, CephFS, NFS, GlusterFS, MooseFS; or --shared) is
 served with a 1s kernel cache instead of 1h: this host's watcher cannot see the other hosts' changes.
 As root, the daemon confines itself before it serves (--confine): it keeps a few capabilities, Landlock
