@@ -282,7 +282,8 @@ type resumed struct {
 	dev      int
 	init     fuse.InitIn
 	nodeFS   fuse.RawFileSystem
-	restored int
+	restored int // nodes the kernel holds restored before it served
+	later    int // and left to restore when the kernel first names them (go-fuse's takeover_pending.go)
 	reopen   *reopened // a normal user's: the old daemons' file handles opened again (handover_handles.go)
 }
 
@@ -355,15 +356,13 @@ func (s *startup) serveResumed() error {
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "sessionfs: %v: the files the kernel holds from the daemon before get errors\n", err)
 	}
-	if s.resumed.restored, err = gofs.RestoreNodes(s.resumed.nodeFS, recorded, handles); err != nil {
-		fmt.Fprintf(os.Stderr, "sessionfs: restore the nodes the kernel holds: %v\n", err)
-	}
+	s.resumed.restored, s.resumed.later = gofs.RestoreNodes(s.resumed.nodeFS, recorded, handles)
 	gofs.RestorePassthrough(s.resumed.nodeFS, s.nodes.passthrough())
 	gofs.RecordNodes(s.resumed.nodeFS, s.nodes)
 	if st := s.server.NotifyResend(); !st.Ok() {
 		fmt.Fprintf(os.Stderr, "sessionfs: the kernel resends nothing (%v; Linux 6.9 does): the requests the daemon before had read wait for good\n", st)
 	}
 	go s.server.Serve()
-	s.helper.Go("Helper.Served", ServedArgs{Restored: s.resumed.restored}, nil, make(chan *rpc.Call, 1))
+	s.helper.Go("Helper.Served", ServedArgs{Restored: s.resumed.restored, Later: s.resumed.later}, nil, make(chan *rpc.Call, 1))
 	return nil
 }

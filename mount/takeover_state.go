@@ -37,8 +37,9 @@ type Held struct {
 	Compactions int `json:"-"`
 }
 
-// ServedArgs are what a daemon that took the connection over tells its holder once it serves.
-type ServedArgs struct{ Restored int }
+// ServedArgs are what a daemon that took the connection over tells its holder once it serves: how many nodes
+// the kernel holds it restored, and how many it left to restore when the kernel first names them.
+type ServedArgs struct{ Restored, Later int }
 
 // Served: the daemon that took the connection over serves (Resumed), having restored args.Restored nodes. The
 // holder says so in the log, one line a takeover.
@@ -54,8 +55,12 @@ func (s *helperService) Served(args ServedArgs, _ *struct{}) error {
 	h.state.Restored = args.Restored
 	st := h.state
 	h.mu.Unlock()
-	fmt.Fprintf(os.Stderr, "sessionfs: daemon %d took the connection over (takeover %d of %s): it served %s after the daemon before ended, %d nodes the kernel holds restored, %d requests the kernel had waiting resent\n",
-		st.Daemon, st.Takeovers, s.mnt, st.Took, st.Restored, st.Waiting)
+	later := ""
+	if args.Later > 0 {
+		later = fmt.Sprintf(" (%d more when used)", args.Later)
+	}
+	fmt.Fprintf(os.Stderr, "sessionfs: daemon %d took the connection over (takeover %d of %s): it served %s after the daemon before ended, %d nodes the kernel holds restored%s, %d requests the kernel had waiting resent\n",
+		st.Daemon, st.Takeovers, s.mnt, st.Took, st.Restored, later, st.Waiting)
 	s.saveHeld()
 	return nil
 }

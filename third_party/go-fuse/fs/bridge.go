@@ -119,6 +119,8 @@ type rawBridge struct {
 
 	// nodeLog, if set, is told of every node id handed to the kernel (takeover patch: takeover.go).
 	nodeLog NodeLog
+	// pending are the nodes of the server before not restored yet (takeover patch: takeover_pending.go).
+	pending pendingNodes
 	// restoredPassthrough: the handles of the server before that read and wrote through a backing file (takeover
 	// patch); guarded by backingMu.
 	restoredPassthrough map[uint32]bool
@@ -356,6 +358,10 @@ func (b *rawBridge) String() string {
 // for registerFile/addBackingID) without a second lookup.
 func (b *rawBridge) entry(nodeID uint64, fh uint64) (*nodeEntry, *fileEntry) {
 	e, f := b.ids.node(nodeID, fh)
+	if e == nil && b.pending.left.Load() > 0 {
+		b.restorePending(nodeID) // a node of the server before, not restored yet (takeover patch)
+		e, f = b.ids.node(nodeID, fh)
+	}
 	if e == nil {
 		log.Panicf("unknown node %d", nodeID)
 	}
@@ -382,6 +388,7 @@ func (b *rawBridge) Lookup(cancel <-chan struct{}, header *fuse.InHeader, name s
 		return b.lookupDotDot(ctx, header.NodeId, out)
 	}
 	parent, _ := b.inode(header.NodeId, 0)
+	b.restorePendingNamed(header.NodeId, name)
 	child, errno := b.lookup(ctx, parent, name, out)
 
 	if errno != 0 {
@@ -491,6 +498,7 @@ func (b *rawBridge) lookup(ctx *fuse.Context, parent *Inode, name string, out *f
 
 func (b *rawBridge) Rmdir(cancel <-chan struct{}, header *fuse.InHeader, name string) fuse.Status {
 	parent, _ := b.inode(header.NodeId, 0)
+	b.restorePendingNamed(header.NodeId, name)
 	var errno syscall.Errno
 	if mops, ok := parent.ops.(NodeRmdirer); ok {
 		errno = mops.Rmdir(&fuse.Context{Caller: header.Caller, Cancel: cancel}, name)
@@ -506,6 +514,7 @@ func (b *rawBridge) Rmdir(cancel <-chan struct{}, header *fuse.InHeader, name st
 
 func (b *rawBridge) Unlink(cancel <-chan struct{}, header *fuse.InHeader, name string) fuse.Status {
 	parent, _ := b.inode(header.NodeId, 0)
+	b.restorePendingNamed(header.NodeId, name)
 	var errno syscall.Errno
 	if mops, ok := parent.ops.(NodeUnlinker); ok {
 		errno = mops.Unlink(&fuse.Context{Caller: header.Caller, Cancel: cancel}, name)
@@ -521,6 +530,7 @@ func (b *rawBridge) Unlink(cancel <-chan struct{}, header *fuse.InHeader, name s
 
 func (b *rawBridge) Mkdir(cancel <-chan struct{}, input *fuse.MkdirIn, name string, out *fuse.EntryOut) fuse.Status {
 	parent, _ := b.inode(input.NodeId, 0)
+	b.restorePendingNamed(input.NodeId, name)
 
 	ctx := &fuse.Context{Caller: input.Caller, Cancel: cancel}
 	mops, ok := parent.ops.(NodeMkdirer)
@@ -549,6 +559,7 @@ func (b *rawBridge) Mkdir(cancel <-chan struct{}, input *fuse.MkdirIn, name stri
 
 func (b *rawBridge) Mknod(cancel <-chan struct{}, input *fuse.MknodIn, name string, out *fuse.EntryOut) fuse.Status {
 	parent, _ := b.inode(input.NodeId, 0)
+	b.restorePendingNamed(input.NodeId, name)
 
 	mops, ok := parent.ops.(NodeMknoder)
 	if !ok {
@@ -568,6 +579,7 @@ func (b *rawBridge) Mknod(cancel <-chan struct{}, input *fuse.MknodIn, name stri
 
 func (b *rawBridge) Create(cancel <-chan struct{}, input *fuse.CreateIn, name string, out *fuse.CreateOut) fuse.Status {
 	parent, _ := b.inode(input.NodeId, 0)
+	b.restorePendingNamed(input.NodeId, name)
 
 	mops, ok := parent.ops.(NodeCreater)
 	if !ok {
@@ -623,7 +635,7 @@ func (b *rawBridge) Tmpfile(cancel <-chan struct{}, input *fuse.CreateIn, out *f
 }
 
 func (b *rawBridge) Forget(nodeid, nlookup uint64) {
-	if b.ids.resumed && b.forgetUnknown(nodeid) {
+	if b.ids.resumed && (b.forgetPending(nodeid, nlookup) || b.forgetUnknown(nodeid)) {
 		return
 	}
 	e, _ := b.entry(nodeid, 0)
@@ -699,6 +711,8 @@ func (b *rawBridge) SetAttr(cancel <-chan struct{}, in *fuse.SetAttrIn, out *fus
 func (b *rawBridge) Rename(cancel <-chan struct{}, input *fuse.RenameIn, oldName string, newName string) fuse.Status {
 	p1, _ := b.inode(input.NodeId, 0)
 	p2, _ := b.inode(input.Newdir, 0)
+	b.restorePendingNamed(input.NodeId, oldName)
+	b.restorePendingNamed(input.Newdir, newName)
 
 	if mops, ok := p1.ops.(NodeRenamer); ok {
 		b.logRenaming(p1, oldName, p2, newName, input.Flags&RENAME_EXCHANGE != 0)
@@ -720,6 +734,7 @@ func (b *rawBridge) Rename(cancel <-chan struct{}, input *fuse.RenameIn, oldName
 func (b *rawBridge) Link(cancel <-chan struct{}, input *fuse.LinkIn, name string, out *fuse.EntryOut) fuse.Status {
 	parent, _ := b.inode(input.NodeId, 0)
 	target, _ := b.inode(input.Oldnodeid, 0)
+	b.restorePendingNamed(input.NodeId, name)
 
 	mops, ok := parent.ops.(NodeLinker)
 	if !ok {
@@ -740,6 +755,7 @@ func (b *rawBridge) Link(cancel <-chan struct{}, input *fuse.LinkIn, name string
 
 func (b *rawBridge) Symlink(cancel <-chan struct{}, header *fuse.InHeader, target string, name string, out *fuse.EntryOut) fuse.Status {
 	parent, _ := b.inode(header.NodeId, 0)
+	b.restorePendingNamed(header.NodeId, name)
 
 	mops, ok := parent.ops.(NodeSymlinker)
 	if !ok {
@@ -1192,6 +1208,9 @@ func (b *rawBridge) ReadDir(cancel <-chan struct{}, input *fuse.ReadIn, out *fus
 
 func (b *rawBridge) readDirMaybeLookup(cancel <-chan struct{}, input *fuse.ReadIn, out *fuse.DirEntryList, lookup bool) fuse.Status {
 	n, f := b.inode(input.NodeId, input.Fh)
+	if lookup {
+		b.restorePendingNamed(input.NodeId, "") // its entries name them
+	}
 
 	direnter, ok := f.file.(FileReaddirenter)
 	if !ok {

@@ -7,6 +7,7 @@ package fs
 import (
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
 )
@@ -134,11 +135,12 @@ type RecordedNode struct {
 const restoredLookups = 1 << 48
 
 // RestoreNodes registers in raw (a NewNodeFS, not yet serving) the node ids of nodes, each found by a lookup of its
-// name in its parent, parents first: the ids the kernel holds from the server before. From then on raw takes file
-// handles it never handed out as none, and hands out its own from handles (what NodeLog.Handles was told last;
-// 0: none was) on. A node whose parent or name is gone is left out (the kernel's requests for it get EIO). It
-// returns how many were restored.
-func RestoreNodes(raw fuse.RawFileSystem, nodes []RecordedNode, handles uint32) (int, error) {
+// name in its parent, parents first: the ids the kernel holds from the server before. It restores for at most
+// eagerRestore and leaves the rest to be restored when the kernel first names them (takeover_pending.go). From
+// then on raw takes file handles it never handed out as none, and hands out its own from handles (what
+// NodeLog.Handles was told last; 0: none was) on. A node whose parent or name is gone is left out (the kernel's
+// requests for it get EIO). It returns how many were restored, and how many are left for later.
+func RestoreNodes(raw fuse.RawFileSystem, nodes []RecordedNode, handles uint32) (restored, later int) {
 	b := raw.(*rawBridge)
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i].ID < nodes[j].ID })
 	b.ids.mu.Lock()
@@ -151,71 +153,41 @@ func RestoreNodes(raw fuse.RawFileSystem, nodes []RecordedNode, handles uint32) 
 		b.ids.nextNodeId = nodes[n-1].ID + 1 // new ids never collide with the kernel's
 	}
 	b.ids.mu.Unlock()
-	ctx := &fuse.Context{Cancel: make(chan struct{})}
-	restored := 0
-	// Parents first: a node's parent has a lower id unless the node was renamed into a newer folder. A node whose
-	// parent is not restored yet waits for it, and is tried again once it is: each node is tried at most once for
-	// itself and once for each of its two parents. (Tried again in passes until one restored none, a chain of
-	// folders each renamed into a newer one, which a mount's user makes with mkdir and mv, took a pass a folder:
-	// 3,500 of them held took the daemon taking over past the holder's 10 s: the connection was ended.)
-	waiting := map[uint64][]int{}    // a parent not restored yet: the nodes that wait for it
-	done := make([]bool, len(nodes)) // restored, or left out
-	queue := make([]int, len(nodes))
-	for i := range queue {
-		queue[i] = i
+	b.pending.record(nodes)
+	// Parents first, each node once: a node's recorded parents are restored before it (a chain of folders each
+	// renamed into a newer one, which a mount's user makes with mkdir and mv, has each node's parent after it).
+	deadline := time.Now().Add(eagerRestore)
+	for _, r := range nodes {
+		if b.pending.left.Load() == 0 || time.Now().After(deadline) {
+			break
+		}
+		b.restorePendingBy(r.ID, deadline)
 	}
-	for len(queue) > 0 {
-		i := queue[0]
-		queue = queue[1:]
-		r := nodes[i]
-		if done[i] || r.ID <= fuse.FUSE_ROOT_ID {
-			continue
+	b.ids.mu.Lock()
+	for _, r := range nodes {
+		if e := b.ids.nodes[r.ID]; e != nil {
+			restored++
 		}
-		name := r.Name
-		parent, child, out, wait := b.find(ctx, r.Parent, r.Name, r.Ino)
-		if wait {
-			waiting[r.Parent] = append(waiting[r.Parent], i)
-		}
-		if child == nil && r.AltName != "" {
-			name = r.AltName
-			var altWait bool
-			parent, child, out, altWait = b.find(ctx, r.AltParent, r.AltName, r.Ino)
-			if altWait {
-				waiting[r.AltParent] = append(waiting[r.AltParent], i)
-			}
-			wait = wait || altWait
-		}
-		if child == nil {
-			done[i] = !wait
-			continue
-		}
-		if err := b.restore(parent, RecordedNode{ID: r.ID, Name: name, Backing: r.Backing, Refs: r.Refs, Lookups: r.Lookups}, child, &out); err != nil {
-			return restored, err
-		}
-		done[i] = true
-		restored++
-		queue = append(queue, waiting[r.ID]...)
-		delete(waiting, r.ID)
 	}
-	return restored, nil
+	b.ids.mu.Unlock()
+	return restored, int(b.pending.left.Load())
 }
 
-// find looks name up in folder parentID: the node there if it is the inode ino (0: any). wait: the folder is not
-// restored (yet).
-func (b *rawBridge) find(ctx *fuse.Context, parentID uint64, name string, ino uint64) (parent, child *Inode, out fuse.EntryOut, wait bool) {
+// find looks name up in folder parentID: the node there if it is the inode ino (0: any).
+func (b *rawBridge) find(ctx *fuse.Context, parentID uint64, name string, ino uint64) (parent, child *Inode, out fuse.EntryOut) {
 	if name == "" || name == "." || name == ".." {
-		return nil, nil, out, false
+		return nil, nil, out
 	}
 	pe, _ := b.ids.node(parentID, 0)
 	if pe == nil {
-		return nil, nil, out, true
+		return nil, nil, out
 	}
 	parent = pe.inode.Load()
 	child, errno := b.lookup(ctx, parent, name, &out)
 	if errno != 0 || child == nil || ino != 0 && child.stableAttr.Ino != ino {
-		return nil, nil, out, false
+		return nil, nil, out
 	}
-	return parent, child, out, false
+	return parent, child, out
 }
 
 // restore registers child, found under r.Name in parent, under r.ID.
@@ -243,6 +215,7 @@ func (b *rawBridge) restore(parent *Inode, r RecordedNode, child *Inode, out *fu
 		lookups = restoredLookups
 		if se := b.ids.nodes[selected.nodeId]; se != nil {
 			se.lookupCount = restoredLookups
+			b.counted(selected.nodeId, se.lookupCount)
 		}
 	}
 	if lookups == 0 || lookups > restoredLookups {
@@ -251,6 +224,7 @@ func (b *rawBridge) restore(parent *Inode, r RecordedNode, child *Inode, out *fu
 	if e.lookupCount <= restoredLookups { // one restored before as a second id's node keeps its count
 		e.lookupCount = lookups
 	}
+	b.counted(r.ID, e.lookupCount) // a node restored while serving: registering it recorded a count of 1
 	b.ids.mu.Unlock()
 	if r.Backing != 0 && selected.nodeId == r.ID {
 		// Closed once the files of the server before that use it are released (RestorePassthrough); kept till the
@@ -264,6 +238,13 @@ func (b *rawBridge) restore(parent *Inode, r RecordedNode, child *Inode, out *fu
 		b.backingMu.Unlock()
 	}
 	return nil
+}
+
+// counted tells the node log, if one is recording, of node id's lookup count (b.ids.mu held).
+func (b *rawBridge) counted(id, count uint64) {
+	if b.ids.onCount != nil {
+		b.ids.onCount(id, count)
+	}
 }
 
 // RestorePassthrough tells raw (restored by RestoreNodes) which handles of the server before read and wrote through
