@@ -41,6 +41,7 @@ type pendingNode struct {
 	done  chan struct{} // closed once restored or lost (made when it is begun)
 	// forgot: the lookups the kernel forgot while it was being restored, forgotten once it is.
 	forgot uint64
+	mine   bool // begun by the claim under way
 }
 
 // pendingName is a name in a folder, by the folder's node id.
@@ -164,24 +165,31 @@ func (t *pendingNodes) loseCycles() {
 }
 
 // claim begins id and each of its pending parents not begun, for the caller to restore in the order returned
-// (parents first).
-func (t *pendingNodes) claim(id uint64) []*pendingNode {
+// (parents first). If another request restores id or one of them, it begins none and returns that one's done
+// channel: a request waits only while it has begun nothing, so no two wait for each other.
+func (t *pendingNodes) claim(id uint64) (order []*pendingNode, busy chan struct{}) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	var order []*pendingNode
 	type frame struct {
 		p    *pendingNode
 		next int
 	}
 	var stack []frame
+	var claimed []*pendingNode
 	begin := func(id uint64) {
-		if p := t.byID[id]; p != nil && p.state == pendingWaiting {
-			p.state, p.done = pendingRestoring, make(chan struct{})
+		p := t.byID[id]
+		switch {
+		case p == nil:
+		case p.state == pendingWaiting:
+			p.state, p.mine = pendingRestoring, true
+			claimed = append(claimed, p)
 			stack = append(stack, frame{p: p})
+		case p.state == pendingRestoring && !p.mine:
+			busy = p.done
 		}
 	}
 	begin(id)
-	for len(stack) > 0 {
+	for len(stack) > 0 && busy == nil {
 		f := &stack[len(stack)-1]
 		parents := f.p.parents()
 		if f.next == len(parents) {
@@ -193,26 +201,29 @@ func (t *pendingNodes) claim(id uint64) []*pendingNode {
 		f.next++
 		begin(up)
 	}
-	return order
+	for _, p := range claimed {
+		p.mine = false
+	}
+	if busy != nil { // none of these was seen begun: the lock was held throughout
+		for _, p := range claimed {
+			p.state = pendingWaiting
+		}
+		return nil, busy
+	}
+	for _, p := range order {
+		p.done = make(chan struct{})
+	}
+	return order, nil
 }
 
-// unclaim makes nodes claimed and not restored wait again.
+// unclaim makes nodes begun and not restored wait again (RestoreNodes past its bound: no request waits for them).
 func (t *pendingNodes) unclaim(nodes []*pendingNode) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, p := range nodes {
+		close(p.done)
 		p.state, p.done = pendingWaiting, nil
 	}
-}
-
-// begun is the done channel of id if another request restores it (nil: none does).
-func (t *pendingNodes) begun(id uint64) chan struct{} {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if p := t.byID[id]; p != nil && p.state == pendingRestoring {
-		return p.done
-	}
-	return nil
 }
 
 // finish ends p's restore: gone from the table if restored, lost if not. It returns the lookups the kernel forgot
@@ -262,26 +273,22 @@ func (b *rawBridge) restorePending(id uint64) {
 // for later (RestoreNodes: no request is served yet, so none waits for them).
 func (b *rawBridge) restorePendingBy(id uint64, deadline time.Time) {
 	t := &b.pending
-	if t.left.Load() == 0 {
-		return
-	}
-	order := t.claim(id)
-	for i, p := range order {
-		if !deadline.IsZero() && time.Now().After(deadline) {
-			t.unclaim(order[i:])
-			return
+	for t.left.Load() > 0 {
+		order, busy := t.claim(id)
+		if busy != nil {
+			<-busy // another request restores id or a parent of it: then begin again
+			continue
 		}
-		for _, up := range p.parents() {
-			if done := t.begun(up); done != nil {
-				<-done // another request's, above this one: it waits for none of ours
+		for i, p := range order {
+			if !deadline.IsZero() && time.Now().After(deadline) {
+				t.unclaim(order[i:])
+				return
+			}
+			if forgot := t.finish(p, b.restoreRecorded(p.rec)); forgot > 0 {
+				b.Forget(p.rec.ID, forgot)
 			}
 		}
-		if forgot := t.finish(p, b.restoreRecorded(p.rec)); forgot > 0 {
-			b.Forget(p.rec.ID, forgot)
-		}
-	}
-	if done := t.begun(id); done != nil {
-		<-done
+		return
 	}
 }
 

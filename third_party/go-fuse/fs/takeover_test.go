@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"syscall"
 	"testing"
@@ -258,6 +259,42 @@ func TestRestoreStopsInsideAChain(t *testing.T) {
 	}
 	if e, _ := after.ids.node(id(1), 0); e == nil || after.pending.left.Load() != 0 {
 		t.Fatalf("the deepest folder: %v; %d left", e, after.pending.left.Load())
+	}
+}
+
+// Requests restoring nodes that share parents by two ways (each folder's recorded rename into its grandparent, as
+// a server killed mid-rename leaves them) at once: none waits for another for good.
+func TestRestoreLaterTwoParentsAtOnce(t *testing.T) {
+	restoreWithin(t, 0)
+	const depth = 300
+	dir := t.TempDir()
+	recorded, id := chainRecords(t, dir, depth)
+	for k := range recorded[:depth-1] {
+		recorded[k].AltParent, recorded[k].AltName = id(k+3), "x"
+	}
+	for round := 0; round < 20; round++ {
+		after := loopbackBridge(t, dir)
+		RestoreNodes(after, slices.Clone(recorded), 0)
+		var wg sync.WaitGroup
+		for g := 0; g < 8; g++ {
+			wg.Add(1)
+			go func(g int) {
+				defer wg.Done()
+				for k := 1 + g; k <= depth; k += 8 + g {
+					after.restorePending(id(k))
+				}
+			}(g)
+		}
+		done := make(chan struct{})
+		go func() { wg.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("round %d: restores wait for each other", round)
+		}
+		if e, _ := after.ids.node(id(1), 0); e == nil {
+			t.Fatalf("round %d: the deepest folder not restored", round)
+		}
 	}
 }
 
