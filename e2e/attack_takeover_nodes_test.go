@@ -97,10 +97,9 @@ func TestAttackFolderChainTakeover(t *testing.T) {
 	t.Logf("after the kill: %q; another session's file: %q, %v", line, b, readErr)
 	require.NotContains(t, m.log.String(), "the connection is ended")
 	assert.NoError(t, readErr, "another session's file after the takeover")
-	restored := regexp.MustCompile(`(\d+) nodes the kernel holds restored(?: \((\d+) more when used\))?`).FindStringSubmatch(m.log.String())
-	require.NotNil(t, restored)
-	n, _ := strconv.Atoi(restored[1])
-	later, _ := strconv.Atoi(restored[2])
+	restores := takeoverRestores(m.log.String())
+	require.Len(t, restores, 1)
+	n, later := restores[0].before, restores[0].later
 	assert.GreaterOrEqual(t, n+later, held.Nodes*9/10, "the nodes the kernel held, restored or left for when used")
 
 	// The chain's nodes left for later are restored when used: 300 folders down past those restored before.

@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -125,3 +127,25 @@ func (a *takeoverAgents) finish(t *testing.T, events int, what string) {
 		assert.Less(t, gaps[len(gaps)-1], time.Second, "%s: the longest stall", l.name)
 	}
 }
+
+// takeoverRestore is what a daemon that took a mount over did with the nodes the kernel held, as its holder logs it.
+type takeoverRestore struct {
+	before int // restored before it served
+	later  int // left to restore when the kernel first names them
+}
+
+var restoredLine = regexp.MustCompile(`(\d+) nodes the kernel holds restored(?: \((\d+) more when used\))?`)
+
+// takeoverRestores are the mount log's takeovers, in order.
+func takeoverRestores(log string) []takeoverRestore {
+	var out []takeoverRestore
+	for _, m := range restoredLine.FindAllStringSubmatch(log, -1) {
+		before, _ := strconv.Atoi(m[1])
+		later, _ := strconv.Atoi(m[2])
+		out = append(out, takeoverRestore{before, later})
+	}
+	return out
+}
+
+// nodes are the nodes the kernel held that the daemon restored, before it served or left for when used.
+func (r takeoverRestore) nodes() int { return r.before + r.later }

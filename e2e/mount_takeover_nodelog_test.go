@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -78,8 +77,6 @@ func TestMountTakeoverNodeLogCompacted(t *testing.T) {
 			require.NoError(t, unix.Fstat(int(f.Fd()), &st))
 		}
 	}
-	restored := regexp.MustCompile(`(\d+) nodes the kernel holds restored`)
-
 	compactions := 0
 	for round := range 2 {
 		hold(50)
@@ -100,8 +97,8 @@ func TestMountTakeoverNodeLogCompacted(t *testing.T) {
 		}
 		eventually(t, 20*time.Second, func() bool { return strings.Count(m.log.String(), "took the connection over") == round+1 },
 			"round %d: a daemon takes over: %s", round, m.log)
-		all := restored.FindAllStringSubmatch(m.log.String(), -1)
-		n, _ := strconv.Atoi(all[len(all)-1][1])
+		all := takeoverRestores(m.log.String())
+		n := all[len(all)-1].nodes()
 		assert.GreaterOrEqual(t, n, len(held), "round %d: the held files restored", round)
 		check(round)
 	}

@@ -183,8 +183,8 @@ func TestMountTakeoverKill(t *testing.T) {
 	require.Len(t, lines, kills, "one takeover per kill: %s", m.log)
 	t.Logf("the last takeover's line: %s", lines[kills-1])
 	var restored []string
-	for _, l := range lines {
-		restored = append(restored, regexp.MustCompile(`(\d+) nodes the kernel holds restored`).FindStringSubmatch(l)[1])
+	for _, r := range takeoverRestores(m.log.String()) {
+		restored = append(restored, strconv.Itoa(r.nodes()))
 	}
 	t.Logf("nodes the kernel held at each of %d takeovers (restored): %s", kills, strings.Join(restored, " "))
 	r := cli(t, store, "doctor")
@@ -494,8 +494,6 @@ func TestMountTakeoverFreesRestoredNodes(t *testing.T) {
 	daemon := m.cmd.Process.Pid
 	helper := helperPID(t, daemon)
 	t.Cleanup(func() { endTakeoverMount(t, m, helper) })
-	restored := regexp.MustCompile(`(\d+) nodes the kernel holds restored`)
-
 	var held, after []int
 	for round := range 20 {
 		entries, err := os.ReadDir(filepath.Join(m.session("s1"), ".claude", "many"))
@@ -517,8 +515,8 @@ func TestMountTakeoverFreesRestoredNodes(t *testing.T) {
 		}
 		eventually(t, 20*time.Second, func() bool { return strings.Count(m.log.String(), "took the connection over") == round+1 },
 			"round %d: a daemon takes over: %s", round, m.log)
-		all := restored.FindAllStringSubmatch(m.log.String(), -1)
-		n, _ := strconv.Atoi(all[len(all)-1][1])
+		all := takeoverRestores(m.log.String())
+		n := all[len(all)-1].nodes()
 		require.GreaterOrEqual(t, n, files, "round %d: the files the kernel holds restored", round)
 		held = append(held, n)
 		for _, fd := range pinned {

@@ -282,8 +282,8 @@ type resumed struct {
 	dev      int
 	init     fuse.InitIn
 	nodeFS   fuse.RawFileSystem
-	restored int // nodes the kernel holds restored before it served
-	later    int // and left to restore when the kernel first names them (go-fuse's takeover_pending.go)
+	restored int       // nodes the kernel holds restored before it served
+	later    int       // and left to restore when the kernel first names them (go-fuse's takeover_pending.go)
 	reopen   *reopened // a normal user's: the old daemons' file handles opened again (handover_handles.go)
 }
 

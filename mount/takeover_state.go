@@ -30,7 +30,8 @@ type Held struct {
 	Takeovers int       // daemons that took the connection over so far
 	Last      time.Time // when the last one served
 	Took      time.Duration
-	Restored  int // nodes the kernel holds that the last one restored
+	Restored  int // nodes the kernel holds that the last one restored before it served
+	Later     int // and left to restore when the kernel first names them
 	Waiting   int // requests the kernel had waiting when the last daemon before it died
 	Nodes     int `json:"-"` // nodes the kernel holds now, as the node log says (HeldBy)
 	// Compactions is how often the mount's daemons compacted the node log (HeldBy).
@@ -52,12 +53,12 @@ func (s *helperService) Served(args ServedArgs, _ *struct{}) error {
 	h.state.Takeovers++
 	h.state.Last = time.Now()
 	h.state.Took = h.state.Last.Sub(h.replaced).Round(time.Millisecond)
-	h.state.Restored = args.Restored
+	h.state.Restored, h.state.Later = args.Restored, args.Later
 	st := h.state
 	h.mu.Unlock()
 	later := ""
-	if args.Later > 0 {
-		later = fmt.Sprintf(" (%d more when used)", args.Later)
+	if st.Later > 0 {
+		later = fmt.Sprintf(" (%d more when used)", st.Later)
 	}
 	fmt.Fprintf(os.Stderr, "sessionfs: daemon %d took the connection over (takeover %d of %s): it served %s after the daemon before ended, %d nodes the kernel holds restored%s, %d requests the kernel had waiting resent\n",
 		st.Daemon, st.Takeovers, s.mnt, st.Took, st.Restored, later, st.Waiting)
