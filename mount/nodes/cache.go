@@ -101,8 +101,10 @@ func (t *Tree) watchFolder(path string, in *fs.Inode) {
 	if len(c.dirs[path]) == 0 {
 		if err := c.watch.Add(t.abs(path)); err != nil {
 			// Out of watches: names there stay cached until they time out. (A folder already gone
-			// shows nothing the kernel could keep.)
-			if !errors.Is(err, syscall.ENOENT) && !errors.Is(err, syscall.ENOTDIR) && !c.unwatched.Swap(true) {
+			// shows nothing the kernel could keep; one past PATH_MAX deep, which inotify cannot name, is a
+			// session's own odd tree, not the host's limit to report.)
+			if !errors.Is(err, syscall.ENOENT) && !errors.Is(err, syscall.ENOTDIR) && !errors.Is(err, syscall.ENAMETOOLONG) &&
+				!c.unwatched.Swap(true) {
 				why := err.Error()
 				if errors.Is(err, syscall.ENOSPC) {
 					why = "out of inotify watches: raise fs.inotify.max_user_watches"
