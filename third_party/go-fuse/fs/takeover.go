@@ -222,7 +222,15 @@ func (b *rawBridge) restore(parent *Inode, r RecordedNode, child *Inode, out *fu
 		lookups = restoredLookups
 	}
 	if e.lookupCount <= restoredLookups { // one restored before as a second id's node keeps its count
-		e.lookupCount = lookups
+		// Registering counted one lookup, the restore's own. A node restored while serving may have been found
+		// since by a lookup of another of its names (a hard link): the kernel holds that lookup too, on top of
+		// its recorded ones, and would forget one more than the node had (an underflow: a panic with the node
+		// locked, so its requests wait for good).
+		since := uint64(0)
+		if selected.nodeId == r.ID && e.lookupCount > 1 {
+			since = e.lookupCount - 1
+		}
+		e.lookupCount = min(lookups+since, restoredLookups)
 	}
 	b.counted(r.ID, e.lookupCount) // a node restored while serving: registering it recorded a count of 1
 	b.ids.mu.Unlock()
