@@ -365,3 +365,25 @@ func TestRestoreLaterCycle(t *testing.T) {
 		t.Fatal("a restore of a cycle waits")
 	}
 }
+
+// A restored node whose recorded count is lower than the kernel's (a node log a subverted server wrote) is freed
+// by the kernel's FORGET of all it holds, without a panic with the node locked: its later requests get an error,
+// and its folder's requests are served.
+func TestRestoredCountTooLowFreesNode(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "f"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	after := loopbackBridge(t, dir)
+	if n, _ := RestoreNodes(after, []RecordedNode{{ID: 7, Parent: fuse.FUSE_ROOT_ID, Name: "f", Lookups: 1}}, 0); n != 1 {
+		t.Fatalf("restored %d", n)
+	}
+	after.Forget(7, 5) // the kernel held 5
+	if e, _ := after.ids.node(7, 0); e != nil {
+		t.Fatal("the node stays after the kernel forgot more than it counted")
+	}
+	var out fuse.EntryOut
+	if st := after.Lookup(nil, &fuse.InHeader{NodeId: fuse.FUSE_ROOT_ID}, "f", &out); !st.Ok() {
+		t.Fatalf("lookup of f in its folder after: %v", st)
+	}
+}
