@@ -279,3 +279,99 @@ func TestAttackRestoreLaterStuckRestoreBlocksNoOther(t *testing.T) {
 		t.Error("node 10 (a folder with a child the kernel holds) was freed")
 	}
 }
+
+// A node left for later is restored while the server serves. A lookup of the same file under another name (a
+// hard link; in sessionfs, the same transcript under another view's folder) at the same time finds the node as
+// the restore registers it, and adds its lookup: the kernel holds the recorded lookups and that one. The restore
+// then sets the node's count to the recorded one, and the lookup added is lost: the kernel's FORGET of all it
+// holds underflows the count (a panic with the node's lock held, so every later request that locks the node,
+// and its folder, waits for good), and the node log tells the next server the lower count.
+func TestAttackRestoreLaterCountRace(t *testing.T) {
+	restoreWithin(t, 0)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "f"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "d"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(filepath.Join(dir, "f"), filepath.Join(dir, "d", "g")); err != nil {
+		t.Fatal(err)
+	}
+	const (
+		fID, dID = 7, 8
+		recorded = 3 // the kernel's lookups of f, as the node log counted them
+		bound    = 100000
+	)
+	tries, aliased := 0, 0
+	var lost *rawBridge
+	var kernel, ours, logged uint64
+	for tries < bound && lost == nil {
+		tries++
+		after := loopbackBridge(t, dir)
+		nodes := []RecordedNode{
+			{ID: fID, Parent: fuse.FUSE_ROOT_ID, Name: "f", Lookups: recorded},
+			{ID: dID, Parent: fuse.FUSE_ROOT_ID, Name: "d", Lookups: 1},
+		}
+		if n, later := RestoreNodes(after, nodes, 0); n != 0 || later != 2 {
+			t.Fatalf("restored %d, %d left; want both left", n, later)
+		}
+		log := &memNodeLog{nodes: map[uint64]RecordedNode{}, counts: map[uint64]uint64{}}
+		RecordNodes(after, log)
+		after.restorePending(dID) // d is in use: only f is left
+
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		var attr fuse.AttrOut
+		var entry fuse.EntryOut
+		var getattr, lookup fuse.Status
+		wg.Add(2)
+		go func() { // a request about f by its id: f is restored
+			defer wg.Done()
+			<-start
+			getattr = after.GetAttr(nil, &fuse.GetAttrIn{InHeader: fuse.InHeader{NodeId: fID}}, &attr)
+		}()
+		go func() { // a lookup of f's hard link g
+			defer wg.Done()
+			<-start
+			lookup = after.Lookup(nil, &fuse.InHeader{NodeId: dID}, "g", &entry)
+		}()
+		close(start)
+		wg.Wait()
+		if !getattr.Ok() || !lookup.Ok() {
+			t.Fatalf("try %d: getattr of f %v, lookup of g %v", tries, getattr, lookup)
+		}
+		kernel = recorded
+		if entry.NodeId == fID { // the kernel counts the lookup's answer on f's inode
+			kernel++
+			aliased++
+		}
+		ours = lookupCount(after, fID)
+		log.mu.Lock()
+		logged = log.counts[fID]
+		log.mu.Unlock()
+		if ours < kernel {
+			lost = after
+		}
+	}
+	t.Logf("%d tries (bound %d), %d with g's lookup answered as f's node", tries, bound, aliased)
+	if lost == nil {
+		return
+	}
+	t.Errorf("try %d: the kernel holds %d lookups of node %d, the server counts %d, the node log %d", tries, kernel, fID, ours, logged)
+	// The kernel forgets the node (its names unlinked, or its dentries pruned): one FORGET of all it holds.
+	n := lost.ids.nodes[fID].inode.Load()
+	var panicked any
+	func() {
+		defer func() { panicked = recover() }() // as the server's request loop recovers it (an EIO to nobody)
+		lost.Forget(fID, kernel)
+	}()
+	if panicked != nil {
+		t.Errorf("the kernel's FORGET of %d lookups: panic %q", kernel, panicked)
+		if n.mu.TryLock() {
+			n.mu.Unlock()
+		} else {
+			t.Errorf("node %d's lock is held for good after the panic: every request that locks it waits", fID)
+		}
+	}
+}
