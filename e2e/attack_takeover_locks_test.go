@@ -26,10 +26,7 @@ func TestAttackLockOwnersBlockUpgrade(t *testing.T) {
 	store := t.TempDir()
 	ids := []string{"a1", "a2", "a3", "a4"}
 	attackerSessions(t, store, ids...)
-	m := mount(t, store, "--allow-other", "--max-binds", "0")
-	helper := helperPID(t, m.cmd.Process.Pid)
-	t.Cleanup(func() { endTakeoverMount(t, m, helper) })
-	openUp(t, m.mnt)
+	m := attackedHeldMount(t, store)
 
 	var dirs []string
 	for _, id := range ids {
@@ -67,10 +64,7 @@ func TestAttackWaitersDuringUpgrade(t *testing.T) {
 	store := t.TempDir()
 	attackerSessions(t, store, "a")
 	ok(t, store, "new", "b")
-	m := mount(t, store, "--allow-other", "--max-binds", "0")
-	helper := helperPID(t, m.cmd.Process.Pid)
-	t.Cleanup(func() { endTakeoverMount(t, m, helper) })
-	openUp(t, m.mnt)
+	m := attackedHeldMount(t, store)
 
 	const waiters = 200
 	a := startAttacker(t, exeForOthers(t), "SESSIONFS_E2E_HELPER=locks-wait", "HELPER_WAITERS=200",

@@ -65,10 +65,7 @@ func TestAttackFolderChainTakeover(t *testing.T) {
 	attackerSessions(t, store, "a")
 	ok(t, store, "new", "b")
 	require.NoError(t, os.WriteFile(filepath.Join(store, "sessions", "b", "workspace", "f"), []byte("b's"), 0o644))
-	m := mount(t, store, "--allow-other", "--max-binds", "0")
-	helper := helperPID(t, m.cmd.Process.Pid)
-	t.Cleanup(func() { endTakeoverMount(t, m, helper) })
-	openUp(t, m.mnt)
+	m := attackedHeldMount(t, store)
 
 	start := time.Now()
 	a := startAttacker(t, exeForOthers(t), "SESSIONFS_E2E_CHAIN="+strconv.Itoa(folders),

@@ -149,3 +149,14 @@ func takeoverRestores(log string) []takeoverRestore {
 
 // nodes are the nodes the kernel held that the daemon restored, before it served or left for when used.
 func (r takeoverRestore) nodes() int { return r.before + r.later }
+
+// attackedHeldMount mounts store for an attacker of another uid: --allow-other and no binds (every access goes
+// through the daemon), held by its helper (a killed daemon is replaced) and open to others. The mount and its
+// helper end with the test.
+func attackedHeldMount(t *testing.T, store string) *mounted {
+	m := mount(t, store, "--allow-other", "--max-binds", "0")
+	helper := helperPID(t, m.cmd.Process.Pid)
+	t.Cleanup(func() { endTakeoverMount(t, m, helper) })
+	openUp(t, m.mnt)
+	return m
+}
