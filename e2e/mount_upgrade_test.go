@@ -425,3 +425,48 @@ func TestMountUpgradeBackToBack(t *testing.T) {
 	require.NoError(t, err, "unmount: %s", out)
 	eventually(t, 20*time.Second, func() bool { return procGone(helper) }, "the holder ends with the mount")
 }
+
+// TestMountUpgradeAsSoonAsItServes: sessionfs mount on a mount the moment it serves its first request (a script
+// that upgrades once the mount is up) hands the mount over. The helper said it holds the mount (its state file)
+// only once it had the kernel's INIT, milliseconds after the mount served, and a sessionfs mount before that found
+// the mount unheld and refused it: "already mounted" (make bench's upgrade row, in about half the runs). And such an
+// upgrade could hang for good: the daemon ignored the holder's signal to hand over until it served (now caught
+// from the start), and a thread of the holder (its poll probe, the binds' worker) waited on a request of the mount
+// that the daemon gone had read, so the holder's exec waited for it ("did not answer: i/o timeout", about once in
+// 60 rounds; now the holder serves on, and the upgrade is asked again). 20 rounds.
+func TestMountUpgradeAsSoonAsItServes(t *testing.T) {
+	need(t, os.Geteuid() == 0, "root: a confined mount and its holder")
+	needFUSE(t)
+	const rounds = 20
+	retried := 0
+	for round := range rounds {
+		store := t.TempDir()
+		ok(t, store, "new", "s1")
+		m := &mounted{store: store, mnt: filepath.Join(t.TempDir(), "mnt"), log: &syncBuffer{}}
+		require.NoError(t, os.Mkdir(m.mnt, 0o755))
+		m.cmd = exec.Command(bin, "mount", m.mnt)
+		m.cmd.Env = append(os.Environ(), "SESSIONFS_STORE="+store)
+		m.cmd.Stdout, m.cmd.Stderr = m.log, m.log
+		m.cmd.WaitDelay = 10 * time.Second
+		require.NoError(t, m.cmd.Start())
+		helper := 0
+		t.Cleanup(func() { endTakeoverMount(t, m, helper) })
+		deadline := time.Now().Add(30 * time.Second)
+		for { // no pause: the upgrade comes as soon as the mount answers
+			if _, err := os.Stat(filepath.Join(m.mnt, "sessions", "s1")); err == nil {
+				break
+			}
+			require.True(t, time.Now().Before(deadline), "round %d: the mount does not serve: %s", round, m.log)
+		}
+		helper = helperOf(m.cmd.Process.Pid)
+		up := exec.Command(bin, "mount", m.mnt)
+		up.Env = m.cmd.Env
+		out, err := up.CombinedOutput()
+		require.NoError(t, err, "round %d: sessionfs mount on a mount that just began to serve: %s\nthe mount's log: %s", round, out, m.log)
+		assert.Contains(t, string(out), "is served by sessionfs", "round %d", round)
+		if strings.Contains(m.log.String(), "a thread of the holder waits on the mount") {
+			retried++ // the holder served on rather than execute with a thread waiting on the mount; asked again
+		}
+	}
+	t.Logf("%d rounds, each an upgrade as the mount began to serve; %d asked again (a thread of the holder waited on the mount)", rounds, retried)
+}

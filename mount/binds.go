@@ -417,6 +417,16 @@ func (b *binder) Removing(id string) (done func()) {
 const binderStopWait = time.Second
 
 // close stops the worker and detaches every bind (before the mount itself is unmounted).
+// workerStopped says whether the worker returned (close waits for it at most binderStopWait).
+func (b *binder) workerStopped() bool {
+	select {
+	case <-b.stopped:
+		return true
+	default:
+		return false
+	}
+}
+
 func (b *binder) close() {
 	b.mu.Lock()
 	if b.closed {

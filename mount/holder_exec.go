@@ -124,7 +124,8 @@ func (s *helperService) execUpgrade() {
 	err := s.exec(u)
 	s.endUpgrade()
 	fmt.Fprintf(os.Stderr, "sessionfs: the hand-over of %s failed: %v; this build serves on\n", s.mnt, err)
-	_ = json.NewEncoder(u.reply).Encode(upgradeReply{Error: err.Error() + " (the mount is served by the build before)"})
+	_ = json.NewEncoder(u.reply).Encode(upgradeReply{Error: err.Error() + " (the mount is served by the build before)",
+		Busy: errors.Is(err, errThreadOnMount)})
 	u.reply.Close()
 }
 
@@ -134,6 +135,26 @@ func (s *helperService) endUpgrade() {
 	s.mu.Lock()
 	s.upgrade = nil
 	s.mu.Unlock()
+}
+
+// errThreadOnMount: a thread of the holder waits for the answer to a request of the mount that the daemon gone had
+// read (the binds' worker looking up a place it binds over; the poll probe at start-up). The kernel waits such a
+// request out, for a thread killed too, so an exec, which ends every other thread first, would wait for the daemon
+// it starts after: for good, and every user of the mount with it (an upgrade asked as the mount began to serve,
+// about once in 60). This build serves on instead: its next daemon answers the request again, and the asker asks
+// again.
+var errThreadOnMount = errors.New("a thread of the holder waits on the mount")
+
+// threadWaitsOnFUSE says whether a thread of this process waits for a FUSE request's answer (its wchan).
+func threadWaitsOnFUSE() bool {
+	tasks, _ := os.ReadDir("/proc/self/task")
+	for _, t := range tasks {
+		w, err := os.ReadFile("/proc/self/task/" + t.Name() + "/wchan")
+		if err == nil && (string(w) == "request_wait_answer" || strings.HasPrefix(string(w), "fuse_")) {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *helperService) exec(u *pendingUpgrade) error {
@@ -169,6 +190,12 @@ func (s *helperService) exec(u *pendingUpgrade) error {
 	// The binds are this process's: they go with it, and the new holder makes them again as they are used.
 	if s.b != nil {
 		s.b.close()
+		if !s.b.workerStopped() {
+			return fmt.Errorf("%w (the binds' worker)", errThreadOnMount)
+		}
+	}
+	if threadWaitsOnFUSE() {
+		return errThreadOnMount
 	}
 	s.closeControl()
 	kept := []int{holderDev, holderNodes, int(u.reply.Fd())}

@@ -110,6 +110,7 @@ func (s *startup) serveHeld() error {
 		return s.serveResumed()
 	}
 	initialized := s.helper.Go("Helper.Initialized", *s.server.KernelSettings(), nil, make(chan *rpc.Call, 1))
+	s.sayHeld()
 	go s.server.Serve()
 	if err := s.server.WaitMount(); err != nil {
 		return err

@@ -85,6 +85,7 @@ type startup struct {
 	helperStarted chan struct{}
 	helper        *rpc.Client
 	helperPID     int
+	handover      chan os.Signal // with a holder: its ask to hand over, caught from the start of serve (handover.go)
 	helperErr     error
 	fuse          *gofs.Options // go-fuse's options (options.go)
 	dev           int           // confined: the /dev/fuse descriptor mounted
@@ -352,6 +353,7 @@ func (s *startup) newServer() error {
 // serve runs ready and serves. A confined mount confines this process first, before the first request is read:
 // everything it needs outside the store is open by now.
 func (s *startup) serve(ready func()) error {
+	s.catchHandover() // before the holder is told anything that lets it ask for a hand-over (handover.go)
 	if ready != nil {
 		ready()
 	}
@@ -367,6 +369,7 @@ func (s *startup) serve(ready func()) error {
 	var initialized *rpc.Call
 	if s.nodes != nil && s.resumed == nil { // the helper keeps the INIT for a daemon that takes over
 		initialized = s.helper.Go("Helper.Initialized", *s.server.KernelSettings(), nil, make(chan *rpc.Call, 1))
+		s.sayHeld()
 	}
 	openSpliceSink()
 	// Confined, the daemon writes nowhere but the store and a private folder of its own (0700, in the system's

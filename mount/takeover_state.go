@@ -118,15 +118,39 @@ func (s *helperService) saveHeld() {
 	st := h.state
 	h.mu.Unlock()
 	st.Holder = os.Getpid()
+	writeHeld(minor, st)
+}
+
+// writeHeld replaces the state file of connection minor's holder with st, whole: a reader never sees half of it,
+// nor two writers' halves (each writes a file of its own and renames it).
+func writeHeld(minor uint32, st Held) {
 	b, err := json.Marshal(st)
 	// 0700, as the control sockets beside it want (ownDir): made 0755 here first (a fresh /run, each boot), it
 	// left the holder without its control socket, and sessionfs mount said "already mounted" instead of upgrading.
 	if err != nil || ownDir(controlDir()) != nil {
 		return
 	}
-	tmp := heldFile(minor) + ".tmp"
-	if os.WriteFile(tmp, b, 0o644) == nil {
-		_ = os.Rename(tmp, heldFile(minor))
+	f, err := os.CreateTemp(controlDir(), filepath.Base(heldFile(minor))+".*")
+	if err != nil {
+		return
+	}
+	_, err = f.Write(b)
+	if err = errors.Join(err, f.Chmod(0o644), f.Close()); err == nil {
+		err = os.Rename(f.Name(), heldFile(minor))
+	}
+	if err != nil {
+		_ = os.Remove(f.Name())
+	}
+}
+
+// sayHeld writes, before the mount serves its first request, that its helper holds it: a sessionfs mount that
+// comes before the helper has told its state and listens (Initialized) then waits for it (held, Upgrade), where it
+// found the mount unheld and refused it as mounted already, within the first milliseconds of every mount (a
+// script that upgrades once the mount serves). Not asked of the helper, which is still starting: the mount would
+// wait for it.
+func (s *startup) sayHeld() {
+	if minor, ok := connectionOf(s.mnt); ok && s.helperPID > 0 {
+		writeHeld(minor, Held{Holder: s.helperPID})
 	}
 }
 
