@@ -245,6 +245,9 @@ type UpgradeResult struct {
 // build before upgrades): the caller says "already mounted", as before.
 var ErrNoHolder = errors.New("no holder keeps the mount's connection")
 
+// errNotMounted: no sessionfs mount is at the mountpoint, so no holder either.
+var errNotMounted = fmt.Errorf("no sessionfs mount there: %w", ErrNoHolder)
+
 // upgradeTimeout bounds the wait for the new daemon to serve.
 const upgradeTimeout = time.Minute
 
@@ -270,28 +273,30 @@ func Upgrade(storeRoot, mnt string, waiting func()) (UpgradeResult, error) {
 		return UpgradeResult{}, err
 	}
 	deadline := time.Now().Add(handoverWait)
-	var unheld time.Time // since when no holder was seen
+	var unheld time.Time // since when a mount at mnt showed no holder
 	for {
 		res, err := upgradeOnce(storeRoot, mnt)
+		noHolder := errors.Is(err, ErrNoHolder) || errors.Is(err, errNoAnswer)
 		// A held mount whose control socket is gone, or closed unanswered, is one whose holder executes a new
 		// binary: it listens again.
-		busy := errors.Is(err, errHandoverBusy) || (errors.Is(err, ErrNoHolder) || errors.Is(err, errNoAnswer)) && held(mnt)
-		if !busy && (errors.Is(err, ErrNoHolder) || errors.Is(err, errNoAnswer)) {
-			// Believed once it holds for noHolderGrace: a holder between two of its states (starting, or in
-			// the middle of a hand-over) showed none for a moment, and sessionfs mount refused the mount as
-			// mounted already (TestMountUpgradeBackToBack, about one run in four).
+		handing := errors.Is(err, errHandoverBusy) || noHolder && held(mnt)
+		// A sessionfs mount showing no holder is believed once that holds for noHolderGrace: a holder between
+		// two of its states in a hand-over showed none for a moment, and sessionfs mount refused the mount as
+		// mounted already (TestMountUpgradeBackToBack, about one run in four). No mount there: believed at once.
+		between := false
+		if !handing && noHolder && !errors.Is(err, errNotMounted) {
 			if unheld.IsZero() {
 				unheld = time.Now()
 			}
-			busy = time.Since(unheld) < noHolderGrace
+			between = time.Since(unheld) < noHolderGrace
 		}
-		if !busy {
+		if !handing && !between {
 			return res, err
 		}
 		if time.Now().After(deadline) {
 			return UpgradeResult{}, fmt.Errorf("%s was being handed over for %s (by another sessionfs mount) and still is: try again, or look at the mount's log: %w", mnt, handoverWait, err)
 		}
-		if waiting != nil {
+		if handing && waiting != nil {
 			waiting()
 			waiting = nil
 		}
@@ -366,7 +371,7 @@ func processStart(pid int) (time.Time, bool) {
 func upgradeOnce(storeRoot, mnt string) (UpgradeResult, error) {
 	minor, ok := connectionOf(mnt)
 	if !ok {
-		return UpgradeResult{}, ErrNoHolder
+		return UpgradeResult{}, errNotMounted
 	}
 	var st holderState
 	if err := askControl(minor, "state", -1, &st); err != nil {
