@@ -1,6 +1,7 @@
 package mount
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	iofs "io/fs"
@@ -8,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
@@ -78,18 +80,40 @@ func ServingPID(mnt string) (int, error) {
 // fuseConnections lists the connections of the /dev/fuse descriptors pid holds (-1: the kernel does not say).
 // Descriptors are told by their link's text alone: stat would follow one into a hung mount and wait with it.
 func fuseConnections(pid int) ([]int64, error) {
-	dir := fmt.Sprintf("/proc/%d/fd", pid)
-	fds, err := os.ReadDir(dir)
+	return fuseConnectionsIn(liveThreadDir(pid))
+}
+
+// holdsConnection says whether process pid holds a descriptor of FUSE connection dev; known is false when it
+// holds no /dev/fuse descriptor whose connection the kernel names. A process executing a new binary (a holder's
+// upgrade) shows its descriptors half, or none, for a moment: it looks again, a millisecond apart, before it says
+// no (TestFuseConnectionsThroughAnExec: about one look in 1,000 during such execs).
+func holdsConnection(pid int, dev int64) (holds, known bool) {
+	for try := range 5 {
+		if try > 0 {
+			time.Sleep(time.Millisecond)
+		}
+		conns, _ := fuseConnections(pid)
+		if slices.Contains(conns, dev) {
+			return true, true
+		}
+		known = known || slices.ContainsFunc(conns, func(c int64) bool { return c >= 0 })
+	}
+	return false, known
+}
+
+// fuseConnectionsIn lists the /dev/fuse descriptors of the task whose /proc folder is dir.
+func fuseConnectionsIn(dir string) ([]int64, error) {
+	fds, err := os.ReadDir(dir + "/fd")
 	if err != nil {
 		return nil, err
 	}
 	var out []int64
 	for _, fd := range fds {
-		target, err := os.Readlink(dir + "/" + fd.Name())
+		target, err := os.Readlink(dir + "/fd/" + fd.Name())
 		if err != nil || !maybeFUSEDevice(target) {
 			continue
 		}
-		info, err := os.ReadFile(fmt.Sprintf("/proc/%d/fdinfo/%s", pid, fd.Name()))
+		info, err := os.ReadFile(dir + "/fdinfo/" + fd.Name())
 		if err != nil {
 			continue // closed meanwhile
 		}
@@ -100,6 +124,35 @@ func fuseConnections(pid int) ([]int64, error) {
 		out = append(out, c)
 	}
 	return out, nil
+}
+
+// liveThreadDir is the /proc folder through which pid's descriptors show: its own, or, while it executes a new
+// binary from a thread other than its first (Go's syscall.Exec, from any thread: a holder's upgrade), that
+// thread's. Until such an exec ends, the kernel shows the first thread as a zombie with no descriptors (de_thread),
+// and a mount its holder keeps looked unheld for a moment: a sessionfs mount then refused it as mounted already
+// (TestMountUpgradeBackToBack, about one run in four).
+func liveThreadDir(pid int) string {
+	dir := fmt.Sprintf("/proc/%d", pid)
+	if !zombie(dir) {
+		return dir
+	}
+	tasks, _ := os.ReadDir(dir + "/task")
+	for _, t := range tasks {
+		if td := dir + "/task/" + t.Name(); t.Name() != strconv.Itoa(pid) && !zombie(td) {
+			return td
+		}
+	}
+	return dir
+}
+
+// zombie says whether the task of /proc folder dir has exited (state Z, or X), or is gone.
+func zombie(dir string) bool {
+	stat, err := os.ReadFile(dir + "/stat")
+	i := bytes.LastIndexByte(stat, ')')
+	if err != nil || i < 0 || i+3 >= len(stat) {
+		return true
+	}
+	return stat[i+2] == 'Z' || stat[i+2] == 'X'
 }
 
 // maybeFUSEDevice says whether a descriptor's link text may be /dev/fuse's: "/dev/fuse", or, opened in a mount

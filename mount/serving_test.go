@@ -1,9 +1,19 @@
 package mount
 
 import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 )
 
 // A /dev/fuse descriptor's fdinfo names its connection by the kernel's own device number (12 bits of major above
@@ -19,4 +29,82 @@ func TestFuseConnectionOfFdinfo(t *testing.T) {
 func TestServingPIDOfNoMount(t *testing.T) {
 	_, err := ServingPID(t.TempDir())
 	assert.ErrorContains(t, err, "is not in the mount table")
+}
+
+// A process executing a new binary from a thread other than its first (a holder's upgrade: Go's syscall.Exec runs
+// on any thread) shows, until the exec ends, its first thread as a zombie with no descriptors. Its /dev/fuse
+// descriptors are still found, through the thread that executes: before, the mount such a holder kept looked unheld
+// for a moment, and a sessionfs mount refused it as mounted already (TestMountUpgradeBackToBack, about one run in
+// four).
+func TestFuseConnectionsThroughAnExec(t *testing.T) {
+	if _, err := os.Stat("/dev/fuse"); err != nil {
+		t.Skip("no /dev/fuse")
+	}
+	const execs = 150
+	cmd := exec.Command(os.Args[0], "-test.run=^TestExecAgainChild$")
+	cmd.Env = append(os.Environ(), execAgainEnv+"="+strconv.Itoa(execs))
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	stdin, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	defer func() { stdin.Close(); _ = cmd.Wait() }()
+
+	lines := bufio.NewReader(stdout)
+	_, err = lines.ReadString('\n') // it holds /dev/fuse from here on
+	require.NoError(t, err)
+	done := make(chan struct{})
+	go func() { _, _ = lines.ReadString('\n'); close(done) }()
+	polls, unheld := 0, 0
+	for {
+		select {
+		case <-done:
+			t.Logf("%d execs, %d looks at the process's descriptors: %d without /dev/fuse", execs, polls, unheld)
+			assert.Zero(t, unheld, "the process held /dev/fuse throughout")
+			assert.Greater(t, polls, execs)
+			return
+		default:
+		}
+		if holds, _ := holdsConnection(cmd.Process.Pid, -1); !holds {
+			unheld++
+		}
+		polls++
+	}
+}
+
+const execAgainEnv = "SESSIONFS_TEST_EXEC_AGAIN"
+
+// TestExecAgainChild is TestFuseConnectionsThroughAnExec's process: it opens /dev/fuse (kept across exec) and
+// executes itself, from a thread other than its first, until its count ends; then it says so and waits for stdin
+// to close.
+func TestExecAgainChild(t *testing.T) {
+	left, err := strconv.Atoi(os.Getenv(execAgainEnv))
+	if err != nil {
+		t.Skip("run by TestFuseConnectionsThroughAnExec")
+	}
+	if os.Getenv(execAgainEnv+"_FD") == "" {
+		fd, err := unix.Open("/dev/fuse", unix.O_RDWR, 0) // no O_CLOEXEC: kept across each exec
+		require.NoError(t, err)
+		t.Setenv(execAgainEnv+"_FD", strconv.Itoa(fd))
+		fmt.Println("open")
+	}
+	if left == 0 {
+		fmt.Println("done")
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		return
+	}
+	t.Setenv(execAgainEnv, strconv.Itoa(left-1))
+	errs := make(chan error)
+	for range 16 { // until a goroutine runs on a thread other than the first
+		go func() {
+			runtime.LockOSThread()
+			if unix.Gettid() == unix.Getpid() {
+				errs <- nil
+				return
+			}
+			errs <- syscall.Exec(os.Args[0], os.Args, os.Environ())
+		}()
+		require.NoError(t, <-errs)
+	}
+	t.Fatal("no goroutine ran on a thread other than the first")
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -179,8 +178,7 @@ func HeldBy(mnt string) (Held, error) {
 	if err != nil || json.Unmarshal(b, &st) != nil || st.Holder <= 0 {
 		return Held{}, ErrNotHeld
 	}
-	conns, _ := fuseConnections(st.Holder)
-	if !slices.Contains(conns, int64(kernelDev(0, minor))) || !holdsHelperCaps(st.Holder) && !isUsersHolder(st.Holder) {
+	if holds, _ := holdsConnection(st.Holder, int64(kernelDev(0, minor))); !holds || !holdsHelperCaps(st.Holder) && !isUsersHolder(st.Holder) {
 		return Held{}, ErrNotHeld // a holder that ended; its connection's number given to another mount since
 	}
 	st.Nodes, st.Compactions, _ = nodesHeld(st.Holder)

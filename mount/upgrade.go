@@ -10,7 +10,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -245,9 +244,6 @@ type UpgradeResult struct {
 // build before upgrades): the caller says "already mounted", as before.
 var ErrNoHolder = errors.New("no holder keeps the mount's connection")
 
-// errNotMounted: no sessionfs mount is at the mountpoint, so no holder either.
-var errNotMounted = fmt.Errorf("no sessionfs mount there: %w", ErrNoHolder)
-
 // upgradeTimeout bounds the wait for the new daemon to serve.
 const upgradeTimeout = time.Minute
 
@@ -273,30 +269,18 @@ func Upgrade(storeRoot, mnt string, waiting func()) (UpgradeResult, error) {
 		return UpgradeResult{}, err
 	}
 	deadline := time.Now().Add(handoverWait)
-	var unheld time.Time // since when a mount at mnt showed no holder
 	for {
 		res, err := upgradeOnce(storeRoot, mnt)
-		noHolder := errors.Is(err, ErrNoHolder) || errors.Is(err, errNoAnswer)
 		// A held mount whose control socket is gone, or closed unanswered, is one whose holder executes a new
 		// binary: it listens again.
-		handing := errors.Is(err, errHandoverBusy) || noHolder && held(mnt)
-		// A sessionfs mount showing no holder is believed once that holds for noHolderGrace: a holder between
-		// two of its states in a hand-over showed none for a moment, and sessionfs mount refused the mount as
-		// mounted already (TestMountUpgradeBackToBack, about one run in four). No mount there: believed at once.
-		between := false
-		if !handing && noHolder && !errors.Is(err, errNotMounted) {
-			if unheld.IsZero() {
-				unheld = time.Now()
-			}
-			between = time.Since(unheld) < noHolderGrace
-		}
-		if !handing && !between {
+		busy := errors.Is(err, errHandoverBusy) || (errors.Is(err, ErrNoHolder) || errors.Is(err, errNoAnswer)) && held(mnt)
+		if !busy {
 			return res, err
 		}
 		if time.Now().After(deadline) {
 			return UpgradeResult{}, fmt.Errorf("%s was being handed over for %s (by another sessionfs mount) and still is: try again, or look at the mount's log: %w", mnt, handoverWait, err)
 		}
-		if handing && waiting != nil {
+		if waiting != nil {
 			waiting()
 			waiting = nil
 		}
@@ -304,18 +288,14 @@ func Upgrade(storeRoot, mnt string, waiting func()) (UpgradeResult, error) {
 	}
 }
 
-// noHolderGrace is how long Upgrade sees no holder (or one that closed unanswered, and does not show as holding)
-// before it believes there is none.
-const noHolderGrace = 200 * time.Millisecond
-
 // handoverPoll is how often Upgrade asks again while a hand-over is under way.
 const handoverPoll = 20 * time.Millisecond
 
 // held says whether a holder keeps the connection of the mount at mnt: its state file (in this user's control
 // folder) names a process there, which holds the connection. Not HeldBy, which wants the holder's capabilities or
-// command line too: in the middle of its exec a holder shows neither, nor its descriptors, for a moment. A
-// process there that shows none counts as holding if it started before the file was last written: not one that
-// took the pid of a holder killed since.
+// command line too: in the middle of its exec a holder shows neither for a moment (its descriptors it does, through
+// holdsConnection). A process there that shows no connection the kernel names counts as holding if it started
+// before the file was last written: not one that took the pid of a holder killed since.
 func held(mnt string) bool {
 	minor, ok := connectionOf(mnt)
 	if !ok {
@@ -329,8 +309,8 @@ func held(mnt string) bool {
 	if b, err := os.ReadFile(heldFile(minor)); err != nil || json.Unmarshal(b, &st) != nil || st.Holder <= 0 {
 		return false
 	}
-	if conns, _ := fuseConnections(st.Holder); len(conns) > 0 {
-		return slices.Contains(conns, int64(kernelDev(0, minor)))
+	if holds, known := holdsConnection(st.Holder, int64(kernelDev(0, minor))); holds || known {
+		return holds
 	}
 	started, ok := processStart(st.Holder)
 	return ok && !started.After(fi.ModTime().Add(time.Second))
@@ -371,7 +351,7 @@ func processStart(pid int) (time.Time, bool) {
 func upgradeOnce(storeRoot, mnt string) (UpgradeResult, error) {
 	minor, ok := connectionOf(mnt)
 	if !ok {
-		return UpgradeResult{}, errNotMounted
+		return UpgradeResult{}, ErrNoHolder
 	}
 	var st holderState
 	if err := askControl(minor, "state", -1, &st); err != nil {
