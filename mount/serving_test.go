@@ -37,9 +37,11 @@ func TestServingPIDOfNoMount(t *testing.T) {
 // for a moment, and a sessionfs mount refused it as mounted already (TestMountUpgradeBackToBack, about one run in
 // four).
 func TestFuseConnectionsThroughAnExec(t *testing.T) {
-	if _, err := os.Stat("/dev/fuse"); err != nil {
-		t.Skip("no /dev/fuse")
+	fd, err := unix.Open("/dev/fuse", unix.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Skipf("this user cannot open /dev/fuse: %v", err)
 	}
+	unix.Close(fd)
 	const execs = 150
 	cmd := exec.Command(os.Args[0], "-test.run=^TestExecAgainChild$")
 	cmd.Env = append(os.Environ(), execAgainEnv+"="+strconv.Itoa(execs))
