@@ -169,11 +169,12 @@ func usersHolder(vfsOptions string) func(pid int) bool {
 // isUsersHolder says whether pid is some normal user's holder: a process of a user other than root started as the
 // helper (doctor's state file check, which also wants it to hold the mount's connection).
 func isUsersHolder(pid int) bool {
-	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	dir := liveThreadDir(pid) // a holder executing a new binary: through the thread that executes
+	status, err := os.ReadFile(dir + "/status")
 	if err != nil || !strings.Contains(string(status), "\nUid:\t") || strings.Contains(string(status), "\nUid:\t0\t") {
 		return false
 	}
-	args, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	args, err := os.ReadFile(dir + "/cmdline")
 	if err != nil {
 		return false
 	}

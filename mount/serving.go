@@ -181,7 +181,7 @@ func kernelDev(major, minor uint32) uint64 { return uint64(major)<<20 | uint64(m
 // holdsHelperCaps says whether pid holds CAP_SYS_PTRACE, as a mount's privileged helper does (confine.HelperKeep)
 // and its confined daemon never does (confine drops it from the daemon's bounding set before it serves).
 func holdsHelperCaps(pid int) bool {
-	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	status, err := os.ReadFile(liveThreadDir(pid) + "/status")
 	if err != nil {
 		return false
 	}

@@ -189,7 +189,7 @@ func HeldBy(mnt string) (Held, error) {
 // read-only here: what a daemon taking over would restore, before it looks them up), and how often the log was
 // compacted.
 func nodesHeld(holder int) (nodes, compactions int, err error) {
-	fd, err := unix.Open(fmt.Sprintf("/proc/%d/fd/%d", holder, holderNodes), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	fd, err := unix.Open(fmt.Sprintf("%s/fd/%d", liveThreadDir(holder), holderNodes), unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return 0, 0, err
 	}
