@@ -620,6 +620,20 @@ func TestDoctorSaysUserMountHeld(t *testing.T) {
 	out, _ = u.run(exe, "doctor")
 	t.Logf("doctor: %s", regexp.MustCompile(`(?m)^\S+\s+takeover\s.*$`).FindString(out))
 	assert.Regexp(t, fmt.Sprintf(`(?m)^OK\s+takeover\s+%s is held by its helper %d: .*; 1 takeover so far, the last at `, regexp.QuoteMeta(mnt), holder), out)
+
+	// Upgrades count on: the holder hands its count to the binary it becomes (it began at none in each).
+	for range 2 {
+		out, err := u.run(exe, "mount", mnt)
+		require.NoError(t, err, out)
+		require.Contains(t, out, "is served by sessionfs")
+	}
+	if pid, err := sfsmount.ServingPID(mnt); err == nil {
+		*pids = append(*pids, pid)
+	}
+	out, _ = u.run(exe, "doctor")
+	t.Logf("doctor: %s", regexp.MustCompile(`(?m)^\S+\s+takeover\s.*$`).FindString(out))
+	assert.Regexp(t, fmt.Sprintf(`(?m)^OK\s+takeover\s+%s is held by its helper %d: .*; 3 takeovers so far \(2 in upgrades\), the last at `, regexp.QuoteMeta(mnt), holder), out)
+	assert.Contains(t, log.String(), "(takeover 3 of "+mnt+", an upgrade)")
 }
 
 // killConnection kills every process that holds the FUSE connection of the mount at mnt (its daemon and its

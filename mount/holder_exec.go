@@ -34,6 +34,9 @@ type upgradedState struct {
 	Locks   []heldOwner // the lock owners' descriptors it kept, open across the exec (lockowners.go)
 	// LocksFile: the descriptor of a memory file of more of them, too many for the environment (holder_state_locks.go)
 	LocksFile int `json:",omitempty"`
+	// Held: the holder before's state, so that doctor counts the mount's takeovers since it began (none from a
+	// build before it was carried).
+	Held Held
 }
 
 // pendingUpgrade is an upgrade asked for: the new binary, and the asker's socket.
@@ -165,7 +168,7 @@ func (s *helperService) exec(u *pendingUpgrade) error {
 	}
 	reapChildren()
 	locks := h.locks.held()
-	st := upgradedState{Init: *init, Reply: int(u.reply.Fd()), Orphans: children()}
+	st := upgradedState{Init: *init, Reply: int(u.reply.Fd()), Orphans: children(), Held: h.held()}
 	locksFile, err := st.carryLocks(locks)
 	if err != nil {
 		return err
@@ -287,7 +290,10 @@ func (s *helperService) upgraded() (bool, error) {
 		fmt.Fprintf(os.Stderr, "sessionfs: %v: the POSIX locks held through the mount may be lost\n", err)
 	}
 	s.holder.locks.restore(locks)
-	s.holder.init, s.holder.serving = &st.Init, true
+	h := s.holder
+	h.mu.Lock()
+	h.init, h.serving, h.state, h.upgrading = &st.Init, true, st.Held, true
+	h.mu.Unlock()
 	s.upgradeReply = os.NewFile(uintptr(st.Reply), "sessionfs-upgrade")
 	return true, nil
 }

@@ -51,6 +51,7 @@ type movedState struct {
 	Config  helperConfig
 	Init    fuse.InitIn
 	Locks   []heldOwner // their FD the old holder's own: the new one numbers them anew
+	Held    Held        // the old holder's state: its takeovers go on counting
 }
 
 // lockChunk is how many lock owners' descriptors go in one message (the kernel takes at most 253).
@@ -108,7 +109,7 @@ func (s *helperService) sendHeld(reply *os.File) error {
 		return err
 	}
 	locks := h.locks.held()
-	state, err := json.Marshal(movedState{Version: Version, Config: h.cfg, Init: *init, Locks: locks})
+	state, err := json.Marshal(movedState{Version: Version, Config: h.cfg, Init: *init, Locks: locks, Held: h.held()})
 	if err != nil {
 		return err
 	}
@@ -345,7 +346,7 @@ func startMovedHelper(moved movedState, held []*os.File, start func(*exec.Cmd) e
 	for i, o := range moved.Locks {
 		locks[i] = heldOwner{Owner: o.Owner, FD: movedLocksFD + i}
 	}
-	st := upgradedState{Init: moved.Init, Reply: movedReplyFD}
+	st := upgradedState{Init: moved.Init, Reply: movedReplyFD, Held: moved.Held}
 	locksFile, err := st.carryLocks(locks)
 	if err != nil {
 		ours.Close()

@@ -73,9 +73,10 @@ type holder struct {
 	serving  bool // the last daemon started serves (Initialized, Resumed)
 	failures int  // daemons in a row that died before they served
 
-	state    Held      // what doctor is told (takeover_state.go)
-	replaced time.Time // when the last daemon was started to take over
-	attempt  int       // daemons started to take over so far: the bound on each is its own
+	state     Held      // what doctor is told (takeover_state.go), carried across upgrades
+	upgrading bool      // the next daemon to serve takes over in an upgrade
+	replaced  time.Time // when the last daemon was started to take over
+	attempt   int       // daemons started to take over so far: the bound on each is its own
 }
 
 func newHolder(cfg helperConfig) *holder {

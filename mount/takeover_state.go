@@ -26,7 +26,8 @@ const TakeoverBound = 10 * time.Second
 type Held struct {
 	Holder    int       // the helper that holds the connection
 	Daemon    int       // the daemon it started last (0: the first daemon serves)
-	Takeovers int       // daemons that took the connection over so far
+	Takeovers int       // daemons that took the connection over so far, since the mount began
+	Upgrades  int       // of them, those that took it over in an upgrade (a new build's, a CSI plugin's next pod)
 	Last      time.Time // when the last one served
 	Took      time.Duration
 	Restored  int // nodes the kernel holds that the last one restored before it served
@@ -50,6 +51,11 @@ func (s *helperService) Served(args ServedArgs, _ *struct{}) error {
 	h := s.holder
 	h.mu.Lock()
 	h.state.Takeovers++
+	how := ""
+	if h.upgrading {
+		h.state.Upgrades++
+		h.upgrading, how = false, ", an upgrade"
+	}
 	h.state.Last = time.Now()
 	h.state.Took = h.state.Last.Sub(h.replaced).Round(time.Millisecond)
 	h.state.Restored, h.state.Later = args.Restored, args.Later
@@ -59,10 +65,17 @@ func (s *helperService) Served(args ServedArgs, _ *struct{}) error {
 	if st.Later > 0 {
 		later = fmt.Sprintf(" (%d more when used)", st.Later)
 	}
-	fmt.Fprintf(os.Stderr, "sessionfs: daemon %d took the connection over (takeover %d of %s): it served %s after the daemon before ended, %d nodes the kernel holds restored%s, %d requests the kernel had waiting resent\n",
-		st.Daemon, st.Takeovers, s.mnt, st.Took, st.Restored, later, st.Waiting)
+	fmt.Fprintf(os.Stderr, "sessionfs: daemon %d took the connection over (takeover %d of %s%s): it served %s after the daemon before ended, %d nodes the kernel holds restored%s, %d requests the kernel had waiting resent\n",
+		st.Daemon, st.Takeovers, s.mnt, how, st.Took, st.Restored, later, st.Waiting)
 	s.saveHeld()
 	return nil
+}
+
+// held is the holder's state, as it hands it to the holder after it (an upgrade, a move).
+func (h *holder) held() Held {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.state
 }
 
 // replacing notes that daemon was started to take over from one that died (h.mu held), and bounds how long it

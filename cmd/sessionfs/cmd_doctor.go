@@ -336,8 +336,12 @@ func checkTakeover(m *mountinfo.Info) (name, status, detail, fix string) {
 	if held.Later > 0 {
 		restored += fmt.Sprintf(", %d more when used", held.Later)
 	}
-	return "takeover", "OK", fmt.Sprintf("%s; %s so far, the last at %s (served %s after the daemon before ended, %s)",
-		detail, plural(held.Takeovers, "takeover"), held.Last.Format(time.DateTime), held.Took, restored), ""
+	takeovers := plural(held.Takeovers, "takeover") + " so far"
+	if held.Upgrades > 0 {
+		takeovers += fmt.Sprintf(" (%d in upgrades)", held.Upgrades)
+	}
+	return "takeover", "OK", fmt.Sprintf("%s; %s, the last at %s (served %s after the daemon before ended, %s)",
+		detail, takeovers, held.Last.Format(time.DateTime), held.Took, restored), ""
 }
 
 // terminalFDs names which of pid's descriptors 0-2 are a terminal ("fd 1 is", "fds 1, 2 are"; "" for none).
