@@ -245,6 +245,10 @@ func TestCSIUpgrade(t *testing.T) {
 		next, err := sfsmount.ServingPID(n.mnt)
 		return err == nil && next != killed && loop.iterations() >= ran+3
 	}, "a daemon takes over from the killed one in the last pod (%s; pod: %s)", agentErrors(loops), pod.log)
+	// The mount's count of takeovers goes on from pod to pod: one an update, then this one (it began again in
+	// each pod).
+	counted := fmt.Sprintf("(takeover %d of %s)", updates+1, n.mnt)
+	eventually(t, 10*time.Second, func() bool { return strings.Contains(pod.log.String(), counted) }, "the last pod's holder logs %s: %s", counted, pod.log)
 
 	// A build whose hand-over state differs is refused before anything stops, and its plugin stops before it
 	// serves (a DaemonSet update halts, its new pod never ready): the pod before holds on and serves.
