@@ -80,7 +80,11 @@ func ServingPID(mnt string) (int, error) {
 // fuseConnections lists the connections of the /dev/fuse descriptors pid holds (-1: the kernel does not say).
 // Descriptors are told by their link's text alone: stat would follow one into a hung mount and wait with it.
 func fuseConnections(pid int) ([]int64, error) {
-	return fuseConnectionsIn(liveThreadDir(pid))
+	dir, alive := liveThread(pid)
+	if !alive {
+		return nil, nil
+	}
+	return fuseConnectionsIn(dir)
 }
 
 // holdsConnection says whether process pid holds a descriptor of FUSE connection dev; known is false when it
@@ -126,33 +130,50 @@ func fuseConnectionsIn(dir string) ([]int64, error) {
 	return out, nil
 }
 
-// liveThreadDir is the /proc folder through which pid's descriptors show: its own, or, while it executes a new
-// binary from a thread other than its first (Go's syscall.Exec, from any thread: a holder's upgrade), that
-// thread's. Until such an exec ends, the kernel shows the first thread as a zombie with no descriptors (de_thread),
-// and a mount its holder keeps looked unheld for a moment: a sessionfs mount then refused it as mounted already
-// (TestMountUpgradeBackToBack, about one run in four).
-func liveThreadDir(pid int) string {
-	dir := fmt.Sprintf("/proc/%d", pid)
-	if !zombie(dir) {
-		return dir
+// liveThread is the /proc folder through which pid's descriptors show: its own, or, while it executes a new binary
+// from a thread other than its first (Go's syscall.Exec, from any thread: a holder's upgrade), that thread's. Until
+// such an exec ends, the kernel shows the first thread as a zombie with no descriptors (de_thread), and a mount its
+// holder keeps looked unheld for a moment: a sessionfs mount then refused it as mounted already
+// (TestMountUpgradeBackToBack, about one run in four). alive is false when every thread of pid ended or is killed:
+// a process killed while a thread of it waits on a FUSE request its daemon read (the kernel waits those out) keeps
+// its descriptors for good, and serves, holds or hands over nothing: a sessionfs mount waited 30 s for it, and
+// failed, where it cleared the mount as stale before (TestHeldNotByAHolderKilledWhileAThreadWaitsOnTheMount).
+func liveThread(pid int) (dir string, alive bool) {
+	dir = fmt.Sprintf("/proc/%d", pid)
+	if !ended(dir) {
+		return dir, true
 	}
 	tasks, _ := os.ReadDir(dir + "/task")
-	for _, t := range tasks {
-		if td := dir + "/task/" + t.Name(); t.Name() != strconv.Itoa(pid) && !zombie(td) {
-			return td
+	for _, t := range tasks { // the first one too: the thread that executes takes its number as the exec ends
+		if td := dir + "/task/" + t.Name(); !ended(td) {
+			return td, true
 		}
 	}
+	return dir, false
+}
+
+// liveThreadDir is liveThread's folder: pid's own when nothing of it lives.
+func liveThreadDir(pid int) string {
+	dir, _ := liveThread(pid)
 	return dir
 }
 
-// zombie says whether the task of /proc folder dir has exited (state Z, or X), or is gone.
-func zombie(dir string) bool {
+// ended says whether the task of /proc folder dir is gone, has exited, or is killed (endedFields).
+func ended(dir string) bool {
 	stat, err := os.ReadFile(dir + "/stat")
 	i := bytes.LastIndexByte(stat, ')')
-	if err != nil || i < 0 || i+3 >= len(stat) {
+	return err != nil || i < 0 || endedFields(strings.Fields(string(stat[i+1:])))
+}
+
+// endedFields says, from the fields of a task's /proc stat after its name (from field 3, the state), whether it
+// exited (state Z, or X) or is killed: SIGKILL pending (field 31, the task's own pending signals), which a task in
+// an exec never has (de_thread kills the other threads).
+func endedFields(f []string) bool {
+	if len(f) < 29 || f[0] == "Z" || f[0] == "X" {
 		return true
 	}
-	return stat[i+2] == 'Z' || stat[i+2] == 'X'
+	pending, err := strconv.ParseUint(f[28], 10, 64)
+	return err != nil || pending&(1<<(unix.SIGKILL-1)) != 0
 }
 
 // maybeFUSEDevice says whether a descriptor's link text may be /dev/fuse's: "/dev/fuse", or, opened in a mount

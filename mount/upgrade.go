@@ -317,17 +317,18 @@ func held(mnt string) bool {
 }
 
 // processStart is when process pid started (from /proc: its start in clock ticks after boot, of 100 Hz, the
-// kernel's USER_HZ on every architecture Linux runs Go on); false for a process gone, or a zombie (a holder killed
-// with its parent, both waiting to be reaped: a mount of a dead daemon is no hand-over to wait for).
+// kernel's USER_HZ on every architecture Linux runs Go on); false for a process gone, a zombie (a holder killed
+// with its parent, both waiting to be reaped: a mount of a dead daemon is no hand-over to wait for), or one killed.
 func processStart(pid int) (time.Time, bool) {
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	i := bytes.LastIndexByte(stat, ')')
 	if err != nil || i < 0 {
 		return time.Time{}, false
 	}
-	// From field 3, the state (a zombie has closed its descriptors: it holds nothing); the start time is field 22.
+	// From field 3, the state (a zombie has closed its descriptors: it holds nothing; a process killed holds them
+	// for good when a thread of it waits on a FUSE request, but hands nothing over); the start time is field 22.
 	f := strings.Fields(string(stat[i+1:]))
-	if len(f) < 20 || f[0] == "Z" || f[0] == "X" {
+	if endedFields(f) {
 		return time.Time{}, false
 	}
 	ticks, err := strconv.ParseInt(f[19], 10, 64)
