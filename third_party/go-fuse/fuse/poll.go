@@ -24,8 +24,12 @@ func doPollHackLookup(ms *protocolServer, req *request) {
 		req.status = OK
 	case _OP_OPEN:
 		out := (*OpenOut)(req.outData())
+		// sessionfs patch: no FLUSH when the file is closed. A process whose server died holds the connection for
+		// the next (TAKEOVER.md); a child it forks while the probe is open closes the copy at its exec, and a FLUSH
+		// then waits for a server that only that child would start: for good.
 		*out = OpenOut{
-			Fh: pollHackInode,
+			Fh:        pollHackInode,
+			OpenFlags: FOPEN_NOFLUSH,
 		}
 		req.status = OK
 	case _OP_GETATTR, _OP_SETATTR:
