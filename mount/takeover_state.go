@@ -36,6 +36,9 @@ type Held struct {
 	Nodes     int `json:"-"` // nodes the kernel holds now, as the node log says (HeldBy)
 	// Compactions is how often the mount's daemons compacted the node log (HeldBy).
 	Compactions int `json:"-"`
+	// HolderStart is when the holder started (clock ticks after boot, startTicks): a process that took its pid
+	// since is not it. 0 in a file of a build before.
+	HolderStart uint64 `json:",omitempty"`
 }
 
 // ServedArgs are what a daemon that took the connection over tells its holder once it serves: how many nodes
@@ -130,6 +133,7 @@ func (s *helperService) saveHeld() {
 	st := h.state
 	h.mu.Unlock()
 	st.Holder = os.Getpid()
+	st.HolderStart, _ = startTicks(st.Holder)
 	writeHeld(minor, st)
 }
 
@@ -162,7 +166,8 @@ func writeHeld(minor uint32, st Held) {
 // wait for it.
 func (s *startup) sayHeld() {
 	if minor, ok := connectionOf(s.mnt); ok && s.helperPID > 0 {
-		writeHeld(minor, Held{Holder: s.helperPID})
+		start, _ := startTicks(s.helperPID)
+		writeHeld(minor, Held{Holder: s.helperPID, HolderStart: start})
 	}
 }
 
@@ -188,7 +193,7 @@ func HeldBy(mnt string) (Held, error) {
 	if errors.Is(err, os.ErrPermission) {
 		return Held{}, fmt.Errorf("%s is readable by root only: run as root", heldFile(minor))
 	}
-	if err != nil || json.Unmarshal(b, &st) != nil || st.Holder <= 0 {
+	if err != nil || json.Unmarshal(b, &st) != nil || st.Holder <= 0 || !st.holderIsThere() {
 		return Held{}, ErrNotHeld
 	}
 	if holds, _ := holdsConnection(st.Holder, int64(kernelDev(0, minor))); !holds || !holdsHelperCaps(st.Holder) && !isUsersHolder(st.Holder) {

@@ -306,7 +306,7 @@ func held(mnt string) bool {
 	if err != nil {
 		return false
 	}
-	if b, err := os.ReadFile(heldFile(minor)); err != nil || json.Unmarshal(b, &st) != nil || st.Holder <= 0 {
+	if b, err := os.ReadFile(heldFile(minor)); err != nil || json.Unmarshal(b, &st) != nil || st.Holder <= 0 || !st.holderIsThere() {
 		return false
 	}
 	if holds, known := holdsConnection(st.Holder, int64(kernelDev(0, minor))); holds || known {
@@ -314,6 +314,34 @@ func held(mnt string) bool {
 	}
 	started, ok := processStart(st.Holder)
 	return ok && !started.After(fi.ModTime().Add(time.Second))
+}
+
+// holderIsThere says whether the process with the holder's pid is the holder the file names, by its start: not one
+// that took the pid of a holder killed since (a process of another user's, whose own mount may have the same
+// connection number since), which sessionfs mount waited for, 30 s, and failed. A file of a build before says no
+// start: believed.
+func (st Held) holderIsThere() bool {
+	if st.HolderStart == 0 {
+		return true
+	}
+	start, ok := startTicks(st.Holder)
+	return ok && start == st.HolderStart
+}
+
+// startTicks is when process pid started, in clock ticks after boot (its /proc stat's field 22), whatever its
+// state: a process executing a new binary shows its first thread as a zombie for a moment, and keeps its start.
+func startTicks(pid int) (uint64, bool) {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	i := bytes.LastIndexByte(stat, ')')
+	if err != nil || i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(string(stat[i+1:]))
+	if len(f) < 20 {
+		return 0, false
+	}
+	ticks, err := strconv.ParseUint(f[19], 10, 64)
+	return ticks, err == nil
 }
 
 // processStart is when process pid started (from /proc: its start in clock ticks after boot, of 100 Hz, the

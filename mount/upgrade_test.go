@@ -140,3 +140,20 @@ func TestProcessStartOfAZombieIsNone(t *testing.T) {
 	_, ok := processStart(cmd.Process.Pid)
 	assert.False(t, ok)
 }
+
+// A state file names its holder by pid and start: a process that took the pid of a holder killed since (another
+// user's, whose own mount may have the connection's number since) is not the holder, and sessionfs mount waits for
+// no hand-over of it.
+func TestHolderIsThereByItsStart(t *testing.T) {
+	cmd := exec.Command("sleep", "60")
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	start, ok := startTicks(cmd.Process.Pid)
+	require.True(t, ok)
+	assert.True(t, Held{Holder: cmd.Process.Pid, HolderStart: start}.holderIsThere())
+	assert.False(t, Held{Holder: cmd.Process.Pid, HolderStart: start - 1}.holderIsThere(), "another process under the holder's pid")
+	assert.True(t, Held{Holder: cmd.Process.Pid}.holderIsThere(), "a file of a build before: no start to check")
+	self, ok := startTicks(os.Getpid())
+	require.True(t, ok)
+	assert.LessOrEqual(t, self, start, "this process started before its child")
+}
