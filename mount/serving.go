@@ -158,12 +158,19 @@ func liveThreadDir(pid int) string {
 	return dir
 }
 
-// ended says whether the task of /proc folder dir is gone, has exited, or is killed (endedFields).
-func ended(dir string) bool {
+// procStat is the fields of the stat of the task whose /proc folder is dir, from field 3 (its state) on: the name
+// before them may hold anything, ')' and spaces too. nil when the task is gone.
+func procStat(dir string) []string {
 	stat, err := os.ReadFile(dir + "/stat")
 	i := bytes.LastIndexByte(stat, ')')
-	return err != nil || i < 0 || endedFields(strings.Fields(string(stat[i+1:])))
+	if err != nil || i < 0 {
+		return nil
+	}
+	return strings.Fields(string(stat[i+1:]))
 }
+
+// ended says whether the task of /proc folder dir is gone, has exited, or is killed (endedFields).
+func ended(dir string) bool { return endedFields(procStat(dir)) }
 
 // endedFields says, from the fields of a task's /proc stat after its name (from field 3, the state), whether it
 // exited (state Z, or X) or is killed: SIGKILL pending (field 31, the task's own pending signals), which a task in

@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -217,13 +216,8 @@ func closeOnExit(daemon int, conn net.Conn) (stop func()) {
 
 // exited says whether process pid's main thread is gone (a zombie, or no such process).
 func exited(pid int) bool {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return true
-	}
-	// pid (comm) state ...: comm may hold anything, the state follows its last ')'.
-	i := strings.LastIndexByte(string(stat), ')')
-	return i < 0 || i+2 >= len(stat) || stat[i+2] == 'Z' || stat[i+2] == 'X'
+	f := procStat(fmt.Sprintf("/proc/%d", pid))
+	return len(f) == 0 || f[0] == "Z" || f[0] == "X"
 }
 
 // mounted says whether the helper's mount is still in the mount table, as the connection it holds.

@@ -1,7 +1,6 @@
 package mount
 
 import (
-	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -331,12 +330,7 @@ func (st Held) holderIsThere() bool {
 // startTicks is when process pid started, in clock ticks after boot (its /proc stat's field 22), whatever its
 // state: a process executing a new binary shows its first thread as a zombie for a moment, and keeps its start.
 func startTicks(pid int) (uint64, bool) {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	i := bytes.LastIndexByte(stat, ')')
-	if err != nil || i < 0 {
-		return 0, false
-	}
-	f := strings.Fields(string(stat[i+1:]))
+	f := procStat(fmt.Sprintf("/proc/%d", pid))
 	if len(f) < 20 {
 		return 0, false
 	}
@@ -348,26 +342,20 @@ func startTicks(pid int) (uint64, bool) {
 // kernel's USER_HZ on every architecture Linux runs Go on); false for a process gone, a zombie (a holder killed
 // with its parent, both waiting to be reaped: a mount of a dead daemon is no hand-over to wait for), or one killed.
 func processStart(pid int) (time.Time, bool) {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	i := bytes.LastIndexByte(stat, ')')
-	if err != nil || i < 0 {
+	// A zombie has closed its descriptors: it holds nothing; a process killed holds them for good when a thread of
+	// it waits on a FUSE request, but hands nothing over.
+	if ended(fmt.Sprintf("/proc/%d", pid)) {
 		return time.Time{}, false
 	}
-	// From field 3, the state (a zombie has closed its descriptors: it holds nothing; a process killed holds them
-	// for good when a thread of it waits on a FUSE request, but hands nothing over); the start time is field 22.
-	f := strings.Fields(string(stat[i+1:]))
-	if endedFields(f) {
+	ticks, ok := startTicks(pid)
+	if !ok {
 		return time.Time{}, false
 	}
-	ticks, err := strconv.ParseInt(f[19], 10, 64)
+	system, err := os.ReadFile("/proc/stat")
 	if err != nil {
 		return time.Time{}, false
 	}
-	procStat, err := os.ReadFile("/proc/stat")
-	if err != nil {
-		return time.Time{}, false
-	}
-	for _, l := range strings.Split(string(procStat), "\n") {
+	for _, l := range strings.Split(string(system), "\n") {
 		if v, ok := strings.CutPrefix(l, "btime "); ok {
 			boot, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
 			return time.Unix(boot, 0).Add(time.Duration(ticks) * 10 * time.Millisecond), err == nil
