@@ -47,6 +47,9 @@ type Agent struct {
 	// cwd, each time sessionfs starts it (env, exec, run, resume): opencode's conversations follow the cwd. nil
 	// for none.
 	Launch func(sess *layout.Dir, cwd string) error
+	// Code are the files in a session the agent carries out when it starts (hooks, helpers, MCP servers, env,
+	// plugins): on this host it starts only once the user approved them (package trust).
+	Code []CodeFile
 	// IDPrefix starts every conversation id of the agent's ("ses_" for opencode): watch's short ids leave it out,
 	// and a start of an id typed without it is taken (find, resume).
 	IDPrefix string

@@ -15,6 +15,7 @@ var Agent = &agents.Agent{
 	Credentials: []string{".credentials.json"}, // its OAuth login
 	ResumeArg:   "--resume",
 	Chats:       chats{},
+	Code:        code,
 }
 
 const name = "claude"

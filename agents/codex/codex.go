@@ -14,6 +14,7 @@ var Agent = &agents.Agent{
 	Name: "codex", Dir: ".codex", Var: "CODEX_HOME", Also: []string{"CODEX_SQLITE_HOME"},
 	Credentials: []string{"auth.json"},
 	ResumeArg:   "resume",
+	Code:        code,
 	Files: &agents.Files{
 		Dir: "sessions", Depth: 3,
 		Name: regexp.MustCompile(`^rollout-.*-([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})\.jsonl$`),

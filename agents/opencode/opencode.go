@@ -31,6 +31,7 @@ var Agent = &agents.Agent{
 	Chats:       chats{},
 	Launch:      Follow,
 	IDPrefix:    "ses_",
+	Code:        code,
 }
 
 // Set at init: they refer to Agent themselves (an initialization cycle otherwise).

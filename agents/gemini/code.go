@@ -1,0 +1,22 @@
+package gemini
+
+import "github.com/sessionfs/sessionfs/agents"
+
+// Code are the files Gemini CLI (and Qwen Code, its fork, in its own folder) carries out when it starts: its
+// settings (MCP servers, tool discovery and call commands, hooks, its editor), the .env it loads (its folder's, a
+// project's, and the first .env above the cwd), and extensions and commands (shell lines in !{...}). Only the
+// look of it (ui) is no code.
+func Code(dir string) []agents.CodeFile {
+	settings := agents.JSONWithout("$schema", "ui")
+	return []agents.CodeFile{
+		{Path: "settings.json", Part: settings},
+		{Path: ".env"},
+		{Path: "extensions", Tree: true},
+		{Path: "commands", Tree: true},
+		{Path: dir + "/settings.json", Project: true, Part: settings},
+		{Path: dir + "/.env", Project: true},
+		{Path: ".env", Project: true},
+		{Path: dir + "/extensions", Project: true, Tree: true},
+		{Path: dir + "/commands", Project: true, Tree: true},
+	}
+}
