@@ -23,6 +23,7 @@ var Agent = &agents.Agent{
 		Read: read, Line: line, InProject: inProject,
 	},
 	Seed: seed,
+	Code: Code(dir),
 }
 
 const dir = ".gemini"

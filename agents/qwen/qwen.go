@@ -8,6 +8,7 @@ import (
 
 	"github.com/sessionfs/sessionfs/agents"
 	"github.com/sessionfs/sessionfs/agents/claude"
+	"github.com/sessionfs/sessionfs/agents/gemini"
 	"github.com/sessionfs/sessionfs/layout"
 )
 
@@ -20,6 +21,7 @@ var Agent = &agents.Agent{
 	},
 	Credentials: []string{"oauth_creds.json", "mcp-oauth-tokens.json"},
 	ResumeArg:   "--resume",
+	Code:        gemini.Code(".qwen"),
 	Files: &agents.Files{
 		Dir: "projects", Depth: 1, Sub: "chats", Name: regexp.MustCompile(`^([0-9a-fA-F-]{32,36})\.jsonl$`),
 		Read: read, Line: line,
