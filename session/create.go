@@ -40,7 +40,8 @@ func Create(s *layout.Store, id string, opts Options) (*layout.Meta, error) {
 }
 
 // Seed makes session id's .claude safe for Claude Code: transcripts are never aged out, and the session's
-// workspace paths (Workspaces) are trusted. It writes beneath the session's folder descriptor, never through the
+// workspace is trusted where the session sees itself (/session/workspace, in a container or a sandbox); its paths
+// on this host are trusted only once the user approved what the session holds (ApprovedOnHost). It writes beneath the session's folder descriptor, never through the
 // mount nor a path the session could redirect with a symlink (the mount seeds from inside mkdir, where a
 // request to itself would never be answered).
 func Seed(s *layout.Store, id, mountpoint string) error {
@@ -52,7 +53,7 @@ func Seed(s *layout.Store, id, mountpoint string) error {
 	if err := claude.SeedSettings(sess); err != nil {
 		return err
 	}
-	return claude.SeedTrust(sess, Workspaces(s, id, mountpoint))
+	return claude.SeedTrust(sess, Workspaces(s, id, mountpoint)[:1])
 }
 
 // Workspaces are the paths at which session id's workspace is seen: in containers, in the store, and through the

@@ -47,17 +47,17 @@ type Refused struct {
 
 func (e *Refused) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "session %s holds agent configuration that would run commands on this host as you, and you have not approved it:\n", e.Session)
+	fmt.Fprintf(&b, "session %s holds agent configuration that would run commands on this host as you, unapproved:\n", e.Session)
 	for _, c := range e.Changes {
 		fmt.Fprintf(&b, "  %s\n", c)
 	}
-	b.WriteString("A session's processes write these files (its agent, a container, an import), so they start nothing here unseen.\n")
+	b.WriteString("A session's processes write it (its agent, a container, an import): it starts nothing here unseen.\n")
 	approve := "sessionfs approve " + e.Session
 	if e.Cwd != layout.WorkspaceDir {
 		approve += " -w " + path.Join(layout.ContainerRoot, e.Cwd)
 	}
-	fmt.Fprintf(&b, "Look at it and approve it:   %s\n", approve)
-	fmt.Fprintf(&b, "or run the agent sandboxed:  sessionfs exec --landlock %s -- CMD   (or sessionfs run --backend docker ...)", e.Session)
+	fmt.Fprintf(&b, "Look at it and approve it:  %s\n", approve)
+	fmt.Fprintf(&b, "or run the agent sandboxed: sessionfs exec --landlock %s -- CMD, or sessionfs run --backend docker", e.Session)
 	return b.String()
 }
 

@@ -171,6 +171,11 @@ func (a *app) runIn(id string, argv []string, o *runOptions, ag *agents.Agent, l
 	if err := makeWorkdir(s, m.ID, workdir); err != nil {
 		return err
 	}
+	if o.backend == "local" && ll == nil {
+		if err := session.ApprovedOnHost(s, m.ID, mountpoint(s), workdir); err != nil {
+			return err
+		}
+	}
 	warnings, err := session.Ready(s, m.ID, ag, mountpoint(s), root, workdir)
 	warnEach(warnings)
 	if err != nil {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/sessionfs/sessionfs/backends/local"
 	"github.com/sessionfs/sessionfs/mount"
+	"github.com/sessionfs/sessionfs/trust"
 )
 
 func main() {
@@ -36,6 +37,9 @@ func main() {
 	case errors.As(err, &coded):
 		fmt.Fprintln(os.Stderr, "sessionfs: "+oneLine(coded.err.Error()))
 		os.Exit(coded.code)
+	case errors.As(err, new(*trust.Refused)):
+		fmt.Fprintln(os.Stderr, "sessionfs: "+linesSafe(err.Error()))
+		os.Exit(ownFailure)
 	default:
 		msg, suggestions := cutSuggestions(err.Error())
 		msg = oneLine(msg)
@@ -45,6 +49,16 @@ func main() {
 		fmt.Fprintln(os.Stderr, "sessionfs: "+msg+suggestions)
 		os.Exit(ownFailure)
 	}
+}
+
+// linesSafe is a message of several lines (a refusal that lists what it refused), each made one safe line and
+// the ones after the first indented.
+func linesSafe(msg string) string {
+	lines := strings.Split(strings.TrimRight(msg, "\n"), "\n")
+	for i, l := range lines {
+		lines[i] = oneLine(l)
+	}
+	return strings.Join(lines, "\n  ")
 }
 
 // didYouMean is how cobra introduces the commands it suggests for a mistyped one, one a line.
