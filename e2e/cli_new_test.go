@@ -43,7 +43,7 @@ func usersClaude(t *testing.T) string {
 	home := t.TempDir()
 	require.NoError(t, os.MkdirAll(filepath.Join(home, ".claude"), 0o700))
 	require.NoError(t, os.WriteFile(filepath.Join(home, ".claude", "settings.json"),
-		[]byte(`{"model":"opus","cleanupPeriodDays":5,"apiKeyHelper":"/bin/key","env":{"ANTHROPIC_API_KEY":"sk-env","MY_FLAG":"1"}}`), 0o600))
+		[]byte(`{"model":"opus","cleanupPeriodDays":5,"apiKeyHelper":"/bin/key","env":{"ANTHROPIC_API_KEY":"sk-env","DISABLE_TELEMETRY":"1"}}`), 0o600))
 	require.NoError(t, os.WriteFile(filepath.Join(home, ".claude.json"), []byte(`{"hasCompletedOnboarding":true,
 		"lastOnboardingVersion":"2.1.332","theme":"dark","customApiKeyResponses":{"approved":["sk-ant-test"],"rejected":[]},
 		"oauthAccount":{"emailAddress":"me@example.com"},"primaryApiKey":"sk-ant-secret","userID":"u1",
@@ -70,7 +70,8 @@ func TestNewSeedsUsersClaude(t *testing.T) {
 	store := t.TempDir()
 	r := cliIn(t, store, "", []string{"HOME=" + home, seedFromUser}, "new", "s1")
 	require.Equal(t, 0, r.code, r.stderr)
-	assert.Empty(t, r.stderr)
+	assert.Equal(t, "sessionfs: warning: not copied from "+filepath.Join(home, ".claude", "settings.json")+
+		" (each runs a command, holds a credential or is unknown to sessionfs): apiKeyHelper, env ANTHROPIC_API_KEY\n", r.stderr)
 	cfg := filepath.Join(store, "sessions", "s1", ".claude")
 	state := readJSONFile(t, filepath.Join(cfg, ".claude.json"))
 	assert.Equal(t, true, state["hasCompletedOnboarding"])
@@ -84,7 +85,7 @@ func TestNewSeedsUsersClaude(t *testing.T) {
 	assert.Equal(t, "opus", settings["model"])
 	assert.Equal(t, float64(36500), settings["cleanupPeriodDays"], "transcripts are never aged out, whatever the user set")
 	assert.NotContains(t, settings, "apiKeyHelper")
-	assert.Equal(t, map[string]any{"MY_FLAG": "1"}, settings["env"])
+	assert.Equal(t, map[string]any{"DISABLE_TELEMETRY": "1"}, settings["env"])
 	assert.NoFileExists(t, filepath.Join(cfg, ".credentials.json"))
 
 	for _, c := range []struct {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -38,16 +39,13 @@ var UserStateKeys = []string{
 	"shiftEnterKeyBindingInstalled", "bypassPermissionsModeAccepted",
 }
 
-// droppedSettings are settings.json keys never taken from the user's: each gets or holds a credential.
-var droppedSettings = []string{"apiKeyHelper", "awsAuthRefresh", "awsCredentialExport", "otelHeadersHelper"}
-
-// secretWords mark an env entry of settings.json as a credential (ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN, ...).
-var secretWords = []string{"KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL", "AUTH"}
-
 // UserState is what a new session takes from the user's own Claude Code (LoadUserState), so it starts as the
 // user's Claude rather than a fresh install.
 type UserState struct {
-	// Settings are the user's ~/.claude/settings.json without what gets or holds a credential.
+	// Settings are the keys of the user's ~/.claude/settings.json that run nothing and hold no credential
+	// (inertSettings, and env's SafeEnv entries): never hooks, helpers, MCP servers, status lines, permissions,
+	// headers, proxies nor URLs. A session's settings travel (exports, containers, other hosts) and a session that
+	// holds no code needs no approval to start on this host (package trust).
 	Settings map[string]json.RawMessage
 	// State are the UserStateKeys of the user's ~/.claude.json.
 	State map[string]json.RawMessage
@@ -59,21 +57,16 @@ type UserState struct {
 // Credentials are never read: .credentials.json is not opened.
 func LoadUserState(home string) (u *UserState, warnings []string) {
 	u = &UserState{}
-	settings, err := readUserJSON(filepath.Join(home, ".claude", "settings.json"), MaxUserSettings)
+	p := filepath.Join(home, ".claude", "settings.json")
+	settings, err := readUserJSON(p, MaxUserSettings)
 	if err != nil {
 		warnings = append(warnings, err.Error())
 	}
-	for _, k := range droppedSettings {
-		delete(settings, k)
+	var left []string
+	u.Settings, left = safeSettings(settings)
+	if len(left) > 0 {
+		warnings = append(warnings, fmt.Sprintf("not copied from %s (each runs a command, holds a credential or is unknown to sessionfs): %s", p, strings.Join(left, ", ")))
 	}
-	if env, ok := settings["env"]; ok {
-		if clean, ok := withoutSecretEnv(env); ok {
-			settings["env"] = clean
-		} else {
-			delete(settings, "env")
-		}
-	}
-	u.Settings = settings
 	state, err := readUserJSON(filepath.Join(home, ".claude.json"), MaxUserState)
 	if err != nil {
 		warnings = append(warnings, err.Error())
@@ -130,24 +123,57 @@ func readUserJSON(p string, limit int64) (map[string]json.RawMessage, error) {
 	return m, nil
 }
 
-// withoutSecretEnv is settings.json's env without the variables whose names mark a credential; ok is false when
-// env is not an object or nothing is left.
-func withoutSecretEnv(env json.RawMessage) (json.RawMessage, bool) {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(env, &m) != nil || m == nil {
-		return nil, false
+// safeSettings are the keys of settings that a session may take (inertSettings, and env's SafeEnv entries), and
+// the names of what it may not, sorted.
+func safeSettings(settings map[string]json.RawMessage) (safe map[string]json.RawMessage, left []string) {
+	for k, raw := range settings {
+		switch {
+		case k == "env":
+			env, dropped := safeEnv(raw)
+			left = append(left, dropped...)
+			if env != nil {
+				safe = setRaw(safe, k, env)
+			}
+		case slices.Contains(inertSettings, k):
+			safe = setRaw(safe, k, raw)
+		default:
+			left = append(left, k)
+		}
 	}
-	for k := range m {
-		up := strings.ToUpper(k)
-		if slices.ContainsFunc(secretWords, func(w string) bool { return strings.Contains(up, w) }) {
+	slices.Sort(left)
+	return safe, left
+}
+
+// safeEnv is settings.json's env with only its SafeEnv entries (nil when none is left), and the names of the others
+// ("env FOO").
+func safeEnv(env json.RawMessage) (json.RawMessage, []string) {
+	var m map[string]any
+	if json.Unmarshal(env, &m) != nil || m == nil {
+		return nil, []string{"env"}
+	}
+	var left []string
+	for k, v := range m {
+		if !agents.SafeEnv(k, v) {
+			left = append(left, "env "+plainName(k))
 			delete(m, k)
 		}
 	}
 	if len(m) == 0 {
-		return nil, false
+		return nil, left
 	}
 	b, err := json.Marshal(m)
-	return b, err == nil
+	if err != nil {
+		return nil, append(left, "env")
+	}
+	return b, left
+}
+
+func setRaw(m map[string]json.RawMessage, k string, v json.RawMessage) map[string]json.RawMessage {
+	if m == nil {
+		m = map[string]json.RawMessage{}
+	}
+	m[k] = v
+	return m
 }
 
 // SeedUser merges u into the session open as sess, under what the session holds: a key of the user's settings.json
@@ -218,4 +244,14 @@ func addApprovals(m map[string]any, raw json.RawMessage) bool {
 		cur["approved"] = approved
 	}
 	return changed
+}
+
+// plainName is k as a message may show it: as it is when it is a plain variable name, quoted otherwise.
+func plainName(k string) string {
+	for _, r := range k {
+		if !(r == '_' || r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9') {
+			return strconv.QuoteToASCII(k)
+		}
+	}
+	return k
 }

@@ -39,7 +39,8 @@ func TestLoadUserStateKeepsAndDrops(t *testing.T) {
 		  "mcpServers":{"x":{"env":{"TOKEN":"t"}}},"projects":{"/home/u/p":{"allowedTools":[]}}}`)
 	require.NoError(t, os.WriteFile(filepath.Join(home, ".claude", ".credentials.json"), []byte(`{"secret":1}`), 0o600))
 	u, warnings := LoadUserState(home)
-	assert.Empty(t, warnings)
+	require.Len(t, warnings, 1)
+	assert.Contains(t, warnings[0], "settings.json (each runs a command, holds a credential or is unknown to sessionfs): apiKeyHelper, env ANTHROPIC_API_KEY, env ANTHROPIC_AUTH_TOKEN")
 	assert.ElementsMatch(t, []string{"hasCompletedOnboarding", "lastOnboardingVersion", "theme", "customApiKeyResponses"}, keys(u.State))
 	assert.ElementsMatch(t, []string{"model", "env"}, keys(u.Settings))
 	assert.JSONEq(t, `{"DISABLE_TELEMETRY":"1"}`, string(u.Settings["env"]))
@@ -47,6 +48,25 @@ func TestLoadUserStateKeepsAndDrops(t *testing.T) {
 	// An env of credentials only is dropped whole.
 	u, _ = LoadUserState(userHome(t, `{"env":{"ANTHROPIC_API_KEY":"sk"}}`, ""))
 	assert.True(t, u.Empty())
+}
+
+// Seeding takes an allow list: what only looks or picks a model, and env flags with plain values. Hooks, helpers,
+// MCP servers, status lines, permissions, headers, proxies and URLs with credentials stay out, named in one line
+// (before, ANTHROPIC_CUSTOM_HEADERS, OTEL headers and a proxy's password were copied into every new session).
+func TestLoadUserStateAllowList(t *testing.T) {
+	u, warnings := LoadUserState(userHome(t, `{"theme":"dark","outputStyle":"Explanatory","verbose":true,
+		"hooks":{"Stop":[]},"statusLine":{"type":"command","command":"x"},"permissions":{"allow":["Bash"]},
+		"enabledPlugins":{"p":true},"otelHeadersHelper":"/bin/h","awsAuthRefresh":"aws sso login",
+		"env":{"ANTHROPIC_CUSTOM_HEADERS":"Authorization: Bearer gw-token","OTEL_EXPORTER_OTLP_HEADERS":"x=tok",
+		"HTTPS_PROXY":"http://u:pw@proxy:3128","ANTHROPIC_BASE_URL":"https://u:pw@gw","NODE_OPTIONS":"--require x",
+		"ANTHROPIC_MODEL":"$(id)","DISABLE_TELEMETRY":"1","BASH_MAX_TIMEOUT_MS":600000,"MAX_THINKING_TOKENS":"1024"}}`, ""))
+	assert.ElementsMatch(t, []string{"theme", "outputStyle", "verbose", "env"}, keys(u.Settings))
+	assert.JSONEq(t, `{"DISABLE_TELEMETRY":"1","BASH_MAX_TIMEOUT_MS":600000,"MAX_THINKING_TOKENS":"1024"}`, string(u.Settings["env"]))
+	require.Len(t, warnings, 1)
+	assert.True(t, strings.HasSuffix(warnings[0], ": awsAuthRefresh, enabledPlugins, env ANTHROPIC_BASE_URL, "+
+		"env ANTHROPIC_CUSTOM_HEADERS, env ANTHROPIC_MODEL, env HTTPS_PROXY, env NODE_OPTIONS, env OTEL_EXPORTER_OTLP_HEADERS, "+
+		"hooks, otelHeadersHelper, permissions, statusLine"), warnings[0])
+	assert.NotContains(t, warnings[0], "gw-token", "values are never said")
 }
 
 // A missing home is nothing; a huge file, a FIFO, a folder or a file that is not a JSON object is left out with a
@@ -86,13 +106,13 @@ func TestSeedUserMergesUnder(t *testing.T) {
 		[]byte(`{"theme":"dark","customApiKeyResponses":{"approved":["a"],"rejected":["r"]}}`), 0o600))
 	u, warnings := LoadUserState(userHome(t, `{"model":"opus","cleanupPeriodDays":7,"hooks":{"Stop":[]}}`,
 		`{"theme":"light","hasCompletedOnboarding":true,"customApiKeyResponses":{"approved":["a","b","r"],"rejected":[]}}`))
-	require.Empty(t, warnings)
+	require.Len(t, warnings, 1, "hooks are left out, and named")
 	require.NoError(t, SeedUser(sess, u))
 	require.NoError(t, SeedSettings(sess))
 
 	settings := agentstest.ReadJSON(t, filepath.Join(dir, "settings.json"))
 	assert.Equal(t, "sonnet", settings["model"], "the session's own setting wins")
-	assert.Equal(t, map[string]any{"Stop": []any{}}, settings["hooks"])
+	assert.NotContains(t, settings, "hooks", "a hook of the user's is never copied into a session")
 	assert.Equal(t, float64(KeepTranscriptsDays), settings["cleanupPeriodDays"], "sessionfs's seed wins")
 	state := agentstest.ReadJSON(t, filepath.Join(dir, ".claude.json"))
 	assert.Equal(t, "dark", state["theme"])
