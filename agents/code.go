@@ -61,7 +61,7 @@ func JSONOnly(top []string, per string, perKeys []string) func([]byte) ([]byte, 
 		}
 		out := map[string]any{}
 		for _, k := range top {
-			if v, ok := m[k]; ok {
+			if v, ok := m[k]; ok && !empty(v) {
 				out[k] = v
 			}
 		}

@@ -58,6 +58,11 @@ type Code struct {
 	Pieces []Piece
 }
 
+// Same reports whether c and d hold the same pieces, each with the same content.
+func (c Code) Same(d Code) bool {
+	return slices.EqualFunc(c.Pieces, d.Pieces, func(a, b Piece) bool { return a.Path == b.Path && a.Sum == b.Sum && a.Problem == b.Problem })
+}
+
 // Read finds the code of every agent in the session open as sess, for a run whose cwd is cwd below the session's
 // folder ("workspace", "workspace/api"). Everything is read beneath sess, never through a link; what is absent
 // is no piece.
