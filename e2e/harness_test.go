@@ -29,7 +29,16 @@ func TestMain(m *testing.M) {
 	// Sessions the tests make never take this machine's own Claude settings (new seeds from $HOME's): the tests of
 	// that seeding ask for it (SESSIONFS_NO_USER_SETTINGS=0).
 	os.Setenv("SESSIONFS_NO_USER_SETTINGS", "1")
+	// The approvals the tests record (sessionfs approve, a checked run's own changes) are kept in a folder of the
+	// run's, never in this machine's user's.
+	cfg, err := os.MkdirTemp("", "sessionfs-e2e-config-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		os.Exit(1)
+	}
+	os.Setenv("XDG_CONFIG_HOME", cfg)
 	code, err := run(m)
+	os.RemoveAll(cfg)
 	if rerr := removeImages(); rerr != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", rerr)
 	}
