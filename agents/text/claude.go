@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"path"
-	"sort"
 	"strings"
 	"time"
 
@@ -66,7 +64,7 @@ func (claudeReader) read(sess *layout.Dir, c agents.Conversation, from position,
 	if err != nil {
 		return from, err
 	}
-	r := &claudeRead{sess: sess, subs: path.Join(path.Dir(rel), c.ID, "subagents"), pos: from,
+	r := &claudeRead{sess: sess, subs: claudeSubs(rel, c), pos: from,
 		tools: map[string]string{}, fn: fn, following: from.subs != nil}
 	if r.pos.subs == nil {
 		r.pos.subs = map[string]int64{}
@@ -75,15 +73,7 @@ func (claudeReader) read(sess *layout.Dir, c agents.Conversation, from position,
 		return r.pos, err
 	}
 	// The subagents the transcript did not name (or all of them after a first read: what they appended since).
-	ents, _ := sess.ReadDir(r.subs)
-	var names []string
-	for _, e := range ents {
-		if id, ok := subagentID(e.Name()); ok && e.Type().IsRegular() {
-			names = append(names, id)
-		}
-	}
-	sort.Strings(names)
-	for _, id := range names {
+	for _, id := range claudeSubagents(sess, r.subs) {
 		if err := r.subagent(id); err != nil {
 			return r.pos, err
 		}
@@ -103,7 +93,7 @@ func subagentID(name string) (string, bool) {
 
 // subagent reads subagent id's transcript from where it was left.
 func (r *claudeRead) subagent(id string) error {
-	off, err := r.file(path.Join(r.subs, "agent-"+id+".jsonl"), id, r.pos.subs[id])
+	off, err := r.file(claudeSubagentFile(r.subs, id), id, r.pos.subs[id])
 	if errors.Is(err, errNoSubagent) {
 		return nil // not there (yet): nothing held for it, however many lines name it
 	}

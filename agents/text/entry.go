@@ -95,6 +95,8 @@ type position struct {
 // reader reads one agent's conversations from a position, returning the position after the last complete line.
 type reader interface {
 	read(sess *layout.Dir, c agents.Conversation, from position, fn func(Entry) error) (position, error)
+	// files are the files beneath the session a read of c (whose file is rel) opens (Files).
+	files(sess *layout.Dir, rel string, c agents.Conversation) []string
 }
 
 func readerOf(a *agents.Agent) (reader, error) {

@@ -293,15 +293,11 @@ func (f *textFile) Getattr(ctx context.Context, _ fs.FileHandle, out *fuse.AttrO
 	return 0
 }
 
-// attr is the rendering's attributes: its size, the conversation's last time, the owner and read bits of the
-// conversation's file (textperm.go; none when it cannot be told).
+// attr is the rendering's attributes: its size, the conversation's last time, the owner of the conversation's
+// file and the read bits every file the rendering reads grants (textperm.go; none when it cannot be told).
 func (f *textFile) attr(c agents.Conversation, a *fuse.Attr) {
 	data := f.texts.rendered(f.tree, f.id, f.agent, c)
-	var st syscall.Stat_t
-	rel, _ := strings.CutPrefix(c.Path, f.tree.Store.SessionsDir()+"/")
-	if err := f.tree.textAccess(rel, &st); err != nil || rel == c.Path {
-		st = syscall.Stat_t{Mode: syscall.S_IFREG}
-	}
+	st := f.access(c)
 	a.Mode = syscall.S_IFREG | st.Mode&0o444
 	a.Owner = fuse.Owner{Uid: st.Uid, Gid: st.Gid}
 	a.Size = uint64(len(data))
@@ -320,12 +316,44 @@ func (f *textFile) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint3
 	if flags&syscall.O_ACCMODE != syscall.O_RDONLY {
 		return nil, 0, syscall.EROFS
 	}
-	return &textHandle{}, fuse.FOPEN_DIRECT_IO, 0
+	h := &textOpen{}
+	if c, ok := f.texts.conversation(f.tree, f.id, f.agent, f.conv); ok {
+		h.granted = f.access(c)
+	}
+	return h, fuse.FOPEN_DIRECT_IO, 0
+}
+
+// textOpen is an open file of the text view: the rendering it keeps, and what the rendering granted when the
+// kernel let the caller open it.
+type textOpen struct {
+	textHandle
+	granted syscall.Stat_t
+}
+
+// access is the owner and read bits of conversation c's rendering (textRenderAccess; none when it cannot be told).
+func (f *textFile) access(c agents.Conversation) syscall.Stat_t {
+	var st syscall.Stat_t
+	if err := f.tree.textRenderAccess(f.id, f.agent, c, &st); err != nil {
+		st = syscall.Stat_t{Mode: syscall.S_IFREG}
+	}
+	return st
+}
+
+// mayRead reports whether the caller of ctx may read conversation c's rendering through h: yes while it grants
+// what it did at the open, else if the caller may read it as it is now (a subagent of another owner or mode
+// appeared since the open; mayRead).
+func (h *textOpen) mayRead(ctx context.Context, f *textFile, c agents.Conversation) bool {
+	now := f.access(c)
+	g := h.granted
+	if now.Uid == g.Uid && now.Gid == g.Gid && now.Mode&g.Mode&0o444 == g.Mode&0o444 {
+		return true
+	}
+	return mayRead(ctx, &now)
 }
 
 func (f *textFile) Release(ctx context.Context, fh fs.FileHandle) syscall.Errno {
-	if h, ok := fh.(*textHandle); ok {
-		f.texts.release(h)
+	if h, ok := fh.(*textOpen); ok {
+		f.texts.release(&h.textHandle)
 	}
 	return 0
 }
@@ -335,8 +363,14 @@ func (f *textFile) Read(ctx context.Context, fh fs.FileHandle, dest []byte, off 
 	if !ok {
 		return nil, syscall.ENOENT
 	}
-	h, _ := fh.(*textHandle)
-	data := f.texts.read(h, f.tree, f.id, f.agent, c)
+	o, ok := fh.(*textOpen)
+	if !ok {
+		return nil, syscall.EBADF
+	}
+	data := f.texts.read(&o.textHandle, f.tree, f.id, f.agent, c)
+	if !o.mayRead(ctx, f, c) { // after the rendering: judged by what it read, or read since
+		return nil, syscall.EACCES
+	}
 	if off >= int64(len(data)) {
 		return fuse.ReadResultData(nil), 0
 	}

@@ -1,0 +1,99 @@
+package e2e
+
+import (
+	"bufio"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The low findings of issue 49 (round 4), each run as the attacker would.
+
+// TestAttackRound4TextViewSubagentPermissions (finding 8): a rendering of the text view shows its subagents'
+// transcripts too, so it grants no more than every file it reads. uid 65534 on an --allow-other root mount is
+// refused another session's 0600 subagent transcript in the store, then reads the conversation's rendering: it is
+// refused that too (before: served 0444 from the 0644 main transcript, the subagent's text in it). A reader that
+// opened the rendering while it held nothing private is refused the reads once a 0600 subagent appears.
+func TestAttackRound4TextViewSubagentPermissions(t *testing.T) {
+	need(t, os.Geteuid() == 0, "reads as uid 65534 on an --allow-other root mount")
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	const conv = "44444444-2222-3333-4444-555555555555"
+	canon := filepath.Join(store, "sessions", "s1", ".claude", "projects", "-session-workspace")
+	main := `{"type":"user","message":{"role":"user","content":"a public prompt"},"timestamp":"2026-12-01T02:00:00Z","sessionId":"` + conv + `","uuid":"u1"}` + "\n"
+	secret := `{"type":"user","isSidechain":true,"agentId":"a1","message":{"role":"user","content":"the secret is tangerine"},"timestamp":"2026-12-01T02:00:01Z","sessionId":"` + conv + `","uuid":"u2"}` + "\n"
+	require.NoError(t, os.WriteFile(filepath.Join(canon, conv+".jsonl"), []byte(main), 0o644))
+	subs := filepath.Join(canon, conv, "subagents")
+	require.NoError(t, os.MkdirAll(subs, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(subs, "agent-a1.jsonl"), []byte(secret), 0o600))
+	openUp(t, filepath.Join(store, "sessions"))
+	m := mount(t, store, "--allow-other")
+	openUp(t, m.mnt)
+	asNobody := func(args ...string) (string, error) {
+		cmd := exec.Command(args[0], args[1:]...)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	md := filepath.Join(m.mnt, "conversations", "s1", "claude", conv+".md")
+
+	// root, the files' owner, reads the subagent in the rendering.
+	b, err := os.ReadFile(md)
+	require.NoError(t, err)
+	require.Contains(t, string(b), "tangerine")
+
+	// 65534 is refused the subagent's file, through the mount as in the store...
+	out, err := asNobody("cat", filepath.Join(m.session("s1"), ".claude", "projects", "-session-workspace", conv, "subagents", "agent-a1.jsonl"))
+	require.Error(t, err, "the store's own check let 65534 read a 0600 file: %s", out)
+	// ...and so the rendering that shows it.
+	out, err = asNobody("cat", md)
+	st, _ := os.Stat(md)
+	t.Logf("the rendering: %v; uid 65534's cat: %v: %d bytes", st.Mode(), err, len(out))
+	assert.Error(t, err, "uid 65534 read a 0600 subagent through the text view")
+	assert.NotContains(t, out, "tangerine", "uid 65534 read a 0600 subagent through the text view")
+	assert.Zero(t, st.Mode().Perm()&0o004, "the rendering grants others what the subagent's file denies them")
+
+	// A conversation with no private file stays readable to 65534; a reader that opened it then is refused the
+	// reads once a 0600 subagent appears in it.
+	const conv2 = "55555555-2222-3333-4444-555555555555"
+	main2 := strings.ReplaceAll(main, conv, conv2)
+	require.NoError(t, os.WriteFile(filepath.Join(canon, conv2+".jsonl"), []byte(main2), 0o644))
+	md2 := filepath.Join(m.mnt, "conversations", "s1", "claude", conv2+".md")
+	eventually(t, 5*time.Second, func() bool { _, err := os.Stat(md2); return err == nil }, "%s never showed", md2)
+	reader := exec.Command("sh", "-c", `exec 3<"$1" || exit 1; echo opened; read go; cat <&3`, "sh", md2)
+	reader.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	stdin, err := reader.StdinPipe()
+	require.NoError(t, err)
+	stdout, err := reader.StdoutPipe()
+	require.NoError(t, err)
+	var stderr syncBuffer
+	reader.Stderr = &stderr
+	require.NoError(t, reader.Start())
+	lines := bufio.NewScanner(stdout)
+	require.True(t, lines.Scan(), "uid 65534 could not open a rendering of 0644 files: %s", stderr.String())
+	require.Equal(t, "opened", lines.Text())
+	subs2 := filepath.Join(canon, conv2, "subagents")
+	require.NoError(t, os.MkdirAll(subs2, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(subs2, "agent-a2.jsonl"), []byte(strings.ReplaceAll(secret, conv, conv2)), 0o600))
+	eventually(t, 5*time.Second, func() bool {
+		b, err := os.ReadFile(md2)
+		return err == nil && strings.Contains(string(b), "tangerine")
+	}, "the subagent never showed in the rendering")
+	_, err = stdin.Write([]byte("go\n"))
+	require.NoError(t, err)
+	stdin.Close()
+	var rest strings.Builder
+	for lines.Scan() {
+		rest.WriteString(lines.Text() + "\n")
+	}
+	werr := reader.Wait()
+	t.Logf("uid 65534 reading on a rendering it opened before the 0600 subagent: %v: %d bytes; %s", werr, rest.Len(), stderr.String())
+	assert.NotContains(t, rest.String(), "tangerine", "a rendering opened before gave 65534 the 0600 subagent")
+}
