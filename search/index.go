@@ -23,9 +23,11 @@ const (
 	// lockName is held while the database is opened (lock).
 	lockName = "search.lock"
 	// schemaVersion changes when the tables do: an index of another version is rebuilt.
-	schemaVersion = "3"
+	schemaVersion = "4"
 	// busyWait is how long a writer waits for another (a second CLI, the daemon) before giving up.
 	busyWait = 60 * time.Second
+	// walLimit is the size the write-ahead log is cut back to after a checkpoint: a big write leaves it no bigger.
+	walLimit = 64 << 20
 )
 
 // Entries of one conversation have rowids convID<<convShift + n: a conversation's rows are one rowid range, which
@@ -45,10 +47,18 @@ CREATE TABLE IF NOT EXISTS conv(
 	done INTEGER NOT NULL,   -- bytes of src indexed, up to the end of a complete line (append-only files)
 	tail BLOB,               -- the bytes of src just before done: an append leaves them as they were
 	next INTEGER NOT NULL,   -- the number of its next entry
+	cost INTEGER NOT NULL DEFAULT 0, -- what its rows cost its session's budget (budget.go)
+	read INTEGER NOT NULL DEFAULT 0, -- the bytes of the files read for them, each inode once
+	cut TEXT NOT NULL DEFAULT '',    -- why it is indexed in part ("": whole)
 	UNIQUE(session, agent, src));
+CREATE INDEX IF NOT EXISTS conv_cut ON conv(session) WHERE cut != '';
 -- each session's listing as last indexed whole (a hash of its files' stats; "" while being indexed): a session
--- whose listing hashes the same needs nothing, and its rows are not read.
-CREATE TABLE IF NOT EXISTS sess(session TEXT PRIMARY KEY, sig TEXT NOT NULL) WITHOUT ROWID;
+-- whose listing hashes the same needs nothing, and its rows are not read. cost and read are its conversations'.
+CREATE TABLE IF NOT EXISTS sess(session TEXT PRIMARY KEY, sig TEXT NOT NULL,
+	cost INTEGER NOT NULL DEFAULT 0, read INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID;
+-- the cwds, tools and subagents a conversation's entries name, each once: an entry holds its number.
+CREATE TABLE IF NOT EXISTS str(conv INTEGER NOT NULL, n INTEGER NOT NULL, s TEXT NOT NULL, PRIMARY KEY(conv, n)) WITHOUT ROWID;
+-- cwd, tool and sub are numbers in str (0: none), kind a text.Kind.
 CREATE VIRTUAL TABLE IF NOT EXISTS entry USING fts5(text, at UNINDEXED, cwd UNINDEXED, kind UNINDEXED,
 	off UNINDEXED, tool UNINDEXED, sub UNINDEXED, tokenize = 'unicode61 remove_diacritics 2');
 `
@@ -186,7 +196,8 @@ func (ix *Index) makeFile(uid, gid int) error {
 func (ix *Index) connect() error {
 	dsn := "file:/proc/self/fd/" + strconv.Itoa(ix.dir.Fd()) + "/" + DBName + "?mode=rw&_txlock=immediate" +
 		"&_pragma=busy_timeout(" + strconv.Itoa(int(busyWait/time.Millisecond)) + ")" +
-		"&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=trusted_schema(0)"
+		"&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=trusted_schema(0)" +
+		"&_pragma=journal_size_limit(" + strconv.Itoa(walLimit) + ")"
 	st, err := ix.dir.Lstat(DBName)
 	if err != nil {
 		return fmt.Errorf("index: %w", err)
@@ -203,7 +214,13 @@ func (ix *Index) connect() error {
 	case err == nil && version == schemaVersion:
 		return nil
 	case err == nil:
-		return ix.reset(fmt.Sprintf("index: %s is of another version (%s): rebuilding it", ix.Path(), version))
+		if err := ix.reset(fmt.Sprintf("index: %s is of another version (%s): rebuilding it", ix.Path(), version)); err != nil {
+			return err
+		}
+		// The old tables' pages go back to the disk: an index of an older version may be what a session grew.
+		// (Another process reading it meanwhile keeps them: the next rebuild's rows reuse them.)
+		_, _ = db.Exec(`VACUUM`)
+		return nil
 	case errors.Is(err, sql.ErrNoRows) || noTable(err):
 		return ix.create() // new: a second process making it at the same time makes the same tables
 	}
@@ -220,7 +237,7 @@ func (ix *Index) create() error {
 	if _, err := tx.Exec(schema); err != nil {
 		return err
 	}
-	if _, err := tx.Exec(`INSERT OR IGNORE INTO meta(key, value) VALUES('schema', ?), ('gen', '0')`, schemaVersion); err != nil {
+	if _, err := tx.Exec(`INSERT OR IGNORE INTO meta(key, value) VALUES('schema', ?), ('gen', '0'), ('cost', '0')`, schemaVersion); err != nil {
 		return err
 	}
 	return tx.Commit()
@@ -237,12 +254,13 @@ func (ix *Index) reset(why string) error {
 		return err
 	}
 	defer tx.Rollback()
-	for _, s := range []string{`DROP TABLE IF EXISTS entry`, `DROP TABLE IF EXISTS conv`, `DROP TABLE IF EXISTS sess`, schema} {
+	for _, s := range []string{`DROP TABLE IF EXISTS entry`, `DROP TABLE IF EXISTS conv`, `DROP TABLE IF EXISTS sess`,
+		`DROP TABLE IF EXISTS str`, schema} {
 		if _, err := tx.Exec(s); err != nil {
 			return err
 		}
 	}
-	if _, err := tx.Exec(`INSERT INTO meta(key, value) VALUES('schema', ?), ('gen', '1')
+	if _, err := tx.Exec(`INSERT INTO meta(key, value) VALUES('schema', ?), ('gen', '1'), ('cost', '0')
 		ON CONFLICT(key) DO UPDATE SET value = CASE key WHEN 'gen' THEN CAST(CAST(value AS INTEGER) + 1 AS TEXT) ELSE excluded.value END`,
 		schemaVersion); err != nil {
 		return err

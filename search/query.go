@@ -11,6 +11,8 @@ import (
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/sessionfs/sessionfs/agents/text"
 )
 
 // Query is what to search for and where.
@@ -71,8 +73,8 @@ func (ix *Index) Search(q Query) (Results, error) {
 		if broad {
 			order, score = `ORDER BY e.rowid DESC`, `0.0`
 		}
-		sqlText, args, err := q.sql(`c.session, c.agent, c.conv, e.at, e.cwd, e.kind, e.tool, e.sub, e.off,
-			snippet(entry, 0, '`+markOpen+`', '`+markClose+`', '…', 16), `+score, order)
+		sqlText, args, err := q.sql(`c.session, c.agent, c.conv, e.at, coalesce(sc.s, ''), e.kind, coalesce(st.s, ''),
+			coalesce(ss.s, ''), e.off, snippet(entry, 0, '`+markOpen+`', '`+markClose+`', '…', 16), `+score, strJoins, order)
 		if err != nil {
 			return err
 		}
@@ -84,11 +86,13 @@ func (ix *Index) Search(q Query) (Results, error) {
 		for rs.Next() {
 			var h Hit
 			var at int64
+			var kind int
 			var snippet string
-			if err := rs.Scan(&h.Session, &h.Agent, &h.Conversation, &at, &h.Cwd, &h.Kind, &h.Tool, &h.Subagent,
+			if err := rs.Scan(&h.Session, &h.Agent, &h.Conversation, &at, &h.Cwd, &kind, &h.Tool, &h.Subagent,
 				&h.Offset, &snippet, &h.Score); err != nil {
 				return err
 			}
+			h.Kind = text.Kind(kind).String()
 			if at != 0 {
 				h.Time = time.UnixMilli(at)
 			}
@@ -135,7 +139,7 @@ func (ix *Index) SessionIDs(q Query) ([]string, error) {
 		if broad {
 			cols, tail = `c.session, -max(e.rowid) AS best`, `GROUP BY c.session ORDER BY best`
 		}
-		sqlText, args, err := q.sql(cols, tail)
+		sqlText, args, err := q.sql(cols, "", tail)
 		if err != nil {
 			return err
 		}
@@ -160,15 +164,55 @@ func (ix *Index) SessionIDs(q Query) ([]string, error) {
 	return ids, err
 }
 
-// sql is the statement that selects cols of q's matches, then tail; every value is a bound parameter.
-func (q Query) sql(cols, tail string) (string, []any, error) {
+// strJoins are the strings an entry names by number: its cwd, tool and subagent.
+const strJoins = ` LEFT JOIN str sc ON sc.conv = c.id AND sc.n = e.cwd LEFT JOIN str st ON st.conv = c.id AND st.n = e.tool
+	LEFT JOIN str ss ON ss.conv = c.id AND ss.n = e.sub`
+
+// Partial is a session indexed in part: how many of its conversations were cut, and why the first was.
+type Partial struct {
+	Session       string `json:"session"`
+	Conversations int    `json:"conversations"`
+	Why           string `json:"why"`
+}
+
+// Partial returns the sessions (of sessions; nil: all) with a conversation indexed in part, by id.
+func (ix *Index) Partial(sessions []string) ([]Partial, error) {
+	var out []Partial
+	err := ix.retry(func() error {
+		out = nil
+		sqlText, args := `SELECT session, count(*), min(cut) FROM conv WHERE cut != ''`, []any{}
+		if sessions != nil {
+			list, _ := json.Marshal(sessions)
+			sqlText += ` AND session IN (SELECT value FROM json_each(?))`
+			args = append(args, string(list))
+		}
+		rs, err := ix.db.Query(sqlText+` GROUP BY session ORDER BY session`, args...)
+		if err != nil {
+			return err
+		}
+		defer rs.Close()
+		for rs.Next() {
+			var p Partial
+			if err := rs.Scan(&p.Session, &p.Conversations, &p.Why); err != nil {
+				return err
+			}
+			out = append(out, p)
+		}
+		return rs.Err()
+	})
+	return out, err
+}
+
+// sql is the statement that selects cols of q's matches (joins: of the tables joined besides conv), then tail;
+// every value is a bound parameter.
+func (q Query) sql(cols, joins, tail string) (string, []any, error) {
 	match := Normalize(q.Match)
 	if match == "" {
 		return "", nil, fmt.Errorf("%w: the query is empty", ErrQuery)
 	}
 	var b strings.Builder
 	args := []any{match}
-	fmt.Fprintf(&b, `SELECT %s FROM entry e JOIN conv c ON c.id = (e.rowid >> %d) WHERE entry MATCH ?`, cols, convShift)
+	fmt.Fprintf(&b, `SELECT %s FROM entry e JOIN conv c ON c.id = (e.rowid >> %d)%s WHERE entry MATCH ?`, cols, convShift, joins)
 	if q.Sessions != nil {
 		list, _ := json.Marshal(q.Sessions)
 		b.WriteString(` AND c.session IN (SELECT value FROM json_each(?))`)

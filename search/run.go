@@ -45,6 +45,7 @@ func Run(w io.Writer, store *layout.Store, o Options) error {
 		ix.warn(fmt.Sprintf("the index could not catch up (%v): what it answers may be behind", err))
 	}
 	if strings.TrimSpace(o.Match) == "" {
+		ix.warnPartial(o.Sessions)
 		return nil // --reindex alone
 	}
 	if len(o.Labels) > 0 {
@@ -52,6 +53,7 @@ func Run(w io.Writer, store *layout.Store, o Options) error {
 			return err
 		}
 	}
+	ix.warnPartial(o.Sessions)
 	if o.IDs {
 		ids, err := ix.SessionIDs(o.Query)
 		if err != nil {
@@ -79,6 +81,25 @@ func Run(w io.Writer, store *layout.Store, o Options) error {
 		printHit(w, h, o.Color)
 	}
 	return nil
+}
+
+// warnPartial says which of sessions (nil: all) are indexed in part: what they said past their budget is not
+// found (budget.go).
+func (ix *Index) warnPartial(sessions []string) {
+	parts, err := ix.Partial(sessions)
+	if err != nil || len(parts) == 0 {
+		return
+	}
+	p := parts[0]
+	convs := "a conversation"
+	if p.Conversations > 1 {
+		convs = fmt.Sprintf("%d conversations", p.Conversations)
+	}
+	more := ""
+	if len(parts) > 1 {
+		more = fmt.Sprintf(" (and %d more sessions)", len(parts)-1)
+	}
+	ix.warn(fmt.Sprintf("session %s is indexed in part (%s: %s): what it said past that is not found%s", p.Session, convs, p.Why, more))
 }
 
 // check refuses what cannot match anything: an empty query, an unknown agent or session.

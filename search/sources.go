@@ -30,8 +30,21 @@ type source struct {
 	sig   string // what else it reads: its subagents' files, a row conversation's summary
 	// appendOnly: a JSONL file its agent only appends to; record: a database's own stat, no entries.
 	appendOnly, record bool
-	// subFiles are the subagents with a file of their own (Claude's sidecar): their entries' offsets are in it.
-	subFiles map[string]bool
+	// subs are the subagents' transcripts (Claude's sidecar) to read, each an inode no file before it in the
+	// session's listing has (a hard link of one already read is not read again); linked counts those left out so.
+	subs   []subFile
+	linked int
+	// dev is the file's device (with st.ino, what tells hard links apart); dupOf is the conversation whose file
+	// this one's is (a hard link, or a second name of it): its text is indexed there, not again here.
+	dev   uint64
+	dupOf string
+}
+
+// subFile is a subagent's transcript: its id, its file beneath the session, its stat.
+type subFile struct {
+	id, rel string
+	st      fstat
+	dev     uint64
 }
 
 // appendOnly names the agents whose conversation files only grow by lines that stand alone, so an append is
@@ -41,6 +54,9 @@ var appendOnly = map[string]bool{"claude": true, "codex": true, "qwen": true}
 
 // fstat is what tells a file changed: an append grows size, a rewrite changes ctime, a replacement ino.
 type fstat struct{ size, ctime, ino int64 }
+
+// inode tells one file from another, whatever its names.
+type inode struct{ dev, ino uint64 }
 
 func statOf(st *unix.Stat_t) fstat {
 	return fstat{size: st.Size, ctime: st.Ctim.Nano(), ino: int64(st.Ino)}
@@ -88,7 +104,44 @@ func list(sess *layout.Dir) listing {
 			l.record(sess, a, opencode.DB)
 		}
 	}
+	l.dedupe()
 	return l
+}
+
+// dedupe reads each file of the session once, whatever its names: the first name of an inode in the listing's
+// order is read (a conversation's transcript before its subagents', names sorted), any other is not. A
+// conversation whose transcript is a file read already is indexed without it (its text is found in the first), a
+// subagent's transcript that is one is left out of its conversation. Each changes the conversation's sig: which name is read follows
+// what the session holds.
+func (l *listing) dedupe() {
+	first := map[inode]string{}
+	for i := range l.sources {
+		s := &l.sources[i]
+		if s.rel == "" {
+			continue
+		}
+		in := inode{s.dev, uint64(s.st.ino)}
+		if src, ok := first[in]; ok {
+			s.dupOf = src
+			s.sig += "\x00dup:" + src
+		} else {
+			first[in] = s.src
+		}
+		kept := s.subs[:0]
+		for _, f := range s.subs {
+			in := inode{f.dev, uint64(f.st.ino)}
+			if _, ok := first[in]; ok {
+				s.linked++
+				continue
+			}
+			first[in] = s.src
+			kept = append(kept, f)
+		}
+		s.subs = kept
+		if s.linked > 0 {
+			s.sig += fmt.Sprintf("\x00linked:%d", s.linked)
+		}
+	}
 }
 
 // claudeSources lists Claude's transcripts: every transcript folder's, the canonical one first, each uuid once.
@@ -96,6 +149,7 @@ func list(sess *layout.Dir) listing {
 func claudeSources(sess *layout.Dir) []source {
 	folders := []string{layout.ProjectsDir + "/" + layout.CanonicalProject}
 	ents, _ := sess.ReadDir(layout.ProjectsDir)
+	sort.Slice(ents, func(i, j int) bool { return ents[i].Name() < ents[j].Name() })
 	for _, e := range ents {
 		if e.IsDir() && e.Name() != layout.CanonicalProject {
 			folders = append(folders, layout.ProjectsDir+"/"+e.Name())
@@ -114,12 +168,12 @@ func claudeSources(sess *layout.Dir) []source {
 			id := strings.TrimSuffix(name, ".jsonl")
 			seen[id] = true
 			rel := folder + "/" + name
-			out = append(out, source{agent: claude.Agent, src: rel, rel: rel, st: statOf(st), appendOnly: true,
+			out = append(out, source{agent: claude.Agent, src: rel, rel: rel, st: statOf(st), dev: st.Dev, appendOnly: true,
 				conv: agents.Conversation{Agent: claude.Agent.Name, ID: id, Path: filepath.Join(sess.Name(), rel)}})
 		})
 		for i := range out {
 			if s := &out[i]; path.Dir(s.rel) == folder && dirs[s.conv.ID] {
-				s.sig, s.subFiles = subagents(sess, folder+"/"+s.conv.ID+"/subagents")
+				s.sig, s.subs = subagents(sess, folder+"/"+s.conv.ID+"/subagents")
 			}
 		}
 	}
@@ -136,6 +190,7 @@ func each(sess *layout.Dir, rel string, keep func(os.DirEntry) bool, fn func(nam
 	f := os.NewFile(uintptr(fd), rel)
 	defer f.Close()
 	ents, _ := f.ReadDir(-1)
+	sort.Slice(ents, func(i, j int) bool { return ents[i].Name() < ents[j].Name() }) // which name of a file is read
 	for _, e := range ents {
 		if !keep(e) {
 			continue
@@ -147,23 +202,35 @@ func each(sess *layout.Dir, rel string, keep func(os.DirEntry) bool, fn func(nam
 	}
 }
 
-// subagents sums up the stats of the subagents' files in folder ("" when there are none), and names them.
-func subagents(sess *layout.Dir, folder string) (string, map[string]bool) {
+// subagents sums up the stats of the subagents' files in folder ("" when there are none), and lists them, sorted
+// by id: the files agents/text reads as the conversation's subagents (agent-<id>.jsonl, id a valid one).
+func subagents(sess *layout.Dir, folder string) (string, []subFile) {
 	h := fnv.New64a()
-	ids := map[string]bool{}
+	var subs []subFile
 	each(sess, folder, func(e os.DirEntry) bool {
-		id, ok := strings.CutPrefix(e.Name(), "agent-")
-		_, ok2 := strings.CutSuffix(id, ".jsonl")
-		return ok && ok2 && e.Type().IsRegular()
+		_, ok := subagentID(e.Name())
+		return ok && e.Type().IsRegular()
 	}, func(name string, st *unix.Stat_t) {
 		s := statOf(st)
 		fmt.Fprintf(h, "%s\x00%d\x00%d\x00%d\x00", name, s.size, s.ctime, s.ino)
-		ids[strings.TrimSuffix(strings.TrimPrefix(name, "agent-"), ".jsonl")] = true
+		id, _ := subagentID(name)
+		subs = append(subs, subFile{id: id, rel: folder + "/" + name, st: s, dev: st.Dev})
 	})
-	if len(ids) == 0 {
+	if len(subs) == 0 {
 		return "", nil
 	}
-	return fmt.Sprintf("%d:%x", len(ids), h.Sum64()), ids
+	sort.Slice(subs, func(i, j int) bool { return subs[i].id < subs[j].id })
+	return fmt.Sprintf("%d:%x", len(subs), h.Sum64()), subs
+}
+
+// subagentID is the id of a subagent's transcript named name (agent-<id>.jsonl), as agents/text reads them.
+func subagentID(name string) (string, bool) {
+	id, ok := strings.CutPrefix(name, "agent-")
+	if !ok {
+		return "", false
+	}
+	id, ok = strings.CutSuffix(id, ".jsonl")
+	return id, ok && id != "" && layout.ValidateID(id) == nil
 }
 
 // fileSources lists the conversation files of an agent that keeps one JSONL file each (agents.Files): Dir, its
@@ -192,7 +259,7 @@ func fileSources(sess *layout.Dir, a *agents.Agent) []source {
 			return e.Type().IsRegular() && f.Name.MatchString(e.Name())
 		}, func(name string, st *unix.Stat_t) {
 			rel := dir + "/" + name
-			out = append(out, source{agent: a, src: rel, rel: rel, st: statOf(st), appendOnly: appendOnly[a.Name],
+			out = append(out, source{agent: a, src: rel, rel: rel, st: statOf(st), dev: st.Dev, appendOnly: appendOnly[a.Name],
 				conv: agents.Conversation{Agent: a.Name, ID: f.Name.FindStringSubmatch(name)[1], Path: filepath.Join(sess.Name(), rel)}})
 		})
 	}

@@ -35,6 +35,8 @@ type row struct {
 	sig            string
 	done, next     int64
 	tail           []byte
+	cost, read     int64  // what it costs its session's budget, and the bytes read for it (budget.go)
+	cut            string // why it is indexed in part ("": whole)
 }
 
 func key(agent, src string) string { return agent + "\x00" + src }
@@ -245,8 +247,8 @@ func (ix *Index) retry(fn func() error) error {
 
 // rows reads the index's rows of session id, by key.
 func (ix *Index) rows(id string) (map[string]*row, error) {
-	rs, err := ix.db.Query(`SELECT id, session, agent, src, conv, size, ctime, ino, sig, done, next, NULL FROM conv
-		WHERE session = ?`, id)
+	rs, err := ix.db.Query(`SELECT id, session, agent, src, conv, size, ctime, ino, sig, done, next, NULL, cost, read, cut
+		FROM conv WHERE session = ?`, id)
 	if err != nil {
 		return nil, err
 	}
@@ -267,7 +269,7 @@ type scanner interface{ Scan(...any) error }
 func scanRow(s scanner) (*row, error) {
 	r := &row{}
 	err := s.Scan(&r.id, &r.session, &r.agent, &r.src, &r.conv, &r.fstat.size, &r.fstat.ctime, &r.fstat.ino,
-		&r.sig, &r.done, &r.next, &r.tail)
+		&r.sig, &r.done, &r.next, &r.tail, &r.cost, &r.read, &r.cut)
 	return r, err
 }
 
@@ -383,8 +385,8 @@ func (ix *Index) one(sess *layout.Dir, t task) error {
 	} else {
 		agent, src = t.old.agent, t.old.src
 	}
-	old, err := scanRow(tx.QueryRow(`SELECT id, session, agent, src, conv, size, ctime, ino, sig, done, next, tail
-		FROM conv WHERE session = ? AND agent = ? AND src = ?`, t.session, agent, src))
+	old, err := scanRow(tx.QueryRow(`SELECT id, session, agent, src, conv, size, ctime, ino, sig, done, next, tail,
+		cost, read, cut FROM conv WHERE session = ? AND agent = ? AND src = ?`, t.session, agent, src))
 	if errors.Is(err, sql.ErrNoRows) {
 		old = nil
 	} else if err != nil {
@@ -393,7 +395,7 @@ func (ix *Index) one(sess *layout.Dir, t task) error {
 	switch {
 	case t.src == nil:
 		if old != nil {
-			if err := drop(tx, old.id); err != nil {
+			if err := drop(tx, old); err != nil {
 				return err
 			}
 		}
@@ -405,18 +407,31 @@ func (ix *Index) one(sess *layout.Dir, t task) error {
 	return tx.Commit()
 }
 
-// drop removes conversation id and its entries.
-func drop(tx *sql.Tx, id int64) error {
+// drop removes conversation old, its entries and strings, from the index and from its session's sums.
+func drop(tx *sql.Tx, old *row) error {
+	if err := empty(tx, old.id); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(`DELETE FROM conv WHERE id = ?`, old.id); err != nil {
+		return err
+	}
+	return account(tx, old.session, old, 0, 0)
+}
+
+// empty removes conversation id's entries and strings.
+func empty(tx *sql.Tx, id int64) error {
 	if _, err := tx.Exec(`DELETE FROM entry WHERE rowid BETWEEN ? AND ?`, id<<convShift, (id+1)<<convShift-1); err != nil {
 		return err
 	}
-	_, err := tx.Exec(`DELETE FROM conv WHERE id = ?`, id)
+	_, err := tx.Exec(`DELETE FROM str WHERE conv = ?`, id)
 	return err
 }
 
-// index indexes what s holds beyond what old (nil: nothing) indexed: its appended entries, or all of it.
+// index indexes what s holds beyond what old (nil: nothing) indexed: its appended entries, or all of it, within
+// the budget its session and the store leave it (budget.go).
 func index(tx *sql.Tx, sess *layout.Dir, session string, s *source, old *row) error {
 	st, end, tail := s.st, int64(0), []byte(nil)
+	m := whole
 	if s.rel != "" {
 		f, err := sess.OpenRegular(s.rel, -1)
 		if err != nil {
@@ -431,12 +446,11 @@ func index(tx *sql.Tx, sess *layout.Dir, session string, s *source, old *row) er
 		}
 		cur := *s
 		cur.st = st
-		m := decide(old, &cur)
-		if m == skip {
+		if m = decide(old, &cur); m == skip {
 			return nil
 		}
-		if m == appendNew && !sameTail(f, old) {
-			m = whole // rewritten: what was indexed changed
+		if m == appendNew && (s.dupOf != "" || !sameTail(f, old)) {
+			m = whole // rewritten: what was indexed changed (a second name of a file read elsewhere: nothing to read)
 		}
 		if s.appendOnly {
 			from := int64(0)
@@ -451,47 +465,110 @@ func index(tx *sql.Tx, sess *layout.Dir, session string, s *source, old *row) er
 				return readError{err}
 			}
 		}
-		if m == appendNew {
-			return appendEntries(tx, sess, s, old, st, end, tail)
-		}
 	} else if old != nil && decide(old, s) == skip {
 		return nil
+	}
+	allowCost, allowRead, why, err := allowance(tx, session, old)
+	if err != nil {
+		return err
+	}
+	if m == appendNew {
+		return appendEntries(tx, sess, s, old, st, end, tail, allowCost, allowRead, why)
 	}
 	id, err := reuse(tx, session, s, old)
 	if err != nil {
 		return err
 	}
-	r := &row{id: id, done: 0, next: 0}
+	w, err := newWriter(tx, id, 0, 0, allowCost, why)
+	if err != nil {
+		return err
+	}
+	defer w.close()
+	read, cut := int64(0), ""
 	if !s.record {
-		if err := insertEntries(tx, sess, s, r, func(e text.Entry) bool {
-			return !s.appendOnly || s.subFiles[e.Subagent] || e.Offset < end
-		}); err != nil {
+		if s.rel != "" && s.dupOf == "" {
+			read = st.size
+		}
+		if read > allowRead {
+			read, cut = 0, readCut(true)
+		} else if s.dupOf == "" {
+			size := int64(-1)
+			if s.appendOnly {
+				size = st.size
+			}
+			if err := w.entries(sess, s, s.rel, "", size, func(e text.Entry) bool {
+				return !s.appendOnly || e.Offset < end
+			}); err != nil {
+				return readError{fmt.Errorf("%s: %w", s.conv.Path, err)}
+			}
+		}
+		// Its subagents' transcripts, each file once, within what the conversation and the session may read. One
+		// that cannot be read is left out, as agents/text leaves it.
+		for _, f := range s.subs {
+			if cut != "" || w.cut != "" {
+				break
+			}
+			switch {
+			case read+f.st.size > allowRead:
+				cut = readCut(true)
+			case read+f.st.size > MaxFile:
+				cut = readCut(false)
+			default:
+				read += f.st.size
+				_ = w.entries(sess, s, f.rel, f.id, f.st.size, func(text.Entry) bool { return true })
+			}
+		}
+		if err := w.finish(); err != nil {
 			return err
 		}
 	}
-	return save(tx, r.id, st, s.sig, end, tail, r.next)
+	if w.cut != "" {
+		cut = w.cut
+	}
+	if err := save(tx, id, st, s.sig, end, tail, w.next, w.cost, read, cut); err != nil {
+		return err
+	}
+	return account(tx, session, old, w.cost, read)
 }
 
-// appendEntries indexes the entries of s's main file in [old.done, end): what was appended since.
-func appendEntries(tx *sql.Tx, sess *layout.Dir, s *source, old *row, st fstat, end int64, tail []byte) error {
-	r := &row{id: old.id, next: old.next}
-	if end > old.done {
-		if err := insertEntries(tx, sess, s, r, func(e text.Entry) bool {
-			return !s.subFiles[e.Subagent] && e.Offset >= old.done && e.Offset < end
-		}); err != nil {
+// appendEntries indexes the entries of s's main file in [old.done, end): what was appended since. A conversation
+// cut before is not read again.
+func appendEntries(tx *sql.Tx, sess *layout.Dir, s *source, old *row, st fstat, end int64, tail []byte, allowCost, allowRead int64, why string) error {
+	next, cost, read, cut := old.next, old.cost, old.read, old.cut
+	grown := read + st.size - old.fstat.size // the transcript is read again whole
+	switch {
+	case end <= old.done:
+		end, tail = old.done, old.tail
+	case cut != "":
+	case grown > allowRead:
+		cut = readCut(true)
+	default:
+		read = grown
+		w, err := newWriter(tx, old.id, old.next, old.cost, allowCost, why)
+		if err != nil {
 			return err
 		}
-	} else {
-		end, tail = old.done, old.tail
+		defer w.close()
+		if err := w.entries(sess, s, s.rel, "", st.size, func(e text.Entry) bool {
+			return e.Offset >= old.done && e.Offset < end
+		}); err != nil {
+			return readError{fmt.Errorf("%s: %w", s.conv.Path, err)}
+		}
+		if err := w.finish(); err != nil {
+			return err
+		}
+		next, cost, cut = w.next, w.cost, w.cut
 	}
-	return save(tx, r.id, st, s.sig, end, tail, r.next)
+	if err := save(tx, old.id, st, s.sig, end, tail, next, cost, read, cut); err != nil {
+		return err
+	}
+	return account(tx, old.session, old, cost, read)
 }
 
 // reuse readies the row of s: old's, emptied of its entries, or a new one.
 func reuse(tx *sql.Tx, session string, s *source, old *row) (int64, error) {
 	if old != nil {
-		_, err := tx.Exec(`DELETE FROM entry WHERE rowid BETWEEN ? AND ?`, old.id<<convShift, (old.id+1)<<convShift-1)
-		return old.id, err
+		return old.id, empty(tx, old.id)
 	}
 	res, err := tx.Exec(`INSERT INTO conv(session, agent, src, conv, size, ctime, ino, sig, done, next)
 		VALUES(?, ?, ?, ?, 0, 0, 0, '', 0, 0)`, session, s.agent.Name, s.src, convID(s))
@@ -508,42 +585,10 @@ func convID(s *source) string {
 	return s.conv.ID
 }
 
-func save(tx *sql.Tx, id int64, st fstat, sig string, done int64, tail []byte, next int64) error {
-	_, err := tx.Exec(`UPDATE conv SET size = ?, ctime = ?, ino = ?, sig = ?, done = ?, tail = ?, next = ? WHERE id = ?`,
-		st.size, st.ctime, st.ino, sig, done, tail, next, id)
+func save(tx *sql.Tx, id int64, st fstat, sig string, done int64, tail []byte, next, cost, read int64, cut string) error {
+	_, err := tx.Exec(`UPDATE conv SET size = ?, ctime = ?, ino = ?, sig = ?, done = ?, tail = ?, next = ?, cost = ?,
+		read = ?, cut = ? WHERE id = ?`, st.size, st.ctime, st.ino, sig, done, tail, next, cost, read, cut, id)
 	return err
-}
-
-// insertEntries adds the entries of s that keep says to index to conversation r.
-func insertEntries(tx *sql.Tx, sess *layout.Dir, s *source, r *row, keep func(text.Entry) bool) error {
-	stmt, err := tx.Prepare(`INSERT INTO entry(rowid, text, at, cwd, kind, off, tool, sub) VALUES(?, ?, ?, ?, ?, ?, ?, ?)`)
-	if err != nil {
-		return err
-	}
-	defer stmt.Close()
-	var dbErr error
-	err = text.Entries(sess, s.agent, s.conv, func(e text.Entry) error {
-		if !keep(e) || e.Text == "" || r.next >= 1<<convShift {
-			return nil
-		}
-		at := int64(0)
-		if !e.Time.IsZero() {
-			at = e.Time.UnixMilli()
-		}
-		if _, dbErr = stmt.Exec(r.id<<convShift+r.next, e.Text, at, e.Cwd, e.Kind.String(), e.Offset, e.Tool, e.Subagent); dbErr != nil {
-			return dbErr
-		}
-		r.next++
-		inserted.Add(1)
-		return nil
-	})
-	if dbErr != nil {
-		return dbErr
-	}
-	if err != nil {
-		return readError{fmt.Errorf("%s: %w", s.conv.Path, err)}
-	}
-	return nil
 }
 
 // fileStat is f's fstat.
