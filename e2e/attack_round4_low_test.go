@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"bufio"
+	"bytes"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -96,4 +98,49 @@ func TestAttackRound4TextViewSubagentPermissions(t *testing.T) {
 	werr := reader.Wait()
 	t.Logf("uid 65534 reading on a rendering it opened before the 0600 subagent: %v: %d bytes; %s", werr, rest.Len(), stderr.String())
 	assert.NotContains(t, rest.String(), "tangerine", "a rendering opened before gave 65534 the 0600 subagent")
+}
+
+// TestAttackRound4LogsEscapes (finding 9): a session's run prints escape sequences (an OSC 52 clipboard write, an
+// OSC 0 title, CSI 2J clearing the screen, a C1 CSI). sessionfs logs read on a terminal (a pty, as a person's)
+// shows them as text, never sends them; --raw, and a pipe, pass the bytes as they are.
+func TestAttackRound4LogsEscapes(t *testing.T) {
+	_, err := os.Stat("/dev/ptmx")
+	need(t, err == nil, "a pseudo-terminal (/dev/ptmx)")
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	ok(t, store, "exec", "s1", "--", "sh", "-c", `printf 'before\033]52;c;cHduZWQ=\007\033]0;pwned\007\033[2J\302\23331m\tafter\n'`)
+	onTerminal := func(args ...string) []byte {
+		master, slave := openPty(t)
+		defer master.Close()
+		cmd := exec.Command(bin, args...)
+		cmd.Env = append(os.Environ(), "SESSIONFS_STORE="+store)
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+		require.NoError(t, cmd.Start())
+		slave.Close()
+		var out bytes.Buffer
+		_, _ = io.Copy(&out, master) // EIO once the last holder of the slave is gone
+		require.NoError(t, cmd.Wait(), "%s", out.String())
+		return out.Bytes()
+	}
+	sent := func(b []byte) []string {
+		var seqs []string
+		for _, s := range []string{"\x1b]52", "\x1b]0;", "\x1b[2J", "\u009b", "\x07"} {
+			if bytes.Contains(b, []byte(s)) {
+				seqs = append(seqs, strings.NewReplacer("\x1b", "ESC", "\x07", "BEL", "\u009b", "CSI(C1)").Replace(s))
+			}
+		}
+		return seqs
+	}
+	out := onTerminal("logs", "s1")
+	t.Logf("sessionfs logs on a terminal: %q; sequences sent: %v", out, sent(out))
+	assert.Empty(t, sent(out), "sessionfs logs sent a run's escape sequences to the reader's terminal")
+	assert.Contains(t, string(out), `before\x1b]52;c;cHduZWQ=\x07`, "shown as text")
+	assert.Contains(t, string(out), "\tafter", "a tab kept")
+
+	out = onTerminal("logs", "--raw", "s1")
+	t.Logf("sessionfs logs --raw on a terminal: %q", out)
+	assert.Len(t, sent(out), 5, "--raw passes the bytes as they are")
+
+	piped := ok(t, store, "logs", "s1")
+	assert.Equal(t, "before\x1b]52;c;cHduZWQ=\x07\x1b]0;pwned\x07\x1b[2J\u009b31m\tafter\n", piped, "a pipe gets the bytes as they are")
 }

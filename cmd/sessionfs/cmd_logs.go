@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
+	"github.com/sessionfs/sessionfs/agents/text"
 	"github.com/sessionfs/sessionfs/layout"
 )
 
@@ -19,7 +21,7 @@ import (
 const followPoll = 200 * time.Millisecond
 
 func (a *app) logsCmd() *cobra.Command {
-	var follow bool
+	var follow, raw bool
 	var tail int
 	cmd := &cobra.Command{
 		Use:   "logs RUN",
@@ -33,10 +35,16 @@ stream that went to a terminal (a run with -t, exec's command printing to your t
 draw on and is not kept: redirect or pipe a run's output to keep it. The logs go with their session: moved by
 rename, to the trash by rm, deleted by gc.
 
+What a run printed is its session's to write, escape sequences included (a clipboard written with OSC 52, a
+retitled window, a cleared screen). On a terminal, logs shows every control character but newline and tab as
+text (\x1b for ESC), as log does; piped or redirected, the bytes go out as they are. --raw sends them as they
+are to a terminal too.
+
 Not to be confused with "sessionfs log", which prints a conversation: what was said to an agent and what it did.`, layout.DefaultLogCap>>20),
 		Example: `  sessionfs logs fix-login
   sessionfs logs fix-login/3 --tail 20
-  sessionfs logs -f fix-login`,
+  sessionfs logs -f fix-login
+  sessionfs logs --raw fix-login   # the escape sequences too, to redraw what a run drew`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: a.completeIDs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -45,10 +53,17 @@ Not to be confused with "sessionfs log", which prints a conversation: what was s
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			return a.runLogs(ctx, cmd.OutOrStdout(), args[0], follow, tail)
+			w := cmd.OutOrStdout()
+			if f, ok := w.(*os.File); ok && !raw && term.IsTerminal(int(f.Fd())) {
+				safe := text.NewSafeWriter(w)
+				defer safe.Close()
+				w = safe
+			}
+			return a.runLogs(ctx, w, args[0], follow, tail)
 		},
 	}
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "go on printing while the run is in progress")
+	cmd.Flags().BoolVar(&raw, "raw", false, "send the output's control characters to a terminal as they are (escape sequences included)")
 	cmd.Flags().IntVarP(&tail, "tail", "n", -1, "print only the last N lines (default: all)")
 	return cmd
 }
