@@ -8,8 +8,10 @@
 // others search.
 //
 // What is indexed is what agents/text reads a conversation as (prompts, replies, tool calls and results, notes:
-// its Entries), one row each with the session, agent, conversation, time, cwd, kind and the byte offset of the
-// entry's line. The index never parses a transcript itself and never runs a session's SQL: every text comes from
+// its Entries), one row each with its time, kind and the byte offset of its line, and its cwd, tool and subagent
+// as numbers of strings the conversation keeps once (a line's entries past its first 16 are merged into rows of
+// up to 4 KiB). What a session makes the index hold and read is bounded by a budget per session and one for the
+// store (budget.go): past it a conversation is indexed in part, and search names its session. The index never parses a transcript itself and never runs a session's SQL: every text comes from
 // agents/text (which opens each file beneath the session's descriptor, and opencode's database through its
 // untrusted reader) and reaches SQLite as a bound parameter only.
 //
@@ -23,7 +25,7 @@
 // A query that matches more than RankLimit entries is not ranked (bm25 counts every match of each term first:
 // seconds for a word said everywhere in a gigabyte): the entries indexed last come first.
 //
-// The files: index.go (where the database is, opening it, its tables, a damaged one set aside), sources.go (a
+// The files: budget.go (the caps, and the writer that merges and counts rows), index.go (where the database is, opening it, its tables, a damaged one set aside), sources.go (a
 // session's conversations listed, a stat each), update.go (catching up: appends, whole files, drops, each
 // session's hash, Update), query.go (Search, SessionIDs, a query as a user types it made one FTS5 reads), run.go
 // (what `sessionfs search` prints). searchtest makes stores of synthetic conversations for the benchmarks.

@@ -34,7 +34,11 @@ cannot read is an error (exit 1).
 
 The index is the store's own, <store>/index/search.db. Each search first catches up with what changed since
 the last (a stat of each conversation file: what was appended is indexed alone, a file rewritten again whole,
-a conversation or session gone dropped). --reindex builds it anew, with a progress bar.`,
+a conversation or session gone dropped). --reindex builds it anew, with a progress bar.
+
+What a session can make the index hold is bounded, its files being written by its agent: each session's text
+takes at most 128 MiB of the index (8 GiB for the store), its files are read 2 GiB at most in all, each file
+once however many links it has. A session past its share is indexed in part, and search says so on stderr.`,
 		Example: `  sessionfs search walrus
   sessionfs search '"database is locked"' --agent codex --since 7d
   sessionfs search 'migrat* NOT sqlite' --label team=web -l
