@@ -80,10 +80,10 @@ test:
 	done; \
 	if [ -n "$$failed" ]; then echo "make test: failed stages:$$failed"; exit 1; fi; echo "make test: every stage passed ($(TEST_STAGES))"
 
-# The go-fuse takeover patch's own tests too (third_party/go-fuse/TAKEOVER.md): restoring a connection's nodes, the
-# request gate.
+# Every package go list names but the e2e suite's (make e2e), and the go-fuse takeover patch's own tests
+# (third_party/go-fuse/TAKEOVER.md): restoring a connection's nodes, the request gate.
 unit:
-	$(GO) test -race -count=1 ./layout/... ./agents/... ./mount/... ./backends/... ./cmd/... ./travel/... ./confine/... ./bind/... ./csi/... ./session/... ./internal/...
+	$(GO) test -race -count=1 $$($(GO) list ./... | grep -v '/e2e\(/\|$$\)')
 	cd third_party/go-fuse && $(GO) test -race -count=1 -run 'Restore|Gates' ./fs/ ./fuse/
 
 # Skipped tests (a missing requirement outside CI) are listed at the end, with why.
