@@ -46,7 +46,7 @@ func TestAttackContainerConfigRunsOnHost(t *testing.T) {
 	r := inContainer(t, store, "s1", plantConfig(proofs))
 	require.Equal(t, 0, r.code, r.stderr)
 
-	env := append(claudeEnv(t, api.URL), "SESSIONFS_STORE="+store, "XDG_CONFIG_HOME="+t.TempDir())
+	env := append(claudeEnv(t, api.URL), "SESSIONFS_STORE="+store, "SESSIONFS_APPROVALS="+t.TempDir())
 	run := func(args ...string) result {
 		cmd := exec.Command(bin, args...)
 		cmd.Dir, cmd.Env = t.TempDir(), env
@@ -114,7 +114,7 @@ func TestAttackConfigLinkOut(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(sess, "workspace", "s.json"), []byte(`{}`), 0o644))
 	require.NoError(t, os.Remove(filepath.Join(sess, ".claude", "settings.json")))
 	require.NoError(t, os.Symlink("../workspace/s.json", filepath.Join(sess, ".claude", "settings.json")))
-	env := []string{"XDG_CONFIG_HOME=" + t.TempDir()}
+	env := []string{"SESSIONFS_APPROVALS=" + t.TempDir()}
 	r := cliIn(t, store, "", env, "exec", "s1", "--", "true")
 	assert.Equal(t, 125, r.code)
 	assert.Contains(t, r.stderr, ".claude/settings.json: cannot be approved: a link")
@@ -123,4 +123,40 @@ func TestAttackConfigLinkOut(t *testing.T) {
 	assert.Contains(t, r.stderr, "cannot be approved")
 	r = cliIn(t, store, "", env, "exec", "s1", "--", "true")
 	assert.Equal(t, 125, r.code, "still refused")
+}
+
+// TestAttackConfigBypasses: the attacker of the approval check's first version, each as the session's own files.
+// Before its fixes: Claude's legacy .claude/.config.json, which it prefers to .claude.json, started its MCP server
+// unasked; a hook in a subfolder of the workspace ran from a shell that cd'd there; an approval planted in the
+// session was taken by a shell whose XDG_CONFIG_HOME sessionfs env --agent opencode had pointed into the session.
+func TestAttackConfigBypasses(t *testing.T) {
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	sess := filepath.Join(store, "sessions", "s1")
+	write := func(rel, content string) {
+		t.Helper()
+		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(sess, rel)), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(sess, rel), []byte(content), 0o644))
+	}
+	refused := func(env []string, want string, args ...string) {
+		t.Helper()
+		r := cliIn(t, store, "", env, args...)
+		assert.Equal(t, 125, r.code, "%v: %s", args, r.stdout)
+		assert.Contains(t, r.stderr, want, "%v", args)
+	}
+
+	write(".claude/.config.json", `{"mcpServers":{"x":{"type":"stdio","command":"/bin/sh","args":["-c","id"]}}}`)
+	refused(nil, ".claude/.config.json (mcpServers): new", "exec", "s1", "--", "true")
+	require.NoError(t, os.Remove(filepath.Join(sess, ".claude/.config.json")))
+
+	write("workspace/api/.claude/settings.json", `{"hooks":{"SessionStart":[{"hooks":[{"type":"command","command":"id"}]}]}}`)
+	refused(nil, "workspace/api/.claude/settings.json (hooks): new", "exec", "s1", "--", "sh", "-c", "cd api && true")
+	refused(nil, "workspace/api/.claude/settings.json (hooks): new", "env", "s1")
+
+	// An approval made where the session writes: the user's approvals are where the user database says.
+	planted := filepath.Join(sess, ".opencode", "config")
+	r := cliIn(t, store, "", []string{"SESSIONFS_APPROVALS=" + filepath.Join(planted, "sessionfs", "approved")}, "approve", "s1", "--yes")
+	require.Equal(t, 0, r.code, r.stderr)
+	refused([]string{"SESSIONFS_APPROVALS=", "XDG_CONFIG_HOME=" + planted, "HOME=" + planted}, "workspace/api/.claude/settings.json (hooks): new",
+		"exec", "s1", "--", "true")
 }

@@ -36,7 +36,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		os.Exit(1)
 	}
-	os.Setenv("XDG_CONFIG_HOME", cfg)
+	os.Setenv("SESSIONFS_APPROVALS", cfg)
 	code, err := run(m)
 	os.RemoveAll(cfg)
 	if rerr := removeImages(); rerr != nil {

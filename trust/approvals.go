@@ -9,23 +9,34 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/user"
 	"path/filepath"
+	"strconv"
 	"time"
 )
 
 // Approvals are one user's approvals of sessions' code: a file for each session, in a folder of the user's own
-// (0700) that no session's process reaches: $XDG_CONFIG_HOME/sessionfs/approved, else ~/.config/sessionfs/approved.
+// (0700) that no session's process reaches: ~/.config/sessionfs/approved of the user's home as the system's user
+// database names it, or $SESSIONFS_APPROVALS. Neither $XDG_CONFIG_HOME nor $HOME is taken: a shell pointed at a
+// session (sessionfs env --agent opencode sets XDG_CONFIG_HOME to a folder of the session's) would keep its
+// approvals where the session writes them.
 type Approvals struct {
 	Dir string
 }
 
+// EnvApprovals names the approvals' folder instead (tests, a user who keeps them elsewhere).
+const EnvApprovals = "SESSIONFS_APPROVALS"
+
 // UserApprovals are the approvals of the user running this process.
 func UserApprovals() (Approvals, error) {
-	dir, err := os.UserConfigDir()
-	if err != nil {
-		return Approvals{}, fmt.Errorf("no folder to keep approvals in: %w", err)
+	if dir := os.Getenv(EnvApprovals); dir != "" {
+		return Approvals{Dir: dir}, nil
 	}
-	return Approvals{Dir: filepath.Join(dir, "sessionfs", "approved")}, nil
+	u, err := user.LookupId(strconv.Itoa(os.Getuid()))
+	if err != nil || u.HomeDir == "" {
+		return Approvals{}, fmt.Errorf("no home folder to keep approvals in (the user database has none for uid %d; set %s)", os.Getuid(), EnvApprovals)
+	}
+	return Approvals{Dir: filepath.Join(u.HomeDir, ".config", "sessionfs", "approved")}, nil
 }
 
 // Record is the approval of one session's code: the sum of each piece the user accepted, by path.

@@ -64,16 +64,24 @@ func (c Code) Same(d Code) bool {
 }
 
 // Read finds the code of every agent in the session open as sess, for a run whose cwd is cwd below the session's
-// folder ("workspace", "workspace/api"). Everything is read beneath sess, never through a link; what is absent
-// is no piece.
+// folder ("workspace", "workspace/api"). A project's own files count in each folder from the session's root down
+// to cwd, and in every folder of the workspace (a shell started there may cd into any of them before it starts
+// an agent). Everything is read beneath sess, never through a link; what is absent is no piece.
 func Read(sess *layout.Dir, cwd string) (Code, error) {
 	var c Code
+	projects, walkProblem := projectFolders(sess, cwd)
+	if walkProblem != "" {
+		c.Pieces = append(c.Pieces, Piece{Path: layout.WorkspaceDir, Problem: walkProblem})
+	}
 	seen := map[string]bool{}
 	for _, a := range all.Agents {
 		for _, f := range a.Code {
 			places := []string{path.Join(a.Dir, f.Path)}
 			if f.Project {
-				places = projectPlaces(cwd, f.Path)
+				places = places[:0]
+				for _, dir := range projects {
+					places = append(places, path.Join(dir, f.Path))
+				}
 			}
 			for _, rel := range places {
 				if seen[rel] {
@@ -95,10 +103,59 @@ func Read(sess *layout.Dir, cwd string) (Code, error) {
 	return c, nil
 }
 
+// maxWorkspaceFolders bounds the walk of a workspace for projects' settings: past it the workspace cannot be
+// approved (a sandboxed run needs no walk). A variable for the tests.
+var maxWorkspaceFolders = 50000
+
+// unwalked are folders the walk does not enter: a repository's objects and installed packages, where no one
+// starts an agent, and which can hold more folders than the bound.
+var unwalked = []string{".git", "node_modules"}
+
+// projectFolders are the folders whose project settings count for a run in cwd: those from the session's root
+// down to cwd (projectPlaces), and each folder of the workspace holding an entry named as a project's code file
+// starts (.claude, .mcp.json, .env, ...). problem says why the workspace could not be walked whole.
+func projectFolders(sess *layout.Dir, cwd string) (dirs []string, problem string) {
+	dirs = projectPlaces(cwd, "")
+	starts := map[string]bool{}
+	for _, a := range all.Agents {
+		for _, f := range a.Code {
+			if f.Project {
+				first, _, _ := strings.Cut(f.Path, "/")
+				starts[first] = true
+			}
+		}
+	}
+	ws, err := sess.Sub(layout.WorkspaceDir)
+	if err != nil {
+		return dirs, "" // no workspace (or a link: nothing is walked through it; the chain above still counts)
+	}
+	defer ws.Close()
+	folders := 0
+	err = ws.Walk(func(rel string, st *unix.Stat_t) error {
+		name := path.Base(rel)
+		if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+			if slices.Contains(unwalked, name) {
+				return layout.SkipDir
+			}
+			if folders++; folders > maxWorkspaceFolders {
+				return fmt.Errorf("more than %d folders to look through for projects' settings", maxWorkspaceFolders)
+			}
+		}
+		if starts[name] {
+			dirs = append(dirs, path.Join(layout.WorkspaceDir, path.Dir(rel)))
+		}
+		return nil
+	})
+	if err != nil {
+		return dirs, err.Error()
+	}
+	return dirs, ""
+}
+
 // projectPlaces is rel in each folder from the session's root down to cwd: an agent looks for a project's
 // settings in its cwd, and some (opencode, Gemini's .env) in every folder above it.
 func projectPlaces(cwd, rel string) []string {
-	places := []string{rel}
+	places := []string{path.Join(".", rel)}
 	dir := ""
 	for _, name := range strings.Split(path.Clean(cwd), "/") {
 		if name == "" || name == "." {

@@ -121,14 +121,36 @@ func TestEveryAgentsCode(t *testing.T) {
 	}
 }
 
-func TestProjectFilesDownToTheCwd(t *testing.T) {
+// A project's settings count in every folder of the workspace, not only above the cwd: a shell started in the
+// workspace runs claude wherever it cds (the attacker of the change: exec s1 -- sh -c 'cd api && claude' ran
+// workspace/api's hook). Installed packages and a repository's objects are not walked.
+func TestProjectFilesAnywhereInTheWorkspace(t *testing.T) {
 	s, dir := newSession(t)
 	a := Approvals{Dir: t.TempDir()}
-	write(t, dir, "workspace/api/.claude/settings.json", `{"hooks":{"Stop":[]}}`)
-	require.NoError(t, Check(s, "s1", "", a), "a subfolder's settings are not the workspace's")
-	r := refused(t, Check(s, "s1", "workspace/api", a))
-	assert.Equal(t, "workspace/api/.claude/settings.json", r.Changes[0].Path)
-	assert.Contains(t, r.Error(), "sessionfs approve s1 -w /session/workspace/api")
+	write(t, dir, "workspace/node_modules/x/.claude/settings.json", `{"hooks":{"Stop":[]}}`)
+	write(t, dir, "workspace/.git/x/.mcp.json", `{"mcpServers":{}}`)
+	require.NoError(t, Check(s, "s1", "", a), "node_modules and .git are not walked")
+	write(t, dir, "workspace/api/deep/.claude/settings.json", `{"hooks":{"Stop":[]}}`)
+	for _, cwd := range []string{"", "workspace/api", "mcps"} {
+		r := refused(t, Check(s, "s1", cwd, a))
+		require.Len(t, r.Changes, 1, cwd)
+		assert.Equal(t, "workspace/api/deep/.claude/settings.json", r.Changes[0].Path, cwd)
+	}
+	assert.Contains(t, refused(t, Check(s, "s1", "workspace/api", a)).Error(), "sessionfs approve s1 -w /session/workspace/api")
+	write(t, dir, "mcps/x/.claude/settings.json", `{"hooks":{"Stop":[]}}`)
+	assert.Len(t, refused(t, Check(s, "s1", "mcps/x", a)).Changes, 2, "the cwd's own, outside the workspace, too")
+}
+
+func TestWorkspaceWalkBound(t *testing.T) {
+	s, dir := newSession(t)
+	defer func(n int) { maxWorkspaceFolders = n }(maxWorkspaceFolders)
+	maxWorkspaceFolders = 500
+	for i := 0; i <= maxWorkspaceFolders; i++ {
+		require.NoError(t, os.MkdirAll(filepath.Join(dir, "workspace", itoa(i/100), itoa(i)), 0o755))
+	}
+	r := refused(t, Check(s, "s1", "", Approvals{Dir: t.TempDir()}))
+	assert.Equal(t, "workspace", r.Changes[0].Path)
+	assert.Contains(t, r.Changes[0].How, "more than 500 folders")
 }
 
 func TestLinksCannotBeApproved(t *testing.T) {

@@ -13,14 +13,27 @@ var inertSettings = []string{
 // settingsCode is the part of a settings file Claude Code acts on.
 var settingsCode = agents.JSONWithout(inertSettings...)
 
+// globalConfig is the part of Claude's global config (.claude.json, which it rewrites as it runs) that runs
+// something: its MCP servers and what lets a project's run.
+var globalConfig = agents.JSONOnly([]string{"mcpServers"}, "projects",
+	[]string{"mcpServers", "enabledMcpjsonServers", "enableAllProjectMcpServers", "allowedTools"})
+
 // code are the files Claude Code carries out when it starts: its settings (the session's and each project's),
 // the MCP servers of .claude.json (which it rewrites as it runs: only those keys count) and .mcp.json, and the
 // folders whose files hold hooks, commands with shell lines, or plugins.
 var code = []agents.CodeFile{
 	{Path: "settings.json", Part: settingsCode},
 	{Path: "settings.local.json", Part: settingsCode},
-	{Path: ".claude.json", Part: agents.JSONOnly([]string{"mcpServers"}, "projects",
-		[]string{"mcpServers", "enabledMcpjsonServers", "enableAllProjectMcpServers", "allowedTools"})},
+	{Path: ".claude.json", Part: globalConfig},
+	{Path: ".config.json", Part: globalConfig}, // the legacy name, which Claude still prefers when it is there
+	{Path: "hooks", Tree: true},
+	{Path: "output-styles", Tree: true},
+	{Path: "rules", Tree: true},
+	{Path: "workflows", Tree: true},
+	{Path: "routines", Tree: true},
+	{Path: "scheduled_tasks.json"},
+	{Path: "launch.json"},
+	{Path: "daemon.json"},
 	{Path: "plugins", Tree: true},
 	{Path: "commands", Tree: true},
 	{Path: "agents", Tree: true},

@@ -33,8 +33,9 @@ A session's processes write them (its agent in a container, an import), so exec,
 local refuse to start an agent on this host while any of it is new or changed since you approved it, naming what.
 
 approve prints each piece as the agent would act on it (a theme or a model is left out: it runs nothing), asks,
-and records its sha256 in your own folder ($XDG_CONFIG_HOME/sessionfs/approved), as direnv allow does: a later
-change needs a new approval. What is recorded is what was shown, read once. A link, a FIFO or a folder of more
+and records its sha256 in your own folder (~/.config/sessionfs/approved of your home as the user database names
+it, never a variable a session's shell may have set; $SESSIONFS_APPROVALS to choose), as direnv allow does: a
+later change needs a new approval. What is recorded is what was shown, read once. A link, a FIFO or a folder of more
 than 4,096 files or 64 MiB cannot be approved: run the agent sandboxed instead (exec --landlock, run --backend
 docker), where the session's code runs with the session's rights, not yours.
 

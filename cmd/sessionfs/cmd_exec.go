@@ -101,11 +101,9 @@ func (a *app) execIn(id string, argv []string, adjust ...func(*backends.Spec)) e
 		return err
 	}
 	if spec.Landlock == nil {
-		ran, err := session.ApprovedOnHost(s, m.ID, mountpoint(s), spec.Workdir)
-		if err != nil {
+		if err := session.ApprovedOnHost(s, m.ID, mountpoint(s), spec.Workdir); err != nil {
 			return err
 		}
-		defer ran()
 	}
 	ag, _ := all.ByName(spec.Agent) // nil: none but Claude
 	warnings, err := session.Ready(s, m.ID, ag, mountpoint(s), dir, spec.Workdir)

@@ -172,11 +172,9 @@ func (a *app) runIn(id string, argv []string, o *runOptions, ag *agents.Agent, l
 		return err
 	}
 	if o.backend == "local" && ll == nil {
-		ran, err := session.ApprovedOnHost(s, m.ID, mountpoint(s), workdir)
-		if err != nil {
+		if err := session.ApprovedOnHost(s, m.ID, mountpoint(s), workdir); err != nil {
 			return err
 		}
-		defer ran()
 	}
 	warnings, err := session.Ready(s, m.ID, ag, mountpoint(s), root, workdir)
 	warnEach(warnings)

@@ -9,9 +9,10 @@ import (
 	"strings"
 	"text/template"
 	"time"
-	"unicode"
 
 	"github.com/dustin/go-humanize"
+
+	safetext "github.com/sessionfs/sessionfs/agents/text"
 )
 
 // printJSON prints v as indented JSON: what --json prints.
@@ -67,19 +68,10 @@ func warnf(format string, args ...any) {
 }
 
 // oneLine keeps a text to one line, whatever the input held: what a session wrote (session.json's runs, labels,
-// a first prompt) reaches a person's terminal through it, so a control character (an escape sequence would
-// retitle the window or write the clipboard) is shown as \xNN, never sent.
-func oneLine(s string) string {
-	var b strings.Builder
-	for _, r := range strings.Join(strings.Fields(s), " ") {
-		if unicode.IsControl(r) {
-			fmt.Fprintf(&b, `\x%02x`, r)
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
+// a first prompt, a settings key) reaches a person's terminal through it, so a control character (an escape
+// sequence would retitle the window or write the clipboard) is shown as \xNN, never sent, and a character that
+// reorders or hides text (a bidi override) as \uNNNN (text.OneLine).
+func oneLine(s string) string { return safetext.OneLine(s, 0) }
 
 // truncate keeps s to one line of at most n characters, an ellipsis marking a cut.
 func truncate(s string, n int) string {

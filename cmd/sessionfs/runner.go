@@ -32,7 +32,8 @@ import (
 func runWith(r *backends.Runner, b backends.Backend, spec backends.Spec, image string) error {
 	ctx, stop := context.Background(), func() {}
 	if f, ok := b.(interface{ ForwardsSignals() bool }); !ok || !f.ForwardsSignals() {
-		ctx, stop = signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+		// SIGHUP too (the terminal closed): the CLI must not die and free the run lease while its container runs on.
+		ctx, stop = signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	}
 	defer stop()
 	code, err := r.Run(ctx, b, spec, image)
