@@ -2,6 +2,7 @@ package agents
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -44,7 +45,7 @@ func ScanLines(r io.Reader, fn func([]byte) error) (malformed int, err error) {
 			if err != nil && err != io.EOF {
 				return malformed, err
 			}
-			line = []byte(strings.TrimRight(string(line), "\r\n"))
+			line = bytes.TrimRight(line, "\r\n") // no copy: a line of MaxLine was copied twice here
 			switch {
 			case long:
 				malformed++
