@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"time"
+
+	"github.com/sessionfs/sessionfs/agents"
 )
 
 // qwenLine is a line of a Qwen Code chat: {"type": "user"|"assistant"|"tool_result"|"system", "timestamp", "cwd",
@@ -14,19 +16,22 @@ type qwenLine struct {
 	Timestamp time.Time `json:"timestamp"`
 	Cwd       string    `json:"cwd"`
 	Message   *struct {
-		Parts []struct {
-			Text         string `json:"text"`
-			Thought      bool   `json:"thought"`
-			FunctionCall *struct {
-				Name string          `json:"name"`
-				Args json.RawMessage `json:"args"`
-			} `json:"functionCall"`
-			FunctionResponse *struct {
-				Name     string          `json:"name"`
-				Response json.RawMessage `json:"response"`
-			} `json:"functionResponse"`
-		} `json:"parts"`
+		// Parts are decoded one at a time (qwenPart): a line of 16 MiB can hold a million of them.
+		Parts agents.RawRef `json:"parts"`
 	} `json:"message"`
+}
+
+type qwenPart struct {
+	Text         string `json:"text"`
+	Thought      bool   `json:"thought"`
+	FunctionCall *struct {
+		Name string        `json:"name"`
+		Args agents.RawRef `json:"args"`
+	} `json:"functionCall"`
+	FunctionResponse *struct {
+		Name     string        `json:"name"`
+		Response agents.RawRef `json:"response"`
+	} `json:"functionResponse"`
 }
 
 // qwenLines reads a Qwen chat: its prompts, replies, calls and results; compressions as notes (its telemetry and
@@ -48,27 +53,28 @@ func qwenLines() func([]byte, int64, func(Entry) error) error {
 		if l.Message == nil {
 			return nil
 		}
-		for _, p := range l.Message.Parts {
+		return agents.EachElement(l.Message.Parts, func(el []byte) error {
+			var p qwenPart
+			if json.Unmarshal(el, &p) != nil {
+				return nil
+			}
 			switch {
 			case p.FunctionCall != nil:
-				e.Kind, e.Tool, e.Text = ToolCall, OneLine(p.FunctionCall.Name, MaxCall), Call(p.FunctionCall.Name, p.FunctionCall.Args)
+				e.Kind, e.Tool, e.Text = ToolCall, OneLine(p.FunctionCall.Name, MaxCall), Call(p.FunctionCall.Name, json.RawMessage(p.FunctionCall.Args))
 			case p.FunctionResponse != nil:
 				e.Kind, e.Tool = ToolResult, OneLine(p.FunctionResponse.Name, MaxCall)
-				e.Text = Result(responseText(p.FunctionResponse.Response))
+				e.Text = Result(responseText(json.RawMessage(p.FunctionResponse.Response)))
 			case p.Thought || strings.TrimSpace(p.Text) == "":
-				continue
+				return nil
 			case l.Type == "user":
 				e.Kind, e.Tool, e.Text = Prompt, "", Safe(p.Text, MaxText)
 			case l.Type == "assistant":
 				e.Kind, e.Tool, e.Text = Reply, "", Safe(p.Text, MaxText)
 			default:
-				continue
+				return nil
 			}
-			if err := fn(e); err != nil {
-				return err
-			}
-		}
-		return nil
+			return fn(e)
+		})
 	}
 }
 
