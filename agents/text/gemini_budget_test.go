@@ -18,6 +18,7 @@ import (
 
 	"github.com/sessionfs/sessionfs/agents"
 	"github.com/sessionfs/sessionfs/agents/gemini"
+	"github.com/sessionfs/sessionfs/agents/qwen"
 	"github.com/sessionfs/sessionfs/layout"
 )
 
@@ -183,4 +184,28 @@ func TestGeminiListingOfTinyCalls(t *testing.T) {
 	assert.Equal(t, long[:16<<10], c.FirstPrompt, "a title, cut where a character ends")
 	assert.Equal(t, "9ab916a9-2021-45fc-83cd-518e4cf981a0", c.ID)
 	assert.Less(t, peak, uint64(64<<20))
+}
+
+// Qwen's chats have the same shape: a line of 8 MiB holding 600,000 tiny parts is read one part at a time (the
+// line decoded at once took 94 MiB of heap, one part at a time 46 MiB: the line and its buffers).
+func TestQwenLineOfTinyPartsInBoundedMemory(t *testing.T) {
+	sess, root := openSession(t)
+	p := filepath.Join(root, ".qwen/projects/-w/chats/6ff0322b-05c7-4854-be6e-8e9ae644122e.jsonl")
+	require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+	var b strings.Builder
+	b.WriteString(`{"type":"assistant","timestamp":"2026-12-01T00:00:00Z","cwd":"/w","message":{"role":"model","parts":[{"text":"first"}`)
+	for b.Len() < 8<<20 {
+		b.WriteString(`,{"text":" "}`)
+	}
+	b.WriteString(`,{"functionCall":{"name":"ls","args":{"path":"/w"}}}]}}` + "\n")
+	require.NoError(t, os.WriteFile(p, []byte(b.String()), 0o600))
+	b.Reset()
+	c := only(t, sess, qwen.Agent)
+	var got []string
+	peak := peakHeap(func() {
+		require.NoError(t, Entries(sess, qwen.Agent, c, func(e Entry) error { got = append(got, e.Text); return nil }))
+	})
+	t.Logf("the heap's peak: %d MiB", peak>>20)
+	assert.Equal(t, []string{"first", "ls(/w)"}, got)
+	assert.Less(t, peak, uint64(64<<20), "94 MiB before: the parts as one Go slice")
 }
