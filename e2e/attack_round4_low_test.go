@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -143,4 +144,84 @@ func TestAttackRound4LogsEscapes(t *testing.T) {
 
 	piped := ok(t, store, "logs", "s1")
 	assert.Equal(t, "before\x1b]52;c;cHduZWQ=\x07\x1b]0;pwned\x07\x1b[2J\u009b31m\tafter\n", piped, "a pipe gets the bytes as they are")
+}
+
+// TestAttackRound4ControlFolderPlanted (finding 10): a normal user with no XDG_RUNTIME_DIR (sudo -u, cron, ssh
+// without a login session) had its mounts' control folder at $TMPDIR/sessionfs-UID, a name any user may make
+// first. Another local user (uid 65534) makes it; the user mounts, then runs sessionfs mount on the served
+// mountpoint to upgrade it. Before, the holder found the folder not the user's and kept no control socket, and
+// every upgrade of that mount failed; now the folder is beneath the user's own state folder
+// (~/.local/state/sessionfs/run, 0700), and the upgrade goes through.
+func TestAttackRound4ControlFolderPlanted(t *testing.T) {
+	needUserMounts(t)
+	const user = 1000
+	base, err := os.MkdirTemp("/tmp", "sessionfs-user-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(base) })
+	// tmp stands for /tmp: a folder every user may write in, sticky. base is the user's home.
+	store, mnt, tmp := filepath.Join(base, "store"), filepath.Join(base, "mnt"), filepath.Join(base, "tmp")
+	for _, d := range []string{base, store, mnt} {
+		require.NoError(t, os.MkdirAll(d, 0o755))
+		require.NoError(t, os.Chmod(d, 0o755))
+		require.NoError(t, os.Chown(d, user, user))
+	}
+	require.NoError(t, os.Mkdir(tmp, 0o777))
+	require.NoError(t, os.Chmod(tmp, 0o1777))
+	env := []string{"SESSIONFS_STORE=" + store, "HOME=" + base, "TMPDIR=" + tmp}
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "XDG_") && !strings.HasPrefix(kv, "TMPDIR=") && !strings.HasPrefix(kv, "HOME=") {
+			env = append(env, kv)
+		}
+	}
+	// The other user makes the name first, as itself.
+	planted := filepath.Join(tmp, "sessionfs-"+strconv.Itoa(user))
+	plant := exec.Command("mkdir", "-m", "0777", planted)
+	plant.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := plant.CombinedOutput()
+	require.NoError(t, err, "uid 65534 plants %s: %s", planted, out)
+
+	asUser := &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: user, Gid: user}}
+	daemon := exec.Command(bin, "mount", mnt)
+	daemon.Env, daemon.SysProcAttr = env, asUser
+	log := &syncBuffer{}
+	daemon.Stdout, daemon.Stderr = log, log
+	require.NoError(t, daemon.Start())
+	t.Cleanup(func() {
+		un := exec.Command(bin, "unmount", mnt)
+		un.Env, un.SysProcAttr = env, asUser
+		_, _ = un.CombinedOutput()
+		_ = daemon.Process.Signal(syscall.SIGTERM)
+		_ = daemon.Wait()
+		if isFUSEMount(mnt) {
+			_ = syscall.Unmount(mnt, syscall.MNT_DETACH)
+		}
+	})
+	eventually(t, 10*time.Second, func() bool { return isFUSEMount(mnt) }, "the user's mount did not come up: %s", log)
+
+	start := time.Now()
+	var code int
+	for try := 0; ; try++ { // a mount just up may still be making its holder: ask as a person would, again
+		again := exec.Command(bin, "mount", mnt)
+		again.Env, again.SysProcAttr = env, asUser
+		out, err = again.CombinedOutput()
+		code = 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		}
+		if code == 0 || try == 4 {
+			break
+		}
+		time.Sleep(time.Second)
+	}
+	t.Logf("sessionfs mount (uid %d) to upgrade its mount, %s planted by uid 65534: exit %d after %s: %s", user, planted, code,
+		time.Since(start).Round(time.Millisecond), strings.TrimSpace(string(out)))
+	assert.Equal(t, 0, code, "the upgrade of the user's mount failed")
+	assert.Contains(t, string(out), "is served by sessionfs", "the mount was not handed over")
+	st, err := os.Lstat(filepath.Join(base, ".local", "state", "sessionfs", "run"))
+	if assert.NoError(t, err, "the control folder beneath the user's home") {
+		assert.Equal(t, os.FileMode(0o700), st.Mode().Perm())
+		assert.Equal(t, uint32(user), st.Sys().(*syscall.Stat_t).Uid)
+	}
+	entries, _ := os.ReadDir(planted)
+	assert.Empty(t, entries, "the user put something in the folder another user made")
 }

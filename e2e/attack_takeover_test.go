@@ -71,11 +71,12 @@ func helperFakeHolder() int {
 }
 
 // TestAttackUpgradeAsksAnotherUsersSocket: a normal user's control sockets are in $XDG_RUNTIME_DIR/sessionfs or,
-// without it (sudo -u, cron, a container's shell), in /tmp/sessionfs-UID, a name in a folder anyone may write
-// in. Another local user (uid 65534) makes that folder first, with a socket named for the user's mount; the user
-// runs sessionfs mount on its served mountpoint. It must not take the other user's socket for its holder: not
-// send it its binary, nor believe its answer ("served by sessionfs attacker now", exit 0, while nothing was
-// handed over).
+// without it (sudo -u, cron, a container's shell), beneath its state folder (~/.local/state/sessionfs/run:
+// TestAttackRound4ControlFolderPlanted); only a user with no folder of its own (here HOME is the sticky temporary
+// folder, root's) has them in /tmp/sessionfs-UID, a name in a folder anyone may write in. Another local user (uid
+// 65534) makes that folder first, with a socket named for the user's mount; the user runs sessionfs mount on its
+// served mountpoint. It must not take the other user's socket for its holder: not send it its binary, nor believe
+// its answer ("served by sessionfs attacker now", exit 0, while nothing was handed over).
 func TestAttackUpgradeAsksAnotherUsersSocket(t *testing.T) {
 	needUserMounts(t)
 	const user = 1000
@@ -91,9 +92,9 @@ func TestAttackUpgradeAsksAnotherUsersSocket(t *testing.T) {
 	}
 	require.NoError(t, os.Mkdir(tmp, 0o777))
 	require.NoError(t, os.Chmod(tmp, 0o1777))
-	env := []string{"SESSIONFS_STORE=" + store, "HOME=" + base, "TMPDIR=" + tmp}
+	env := []string{"SESSIONFS_STORE=" + store, "HOME=" + tmp, "TMPDIR=" + tmp}
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "XDG_RUNTIME_DIR=") && !strings.HasPrefix(kv, "TMPDIR=") {
+		if !strings.HasPrefix(kv, "XDG_") && !strings.HasPrefix(kv, "TMPDIR=") && !strings.HasPrefix(kv, "HOME=") {
 			env = append(env, kv)
 		}
 	}

@@ -25,7 +25,7 @@ func needUserMounts(t *testing.T) {
 
 // userPlace is a folder of uid 65534's in /tmp (a test's temporary folder is root's alone: the user could not
 // reach it) holding a store and a mountpoint, with the environment that user's sessionfs runs with there (no
-// XDG_RUNTIME_DIR: its control folder is /tmp/sessionfs-65534).
+// XDG_RUNTIME_DIR: its control folder is <base>/.local/state/sessionfs/run).
 type userPlace struct {
 	base, store, mnt string
 	env              []string

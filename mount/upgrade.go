@@ -68,16 +68,64 @@ var (
 	errNotServedYet     = errors.New("the mount is not served yet")
 )
 
-// controlDir is the folder of this user's mounts' control sockets: root's in /run, a normal user's in its
-// runtime folder.
-func controlDir() string {
-	if os.Geteuid() == 0 {
+// controlDir is the folder of this user's mounts' control sockets: root's in /run; a normal user's beneath a
+// folder of that user's, which no other user can make first: its runtime folder ($XDG_RUNTIME_DIR/sessionfs, when
+// the folder is the user's), else its state folder ($XDG_STATE_HOME, else ~/.local/state: sessionfs/run in it).
+// Only with neither (no home of the user's, or one too deep for a socket's name) is it a name in the temporary
+// folder, where another user may make it first (ownDir refuses theirs; the user's upgrades then fail, saying so):
+// before, every user without XDG_RUNTIME_DIR (sudo -u, cron, ssh without a login session) had its there, and a
+// folder another user planted blocked every upgrade of its mounts.
+func controlDir() string { return controlDirOf(os.Geteuid()) }
+
+// controlDirOf is controlDir for a process of uid.
+func controlDirOf(uid int) string {
+	if uid == 0 {
 		return "/run/sessionfs"
 	}
-	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" {
+	if d := os.Getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(d) && usersFolder(d, uid) {
 		return filepath.Join(d, "sessionfs")
 	}
-	return filepath.Join(os.TempDir(), fmt.Sprintf("sessionfs-%d", os.Geteuid()))
+	if d := stateDir(uid); d != "" {
+		if dir := filepath.Join(d, "sessionfs", "run"); len(dir+"/mount-4294967295.sock") < maxSocketPath {
+			return dir
+		}
+	}
+	return filepath.Join(os.TempDir(), fmt.Sprintf("sessionfs-%d", uid))
+}
+
+// maxSocketPath bounds a unix socket's path (sun_path: 108 bytes with its NUL).
+const maxSocketPath = 108
+
+// stateDir is the state folder of uid: $XDG_STATE_HOME, else ~/.local/state, the first that is uid's (the
+// deepest part of it that exists now is a folder of uid's: usersFolder); "" when neither is.
+func stateDir(uid int) string {
+	var candidates []string
+	if d := os.Getenv("XDG_STATE_HOME"); filepath.IsAbs(d) {
+		candidates = append(candidates, filepath.Clean(d))
+	}
+	if home := os.Getenv("HOME"); filepath.IsAbs(home) {
+		candidates = append(candidates, filepath.Join(home, ".local", "state"))
+	}
+	for _, d := range candidates {
+		p := d
+		for _, err := os.Lstat(p); err != nil && p != "/"; _, err = os.Lstat(p) {
+			p = filepath.Dir(p)
+		}
+		if usersFolder(p, uid) {
+			return d
+		}
+	}
+	return ""
+}
+
+// usersFolder reports whether p is a folder of uid's that no other user may make a name in (writable by no one
+// else: a sticky one still lets others make the name first).
+func usersFolder(p string, uid int) bool {
+	var st unix.Stat_t
+	if unix.Stat(p, &st) != nil {
+		return false
+	}
+	return st.Mode&unix.S_IFMT == unix.S_IFDIR && int(st.Uid) == uid && st.Mode&0o022 == 0
 }
 
 // controlSocket is the control socket of the mount whose FUSE connection is minor.
@@ -85,17 +133,28 @@ func controlSocket(minor uint32) string {
 	return filepath.Join(controlDir(), fmt.Sprintf("mount-%d.sock", minor))
 }
 
-// ownDir makes the control folder dir, or checks the one there: this user's, and no one else's to enter.
+// ownDir makes the control folder dir (and the folders above it, 0700), or checks the one there: this user's,
+// no link, and no one else's to enter, in a folder no other user may change the names in (this user's or root's,
+// writable by no one else or sticky).
 func ownDir(dir string) error {
+	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
+		return fmt.Errorf("make the control folder: %w", err)
+	}
 	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
 		return fmt.Errorf("make the control folder: %w", err)
 	}
-	var st unix.Stat_t
+	var st, parent unix.Stat_t
 	if err := unix.Lstat(dir, &st); err != nil {
 		return err
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFDIR || int(st.Uid) != os.Geteuid() || st.Mode&0o077 != 0 {
 		return fmt.Errorf("%s is not a folder of this user's alone (mode %o, owner %d): remove it", dir, st.Mode&0o7777, st.Uid)
+	}
+	if err := unix.Stat(filepath.Dir(dir), &parent); err != nil {
+		return err
+	}
+	if (int(parent.Uid) != os.Geteuid() && parent.Uid != 0) || (parent.Mode&0o022 != 0 && parent.Mode&unix.S_ISVTX == 0) {
+		return fmt.Errorf("%s is in a folder other users may change (mode %o, owner %d)", dir, parent.Mode&0o7777, parent.Uid)
 	}
 	return nil
 }

@@ -34,6 +34,70 @@ func TestControlDirIsThisUsersAlone(t *testing.T) {
 	assert.ErrorContains(t, ownDir(dir), "not a folder of this user's alone", "a link is no folder")
 }
 
+// A normal user's control folder is beneath a folder of the user's: its runtime folder when that is the user's,
+// else its state folder (XDG_STATE_HOME, else ~/.local/state), never a name in the temporary folder another user
+// could make first, unless the user has no such folder.
+func TestControlDirIsBeneathTheUsersOwnFolder(t *testing.T) {
+	const uid = 65534
+	if os.Geteuid() != 0 {
+		t.Skip("gives folders to uid 65534: needs root") // the rule is the same for the running user's own
+	}
+	short := func() string { // t.TempDir's names are long: a socket's name must fit in 108 bytes
+		d, err := os.MkdirTemp("/tmp", "sfs-")
+		require.NoError(t, err)
+		t.Cleanup(func() { os.RemoveAll(d) })
+		return d
+	}
+	mine := func() string {
+		d := short()
+		require.NoError(t, os.Chown(d, uid, uid))
+		return d
+	}
+	home, run, state, others := mine(), mine(), mine(), short()
+	t.Setenv("TMPDIR", others)
+	t.Setenv("XDG_STATE_HOME", "")
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_RUNTIME_DIR", run)
+	assert.Equal(t, filepath.Join(run, "sessionfs"), controlDirOf(uid), "the runtime folder, the user's")
+	assert.Equal(t, "/run/sessionfs", controlDirOf(0), "root's")
+
+	t.Setenv("XDG_RUNTIME_DIR", "")
+	assert.Equal(t, filepath.Join(home, ".local/state/sessionfs/run"), controlDirOf(uid), "no runtime folder: ~/.local/state")
+	t.Setenv("XDG_RUNTIME_DIR", others)
+	assert.Equal(t, filepath.Join(home, ".local/state/sessionfs/run"), controlDirOf(uid), "a runtime folder of another user's is not used")
+	t.Setenv("XDG_STATE_HOME", state)
+	assert.Equal(t, filepath.Join(state, "sessionfs/run"), controlDirOf(uid), "XDG_STATE_HOME")
+	t.Setenv("XDG_STATE_HOME", others)
+	assert.Equal(t, filepath.Join(home, ".local/state/sessionfs/run"), controlDirOf(uid), "an XDG_STATE_HOME of another user's is not used")
+
+	t.Setenv("XDG_STATE_HOME", "")
+	t.Setenv("HOME", others)
+	assert.Equal(t, filepath.Join(others, "sessionfs-65534"), controlDirOf(uid), "no folder of the user's: the temporary folder")
+	require.NoError(t, os.Chmod(home, 0o777))
+	t.Setenv("HOME", home)
+	assert.Equal(t, filepath.Join(others, "sessionfs-65534"), controlDirOf(uid), "a home anyone may write in is not the user's alone")
+	require.NoError(t, os.Chmod(home, 0o755))
+	deep := filepath.Join(home, strings.Repeat("d", 60))
+	require.NoError(t, os.Mkdir(deep, 0o755))
+	require.NoError(t, os.Chown(deep, uid, uid))
+	t.Setenv("HOME", deep)
+	assert.Equal(t, filepath.Join(others, "sessionfs-65534"), controlDirOf(uid), "too deep for a socket's name")
+}
+
+// ownDir makes the folders above the control folder 0700, and refuses one in a folder other users may change.
+func TestControlDirMadeWithItsParents(t *testing.T) {
+	base := t.TempDir()
+	dir := filepath.Join(base, ".local/state/sessionfs/run")
+	require.NoError(t, ownDir(dir))
+	for _, d := range []string{dir, filepath.Dir(dir), filepath.Join(base, ".local")} {
+		st, err := os.Lstat(d)
+		require.NoError(t, err)
+		assert.Equal(t, os.FileMode(0o700), st.Mode().Perm(), d)
+	}
+	require.NoError(t, os.Chmod(filepath.Dir(dir), 0o777))
+	assert.ErrorContains(t, ownDir(dir), "in a folder other users may change")
+}
+
 // A hand-over's gate lets the requests in flight finish and holds those that come after.
 func TestGateFinishesInFlightAndHoldsTheRest(t *testing.T) {
 	g := &gate{}
