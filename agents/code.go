@@ -6,6 +6,7 @@ import (
 	"maps"
 	"regexp"
 	"slices"
+	"strings"
 )
 
 // CodeFile is a file (or folder) in a session whose content an agent carries out when it starts: its hooks, its
@@ -25,7 +26,7 @@ type CodeFile struct {
 }
 
 // JSONWithout is a Part for a JSON settings file: the object less its inert keys (what only changes how the agent
-// looks or which model it asks) and less the env entries SafeEnv holds; every other key counts, known or not.
+// looks or which model it asks; a dotted name is a key inside an object) and less the env entries SafeEnv holds; every other key counts, known or not.
 func JSONWithout(inert ...string) func([]byte) ([]byte, bool) {
 	return func(b []byte) ([]byte, bool) {
 		var m map[string]any
@@ -36,7 +37,7 @@ func JSONWithout(inert ...string) func([]byte) ([]byte, bool) {
 			return nil, false
 		}
 		for _, k := range inert {
-			delete(m, k)
+			deletePath(m, strings.Split(k, "."))
 		}
 		if env, ok := m["env"].(map[string]any); ok {
 			maps.DeleteFunc(env, SafeEnv)
@@ -45,6 +46,23 @@ func JSONWithout(inert ...string) func([]byte) ([]byte, bool) {
 			}
 		}
 		return canonical(m)
+	}
+}
+
+// deletePath deletes the key at keys (a dotted inert name, "security.auth.selectedType") from m, and each object
+// it leaves empty.
+func deletePath(m map[string]any, keys []string) {
+	if len(keys) == 1 {
+		delete(m, keys[0])
+		return
+	}
+	sub, ok := m[keys[0]].(map[string]any)
+	if !ok {
+		return
+	}
+	deletePath(sub, keys[1:])
+	if len(sub) == 0 {
+		delete(m, keys[0])
 	}
 }
 

@@ -97,7 +97,8 @@ func TestAgentFolderHostile(t *testing.T) {
 		for _, args := range [][]string{{"env", "s1", "--agent", "qwen"}, {"exec", "s1", "--agent", "qwen", "--", "touch", "ran"}} {
 			r = cli(t, store, args...)
 			assert.Equal(t, 125, r.code, "%v: %s", args, r.stderr)
-			assert.Contains(t, r.stderr, "its .qwen is not a folder", "a QWEN_HOME that leads out of the session is refused")
+			assert.Contains(t, r.stderr, ".qwen/settings.json: cannot be approved: a folder on its path is a link",
+				"a QWEN_HOME that leads out of the session is refused, before the approval check reads through it")
 		}
 		assert.NoFileExists(t, filepath.Join(sess, "workspace", "ran"))
 		r = cli(t, store, "env", "s2", "--agent", "gemini")

@@ -200,3 +200,15 @@ func TestTreeChange(t *testing.T) {
 func syscallMkfifo(p string) error { return unix.Mkfifo(p, 0o644) }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// The login Gemini and Qwen save themselves is no code; the rest of their security settings is.
+func TestGeminiSavedLoginIsNoCode(t *testing.T) {
+	s, dir := newSession(t)
+	a := Approvals{Dir: t.TempDir()}
+	write(t, dir, ".gemini/settings.json", `{"security":{"auth":{"selectedType":"gemini-api-key"}},"ui":{"theme":"x"}}`)
+	write(t, dir, ".qwen/settings.json", `{"security":{"auth":{"selectedType":"openai"}}}`)
+	require.NoError(t, Check(s, "s1", "", a))
+	write(t, dir, ".gemini/settings.json", `{"security":{"auth":{"selectedType":"gemini-api-key"},"folderTrust":{"enabled":false}}}`)
+	r := refused(t, Check(s, "s1", "", a))
+	assert.Equal(t, ".gemini/settings.json (security): new", r.Changes[0].String())
+}
