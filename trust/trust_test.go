@@ -47,6 +47,7 @@ func TestNothingToApprove(t *testing.T) {
 	write(t, dir, ".claude/settings.json", `{"cleanupPeriodDays":36500,"model":"opus","theme":"dark","env":{"DISABLE_TELEMETRY":"1"}}`)
 	write(t, dir, ".claude/.claude.json", `{"numStartups":3,"projects":{"/session/workspace":{"hasTrustDialogAccepted":true,"history":[]}}}`)
 	write(t, dir, ".codex/config.toml", "model = \"o3\"\n[projects.\"/x\"]\ntrust_level = \"trusted\"\n")
+	write(t, dir, ".claude/plugins/store/cc-plugin-agents-md_builtin-b049b47b3618.json", `{}`) // Claude 2.1.332 writes it
 	require.NoError(t, Check(s, "s1", "", a))
 }
 
@@ -96,6 +97,7 @@ func TestEveryAgentsCode(t *testing.T) {
 		".claude/.claude.json":                       `{"mcpServers":{"x":{"command":"sh"}}}`,
 		".claude/.claude.json#project":               `{"projects":{"/h/w":{"mcpServers":{"x":{"command":"sh"}}}}}`,
 		".claude/plugins/cache/p/hooks/hooks.json":   `{}`,
+		".claude/plugins/installed_plugins.json":     `{"plugins":{}}`,
 		"workspace/.claude/settings.json":            `{"statusLine":{"type":"command","command":"id"}}`,
 		"workspace/.mcp.json":                        `{"mcpServers":{"x":{"command":"sh"}}}`,
 		".codex/config.toml":                         "notify = [\"sh\", \"-c\", \"id\"]\n",
@@ -167,8 +169,8 @@ func TestLinksCannotBeApproved(t *testing.T) {
 
 	// A link inside a plugin folder, and a FIFO as a settings file.
 	require.NoError(t, os.Remove(filepath.Join(dir, ".claude", "settings.json")))
-	require.NoError(t, os.MkdirAll(filepath.Join(dir, ".claude", "plugins"), 0o755))
-	require.NoError(t, os.Symlink("/etc", filepath.Join(dir, ".claude", "plugins", "p")))
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, ".claude", "plugins", "cache"), 0o755))
+	require.NoError(t, os.Symlink("/etc", filepath.Join(dir, ".claude", "plugins", "cache", "p")))
 	assert.Contains(t, refused(t, Check(s, "s1", "", a)).Changes[0].How, "p is a link")
 	require.NoError(t, os.Mkdir(filepath.Join(dir, "workspace", ".claude"), 0o755))
 	require.NoError(t, syscallMkfifo(filepath.Join(dir, "workspace", ".claude", "settings.json")))

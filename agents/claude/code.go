@@ -34,7 +34,12 @@ var code = []agents.CodeFile{
 	{Path: "scheduled_tasks.json"},
 	{Path: "launch.json"},
 	{Path: "daemon.json"},
-	{Path: "plugins", Tree: true},
+	// plugins/store, which Claude 2.1.332 writes itself at every start (its built-in plugins' state), is left out.
+	{Path: "plugins/cache", Tree: true},
+	{Path: "plugins/marketplaces", Tree: true},
+	{Path: "plugins/repos", Tree: true},
+	{Path: "plugins/installed_plugins.json"},
+	{Path: "plugins/known_marketplaces.json"},
 	{Path: "commands", Tree: true},
 	{Path: "agents", Tree: true},
 	{Path: "skills", Tree: true},
