@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/sessionfs/sessionfs/agents"
@@ -57,6 +59,7 @@ type claudeRead struct {
 	fn    func(Entry) error
 	// following: only whole lines are read (a follower reads the last one once its newline is written).
 	following bool
+	seen      map[[2]uint64]bool // the files read (device, inode): a file of many names is read once
 }
 
 func (claudeReader) read(sess *layout.Dir, c agents.Conversation, from position, fn func(Entry) error) (position, error) {
@@ -65,7 +68,7 @@ func (claudeReader) read(sess *layout.Dir, c agents.Conversation, from position,
 		return from, err
 	}
 	r := &claudeRead{sess: sess, subs: claudeSubs(rel, c), pos: from,
-		tools: map[string]string{}, fn: fn, following: from.subs != nil}
+		tools: map[string]string{}, fn: fn, following: from.subs != nil, seen: map[[2]uint64]bool{}}
 	if r.pos.subs == nil {
 		r.pos.subs = map[string]int64{}
 	}
@@ -116,6 +119,13 @@ func (r *claudeRead) file(rel, sub string, start int64) (int64, error) {
 		return start, err
 	}
 	defer f.Close()
+	if st, ok := statOf(f); ok {
+		k := [2]uint64{st.Dev, st.Ino}
+		if r.seen[k] {
+			return start, errNoSubagent // another name of a file read already (hard links): read once
+		}
+		r.seen[k] = true
+	}
 	if _, err := f.Seek(start, io.SeekStart); err != nil {
 		return start, err
 	}
@@ -132,6 +142,16 @@ func (r *claudeRead) file(rel, sub string, start int64) (int64, error) {
 		}
 		return r.line(&l, off, sub)
 	})
+}
+
+// statOf is f's stat.
+func statOf(f *os.File) (*syscall.Stat_t, bool) {
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return st, ok
 }
 
 // line passes the entries of one transcript line.

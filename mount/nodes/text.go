@@ -247,7 +247,7 @@ func (d *textAgent) Lookup(ctx context.Context, name string, out *fuse.EntryOut)
 		ch = d.NewInode(ctx, &textFile{texts: d.texts, tree: d.tree, id: d.id, agent: d.agent, conv: conv}, fs.StableAttr{Mode: syscall.S_IFREG})
 	}
 	f := ch.Operations().(*textFile)
-	f.attr(c, &out.Attr)
+	f.attr(ctx, c, &out.Attr)
 	out.SetEntryTimeout(textTimeout)
 	out.SetAttrTimeout(textTimeout)
 	return ch, 0
@@ -288,15 +288,15 @@ func (f *textFile) Getattr(ctx context.Context, _ fs.FileHandle, out *fuse.AttrO
 	if !ok {
 		return syscall.ENOENT
 	}
-	f.attr(c, &out.Attr)
+	f.attr(ctx, c, &out.Attr)
 	out.SetTimeout(textTimeout)
 	return 0
 }
 
 // attr is the rendering's attributes: its size, the conversation's last time, the owner of the conversation's
 // file and the read bits every file the rendering reads grants (textperm.go; none when it cannot be told).
-func (f *textFile) attr(c agents.Conversation, a *fuse.Attr) {
-	data := f.texts.rendered(f.tree, f.id, f.agent, c)
+func (f *textFile) attr(ctx context.Context, c agents.Conversation, a *fuse.Attr) {
+	data := f.texts.renderingFor(ctx, f.tree, f.id, f.agent, c)
 	st := f.access(c)
 	a.Mode = syscall.S_IFREG | st.Mode&0o444
 	a.Owner = fuse.Owner{Uid: st.Uid, Gid: st.Gid}
@@ -367,7 +367,10 @@ func (f *textFile) Read(ctx context.Context, fh fs.FileHandle, dest []byte, off 
 	if !ok {
 		return nil, syscall.EBADF
 	}
-	data := f.texts.read(&o.textHandle, f.tree, f.id, f.agent, c)
+	data, errno := f.texts.readFor(ctx, &o.textHandle, f.tree, f.id, f.agent, c)
+	if errno != 0 {
+		return nil, errno
+	}
 	if !o.mayRead(ctx, f, c) { // after the rendering: judged by what it read, or read since
 		return nil, syscall.EACCES
 	}

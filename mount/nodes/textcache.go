@@ -2,13 +2,19 @@ package nodes
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"sync"
+	"syscall"
 	"time"
+
+	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
 
 	"github.com/sessionfs/sessionfs/agents"
 	"github.com/sessionfs/sessionfs/agents/text"
+	"github.com/sessionfs/sessionfs/layout"
 )
 
 // textCache holds the text view's listings and renderings: a listing for listFresh, a rendering until its
@@ -26,15 +32,16 @@ type textCache struct {
 	bytes    int
 	listing  map[string]*pendingList // lists being made
 	inflight map[string]*inflight    // renderings being made
-	slots    chan struct{}           // one per rendering being made
+	slots    *renderSlots            // the renderings being made, by session and uid
 	pinned   int                     // bytes of the renderings open files keep
 }
 
 // inflight is a rendering being made; done is closed once data is.
 type inflight struct {
-	sig  string
-	done chan struct{}
-	data []byte
+	sig   string
+	done  chan struct{}
+	data  []byte
+	errno syscall.Errno // EIO: no slot was given in time (no data)
 }
 
 // textHandle is an open file of the text view: the rendering its reads go through while its conversation is as
@@ -75,14 +82,31 @@ const (
 	maxTextBytes = 64 << 20
 	maxRendering = 16 << 20
 	maxLists     = 4096
-	// maxRenders bounds the renderings made at once; maxPinned the renderings open files keep.
-	maxRenders = 2
+	// maxRenders bounds the renderings made at once, uidRenders those one uid asked for (textslots.go: a uid's
+	// renderings, however long, leave a slot to the others); sessionRenders (below) those of one session.
+	// renderWait bounds a rendering's wait for a slot: its readers then get EIO (not EAGAIN, which a reader with
+	// a poller, Go's, waits on for good: the mount answers no poll), its attributes the last rendering's size.
+	// maxPinned bounds the renderings open files keep.
+	maxRenders = 4
+	uidRenders = 3
+	renderWait = 30 * time.Second
 	maxPinned  = 128 << 20
+	// maxRenderRead bounds what one rendering reads of a conversation's files (every file counted, each once
+	// however many names it has), what one read of a file takes (agents.MaxRead); maxRenderTime the time a
+	// rendering takes (it is cut then, saying so).
+	maxRenderRead = agents.MaxRead
+	maxRenderTime = time.Minute
 )
+
+// sessionRenders bounds the renderings of one session made at once: half the slots, so that another session's
+// rendering finds a slot however long one session's take (and as many as the daemon had in all before: a parallel
+// grep of one session's conversations goes as fast).
+const sessionRenders = maxRenders / 2
 
 func newTextCache() *textCache {
 	return &textCache{lists: map[string]*convList{}, renders: map[string]*rendering{},
-		listing: map[string]*pendingList{}, inflight: map[string]*inflight{}, slots: make(chan struct{}, maxRenders)}
+		listing: map[string]*pendingList{}, inflight: map[string]*inflight{},
+		slots: newRenderSlots(maxRenders, sessionRenders, uidRenders)}
 }
 
 // conversations lists agent a's conversations in session id (none if the session cannot be read).
@@ -142,19 +166,31 @@ func signature(cv agents.Conversation) string {
 	return fmt.Sprint(cv.Size, cv.Last.UnixNano(), cv.Messages, cv.Subagents, cv.Malformed)
 }
 
-// read is conversation cv of agent a in session id as Markdown, for open file h (nil: none): the rendering h
-// keeps while cv is as it was, else the cache's, which h then keeps if all kept stay within maxPinned.
-func (c *textCache) read(h *textHandle, t *Tree, id string, a *agents.Agent, cv agents.Conversation) []byte {
+// callerUID is the uid of the FUSE request ctx carries (0: none known).
+func callerUID(ctx context.Context) uint32 {
+	if c, ok := fuse.FromContext(ctx); ok {
+		return c.Uid
+	}
+	return 0
+}
+
+// readFor is conversation cv of agent a in session id as Markdown, for open file h (nil: none) and the caller of
+// ctx: the rendering h keeps while cv is as it was, else the cache's, which h then keeps if all kept stay within
+// maxPinned. EIO: no slot was free for the rendering within renderWait; EINTR: the caller was interrupted.
+func (c *textCache) readFor(ctx context.Context, h *textHandle, t *Tree, id string, a *agents.Agent, cv agents.Conversation) ([]byte, syscall.Errno) {
 	sig := signature(cv)
 	if h != nil {
 		h.mu.Lock()
 		data, same := h.data, h.sig == sig
 		h.mu.Unlock()
 		if data != nil && same {
-			return data
+			return data, 0
 		}
 	}
-	data := c.rendered(t, id, a, cv)
+	data, errno := c.renderedFor(ctx, t, id, a, cv)
+	if errno != 0 {
+		return nil, errno
+	}
 	if h != nil {
 		c.mu.Lock()
 		h.mu.Lock()
@@ -167,7 +203,7 @@ func (c *textCache) read(h *textHandle, t *Tree, id string, a *agents.Agent, cv 
 		h.mu.Unlock()
 		c.mu.Unlock()
 	}
-	return data
+	return data, 0
 }
 
 // release forgets the rendering open file h kept (it was closed).
@@ -180,30 +216,65 @@ func (c *textCache) release(h *textHandle) {
 	c.mu.Unlock()
 }
 
-// rendered is conversation cv of agent a in session id as Markdown, rendered again once it changed: once at a
-// time for each conversation, maxRenders at once in all.
-func (c *textCache) rendered(t *Tree, id string, a *agents.Agent, cv agents.Conversation) []byte {
+// renderingFor is what the text view shows as conversation cv's rendering in its attributes (the caller of ctx asks):
+// the rendering, else (no slot in time, the caller interrupted) the last one made of it, else a note saying so.
+func (c *textCache) renderingFor(ctx context.Context, t *Tree, id string, a *agents.Agent, cv agents.Conversation) []byte {
+	data, errno := c.renderedFor(ctx, t, id, a, cv)
+	if errno == 0 {
+		return data
+	}
+	c.mu.Lock()
+	r := c.renders[id+"/"+a.Name+"/"+cv.ID]
+	c.mu.Unlock()
+	if r != nil {
+		return r.data
+	}
+	return busyNote(id, a, cv)
+}
+
+// renderedFor is conversation cv of agent a in session id as Markdown, rendered again once it changed: once at a
+// time for each conversation, in one of the slots the session's and the caller's shares allow (textslots.go).
+// The caller waits for the rendering until it is interrupted (EINTR) or the rendering was given no slot within
+// renderWait (EIO); a rendering under way goes on when its readers went (the next read finds it made).
+func (c *textCache) renderedFor(ctx context.Context, t *Tree, id string, a *agents.Agent, cv agents.Conversation) ([]byte, syscall.Errno) {
 	key := id + "/" + a.Name + "/" + cv.ID
 	sig := signature(cv)
 	c.mu.Lock()
 	if r := c.renders[key]; r != nil && r.sig == sig {
 		r.used = time.Now()
 		c.mu.Unlock()
-		return r.data
+		return r.data, 0
 	}
-	if f := c.inflight[key]; f != nil && f.sig == sig {
-		c.mu.Unlock()
-		<-f.done
-		return f.data
+	f := c.inflight[key]
+	if f == nil || f.sig != sig {
+		f = &inflight{sig: sig, done: make(chan struct{})}
+		c.inflight[key] = f
+		go c.render(f, key, callerUID(ctx), t, id, a, cv)
 	}
-	f := &inflight{sig: sig, done: make(chan struct{})}
-	c.inflight[key] = f
 	c.mu.Unlock()
+	select {
+	case <-f.done:
+		return f.data, f.errno
+	case <-ctx.Done():
+		return nil, syscall.EINTR
+	}
+}
 
-	c.slots <- struct{}{}
-	f.data = renderStable(t, id, a, cv)
-	<-c.slots
+// render makes rendering f of conversation cv (key in the cache) in a slot of session id's and uid's shares,
+// and keeps it; none is made when no slot was given within renderWait (f.errno).
+func (c *textCache) render(f *inflight, key string, uid uint32, t *Tree, id string, a *agents.Agent, cv agents.Conversation) {
 	defer close(f.done)
+	if !c.slots.acquire(context.Background(), id, uid, renderWait) {
+		f.errno = syscall.EIO
+		c.mu.Lock()
+		if c.inflight[key] == f {
+			delete(c.inflight, key)
+		}
+		c.mu.Unlock()
+		return
+	}
+	f.data = renderStable(t, id, a, cv)
+	c.slots.release(id, uid)
 	data := f.data
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -213,7 +284,7 @@ func (c *textCache) rendered(t *Tree, id string, a *agents.Agent, cv agents.Conv
 	if old := c.renders[key]; old != nil {
 		c.bytes -= len(old.data)
 	}
-	c.renders[key] = &rendering{sig: sig, data: data, used: time.Now()}
+	c.renders[key] = &rendering{sig: f.sig, data: data, used: time.Now()}
 	c.bytes += len(data)
 	for c.bytes > maxTextBytes && len(c.renders) > 1 {
 		oldest := ""
@@ -225,41 +296,103 @@ func (c *textCache) rendered(t *Tree, id string, a *agents.Agent, cv agents.Conv
 		c.bytes -= len(c.renders[oldest].data)
 		delete(c.renders, oldest)
 	}
-	return data
 }
 
-// renderStable renders a conversation as sessionfs log does, but for a header that only grows with the
-// conversation's first facts (no counts, no last time): what the agent appends is appended to the rendering,
-// so a reader following it (tail -f) reads on where it was.
-func renderStable(t *Tree, id string, a *agents.Agent, cv agents.Conversation) []byte {
-	var buf bytes.Buffer
-	w := &cutWriter{w: &buf, left: maxRendering}
+// header is the start of every rendering of conversation cv: what it is, and its first facts.
+func header(w io.Writer, id string, a *agents.Agent, cv agents.Conversation) {
 	fmt.Fprintf(w, "# %s conversation %s\n\n- Session: %s\n", text.OneLine(a.Name, 256), text.OneLine(cv.ID, 256), id)
 	if !cv.First.IsZero() {
 		fmt.Fprintf(w, "- Started: %s\n", cv.First.In(text.Location).Format("2006-01-02 15:04:05 MST"))
 	}
 	fmt.Fprintln(w)
+}
+
+// busyNote is what a reader is shown of conversation cv when its rendering had no slot in time.
+func busyNote(id string, a *agents.Agent, cv agents.Conversation) []byte {
+	var buf bytes.Buffer
+	header(&buf, id, a, cv)
+	fmt.Fprintf(&buf, "_Not rendered yet: the renderings of session %s take their share of the text view's and did not leave a slot within %v. Read it again in a moment; sessionfs log %s %s prints it._\n",
+		id, renderWait, id, text.OneLine(cv.ID, 256))
+	return buf.Bytes()
+}
+
+// renderStable renders a conversation as sessionfs log does, but for a header that only grows with the
+// conversation's first facts (no counts, no last time): what the agent appends is appended to the rendering,
+// so a reader following it (tail -f) reads on where it was. A conversation whose files hold more than
+// maxRenderRead to read is not rendered (a note says so), and a rendering is cut past maxRendering bytes or
+// maxRenderTime.
+func renderStable(t *Tree, id string, a *agents.Agent, cv agents.Conversation) []byte {
+	var buf bytes.Buffer
+	w := &cutWriter{w: &buf, left: maxRendering, until: time.Now().Add(maxRenderTime)}
+	header(w, id, a, cv)
 	sess, err := t.sessions.Sub(id)
-	if err == nil {
-		err = text.Entries(sess, a, cv, text.NewPrinter(w).Entry)
-		_ = sess.Close()
+	if err != nil {
+		return buf.Bytes()
 	}
-	if w.cut {
+	defer sess.Close()
+	if c := readCost(sess, a, cv); c.bytes > maxRenderRead {
+		fmt.Fprintf(&buf, "_Not rendered: its files hold %d MiB to read (%d files, under %d names), more than the %d MiB one rendering of the text view reads. sessionfs log %s %s prints it._\n",
+			c.bytes>>20, c.files, c.names, maxRenderRead>>20, id, text.OneLine(cv.ID, 256))
+		return buf.Bytes()
+	}
+	_ = text.Entries(sess, a, cv, text.NewPrinter(w).Entry)
+	switch {
+	case w.late:
+		fmt.Fprintf(&buf, "\n_The rest is cut here (its rendering took %v): sessionfs log %s %s prints it all._\n", maxRenderTime, id, text.OneLine(cv.ID, 256))
+	case w.cut:
 		fmt.Fprintf(&buf, "\n_The rest is cut here (%d MiB): sessionfs log %s %s prints it all._\n", maxRendering>>20, id, text.OneLine(cv.ID, 256))
 	}
 	return buf.Bytes()
 }
 
+// cost is what a rendering reads: bytes, in how many files under how many names.
+type cost struct {
+	bytes        int64
+	files, names int
+}
+
+// readCost is what a rendering of conversation cv (of agent a, in the session open as sess) reads: the files
+// text.Files names (its file and, for Claude, each subagent's transcript; opencode's log), each file once however
+// many names it has (the reader reads a file of many names, hard links, once), each up to the agents.MaxRead one
+// read of a file takes.
+func readCost(sess *layout.Dir, a *agents.Agent, cv agents.Conversation) cost {
+	names, err := text.Files(sess, a, cv)
+	if err != nil {
+		return cost{}
+	}
+	var c cost
+	seen := map[[2]uint64]bool{}
+	for _, n := range names {
+		st, err := sess.Lstat(n)
+		if err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+			continue
+		}
+		c.names++
+		if k := [2]uint64{st.Dev, st.Ino}; !seen[k] {
+			seen[k] = true
+			c.files++
+			c.bytes += min(st.Size, agents.MaxRead)
+		}
+	}
+	return c
+}
+
 // cutWriter writes up to left bytes, then stops with an error (which ends the rendering).
 type cutWriter struct {
-	w    io.Writer
-	left int
-	cut  bool
+	w     io.Writer
+	left  int
+	cut   bool
+	until time.Time // past it, the next write stops (late)
+	late  bool
 }
 
 var errCut = fmt.Errorf("rendering cut")
 
 func (c *cutWriter) Write(p []byte) (int, error) {
+	if !c.until.IsZero() && time.Now().After(c.until) {
+		c.late = true
+		return 0, errCut
+	}
 	if len(p) > c.left {
 		c.cut = true
 		n, _ := c.w.Write(p[:c.left])
