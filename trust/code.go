@@ -80,6 +80,9 @@ func Read(sess *layout.Dir, cwd string) (Code, error) {
 			if f.Project {
 				places = places[:0]
 				for _, dir := range projects {
+					if st, err := sess.Lstat(dir); err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+						continue // no folder (a link: the run is refused as not in the session)
+					}
 					places = append(places, path.Join(dir, f.Path))
 				}
 			}
