@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -28,7 +27,7 @@ const dbRel = dir + "/" + DB
 // there (an open that never returns) or a link.
 var sidecars = []string{"-wal", "-shm", "-journal"}
 
-// maxCopy bounds the database a read copies (a session could make it as large as its disk).
+// maxCopy bounds the database and log a read copies (a session could make them as large as its disk).
 const maxCopy = 1 << 30
 
 // open opens a private copy of the session's opencode database, read only, as untrusted (openDB: refused unless
@@ -185,30 +184,45 @@ func regular(dir *layout.Dir, name string) error {
 }
 
 // snapshot copies the database base in dir and its log (if any) into the folder tmp under the same names, by
-// descriptor (copyOut), each at most limit bytes (< 0: any size). An opencode running meanwhile may checkpoint
-// its log into the database between the two copies, pairing a database with a log that no longer goes with it:
-// the copy is made again while the database changed during it.
+// descriptor (copyOut), what their headers say of them (header.go: a file whose header is not SQLite's or says
+// another size is refused in place), the two within limit bytes (< 0: any size). An opencode running meanwhile may
+// checkpoint its log into the database between the two copies, pairing a database with a log that no longer goes
+// with it: the copy is made again while the database changed during it (a header read as a checkpoint wrote it
+// too).
 func snapshot(dir *layout.Dir, base, tmp string, limit int64) error {
 	for try := 1; ; try++ {
 		before, err := dir.Lstat(base)
 		if err != nil {
 			return err
 		}
-		err = copyOut(dir, base, filepath.Join(tmp, base), limit)
+		var pageSize int64
+		n, err := copyOut(dir, base, filepath.Join(tmp, base), limit, func(f *os.File, size int64) (int64, error) {
+			var n int64
+			var err error
+			pageSize, n, err = dbSize(f, size)
+			return n, err
+		})
 		if err == nil {
-			err = copyOut(dir, base+"-wal", filepath.Join(tmp, base+"-wal"), limit)
+			left := limit
+			if limit >= 0 {
+				left = limit - n
+			}
+			_, err = copyOut(dir, base+"-wal", filepath.Join(tmp, base+"-wal"), left, func(f *os.File, size int64) (int64, error) {
+				return walSize(f, size, pageSize)
+			})
 			if errors.Is(err, fs.ErrNotExist) {
 				err = nil
 			}
 		}
-		if err != nil {
-			return err
+		after, aerr := dir.Lstat(base)
+		if aerr != nil {
+			return aerr
 		}
-		after, err := dir.Lstat(base)
-		if err != nil {
-			return err
+		same := before.Ino == after.Ino && before.Size == after.Size && before.Mtim == after.Mtim && before.Ctim == after.Ctim
+		if err != nil && (!errors.Is(err, errHeader) || same) {
+			return fmt.Errorf("%s/%s: %w", dir.Name(), base, err)
 		}
-		if before.Ino == after.Ino && before.Size == after.Size && before.Mtim == after.Mtim && before.Ctim == after.Ctim {
+		if err == nil && same {
 			return nil
 		}
 		if try == 10 {
@@ -221,37 +235,42 @@ func snapshot(dir *layout.Dir, base, tmp string, limit int64) error {
 }
 
 // copyOut copies the regular file name in dir to dst (a new file of this process's), by descriptor: no link is
-// followed and no FIFO is waited on. A file larger than limit (>= 0) is refused.
-func copyOut(dir *layout.Dir, name, dst string, limit int64) error {
+// followed and no FIFO is waited on. size reads the file in place and says how many of its bytes the copy takes
+// (a file it refuses is not copied); only those bytes' data is read (holes stay holes). A file that would copy
+// more than limit (>= 0) bytes, or has more than limit bytes on disk, is refused. It returns the bytes copied.
+func copyOut(dir *layout.Dir, name, dst string, limit int64, size func(f *os.File, size int64) (int64, error)) (int64, error) {
 	fd, err := dir.OpenAt(name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	src := os.NewFile(uintptr(fd), name)
 	defer src.Close()
-	st, err := src.Stat()
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return 0, err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return 0, fmt.Errorf("%s: not a regular file", name)
+	}
+	if limit >= 0 && st.Blocks*512 > limit {
+		return 0, fmt.Errorf("%s: %d MiB on disk, more than the %d MiB read", name, st.Blocks*512>>20, limit>>20)
+	}
+	n, err := size(src, st.Size)
 	if err != nil {
-		return err
+		return 0, fmt.Errorf("%s: %w", name, err)
 	}
-	if !st.Mode().IsRegular() {
-		return fmt.Errorf("%s/%s: not a regular file", dir.Name(), name)
-	}
-	var r io.Reader = src
-	if limit >= 0 {
-		if st.Size() > limit {
-			return fmt.Errorf("%s/%s: larger than %d MiB", dir.Name(), name, limit>>20)
-		}
-		r = io.LimitReader(src, limit)
+	if limit >= 0 && n > limit {
+		return 0, fmt.Errorf("%s: larger than %d MiB", name, limit>>20)
 	}
 	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	_, err = io.Copy(out, r)
+	err = copyData(out, src, n)
 	if cerr := out.Close(); err == nil {
 		err = cerr
 	}
-	return err
+	return n, err
 }
 
 type chats struct{}
