@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"path"
 	"slices"
@@ -58,20 +59,16 @@ type Code struct {
 	Pieces []Piece
 }
 
-// Same reports whether c and d hold the same pieces, each with the same content.
-func (c Code) Same(d Code) bool {
-	return slices.EqualFunc(c.Pieces, d.Pieces, func(a, b Piece) bool { return a.Path == b.Path && a.Sum == b.Sum && a.Problem == b.Problem })
-}
-
 // Read finds the code of every agent in the session open as sess, for a run whose cwd is cwd below the session's
 // folder ("workspace", "workspace/api"). A project's own files count in each folder from the session's root down
-// to cwd, and in every folder of the workspace (a shell started there may cd into any of them before it starts
-// an agent). Everything is read beneath sess, never through a link; what is absent is no piece.
+// to cwd, and in every folder of the session (a shell started there may cd into any of them, or through a link
+// into any, before it starts an agent). Everything is read beneath sess, never through a link; what is absent is
+// no piece.
 func Read(sess *layout.Dir, cwd string) (Code, error) {
 	var c Code
 	projects, walkProblem := projectFolders(sess, cwd)
 	if walkProblem != "" {
-		c.Pieces = append(c.Pieces, Piece{Path: layout.WorkspaceDir, Problem: walkProblem})
+		c.Pieces = append(c.Pieces, Piece{Path: "the session's folders", Problem: walkProblem})
 	}
 	seen := map[string]bool{}
 	for _, a := range all.Agents {
@@ -80,9 +77,6 @@ func Read(sess *layout.Dir, cwd string) (Code, error) {
 			if f.Project {
 				places = places[:0]
 				for _, dir := range projects {
-					if st, err := sess.Lstat(dir); err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
-						continue // no folder (a link: the run is refused as not in the session)
-					}
 					places = append(places, path.Join(dir, f.Path))
 				}
 			}
@@ -106,19 +100,31 @@ func Read(sess *layout.Dir, cwd string) (Code, error) {
 	return c, nil
 }
 
-// maxWorkspaceFolders bounds the walk of a workspace for projects' settings: past it the workspace cannot be
-// approved (a sandboxed run needs no walk). A variable for the tests.
-var maxWorkspaceFolders = 50000
+// maxFolders bounds the walk of a session for projects' settings: past it the session cannot be approved (a
+// sandboxed run needs no walk). A variable for the tests.
+var maxFolders = 50000
 
 // unwalked are folders the walk does not enter: a repository's objects and installed packages, where no one
 // starts an agent, and which can hold more folders than the bound.
 var unwalked = []string{".git", "node_modules"}
 
-// projectFolders are the folders whose project settings count for a run in cwd: those from the session's root
-// down to cwd (projectPlaces), and each folder of the workspace holding an entry named as a project's code file
-// starts (.claude, .mcp.json, .env, ...). problem says why the workspace could not be walked whole.
+// projectFolders are the folders whose project settings count for a run in cwd, each once: those from the
+// session's root down to cwd (projectPlaces) that are folders (one that is a link holds none: the run is refused
+// as not in the session), and each folder of the session holding an entry named as a project's code file starts
+// (.claude, .mcp.json, .env, ...). problem says why the session could not be walked whole.
 func projectFolders(sess *layout.Dir, cwd string) (dirs []string, problem string) {
-	dirs = projectPlaces(cwd, "")
+	seen := map[string]bool{}
+	add := func(dir string) {
+		if !seen[dir] {
+			seen[dir] = true
+			dirs = append(dirs, dir)
+		}
+	}
+	for _, dir := range projectPlaces(cwd, "") {
+		if st, err := sess.Lstat(dir); err == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
+			add(dir)
+		}
+	}
 	starts := map[string]bool{}
 	for _, a := range all.Agents {
 		for _, f := range a.Code {
@@ -128,24 +134,19 @@ func projectFolders(sess *layout.Dir, cwd string) (dirs []string, problem string
 			}
 		}
 	}
-	ws, err := sess.Sub(layout.WorkspaceDir)
-	if err != nil {
-		return dirs, "" // no workspace (or a link: nothing is walked through it; the chain above still counts)
-	}
-	defer ws.Close()
 	folders := 0
-	err = ws.Walk(func(rel string, st *unix.Stat_t) error {
+	err := sess.Walk(func(rel string, st *unix.Stat_t) error {
 		name := path.Base(rel)
 		if st.Mode&unix.S_IFMT == unix.S_IFDIR {
 			if slices.Contains(unwalked, name) {
 				return layout.SkipDir
 			}
-			if folders++; folders > maxWorkspaceFolders {
-				return fmt.Errorf("more than %d folders to look through for projects' settings", maxWorkspaceFolders)
+			if folders++; folders > maxFolders {
+				return fmt.Errorf("more than %d folders to look through for projects' settings", maxFolders)
 			}
 		}
 		if starts[name] {
-			dirs = append(dirs, path.Join(layout.WorkspaceDir, path.Dir(rel)))
+			add(path.Dir(rel))
 		}
 		return nil
 	})
@@ -233,15 +234,20 @@ func readTree(sess *layout.Dir, p Piece) (Piece, bool, error) {
 		default:
 			return fmt.Errorf("%s is not a regular file", rel)
 		}
-		if bytes += st.Size; bytes > maxTreeBytes {
-			return fmt.Errorf("more than %d MiB", maxTreeBytes>>20)
-		}
-		b, err := d.ReadRegular(rel, maxTreeBytes)
+		f, err := d.OpenRegular(rel, maxTreeBytes-bytes) // hashed as it is read: the budget is the tree's
 		if err != nil {
 			return err
 		}
-		sum := sha256.Sum256(b)
-		lines = append(lines, hex.EncodeToString(sum[:])+"  "+rel)
+		defer f.Close()
+		h := sha256.New()
+		n, err := io.Copy(h, io.LimitReader(f, maxTreeBytes-bytes+1))
+		if bytes += n; err == nil && bytes > maxTreeBytes {
+			err = fmt.Errorf("more than %d MiB", maxTreeBytes>>20)
+		}
+		if err != nil {
+			return err
+		}
+		lines = append(lines, hex.EncodeToString(h.Sum(nil))+"  "+rel)
 		return nil
 	})
 	if err != nil {

@@ -143,15 +143,25 @@ func TestProjectFilesAnywhereInTheWorkspace(t *testing.T) {
 	assert.Len(t, refused(t, Check(s, "s1", "mcps/x", a)).Changes, 2, "the cwd's own, outside the workspace, too")
 }
 
+// A folder of the workspace that is a link leads a shell's cd to another folder of the session: its settings
+// count as the workspace's own do.
+func TestProjectFilesThroughALink(t *testing.T) {
+	s, dir := newSession(t)
+	write(t, dir, "mcps/x/.claude/settings.json", `{"hooks":{"Stop":[]}}`)
+	require.NoError(t, os.Symlink("../mcps/x", filepath.Join(dir, "workspace", "api")))
+	r := refused(t, Check(s, "s1", "", Approvals{Dir: t.TempDir()}))
+	assert.Equal(t, "mcps/x/.claude/settings.json", r.Changes[0].Path)
+}
+
 func TestWorkspaceWalkBound(t *testing.T) {
 	s, dir := newSession(t)
-	defer func(n int) { maxWorkspaceFolders = n }(maxWorkspaceFolders)
-	maxWorkspaceFolders = 500
-	for i := 0; i <= maxWorkspaceFolders; i++ {
+	defer func(n int) { maxFolders = n }(maxFolders)
+	maxFolders = 500
+	for i := 0; i <= maxFolders; i++ {
 		require.NoError(t, os.MkdirAll(filepath.Join(dir, "workspace", itoa(i/100), itoa(i)), 0o755))
 	}
 	r := refused(t, Check(s, "s1", "", Approvals{Dir: t.TempDir()}))
-	assert.Equal(t, "workspace", r.Changes[0].Path)
+	assert.Equal(t, "the session's folders", r.Changes[0].Path)
 	assert.Contains(t, r.Changes[0].How, "more than 500 folders")
 }
 
@@ -213,4 +223,16 @@ func TestGeminiSavedLoginIsNoCode(t *testing.T) {
 	write(t, dir, ".gemini/settings.json", `{"security":{"auth":{"selectedType":"gemini-api-key"},"folderTrust":{"enabled":false}}}`)
 	r := refused(t, Check(s, "s1", "", a))
 	assert.Equal(t, ".gemini/settings.json (security): new", r.Changes[0].String())
+}
+
+// A tree's files are read 64 MiB at most in all, sparse ones too, hashed as they are read.
+func TestTreeByteBound(t *testing.T) {
+	s, dir := newSession(t)
+	for _, name := range []string{"a", "b"} {
+		write(t, dir, ".claude/skills/s/"+name, "")
+		require.NoError(t, os.Truncate(filepath.Join(dir, ".claude/skills/s/"+name), 40<<20))
+	}
+	r := refused(t, Check(s, "s1", "", Approvals{Dir: t.TempDir()}))
+	assert.Equal(t, ".claude/skills", r.Changes[0].Path)
+	assert.Contains(t, r.Changes[0].How, "more than the")
 }
