@@ -39,7 +39,8 @@ later change needs a new approval. What is recorded is what was shown, read once
 than 4,096 files or 64 MiB cannot be approved: run the agent sandboxed instead (exec --landlock, run --backend
 docker), where the session's code runs with the session's rights, not yours.
 
--w names the run's folder as exec's -w does: a project's own settings there and above it count too.`,
+A project's own settings (a .claude/settings.json, .mcp.json, .env, ...) count in every folder of the session: a
+shell may cd into any. -w names the run's folder as exec's -w does, for a run that starts outside the workspace.`,
 		Example: `  sessionfs approve fix-login
   sessionfs approve fix-login --show
   sessionfs approve fix-login -w api --yes
