@@ -54,7 +54,7 @@ shell may cd into any. -w names the run's folder as exec's -w does, for a run th
 			return a.runApprove(cmd.OutOrStdout(), os.Stdin, args[0], o)
 		},
 	}
-	cmd.Flags().StringVarP(&o.workdir, "workdir", "w", "", workdirHelp)
+	cmd.Flags().StringVarP(&o.workdir, "workdir", "w", "", "the run's folder, as exec -w names it (default: the workspace)")
 	cmd.Flags().BoolVarP(&o.yes, "yes", "y", false, "approve without asking (what is shown is what is approved)")
 	cmd.Flags().BoolVar(&o.show, "show", false, "print what would be approved, and approve nothing")
 	cmd.Flags().BoolVar(&o.revoke, "revoke", false, "remove the session's approval")
