@@ -137,7 +137,7 @@ func safeSettings(settings map[string]json.RawMessage) (safe map[string]json.Raw
 		case slices.Contains(inertSettings, k):
 			safe = setRaw(safe, k, raw)
 		default:
-			left = append(left, k)
+			left = append(left, plainName(k))
 		}
 	}
 	slices.Sort(left)
