@@ -1,5 +1,11 @@
 package agents
 
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+)
+
 // A conversation's line can hold a list of a million tiny things (a Gemini message's tool calls, a Qwen message's
 // parts): decoded into a Go slice at once, it takes tens of bytes of memory for each byte of the line. Readers
 // take such a list as a RawRef and decode its elements one at a time (EachElement).
@@ -67,6 +73,52 @@ func EachElement(raw []byte, fn func(elem []byte) error) error {
 		}
 	}
 	return nil
+}
+
+// IsList reports whether raw, a JSON value, is a list.
+func IsList(raw []byte) bool {
+	for _, c := range raw {
+		if !isSpace(c) {
+			return c == '['
+		}
+	}
+	return false
+}
+
+var errEnough = errors.New("enough")
+
+// JoinTexts is the "text" of each element of the JSON list raw (Gemini's and Qwen's parts), joined by spaces, up
+// to limit bytes (< 0: all of it): the elements are decoded one at a time, and no more of them than limit needs.
+func JoinTexts(raw []byte, limit int) string {
+	var b strings.Builder
+	first := true
+	_ = EachElement(raw, func(el []byte) error {
+		var p struct {
+			Text string `json:"text"`
+		}
+		_ = json.Unmarshal(el, &p)
+		if !first {
+			b.WriteByte(' ')
+		}
+		first = false
+		b.WriteString(p.Text)
+		if limit >= 0 && b.Len() > limit {
+			return errEnough
+		}
+		return nil
+	})
+	return Cut(b.String(), limit)
+}
+
+// Cut is s up to limit bytes (< 0: all of it), ending where a character does.
+func Cut(s string, limit int) string {
+	if limit < 0 || len(s) <= limit {
+		return s
+	}
+	for limit > 0 && s[limit]&0xc0 == 0x80 {
+		limit--
+	}
+	return s[:limit]
 }
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }

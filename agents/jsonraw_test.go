@@ -40,3 +40,14 @@ func TestRawRefIsTheInput(t *testing.T) {
 	assert.Nil(t, v.Gone)
 	assert.Equal(t, cap(in)-9, cap(v.Parts), "a part of the input, not a copy")
 }
+
+// Gemini's and Qwen's readers take a prompt's words from a list of parts, bounded, and cut where a character ends.
+func TestJoinTexts(t *testing.T) {
+	raw := []byte(`[{"text":"héllo"},{"functionCall":{}},{"text":"there"}, 3]`)
+	assert.Equal(t, "héllo  there ", JoinTexts(raw, -1))
+	assert.Equal(t, "h", JoinTexts(raw, 2), "no half of é")
+	assert.Equal(t, "", JoinTexts([]byte(`"not a list"`), -1))
+	assert.True(t, IsList([]byte(" \n[1]")))
+	assert.False(t, IsList([]byte(`{"a":[1]}`)))
+	assert.Equal(t, "abc", Cut("abc", 5))
+}

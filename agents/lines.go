@@ -91,6 +91,10 @@ const (
 	StampDated = "2006-01-02 15:04:05"
 )
 
+// MaxWatchParts bounds the parts a reader makes of one line for watch (Files.Line): Render shows 200 characters
+// of them, which fewer parts fill, and a line can hold a million.
+const MaxWatchParts = 256
+
 // Render is one line of watch: the time, who speaks, then the text or the tool call, cut at 200 characters.
 func Render(ts time.Time, who string, parts []string) string {
 	stamp := "--:--:--"

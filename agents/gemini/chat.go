@@ -23,8 +23,6 @@ const (
 	// reads (a later line may rewrite any message: which one is the first prompt is told at the end).
 	maxPrompt  = 16 << 10
 	maxPrompts = 1 << 20
-	// maxWatchParts bounds the parts of a watch line: watch shows 200 characters of them, which fewer parts fill.
-	maxWatchParts = 256
 )
 
 // Key stands for a message's id in what a reader holds: 16 bytes whatever the id's length, a hash with seeds
@@ -39,19 +37,6 @@ func NewKeys() Keys { return Keys{maphash.MakeSeed(), maphash.MakeSeed()} }
 
 // Of is id's Key.
 func (k Keys) Of(id string) Key { return Key{maphash.String(k.a, id), maphash.String(k.b, id)} }
-
-// IsList reports whether raw, a JSON value, is a list: {"$set": {"messages": [...]}} replaces the chat's messages
-// only with one.
-func IsList(raw []byte) bool {
-	for _, c := range raw {
-		switch c {
-		case ' ', '\t', '\r', '\n':
-			continue
-		}
-		return c == '['
-	}
-	return false
-}
 
 // chat follows a Gemini chat: a first line {"sessionId", "startTime", ...}, message lines {"id", "type",
 // "timestamp", "content"}, and {"$set": {...}} lines that replace fields, the whole "messages" list included.
@@ -131,7 +116,7 @@ func (g *chat) line(c *agents.Conversation, line []byte) error {
 		g.id = e.SessionID
 		c.At(e.StartTime)
 	case e.Set != nil && len(e.Set.Messages) > 0 && string(e.Set.Messages) != "null":
-		if !IsList(e.Set.Messages) {
+		if !agents.IsList(e.Set.Messages) {
 			return errors.New("$set of messages that are not a list")
 		}
 		g.reset()
@@ -169,45 +154,18 @@ func read(c *agents.Conversation, r io.Reader) {
 	}
 }
 
-var errEnough = errors.New("enough")
-
 // text is a message's text, up to limit bytes (< 0: all of it): content is a string or a list of parts, whose
 // texts are joined by spaces.
 func text(raw []byte, limit int) string {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return cut(s, limit)
+	if agents.IsList(raw) {
+		return agents.JoinTexts(raw, limit)
 	}
-	var b strings.Builder
-	first := true
-	_ = agents.EachElement(raw, func(el []byte) error {
-		var p struct {
-			Text string `json:"text"`
-		}
-		_ = json.Unmarshal(el, &p)
-		if !first {
-			b.WriteByte(' ')
-		}
-		first = false
-		b.WriteString(p.Text)
-		if limit >= 0 && b.Len() > limit {
-			return errEnough
-		}
-		return nil
-	})
-	return cut(b.String(), limit)
+	var s string
+	_ = json.Unmarshal(raw, &s)
+	return agents.Cut(s, limit)
 }
 
-// cut is s up to limit bytes (< 0: all of it), ending where a character does.
-func cut(s string, limit int) string {
-	if limit < 0 || len(s) <= limit {
-		return s
-	}
-	for limit > 0 && s[limit]&0xc0 == 0x80 {
-		limit--
-	}
-	return s[:limit]
-}
+var errEnough = errors.New("enough")
 
 // line reads a chat line for watch: a message {"id", "type": "user"|"gemini", "content", "toolCalls"}.
 func line(b []byte) (time.Time, string, []string, error) {
@@ -225,7 +183,7 @@ func line(b []byte) (time.Time, string, []string, error) {
 	}
 	parts := agents.Texts([]string{t})
 	_ = agents.EachElement(m.ToolCalls, func(el []byte) error {
-		if len(parts) >= maxWatchParts {
+		if len(parts) >= agents.MaxWatchParts {
 			return errEnough // watch shows no more of them
 		}
 		var c struct {

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/sessionfs/sessionfs/agents"
@@ -30,12 +29,8 @@ type part struct {
 	FunctionResponse agents.RawRef `json:"functionResponse"`
 }
 
-const (
-	// maxPrompt bounds the first prompt a listing keeps (its title).
-	maxPrompt = 16 << 10
-	// maxWatchParts bounds the parts of a watch line: watch shows 200 characters of them, which fewer parts fill.
-	maxWatchParts = 256
-)
+// maxPrompt bounds the first prompt a listing keeps (its title).
+const maxPrompt = 16 << 10
 
 var errEnough = errors.New("enough")
 
@@ -48,35 +43,9 @@ func read(c *agents.Conversation, r io.Reader) {
 		}
 		c.Messages++
 		if c.FirstPrompt == "" && e.Type == "user" {
-			var b strings.Builder
-			first := true
-			_ = agents.EachElement(e.Message.Parts, func(el []byte) error {
-				var p part
-				_ = json.Unmarshal(el, &p)
-				if !first {
-					b.WriteByte(' ')
-				}
-				first = false
-				b.WriteString(p.Text)
-				if b.Len() > maxPrompt {
-					return errEnough
-				}
-				return nil
-			})
-			c.FirstPrompt = cut(b.String(), maxPrompt)
+			c.FirstPrompt = agents.JoinTexts(e.Message.Parts, maxPrompt)
 		}
 	})
-}
-
-// cut is s up to limit bytes, ending where a character does.
-func cut(s string, limit int) string {
-	if len(s) <= limit {
-		return s
-	}
-	for limit > 0 && s[limit]&0xc0 == 0x80 {
-		limit--
-	}
-	return s[:limit]
 }
 
 // line reads a chat line for watch: text parts, tool calls and their results.
@@ -87,7 +56,7 @@ func line(b []byte) (time.Time, string, []string, error) {
 	}
 	var parts []string
 	_ = agents.EachElement(e.Message.Parts, func(el []byte) error {
-		if len(parts) >= maxWatchParts {
+		if len(parts) >= agents.MaxWatchParts {
 			return errEnough // watch shows no more of them
 		}
 		var p part

@@ -107,7 +107,7 @@ func (geminiReader) read(sess *layout.Dir, c agents.Conversation, from position,
 			return nil
 		}
 		switch {
-		case l.Set != nil && gemini.IsList(l.Set.Messages):
+		case l.Set != nil && agents.IsList(l.Set.Messages):
 			order, at, dropped = nil, map[gemini.Key]geminiAt{}, 0
 			_ = agents.EachElement(l.Set.Messages, func(el []byte) error {
 				var m geminiMessage
@@ -285,9 +285,6 @@ func geminiText(raw []byte) string {
 // geminiResult is a tool's result as Gemini keeps it: a list of {"functionResponse": {"response": ...}}, decoded
 // one at a time.
 func geminiResult(raw []byte) string {
-	if !gemini.IsList(raw) {
-		return ""
-	}
 	var b strings.Builder
 	first := true
 	err := agents.EachElement(raw, func(el []byte) error {
