@@ -172,12 +172,14 @@ func (w *writer) close() { w.stmt.Close() }
 
 // entries reads the entries of one file of conversation s to w, those keep takes: rel is s's own file or, sub
 // being its id, a subagent's (read alone, each an inode of its own). size >= 0 stops the reading at a line that
-// starts past it: the file grew since it was listed, and what it grew by is the next catch-up's.
+// starts past it: the file grew since it was listed, and what it grew by is the next catch-up's. A file that
+// cannot be read is a readError; the index's own failure (a row not written) is returned as it is.
 func (w *writer) entries(sess *layout.Dir, s *source, rel, sub string, size int64, keep func(text.Entry) bool) error {
 	c := s.conv
 	if s.agent == claude.Agent {
 		c.ID, c.Path = noSubagents, path.Join(sess.Name(), rel)
 	}
+	var dbErr error
 	err := text.Entries(sess, s.agent, c, func(e text.Entry) error {
 		if sub != "" {
 			e.Subagent = sub
@@ -188,12 +190,19 @@ func (w *writer) entries(sess *layout.Dir, s *source, rel, sub string, size int6
 		if !keep(e) {
 			return nil
 		}
-		return w.add(e)
+		err := w.add(e)
+		if err != nil && !errors.Is(err, errCut) {
+			dbErr = err
+		}
+		return err // errCut: the budget is spent, the reading stops
 	})
-	if errors.Is(err, errStop) || errors.Is(err, errCut) {
-		err = nil
+	switch {
+	case dbErr != nil:
+		return dbErr
+	case err == nil || errors.Is(err, errStop) || errors.Is(err, errCut):
+		return nil
 	}
-	return err
+	return readError{fmt.Errorf("%s: %w", c.Path, err)}
 }
 
 // add adds entry e: a row of its own, or, past its line's first perLine entries, merged into the row before it when

@@ -2,6 +2,7 @@ package search
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -458,4 +459,26 @@ func TestAnOldIndexIsRebuilt(t *testing.T) {
 	assert.Equal(t, "/session/workspace", hits[0].Cwd)
 	assert.Equal(t, "prompt", hits[0].Kind)
 	assertSums(t, ix)
+}
+
+// TestIndexFailureIsNoReadError: a row the index fails to write is the index's failure, returned as SQLite said it
+// (a damaged database is rebuilt on it), not a conversation left out for now as if its file could not be read.
+func TestIndexFailureIsNoReadError(t *testing.T) {
+	s := newStore(t, "demo")
+	appendTo(t, transcript(s, "demo", theConv), partsLine("/w", 0, []string{"walrus"}), partsLine("/w", 1, []string{"narwhal"}))
+	ix, _ := openIndex(t, s)
+	sess, err := s.OpenSession("demo")
+	require.NoError(t, err)
+	defer sess.Close()
+	l := list(sess)
+	require.Len(t, l.sources, 1)
+	tx, err := ix.db.Begin()
+	require.NoError(t, err)
+	defer tx.Rollback()
+	// The rowid of the conversation's first entry is taken: its insert fails.
+	_, err = tx.Exec(`INSERT INTO entry(rowid, text) VALUES(?, 'taken')`, int64(1)<<convShift)
+	require.NoError(t, err)
+	err = index(tx, sess, "demo", &l.sources[0], nil)
+	require.Error(t, err)
+	assert.False(t, errors.As(err, new(readError)), "the index's failure was taken for an unreadable file: %v", err)
 }

@@ -499,7 +499,7 @@ func index(tx *sql.Tx, sess *layout.Dir, session string, s *source, old *row) er
 			if err := w.entries(sess, s, s.rel, "", size, func(e text.Entry) bool {
 				return !s.appendOnly || e.Offset < end
 			}); err != nil {
-				return readError{fmt.Errorf("%s: %w", s.conv.Path, err)}
+				return err
 			}
 		}
 		// Its subagents' transcripts, each file once, within what the conversation and the session may read. One
@@ -515,7 +515,9 @@ func index(tx *sql.Tx, sess *layout.Dir, session string, s *source, old *row) er
 				cut = readCut(false)
 			default:
 				read += f.st.size
-				_ = w.entries(sess, s, f.rel, f.id, f.st.size, func(text.Entry) bool { return true })
+				if err := w.entries(sess, s, f.rel, f.id, f.st.size, func(text.Entry) bool { return true }); err != nil && !errors.As(err, new(readError)) {
+					return err
+				}
 			}
 		}
 		if err := w.finish(); err != nil {
@@ -552,7 +554,7 @@ func appendEntries(tx *sql.Tx, sess *layout.Dir, s *source, old *row, st fstat, 
 		if err := w.entries(sess, s, s.rel, "", st.size, func(e text.Entry) bool {
 			return e.Offset >= old.done && e.Offset < end
 		}); err != nil {
-			return readError{fmt.Errorf("%s: %w", s.conv.Path, err)}
+			return err
 		}
 		if err := w.finish(); err != nil {
 			return err
