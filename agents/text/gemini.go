@@ -111,8 +111,11 @@ func (geminiReader) read(sess *layout.Dir, c agents.Conversation, from position,
 			order, at, dropped = nil, map[gemini.Key]geminiAt{}, 0
 			_ = agents.EachElement(l.Set.Messages, func(el []byte) error {
 				var m geminiMessage
+				from := cap(b) - cap(el) // el is b's (RawRef), from there
+				if from < 0 || from+len(el) > len(b) || &b[from] != &el[0] {
+					return errGeminiPart // a decoder that copied: no place in the line to read it again from
+				}
 				if json.Unmarshal(el, &m) == nil && m.ID != "" {
-					from := cap(b) - cap(el) // el is b's, from there
 					add(&m, geminiAt{off: off, n: int32(n), from: int32(from), to: int32(from + len(el))})
 				}
 				return nil
@@ -191,7 +194,7 @@ func (geminiReader) read(sess *layout.Dir, c agents.Conversation, from position,
 	return from, nil
 }
 
-// readLine reads the line of n bytes at off into buf (nil if the file no longer holds it).
+// readLine reads the line of n bytes at off into buf (empty if the file no longer holds it).
 func readLine(f io.ReaderAt, buf []byte, off int64, n int32) []byte {
 	if cap(buf) < int(n) {
 		buf = make([]byte, n)
