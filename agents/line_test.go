@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -87,4 +88,19 @@ func TestLineToolsAndGarbage(t *testing.T) {
 	}
 	long := `{"type":"user","message":{"parts":[{"text":"` + strings.Repeat("é", 500) + `"}]}}`
 	assert.LessOrEqual(t, len([]rune(agents.Line(qwen.Agent, []byte(long)))), 240)
+}
+
+// Render's line is the parts' words joined by single spaces, cut at 200 characters, read no further than that.
+func TestRenderWords(t *testing.T) {
+	long := strings.Repeat("é ", 300)
+	for _, parts := range [][]string{
+		nil, {""}, {"  a\tb\n"}, {"a", "b"}, {"a ", " b"}, {long}, {long[:399]}, {long[:400]}, {long[:401]},
+		{"x", strings.Repeat("y", 198), "z"}, {"x", strings.Repeat("y", 197), "z"},
+	} {
+		old := strings.Join(strings.Fields(strings.Join(parts, " ")), " ")
+		if r := []rune(old); len(r) > 200 {
+			old = string(r[:199]) + "…"
+		}
+		assert.Equal(t, "--:--:-- who       "+old, agents.Render(time.Time{}, "who", parts), "%q", parts)
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"strings"
 	"time"
+	"unicode"
 )
 
 // MaxLine bounds one line of a conversation file; tool results can be large, and a longer line is counted as
@@ -101,11 +102,36 @@ func Render(ts time.Time, who string, parts []string) string {
 	if !ts.IsZero() {
 		stamp = Stamp(ts, time.Now())
 	}
-	text := strings.Join(strings.Fields(strings.Join(parts, " ")), " ")
-	if r := []rune(text); len(r) > 200 {
-		text = string(r[:199]) + "…"
+	text := words(parts, 200)
+	if len(text) > 200 {
+		text = append(text[:199], '…')
 	}
-	return fmt.Sprintf("%s %-9s %s", stamp, who, text)
+	return fmt.Sprintf("%s %-9s %s", stamp, who, string(text))
+}
+
+// words are parts' words (unicode.IsSpace between them) joined by single spaces, as characters, and no more of
+// them than past max: a part can hold a whole line's text (MegaBytes), which converting and splitting whole took
+// many times its size.
+func words(parts []string, max int) []rune {
+	var out []rune
+	space := false
+	for _, p := range parts {
+		space = true // parts are words apart
+		for _, r := range p {
+			if unicode.IsSpace(r) {
+				space = true
+				continue
+			}
+			if space && len(out) > 0 {
+				out = append(out, ' ')
+			}
+			space = false
+			if out = append(out, r); len(out) > max {
+				return out
+			}
+		}
+	}
+	return out
 }
 
 // Stamp is ts as watch prints it on day now: the clock alone for a time of that (local) day, else the date too.
