@@ -15,6 +15,7 @@ import (
 	"github.com/sessionfs/sessionfs/agents/all"
 	"github.com/sessionfs/sessionfs/agents/claude"
 	"github.com/sessionfs/sessionfs/agents/opencode"
+	"github.com/sessionfs/sessionfs/agents/text"
 	"github.com/sessionfs/sessionfs/layout"
 )
 
@@ -173,7 +174,7 @@ func claudeSources(sess *layout.Dir) []source {
 		})
 		for i := range out {
 			if s := &out[i]; path.Dir(s.rel) == folder && dirs[s.conv.ID] {
-				s.sig, s.subs = subagents(sess, folder+"/"+s.conv.ID+"/subagents")
+				s.sig, s.subs = subagents(sess, s)
 			}
 		}
 	}
@@ -202,35 +203,36 @@ func each(sess *layout.Dir, rel string, keep func(os.DirEntry) bool, fn func(nam
 	}
 }
 
-// subagents sums up the stats of the subagents' files in folder ("" when there are none), and lists them, sorted
-// by id: the files agents/text reads as the conversation's subagents (agent-<id>.jsonl, id a valid one).
-func subagents(sess *layout.Dir, folder string) (string, []subFile) {
+// subagents lists the subagents' transcripts agents/text reads with conversation s (text.Files: its rule of
+// which files they are), each with its lstat in their folder, and sums up their stats ("" when there are none).
+func subagents(sess *layout.Dir, s *source) (string, []subFile) {
+	files, _ := text.Files(sess, s.agent, s.conv)
+	if len(files) < 2 {
+		return "", nil
+	}
+	folder := path.Dir(files[1])
+	fd, err := sess.OpenAt(folder, unix.O_PATH|unix.O_DIRECTORY, 0)
+	if err != nil {
+		return "", nil
+	}
+	defer unix.Close(fd)
 	h := fnv.New64a()
 	var subs []subFile
-	each(sess, folder, func(e os.DirEntry) bool {
-		_, ok := subagentID(e.Name())
-		return ok && e.Type().IsRegular()
-	}, func(name string, st *unix.Stat_t) {
-		s := statOf(st)
-		fmt.Fprintf(h, "%s\x00%d\x00%d\x00%d\x00", name, s.size, s.ctime, s.ino)
-		id, _ := subagentID(name)
-		subs = append(subs, subFile{id: id, rel: folder + "/" + name, st: s, dev: st.Dev})
-	})
+	for _, rel := range files[1:] { // sorted by id
+		name := path.Base(rel)
+		var st unix.Stat_t
+		if path.Dir(rel) != folder || unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+			continue
+		}
+		fs := statOf(&st)
+		fmt.Fprintf(h, "%s\x00%d\x00%d\x00%d\x00", name, fs.size, fs.ctime, fs.ino)
+		id := strings.TrimSuffix(strings.TrimPrefix(name, "agent-"), ".jsonl")
+		subs = append(subs, subFile{id: id, rel: rel, st: fs, dev: st.Dev})
+	}
 	if len(subs) == 0 {
 		return "", nil
 	}
-	sort.Slice(subs, func(i, j int) bool { return subs[i].id < subs[j].id })
 	return fmt.Sprintf("%d:%x", len(subs), h.Sum64()), subs
-}
-
-// subagentID is the id of a subagent's transcript named name (agent-<id>.jsonl), as agents/text reads them.
-func subagentID(name string) (string, bool) {
-	id, ok := strings.CutPrefix(name, "agent-")
-	if !ok {
-		return "", false
-	}
-	id, ok = strings.CutSuffix(id, ".jsonl")
-	return id, ok && id != "" && layout.ValidateID(id) == nil
 }
 
 // fileSources lists the conversation files of an agent that keeps one JSONL file each (agents.Files): Dir, its
