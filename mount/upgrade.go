@@ -15,6 +15,8 @@ import (
 
 	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
+
+	"github.com/sessionfs/sessionfs/agents"
 )
 
 // Upgrade (issue 42): `sessionfs mount` on a mountpoint whose connection a holder keeps (takeover.go) hands the
@@ -97,10 +99,12 @@ func controlDirOf(uid int) string {
 const maxSocketPath = 108
 
 // stateDir is the state folder of uid: $XDG_STATE_HOME, else ~/.local/state, the first that is uid's (the
-// deepest part of it that exists now is a folder of uid's: usersFolder); "" when neither is.
+// deepest part of it that exists now is a folder of uid's: usersFolder); "" when neither is. In a session's
+// process (agents.EnvSession set) $XDG_STATE_HOME is the session's own folder, set so by sessionfs for opencode
+// and every program it starts: a folder the session writes, never the control folder.
 func stateDir(uid int) string {
 	var candidates []string
-	if d := os.Getenv("XDG_STATE_HOME"); filepath.IsAbs(d) {
+	if d := os.Getenv("XDG_STATE_HOME"); filepath.IsAbs(d) && os.Getenv(agents.EnvSession) == "" {
 		candidates = append(candidates, filepath.Clean(d))
 	}
 	if home := os.Getenv("HOME"); filepath.IsAbs(home) {

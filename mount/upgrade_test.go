@@ -12,6 +12,8 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sessionfs/sessionfs/agents"
 )
 
 // The control folder is this user's alone: one another user made, one anyone may enter, or a link (in /tmp a
@@ -67,6 +69,9 @@ func TestControlDirIsBeneathTheUsersOwnFolder(t *testing.T) {
 	assert.Equal(t, filepath.Join(home, ".local/state/sessionfs/run"), controlDirOf(uid), "a runtime folder of another user's is not used")
 	t.Setenv("XDG_STATE_HOME", state)
 	assert.Equal(t, filepath.Join(state, "sessionfs/run"), controlDirOf(uid), "XDG_STATE_HOME")
+	t.Setenv(agents.EnvSession, "s1")
+	assert.Equal(t, filepath.Join(home, ".local/state/sessionfs/run"), controlDirOf(uid), "a session's process: its XDG_STATE_HOME is the session's (opencode's)")
+	t.Setenv(agents.EnvSession, "")
 	t.Setenv("XDG_STATE_HOME", others)
 	assert.Equal(t, filepath.Join(home, ".local/state/sessionfs/run"), controlDirOf(uid), "an XDG_STATE_HOME of another user's is not used")
 
