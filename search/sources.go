@@ -32,9 +32,8 @@ type source struct {
 	// appendOnly: a JSONL file its agent only appends to; record: a database's own stat, no entries.
 	appendOnly, record bool
 	// subs are the subagents' transcripts (Claude's sidecar) to read, each an inode no file before it in the
-	// session's listing has (a hard link of one already read is not read again); linked counts those left out so.
-	subs   []subFile
-	linked int
+	// session's listing has (a hard link of one already read is not read again).
+	subs []subFile
 	// dev is the file's device (with st.ino, what tells hard links apart); dupOf is the conversation whose file
 	// this one's is (a hard link, or a second name of it): its text is indexed there, not again here.
 	dev   uint64
@@ -131,17 +130,15 @@ func (l *listing) dedupe() {
 		kept := s.subs[:0]
 		for _, f := range s.subs {
 			in := inode{f.dev, uint64(f.st.ino)}
-			if _, ok := first[in]; ok {
-				s.linked++
-				continue
+			if _, ok := first[in]; !ok {
+				first[in] = s.src
+				kept = append(kept, f)
 			}
-			first[in] = s.src
-			kept = append(kept, f)
+		}
+		if linked := len(s.subs) - len(kept); linked > 0 {
+			s.sig += fmt.Sprintf("\x00linked:%d", linked)
 		}
 		s.subs = kept
-		if s.linked > 0 {
-			s.sig += fmt.Sprintf("\x00linked:%d", s.linked)
-		}
 	}
 }
 
