@@ -111,6 +111,9 @@ type textFile struct {
 	id    string
 	agent *agents.Agent
 	conv  string
+
+	mu    sync.Mutex
+	shown syscall.Stat_t // the owner and read bits attr gave the kernel last, which it judges an open by
 }
 
 var (
@@ -296,11 +299,14 @@ func (f *textFile) Getattr(ctx context.Context, _ fs.FileHandle, out *fuse.AttrO
 // attr is the rendering's attributes: its size, the conversation's last time, the owner of the conversation's
 // file and the read bits every file the rendering reads grants (textperm.go; none when it cannot be told).
 func (f *textFile) attr(ctx context.Context, c agents.Conversation, a *fuse.Attr) {
-	data := f.texts.renderingFor(ctx, f.tree, f.id, f.agent, c)
-	st := f.access(c)
+	r := f.texts.renderingFor(ctx, f.tree, f.id, f.agent, c)
+	st := f.grants(r, c)
+	f.mu.Lock()
+	f.shown = st
+	f.mu.Unlock()
 	a.Mode = syscall.S_IFREG | st.Mode&0o444
 	a.Owner = fuse.Owner{Uid: st.Uid, Gid: st.Gid}
-	a.Size = uint64(len(data))
+	a.Size = uint64(len(r.data))
 	a.Blocks = (a.Size + 511) / 512
 	a.Nlink = 1
 	mtime := c.Last
@@ -316,18 +322,28 @@ func (f *textFile) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint3
 	if flags&syscall.O_ACCMODE != syscall.O_RDONLY {
 		return nil, 0, syscall.EROFS
 	}
-	h := &textOpen{}
-	if c, ok := f.texts.conversation(f.tree, f.id, f.agent, f.conv); ok {
-		h.granted = f.access(c)
-	}
+	f.mu.Lock()
+	h := &textOpen{granted: f.shown}
+	f.mu.Unlock()
 	return h, fuse.FOPEN_DIRECT_IO, 0
 }
 
 // textOpen is an open file of the text view: the rendering it keeps, and what the rendering granted when the
-// kernel let the caller open it.
+// kernel let the caller open it (the attributes the kernel judged the open by: attr's last).
 type textOpen struct {
 	textHandle
 	granted syscall.Stat_t
+}
+
+// grants is what rendering r of conversation c grants: told once r's files were read (at its first use), and
+// again once older than accessFresh. A read costs no listing and no stat of the files it shows.
+func (f *textFile) grants(r *rendering, c agents.Conversation) syscall.Stat_t {
+	r.accMu.Lock()
+	defer r.accMu.Unlock()
+	if r.accAt.IsZero() || time.Since(r.accAt) >= accessFresh {
+		r.acc, r.accAt = f.access(c), time.Now()
+	}
+	return r.acc
 }
 
 // access is the owner and read bits of conversation c's rendering (textRenderAccess; none when it cannot be told).
@@ -339,13 +355,13 @@ func (f *textFile) access(c agents.Conversation) syscall.Stat_t {
 	return st
 }
 
-// mayRead reports whether the caller of ctx may read conversation c's rendering through h: yes while it grants
+// mayRead reports whether the caller of ctx may read conversation c's rendering r through h: yes while it grants
 // what it did at the open, else if the caller may read it as it is now (a subagent of another owner or mode
 // appeared since the open; mayRead).
-func (h *textOpen) mayRead(ctx context.Context, f *textFile, c agents.Conversation) bool {
-	now := f.access(c)
+func (h *textOpen) mayRead(ctx context.Context, f *textFile, r *rendering, c agents.Conversation) bool {
+	now := f.grants(r, c)
 	g := h.granted
-	if now.Uid == g.Uid && now.Gid == g.Gid && now.Mode&g.Mode&0o444 == g.Mode&0o444 {
+	if g.Mode&0o444 != 0 && now.Uid == g.Uid && now.Gid == g.Gid && now.Mode&g.Mode&0o444 == g.Mode&0o444 {
 		return true
 	}
 	return mayRead(ctx, &now)
@@ -367,13 +383,14 @@ func (f *textFile) Read(ctx context.Context, fh fs.FileHandle, dest []byte, off 
 	if !ok {
 		return nil, syscall.EBADF
 	}
-	data, errno := f.texts.readFor(ctx, &o.textHandle, f.tree, f.id, f.agent, c)
+	r, errno := f.texts.readFor(ctx, &o.textHandle, f.tree, f.id, f.agent, c)
 	if errno != 0 {
 		return nil, errno
 	}
-	if !o.mayRead(ctx, f, c) { // after the rendering: judged by what it read, or read since
+	if !o.mayRead(ctx, f, r, c) { // judged by what the rendering read, or read since
 		return nil, syscall.EACCES
 	}
+	data := r.data
 	if off >= int64(len(data)) {
 		return fuse.ReadResultData(nil), 0
 	}

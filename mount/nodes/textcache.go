@@ -36,20 +36,19 @@ type textCache struct {
 	pinned   int                     // bytes of the renderings open files keep
 }
 
-// inflight is a rendering being made; done is closed once data is.
+// inflight is a rendering being made; done is closed once r is.
 type inflight struct {
 	sig   string
 	done  chan struct{}
-	data  []byte
-	errno syscall.Errno // EIO: no slot was given in time (no data)
+	r     *rendering
+	errno syscall.Errno // EIO: no slot was given in time (no rendering)
 }
 
 // textHandle is an open file of the text view: the rendering its reads go through while its conversation is as
-// it was (sig), nil when none is kept.
+// it was (r.sig), nil when none is kept.
 type textHandle struct {
-	mu   sync.Mutex
-	sig  string
-	data []byte
+	mu sync.Mutex
+	r  *rendering
 }
 
 type convList struct {
@@ -67,7 +66,13 @@ type pendingList struct {
 type rendering struct {
 	sig  string // what the conversation was when rendered (size, last time, messages)
 	data []byte
-	used time.Time
+	used time.Time // guarded by the cache's mu
+
+	// What the rendering grants (textperm.go): told at its first use, once its files were read, and again once
+	// older than accessFresh (textFile.grants), so that a read does not list and stat every file it shows.
+	accMu sync.Mutex
+	acc   syscall.Stat_t
+	accAt time.Time
 }
 
 const (
@@ -96,6 +101,9 @@ const (
 	// rendering takes (it is cut then, saying so).
 	maxRenderRead = agents.MaxRead
 	maxRenderTime = time.Minute
+	// accessFresh is how long what a rendering grants is used again: a file's new mode or owner shows within it,
+	// as a new conversation shows in a listing (listFresh), and within the kernel's keeping of attributes.
+	accessFresh = listFresh
 )
 
 // sessionRenders bounds the renderings of one session made at once: half the slots, so that another session's
@@ -174,76 +182,81 @@ func callerUID(ctx context.Context) uint32 {
 	return 0
 }
 
-// readFor is conversation cv of agent a in session id as Markdown, for open file h (nil: none) and the caller of
+// readFor is conversation cv of agent a in session id rendered, for open file h (nil: none) and the caller of
 // ctx: the rendering h keeps while cv is as it was, else the cache's, which h then keeps if all kept stay within
 // maxPinned. EIO: no slot was free for the rendering within renderWait; EINTR: the caller was interrupted.
-func (c *textCache) readFor(ctx context.Context, h *textHandle, t *Tree, id string, a *agents.Agent, cv agents.Conversation) ([]byte, syscall.Errno) {
-	sig := signature(cv)
+func (c *textCache) readFor(ctx context.Context, h *textHandle, t *Tree, id string, a *agents.Agent, cv agents.Conversation) (*rendering, syscall.Errno) {
 	if h != nil {
 		h.mu.Lock()
-		data, same := h.data, h.sig == sig
+		r := h.r
 		h.mu.Unlock()
-		if data != nil && same {
-			return data, 0
+		if r != nil && r.sig == signature(cv) {
+			return r, 0
 		}
 	}
-	data, errno := c.renderedFor(ctx, t, id, a, cv)
+	r, errno := c.renderedFor(ctx, t, id, a, cv)
 	if errno != 0 {
 		return nil, errno
 	}
 	if h != nil {
 		c.mu.Lock()
 		h.mu.Lock()
-		c.pinned -= len(h.data)
-		h.data, h.sig = nil, ""
-		if c.pinned+len(data) <= maxPinned {
-			h.data, h.sig = data, sig
-			c.pinned += len(data)
+		c.unpin(h)
+		if c.pinned+len(r.data) <= maxPinned {
+			h.r = r
+			c.pinned += len(r.data)
 		}
 		h.mu.Unlock()
 		c.mu.Unlock()
 	}
-	return data, 0
+	return r, 0
+}
+
+// unpin forgets the rendering open file h kept. The caller holds c.mu and h.mu.
+func (c *textCache) unpin(h *textHandle) {
+	if h.r != nil {
+		c.pinned -= len(h.r.data)
+		h.r = nil
+	}
 }
 
 // release forgets the rendering open file h kept (it was closed).
 func (c *textCache) release(h *textHandle) {
 	c.mu.Lock()
 	h.mu.Lock()
-	c.pinned -= len(h.data)
-	h.data, h.sig = nil, ""
+	c.unpin(h)
 	h.mu.Unlock()
 	c.mu.Unlock()
 }
 
 // renderingFor is what the text view shows as conversation cv's rendering in its attributes (the caller of ctx asks):
 // the rendering, else (no slot in time, the caller interrupted) the last one made of it, else a note saying so.
-func (c *textCache) renderingFor(ctx context.Context, t *Tree, id string, a *agents.Agent, cv agents.Conversation) []byte {
-	data, errno := c.renderedFor(ctx, t, id, a, cv)
+func (c *textCache) renderingFor(ctx context.Context, t *Tree, id string, a *agents.Agent, cv agents.Conversation) *rendering {
+	r, errno := c.renderedFor(ctx, t, id, a, cv)
 	if errno == 0 {
-		return data
+		return r
 	}
 	c.mu.Lock()
-	r := c.renders[id+"/"+a.Name+"/"+cv.ID]
+	r = c.renders[id+"/"+a.Name+"/"+cv.ID]
 	c.mu.Unlock()
 	if r != nil {
-		return r.data
+		return r
 	}
-	return busyNote(id, a, cv)
+	return &rendering{data: busyNote(id, a, cv)}
 }
 
 // renderedFor is conversation cv of agent a in session id as Markdown, rendered again once it changed: once at a
 // time for each conversation, in one of the slots the session's and the caller's shares allow (textslots.go).
 // The caller waits for the rendering until it is interrupted (EINTR) or the rendering was given no slot within
 // renderWait (EIO); a rendering under way goes on when its readers went (the next read finds it made).
-func (c *textCache) renderedFor(ctx context.Context, t *Tree, id string, a *agents.Agent, cv agents.Conversation) ([]byte, syscall.Errno) {
+func (c *textCache) renderedFor(ctx context.Context, t *Tree, id string, a *agents.Agent, cv agents.Conversation) (*rendering, syscall.Errno) {
 	key := id + "/" + a.Name + "/" + cv.ID
 	sig := signature(cv)
 	c.mu.Lock()
 	if r := c.renders[key]; r != nil && r.sig == sig {
 		r.used = time.Now()
 		c.mu.Unlock()
-		return r.data, 0
+		return r, 0
 	}
 	f := c.inflight[key]
 	if f == nil || f.sig != sig {
@@ -254,7 +267,7 @@ func (c *textCache) renderedFor(ctx context.Context, t *Tree, id string, a *agen
 	c.mu.Unlock()
 	select {
 	case <-f.done:
-		return f.data, f.errno
+		return f.r, f.errno
 	case <-ctx.Done():
 		return nil, syscall.EINTR
 	}
@@ -273,9 +286,8 @@ func (c *textCache) render(f *inflight, key string, uid uint32, t *Tree, id stri
 		c.mu.Unlock()
 		return
 	}
-	f.data = renderStable(t, id, a, cv)
+	r := &rendering{sig: f.sig, data: renderStable(t, id, a, cv)}
 	c.slots.release(id, uid)
-	data := f.data
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.inflight[key] == f {
@@ -284,8 +296,9 @@ func (c *textCache) render(f *inflight, key string, uid uint32, t *Tree, id stri
 	if old := c.renders[key]; old != nil {
 		c.bytes -= len(old.data)
 	}
-	c.renders[key] = &rendering{sig: f.sig, data: data, used: time.Now()}
-	c.bytes += len(data)
+	r.used = time.Now()
+	f.r, c.renders[key] = r, r
+	c.bytes += len(r.data)
 	for c.bytes > maxTextBytes && len(c.renders) > 1 {
 		oldest := ""
 		for k, r := range c.renders {

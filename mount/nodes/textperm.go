@@ -24,7 +24,8 @@ import (
 // decided here alone (textRenderAccess). Before, a 0644 transcript with a 0600 subagent beside it was served
 // 0444 with the subagent's text in it, to a user the store refused the subagent's file. What a rendering reads
 // may change while a file is open (tail -f reads the rendering of now): a read checks its caller again once the
-// rendering grants less than it did at the open (textHandle's granted).
+// rendering grants less than the attributes the kernel judged the open by (textOpen's granted). What a rendering
+// grants is told once its files were read and kept for accessFresh (textFile.grants): a read lists and stats none.
 
 // textRenderAccess is what the text view shows of conversation cv's rendering (agent a, session id): the
 // attributes of the conversation's file, with the read bits every file the rendering reads grants the file's
