@@ -34,6 +34,7 @@ type textCache struct {
 	inflight map[string]*inflight    // renderings being made
 	slots    *renderSlots            // the renderings being made, by session and uid
 	pinned   int                     // bytes of the renderings open files keep
+	pinnedBy map[string]int          // of them, by session
 }
 
 // inflight is a rendering being made; done is closed once r is.
@@ -47,8 +48,9 @@ type inflight struct {
 // textHandle is an open file of the text view: the rendering its reads go through while its conversation is as
 // it was (r.sig), nil when none is kept.
 type textHandle struct {
-	mu sync.Mutex
-	r  *rendering
+	mu      sync.Mutex
+	r       *rendering
+	session string // whose share of maxPinned r counts in
 }
 
 type convList struct {
@@ -91,11 +93,13 @@ const (
 	// renderings, however long, leave a slot to the others); sessionRenders (below) those of one session.
 	// renderWait bounds a rendering's wait for a slot: its readers then get EIO (not EAGAIN, which a reader with
 	// a poller, Go's, waits on for good: the mount answers no poll), its attributes the last rendering's size.
-	// maxPinned bounds the renderings open files keep.
-	maxRenders = 4
-	uidRenders = 3
-	renderWait = 30 * time.Second
-	maxPinned  = 128 << 20
+	// maxPinned bounds the renderings open files keep, sessionPinned those of one session's conversations (the
+	// open files of one session's long renderings leave room for another's).
+	maxRenders    = 4
+	uidRenders    = 3
+	renderWait    = 30 * time.Second
+	maxPinned     = 128 << 20
+	sessionPinned = maxPinned / 2
 	// maxRenderRead bounds what one rendering reads of a conversation's files (every file counted, each once
 	// however many names it has), what one read of a file takes (agents.MaxRead); maxRenderTime the time a
 	// rendering takes (it is cut then, saying so).
@@ -113,7 +117,7 @@ const sessionRenders = maxRenders / 2
 
 func newTextCache() *textCache {
 	return &textCache{lists: map[string]*convList{}, renders: map[string]*rendering{},
-		listing: map[string]*pendingList{}, inflight: map[string]*inflight{},
+		listing: map[string]*pendingList{}, inflight: map[string]*inflight{}, pinnedBy: map[string]int{},
 		slots: newRenderSlots(maxRenders, sessionRenders, uidRenders)}
 }
 
@@ -184,7 +188,7 @@ func callerUID(ctx context.Context) uint32 {
 
 // readFor is conversation cv of agent a in session id rendered, for open file h (nil: none) and the caller of
 // ctx: the rendering h keeps while cv is as it was, else the cache's, which h then keeps if all kept stay within
-// maxPinned. EIO: no slot was free for the rendering within renderWait; EINTR: the caller was interrupted.
+// maxPinned, and session id's within sessionPinned. EIO: no slot was free for the rendering within renderWait; EINTR: the caller was interrupted.
 func (c *textCache) readFor(ctx context.Context, h *textHandle, t *Tree, id string, a *agents.Agent, cv agents.Conversation) (*rendering, syscall.Errno) {
 	if h != nil {
 		h.mu.Lock()
@@ -202,9 +206,10 @@ func (c *textCache) readFor(ctx context.Context, h *textHandle, t *Tree, id stri
 		c.mu.Lock()
 		h.mu.Lock()
 		c.unpin(h)
-		if c.pinned+len(r.data) <= maxPinned {
-			h.r = r
+		if c.pinned+len(r.data) <= maxPinned && c.pinnedBy[id]+len(r.data) <= sessionPinned {
+			h.r, h.session = r, id
 			c.pinned += len(r.data)
+			c.pinnedBy[id] += len(r.data)
 		}
 		h.mu.Unlock()
 		c.mu.Unlock()
@@ -216,6 +221,9 @@ func (c *textCache) readFor(ctx context.Context, h *textHandle, t *Tree, id stri
 func (c *textCache) unpin(h *textHandle) {
 	if h.r != nil {
 		c.pinned -= len(h.r.data)
+		if c.pinnedBy[h.session] -= len(h.r.data); c.pinnedBy[h.session] == 0 {
+			delete(c.pinnedBy, h.session)
+		}
 		h.r = nil
 	}
 }
