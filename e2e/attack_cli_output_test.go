@@ -36,7 +36,7 @@ func TestAttackTerminalEscapesInListings(t *testing.T) {
 	canon := filepath.Join(store, "sessions", "s1", ".claude", "projects", "-session-workspace")
 	require.NoError(t, os.WriteFile(filepath.Join(canon, "2fe2d21b-be8f-4b12-b46b-12e68f6e9f01.jsonl"),
 		[]byte(`{"type":"user","timestamp":"2026-11-25T10:00:00Z","message":{"role":"user","content":"hi `+strings.ReplaceAll(strings.ReplaceAll(osc, "\x1b", `\u001b`), "\x07", `\u0007`)+`"}}`+"\n"), 0o600))
-	for _, args := range [][]string{{"runs", "s1"}, {"ps", "-a"}, {"show", "s1"}, {"ls"}} {
+	for _, args := range [][]string{{"runs", "s1"}, {"ps", "-a"}, {"show", "s1"}, {"ls"}, {"watch", "s1", "--no-follow"}, {"watch", "s1", "--no-follow", "--json"}} {
 		out := ok(t, store, args...)
 		t.Logf("%s:\n%s", strings.Join(args, " "), out)
 		require.NotContains(t, out, "\x1b", "sessionfs %s sent an escape sequence to the terminal", strings.Join(args, " "))

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sessionfs/sessionfs/agents/follow"
+	"github.com/sessionfs/sessionfs/agents/text"
 	"github.com/sessionfs/sessionfs/layout"
 )
 
@@ -73,5 +74,6 @@ func (a *app) runWatch(w io.Writer, arg string, o watchOptions) error {
 	p := layout.Derive(s.Dir(m.ID))
 	warn := func(msg string) { warnf("watch: %s", oneLine(msg)) }
 	opts := follow.Options{JSON: o.asJSON, FromStart: o.fromStart, Warn: warn}
-	return follow.New(sess, p.Root, p.Projects, w, opts).Run(ctx)
+	// What the agents wrote reaches the terminal as text: their escape sequences shown, never sent.
+	return follow.New(sess, p.Root, p.Projects, text.NewSafeWriter(w), opts).Run(ctx)
 }
