@@ -55,8 +55,7 @@ func TestREADMEQuickStart(t *testing.T) {
 	bridge, err := docker.NetworkInspect(ctx, "bridge", network.InspectOptions{})
 	cancel()
 	require.NoError(t, err, "the engine's default bridge network")
-	require.NotEmpty(t, bridge.IPAM.Config, "the bridge network has no gateway")
-	api := stub(t, net.JoinHostPort(bridge.IPAM.Config[0].Gateway, "0"))
+	api := stub(t, net.JoinHostPort(bridgeGateway(t, bridge), "0"))
 
 	home := quickStartHome(t)
 	binDir := filepath.Join(home, ".quickstart-bin")
@@ -249,3 +248,31 @@ func copyExecutable(t *testing.T, src, dst string) {
 }
 
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// bridgeGateway is the address of this host on the engine's default bridge: its IPAM gateway, or, where the engine
+// leaves that out of the inspection (docker.io 20.10 on a fresh /var/lib/docker: Gateway ""), the IPv4 address of
+// the bridge's interface (docker0). An empty one made the stub listen on every address, and the container's claude
+// was given http://[::]:PORT (EADDRNOTAVAIL).
+func bridgeGateway(t *testing.T, bridge network.Inspect) string {
+	t.Helper()
+	for _, c := range bridge.IPAM.Config {
+		if c.Gateway != "" {
+			return c.Gateway
+		}
+	}
+	name := bridge.Options["com.docker.network.bridge.name"]
+	if name == "" {
+		name = "docker0"
+	}
+	iface, err := net.InterfaceByName(name)
+	require.NoError(t, err, "the bridge network has no gateway, nor an interface %s", name)
+	addrs, err := iface.Addrs()
+	require.NoError(t, err)
+	for _, a := range addrs {
+		if ip, ok := a.(*net.IPNet); ok && ip.IP.To4() != nil {
+			return ip.IP.String()
+		}
+	}
+	t.Fatalf("the bridge's interface %s has no IPv4 address", name)
+	return ""
+}
