@@ -17,8 +17,10 @@ type CodeFile struct {
 	// the run's cwd (a workspace's own .claude/settings.json, .mcp.json, .env).
 	Path    string
 	Project bool
-	// Tree: every file beneath Path counts, whole (plugins, extensions).
+	// Tree: every file beneath Path counts, whole (plugins, extensions), but Skip's: files beneath Path the agent
+	// writes itself that run nothing (Qwen's extension-enablement.json, which only names extensions the tree holds).
 	Tree bool
+	Skip []string
 	// Part is the content the agent acts on, canonical, from the file's bytes (nil: all of them). It drops what
 	// the agent rewrites as it runs and what it only displays, so an approval holds across the agent's own runs.
 	// ok is false when the bytes do not parse: then they count whole.

@@ -5,6 +5,7 @@ import (
 	"path"
 	"strings"
 
+	"github.com/sessionfs/sessionfs/agents"
 	"github.com/sessionfs/sessionfs/layout"
 )
 
@@ -62,10 +63,11 @@ func (e *Refused) Error() string {
 }
 
 // Check lets an agent start on this host in session id of store s, with its cwd at cwd below the session's folder
-// ("" is its workspace), when every piece of code it would carry out is the one the user approved (as Approvals
-// a holds them), or there is none. Otherwise it returns a *Refused naming each piece.
-func Check(s *layout.Store, id, cwd string, a Approvals) error {
-	c, err := ReadSession(s, id, cwd)
+// ("" is its workspace) and the agents on pointed at the session (Read), when every piece of code it would carry
+// out is the one the user approved (as Approvals a holds them), or there is none. Otherwise it returns a *Refused
+// naming each piece.
+func Check(s *layout.Store, id, cwd string, a Approvals, on ...*agents.Agent) error {
+	c, err := ReadSession(s, id, cwd, on...)
 	if err != nil {
 		return err
 	}
@@ -83,13 +85,13 @@ func Check(s *layout.Store, id, cwd string, a Approvals) error {
 }
 
 // ReadSession reads the code of session id of store s for a run in cwd (Read).
-func ReadSession(s *layout.Store, id, cwd string) (Code, error) {
+func ReadSession(s *layout.Store, id, cwd string, on ...*agents.Agent) (Code, error) {
 	sess, err := s.OpenSession(id)
 	if err != nil {
 		return Code{}, err
 	}
 	defer sess.Close()
-	return Read(sess, WorkdirPath(cwd))
+	return Read(sess, WorkdirPath(cwd), on...)
 }
 
 // WorkdirPath is a run's cwd below the session's folder for its workdir, as exec's -w gives it (relative to the

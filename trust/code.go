@@ -64,7 +64,11 @@ type Code struct {
 // to cwd, and in every folder of the session (a shell started there may cd into any of them, or through a link
 // into any, before it starts an agent). Everything is read beneath sess, never through a link; what is absent is
 // no piece.
-func Read(sess *layout.Dir, cwd string) (Code, error) {
+//
+// The agents' own folders count for the agents on (all of them when none is named): a run points only those at
+// the session (Claude always, and the one of exec --agent); a project's files count for every agent, since any
+// of them started in that folder reads them.
+func Read(sess *layout.Dir, cwd string, on ...*agents.Agent) (Code, error) {
 	var c Code
 	projects, walkProblem := projectFolders(sess, cwd)
 	if walkProblem != "" {
@@ -73,10 +77,16 @@ func Read(sess *layout.Dir, cwd string) (Code, error) {
 	seen := map[string]bool{}
 	for _, a := range all.Agents {
 		for _, f := range a.Code {
-			places := []string{path.Join(a.Dir, f.Path)}
+			var places []string
+			if len(on) == 0 || slices.Contains(on, a) {
+				places = []string{path.Join(a.Dir, f.Path)}
+			}
 			if f.Project {
-				places = places[:0]
+				places = nil
 				for _, dir := range projects {
+					if dir == "." && offFolder(f.Path, on) {
+						continue // the session's root: there this is an agent's own folder, not pointed at
+					}
 					places = append(places, path.Join(dir, f.Path))
 				}
 			}
@@ -98,6 +108,21 @@ func Read(sess *layout.Dir, cwd string) (Code, error) {
 	}
 	slices.SortFunc(c.Pieces, func(a, b Piece) int { return strings.Compare(a.Path, b.Path) })
 	return c, nil
+}
+
+// offFolder reports whether rel, below the session's root, lies in the folder of an agent that is not on: the run
+// does not point that agent at it.
+func offFolder(rel string, on []*agents.Agent) bool {
+	if len(on) == 0 {
+		return false
+	}
+	first, _, _ := strings.Cut(rel, "/")
+	for _, a := range all.Agents {
+		if a.Dir == first && !slices.Contains(on, a) {
+			return true
+		}
+	}
+	return false
 }
 
 // maxFolders bounds the walk of a session for projects' settings: past it the session cannot be approved (a
@@ -187,7 +212,7 @@ func readPiece(sess *layout.Dir, rel string, f agents.CodeFile) (p Piece, ok boo
 	case mode == unix.S_IFLNK:
 		return problem(p, "a link, whose target sessionfs does not approve"), true, nil
 	case f.Tree && mode == unix.S_IFDIR:
-		return readTree(sess, p)
+		return readTree(sess, p, f.Skip)
 	case f.Tree || mode != unix.S_IFREG:
 		return problem(p, "not a regular file"), true, nil
 	}
@@ -212,7 +237,7 @@ func readPiece(sess *layout.Dir, rel string, f agents.CodeFile) (p Piece, ok boo
 
 // readTree reads every file beneath rel into one piece: a line of each file's sum and name (a link's is its
 // target), so a file added, changed or removed changes the piece.
-func readTree(sess *layout.Dir, p Piece) (Piece, bool, error) {
+func readTree(sess *layout.Dir, p Piece, skip []string) (Piece, bool, error) {
 	d, err := sess.Sub(p.Path)
 	if err != nil {
 		return problem(p, err.Error()), true, nil
@@ -224,6 +249,9 @@ func readTree(sess *layout.Dir, p Piece) (Piece, bool, error) {
 	err = d.Walk(func(rel string, st *unix.Stat_t) error {
 		if files++; files > maxTreeFiles {
 			return fmt.Errorf("more than %d entries", maxTreeFiles)
+		}
+		if slices.Contains(skip, rel) && st.Mode&unix.S_IFMT == unix.S_IFREG {
+			return nil
 		}
 		switch st.Mode & unix.S_IFMT {
 		case unix.S_IFDIR:

@@ -12,6 +12,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
+	"github.com/sessionfs/sessionfs/agents/claude"
+	"github.com/sessionfs/sessionfs/agents/gemini"
+	"github.com/sessionfs/sessionfs/agents/qwen"
 	"github.com/sessionfs/sessionfs/layout"
 )
 
@@ -235,4 +238,19 @@ func TestTreeByteBound(t *testing.T) {
 	r := refused(t, Check(s, "s1", "", Approvals{Dir: t.TempDir()}))
 	assert.Equal(t, ".claude/skills", r.Changes[0].Path)
 	assert.Contains(t, r.Changes[0].How, "more than the")
+}
+
+// A run points Claude and its own agent at the session: another agent's folder is not read for it (a broken .qwen
+// kept gemini from starting), while every agent's project files are.
+func TestOnlyTheRunsAgentsFolders(t *testing.T) {
+	s, dir := newSession(t)
+	a := Approvals{Dir: t.TempDir()}
+	write(t, dir, ".qwen/settings.json", `{"mcpServers":{"x":{"command":"sh"}}}`)
+	write(t, dir, ".qwen/extensions/extension-enablement.json", `{"x":{"overrides":[]}}`) // Qwen's own
+	require.NoError(t, Check(s, "s1", "", a, claude.Agent, gemini.Agent))
+	r := refused(t, Check(s, "s1", "", a, claude.Agent, qwen.Agent))
+	require.Len(t, r.Changes, 1, "extension-enablement.json is Qwen's own")
+	assert.Equal(t, ".qwen/settings.json", r.Changes[0].Path)
+	write(t, dir, "workspace/.qwen/settings.json", `{"mcpServers":{"x":{"command":"sh"}}}`)
+	assert.Equal(t, "workspace/.qwen/settings.json", refused(t, Check(s, "s1", "", a, claude.Agent)).Changes[0].Path)
 }

@@ -11,7 +11,7 @@ func Code(dir string) []agents.CodeFile {
 	return []agents.CodeFile{
 		{Path: "settings.json", Part: settings},
 		{Path: ".env"},
-		{Path: "extensions", Tree: true},
+		{Path: "extensions", Tree: true, Skip: []string{"extension-enablement.json"}},
 		{Path: "commands", Tree: true},
 		{Path: dir + "/settings.json", Project: true, Part: settings},
 		{Path: dir + "/.env", Project: true},

@@ -50,7 +50,7 @@ func (a *app) runEnv(w io.Writer, arg, agent string, container bool) error {
 	root, _ := sessionDir(s, m.ID)
 	if container {
 		root = layout.ContainerRoot
-	} else if err := session.ApprovedOnHost(s, m.ID, mountpoint(s), ""); err != nil {
+	} else if err := session.ApprovedOnHost(s, m.ID, mountpoint(s), "", ag); err != nil {
 		return err
 	}
 	warnings, err := session.PrepareAgent(s, m.ID, ag, mountpoint(s))

@@ -100,12 +100,12 @@ func (a *app) execIn(id string, argv []string, adjust ...func(*backends.Spec)) e
 	if err := makeWorkdir(s, m.ID, spec.Workdir); err != nil {
 		return err
 	}
+	ag, _ := all.ByName(spec.Agent) // nil: none but Claude
 	if spec.Landlock == nil {
-		if err := session.ApprovedOnHost(s, m.ID, mountpoint(s), spec.Workdir); err != nil {
+		if err := session.ApprovedOnHost(s, m.ID, mountpoint(s), spec.Workdir, ag); err != nil {
 			return err
 		}
 	}
-	ag, _ := all.ByName(spec.Agent) // nil: none but Claude
 	warnings, err := session.Ready(s, m.ID, ag, mountpoint(s), dir, spec.Workdir)
 	warnEach(warnings)
 	if err != nil {

@@ -172,7 +172,7 @@ func (a *app) runIn(id string, argv []string, o *runOptions, ag *agents.Agent, l
 		return err
 	}
 	if o.backend == "local" && ll == nil {
-		if err := session.ApprovedOnHost(s, m.ID, mountpoint(s), workdir); err != nil {
+		if err := session.ApprovedOnHost(s, m.ID, mountpoint(s), workdir, ag); err != nil {
 			return err
 		}
 	}
