@@ -350,7 +350,9 @@ func zombiesOf(pid int) []int {
 // hands the mount over to its own build: it never says "already mounted" (the control socket gone while the
 // holder executes) nor fails because another hand-over is under way. Each round starts an upgrade, waits for the
 // holder to say it hands over, and starts a second at once; a last round starts two together (one wins, the other
-// waits). A shell agent on the mount sees no error, every line once and in order.
+// waits). A shell agent on the mount sees no error, every line once and in order, and waits for one hand-over at
+// a time, not for a chain of them: each daemon serves a moment (handoverSpacing) before the next hand-over begins
+// (before, five back to back stalled the shell 0.94-1.18 s; now 0.37-0.54 s, 0.72 s with both cores busy).
 func TestMountUpgradeBackToBack(t *testing.T) {
 	need(t, os.Geteuid() == 0, "root: a confined mount and its holder")
 	dir := t.TempDir()

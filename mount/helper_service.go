@@ -42,8 +42,10 @@ type helperService struct {
 	daemon       int
 	upgrade      *pendingUpgrade
 	upgradeReply *os.File
-	controlOn    bool
-	stopControl  func()
+	// upgradedAt: when the last hand-over's daemon began to serve (holder_exec.go's handoverSpacing)
+	upgradedAt  time.Time
+	controlOn   bool
+	stopControl func()
 }
 
 func newHelperService(mnt string) *helperService {

@@ -25,6 +25,12 @@ const upgradeEnv = "SESSIONFS_UPGRADED"
 // all the same).
 const handoverGrace = 3 * time.Second
 
+// handoverSpacing is how long the daemon of a hand-over serves before the next may begin: sessionfs mounts asked
+// one after the other (a reload and a manual upgrade, a script's loop) wait for it, as for a hand-over under way,
+// so that the mount's users get their work through between two. Back to back, five hand-overs made an agent's
+// next request wait for all five (about a second here), where it waits for one now.
+const handoverSpacing = 250 * time.Millisecond
+
 // upgradedState is what a holder hands the new binary it becomes, besides the configuration and the connection
 // and node log (holderDev, holderNodes).
 type upgradedState struct {
@@ -78,7 +84,7 @@ func (s *helperService) awaitHandover(u *pendingUpgrade, c *net.UnixConn) error 
 		err = errors.New("the mount is ending")
 	case s.upgrade != nil || s.upgradeReply != nil: // begun, or its asker not told yet who serves
 		err = errHandoverUnderWay
-	case !initialized || s.daemon == 0:
+	case !initialized || s.daemon == 0 || time.Since(s.upgradedAt) < handoverSpacing:
 		err = errNotServedYet
 	}
 	if err != nil {
@@ -303,6 +309,9 @@ func (s *helperService) upgradeServed() {
 	s.mu.Lock()
 	f, daemon := s.upgradeReply, s.daemon
 	s.upgradeReply = nil
+	if f != nil {
+		s.upgradedAt = time.Now()
+	}
 	s.mu.Unlock()
 	if f == nil {
 		return
