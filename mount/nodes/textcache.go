@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"runtime"
 	"sync"
 	"syscall"
 	"time"
@@ -112,8 +113,10 @@ const (
 
 // sessionRenders bounds the renderings of one session made at once: half the slots, so that another session's
 // rendering finds a slot however long one session's take (and as many as the daemon had in all before: a parallel
-// grep of one session's conversations goes as fast).
-const sessionRenders = maxRenders / 2
+// grep of one session's conversations goes as fast), and half the cores, so that it finds a core too: a rendering
+// is busy on one while it reads (on 2 cores, one session's two renderings of 64 MiB transcripts slowed another
+// session's cat of its own 1.6-2.4x; with one, TestAttackRenderSlots).
+var sessionRenders = min(max(runtime.NumCPU()/2, 1), maxRenders/2)
 
 func newTextCache() *textCache {
 	return &textCache{lists: map[string]*convList{}, renders: map[string]*rendering{},
