@@ -46,6 +46,9 @@ type helperService struct {
 	upgradedAt  time.Time
 	controlOn   bool
 	stopControl func()
+	// resending: the resent requests the daemon serves now; fatal: those a daemon died serving (resend_guard.go)
+	resending map[uint64]uint32
+	fatal     map[uint64]uint32
 }
 
 func newHelperService(mnt string) *helperService {

@@ -59,6 +59,7 @@ type takeoverConfig struct {
 	Store, Mountpoint string
 	Options           Options
 	Init              fuse.InitIn
+	Fatal             map[uint64]uint32 `json:",omitempty"` // resent requests a daemon died serving (resend_guard.go)
 }
 
 // holder is the helper's hold on the connection.
@@ -139,6 +140,7 @@ func (s *helperService) takeOver() (net.Conn, int, error) {
 	}
 	h.locks.detach() // what the daemon gone sent, all of it: the next one is given it
 	s.execUpgrade()  // a hand-over asked for (upgrade.go): this process becomes the new binary, unless that fails
+	fatal := s.noteFatal()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if !h.serving {
@@ -147,7 +149,7 @@ func (s *helperService) takeOver() (net.Conn, int, error) {
 	why := h.cannotTakeOver()
 	if why == nil {
 		h.serving = false
-		conn, pid, err := h.start()
+		conn, pid, err := h.start(fatal)
 		if err == nil {
 			s.replacing(pid)
 			return conn, pid, nil
@@ -230,9 +232,10 @@ func (s *helperService) mounted() bool {
 	return err == nil && uint32(mounts[len(mounts)-1].Minor) == minor
 }
 
-// start starts a daemon that takes the connection over, with a socket to this helper, and returns its pid.
-func (h *holder) start() (net.Conn, int, error) {
-	cfg, err := json.Marshal(takeoverConfig{Store: h.cfg.Store, Mountpoint: h.cfg.Mountpoint, Options: *h.cfg.Takeover, Init: *h.init})
+// start starts a daemon that takes the connection over, with a socket to this helper, and returns its pid. It
+// answers the resent requests fatal EIO (resend_guard.go).
+func (h *holder) start(fatal map[uint64]uint32) (net.Conn, int, error) {
+	cfg, err := json.Marshal(takeoverConfig{Store: h.cfg.Store, Mountpoint: h.cfg.Mountpoint, Options: *h.cfg.Takeover, Init: *h.init, Fatal: fatal})
 	if err != nil {
 		return nil, 0, err
 	}
@@ -277,9 +280,10 @@ type resumed struct {
 	dev      int
 	init     fuse.InitIn
 	nodeFS   fuse.RawFileSystem
-	restored int       // nodes the kernel holds restored before it served
-	later    int       // and left to restore when the kernel first names them (go-fuse's takeover_pending.go)
-	reopen   *reopened // a normal user's: the old daemons' file handles opened again (handover_handles.go)
+	restored int               // nodes the kernel holds restored before it served
+	later    int               // and left to restore when the kernel first names them (go-fuse's takeover_pending.go)
+	reopen   *reopened         // a normal user's: the old daemons' file handles opened again (handover_handles.go)
+	fatal    map[uint64]uint32 // resent requests a daemon died serving: answered EIO (resend_guard.go)
 }
 
 func serveTakenOver() error {
@@ -313,7 +317,7 @@ func serveTakenOver() error {
 	keeper := takenLockSocket() // lockowners.go
 	root := os.Geteuid() == 0   // a normal user's daemon is not confined (holder_user.go)
 	s := &startup{store: store, mountpoint: cfg.Mountpoint, opts: cfg.Options, given: cfg.Options, confined: root, userHeld: !root,
-		resumed: &resumed{dev: holderDev, init: cfg.Init}, nodes: nodes, keeper: keeper,
+		resumed: &resumed{dev: holderDev, init: cfg.Init, fatal: cfg.Fatal}, nodes: nodes, keeper: keeper,
 		helper: rpc.NewClient(conn), helperPID: os.Getppid()}
 	m, err := s.start(nil)
 	if err != nil {
@@ -333,6 +337,7 @@ func unmountOnSignal(m *Mount, sigs <-chan os.Signal) {
 
 // resumeServer makes go-fuse's server of the connection taken over, from the INIT the first daemon read.
 func (s *startup) resumeServer(nodeFS, raw fuse.RawFileSystem) error {
+	s.fuse.MountOptions.ResendGuard = resendGuard{helper: s.helper, fatal: s.resumed.fatal}
 	server, err := fuse.ResumeServer(raw, s.resumed.dev, "", &s.fuse.MountOptions, s.resumed.init)
 	if err != nil {
 		return fmt.Errorf("take the connection over: %w", err)

@@ -25,10 +25,17 @@ const FaultPrefix = ".sessionfs-fault-"
 // op hostile-<id> makes the daemon lie, as a compromised one would: session id is answered from then on as a
 // symlink to the path (hostileLink), and the kernel is told to forget its name (invalidate), so the next walk
 // through sessions/<id> meets the link. What walks the mount with privilege (the helper) must not follow it.
+//
+// op die kills the daemon (SIGKILL, as the kernel's OOM killer ends one over its cgroup's memory), each daemon
+// each time: the request the kernel resends to the daemon that takes over kills that one too.
 func fault(name string, invalidate func(id string)) (syscall.Errno, bool) {
 	rest, ok := strings.CutPrefix(name, FaultPrefix)
 	if !ok {
 		return 0, false
+	}
+	if rest == "die" {
+		_ = unix.Tgkill(os.Getpid(), unix.Gettid(), unix.SIGKILL) // tgkill: the confinement allows it (Go preempts with it), not kill
+		select {} // the signal is on its way
 	}
 	op, escaped, _ := strings.Cut(rest, "=")
 	path, err := url.PathUnescape(escaped)

@@ -391,6 +391,10 @@ type MountOptions struct {
 	// RequestGate, when set, is entered by each request that gets an answer before the file system sees it, and
 	// left once its answer is written (takeover patch: gate.go).
 	RequestGate RequestGate
+
+	// ResendGuard, when set, is asked about each request the kernel resends before the file system sees it, and may
+	// answer it with an error instead (resendguard.go; takeover patch).
+	ResendGuard ResendGuard
 }
 
 // RawFileSystem is an interface close to the FUSE wire protocol.

@@ -529,6 +529,9 @@ func (ms *Server) handleRequest(req *requestAlloc) Status {
 		ms.opts.RequestGate.Enter()
 		defer ms.opts.RequestGate.Leave()
 	}
+	if done := ms.guardResent(h, &req.request); done != nil { // takeover patch: resendguard.go
+		defer done()
+	}
 	ms.protocolServer.handleRequest(h, &req.request)
 	if req.suppressReply {
 		return OK
