@@ -35,7 +35,7 @@ func fault(name string, invalidate func(id string)) (syscall.Errno, bool) {
 	}
 	if rest == "die" {
 		_ = unix.Tgkill(os.Getpid(), unix.Gettid(), unix.SIGKILL) // tgkill: the confinement allows it (Go preempts with it), not kill
-		select {} // the signal is on its way
+		select {}                                                 // the signal is on its way
 	}
 	op, escaped, _ := strings.Cut(rest, "=")
 	path, err := url.PathUnescape(escaped)
