@@ -187,11 +187,25 @@ type MovedHolder struct {
 // to hand this process all it holds, and starts a helper with it by start (which may shrink its bounding set).
 // ErrNoHolder: nothing keeps the mount's connection. An incompatible state is refused before anything stops: the
 // holder before serves on.
+// While another hand-over is under way, or the daemon of the last one has served less than handoverSpacing, it
+// waits (up to handoverWait), as Upgrade does.
 func TakeHolder(storeRoot, mnt string, start func(*exec.Cmd) error) (*MovedHolder, error) {
 	mnt, err := filepath.Abs(mnt)
 	if err != nil {
 		return nil, err
 	}
+	deadline := time.Now().Add(handoverWait)
+	for {
+		h, err := takeHolderOnce(storeRoot, mnt, start)
+		if !errors.Is(err, errHandoverBusy) || time.Now().After(deadline) {
+			return h, err
+		}
+		time.Sleep(handoverPoll)
+	}
+}
+
+// takeHolderOnce asks the holder of mnt once: errHandoverBusy while it is in a hand-over.
+func takeHolderOnce(storeRoot, mnt string, start func(*exec.Cmd) error) (*MovedHolder, error) {
 	minor, ok := connectionOf(mnt)
 	if !ok {
 		return nil, ErrNoHolder
@@ -290,6 +304,9 @@ func receiveHeld(c *net.UnixConn) (movedState, []int, error) {
 		rest := make([]byte, 4096)
 		n, _ := c.Read(rest)
 		if json.Unmarshal(append(head, rest[:n]...), &r) == nil && r.Error != "" {
+			if r.Busy || r.Error == errHandoverUnderWay.Error() || r.Error == errNotServedYet.Error() { // a build before: in words
+				return moved, fds, fmt.Errorf("%w: %s", errHandoverBusy, r.Error)
+			}
 			return moved, fds, errors.New(r.Error)
 		}
 		return moved, fds, fmt.Errorf("the holder sent %d descriptors, not the connection and the node log", len(fds))

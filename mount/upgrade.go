@@ -244,7 +244,8 @@ func (s *helperService) answerControl(c *net.UnixConn) {
 		fds, keep = nil, true // the upgrade holds both now
 	case "move": // to a holder in another pid namespace (holder_move.go)
 		if err := s.beginMove(buf[:n], c); err != nil {
-			_ = json.NewEncoder(c).Encode(upgradeReply{Error: err.Error()})
+			busy := errors.Is(err, errHandoverUnderWay) || errors.Is(err, errNotServedYet)
+			_ = json.NewEncoder(c).Encode(upgradeReply{Error: err.Error(), Busy: busy})
 			return
 		}
 		keep = true
