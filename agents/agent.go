@@ -47,6 +47,10 @@ type Agent struct {
 	// cwd, each time sessionfs starts it (env, exec, run, resume): opencode's conversations follow the cwd. nil
 	// for none.
 	Launch func(sess *layout.Dir, cwd string) error
+	// ChildVars are what the agent's runtime sets in the processes it starts (its tools' shells, hooks, MCP
+	// servers) to mark them as its children: an agent sessionfs starts never inherits them (SessionEnv), so one
+	// started from an agent's shell runs as a session of its own, not as a nested one of another session.
+	ChildVars []string
 	// Code are the files in a session the agent carries out when it starts (hooks, helpers, MCP servers, env,
 	// plugins): on this host it starts only once the user approved them (package trust).
 	Code []CodeFile

@@ -51,11 +51,12 @@ type Backend interface {
 }
 
 // SessionEnv is the environment of the spec's command, which sees the session at root ("/session" in a
-// container): agents.SessionEnv over base with the spec's agent (an unknown one adds none: the CLI refuses it
+// container): agents.SessionEnv over base, less every agent's marks on its children (all.WithoutChildVars: the
+// agent starts as a session of its own), with the spec's agent (an unknown one adds none: the CLI refuses it
 // first), then the backend's own pairs (extra), then the user's Env.
 func (s Spec) SessionEnv(base []string, root string, extra ...string) []string {
 	a, _ := all.ByName(s.Agent)
-	return agents.SessionEnv(base, s.SessionID, root, a, slices.Concat(extra, s.Env)...)
+	return agents.SessionEnv(all.WithoutChildVars(base), s.SessionID, root, a, slices.Concat(extra, s.Env)...)
 }
 
 // ReadOnlyMount reports whether dir is on a read-only mount (a sessionfs mount --read-only): the store's folders

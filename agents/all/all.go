@@ -4,6 +4,7 @@ package all
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/sessionfs/sessionfs/agents"
@@ -88,4 +89,23 @@ func HoldersAmong(store *layout.Store, id string, ids []string) ([]agents.Holder
 // being its path beneath the session folder; ok is false for every other file.
 func FileOf(rel string) (a *agents.Agent, conv string, ok bool) {
 	return agents.FileOf(Agents, rel)
+}
+
+// ChildVars are every agent's marks on the processes it starts (agents.Agent.ChildVars).
+func ChildVars() []string {
+	var out []string
+	for _, a := range Agents {
+		out = append(out, a.ChildVars...)
+	}
+	return out
+}
+
+// WithoutChildVars is env without any agent's marks on its children: an agent started with it is a session of its
+// own, whichever agent's shell started sessionfs (exec typed in Claude Code's terminal, a tool's command).
+func WithoutChildVars(env []string) []string {
+	marks := ChildVars()
+	return slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
+		k, _, _ := strings.Cut(kv, "=")
+		return slices.Contains(marks, k)
+	})
 }

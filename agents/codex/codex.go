@@ -15,6 +15,8 @@ var Agent = &agents.Agent{
 	Credentials: []string{"auth.json"},
 	ResumeArg:   "resume",
 	Code:        code,
+	// Codex 0.169's marks on the commands it runs: its sandbox, and the thread they belong to.
+	ChildVars: []string{"CODEX_SANDBOX", "CODEX_SANDBOX_NETWORK_DISABLED", "CODEX_THREAD_ID"},
 	Files: &agents.Files{
 		Dir: "sessions", Depth: 3,
 		Name: regexp.MustCompile(`^rollout-.*-([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})\.jsonl$`),

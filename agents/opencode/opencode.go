@@ -32,6 +32,8 @@ var Agent = &agents.Agent{
 	Launch:      Follow,
 	IDPrefix:    "ses_",
 	Code:        code,
+	// opencode 1.18's marks, set in its own environment at start, which the processes it starts inherit.
+	ChildVars: []string{"OPENCODE", "OPENCODE_PID"},
 }
 
 // Set at init: they refer to Agent themselves (an initialization cycle otherwise).

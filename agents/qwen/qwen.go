@@ -22,6 +22,8 @@ var Agent = &agents.Agent{
 	Credentials: []string{"oauth_creds.json", "mcp-oauth-tokens.json"},
 	ResumeArg:   "--resume",
 	Code:        gemini.Code(".qwen"),
+	// Qwen Code 0.24's marks on its shells' and hooks' processes, and on the process it relaunches itself as.
+	ChildVars: []string{"QWEN_CODE", "QWEN_CODE_NO_RELAUNCH", "QWEN_CODE_SESSION_ID", "QWEN_CODE_PROJECT_DIR"},
 	Files: &agents.Files{
 		Dir: "projects", Depth: 1, Sub: "chats", Name: regexp.MustCompile(`^([0-9a-fA-F-]{32,36})\.jsonl$`),
 		Read: read, Line: line,

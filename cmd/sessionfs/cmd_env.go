@@ -3,11 +3,13 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/sessionfs/sessionfs/agents"
+	"github.com/sessionfs/sessionfs/agents/all"
 	"github.com/sessionfs/sessionfs/layout"
 	"github.com/sessionfs/sessionfs/session"
 )
@@ -21,7 +23,9 @@ func (a *app) envCmd() *cobra.Command {
 		Long: `env prints export lines for eval: SESSION_DIR, and the variables that point Claude Code at the session's
 .claude. With --agent codex|gemini|qwen|opencode, also that agent's (CODEX_HOME, GEMINI_CLI_HOME, QWEN_HOME,
 opencode's XDG_DATA_HOME, XDG_CONFIG_HOME, XDG_STATE_HOME and OPENCODE_DB), whose folder is made in the session if
-it has none yet. opencode's conversations are moved to the session's workspace, the cwd it continues them from.`,
+it has none yet. opencode's conversations are moved to the session's workspace, the cwd it continues them from.
+An agent's marks on the processes it starts (CLAUDECODE, CLAUDE_CODE_CHILD_SESSION, CODEX_SANDBOX, ...), when
+this shell has them, are unset first: the agent started from it is a session of its own.`,
 		Example: `  eval "$(sessionfs env fix-login)" && cd "$SESSION_DIR/workspace" && claude
   eval "$(sessionfs env fix-login --agent codex)" && codex
   sessionfs env fix-login --container   # the paths a container sees`,
@@ -60,6 +64,17 @@ func (a *app) runEnv(w io.Writer, arg, agent string, container bool) error {
 	}
 	vars := agents.SessionEnv(nil, m.ID, root, ag)
 	warnEach(session.LaunchAgent(s, m.ID, ag, root, ""))
+	// An agent's marks on its children, in this shell (one of Claude Code's): the agent started from it would
+	// run as a nested session of another.
+	var inherited []string
+	for _, k := range all.ChildVars() {
+		if _, ok := os.LookupEnv(k); ok && !container {
+			inherited = append(inherited, k)
+		}
+	}
+	if len(inherited) > 0 {
+		fmt.Fprintf(w, "unset %s\n", strings.Join(inherited, " "))
+	}
 	for _, kv := range vars {
 		k, v, _ := strings.Cut(kv, "=")
 		fmt.Fprintf(w, "export %s=%s\n", k, shellQuote(v))
