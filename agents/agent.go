@@ -47,6 +47,12 @@ type Agent struct {
 	// cwd, each time sessionfs starts it (env, exec, run, resume): opencode's conversations follow the cwd. nil
 	// for none.
 	Launch func(sess *layout.Dir, cwd string) error
+	// Records are the folders in Dir the agent records its conversations in (its transcripts, chat files, its
+	// database), and AsksTurn says whether its CLI's arguments (argv[1:]) ask it, unattended, for a turn it records
+	// there (claude -p, codex exec, opencode run): a run of that which exits 0 with nothing recorded is an error
+	// (Trace; backends.Runner.Run). nil AsksTurn: never judged.
+	Records  []string
+	AsksTurn func(args []string) bool
 	// ChildVars are what the agent's runtime sets in the processes it starts (its tools' shells, hooks, MCP
 	// servers) to mark them as its children: an agent sessionfs starts never inherits them (SessionEnv), so one
 	// started from an agent's shell runs as a session of its own, not as a nested one of another session.

@@ -63,9 +63,15 @@ func (r *Runner) Run(ctx context.Context, b Backend, spec Spec, image string) (i
 	if log := r.keepLog(&spec, folder, run.N); log != nil {
 		defer log.Close()
 	}
+	turn := turnTrace(folder, spec.Argv)
 	code, err := b.Run(ctx, spec)
 	if code < 0 {
 		code = OwnFailure
+	}
+	if code == 0 && err == nil {
+		if err = turn.lost(folder, r.id); err != nil {
+			code = OwnFailure
+		}
 	}
 	run.End, run.ExitCode = time.Now().UTC(), code
 	if err != nil {

@@ -16,6 +16,8 @@ var Agent = &agents.Agent{
 	ResumeArg:   "--resume",
 	Chats:       chats{},
 	Code:        code,
+	Records:     []string{"projects"},
+	AsksTurn:    asksTurn,
 	// Claude Code 2.1.332's environment for the processes it starts (cli.js: CLAUDECODE, the session, the child
 	// marker, its pid, its notes), and the entrypoint it sets for itself, which they inherit.
 	ChildVars: []string{"CLAUDECODE", "CLAUDE_CODE_ENTRYPOINT", "CLAUDE_CODE_SESSION_ID", "CLAUDE_CODE_CHILD_SESSION",

@@ -15,6 +15,11 @@ var Agent = &agents.Agent{
 	Credentials: []string{"auth.json"},
 	ResumeArg:   "resume",
 	Code:        code,
+	Records:     []string{"sessions"},
+	// codex exec (e): a task, unattended.
+	AsksTurn: func(args []string) bool {
+		return !agents.HelpOnly(args) && len(args) > 0 && (args[0] == "exec" || args[0] == "e")
+	},
 	// Codex 0.169's marks on the commands it runs: its sandbox, and the thread they belong to.
 	ChildVars: []string{"CODEX_SANDBOX", "CODEX_SANDBOX_NETWORK_DISABLED", "CODEX_THREAD_ID"},
 	Files: &agents.Files{

@@ -24,6 +24,9 @@ var Agent = &agents.Agent{
 	},
 	Seed: seed,
 	Code: Code(dir),
+	// gemini -p: a prompt, unattended.
+	Records:  []string{"tmp"},
+	AsksTurn: PromptAsked,
 	// Gemini CLI 0.61's mark on its shells' processes, and on the process it relaunches itself as.
 	ChildVars: []string{"GEMINI_CLI", "GEMINI_CLI_NO_RELAUNCH"},
 }

@@ -32,6 +32,9 @@ var Agent = &agents.Agent{
 	Launch:      Follow,
 	IDPrefix:    "ses_",
 	Code:        code,
+	Records:     []string{"data/opencode"},
+	// opencode run: a message, unattended.
+	AsksTurn: func(args []string) bool { return !agents.HelpOnly(args) && len(args) > 0 && args[0] == "run" },
 	// opencode 1.18's marks, set in its own environment at start, which the processes it starts inherit.
 	ChildVars: []string{"OPENCODE", "OPENCODE_PID"},
 }

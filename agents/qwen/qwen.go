@@ -22,6 +22,8 @@ var Agent = &agents.Agent{
 	Credentials: []string{"oauth_creds.json", "mcp-oauth-tokens.json"},
 	ResumeArg:   "--resume",
 	Code:        gemini.Code(".qwen"),
+	Records:     []string{"projects"},
+	AsksTurn:    gemini.PromptAsked,
 	// Qwen Code 0.24's marks on its shells' and hooks' processes, and on the process it relaunches itself as.
 	ChildVars: []string{"QWEN_CODE", "QWEN_CODE_NO_RELAUNCH", "QWEN_CODE_SESSION_ID", "QWEN_CODE_PROJECT_DIR"},
 	Files: &agents.Files{
