@@ -43,6 +43,7 @@ filesystem where every .claude/projects/<cwd> name leads to the session's one tr
 		a.exportCmd(), a.forkCmd(), a.approveCmd(), a.labelCmd(), a.renameCmd(), a.runsCmd(), a.psCmd(), a.logsCmd(), a.logCmd(), a.csiCmd(), a.searchCmd(), a.uiCmd(),
 		versionCmd(), docsCmd(),
 	)
+	strictUsage(root)
 	return root
 }
 
