@@ -28,7 +28,10 @@ type searchHit struct {
 func searchJSON(t *testing.T, store string, args ...string) []searchHit {
 	t.Helper()
 	var hits []searchHit
-	require.NoError(t, json.Unmarshal([]byte(ok(t, store, append([]string{"search", "--json"}, args...)...)), &hits))
+	r := cli(t, store, append([]string{"search", "--json"}, args...)...)
+	require.Contains(t, []int{0, 1}, r.code, "search --json %v (1: no match): %s", args, r.stderr)
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &hits))
+	assert.Equal(t, r.code == 1, len(hits) == 0, "exit 1 exactly when nothing matched")
 	return hits
 }
 
@@ -93,7 +96,9 @@ func searchFindsWhatAgentsSaid(t *testing.T, claude string) {
 	// -l: the sessions with a match, once each.
 	ok(t, store, "new", "s2")
 	assert.Equal(t, "s1\n", ok(t, store, "search", "-l", needle))
-	assert.Equal(t, "", ok(t, store, "search", "-l", needle, "--session", "s2"))
+	r = cli(t, store, "search", "-l", needle, "--session", "s2")
+	assert.Equal(t, 1, r.code, "nothing matched: exit 1, as grep's (%s)", r.stderr)
+	assert.Empty(t, r.stdout)
 
 	// A conversation resumed: what it appends is searchable within a second of being written.
 	const second = "ouroboros"
@@ -108,9 +113,9 @@ func searchFindsWhatAgentsSaid(t *testing.T, claude string) {
 	assert.Equal(t, uuid, hits[0].Conversation)
 	assert.Len(t, searchJSON(t, store, needle), 2, "the older entries once each")
 
-	// A query FTS5 cannot read: exit 1 and what to type instead.
+	// A query FTS5 cannot read: exit 2, as grep's, and what to type instead.
 	r = cli(t, store, "search", `"unterminated`)
-	assert.Equal(t, 1, r.code)
+	assert.Equal(t, 2, r.code)
 	assert.Contains(t, r.stderr, "unterminated string")
 	assert.Contains(t, r.stderr, "double quotes")
 

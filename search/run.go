@@ -2,6 +2,7 @@ package search
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -27,7 +28,11 @@ type Options struct {
 	Warn     func(string) // nil: stderr
 }
 
-// Run catches the store's index up (or rebuilds it) and prints what matches o to w.
+// ErrNoMatch: nothing matched the query (printed: nothing, or an empty JSON list). sessionfs search exits 1 then,
+// as grep does.
+var ErrNoMatch = errors.New("no match")
+
+// Run catches the store's index up (or rebuilds it) and prints what matches o to w: ErrNoMatch when nothing does.
 func Run(w io.Writer, store *layout.Store, o Options) error {
 	if err := o.check(store); err != nil {
 		return err
@@ -60,12 +65,17 @@ func Run(w io.Writer, store *layout.Store, o Options) error {
 			return err
 		}
 		if o.JSON {
-			return printJSON(w, orEmpty(ids))
+			err = printJSON(w, orEmpty(ids))
 		}
 		for _, id := range ids {
-			fmt.Fprintln(w, id)
+			if !o.JSON {
+				fmt.Fprintln(w, id)
+			}
 		}
-		return nil
+		if err == nil && len(ids) == 0 {
+			err = ErrNoMatch
+		}
+		return err
 	}
 	res, err := ix.Search(o.Query)
 	if err != nil {
@@ -75,12 +85,16 @@ func Run(w io.Writer, store *layout.Store, o Options) error {
 		ix.warn(fmt.Sprintf("more than %d entries match %q: the last indexed are shown first, unranked (more words, a \"phrase\", --session, --agent or --since narrow it)", RankLimit, o.Match))
 	}
 	if o.JSON { // JSON shows every control character escaped
-		return printJSON(w, orEmpty(res.Hits))
+		err = printJSON(w, orEmpty(res.Hits))
+	} else {
+		for _, h := range res.Hits {
+			printHit(w, h, o.Color)
+		}
 	}
-	for _, h := range res.Hits {
-		printHit(w, h, o.Color)
+	if err == nil && len(res.Hits) == 0 {
+		err = ErrNoMatch
 	}
-	return nil
+	return err
 }
 
 // warnPartial says which of sessions (nil: all) are indexed in part: what they said past their budget is not

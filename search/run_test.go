@@ -56,7 +56,13 @@ func TestRun(t *testing.T) {
 	assert.Equal(t, "api\nweb\n", sortedLines(run(Options{Query: Query{Match: "heron", Limit: -1}, IDs: true})))
 	assert.Equal(t, "web\n", run(Options{Query: Query{Match: "heron"}, IDs: true, Labels: []string{"team=web"}}))
 	assert.Equal(t, "web\n", run(Options{Query: Query{Match: "heron"}, IDs: true, Labels: []string{"team"}}))
-	assert.Equal(t, "", run(Options{Query: Query{Match: "heron"}, IDs: true, Labels: []string{"team=api"}}))
+	var none bytes.Buffer
+	assert.ErrorIs(t, Run(&none, s, Options{Query: Query{Match: "heron"}, IDs: true, Labels: []string{"team=api"}}), ErrNoMatch,
+		"nothing matched: sessionfs search exits 1, as grep")
+	assert.Empty(t, none.String())
+	none.Reset()
+	assert.ErrorIs(t, Run(&none, s, Options{Query: Query{Match: "walrus"}, JSON: true}), ErrNoMatch)
+	assert.Equal(t, "[]\n", none.String(), "--json prints an empty list")
 	var hits []Hit
 	require.NoError(t, json.Unmarshal([]byte(run(Options{Query: Query{Match: "heron", Sessions: []string{"api"}}, JSON: true})), &hits))
 	require.Len(t, hits, 1)

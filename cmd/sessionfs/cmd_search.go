@@ -29,8 +29,10 @@ sessions with a match, best first. A query that matches more than 5,000 entries 
 indexed last come first (more words, a phrase, --session, --agent or --since narrow it).
 
 QUERY is SQLite FTS5's: words (all must occur; one argument or several), "a phrase", a prefix*, OR, NOT,
-NEAR(a b), (grouping). A word with other characters (fix-login, main.go) is taken as a phrase. A query FTS5
-cannot read is an error (exit 1).
+NEAR(a b), (grouping). A word with other characters (fix-login, main.go) is taken as a phrase.
+
+Exit status, as grep's: 0 when something matched, 1 when nothing did, 2 for a query FTS5 cannot read, 125 for
+bad usage or a store that cannot be searched.
 
 The index is the store's own, <store>/index/search.db. Each search first catches up with what changed since
 the last (a stat of each conversation file: what was appended is indexed alone, a file rewritten again whole,
@@ -63,8 +65,11 @@ once however many links it has. A session past its share is indexed in part, and
 				o.Limit = -1 // all
 			}
 			err = runSearch(cmd.OutOrStdout(), cmd.ErrOrStderr(), s, o)
-			if errors.Is(err, search.ErrQuery) {
-				return codedError{code: 1, err: errors.New(strings.TrimPrefix(err.Error(), "search: "))}
+			switch {
+			case errors.Is(err, search.ErrNoMatch):
+				return exitCode(1)
+			case errors.Is(err, search.ErrQuery):
+				return codedError{code: 2, err: errors.New(strings.TrimPrefix(err.Error(), "search: "))}
 			}
 			return err
 		},
@@ -89,7 +94,7 @@ func runSearch(stdout, stderr io.Writer, s *layout.Store, o search.Options) erro
 	out := &countingWriter{w: stdout}
 	err := search.Run(out, s, o)
 	finish()
-	if err == nil && out.n == 0 && o.Match != "" && !o.JSON && !o.IDs {
+	if errors.Is(err, search.ErrNoMatch) && !o.JSON && !o.IDs {
 		// A person sees why nothing was printed; scripts read --json or -l, which stay empty.
 		fmt.Fprintf(stderr, "sessionfs: no conversation matches %q\n", o.Match)
 	}
