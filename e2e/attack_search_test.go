@@ -65,7 +65,7 @@ func TestSearchAttackSwapsTranscriptsWithLinks(t *testing.T) {
 			args = append(args, "--reindex") // every file read anew
 		}
 		r := cli(t, store, args...)
-		require.Equal(t, 0, r.code, r.stderr)
+		require.Contains(t, []int{0, 1}, r.code, "a match, or none while the names are swapped: %s", r.stderr)
 		if strings.Contains(r.stdout, "own pelican") {
 			found++
 		}
