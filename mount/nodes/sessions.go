@@ -29,7 +29,25 @@ var (
 	_ = (gofs.NodeRmdirer)((*Sessions)(nil))
 	_ = (gofs.NodeRenamer)((*Sessions)(nil))
 	_ = (gofs.NodeStatfser)((*Sessions)(nil))
+	_ = (gofs.NodeCreater)((*Sessions)(nil))
+	_ = (gofs.NodeMknoder)((*Sessions)(nil))
+	_ = (gofs.NodeSymlinker)((*Sessions)(nil))
 )
+
+// Create, Mknod and Symlink: sessions/ holds sessions, each a folder (mkdir sessions/ID makes one), so a file is
+// not permitted here: EPERM. go-fuse's default, EROFS, told a person touching a file that the whole mount was
+// read-only.
+func (s *Sessions) Create(context.Context, string, uint32, uint32, *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, syscall.Errno) {
+	return nil, nil, 0, syscall.EPERM
+}
+
+func (s *Sessions) Mknod(context.Context, string, uint32, uint32, *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	return nil, syscall.EPERM
+}
+
+func (s *Sessions) Symlink(context.Context, string, string, *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	return nil, syscall.EPERM
+}
 
 func (s *Sessions) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
 	if layout.ValidateID(name) != nil {
