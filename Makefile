@@ -2,11 +2,12 @@
 GO        ?= go
 BIN       := bin/sessionfs
 # sessionfs version prints these: the latest tag's version (v0.x.y, -N-g<commit> past it; v0.0.0-dev+<commit>
-# before the first tag), the commit, and the build date (UTC; $SOURCE_DATE_EPOCH's for a reproducible build).
+# before the first tag), the commit, and its date (UTC; $SOURCE_DATE_EPOCH's when set): not the clock's, which
+# made every build link anew (go's cache keys on the flags), a build with nothing changed takes a moment.
 COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 VERSION   ?= $(shell git describe --tags --match 'v[0-9]*' --dirty 2>/dev/null || \
 	echo "v0.0.0-dev+$$(git describe --always --abbrev=12 --dirty=.dirty --exclude='*' 2>/dev/null || echo unknown)")
-DATE      ?= $(shell date -u -d "@$${SOURCE_DATE_EPOCH:-$$(date +%s)}" +%Y-%m-%dT%H:%M:%SZ)
+DATE      ?= $(shell date -u -d "@$${SOURCE_DATE_EPOCH:-$$(git log -1 --format=%ct 2>/dev/null || date +%s)}" +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS   := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(DATE)
 # The real Claude Code CLIs the e2e tests drive, pinned: an old one with the stricter resume behaviour, and the
 # newest the registry served when last checked (README, "Claude Code versions").

@@ -11,7 +11,7 @@ import (
 
 // The build's version, commit and date, set by the Makefile (-ldflags "-X main.version=... -X main.commit=...
 // -X main.date=..."): the version is git describe's of the latest tag (v0.x.y, and -N-g<commit> past it), or
-// v0.0.0-dev+<commit> before the first tag; the date is the build's (UTC, RFC 3339). A build without them (go build, go install) takes what Go recorded.
+// v0.0.0-dev+<commit> before the first tag; the date is the commit's, or $SOURCE_DATE_EPOCH's (UTC, RFC 3339). A build without them (go build, go install) takes what Go recorded.
 var (
 	version = ""
 	commit  = ""
