@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strings"
 	"syscall"
 )
 
@@ -31,8 +32,8 @@ type Error struct {
 
 func (e *Error) Error() string {
 	msg := e.Op
-	if e.ID != "" {
-		msg += fmt.Sprintf(" session %q", e.ID)
+	if e.ID != "" || e.Kind == ErrInvalidID { // an id refused is named, the empty one too
+		msg = strings.TrimSpace(msg + fmt.Sprintf(" session %q", e.ID))
 	}
 	if e.Path != "" {
 		msg += " (" + e.Path + ")"

@@ -19,7 +19,7 @@ func ValidateID(id string) error {
 	if idPattern.MatchString(id) {
 		return nil
 	}
-	return &Error{Op: "check", ID: printable(id), Kind: ErrInvalidID,
+	return &Error{ID: printable(id), Kind: ErrInvalidID,
 		Err: fmt.Errorf("want 1-%d characters of [A-Za-z0-9._-], starting with a letter or digit", MaxIDLen)}
 }
 

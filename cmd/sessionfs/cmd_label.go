@@ -54,7 +54,7 @@ func (a *app) runLabel(w io.Writer, arg string, edits []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "%s %s\n", m.ID, labelText(m.Labels))
+	fmt.Fprintln(w, strings.TrimSpace(m.ID+" "+labelText(m.Labels))) // no labels left: the id alone, no trailing blank
 	return nil
 }
 

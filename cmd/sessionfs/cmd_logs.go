@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -22,7 +23,7 @@ const followPoll = 200 * time.Millisecond
 
 func (a *app) logsCmd() *cobra.Command {
 	var follow, raw bool
-	var tail int
+	var tailFlag string
 	cmd := &cobra.Command{
 		Use:   "logs RUN",
 		Short: "Print what a run printed (its stdout and stderr), as docker logs does",
@@ -48,8 +49,13 @@ Not to be confused with "sessionfs log", which prints a conversation: what was s
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: a.completeIDs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if tail < -1 {
-				return usageError("logs: --tail takes a number of lines, 0 or more")
+			tail := -1 // all
+			if tailFlag != "all" {
+				n, err := strconv.Atoi(tailFlag)
+				if err != nil || n < 0 {
+					return usageError(fmt.Sprintf("logs: --tail takes a number of lines, 0 or more, or all (not %q)", tailFlag))
+				}
+				tail = n
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
@@ -64,7 +70,7 @@ Not to be confused with "sessionfs log", which prints a conversation: what was s
 	}
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "go on printing while the run is in progress")
 	cmd.Flags().BoolVar(&raw, "raw", false, "send the output's control characters to a terminal as they are (escape sequences included)")
-	cmd.Flags().IntVarP(&tail, "tail", "n", -1, "print only the last N lines (default: all)")
+	cmd.Flags().StringVarP(&tailFlag, "tail", "n", "all", "print only the last N lines, as docker logs --tail")
 	return cmd
 }
 

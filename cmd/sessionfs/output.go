@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"sort"
 	"strings"
 	"text/template"
@@ -52,10 +53,16 @@ func parseFormat(cmdName, text string) (*template.Template, error) {
 	return tmpl, nil
 }
 
+// unknownField is text/template's error for a field the item does not have.
+var unknownField = regexp.MustCompile(`can't evaluate field (\w+) in type`)
+
 // printFormatted prints one item through tmpl, on its own line.
 func printFormatted(w io.Writer, tmpl *template.Template, item any) error {
 	var b strings.Builder
 	if err := tmpl.Execute(&b, item); err != nil {
+		if m := unknownField.FindStringSubmatch(err.Error()); m != nil { // not Go's type names: the fields --help lists
+			return usageError(fmt.Sprintf("--format: no field %s (the fields are --json's, Go-cased: --help lists them)", m[1]))
+		}
 		return fmt.Errorf("--format: %v", err)
 	}
 	_, err := fmt.Fprintln(w, b.String())
