@@ -6,7 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 )
 
-// TestCLIPapercuts (issue 50, 5): what a new user hit, each said plainly. Before: new ” said "check: invalid
+// TestCLIPapercuts (issue 50, 5): what a new user hit, each said plainly. Before: new "" (an empty id) said "check: invalid
 // session id" (no session named); label ID K- printed the id and a trailing blank; logs --help gave --tail two
 // defaults ("(default: all) (default -1)"); --format '{{.Bogus}}' named Go's type (main.lsRow).
 func TestCLIPapercuts(t *testing.T) {
