@@ -8,7 +8,8 @@ import (
 
 // TestCLIPapercuts (issue 50, 5): what a new user hit, each said plainly. Before: new "" (an empty id) said "check: invalid
 // session id" (no session named); label ID K- printed the id and a trailing blank; logs --help gave --tail two
-// defaults ("(default: all) (default -1)"); --format '{{.Bogus}}' named Go's type (main.lsRow).
+// defaults ("(default: all) (default -1)"); --format '{{.Bogus}}' named Go's type (main.lsRow); log, resume and
+// search --session gave no "did you mean", and no command did for a transposed name (dmeo).
 func TestCLIPapercuts(t *testing.T) {
 	store := t.TempDir()
 	r := cli(t, store, "new", "")
@@ -26,6 +27,13 @@ func TestCLIPapercuts(t *testing.T) {
 	r = cli(t, store, "logs", "demo", "--tail", "x")
 	assert.Equal(t, 125, r.code)
 	assert.Contains(t, r.stderr, `--tail takes a number of lines, 0 or more, or all (not "x")`)
+
+	// One suggester for every command that takes a session's name, a transposed one included.
+	for _, args := range [][]string{{"show", "dmeo"}, {"log", "dmeo"}, {"resume", "dmeo"}, {"search", "x", "--session", "dmeo"}} {
+		r = cli(t, store, args...)
+		assert.Equal(t, 125, r.code, "%v", args)
+		assert.Contains(t, r.stderr, "did you mean demo?", "%v", args)
+	}
 
 	r = cli(t, store, "ls", "--format", "{{.Bogus}}")
 	assert.Equal(t, 125, r.code)

@@ -93,7 +93,7 @@ func (a *app) runLog(ctx context.Context, w io.Writer, args []string, o logOptio
 			return convErr // the start of several conversations
 		}
 		if len(args) == 1 {
-			err = errors.New(args[0] + ": no such conversation or session (sessionfs ls lists the sessions, sessionfs show SESSION a session's conversations)")
+			err = errors.New(args[0] + ": no such conversation or session" + a.suggestion(args[0]) + " (sessionfs ls lists the sessions, sessionfs show SESSION a session's conversations)")
 		}
 		return err
 	}

@@ -124,7 +124,7 @@ func resumedConversation(s *layout.Store, target string) (string, []agents.Holde
 func (a resumer) continueSession(claudeBin, arg string, extra []string) error {
 	id, err := a.resolveID(arg)
 	if errors.Is(err, layout.ErrNotFound) || errors.Is(err, layout.ErrInvalidID) {
-		return fmt.Errorf("no session or conversation is called %q (sessionfs ls; sessionfs find UUID)", arg)
+		return fmt.Errorf("no session or conversation is called %q%s (sessionfs ls; sessionfs find UUID)", arg, a.suggestion(arg))
 	} else if err != nil {
 		return err
 	}

@@ -64,14 +64,7 @@ once however many links it has. A session past its share is indexed in part, and
 			if o.IDs && !cmd.Flags().Changed("limit") || o.Limit == 0 {
 				o.Limit = -1 // all
 			}
-			err = runSearch(cmd.OutOrStdout(), cmd.ErrOrStderr(), s, o)
-			switch {
-			case errors.Is(err, search.ErrNoMatch):
-				return exitCode(1)
-			case errors.Is(err, search.ErrQuery):
-				return codedError{code: 2, err: errors.New(strings.TrimPrefix(err.Error(), "search: "))}
-			}
-			return err
+			return a.searchExit(s, o, runSearch(cmd.OutOrStdout(), cmd.ErrOrStderr(), s, o))
 		},
 	}
 	f := cmd.Flags()
@@ -84,6 +77,24 @@ once however many links it has. A session past its share is indexed in part, and
 	f.IntVar(&o.Limit, "limit", 20, "print at most this many hits (with -l: sessions, all by default; 0: all)")
 	f.BoolVar(&o.Reindex, "reindex", false, "build the index anew first (with a progress bar)")
 	return cmd
+}
+
+// searchExit is the CLI's answer to search's err, as grep's: 1 when nothing matched, 2 for a query FTS5 cannot
+// read; a --session that is no session is named with the ones close to it.
+func (a *app) searchExit(s *layout.Store, o search.Options, err error) error {
+	switch {
+	case errors.Is(err, layout.ErrNotFound):
+		for _, id := range o.Sessions {
+			if !s.Exists(id) {
+				return fmt.Errorf("%w%s", err, a.suggestion(id))
+			}
+		}
+	case errors.Is(err, search.ErrNoMatch):
+		return exitCode(1)
+	case errors.Is(err, search.ErrQuery):
+		return codedError{code: 2, err: errors.New(strings.TrimPrefix(err.Error(), "search: "))}
+	}
+	return err
 }
 
 // runSearch runs search o with a progress bar for the indexing, and says on stderr when nothing matched.

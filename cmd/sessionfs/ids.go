@@ -163,10 +163,11 @@ func closeIDs(arg string, ids []string) []string {
 	return out
 }
 
-// editDistance is the Levenshtein distance of a and b, in runes.
+// editDistance is the distance of a and b in runes, a swap of two neighbours counting one edit as an insertion,
+// a deletion or a change does (optimal string alignment): "dmeo" is one edit from "demo", not two.
 func editDistance(a, b string) int {
 	ra, rb := []rune(a), []rune(b)
-	prev, cur := make([]int, len(rb)+1), make([]int, len(rb)+1)
+	before, prev, cur := make([]int, len(rb)+1), make([]int, len(rb)+1), make([]int, len(rb)+1)
 	for j := range prev {
 		prev[j] = j
 	}
@@ -178,8 +179,11 @@ func editDistance(a, b string) int {
 				cost = 0
 			}
 			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
+				cur[j] = min(cur[j], before[j-2]+1)
+			}
 		}
-		prev, cur = cur, prev
+		before, prev, cur = prev, cur, before
 	}
 	return prev[len(rb)]
 }
@@ -306,4 +310,22 @@ func holderIDs(holders []agents.Holder) []string {
 		ids = append(ids, h.ID)
 	}
 	return ids
+}
+
+// suggestion is " (did you mean X?)" naming the sessions close to arg (closeIDs), or "": for the commands that
+// say in words of their own that no session is arg (log, resume, search --session).
+func (a *app) suggestion(arg string) string {
+	s, err := a.openStore()
+	if err != nil {
+		return ""
+	}
+	ids, _ := s.IDs()
+	matches := closeIDs(arg, ids)
+	if len(matches) == 0 {
+		return ""
+	}
+	if len(matches) > maxCandidates {
+		matches = append(matches[:maxCandidates:maxCandidates], "...")
+	}
+	return fmt.Sprintf(" (did you mean %s?)", strings.Join(matches, ", "))
 }

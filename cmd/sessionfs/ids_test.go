@@ -27,4 +27,6 @@ func TestCloseIDs(t *testing.T) {
 	assert.Equal(t, []string{"web-old"}, closeIDs("WEB", ids))
 	assert.Empty(t, closeIDs("nothing-like-it", ids))
 	assert.Equal(t, 3, editDistance("kitten", "sitting"))
+	assert.Equal(t, 1, editDistance("dmeo", "demo"), "a swap of neighbours is one edit")
+	assert.Equal(t, []string{"demo"}, closeIDs("dmeo", ids), "a transposed name is suggested (issue 50)")
 }
