@@ -92,8 +92,9 @@ const (
 	maxLists     = 4096
 	// maxRenders bounds the renderings made at once, uidRenders those one uid asked for (textslots.go: a uid's
 	// renderings, however long, leave a slot to the others); sessionRenders (below) those of one session.
-	// renderWait bounds a rendering's wait for a slot: its readers then get EIO (not EAGAIN, which a reader with
-	// a poller, Go's, waits on for good: the mount answers no poll), its attributes the last rendering's size.
+	// renderWait bounds a rendering's wait for a slot while none is given back: its readers then get EIO (not
+	// EAGAIN, which a reader with a poller, Go's, waits on for good: the mount answers no poll), its attributes
+	// the last rendering's size.
 	// maxPinned bounds the renderings open files keep, sessionPinned those of one session's conversations (the
 	// open files of one session's long renderings leave room for another's).
 	maxRenders    = 4

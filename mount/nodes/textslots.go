@@ -11,7 +11,7 @@ import (
 // share is a cap, not a turn: a session holds at most perSession slots and a uid at most perUID, whoever else
 // waits, so that however long one session's renderings are, another session finds a slot free. Waiters are served
 // fairly: a freed slot goes to the waiter whose session holds the fewest slots, then whose uid does, then the first
-// come. A wait ends at its deadline or when its caller is interrupted.
+// come. A wait ends when its caller is interrupted, or once no slot at all was given back for its bound.
 type renderSlots struct {
 	mu         sync.Mutex
 	total      int
@@ -21,6 +21,7 @@ type renderSlots struct {
 	sessions   map[string]int
 	uids       map[uint32]int
 	queue      []*slotWaiter // in the order they came
+	turns      uint64        // slots given back so far: a waiter's wait ends only when none was for its bound
 }
 
 // slotWaiter is a rendering waiting for a slot; ready is closed once it holds one.
@@ -36,21 +37,38 @@ func newRenderSlots(total, perSession, perUID int) *renderSlots {
 		sessions: map[string]int{}, uids: map[uint32]int{}}
 }
 
-// acquire takes a slot for a rendering of session's, for uid, waiting at most wait (ctx cancelled: at once). It
-// returns false when none was given; release gives back one that was.
+// acquire takes a slot for a rendering of session's, for uid, waiting while slots are given back and at most
+// wait with none given back (ctx cancelled: at once). It returns false when none was given; release gives back
+// one that was.
 func (s *renderSlots) acquire(ctx context.Context, session string, uid uint32, wait time.Duration) bool {
 	s.mu.Lock()
 	w := &slotWaiter{session: session, uid: uid, ready: make(chan struct{})}
 	s.queue = append(s.queue, w)
 	s.grant()
+	turns := s.turns
 	s.mu.Unlock()
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
-	select {
-	case <-w.ready:
-		return true
-	case <-ctx.Done():
-	case <-timer.C:
+wait:
+	for {
+		select {
+		case <-w.ready:
+			return true
+		case <-ctx.Done():
+			break wait
+		case <-timer.C:
+			// Slots given back meanwhile: the queue moves, and this waiter's turn comes (48 readers of one
+			// session's 48 long renderings, one at a time on 2 cores, wait 38 s for the last, each a
+			// moment). None in all that time: the renderings that hold them are stuck, and the caller is told.
+			s.mu.Lock()
+			moved := s.turns != turns
+			turns = s.turns
+			s.mu.Unlock()
+			if !moved {
+				break wait
+			}
+			timer.Reset(wait)
+		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -78,6 +96,7 @@ func (s *renderSlots) release(session string, uid uint32) {
 
 func (s *renderSlots) free(session string, uid uint32) {
 	s.busy--
+	s.turns++
 	if s.sessions[session]--; s.sessions[session] == 0 {
 		delete(s.sessions, session)
 	}

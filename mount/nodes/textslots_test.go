@@ -72,3 +72,30 @@ func TestRenderSlotsWaitEndsWhenInterrupted(t *testing.T) {
 	s.release("s1", 1)
 	assert.True(t, s.acquire(context.Background(), "s3", 3, 10*time.Millisecond))
 }
+
+// A waiter waits while slots are given back (the queue moves), and gives up once none was for its bound.
+func TestRenderSlotsWaitWhileTheQueueMoves(t *testing.T) {
+	s := newRenderSlots(2, 1, 2)
+	require.True(t, s.acquire(context.Background(), "a", 1, time.Second)) // a's share, held
+	got := make(chan bool, 1)
+	go func() { got <- s.acquire(context.Background(), "a", 1, 300*time.Millisecond) }()
+	// Session b's renderings come and go for 1.2 s, longer than the waiter's bound: the slots turn over.
+	for range 12 {
+		require.True(t, s.acquire(context.Background(), "b", 2, time.Second))
+		time.Sleep(100 * time.Millisecond)
+		s.release("b", 2)
+	}
+	select {
+	case ok := <-got:
+		t.Fatalf("the waiter gave up (%v) while slots were given back every 100 ms", ok)
+	default:
+	}
+	s.release("a", 1)
+	assert.True(t, <-got, "the waiter gets a's slot once it is given back")
+
+	held := newRenderSlots(1, 1, 1)
+	require.True(t, held.acquire(context.Background(), "a", 1, time.Second))
+	start := time.Now()
+	assert.False(t, held.acquire(context.Background(), "b", 2, 200*time.Millisecond), "a slot never given back")
+	assert.Less(t, time.Since(start), 2*time.Second)
+}
