@@ -131,6 +131,14 @@ func (a resumer) continueSession(claudeBin, arg string, extra []string) error {
 	if err := a.needAgentCLI(claudeBin); err != nil {
 		return err
 	}
+	if s, err := a.openStore(); err == nil {
+		if sess, err := s.OpenSession(id); err == nil {
+			if claude.CountConversations(sess) == 0 { // --continue starts one: said, not done in silence
+				fmt.Fprintf(os.Stderr, "sessionfs: session %s has no Claude conversation yet: claude starts a new one\n", id)
+			}
+			sess.Close()
+		}
+	}
 	return a.resumeIn(id, append([]string{claudeBin, "--continue"}, extra...), claude.Agent.Name)
 }
 
