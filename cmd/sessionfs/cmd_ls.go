@@ -15,7 +15,6 @@ import (
 	"github.com/spf13/cobra"
 
 	_ "github.com/sessionfs/sessionfs/agents/all" // its index counts conversations
-	"github.com/sessionfs/sessionfs/agents/claude"
 	"github.com/sessionfs/sessionfs/layout"
 )
 
@@ -32,7 +31,7 @@ type lsOptions struct {
 type lsRow struct {
 	sessionView
 	Conversations int            `json:"conversations"` // every agent's
-	Agents        map[string]int `json:"agents"`        // conversations by agent ({} when only Claude's)
+	Agents        map[string]int `json:"agents"`        // conversations by agent, Claude's too (as the page shows them)
 }
 
 func (a *app) lsCmd() *cobra.Command {
@@ -166,12 +165,11 @@ func lsRows(s *layout.Store, infos []layout.Listed) []lsRow {
 	mnt := mountpoint(s)
 	for i, in := range infos {
 		rows[i] = lsRow{sessionView: viewOf(s, mnt, &in.Meta, in.Info), Agents: map[string]int{}}
-		by := in.Agents
-		for _, n := range by {
-			rows[i].Conversations += n
-		}
-		if len(by) > 1 || (len(by) == 1 && by[claude.Agent.Name] == 0) {
-			rows[i].Agents = by
+		for name, n := range in.Agents {
+			if n > 0 {
+				rows[i].Agents[name] = n
+				rows[i].Conversations += n
+			}
 		}
 	}
 	return rows
