@@ -62,6 +62,7 @@ install: build
 	install -m 0644 $(addprefix man/,$(MANPAGES)) $(MANDIR)
 	@echo "installed sessionfs $(VERSION) in $(BINDIR)"
 	@case ":$$PATH:" in *":$(PREFIX)/bin:"*) ;; *) echo "$(PREFIX)/bin is not on your PATH: add it (export PATH=\"$(PREFIX)/bin:\$$PATH\")";; esac
+	@echo "bash completes from $(BASHCOMP) through the bash-completion package (apt-get install bash-completion)"
 	@echo "zsh completes from $(dir $(ZSHCOMP)) when it is on \$$fpath; man sessionfs lists the commands"
 	@echo "next: sessionfs mount --daemon, then sessionfs new, then sessionfs exec ID -- claude"
 

@@ -82,4 +82,8 @@ func TestCompletionOffersWhatFits(t *testing.T) {
 	assert.Equal(t, []string{uuid}, words)
 	words, _ = complete("resume", "")
 	assert.Equal(t, []string{"demo", uuid}, words)
+	// log ID <TAB>: that session's conversations, with their agent (issue 50: it offered file names).
+	words, directive = complete("log", "demo", "")
+	assert.Equal(t, []string{uuid + "\tclaude"}, words)
+	assert.Equal(t, ":36", directive, "no file names, newest first")
 }

@@ -47,7 +47,7 @@ does for a session it cannot find.`,
   sessionfs log -f fix-login                  # and what the agent adds, until Ctrl-C
   sessionfs log fix-login --json | jq -r 'select(.kind=="tool_call").text'`,
 		Args:              cobra.RangeArgs(1, 2),
-		ValidArgsFunction: a.completeIDs,
+		ValidArgsFunction: a.completeConversation,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sessionfs/sessionfs/agents"
+	"github.com/sessionfs/sessionfs/agents/all"
 )
 
 // completeIDs completes a session id as the command's first argument; after it (a command to run, say) the
@@ -143,4 +144,32 @@ func (a *app) completeLabels(_ *cobra.Command, args []string, prefix string) ([]
 		}
 	}
 	return out, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
+}
+
+// completeConversation completes a session id, then the ids of that session's conversations, any agent's, newest
+// first (log ID CONVERSATION): not file names.
+func (a *app) completeConversation(_ *cobra.Command, args []string, prefix string) ([]string, cobra.ShellCompDirective) {
+	switch len(args) {
+	case 0:
+		return a.matchingIDs(prefix), cobra.ShellCompDirectiveNoFileComp
+	case 1:
+		s, err := a.openStore()
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		sess, err := s.OpenSession(args[0])
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		defer sess.Close()
+		convs, _ := all.SessionConversations(sess)
+		var out []string
+		for _, c := range convs {
+			if strings.HasPrefix(c.ID, prefix) {
+				out = append(out, c.ID+"\t"+c.Agent)
+			}
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveKeepOrder
+	}
+	return nil, cobra.ShellCompDirectiveNoFileComp
 }
