@@ -75,6 +75,10 @@ func writeDocs(root string) error {
 func docsTree(man bool) *cobra.Command {
 	root := newRootCmd()
 	root.InitDefaultCompletionCmd()
+	root.Long += "\n\n" + commandIndex(root)
+	if !man { // the man page gives it its own section (writeManTree)
+		root.Long += "\n\n" + exitStatus
+	}
 	escaped := map[*pflag.Flag]bool{}
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
@@ -99,6 +103,25 @@ func docsTree(man bool) *cobra.Command {
 	return root
 }
 
+// commandIndex lists the commands with their one-line summaries, for the pages of the root command (cobra's
+// SEE ALSO names them only).
+func commandIndex(root *cobra.Command) string {
+	var b strings.Builder
+	b.WriteString("Commands:\n")
+	for _, c := range root.Commands() {
+		if c.IsAvailableCommand() && !c.IsAdditionalHelpTopicCommand() {
+			fmt.Fprintf(&b, "\n  %-11s %s", c.Name(), c.Short)
+		}
+	}
+	return b.String()
+}
+
+// exitStatus is the EXIT STATUS the pages of the root command give: docker's rule, and grep's for search.
+const exitStatus = `Exit status: 0 when the command succeeded. 125 when sessionfs itself failed: bad usage, a session that does
+not exist, an engine it cannot reach, a turn the session did not record. exec, run and resume exit with the status
+of the command they ran, as docker run does: 126 when it cannot be executed, 127 when it is not found. search
+exits as grep does: 1 when nothing matched, 2 for a query it cannot read.`
+
 // manDate is the date cobra writes in each page's .TH line, taken out again (the pages must not change by the day).
 var manDate = time.Date(2000, time.January, 1, 0, 0, 0, 0, time.UTC)
 
@@ -119,6 +142,9 @@ func writeManTree(c *cobra.Command, dir string) error {
 		return fmt.Errorf("man page of %s: %w", c.CommandPath(), err)
 	}
 	page := strings.Replace(b.String(), `"`+manDate.Format("Jan 2006")+`"`, `""`, 1)
+	if !c.HasParent() {
+		page = strings.Replace(page, ".SH OPTIONS", ".SH EXIT STATUS\n.PP\n"+strings.TrimPrefix(strings.ReplaceAll(exitStatus, "\n", " "), "Exit status: ")+"\n\n.SH OPTIONS", 1)
+	}
 	name := strings.ReplaceAll(c.CommandPath(), " ", "-") + ".1"
 	return os.WriteFile(filepath.Join(dir, name), []byte(page), 0o644)
 }

@@ -83,3 +83,16 @@ func TestPlainToMarkdown(t *testing.T) {
 	assert.Equal(t, "a short one.\n\nIt ends its paragraph.", plainToMarkdown("a short one.\nIt ends its paragraph."))
 	assert.Equal(t, `1\. a \_b\_ \[c\]`, mdEscape("1. a _b_ [c]"))
 }
+
+// The root's pages list the commands with their summaries and say the exit status (issue 50: man sessionfs had
+// neither).
+func TestRootPagesIndexAndExitStatus(t *testing.T) {
+	page, err := os.ReadFile("../../man/sessionfs.1")
+	require.NoError(t, err)
+	assert.Contains(t, string(page), ".SH EXIT STATUS")
+	assert.Contains(t, string(page), "125 when sessionfs itself failed")
+	assert.Regexp(t, `search +Find conversations of any agent`, string(page))
+	md, err := os.ReadFile("../../docs/cli/sessionfs.md")
+	require.NoError(t, err)
+	assert.Contains(t, string(md), "Exit status: 0 when the command succeeded")
+}
