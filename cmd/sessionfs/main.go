@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/KimMachineGun/automemlimit/memlimit"
@@ -70,6 +71,9 @@ func linesSafe(msg string) string {
 // didYouMean is how cobra introduces the commands it suggests for a mistyped one, one a line.
 const didYouMean = "\n\nDid you mean this?\n"
 
+// unknownCommand is cobra's error for a command it does not know, naming what was typed.
+var unknownCommand = regexp.MustCompile(`^unknown command "([^"]*)"`)
+
 // cutSuggestions splits cobra's error msg into its first part and its suggestions, kept one a line as cobra
 // prints them ("" when none): oneLine would run them into the message.
 func cutSuggestions(msg string) (head, suggestions string) {
@@ -77,11 +81,19 @@ func cutSuggestions(msg string) (head, suggestions string) {
 	if !ok {
 		return msg, ""
 	}
-	var b strings.Builder
+	var names []string
 	for _, s := range strings.Split(tail, "\n") {
 		if s = oneLine(s); s != "" {
-			b.WriteString("\n\t" + s)
+			names = append(names, s)
 		}
+	}
+	// Closest first, whatever order cobra keeps its commands in (sorted once any help was made).
+	if m := unknownCommand.FindStringSubmatch(head); m != nil {
+		slices.SortStableFunc(names, func(a, b string) int { return editDistance(m[1], a) - editDistance(m[1], b) })
+	}
+	var b strings.Builder
+	for _, s := range names {
+		b.WriteString("\n\t" + s)
 	}
 	if b.Len() == 0 {
 		return head, ""
