@@ -1,6 +1,7 @@
 package backends
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path"
@@ -12,7 +13,7 @@ import (
 )
 
 // ErrNoTrace marks a run whose agent was asked for a turn, exited 0, and recorded nothing in the session.
-var ErrNoTrace = fmt.Errorf("the turn is lost")
+var ErrNoTrace = errors.New("the turn is lost")
 
 // traced is an agent's trace in a session before a run that asks it for a turn (agents.Agent.Trace); the zero
 // value judges nothing.

@@ -6,7 +6,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -42,35 +41,8 @@ func TestAttackDaemonUnderMemoryLimit(t *testing.T) {
 	canon := func(id string) string {
 		return filepath.Join(store, "sessions", id, ".claude", "projects", "-session-workspace")
 	}
-	const victim = "5a5b5c5d-0000-4000-8000-000000000002"
-	var vb strings.Builder
-	for i := range 200 {
-		fmt.Fprintf(&vb, `{"type":"user","message":{"role":"user","content":"prompt %d: %s"},"timestamp":"2026-11-26T02:00:00Z"}`+"\n",
-			i, strings.Repeat("the word is marmalade ", 50))
-	}
-	require.NoError(t, os.WriteFile(filepath.Join(canon("s2"), victim+".jsonl"), []byte(vb.String()), 0o644))
-
-	tool := `{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"` +
-		strings.Repeat("x", 1<<20) + `"}]},"timestamp":"2026-11-26T02:00:00Z"}` + "\n"
-	var big string
-	var convs []string
-	for c := range 4 {
-		id := fmt.Sprintf("6a6b6c6d-0000-4000-8000-%012d", c)
-		require.NoError(t, os.WriteFile(filepath.Join(canon("s1"), id+".jsonl"),
-			[]byte(`{"type":"user","message":{"role":"user","content":"hello"},"timestamp":"2026-11-26T02:00:00Z"}`+"\n"), 0o644))
-		convs = append(convs, id)
-		subs := filepath.Join(canon("s1"), id, "subagents")
-		require.NoError(t, os.MkdirAll(subs, 0o755))
-		for l := range 100 {
-			name := filepath.Join(subs, fmt.Sprintf("agent-a%04d.jsonl", l))
-			if big == "" {
-				require.NoError(t, os.WriteFile(name, []byte(strings.Repeat(tool, 64)), 0o644))
-				big = name
-				continue
-			}
-			require.NoError(t, os.Link(big, name))
-		}
-	}
+	const victim = renderVictim
+	convs := layRenderAttack(t, store)
 	writeHostileGeminiChat(t, store, "s1", 4)
 	giveSession(t, store, "s1")
 

@@ -36,39 +36,9 @@ func TestAttackRenderSlots(t *testing.T) {
 		return filepath.Join(store, "sessions", id, ".claude", "projects", "-session-workspace")
 	}
 
-	// The other session's conversation: 200 prompts (about 200 KiB rendered).
-	const victim = "5a5b5c5d-0000-4000-8000-000000000002"
+	const victim = renderVictim
 	victimFile := filepath.Join(canon("s2"), victim+".jsonl")
-	var vb strings.Builder
-	for i := range 200 {
-		fmt.Fprintf(&vb, `{"type":"user","message":{"role":"user","content":"prompt %d: %s"},"timestamp":"2026-11-26T02:00:00Z"}`+"\n",
-			i, strings.Repeat("the word is marmalade ", 50))
-	}
-	require.NoError(t, os.WriteFile(victimFile, []byte(vb.String()), 0o644))
-
-	// The attacker's: 4 conversations (more than the daemon had slots), each with 100 subagents that are one file.
-	const convs, links = 4, 100
-	tool := `{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"` +
-		strings.Repeat("x", 1<<20) + `"}]},"timestamp":"2026-11-26T02:00:00Z"}` + "\n"
-	var big string
-	var mains []string
-	for c := range convs {
-		id := fmt.Sprintf("6a6b6c6d-0000-4000-8000-%012d", c)
-		main := filepath.Join(canon("s1"), id+".jsonl")
-		require.NoError(t, os.WriteFile(main, []byte(`{"type":"user","message":{"role":"user","content":"hello"},"timestamp":"2026-11-26T02:00:00Z"}`+"\n"), 0o644))
-		mains = append(mains, id)
-		subs := filepath.Join(canon("s1"), id, "subagents")
-		require.NoError(t, os.MkdirAll(subs, 0o755))
-		for l := range links {
-			name := filepath.Join(subs, fmt.Sprintf("agent-a%04d.jsonl", l))
-			if big == "" {
-				require.NoError(t, os.WriteFile(name, []byte(strings.Repeat(tool, 64)), 0o644))
-				big = name
-				continue
-			}
-			require.NoError(t, os.Link(big, name))
-		}
-	}
+	mains := layRenderAttack(t, store)
 	giveSession(t, store, "s1")
 
 	var procs []*exec.Cmd
@@ -166,4 +136,46 @@ func TestAttackRenderSlots(t *testing.T) {
 		m.stop(t)
 		<-done
 	}
+}
+
+// renderVictim is the other session's (s2) conversation in the render attacks: 200 prompts, about 200 KiB rendered.
+const renderVictim = "5a5b5c5d-0000-4000-8000-000000000002"
+
+// layRenderAttack writes the render attacks' sessions into store (s1 and s2 made): s2's conversation renderVictim,
+// and s1's 4 conversations (more than the daemon had slots), each with 100 subagents that are hard links of one
+// 64 MiB transcript. It returns s1's conversation ids.
+func layRenderAttack(t *testing.T, store string) []string {
+	t.Helper()
+	canon := func(id string) string {
+		return filepath.Join(store, "sessions", id, ".claude", "projects", "-session-workspace")
+	}
+	var vb strings.Builder
+	for i := range 200 {
+		fmt.Fprintf(&vb, `{"type":"user","message":{"role":"user","content":"prompt %d: %s"},"timestamp":"2026-11-26T02:00:00Z"}`+"\n",
+			i, strings.Repeat("the word is marmalade ", 50))
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(canon("s2"), renderVictim+".jsonl"), []byte(vb.String()), 0o644))
+	const convs, links = 4, 100
+	tool := `{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"` +
+		strings.Repeat("x", 1<<20) + `"}]},"timestamp":"2026-11-26T02:00:00Z"}` + "\n"
+	var big string
+	var mains []string
+	for c := range convs {
+		id := fmt.Sprintf("6a6b6c6d-0000-4000-8000-%012d", c)
+		require.NoError(t, os.WriteFile(filepath.Join(canon("s1"), id+".jsonl"),
+			[]byte(`{"type":"user","message":{"role":"user","content":"hello"},"timestamp":"2026-11-26T02:00:00Z"}`+"\n"), 0o644))
+		mains = append(mains, id)
+		subs := filepath.Join(canon("s1"), id, "subagents")
+		require.NoError(t, os.MkdirAll(subs, 0o755))
+		for l := range links {
+			name := filepath.Join(subs, fmt.Sprintf("agent-a%04d.jsonl", l))
+			if big == "" {
+				require.NoError(t, os.WriteFile(name, []byte(strings.Repeat(tool, 64)), 0o644))
+				big = name
+				continue
+			}
+			require.NoError(t, os.Link(big, name))
+		}
+	}
+	return mains
 }
