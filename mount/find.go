@@ -1,6 +1,7 @@
 package mount
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/moby/sys/mountinfo"
@@ -14,6 +15,8 @@ type Found struct {
 	Mountpoint string
 	// AllowOther: users other than the mounting one may use it (containers running as another uid).
 	AllowOther bool
+	// Owner is the uid that mounted it (FUSE's user_id): the one uid let in without AllowOther.
+	Owner uint32
 }
 
 // Find returns a live sessionfs mount of storeRoot, if there is one. The mount's source is the store's
@@ -27,10 +30,22 @@ func Find(storeRoot string) (Found, bool) {
 	}
 	for _, m := range mounts {
 		if !Stale(m.Mountpoint) {
-			return Found{Mountpoint: m.Mountpoint, AllowOther: hasOption(m.VFSOptions, "allow_other")}, true
+			return Found{Mountpoint: m.Mountpoint, AllowOther: hasOption(m.VFSOptions, "allow_other"), Owner: mountOwner(m.VFSOptions)}, true
 		}
 	}
 	return Found{}, false
+}
+
+// mountOwner is the user_id a FUSE mount's options name (0 when none does: only root mounts without one).
+func mountOwner(opts string) uint32 {
+	for _, o := range strings.Split(opts, ",") {
+		if v, ok := strings.CutPrefix(o, "user_id="); ok {
+			if uid, err := strconv.ParseUint(v, 10, 32); err == nil {
+				return uint32(uid)
+			}
+		}
+	}
+	return 0
 }
 
 func hasOption(opts, name string) bool {

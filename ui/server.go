@@ -24,8 +24,14 @@ type Options struct {
 	Token string
 	// Log is where panics, CSP reports and errors go (nil: the standard logger).
 	Log *log.Logger
-	// Command is how a resume command names sessionfs and its store ("sessionfs --store '/x'").
+	// Command is how a resume command names sessionfs and its store ("sessionfs --store '/x'", or "sessionfs"
+	// for the default store).
 	Command string
+	// Docker is what a resume command in a container needs after "--backend docker" (its image, unless
+	// config.toml names one; the key's variable): "" offers none. Modal offers Claude's run on Modal, for a
+	// set-up whose config.toml names a Modal image.
+	Docker string
+	Modal  bool
 	// Base is the path every route is served under ("": /), and the cookie's Path. sessionfs ui gives a random one
 	// (NewBase): a browser sends a host's cookies to each of its ports (a cookie's host has none), so with Path=/
 	// a session's dev server on another port of 127.0.0.1, opened in the same browser, was sent the token. A

@@ -106,18 +106,19 @@ func runRowOf(m *layout.Meta, i int, run layout.Run, running bool) runRow {
 }
 
 // resumeCommands are the commands that resume conversation c of session id, as sessionfs resume takes them: on
-// this host, in a container, and (Claude's, which runs without a terminal there) on Modal. Every word from the
+// this host, in a container, and (Claude's, which runs without a terminal there) on Modal, those two only where
+// the set-up can (Options.Docker, Options.Modal). Every word from the
 // session is quoted for a shell: a conversation's id is the session's own writing.
 func (s *Server) resumeCommands(id string, c agents.Conversation) []resumeCommand {
 	if one(c.ID, maxName) != c.ID || one(id, maxName) != id {
 		return nil // an id with a control character: nothing a terminal should be given to paste
 	}
 	conv := shellWord(c.ID)
-	out := []resumeCommand{
-		{"host", s.o.Command + " resume " + conv},
-		{"docker", s.o.Command + " resume " + conv + " --backend docker"},
+	out := []resumeCommand{{"host", s.o.Command + " resume " + conv}}
+	if s.o.Docker != "" {
+		out = append(out, resumeCommand{"docker", s.o.Command + " resume " + conv + " --backend docker " + s.o.Docker})
 	}
-	if a, err := all.ByName(c.Agent); err == nil && a.Name == "claude" {
+	if a, err := all.ByName(c.Agent); err == nil && a.Name == "claude" && s.o.Modal {
 		argv := a.Resume(c.ID)
 		for i := range argv {
 			argv[i] = shellWord(argv[i])

@@ -49,6 +49,9 @@ type Options struct {
 	// path, where the session's .claude/.credentials.json link leads; "" binds none. It is the user's file, never a
 	// path of a session's.
 	Credentials string
+	// Mount is the sessionfs mount the session comes through (nil: the store's folder is bound): the container's
+	// user must be one it lets in.
+	Mount *Mounted
 	// Keep leaves the container after it exits.
 	Keep bool
 	// StopTimeout is how long a cancelled run's container gets between SIGTERM and SIGKILL.
@@ -97,7 +100,8 @@ func (b *Backend) Run(ctx context.Context, spec backends.Spec) (int, error) {
 	if err := b.ping(ctx); err != nil {
 		return -1, err
 	}
-	if err := b.ensureImage(ctx); err != nil {
+	imageUser, err := b.ensureImage(ctx)
+	if err != nil {
 		return -1, err
 	}
 	var st stage
@@ -106,17 +110,22 @@ func (b *Backend) Run(ctx context.Context, spec backends.Spec) (int, error) {
 	if err != nil {
 		return -1, err
 	}
-	created, err := b.cli.ContainerCreate(ctx, cfg, host, nil, nil, "")
+	id, err := b.create(ctx, cfg, host)
 	if err != nil {
-		return -1, fmt.Errorf("docker: create container: %w", err)
+		return -1, err
 	}
-	id := created.ID
-	if !b.opts.Keep {
-		defer func() {
-			rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-			defer cancel()
-			_ = b.cli.ContainerRemove(rctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true}) // anonymous volumes (-v /path) too
-		}()
+	// Who runs it is settled on the created container, whose image's accounts say who a name is.
+	user, err := b.containerUser(ctx, id, imageUser, spec)
+	if err == nil && user != cfg.User {
+		b.remove(ctx, id)
+		cfg.User = user
+		id, err = b.create(ctx, cfg, host)
+	}
+	if !b.opts.Keep && id != "" {
+		defer b.remove(ctx, id)
+	}
+	if err != nil {
+		return -1, err
 	}
 	if cancelled.Err() != nil {
 		return -1, cancelled.Err()
@@ -164,26 +173,49 @@ func (b *Backend) ping(ctx context.Context) error {
 	return nil
 }
 
-// ensureImage uses a local image, pulling it only when missing.
-func (b *Backend) ensureImage(ctx context.Context) error {
-	_, err := b.cli.ImageInspect(ctx, b.opts.Image)
+// create creates a container, "" when the engine made none.
+func (b *Backend) create(ctx context.Context, cfg *container.Config, host *container.HostConfig) (string, error) {
+	created, err := b.cli.ContainerCreate(ctx, cfg, host, nil, nil, "")
+	if err != nil {
+		return "", fmt.Errorf("docker: create container: %w", err)
+	}
+	return created.ID, nil
+}
+
+// remove removes container id with its anonymous volumes (-v /path).
+func (b *Backend) remove(ctx context.Context, id string) {
+	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	_ = b.cli.ContainerRemove(rctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
+}
+
+// ensureImage uses a local image, pulling it only when missing, and returns the user it runs as.
+func (b *Backend) ensureImage(ctx context.Context) (string, error) {
+	img, err := b.cli.ImageInspect(ctx, b.opts.Image)
 	if err == nil {
-		return nil
+		return imageUser(img), nil
 	}
 	if !client.IsErrNotFound(err) {
-		return fmt.Errorf("docker: inspect image %q: %w", b.opts.Image, err)
+		return "", fmt.Errorf("docker: inspect image %q: %w", b.opts.Image, err)
 	}
 	rc, perr := b.cli.ImagePull(ctx, b.opts.Image, image.PullOptions{})
 	if perr == nil {
 		_, perr = io.Copy(io.Discard, rc)
 		rc.Close()
 		if perr == nil {
-			if _, perr = b.cli.ImageInspect(ctx, b.opts.Image); perr == nil {
-				return nil
+			if img, perr = b.cli.ImageInspect(ctx, b.opts.Image); perr == nil {
+				return imageUser(img), nil
 			}
 		}
 	}
-	return fmt.Errorf("image %q is not on this machine and pulling it failed: %v", b.opts.Image, oneLine(perr))
+	return "", fmt.Errorf("image %q is not on this machine and pulling it failed: %v", b.opts.Image, oneLine(perr))
+}
+
+func imageUser(img image.InspectResponse) string {
+	if img.Config == nil {
+		return ""
+	}
+	return img.Config.User
 }
 
 // config builds the container: the session at /session and nothing else of the store. Every bind of the

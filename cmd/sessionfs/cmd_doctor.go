@@ -2,15 +2,12 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -22,6 +19,7 @@ import (
 	"github.com/moby/sys/mountinfo"
 	"github.com/spf13/cobra"
 
+	"github.com/sessionfs/sessionfs/backends/docker"
 	"github.com/sessionfs/sessionfs/backends/modal"
 	"github.com/sessionfs/sessionfs/confine"
 	"github.com/sessionfs/sessionfs/layout"
@@ -147,7 +145,7 @@ func checkDocker() (name, status, detail, fix string) {
 		var engine string
 		if sv, perr := cli.ServerVersion(ctx); perr == nil {
 			engine = engineName(sv)
-			if rootlessEngine(ctx, cli) {
+			if docker.Rootless(ctx, cli) {
 				engine += ", rootless"
 			}
 		} else {
@@ -370,23 +368,4 @@ func engineName(sv types.Version) string {
 		}
 	}
 	return "Docker " + sv.Version
-}
-
-// rootlessEngine reports whether the engine runs rootless: Docker says so among its security options, Podman in
-// a field of its own ("Rootless") that the Docker SDK's Info drops, so /info is read raw.
-func rootlessEngine(ctx context.Context, cli *client.Client) bool {
-	if info, err := cli.Info(ctx); err == nil && slices.Contains(info.SecurityOptions, "name=rootless") {
-		return true
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://engine/info", nil)
-	if err != nil {
-		return false
-	}
-	resp, err := cli.HTTPClient().Do(req) // its transport dials the engine's socket whatever the URL's host
-	if err != nil {
-		return false
-	}
-	defer resp.Body.Close()
-	var podman struct{ Rootless bool }
-	return json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&podman) == nil && podman.Rootless
 }

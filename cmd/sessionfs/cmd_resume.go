@@ -33,7 +33,8 @@ PATH, with its variables set as exec --agent sets them: "codex resume UUID", "ge
 
 --backend docker resumes it in a container, as "sessionfs run --backend docker -i" runs (-t when stdin is a
 terminal), with --image or config.toml's image (see "sessionfs run --help"); --image alone means docker. The
-agent's command is then the image's (--claude names it there); -e, --env-file, --network and -v are run's.`,
+agent's command is then the image's (--claude names it there); -e, --env-file, --network, -u and -v are run's:
+the container runs as the session's owner unless -u or config.toml says otherwise.`,
 		Example: `  sessionfs resume 2fe2d21b-be8f-4b12-b46b-12e68f6e9f01
   sessionfs resume fix-login -- -p "carry on"
   sessionfs resume 2fe2d21b --backend docker --image sessionfs-agent`,
@@ -64,6 +65,7 @@ agent's command is then the image's (--claude names it there); -e, --env-file, -
 	cmd.Flags().StringVar(&o.docker.Image, "image", "", "the container image (docker; alone it means --backend docker; default: config.toml's)")
 	envFlags(cmd, &o.env, &o.envFiles)
 	cmd.Flags().StringVar(&o.docker.Network, "network", "", "the container's network (docker run --network)")
+	cmd.Flags().StringVarP(&o.docker.User, "user", "u", "", userHelp)
 	cmd.Flags().StringArrayVarP(&o.docker.Volumes, "volume", "v", nil, "an extra bind SRC:DST[:ro], as docker run -v takes it (repeatable; docker)")
 	_ = cmd.RegisterFlagCompletionFunc("backend", fixedValues("local", "docker"))
 	a.waitFlag(cmd)

@@ -61,8 +61,14 @@ store's (<store>/config.toml), else yours ($XDG_CONFIG_HOME/sessionfs/config.tom
 
   [docker]
   image = "sessionfs-agent"
+  user = "1000"              # --user's default
   [modal]
   image = "node:22"
+
+The container runs as --user, else config.toml's user, else the session's owner (root's sessions as root),
+so what it writes stays the owner's; the image's own user is kept when it is the owner. One that cannot read and
+write the session's agent folders, or enter the mount, is refused before the start, with the fix: the agent's
+turns would be lost.
 
 -w is relative to the workspace (-w api: workspace/api; /session/... as the session sees itself), for every
 backend; a folder it names that is missing is made, as docker run -w does. --env-file reads docker's env files.
@@ -111,7 +117,7 @@ backend; a folder it names that is missing is made, as docker run -w does. --env
 	f.DurationVar(&o.timeout, "timeout", modal.DefaultTimeout, "the sandbox's lifetime, whole seconds up to 24h (modal)")
 	envFlags(cmd, &o.env, &o.envFiles)
 	f.StringVarP(&o.workdir, "workdir", "w", "", workdirHelp)
-	f.StringVarP(&o.docker.User, "user", "u", "", "the container user, as docker run --user takes it")
+	f.StringVarP(&o.docker.User, "user", "u", "", userHelp)
 	f.StringVar(&o.docker.Network, "network", "", "the container's network (docker run --network)")
 	f.BoolVarP(&o.interactive, "interactive", "i", false, "attach stdin")
 	f.BoolVarP(&o.tty, "tty", "t", false, "allocate a TTY")
@@ -138,7 +144,7 @@ func (a *app) runIn(id string, argv []string, o *runOptions, ag *agents.Agent, l
 	if err != nil {
 		return err
 	}
-	if err := a.defaultImage(o); err != nil {
+	if err := a.configDefaults(o); err != nil {
 		return err
 	}
 	s, m, r, err := a.leaseSession(id)
@@ -187,9 +193,10 @@ func (a *app) runIn(id string, argv []string, o *runOptions, ag *agents.Agent, l
 	return err
 }
 
-// defaultImage sets o's image, when --image was not given, to the one config.toml names for o's backend.
-func (a *app) defaultImage(o *runOptions) error {
-	if o.docker.Image != "" || (o.backend != "docker" && o.backend != "modal") {
+// configDefaults sets what config.toml says for o's backend and its flags did not: the image and the container's
+// user.
+func (a *app) configDefaults(o *runOptions) error {
+	if o.backend != "docker" && o.backend != "modal" {
 		return nil
 	}
 	root := ""
@@ -200,10 +207,13 @@ func (a *app) defaultImage(o *runOptions) error {
 	if err != nil {
 		return usageError(err.Error())
 	}
-	o.docker.Image = c.Docker.Image
+	image := c.Docker.Image
 	if o.backend == "modal" {
-		o.docker.Image = c.Modal.Image
+		image = c.Modal.Image
+	} else if o.docker.User == "" {
+		o.docker.User = c.Docker.User
 	}
+	o.docker.Image = cmp.Or(o.docker.Image, image)
 	if o.docker.Image == "" {
 		return usageError(fmt.Sprintf("--backend %s needs an image: give --image IMG, or set it in %s or %s:\n  [%s]\n  image = \"IMG\"",
 			o.backend, config.StoreFile(cmp.Or(root, "<store>")), cmp.Or(config.UserFile(), "~/.config/sessionfs/config.toml"), o.backend))
@@ -221,8 +231,8 @@ func (o *runOptions) openBackend(s *layout.Store, dir string, mounted bool) (b b
 		}
 		return local.Backend{}, func() {}, nil
 	case "docker":
-		if err := checkDockerUser(s.Root, mounted, o.docker.User); err != nil {
-			return nil, nil, err
+		if m, ok := mount.Find(s.Root); ok && mounted {
+			o.docker.Mount = &docker.Mounted{Mountpoint: m.Mountpoint, AllowOther: m.AllowOther, Owner: m.Owner}
 		}
 		if !mounted {
 			warnNotMounted(s, "binding", dir, o.agent)
@@ -249,28 +259,13 @@ func (o *runOptions) openBackend(s *layout.Store, dir string, mounted bool) (b b
 	return nil, nil, unknownBackend(o.backend)
 }
 
+const userHelp = "the container user, as docker run --user takes it (default: config.toml's, else the session's owner)"
+
 // runBackends are the backends --backend names.
 var runBackends = []string{"local", "docker", "modal"}
 
 func unknownBackend(name string) error {
 	return usageError(fmt.Sprintf("unknown backend %q (want local, docker or modal)", name))
-}
-
-// checkDockerUser refuses a non-root container user on a mount only root may use: every access would fail
-// with EACCES inside the container.
-func checkDockerUser(storeRoot string, mounted bool, user string) error {
-	if !mounted || isRootUser(user) {
-		return nil
-	}
-	if m, ok := mount.Find(storeRoot); ok && !m.AllowOther {
-		return fmt.Errorf("container user %q cannot use the mount at %s: it was mounted without --allow-other (remount with sessionfs mount --allow-other)", user, m.Mountpoint)
-	}
-	return nil
-}
-
-func isRootUser(user string) bool {
-	name, _, _ := strings.Cut(user, ":")
-	return name == "" || name == "0" || name == "root"
 }
 
 // backendFlags are the flags only some backends take; any other backend refuses them rather than ignore them.

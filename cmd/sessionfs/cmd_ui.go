@@ -17,6 +17,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sessionfs/sessionfs/internal/config"
+	"github.com/sessionfs/sessionfs/layout"
 	"github.com/sessionfs/sessionfs/ui"
 )
 
@@ -75,7 +77,9 @@ func (a *app) runUI(ctx context.Context, out, errOut io.Writer, listen string) e
 		return err
 	}
 	logger := log.New(errOut, "sessionfs ui: ", log.LstdFlags)
-	srv, err := ui.New(ui.Options{Store: s, Addr: addr, Token: token, Base: prefix, Log: logger, Command: sessionfsCommand() + " --store " + ui.ShellWord(s.Root)})
+	o := ui.Options{Store: s, Addr: addr, Token: token, Base: prefix, Log: logger}
+	resumeSetUp(&o, s.Root)
+	srv, err := ui.New(o)
 	if err != nil {
 		return err
 	}
@@ -106,6 +110,28 @@ func (a *app) runUI(ctx context.Context, out, errOut io.Writer, listen string) e
 	}
 	return nil
 }
+
+// resumeSetUp sets how the page's resume commands run on this set-up: sessionfs named as PATH finds it, --store
+// unless the store is the default one, and in a container and on Modal only with what they need: the image
+// config.toml names (else make agent-image's, the README's) and the API key's variable, passed when it is set.
+func resumeSetUp(o *ui.Options, storeRoot string) {
+	o.Command = sessionfsCommand()
+	if def, err := layout.DefaultStoreRoot(); err != nil || def != storeRoot {
+		o.Command += " --store " + ui.ShellWord(storeRoot)
+	}
+	c, err := config.Load(storeRoot)
+	if err != nil {
+		return // a broken config.toml: the host's command alone, which run and resume would refuse
+	}
+	o.Docker = "-e ANTHROPIC_API_KEY"
+	if c.Docker.Image == "" {
+		o.Docker = "--image " + ui.ShellWord(agentImage) + " " + o.Docker
+	}
+	o.Modal = c.Modal.Image != ""
+}
+
+// agentImage is the image make agent-image builds, the README's.
+const agentImage = "sessionfs-agent"
 
 // sessionfsCommand is how a pasted command runs this sessionfs: by name when PATH finds this binary, else by its
 // path.

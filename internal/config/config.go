@@ -5,6 +5,7 @@
 //
 //	[docker]
 //	image = "sessionfs-agent"   # run --backend docker's (and resume's) image when --image is not given
+//	user = "1000"               # and its --user when none is given (default: the image's, else the session's owner)
 //	[modal]
 //	image = "node:22"           # run --backend modal's
 package config
@@ -26,13 +27,19 @@ const Name = "config.toml"
 
 // Config is the settings sessionfs reads.
 type Config struct {
-	Docker Backend `toml:"docker"`
+	Docker Docker  `toml:"docker"`
 	Modal  Backend `toml:"modal"`
 }
 
 // Backend is one backend's settings.
 type Backend struct {
 	Image string `toml:"image"` // the default --image
+}
+
+// Docker is the docker backend's settings.
+type Docker struct {
+	Backend
+	User string `toml:"user"` // the default --user
 }
 
 // maxSize bounds a settings file: a few lines, never a data file.
@@ -94,13 +101,20 @@ func (c *Config) read(file string) error {
 	if err := d.Decode(&over); err != nil {
 		var strict *toml.StrictMissingError
 		if errors.As(err, &strict) {
-			return fmt.Errorf("%s: unknown setting (known: [docker] image, [modal] image):\n%s", file, strict.String())
+			return fmt.Errorf("%s: unknown setting (known: [docker] image and user, [modal] image):\n%s", file, strict.String())
 		}
 		return fmt.Errorf("%s: %w", file, err)
 	}
 	c.Docker.merge(over.Docker)
 	c.Modal.merge(over.Modal)
 	return nil
+}
+
+func (d *Docker) merge(over Docker) {
+	d.Backend.merge(over.Backend)
+	if over.User != "" {
+		d.User = over.User
+	}
 }
 
 func (b *Backend) merge(over Backend) {
