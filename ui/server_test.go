@@ -217,3 +217,22 @@ func TestPagesAnsweredAtOnce(t *testing.T) {
 		t.Error(e)
 	}
 }
+
+// The page offers a container's and Modal's commands only where the set-up can run them (cmd/sessionfs's
+// resumeSetUp says which), and names the store only when it is not the default one.
+func TestResumeCommandsOfTheSetUp(t *testing.T) {
+	const id = "2fe2d21b-be8f-4b12-b46b-12e68f6e9f01"
+	lines := func(o Options) []string {
+		var out []string
+		for _, c := range (&Server{o: o}).resumeCommands("alpha", convOf("claude", id)) {
+			out = append(out, c.Where+": "+c.Line)
+		}
+		return out
+	}
+	assert.Equal(t, []string{"host: sessionfs resume " + id}, lines(Options{Command: "sessionfs"}))
+	assert.Equal(t, []string{
+		"host: sessionfs resume " + id,
+		"docker: sessionfs resume " + id + " --backend docker --image sessionfs-agent -e ANTHROPIC_API_KEY",
+		"Modal: sessionfs run --backend modal alpha claude --resume " + id + " -p 'carry on'",
+	}, lines(Options{Command: "sessionfs", Docker: "--image sessionfs-agent -e ANTHROPIC_API_KEY", Modal: true}))
+}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"slices"
 	"strconv"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/moby/sys/user"
 	"golang.org/x/sys/unix"
 
+	"github.com/sessionfs/sessionfs/agents"
 	"github.com/sessionfs/sessionfs/agents/all"
 	"github.com/sessionfs/sessionfs/backends"
 	"github.com/sessionfs/sessionfs/layout"
@@ -82,7 +84,7 @@ func (b *Backend) containerUser(ctx context.Context, id, imageUser string, spec 
 			return "", err
 		}
 	}
-	denied, err := cannotUse(sess, acct)
+	denied, err := cannotUse(sess, acct, runAgent(spec))
 	if err != nil {
 		return "", err
 	}
@@ -164,10 +166,11 @@ func (b *Backend) readFile(ctx context.Context, id, file string) ([]byte, error)
 // maxChecked bounds the entries cannotUse looks at: a session may hold any number of files.
 const maxChecked = 4096
 
-// cannotUse names the first of the session's folders and records a would be refused: the session's folder,
-// its workspace, each agent's folder and what its conversations are recorded in (folders: read, write and
-// enter; files: read and write). nil when a can use them all, as far as maxChecked entries tell.
-func cannotUse(sess *layout.Dir, a account) (denied, err error) {
+// cannotUse names, for a run of agent, the first of the session's folders and records a would be refused: the
+// session's folder, its workspace, the agent's folder and what its conversations are recorded in (folders:
+// read, write and enter; files: read and write). nil when a can use them all, as far as maxChecked entries
+// tell, or when the run is no agent's (agent nil).
+func cannotUse(sess *layout.Dir, a account, agent *agents.Agent) (denied, err error) {
 	checked := 0
 	check := func(rel string, st *unix.Stat_t, want uint32) error {
 		checked++
@@ -176,7 +179,10 @@ func cannotUse(sess *layout.Dir, a account) (denied, err error) {
 		}
 		return fmt.Errorf("%s %s in the session (uid %d, mode %04o)", verb(want), rel, st.Uid, st.Mode&0o7777)
 	}
-	for _, f := range sessionFolders() {
+	if agent == nil {
+		return nil, nil // not an agent's run: what the command needs is its own business
+	}
+	for _, f := range sessionFolders(agent) {
 		st, err := sess.Lstat(f.rel)
 		if errors.Is(err, os.ErrNotExist) {
 			continue
@@ -240,17 +246,30 @@ type checkedFolder struct {
 	walk bool
 }
 
-// sessionFolders are the folders cannotUse checks: the session's own, its workspace, and each agent's folder
-// with the folders it records its conversations in.
-func sessionFolders() []checkedFolder {
-	out := []checkedFolder{{".", 5, false}, {layout.WorkspaceDir, 7, false}}
-	for _, a := range all.Agents {
-		out = append(out, checkedFolder{a.Dir, 7, false})
-		for _, r := range a.Records {
-			out = append(out, checkedFolder{a.Dir + "/" + r, 7, true})
-		}
+// sessionFolders are the folders cannotUse checks for a run of agent: the session's own, its workspace, and the
+// agent's folder with the folders it records its conversations in.
+func sessionFolders(agent *agents.Agent) []checkedFolder {
+	out := []checkedFolder{{".", 5, false}, {layout.WorkspaceDir, 7, false}, {agent.Dir, 7, false}}
+	for _, r := range agent.Records {
+		out = append(out, checkedFolder{agent.Dir + "/" + r, 7, true})
 	}
 	return out
+}
+
+// runAgent is the agent spec runs: the one --agent names, or the one whose CLI its command is; nil for none.
+func runAgent(spec backends.Spec) *agents.Agent {
+	if spec.Agent != "" {
+		a, _ := all.ByName(spec.Agent)
+		return a
+	}
+	if len(spec.Argv) == 0 {
+		return nil
+	}
+	name := path.Base(spec.Argv[0])
+	if a, err := all.ByName(name); err == nil && a.Name == name {
+		return a
+	}
+	return nil
 }
 
 // allowed says whether a gets the want bits (4 read, 2 write, 1 enter) of st as the kernel grants them: root

@@ -112,11 +112,11 @@ func (a *app) runUI(ctx context.Context, out, errOut io.Writer, listen string) e
 }
 
 // resumeSetUp sets how the page's resume commands run on this set-up: sessionfs named as PATH finds it, --store
-// unless the store is the default one, and in a container and on Modal only with what they need: the image
+// unless the store is the default one (not $SESSIONFS_STORE's: another shell may not have it), and in a container and on Modal only with what they need: the image
 // config.toml names (else make agent-image's, the README's) and the API key's variable, passed when it is set.
 func resumeSetUp(o *ui.Options, storeRoot string) {
 	o.Command = sessionfsCommand()
-	if def, err := layout.DefaultStoreRoot(); err != nil || def != storeRoot {
+	if def, err := layout.DefaultStoreRoot(); err != nil || def != storeRoot || os.Getenv(layout.EnvStore) != "" {
 		o.Command += " --store " + ui.ShellWord(storeRoot)
 	}
 	c, err := config.Load(storeRoot)

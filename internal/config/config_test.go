@@ -51,3 +51,19 @@ func TestLoadRefusesTyposAndJunk(t *testing.T) {
 	_, err = Load(store)
 	assert.ErrorContains(t, err, "not a regular file")
 }
+
+func TestDockerUser(t *testing.T) {
+	home, store := t.TempDir(), t.TempDir()
+	t.Setenv("XDG_CONFIG_HOME", home)
+	write(t, filepath.Join(home, "sessionfs", Name), "[docker]\nuser = \"1000\"\n")
+	write(t, StoreFile(store), "[docker]\nimage = \"sessionfs-agent\"\n")
+	c, err := Load(store)
+	require.NoError(t, err)
+	assert.Equal(t, "1000", c.Docker.User)
+	assert.Equal(t, "sessionfs-agent", c.Docker.Image)
+
+	write(t, StoreFile(store), "[modal]\nuser = \"1000\"\n")
+	_, err = Load(store)
+	require.Error(t, err, "a sandbox has no --user")
+	assert.Contains(t, err.Error(), "[docker] image and user")
+}
