@@ -41,7 +41,7 @@ func TestUIResumeCommandWorks(t *testing.T) {
 	t.Logf("#resume: %q", lines)
 	var host []string
 	for _, l := range lines {
-		if strings.Contains(l, " resume "+uuid) && !strings.Contains(l, "--backend") {
+		if strings.Contains(l, " resume s1 "+uuid) && !strings.Contains(l, "--backend") {
 			host = append(host, l)
 		}
 	}

@@ -45,6 +45,9 @@ type Run struct {
 	End      time.Time `json:"end,omitzero"`
 	ExitCode int       `json:"exit_code"`
 	Error    string    `json:"error,omitempty"`
+	// Imported: the run came in an archive (sessionfs import); it ran on Host, not for this store, and its output
+	// (if kept) stayed there.
+	Imported bool `json:"imported,omitempty"`
 }
 
 // Bounds on what a session.json may make us hold: it is written by the session, which may be hostile. Past

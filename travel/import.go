@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/dustin/go-humanize"
@@ -331,8 +332,11 @@ func (x *importer) finish(id string) error {
 	if err := json.Unmarshal(b, &m); err != nil {
 		return refused(x.top+layout.MetaFile, "is damaged: %v", err)
 	}
-	if m.ID != id { // the session's id is its folder's name: say so in the file too
-		m.ID = id
+	if m.ID != id || slices.ContainsFunc(m.Runs, func(r layout.Run) bool { return !r.Imported }) {
+		m.ID = id // the session's id is its folder's name: say so in the file too
+		for i := range m.Runs {
+			m.Runs[i].Imported = true // ran elsewhere: ps, runs, logs and the page say so
+		}
 		if err := writeMeta(x.dst, &m); err != nil {
 			return err
 		}

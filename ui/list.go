@@ -181,7 +181,7 @@ func labelList(m map[string]string) []string {
 // lastExit is the exit code of the last run that ended, "" when none did.
 func lastExit(runs []layout.Run) string {
 	for i := len(runs) - 1; i >= 0; i-- {
-		if !runs[i].End.IsZero() {
+		if !runs[i].End.IsZero() && !runs[i].Imported { // an archive's runs ran for another store
 			return strconv.Itoa(runs[i].ExitCode)
 		}
 	}

@@ -172,9 +172,9 @@ func TestNothingChangesTheStore(t *testing.T) {
 func TestResumeCommandsAreQuoted(t *testing.T) {
 	s := &Server{o: Options{Command: "sessionfs --store '/my store'"}}
 	for id, want := range map[string]string{
-		"2fe2d21b-be8f-4b12-b46b-12e68f6e9f01": "sessionfs --store '/my store' resume 2fe2d21b-be8f-4b12-b46b-12e68f6e9f01",
-		"x; rm -rf ~":                          "sessionfs --store '/my store' resume 'x; rm -rf ~'",
-		"it's $(id)":                           `sessionfs --store '/my store' resume 'it'\''s $(id)'`,
+		"2fe2d21b-be8f-4b12-b46b-12e68f6e9f01": "sessionfs --store '/my store' resume alpha 2fe2d21b-be8f-4b12-b46b-12e68f6e9f01",
+		"x; rm -rf ~":                          "sessionfs --store '/my store' resume alpha 'x; rm -rf ~'",
+		"it's $(id)":                           `sessionfs --store '/my store' resume alpha 'it'\''s $(id)'`,
 	} {
 		cmds := s.resumeCommands("alpha", convOf("claude", id))
 		require.NotEmpty(t, cmds)
@@ -229,10 +229,10 @@ func TestResumeCommandsOfTheSetUp(t *testing.T) {
 		}
 		return out
 	}
-	assert.Equal(t, []string{"host: sessionfs resume " + id}, lines(Options{Command: "sessionfs"}))
+	assert.Equal(t, []string{"host: sessionfs resume alpha " + id}, lines(Options{Command: "sessionfs"}))
 	assert.Equal(t, []string{
-		"host: sessionfs resume " + id,
-		"docker: sessionfs resume " + id + " --backend docker --image sessionfs-agent -e ANTHROPIC_API_KEY",
+		"host: sessionfs resume alpha " + id,
+		"docker: sessionfs resume alpha " + id + " --backend docker --image sessionfs-agent -e ANTHROPIC_API_KEY",
 		"Modal: sessionfs run --backend modal alpha claude --resume " + id + " -p 'carry on'",
 	}, lines(Options{Command: "sessionfs", Docker: "--image sessionfs-agent -e ANTHROPIC_API_KEY", Modal: true}))
 }

@@ -102,6 +102,9 @@ func runRowOf(m *layout.Meta, i int, run layout.Run, running bool) runRow {
 	default:
 		row.Duration, row.Exit = "unfinished", "-"
 	}
+	if run.Imported {
+		row.Exit += " (imported)"
+	}
 	return row
 }
 
@@ -114,9 +117,11 @@ func (s *Server) resumeCommands(id string, c agents.Conversation) []resumeComman
 		return nil // an id with a control character: nothing a terminal should be given to paste
 	}
 	conv := shellWord(c.ID)
-	out := []resumeCommand{{"host", s.o.Command + " resume " + conv}}
+	// The session is named: a fork's or an import's copy of a conversation is resumed where it is shown.
+	held := shellWord(id) + " " + conv
+	out := []resumeCommand{{"host", s.o.Command + " resume " + held}}
 	if s.o.Docker != "" {
-		out = append(out, resumeCommand{"docker", s.o.Command + " resume " + conv + " --backend docker " + s.o.Docker})
+		out = append(out, resumeCommand{"docker", s.o.Command + " resume " + held + " --backend docker " + s.o.Docker})
 	}
 	if a, err := all.ByName(c.Agent); err == nil && a.Name == "claude" && s.o.Modal {
 		argv := a.Resume(c.ID)

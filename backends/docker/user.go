@@ -84,6 +84,9 @@ func (b *Backend) containerUser(ctx context.Context, id, imageUser string, spec 
 			return "", err
 		}
 	}
+	if err := b.canEnterMount(acct); err != nil {
+		return "", err
+	}
 	denied, err := cannotUse(sess, acct, runAgent(spec))
 	if err != nil {
 		return "", err
@@ -95,7 +98,7 @@ func (b *Backend) containerUser(ctx context.Context, id, imageUser string, spec 
 		}
 		return "", fmt.Errorf("container user %s cannot %s: %s", acct, denied, fix)
 	}
-	return chosen, b.canEnterMount(acct)
+	return chosen, nil
 }
 
 // canEnterMount refuses a user the mount will not let in: every access would fail with EACCES in the container.
@@ -256,12 +259,9 @@ func sessionFolders(agent *agents.Agent) []checkedFolder {
 	return out
 }
 
-// runAgent is the agent spec runs: the one --agent names, or the one whose CLI its command is; nil for none.
+// runAgent is the agent whose CLI spec's command is (claude, codex, ...), nil for any other command: a shell or a
+// script is not judged by an agent's folders.
 func runAgent(spec backends.Spec) *agents.Agent {
-	if spec.Agent != "" {
-		a, _ := all.ByName(spec.Agent)
-		return a
-	}
 	if len(spec.Argv) == 0 {
 		return nil
 	}

@@ -77,9 +77,10 @@ func TestCannotUseNamesWhatTheUserCannotWrite(t *testing.T) {
 	assert.NoError(t, denied)
 }
 
-func TestRunAgentIsTheCommandsOrAgentsFlag(t *testing.T) {
+func TestRunAgentIsTheCommands(t *testing.T) {
 	assert.Equal(t, claude.Agent, runAgent(backends.Spec{Argv: []string{"/usr/local/bin/claude", "-p", "hi"}}))
-	assert.Equal(t, codex.Agent, runAgent(backends.Spec{Agent: "codex", Argv: []string{"sh"}}))
+	assert.Equal(t, codex.Agent, runAgent(backends.Spec{Agent: "codex", Argv: []string{"codex", "exec", "hi"}}))
+	assert.Nil(t, runAgent(backends.Spec{Agent: "claude", Argv: []string{"sh"}}), "every run names an agent: its command tells")
 	assert.Nil(t, runAgent(backends.Spec{Argv: []string{"sh", "-c", "claude"}}))
 	assert.Nil(t, runAgent(backends.Spec{}))
 }

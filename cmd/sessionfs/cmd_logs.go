@@ -96,6 +96,9 @@ func (a *app) runLogs(ctx context.Context, w io.Writer, arg string, follow bool,
 	}
 	n = m.RunNumber(i)
 	old, cur, err := s.OpenRunLog(m.ID, n)
+	if errors.Is(err, layout.ErrNoLog) && m.Runs[i].Imported {
+		return fmt.Errorf("no output kept for run %s: it came in an archive (sessionfs import), and what it printed stayed with the store it ran for%s", layout.RunID(m.ID, n), onHost(m.Runs[i].Host))
+	}
 	if errors.Is(err, layout.ErrNoLog) {
 		return fmt.Errorf("no output kept for run %s: what goes to a terminal is not kept (run -t, or exec printing to your terminal), nor was a run's before sessionfs kept logs; redirect or pipe the output to keep it", layout.RunID(m.ID, n))
 	}
@@ -206,4 +209,12 @@ func inProgress(s *layout.Store, id string, n int, start time.Time) bool {
 	}
 	i, ok := m.RunIndex(n)
 	return ok && m.Runs[i].End.IsZero() && m.Runs[i].Start.Equal(start) && s.Running(id)
+}
+
+// onHost is " on HOST" for a run's recorded host, "" when none was.
+func onHost(host string) string {
+	if host == "" {
+		return ""
+	}
+	return " on " + host
 }

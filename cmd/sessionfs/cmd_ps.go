@@ -128,6 +128,9 @@ func printPs(w io.Writer, runs []psRun, asJSON, quiet bool) error {
 		if r.Image != "" {
 			what = r.Image + ": " + what
 		}
+		if r.Imported {
+			status += " (imported)"
+		}
 		host := r.Host
 		if host == "" {
 			host = "-"

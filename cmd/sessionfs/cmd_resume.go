@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,13 +24,16 @@ func (a *app) resumeCmd() *cobra.Command {
 	var claudeBin string
 	var o runOptions
 	cmd := &cobra.Command{
-		Use:   "resume UUID|ID [--backend docker [--image IMG]] [-- CLAUDE-ARGS...]",
+		Use:   "resume UUID|ID|ID UUID [--backend docker [--image IMG]] [-- CLAUDE-ARGS...]",
 		Short: "Resume a conversation (by its uuid) or a session's newest one (by the session id)",
 		Long: `resume runs claude in the right session with the right environment: "claude --resume UUID" in the session
 that holds conversation UUID, or "claude --continue" in session ID. It runs in the session's workspace,
 through the mount when the store is mounted. A conversation of another agent is resumed with that agent, from
 PATH, with its variables set as exec --agent sets them: "codex resume UUID", "gemini --resume UUID",
 "qwen --resume UUID", "opencode --session ID" (its conversations moved to the workspace first).
+
+A conversation in more than one session (a fork's, an import's with --as) is resumed in the session whose copy
+was made first; "resume ID UUID" names the session, as the hints printed after a run do.
 
 --backend docker resumes it in a container, as "sessionfs run --backend docker -i" runs (-t when stdin is a
 terminal), with --image or config.toml's image (see "sessionfs run --help"); --image alone means docker. The
@@ -41,8 +45,12 @@ the container runs as the session's owner unless -u or config.toml says otherwis
 		Args:              cobra.MinimumNArgs(1),
 		ValidArgsFunction: a.completeResume,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if dash := cmd.ArgsLenAtDash(); dash > 1 || (dash == -1 && len(args) > 1) {
-				return usageError("resume: want UUID|ID [-- CLAUDE-ARGS...]")
+			named := cmd.ArgsLenAtDash()
+			if named == -1 {
+				named = len(args)
+			}
+			if named > 2 {
+				return usageError("resume: want UUID|ID|ID UUID [-- CLAUDE-ARGS...]")
 			}
 			if cmd.Flags().Changed("image") && !cmd.Flags().Changed("backend") {
 				o.backend = "docker"
@@ -57,6 +65,9 @@ the container runs as the session's owner unless -u or config.toml says otherwis
 				return err
 			}
 			o.interactive, o.tty = true, term.IsTerminal(int(os.Stdin.Fd()))
+			if named == 2 {
+				return resumer{a, &o}.resumeHeld(claudeBin, args[0], args[1], args[2:])
+			}
 			return resumer{a, &o}.runResume(claudeBin, args[0], args[1:])
 		},
 	}
@@ -92,6 +103,48 @@ func (a resumer) runResume(claudeBin, target string, extra []string) error {
 	} else if err != nil {
 		return err
 	}
+	return a.resumeConversation(claudeBin, holders[0].ID, uuid, agent, extra)
+}
+
+// resumeHeld resumes conversation arg (or the start of its id) in session id, which must hold it: a
+// conversation in more than one session is carried on in the one named.
+func (a resumer) resumeHeld(claudeBin, id, arg string, extra []string) error {
+	id, err := a.resolveID(id)
+	if err != nil {
+		return err
+	}
+	s, err := a.openStore()
+	if err != nil {
+		return err
+	}
+	sess, err := s.OpenSession(id)
+	if err != nil {
+		return err
+	}
+	convs, err := all.SessionConversations(sess)
+	sess.Close()
+	if err != nil {
+		return err
+	}
+	agentOf := map[string]string{}
+	for _, c := range convs {
+		if startsConversation(c, arg) {
+			agentOf[c.ID] = c.Agent
+		}
+	}
+	uuid, err := pickPrefix(arg, slices.Sorted(maps.Keys(agentOf)), "conversation")
+	if err != nil {
+		return err
+	}
+	agent, ok := agentOf[uuid]
+	if !ok {
+		return fmt.Errorf("session %s holds no conversation %s (sessionfs show %s lists them; sessionfs find %s says where it is)", id, arg, id, arg)
+	}
+	return a.resumeConversation(claudeBin, id, uuid, agent, extra)
+}
+
+// resumeConversation resumes conversation uuid of agent in session id, passing extra to the agent.
+func (a resumer) resumeConversation(claudeBin, id, uuid, agent string, extra []string) error {
 	argv := append([]string{claudeBin, "--resume", uuid}, extra...)
 	if agent != claude.Agent.Name {
 		ag, err := all.ByName(agent)
@@ -103,7 +156,7 @@ func (a resumer) runResume(claudeBin, target string, extra []string) error {
 	if err := a.needAgentCLI(argv[0]); err != nil {
 		return err
 	}
-	return a.resumeIn(holders[0].ID, argv, agent)
+	return a.resumeIn(id, argv, agent)
 }
 
 // resumedConversation is the conversation target names, with its holders (the owner first) and its agent: the

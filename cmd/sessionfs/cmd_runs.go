@@ -70,6 +70,9 @@ func printRunsTable(w io.Writer, runs []runJSON) error {
 		if r.End != nil {
 			dur, exit = r.End.Sub(r.Start).Round(time.Millisecond).String(), fmt.Sprint(*r.ExitCode)
 		}
+		if r.Imported {
+			exit += " (imported)"
+		}
 		what := strings.Join(r.Command, " ")
 		if r.Image != "" {
 			what = r.Image + ": " + what

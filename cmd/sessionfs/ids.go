@@ -298,8 +298,8 @@ func conversationHolders(s *layout.Store, uuid string) ([]agents.Holder, error) 
 // file (what) was made first.
 func warnOtherHolders(uuid string, holders []agents.Holder, what string) {
 	if len(holders) > 1 {
-		warnf("conversation %s is also in session(s) %s; using %s, whose %s was made first",
-			uuid, strings.Join(holderIDs(holders[1:]), ", "), holders[0].ID, what)
+		warnf("conversation %s is also in session(s) %s; using %s, whose %s was made first (sessionfs resume %s %s carries on another's)",
+			uuid, strings.Join(holderIDs(holders[1:]), ", "), holders[0].ID, what, holders[1].ID, uuid)
 	}
 }
 

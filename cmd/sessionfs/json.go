@@ -58,6 +58,7 @@ type runJSON struct {
 	Status   string  `json:"status"`
 	ExitCode *int    `json:"exit_code"` // null until it exited
 	Error    *string `json:"error"`     // sessionfs's own failure, if any
+	Imported bool    `json:"imported"`  // it came in an archive: it ran on another machine, whose output stayed there
 }
 
 // runsOf turns session m's runs into what runs prints; running says the session's runner is alive.
@@ -72,7 +73,7 @@ func runsOf(m *layout.Meta, running bool) []runJSON {
 // runOf is run n of session id as runs and ps show it; running says it is in progress, when it has no end.
 func runOf(id string, n int, r layout.Run, running bool) runJSON {
 	j := runJSON{ID: layout.RunID(id, n), N: n, Backend: r.Backend, Image: r.Image, Command: orEmpty(r.Command),
-		Start: r.Start, Status: "unfinished"}
+		Start: r.Start, Status: "unfinished", Imported: r.Imported}
 	if running {
 		j.Status = "running"
 	}

@@ -104,8 +104,22 @@ func resumeHint(s *layout.Store, id string, spec backends.Spec, start time.Time)
 		return
 	}
 	if uuid := newestTranscript(s, id, start.Add(-transcriptSlack)); uuid != "" {
-		fmt.Fprintf(os.Stderr, "Resume this conversation from any shell with: sessionfs resume %s\n", uuid)
+		fmt.Fprintf(os.Stderr, "Resume this conversation from any shell with: sessionfs resume %s\n", resumeArgs(s, id, uuid))
 	}
+}
+
+// resumeArgs are what resume takes to carry conversation uuid on in session id: the uuid alone, or the session
+// too when another session holds the uuid (a fork, an import with --as): "resume UUID" resumes the first copy.
+func resumeArgs(s *layout.Store, id, uuid string) string {
+	among, err := s.ConversationCandidates(func(conv string) bool { return strings.EqualFold(conv, uuid) })
+	if err != nil {
+		return id + " " + uuid // the index cannot say: naming the session is never wrong
+	}
+	holders, err := claude.HoldersAmong(s, uuid, among)
+	if err != nil || len(holders) != 1 || holders[0].ID != id {
+		return id + " " + uuid
+	}
+	return uuid
 }
 
 // transcriptSlack allows for the kernel's coarse file clock, a tick behind time.Now.
