@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -84,7 +85,7 @@ confinement in force.`,
 	cmd.Flags().StringVar(&o.opts.Confine.Seccomp, "seccomp", envOr("SESSIONFS_SECCOMP", confine.SeccompErrno), "what a system call outside the serving process's allow-list gets: errno (EPERM, logged by the kernel), kill (the process), log (allowed and logged: to measure the list)")
 	cmd.Flags().BoolVarP(&o.daemon, "daemon", "d", false, "run in the background once the mount serves; print the daemon's pid")
 	cmd.Flags().BoolVar(&o.verbose, "verbose", false, "say how the mount serves: its confinement, which folders are binds, the cache of a shared store")
-	cmd.Flags().StringVar(&o.logPath, "log", defaultMountLog(), "with --daemon, where the daemon's output goes (appended)")
+	cmd.Flags().StringVar(&o.logPath, "log", "", "with --daemon, where the daemon's output goes (appended; default: ~/.local/state/sessionfs/mount.log for the default store, mount-<folder>-<hash>.log beside it for another)")
 	cmd.Flags().StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the daemon to this file (for performance work)")
 	_ = cmd.Flags().MarkHidden("cpuprofile")
 	// On wherever a helper runs (a confined root mount): it serves no request, so it can hold the connection.
@@ -126,10 +127,11 @@ func (a *app) runMount(cmd *cobra.Command, args []string, o mountOptions) error 
 	}
 	if o.daemon {
 		// The store is made here, where the user reads "created a new store", not in the daemon's log.
-		if _, err := a.createStore(); err != nil {
+		s, err := a.createStore()
+		if err != nil {
 			return err
 		}
-		return daemonize(cmd.OutOrStdout(), cmd.ErrOrStderr(), mnt, o.logPath, o.opts.Confine)
+		return daemonize(cmd.OutOrStdout(), cmd.ErrOrStderr(), mnt, cmp.Or(o.logPath, defaultMountLog(s.Root)), o.opts.Confine)
 	}
 	// A confined root mount never serves from a process that can reach a terminal (relay.go).
 	if os.Geteuid() == 0 && o.opts.Confine.Mode != confine.Off && os.Getenv(relayEnv) == "" && reachesTerminal() {

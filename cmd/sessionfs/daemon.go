@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -12,8 +13,10 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode"
 
 	"github.com/sessionfs/sessionfs/confine"
+	"github.com/sessionfs/sessionfs/layout"
 	"github.com/sessionfs/sessionfs/mount"
 )
 
@@ -25,17 +28,38 @@ const readyFdEnv = "SESSIONFS_READY_FD"
 // daemonReadyTimeout bounds the wait for the detached mount to come up.
 const daemonReadyTimeout = 60 * time.Second
 
-// defaultMountLog is $XDG_STATE_HOME/sessionfs/mount.log (~/.local/state/sessionfs/mount.log).
-func defaultMountLog() string {
+// defaultMountLog is the log of the daemon serving the store at root, one per store so two daemons never
+// interleave theirs: $XDG_STATE_HOME/sessionfs/mount.log (~/.local/state/sessionfs/mount.log) for the default
+// store, mount-<folder>-<hash of its path>.log beside it for another.
+func defaultMountLog(root string) string {
+	name := "mount.log"
+	if def, err := layout.DefaultStoreRoot(); err != nil || def != root || os.Getenv(layout.EnvStore) != "" {
+		sum := sha256.Sum256([]byte(root))
+		name = fmt.Sprintf("mount-%s-%x.log", logWord(filepath.Base(root)), sum[:4])
+	}
 	state := os.Getenv("XDG_STATE_HOME")
 	if state == "" {
 		home, err := os.UserHomeDir()
 		if err != nil {
-			return "sessionfs-mount.log"
+			return "sessionfs-" + name
 		}
 		state = filepath.Join(home, ".local", "state")
 	}
-	return filepath.Join(state, "sessionfs", "mount.log")
+	return filepath.Join(state, "sessionfs", name)
+}
+
+// logWord is a store folder's name as a log file's name may hold it: letters, digits, '.', '_' and '-', at most 32.
+func logWord(name string) string {
+	w := strings.Map(func(r rune) rune {
+		if r < 0x80 && (unicode.IsLetter(r) || unicode.IsDigit(r) || r == '.' || r == '_' || r == '-') {
+			return r
+		}
+		return '_'
+	}, name)
+	if len(w) > 32 {
+		w = w[:32]
+	}
+	return w
 }
 
 // daemonize starts this command again without --daemon, detached, and waits until it serves at mnt.

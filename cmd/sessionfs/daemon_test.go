@@ -73,3 +73,16 @@ func TestDaemonLogSyncedBeforeReady(t *testing.T) {
 	assert.NotContains(t, string(b), "\x00")
 	assert.Contains(t, string(b), "a part of a line\n")
 }
+
+func TestDefaultMountLogIsTheStores(t *testing.T) {
+	data, state := t.TempDir(), t.TempDir()
+	t.Setenv("XDG_DATA_HOME", data)
+	t.Setenv("XDG_STATE_HOME", state)
+	t.Setenv("SESSIONFS_STORE", "")
+	assert.Equal(t, filepath.Join(state, "sessionfs", "mount.log"), defaultMountLog(filepath.Join(data, "sessionfs")))
+	a, b := defaultMountLog("/srv/a/store"), defaultMountLog("/srv/b/store")
+	assert.NotEqual(t, a, b, "two stores, two logs")
+	assert.Regexp(t, `^mount-store-[0-9a-f]{8}\.log$`, filepath.Base(a))
+	assert.Equal(t, filepath.Join(state, "sessionfs"), filepath.Dir(a))
+	assert.Regexp(t, `^mount-_etc_passwd_-[0-9a-f]{8}\.log$`, filepath.Base(defaultMountLog("/x/\netc passwd\x1b/")), "a store's name is no path")
+}
