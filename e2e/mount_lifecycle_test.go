@@ -306,6 +306,7 @@ func TestUnmountOnlyOurs(t *testing.T) {
 	r = cli(t, store, "unmount", m.mnt)
 	assert.Equal(t, 0, r.code, r.stderr)
 	assert.Contains(t, r.stderr, "detached lazily")
+	assert.Contains(t, r.stderr, fmt.Sprintf("in use by %d sleep", busy.Process.Pid), "who keeps it busy is named")
 	assert.False(t, isFUSEMount(m.mnt))
 }
 

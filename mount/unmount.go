@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/moby/sys/mountinfo"
@@ -13,7 +14,7 @@ import (
 
 // ErrBusy is returned (wrapped) by Unmount when the mount was busy and was detached lazily: it is gone from the
 // namespace now, and the kernel finishes when the last process using it leaves.
-var ErrBusy = errors.New("busy: detached lazily; the kernel finishes when the last process using it leaves")
+var ErrBusy = errors.New("detached lazily; the kernel finishes when the last process using it leaves")
 
 // Unmount detaches the sessionfs (or stale) mount at mountpoint, as root with umount(2), otherwise with
 // fusermount3. Any other filesystem mounted there is refused.
@@ -44,11 +45,16 @@ func Unmount(mountpoint string) error {
 	} else if exec.Command("fusermount3", "-u", mnt).Run() == nil {
 		return nil
 	}
-	// Busy (a shell's cwd is inside): detach now, the kernel finishes when the last user leaves.
+	// Busy (a shell's cwd is inside): detach now, the kernel finishes when the last user leaves. Who keeps it
+	// busy is read first: once detached, their folders no longer lie beneath mnt.
+	users := Users(mnt)
 	if err := forceUnmount(mnt, nil); err != nil {
 		return err
 	}
-	return fmt.Errorf("%s: %w", mnt, ErrBusy)
+	if len(users) > 0 {
+		return fmt.Errorf("%s is busy (in use by %s): %w", mnt, strings.Join(users, ", "), ErrBusy)
+	}
+	return fmt.Errorf("%s is busy: %w", mnt, ErrBusy)
 }
 
 // forceUnmount lazily detaches mnt, aborting its connection first when probed reports it hung.
