@@ -101,6 +101,7 @@ func TestMountUpgrade(t *testing.T) {
 			took[mnt] = append(took[mnt], time.Since(start).Round(time.Millisecond))
 			require.NoError(t, err, "round %d: the hand-over of %s to %s: %s (mount: %s)", round, mnt, versions[next], out, m.log)
 			assert.Contains(t, out, "is served by sessionfs "+versions[next]+" now")
+			assert.Contains(t, out, "it stays in the background, as it was, rather than in this terminal; sessionfs unmount", "a foreground mount says it returned")
 			if prev == m.cmd.Process.Pid { // the test's child, gone: reaped here (its output stays open in the holder)
 				state, err := m.cmd.Process.Wait()
 				require.NoError(t, err)

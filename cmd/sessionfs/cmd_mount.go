@@ -284,6 +284,8 @@ func (a *app) upgradeMount(stdout, w io.Writer, mnt string, daemon bool) (handed
 	fmt.Fprintf(w, "sessionfs: %s is served by sessionfs %s now (was %s; daemon %d): the mount keeps its options\n", mnt, res.To, res.From, res.Daemon)
 	if daemon {
 		fmt.Fprintln(stdout, res.Daemon)
+	} else { // asked for a foreground mount (make run): it was handed over instead, and returns
+		fmt.Fprintf(w, "sessionfs: it stays in the background, as it was, rather than in this terminal; %s stops it\n", unmountCommand(mnt))
 	}
 	return true, nil
 }
