@@ -20,6 +20,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
+
+	"github.com/sessionfs/sessionfs/internal/testsummary"
 )
 
 // bin is the sessionfs binary under test: $SESSIONFS_BIN (make e2e builds it), else built here.
@@ -87,7 +89,9 @@ func run(m *testing.M) (int, error) {
 			return 1, fmt.Errorf("build sessionfs: %v\n%s", err, out)
 		}
 	}
-	return m.Run(), nil
+	// Past the -timeout (make e2e's 50m) Go's panic names only the running tests: testsummary says, shortly
+	// before, which passed, failed, were skipped and never started.
+	return testsummary.Run(m), nil
 }
 
 // need fails the test under CI (CI=true), where every requirement must be met, and skips it elsewhere.

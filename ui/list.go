@@ -22,7 +22,8 @@ var sorts = []string{"id", "created", "active", "size"}
 type listPage struct {
 	page
 	Rows               []listRow
-	Total, Shown       int
+	Count              string // how many are shown, of how many matching and in the store
+	Err                string // why the filters are refused: no list then
 	Label, Agent, Sort string
 	AgentNames, Sorts  []string
 	Prev, Next         string
@@ -54,6 +55,11 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 		s.errorPage(w, http.StatusBadRequest, "sort by id, created, active or size")
 		return
 	}
+	if err := checkLabel(p.Label); err != nil {
+		p.Err = one(err.Error(), maxLine) // a control character of the URL's shown, not sent
+		s.render(w, http.StatusBadRequest, "list", p)
+		return
+	}
 	stamp := s.storeStamp() // before the listing: a change while it lists is sent again
 	listed, err := s.o.Store.Listing(false)
 	if err != nil {
@@ -74,7 +80,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 	if to < len(kept) {
 		p.Next = pageURL(q, pageN+1)
 	}
-	p.Total, p.Shown = len(kept), to-from
+	p.Count = countText(to-from, len(kept), len(listed))
 	runs := activeRuns(s.o.Store)
 	p.Rows = make([]listRow, 0, to-from)
 	for _, l := range kept[from:to] {
@@ -96,6 +102,29 @@ func pageURL(q url.Values, n int) string {
 	}
 	q2.Set("page", strconv.Itoa(n))
 	return base + "/?" + q2.Encode()
+}
+
+// checkLabel refuses a label filter (K=V, or K) that breaks the rule sessionfs label and new --label check, in
+// their words: an empty list would not say why nothing matched. (A key set before the rule is refused here too.)
+func checkLabel(label string) error {
+	if label == "" {
+		return nil
+	}
+	k, v, _ := strings.Cut(label, "=")
+	return layout.ValidateLabel(k, v)
+}
+
+// countText is the list's heading: shown of total, or, filtered, of how many match (and how many are shown when
+// they fill more than a page).
+func countText(shown, matching, total int) string {
+	if matching == total {
+		return fmt.Sprintf("%d of %d", shown, total)
+	}
+	s := fmt.Sprintf("%d of %d match", matching, total)
+	if shown < matching {
+		s = fmt.Sprintf("%d shown, %s", shown, s)
+	}
+	return s
 }
 
 // filterSessions keeps the sessions with label (K=V, or K) and with a conversation of agent.

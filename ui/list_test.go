@@ -2,6 +2,7 @@ package ui
 
 import (
 	"fmt"
+	"html"
 	"io"
 	"net/http"
 	"regexp"
@@ -159,4 +160,42 @@ func BenchmarkConversationFirstByte10MB(b *testing.B) {
 		b.StartTimer()
 	}
 	b.ReportMetric(float64(whole.Milliseconds())/float64(b.N), "ms-whole/op")
+}
+
+func TestListRefusesALabelTheCLIRefuses(t *testing.T) {
+	st := newStore(t)
+	newSession(t, st, "a-web", map[string]string{"team": "web"})
+	s := serve(t, st)
+	resp, body := s.get(t, "/?label=bad+%3Cb%3Elabel")
+	assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	want := layout.ValidateLabel("bad <b>label", "")
+	require.Error(t, want)
+	assert.Contains(t, body, `<p class="error">`+html.EscapeString(want.Error())+`</p>`, "the CLI's words, escaped")
+	assert.NotContains(t, body, "No session matches")
+	assert.NotContains(t, body, `id="sessions"`, "no list, nor its live updates")
+	assert.Contains(t, body, `value="bad &lt;b&gt;label"`, "the filter kept, to fix")
+	resp, _ = s.get(t, "/?label=team=bad+value")
+	assert.Equal(t, http.StatusBadRequest, resp.StatusCode, "a value the CLI refuses")
+}
+
+func TestListCountsTheWholeStore(t *testing.T) {
+	st := newStore(t)
+	newSession(t, st, "a-web", map[string]string{"team": "web"})
+	newSession(t, st, "b-db", map[string]string{"team": "db"})
+	newSession(t, st, "c-none", nil)
+	s := serve(t, st)
+	_, body := s.get(t, "/?label=team=web")
+	assert.Contains(t, body, "<small>1 of 3 match</small>")
+	_, body = s.get(t, "/?label=team")
+	assert.Contains(t, body, "<small>2 of 3 match</small>")
+	_, body = s.get(t, "/")
+	assert.Contains(t, body, "<small>3 of 3</small>")
+}
+
+func TestListCountOfAFilteredPage(t *testing.T) {
+	assert.Equal(t, "500 of 10000", countText(500, 10000, 10000))
+	assert.Equal(t, "7 of 10 match", countText(7, 7, 10))
+	assert.Equal(t, "500 shown, 700 of 10000 match", countText(500, 700, 10000))
+	assert.Equal(t, "200 shown, 700 of 10000 match", countText(200, 700, 10000), "the last page")
+	assert.Equal(t, "0 of 10 match", countText(0, 0, 10))
 }

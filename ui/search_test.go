@@ -53,3 +53,19 @@ func TestSearchOfAQueryFTS5CannotRead(t *testing.T) {
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
 	assert.NotContains(t, body, `id="hits"`)
 }
+
+func TestSearchShowsWhyAQueryIsRefused(t *testing.T) {
+	st := newStore(t)
+	dir := newSession(t, st, "found", nil)
+	const conv = "33333333-0000-4000-8000-000000000002"
+	appendFile(t, transcript(t, dir, conv), claudeLine(conv, "user", "an ordinary prompt", 1))
+	s := serve(t, st)
+	resp, body := s.get(t, `/search?q=%22unterminated`)
+	assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	assert.Contains(t, body, html.EscapeString(`not a query SQLite FTS5 can read: "\"unterminated": unterminated string`), "the refusal, as sessionfs search says it")
+	assert.NotContains(t, body, "Nothing matches.")
+	resp, body = s.get(t, "/search?q=walrus")
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Contains(t, body, "Nothing matches.", "a good query that matched nothing")
+	assert.NotContains(t, body, `class="error"`)
+}

@@ -10,12 +10,10 @@ import (
 	"github.com/docker/docker/client"
 )
 
-// Rootless reports whether the engine runs rootless: Docker says so among its security options, Podman in
-// a field of its own ("Rootless") that the Docker SDK's Info drops, so /info is read raw.
+// Rootless reports whether the engine runs rootless: Docker says so among its security options, Podman in a
+// field of its own ("Rootless") that the Docker SDK's Info drops. /info is read raw, once: Podman takes most of a
+// second to answer it, and doctor's budget held three calls of that before (", rootless" went missing).
 func Rootless(ctx context.Context, cli *client.Client) bool {
-	if info, err := cli.Info(ctx); err == nil && slices.Contains(info.SecurityOptions, "name=rootless") {
-		return true
-	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://engine/info", nil)
 	if err != nil {
 		return false
@@ -25,6 +23,12 @@ func Rootless(ctx context.Context, cli *client.Client) bool {
 		return false
 	}
 	defer resp.Body.Close()
-	var podman struct{ Rootless bool }
-	return json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&podman) == nil && podman.Rootless
+	var info struct {
+		SecurityOptions []string
+		Rootless        bool
+	}
+	if json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&info) != nil {
+		return false
+	}
+	return info.Rootless || slices.Contains(info.SecurityOptions, "name=rootless")
 }

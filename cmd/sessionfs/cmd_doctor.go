@@ -145,9 +145,12 @@ func checkDocker() (name, status, detail, fix string) {
 		var engine string
 		if sv, perr := cli.ServerVersion(ctx); perr == nil {
 			engine = engineName(sv)
-			if docker.Rootless(ctx, cli) {
+			// An engine that answered gets its own budget for /info, which Podman is slow to answer.
+			ictx, icancel := context.WithTimeout(context.Background(), 10*time.Second)
+			if docker.Rootless(ictx, cli) {
 				engine += ", rootless"
 			}
+			icancel()
 		} else {
 			err = perr
 		}

@@ -213,6 +213,9 @@ func parseFilters(vals []string) (func(labels map[string]string) bool, error) {
 			return nil, usageError(fmt.Sprintf("ls --filter %q: want label=KEY=VALUE or label=KEY", f))
 		}
 		k, v, hasValue := strings.Cut(rest, "=")
+		if err := layout.ValidateLabel(k, v); err != nil { // no session can have it: said, not an empty list
+			return nil, usageError(fmt.Sprintf("ls --filter %q: %v", f, err))
+		}
 		conds = append(conds, cond{key: k, value: v, any: !hasValue})
 	}
 	return func(labels map[string]string) bool {

@@ -16,7 +16,7 @@ func TestParseFilters(t *testing.T) {
 	keep, err = parseFilters(nil)
 	require.NoError(t, err)
 	assert.True(t, keep(nil))
-	for _, bad := range []string{"team=web", "label=", "id=x"} {
+	for _, bad := range []string{"team=web", "label=", "id=x", "label=bad label", "label=team=bad value"} { // the last two: no label can be so (the page says the same)
 		_, err := parseFilters([]string{bad})
 		assert.Error(t, err, "%q", bad)
 	}
