@@ -12,26 +12,13 @@ import (
 )
 
 // landlockHelp is what --landlock does, for exec's and run's help.
-const landlockHelp = `--landlock runs the command in a sandbox the kernel enforces, to root too (Linux 6.12+: Landlock ABI 6 and
-seccomp, and a mount and a PID namespace of its own: a user namespace too for a normal user; refused, naming what
-is missing, where any lacks). It may read and run the system's folders (/usr, /bin, /lib, /opt, /sys, and /proc,
-which shows its own processes alone), read /etc as any user may (not its secrets: /etc/shadow, ssh's host keys)
-and git's settings (~/.gitconfig, ~/.config/git), use /dev/null, a /dev/shm of its own (empty, noexec, a quarter
-of the memory at most), a terminal of its own and the ptys it opens (/dev/pts is its own: the host's other
-terminals are out of sight), work in its session's folder and in a TMPDIR of its own (removed after the run;
-/tmp itself is refused), and read and run the file it was asked to run: that file, never its folder (an agent
-whose entry point loads files beside it needs --allow-read of its folder); a script sees $0 as /dev/fd/N. The
-user's home, other sessions, the store and the mount are refused. It holds no capability (as root either: exec
-gives none back), cannot make device files nor open one outside /dev (a node planted in the session opens
-nothing), signal a process outside its sandbox or reach its abstract sockets, make unix sockets (the Docker API,
-D-Bus and ssh-agent are out of reach; pipes and stream socketpairs work), or push input into the terminal
-(TIOCSTI). It runs in a session of its own and never holds your terminal: where its stdin, stdout or stderr is
-one, it gets a pty of its own, which sessionfs relays to yours (raw for the run, as ssh -t and docker run -t);
-Ctrl-C, Ctrl-Z and Ctrl-\ are keys for the command (a shell in it stops its own jobs), and no longer suspend
-sessionfs; started in the background (&), sessionfs stops until brought to the foreground. Nothing it starts
-outlives it: when the command ends, or sessionfs is killed, every process it left is killed. Set-uid
-programs (sudo) gain nothing. The network is open. --allow PATH adds a folder (or file) to work in, --allow-read PATH one to read and run from; a path that
-covers /, $HOME, the store or the mount is refused.`
+const landlockHelp = `--landlock runs the command in a sandbox the kernel enforces, root included (Linux 6.12+; refused,
+naming what is missing, elsewhere): it reads and runs the system's folders and the file it was asked to run,
+works in its session's folder and a TMPDIR of its own, and cannot reach your home, other sessions, the store or
+the mount, make unix sockets (the Docker API, ssh-agent), hold a capability or outlive its run. It gets a terminal
+of its own, relayed to yours. The network is open. --allow PATH adds a folder (or file) to work in, --allow-read
+PATH one to read and run from; a path that covers /, $HOME, the store or the mount is refused. In full:
+docs/security.md, "Runs sandboxed on request".`
 
 // landlockOpts are --landlock, --allow and --allow-read.
 type landlockOpts struct {
