@@ -12,6 +12,7 @@ import (
 	"path"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/docker/docker/client"
 	"github.com/moby/sys/user"
@@ -118,13 +119,12 @@ const maxAccountFile = 4 << 20
 // /etc/passwd and /etc/group, as its runtime (runc, through moby/sys/user) will: uid 0 when spec is "". Under a
 // rootless engine its root is the caller on the host, and every other id one of the caller's subordinates.
 func (b *Backend) lookupUser(ctx context.Context, id, spec string, rootless bool) (account, error) {
-	passwd, err := b.readFile(ctx, id, "/etc/passwd")
-	if err != nil {
-		return account{}, err
-	}
-	group, err := b.readFile(ctx, id, "/etc/group")
-	if err != nil {
-		return account{}, err
+	var passwd, group []byte
+	if namesAccount(spec) {
+		var err error
+		if passwd, group, err = b.readAccounts(ctx, id); err != nil {
+			return account{}, err
+		}
 	}
 	u, err := user.GetExecUser(spec, &user.ExecUser{}, bytes.NewReader(passwd), bytes.NewReader(group))
 	if err != nil {
@@ -141,6 +141,35 @@ func (b *Backend) lookupUser(ctx context.Context, id, spec string, rootless bool
 		}
 	}
 	return a, nil
+}
+
+// namesAccount says whether spec needs the image's accounts to be known: a name, or a uid without a group (whose
+// group its passwd entry gives). Root ("") and uid:gid do not: reading them costs the engine a mount of the
+// container's files each.
+func namesAccount(spec string) bool {
+	if spec == "" {
+		return false
+	}
+	uid, gid, ok := strings.Cut(spec, ":")
+	return !ok || !numeric(uid) || !numeric(gid)
+}
+
+func numeric(s string) bool {
+	_, err := strconv.ParseUint(s, 10, 32)
+	return err == nil
+}
+
+// readAccounts reads the image's /etc/passwd and /etc/group, both at once.
+func (b *Backend) readAccounts(ctx context.Context, id string) (passwd, group []byte, err error) {
+	var gerr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		group, gerr = b.readFile(ctx, id, "/etc/group")
+	}()
+	passwd, err = b.readFile(ctx, id, "/etc/passwd")
+	<-done
+	return passwd, group, errors.Join(err, gerr)
 }
 
 // readFile reads file from container id's image, "" when the image has none (a scratch image: numeric users only).

@@ -93,3 +93,9 @@ func TestAllowedFollowsTheKernelsOrder(t *testing.T) {
 	assert.True(t, allowed(st, account{host: 11, gid: 21}, 6))
 	assert.True(t, allowed(st, account{host: noID, gid: noID, override: true}, 7))
 }
+
+func TestNamesAccountOnlyWhenTheImageMustSay(t *testing.T) {
+	for spec, want := range map[string]bool{"": false, "0:0": false, "1001:1001": false, "1000": true, "agent": true, "agent:agent": true, "1000:staff": true} {
+		assert.Equal(t, want, namesAccount(spec), "%q", spec)
+	}
+}
