@@ -15,7 +15,7 @@ import (
 	"github.com/sessionfs/sessionfs/layout"
 )
 
-// A turn that leaves no trace is an error (issue 50): an agent that answered and exited 0 while the session
+// A turn that leaves no trace is an error: an agent that answered and exited 0 while the session
 // recorded nothing (a container's user that cannot write the session's transcripts, a config folder pointed
 // elsewhere) loses the turn in silence. Where sessionfs starts an agent and the arguments ask it for a turn it
 // records (a prompt to answer, a conversation to continue), the run compares the agent's Trace before and after

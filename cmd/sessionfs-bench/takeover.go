@@ -14,7 +14,7 @@ import (
 	"github.com/sessionfs/sessionfs/mount"
 )
 
-// What keeping a mount's connection past its daemon costs (issue 42): a mount whose helper holds the connection
+// What keeping a mount's connection past its daemon costs: a mount whose helper holds the connection
 // and logs every node id handed to the kernel (--takeover, the default as root) against one that does not
 // (--takeover=false), each on a store of its own with one session: start-up, and a lookup- and create-heavy
 // workload in the session's .claude (served through FUSE: every name is a node logged); and an upgrade's stall:

@@ -11,7 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// POSIX locks outlive the daemon (issue 42). An owner's locks are OFD locks on its own descriptor
+// POSIX locks outlive the daemon. An owner's locks are OFD locks on its own descriptor
 // (locks_posix.go), and an OFD lock lasts while any copy of its open file description is open. So a mount whose
 // connection a holder keeps hands the holder a copy of each owner's descriptor before the owner's first lock is
 // taken (LockKeeper), and unlocks the owner explicitly before it closes its own (the holder's copy would keep what
