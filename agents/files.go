@@ -40,10 +40,7 @@ type File struct {
 // beneath d, no symlink followed; a session's folders are bounded only by its disk, like Claude's.
 func (a *Agent) files(d *layout.Dir, base string) []File {
 	var out []File
-	for _, dir := range subdirs(d, path.Join(base, a.Files.Dir), a.Files.Depth) {
-		if a.Files.Sub != "" {
-			dir += "/" + a.Files.Sub
-		}
+	for _, dir := range a.Files.Folders(d, path.Join(base, a.Files.Dir), nil) {
 		ents, _ := d.ReadDir(dir)
 		for _, e := range ents {
 			if m := a.Files.Name.FindStringSubmatch(e.Name()); m != nil && e.Type().IsRegular() {
@@ -63,10 +60,13 @@ func (f *Files) levels() int {
 	return 3 + f.Depth
 }
 
-// subdirs lists the folders depth levels below rel (not through symlinks).
-func subdirs(d *layout.Dir, rel string, depth int) []string {
-	level := []string{rel}
-	for range depth {
+// Folders are the folders beneath d that hold conversation files, below dir (the agent's Dir, as d sees it):
+// its Depth levels of folders, then Sub. Each folder on the way is passed to walked when it is given (the index
+// fingerprints them). Folders are read beneath d, no symlink followed. The one walk of an agent's files, for
+// listing, indexing and search alike.
+func (f *Files) Folders(d *layout.Dir, dir string, walked func(rel string)) []string {
+	level := []string{dir}
+	for range f.Depth {
 		var next []string
 		for _, dir := range level {
 			ents, _ := d.ReadDir(dir)
@@ -77,6 +77,19 @@ func subdirs(d *layout.Dir, rel string, depth int) []string {
 			}
 		}
 		level = next
+		for _, dir := range level {
+			if walked != nil {
+				walked(dir)
+			}
+		}
+	}
+	if f.Sub != "" {
+		for i := range level {
+			level[i] += "/" + f.Sub
+			if walked != nil {
+				walked(level[i])
+			}
+		}
 	}
 	return level
 }

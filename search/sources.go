@@ -236,24 +236,8 @@ func subagents(sess *layout.Dir, s *source) (string, []subFile) {
 // Depth folders, Sub, a name Name matches. Folders are read beneath the session, no symlink followed.
 func fileSources(sess *layout.Dir, a *agents.Agent) []source {
 	f := a.Files
-	level := []string{path.Join(a.Dir, f.Dir)}
-	for range f.Depth {
-		var next []string
-		for _, dir := range level {
-			ents, _ := sess.ReadDir(dir)
-			for _, e := range ents {
-				if e.IsDir() {
-					next = append(next, dir+"/"+e.Name())
-				}
-			}
-		}
-		level = next
-	}
 	var out []source
-	for _, dir := range level {
-		if f.Sub != "" {
-			dir += "/" + f.Sub
-		}
+	for _, dir := range f.Folders(sess, path.Join(a.Dir, f.Dir), nil) {
 		each(sess, dir, func(e os.DirEntry) bool {
 			return e.Type().IsRegular() && f.Name.MatchString(e.Name())
 		}, func(name string, st *unix.Stat_t) {

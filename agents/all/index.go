@@ -83,26 +83,8 @@ func filesIndex(sess *layout.Dir, a *agents.Agent, out *layout.ConversationIndex
 	}
 	base := path.Join(a.Dir, a.Files.Dir)
 	out.Rels = append(out.Rels, a.Dir, base)
-	level := []string{base}
-	for range a.Files.Depth {
-		var next []string
-		for _, dir := range level {
-			ents, _ := sess.ReadDir(dir)
-			for _, e := range ents {
-				if e.IsDir() {
-					next = append(next, dir+"/"+e.Name())
-				}
-			}
-		}
-		level = next
-		out.Rels = append(out.Rels, level...)
-	}
 	ids := map[string]bool{}
-	for _, dir := range level {
-		if a.Files.Sub != "" {
-			dir += "/" + a.Files.Sub
-			out.Rels = append(out.Rels, dir)
-		}
+	for _, dir := range a.Files.Folders(sess, base, func(rel string) { out.Rels = append(out.Rels, rel) }) {
 		ents, _ := sess.ReadDir(dir)
 		for _, e := range ents {
 			if m := a.Files.Name.FindStringSubmatch(e.Name()); m != nil && e.Type().IsRegular() {
