@@ -20,15 +20,15 @@ import (
 // canonical one. Its heavy work would then go through FUSE, several times slower than the disk. So the command
 // runs in a private mount namespace in which the store's own folders (bind.RunDirs) are bound over the
 // mount's paths: the same paths, the store's speed. The binds are made by a helper, the sessionfs binary itself
-// started with HelperArg in the new namespace, which then execs the command: as root the namespace is a plain
+// started with NsexecArg in the new namespace, which then execs the command: as root the namespace is a plain
 // private one; as anyone else it is owned by a new user namespace that maps the user to itself (the command
 // keeps its uid, and loses the namespace's capabilities at exec). Where neither can be made, the command runs
 // on the mount, and the user is told once; but a run with Landlock, which has a namespace always (on the store
 // too, started with LandlockArg), and a PID namespace whose init the helper is (sandbox_init.go), is refused
 // (sandbox.go).
 
-// HelperArg, as the first argument, makes the sessionfs binary the namespace helper (see RunHelper).
-const HelperArg = "__sessionfs-nsexec"
+// NsexecArg, as the first argument, makes the sessionfs binary the namespace helper (see RunHelper).
+const NsexecArg = "__sessionfs-nsexec"
 
 // helperExit is the helper's own failure, as docker reports its own (the command never ran).
 const helperExit = 125
@@ -36,7 +36,7 @@ const helperExit = 125
 // helperArgs builds the helper's command line: the store's sessions folder, the session id, the session's
 // mounted path, the working directory, then the command (its first word already resolved).
 func helperArgs(self, sessionsDir, id, mounted, cwd string, argv []string) []string {
-	return append([]string{self, HelperArg, sessionsDir, id, mounted, cwd, "--"}, argv...)
+	return append([]string{self, NsexecArg, sessionsDir, id, mounted, cwd, "--"}, argv...)
 }
 
 // nsAttr is the namespace the helper is started in; with sandbox (a run with Landlock), a PID namespace too,
@@ -82,7 +82,7 @@ func RunHelper() {
 	}
 	code, err := 0, error(nil)
 	switch os.Args[1] {
-	case HelperArg:
+	case NsexecArg:
 		code, err = helper(os.Args[2:])
 	case LandlockArg:
 		code, err = landlocked(os.Args[2:])
