@@ -1,6 +1,7 @@
 // Package mount mounts a sessionfs store as a FUSE filesystem and manages the mount's life: start-up, binds of
 // sessions' heavy folders over it, the watcher that keeps the kernel's caches true to the store, unmount and
-// stale-mount recovery. Its FUSE nodes are package mount/nodes.
+// stale-mount recovery. Its FUSE nodes are package mount/nodes; the node log a takeover reads is package
+// mount/takeover/nodelog.
 //
 // The files: the Mount type, then the others in the order a start-up meets them (helper_service.go and bindlimit.go
 // serve the helper and the binder once the mount serves):
@@ -26,12 +27,9 @@
 //	takeover.go        --takeover (the default): the helper holds the connection and starts a daemon that takes it
 //	                   over when the serving one dies (RunTakeover), which resumes without INIT (go-fuse's patch)
 //	takeover_state.go  each takeover logged and bounded (10 s, then the connection ends); the state doctor reads
-//	nodelog.go         the node ids handed to the kernel and their lookup counts, in a memory file the helper
-//	                   holds, for that daemon
-//	nodelog_scan.go    what a run of the log's records says, read by a reader that trusts none of them
-//	nodelog_compact.go the log compacted into its other half past a mark, never full
-//	nodelog_changes.go the log's ring of the requests that change a folder, noted before they are made
-//	nodelog_churn.go   what keeping the log costs (sessionfs-bench's takeover rows)
+//	takeover/nodelog/  the node log (package nodelog): the node ids handed to the kernel and their lookup counts,
+//	                   in a memory file the helper holds, for that daemon; its ring of the requests that change a
+//	                   folder, noted before they are made
 //	resend.go          that daemon's answers to the requests the kernel resends, as if each were made once
 //	lockowners.go      POSIX lock owners' descriptors sent to the holder, kept there, adopted by the next daemon
 //	lockowners_handles.go lock requests through an old daemon's file handles
@@ -45,8 +43,8 @@
 //	handover.go        a held daemon's side: it goes on handoverSignal, once the requests in flight finished
 //	handover_gate.go   the gate every request passes (go-fuse's RequestGate), which a hand-over closes
 //	handover_handles.go a normal user's daemon that took over opens the old daemon's files again
-//	*_fault_on.go      the fault-injection build's (-tags faultinject) hooks: a takeover that stalls or dies, a
-//	                   small node log; *_fault_off.go: none
+//	*_fault_on.go      the fault-injection build's (-tags faultinject) hooks: a takeover that stalls or dies (and
+//	                   takeover/nodelog/fault_on.go: a small node log); *_fault_off.go: none
 //
 // and what the CLI asks of a mount it does not serve:
 //

@@ -16,6 +16,8 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
+
+	"github.com/sessionfs/sessionfs/mount/takeover/nodelog"
 )
 
 // A holder moved to another pid namespace (issue 42, the CSI plugin's DaemonSet update): the plugin's pod before
@@ -78,9 +80,9 @@ func (s *helperService) beginMove(raw []byte, c *net.UnixConn) error {
 	if err := json.Unmarshal(raw, &req); err != nil {
 		return err
 	}
-	if req.Format != handoverFormat || req.NodeLog != nodeLogVersion {
+	if req.Format != handoverFormat || req.NodeLog != nodelog.Version {
 		return fmt.Errorf("this holder's state (format %s, node log %d) is not the asker's (format %s, node log %d): it serves on",
-			handoverFormat, nodeLogVersion, req.Format, req.NodeLog)
+			handoverFormat, nodelog.Version, req.Format, req.NodeLog)
 	}
 	return s.awaitHandover(&pendingUpgrade{exe: -1, move: true}, c)
 }
@@ -217,16 +219,16 @@ func takeHolderOnce(storeRoot, mnt string, start func(*exec.Cmd) error) (*MovedH
 	if !sameFolder(st.Store, storeRoot) {
 		return nil, fmt.Errorf("%s serves the store %s, not %s", mnt, st.Store, storeRoot)
 	}
-	if st.Format != handoverFormat || st.NodeLog != nodeLogVersion {
+	if st.Format != handoverFormat || st.NodeLog != nodelog.Version {
 		return nil, fmt.Errorf("%s is held by sessionfs %s, whose state (format %s, node log %d) this build (%s: format %s, node log %d) does not read: it serves on",
-			mnt, st.Version, st.Format, st.NodeLog, Version, handoverFormat, nodeLogVersion)
+			mnt, st.Version, st.Format, st.NodeLog, Version, handoverFormat, nodelog.Version)
 	}
 	c, err := dialHolder(minor)
 	if err != nil {
 		return nil, err
 	}
 	defer c.Close()
-	req, _ := json.Marshal(moveRequest{Ask: "move", Format: handoverFormat, NodeLog: nodeLogVersion})
+	req, _ := json.Marshal(moveRequest{Ask: "move", Format: handoverFormat, NodeLog: nodelog.Version})
 	if _, err := c.Write(req); err != nil {
 		return nil, fmt.Errorf("ask the mount's holder: %w", err)
 	}

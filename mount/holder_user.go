@@ -14,6 +14,8 @@ import (
 
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
+
+	"github.com/sessionfs/sessionfs/mount/takeover/nodelog"
 )
 
 // A normal user's mount (fusermount3: no privileged helper) is held too (issue 42): the daemon mounts through
@@ -129,10 +131,10 @@ func (s *startup) mountHeld() error {
 	}
 	s.dev = dev
 	s.onRollback(func() { unix.Close(dev); _ = fusermountUnmount(s.mnt, true) })
-	if s.nodes, err = newNodeLog(); err != nil {
+	if s.nodes, err = nodelog.New(); err != nil {
 		return err
 	}
-	s.onRollback(s.nodes.close)
+	s.onRollback(s.nodes.Close)
 	return nil
 }
 

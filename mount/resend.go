@@ -4,6 +4,8 @@ import (
 	"syscall"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/sessionfs/sessionfs/mount/takeover/nodelog"
 )
 
 // resendIdempotent answers the requests the kernel resends to a daemon that took the connection over
@@ -11,9 +13,9 @@ import (
 // answered: the resent rename then finds no source, the resent mkdir or O_EXCL create finds its entry. The kernel
 // marks a resent request (fuseUniqueResend in its unique id; a caller cannot set it), and a change found made is
 // taken as the one asked for only if the daemon before noted this request's id as making that very change (the
-// node log's ring of changes, nodelog_changes.go): an entry someone else made or removed meanwhile gets the plain
-// answer (EEXIST, ENOENT). Every daemon of a held mount notes each such request before it makes it, in the node
-// log it writes (changeLog: a daemon serves one mount).
+// node log's ring of changes, mount/takeover/nodelog): an entry someone else made or removed meanwhile gets the
+// plain answer (EEXIST, ENOENT). Every daemon of a held mount notes each such request before it makes it, in the
+// node log it writes (nodelog.Current: a daemon serves one mount).
 type resendIdempotent struct {
 	fuse.RawFileSystem
 }
@@ -27,7 +29,7 @@ func resent(h *fuse.InHeader) bool { return h.Unique&fuseUniqueResend != 0 }
 // again (its note, if the daemon before made it, is what tells its change).
 func (r resendIdempotent) changing(h *fuse.InHeader, parent uint64, name string) {
 	if !resent(h) {
-		changeLog.Load().Changing(h.Unique, parent, name)
+		nodelog.Current().Changing(h.Unique, parent, name)
 	}
 }
 
@@ -41,7 +43,7 @@ func made(st fuse.Status, name string) fuse.Status {
 
 // ownChange says whether a resent request h was noted as changing name in parent: the change found is its own.
 func (r resendIdempotent) ownChange(h *fuse.InHeader, parent uint64, name string) bool {
-	return resent(h) && changeLog.Load().Changed(h.Unique&^fuseUniqueResend, parent, name)
+	return resent(h) && nodelog.Current().Changed(h.Unique&^fuseUniqueResend, parent, name)
 }
 
 // exists looks name up in folder parent, and gives the lookup back: whether it is there. (A name not there is
@@ -94,10 +96,10 @@ func (r resendIdempotent) exchange(cancel <-chan struct{}, in *fuse.RenameIn, ol
 	h := &in.InHeader
 	if !resent(h) {
 		from, to := r.ino(cancel, h, in.NodeId, oldName), r.ino(cancel, h, in.Newdir, newName)
-		changeLog.Load().Exchanging(h.Unique, in.Newdir, newName, from, to)
+		nodelog.Current().Exchanging(h.Unique, in.Newdir, newName, from, to)
 		return made(r.RawFileSystem.Rename(cancel, in, oldName, newName), newName)
 	}
-	from, to, own := changeLog.Load().exchanged(h.Unique&^fuseUniqueResend, in.Newdir, newName)
+	from, to, own := nodelog.Current().Exchanged(h.Unique&^fuseUniqueResend, in.Newdir, newName)
 	if own && from != 0 && to != 0 && r.ino(cancel, h, in.NodeId, oldName) == to && r.ino(cancel, h, in.Newdir, newName) == from {
 		return fuse.OK
 	}

@@ -7,6 +7,8 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sessionfs/sessionfs/mount/takeover/nodelog"
 )
 
 // madeBefore is a file system where "f" was made already (by the daemon before, or by someone else): an O_EXCL
@@ -30,12 +32,12 @@ func (m *madeBefore) Unlink(<-chan struct{}, *fuse.InHeader, string) fuse.Status
 // A resent O_EXCL create that finds its file is answered as made (the file opened) only when the daemon before
 // noted this very request (its unique id, folder and name) as making it; else EEXIST, as for anyone's file.
 func TestResentCreateIsItsOwnOnlyIfNoted(t *testing.T) {
-	before, err := newNodeLog()
+	before, err := nodelog.New()
 	require.NoError(t, err)
-	defer before.close()
-	after, err := mapNodeLog(before.fd) // the next daemon's mapping of the holder's copy
+	defer before.Close()
+	after, err := nodelog.Map(before.Fd()) // the next daemon's mapping of the holder's copy
 	require.NoError(t, err)
-	require.Same(t, after, changeLog.Load(), "the log this process writes last")
+	require.Same(t, after, nodelog.Current(), "the log this process writes last")
 
 	create := func(unique, parent uint64, name string) fuse.Status {
 		fs := &madeBefore{RawFileSystem: fuse.NewDefaultRawFileSystem()}
@@ -51,7 +53,7 @@ func TestResentCreateIsItsOwnOnlyIfNoted(t *testing.T) {
 	assert.Equal(t, fuse.Status(syscall.EEXIST), create(43|fuseUniqueResend, 5, "f"), "another request: someone else's f")
 	assert.Equal(t, fuse.Status(syscall.EEXIST), create(42|fuseUniqueResend, 6, "f"), "another folder")
 	assert.Equal(t, fuse.Status(syscall.EEXIST), create(42|fuseUniqueResend, 5, "g"), "another name")
-	before.Changing(42+changeSlots, 5, "f") // its slot taken by a later request
+	before.Changing(42+nodelog.ChangeSlots, 5, "f") // its slot taken by a later request
 	assert.Equal(t, fuse.Status(syscall.EEXIST), create(42|fuseUniqueResend, 5, "f"), "its note overwritten: the plain answer")
 
 	unlink := func(unique uint64) fuse.Status {
@@ -90,9 +92,9 @@ func (s *swapped) Rename(_ <-chan struct{}, in *fuse.RenameIn, oldName, newName 
 // A resent RENAME_EXCHANGE is answered as made, not made again (which would swap the names back), only when the
 // daemon before noted it as this request's and the names hold the inodes it noted, swapped.
 func TestResentExchangeIsMadeOnce(t *testing.T) {
-	before, err := newNodeLog()
+	before, err := nodelog.New()
 	require.NoError(t, err)
-	defer before.close()
+	defer before.Close()
 	fs := &swapped{RawFileSystem: fuse.NewDefaultRawFileSystem(), inos: map[string]uint64{"a": 10, "b": 20}}
 	exchange := func(unique uint64) fuse.Status {
 		in := &fuse.RenameIn{InHeader: fuse.InHeader{Unique: unique, NodeId: 5}, Newdir: 5, Flags: renameExchange}

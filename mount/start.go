@@ -17,6 +17,7 @@ import (
 	"github.com/sessionfs/sessionfs/confine"
 	"github.com/sessionfs/sessionfs/layout"
 	"github.com/sessionfs/sessionfs/mount/nodes"
+	"github.com/sessionfs/sessionfs/mount/takeover/nodelog"
 )
 
 // Start mounts store at mountpoint (creating the folder if need be) and serves it from this process until
@@ -71,11 +72,11 @@ type startup struct {
 	opts       Options
 	given      Options // opts as given, before their defaults were settled: a takeover settles them again
 	confined   bool
-	userHeld   bool        // a normal user's mount whose connection a holder keeps (holder_user.go)
-	resumed    *resumed    // a takeover's: the connection, its INIT and node log, and the helper (takeover.go)
-	nodes      *nodeLog    // the node ids handed to the kernel, when the connection is to outlive this process
-	gate       *gate       // with nodes: the requests' gate, which a hand-over closes (handover.go)
-	keeper     *lockSocket // with nodes: the lock owners' descriptors go to the holder on it (lockowners.go)
+	userHeld   bool         // a normal user's mount whose connection a holder keeps (holder_user.go)
+	resumed    *resumed     // a takeover's: the connection, its INIT and node log, and the helper (takeover.go)
+	nodes      *nodelog.Log // the node ids handed to the kernel, when the connection is to outlive this process
+	gate       *gate        // with nodes: the requests' gate, which a hand-over closes (handover.go)
+	keeper     *lockSocket  // with nodes: the lock owners' descriptors go to the holder on it (lockowners.go)
 
 	mnt, shared string
 	scratch     func()        // removes the serving process's scratch folder (confined)
@@ -157,7 +158,7 @@ func (s *startup) launchHelper() error {
 	}
 	var keep []int // the connection and the node log, for the helper to hold (takeover.go)
 	if s.nodes != nil {
-		cfg.Takeover, keep = &s.given, []int{s.dev, s.nodes.fd}
+		cfg.Takeover, keep = &s.given, []int{s.dev, s.nodes.Fd()}
 		theirs, err := s.lockSocket()
 		if err != nil {
 			return err
@@ -227,10 +228,10 @@ func (s *startup) openDevice() error {
 	s.dev = dev
 	s.onRollback(func() { unix.Close(dev) })
 	if s.opts.Takeover {
-		if s.nodes, err = newNodeLog(); err != nil {
+		if s.nodes, err = nodelog.New(); err != nil {
 			return err
 		}
-		s.onRollback(s.nodes.close)
+		s.onRollback(s.nodes.Close)
 	}
 	return nil
 }

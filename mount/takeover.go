@@ -19,12 +19,13 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sessionfs/sessionfs/layout"
+	"github.com/sessionfs/sessionfs/mount/takeover/nodelog"
 )
 
 // A confined mount with Options.Takeover outlives its serving process (issue 42). The kernel keeps a FUSE
 // connection while any descriptor of its /dev/fuse file is open, and queues the requests meanwhile. So:
 //
-//   - the daemon opens /dev/fuse and a node log (nodelog.go) before it starts its helper, which gets copies of
+//   - the daemon opens /dev/fuse and a node log (nodelog.New) before it starts its helper, which gets copies of
 //     both (descriptors 4 and 5) and, once the daemon read it, the kernel's INIT (Helper.Initialized);
 //   - the helper is the holder: when the daemon's socket closes and the mount is still there and not being
 //     ended, it starts this binary again as TakeoverArg with the three (holder.start);
@@ -310,7 +311,7 @@ func serveTakenOver() error {
 		return err
 	}
 	unix.CloseOnExec(holderDev)
-	nodes, err := mapNodeLog(holderNodes)
+	nodes, err := nodelog.Map(holderNodes)
 	if err != nil {
 		return err
 	}
@@ -349,7 +350,7 @@ func (s *startup) resumeServer(nodeFS, raw fuse.RawFileSystem) error {
 // serveResumed, confined by now, restores the node ids the kernel holds, asks the kernel to resend what the
 // dead daemon had read, and serves.
 func (s *startup) serveResumed() error {
-	recorded, handles, err := s.nodes.read()
+	recorded, handles, err := s.nodes.Read()
 	if s.resumed.reopen != nil {
 		s.resumed.reopen.setBelow(handles)
 	}
@@ -357,7 +358,7 @@ func (s *startup) serveResumed() error {
 		fmt.Fprintf(os.Stderr, "sessionfs: %v: the files the kernel holds from the daemon before get errors\n", err)
 	}
 	s.resumed.restored, s.resumed.later = gofs.RestoreNodes(s.resumed.nodeFS, recorded, handles)
-	gofs.RestorePassthrough(s.resumed.nodeFS, s.nodes.passthrough())
+	gofs.RestorePassthrough(s.resumed.nodeFS, s.nodes.PassthroughHandles())
 	gofs.RecordNodes(s.resumed.nodeFS, s.nodes)
 	if st := s.server.NotifyResend(); !st.Ok() {
 		fmt.Fprintf(os.Stderr, "sessionfs: the kernel resends nothing (%v; Linux 6.9 does): the requests the daemon before had read wait for good\n", st)

@@ -13,6 +13,8 @@ import (
 
 	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
+
+	"github.com/sessionfs/sessionfs/mount/takeover/nodelog"
 )
 
 // What a holder (takeover.go) tells of its takeovers: a line in the log for each, and a state file doctor reads;
@@ -212,13 +214,13 @@ func nodesHeld(holder int) (nodes, compactions int, err error) {
 		return 0, 0, err
 	}
 	defer unix.Close(fd)
-	l, err := mapNodeLogAs(fd, unix.PROT_READ)
+	l, err := nodelog.MapReadOnly(fd)
 	if err != nil {
 		return 0, 0, err
 	}
-	defer l.unmap()
-	recorded, _, err := l.read()
-	return len(recorded), int(l.compactions()), err
+	defer l.Unmap()
+	recorded, _, err := l.Read()
+	return len(recorded), int(l.Compactions()), err
 }
 
 // connectionMinor is the FUSE connection of the sessionfs mount at mnt, from the mount table.

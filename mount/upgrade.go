@@ -1,7 +1,6 @@
 package mount
 
 import (
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sessionfs/sessionfs/agents"
+	"github.com/sessionfs/sessionfs/mount/takeover/nodelog"
 )
 
 // Upgrade (issue 42): `sessionfs mount` on a mountpoint whose connection a holder keeps (takeover.go) hands the
@@ -255,10 +255,7 @@ func (s *helperService) answerControl(c *net.UnixConn) {
 // state is what this holder keeps, as the control socket tells it.
 func (s *helperService) state() holderState {
 	st := holderState{Store: s.holder.cfg.Store, Mountpoint: s.mnt, Format: handoverFormat, Version: Version}
-	head := make([]byte, 8)
-	if n, err := unix.Pread(holderNodes, head, 0); err == nil && n == len(head) && binary.LittleEndian.Uint32(head) == nodeLogMagic {
-		st.NodeLog = binary.LittleEndian.Uint32(head[4:])
-	}
+	st.NodeLog = nodelog.VersionOf(holderNodes)
 	s.mu.Lock()
 	st.Daemon = s.daemon
 	s.mu.Unlock()
@@ -441,9 +438,9 @@ func upgradeOnce(storeRoot, mnt string) (UpgradeResult, error) {
 	if !sameFolder(st.Store, storeRoot) {
 		return UpgradeResult{}, fmt.Errorf("%s serves the store %s, not %s (sessionfs unmount %s first)", mnt, st.Store, storeRoot, mnt)
 	}
-	if st.Format != handoverFormat || st.NodeLog != nodeLogVersion {
+	if st.Format != handoverFormat || st.NodeLog != nodelog.Version {
 		return UpgradeResult{}, fmt.Errorf("%s is served by sessionfs %s, whose state (format %s, node log %d) this build (%s: format %s, node log %d) does not read: it serves on; to change builds, sessionfs unmount %s and mount again",
-			mnt, st.Version, st.Format, st.NodeLog, Version, handoverFormat, nodeLogVersion, mnt)
+			mnt, st.Version, st.Format, st.NodeLog, Version, handoverFormat, nodelog.Version, mnt)
 	}
 	self, err := unix.Open("/proc/self/exe", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {

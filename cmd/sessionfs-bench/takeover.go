@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/sessionfs/sessionfs/mount"
+	"github.com/sessionfs/sessionfs/mount/takeover/nodelog"
 )
 
 // What keeping a mount's connection past its daemon costs: a mount whose helper holds the connection
@@ -100,7 +100,7 @@ const (
 
 // nodeLog is what keeping the node log costs each record, and the pauses of its compactions.
 func (b *bench) nodeLog() {
-	f, err := mount.NodeLogChurn(nodeLogChurned, nodeLogHeld)
+	f, err := nodelog.Churn(nodeLogChurned, nodeLogHeld)
 	if err != nil {
 		b.skip("node log: %v", err)
 		return

@@ -1,4 +1,4 @@
-package mount
+package nodelog
 
 import (
 	"encoding/binary"
@@ -21,9 +21,9 @@ func sortedNodes(nodes []gofs.RecordedNode) []gofs.RecordedNode {
 
 // A daemon that takes over reads the last name of every node the kernel still holds, and appends after them.
 func TestNodeLogReadsWhatTheKernelHolds(t *testing.T) {
-	l, err := newNodeLog()
+	l, err := New()
 	require.NoError(t, err)
-	defer l.close()
+	defer l.Close()
 	l.Named(2, 1, "sessions", 0)
 	l.Named(3, 2, "s1", 0)
 	l.Named(4, 3, "tmp.json", 0)
@@ -41,11 +41,11 @@ func TestNodeLogReadsWhatTheKernelHolds(t *testing.T) {
 	l.Renaming(11, 3, "d.json")
 	l.Named(11, 3, "d.json", 78) // made
 
-	again, err := mapNodeLog(l.fd) // as the next daemon maps the helper's copy
+	again, err := Map(l.fd) // as the next daemon maps the helper's copy
 	require.NoError(t, err)
 	l.Handles(2048)
 	l.Handles(1024) // reported as they grow; the highest holds
-	nodes, handles, err := again.read()
+	nodes, handles, err := again.Read()
 	require.NoError(t, err)
 	assert.Equal(t, uint32(2048), handles)
 	assert.Equal(t, []gofs.RecordedNode{{ID: 2, Parent: 1, Name: "sessions"}, {ID: 3, Parent: 2, Name: "s1"},
@@ -54,7 +54,7 @@ func TestNodeLogReadsWhatTheKernelHolds(t *testing.T) {
 		{ID: 11, Parent: 3, Name: "d.json", Ino: 78}}, sortedNodes(nodes))
 
 	again.Named(6, 3, "new", 0)
-	nodes, _, err = l.read()
+	nodes, _, err = l.Read()
 	require.NoError(t, err)
 	assert.Len(t, nodes, 7, "appended after the last record")
 }
@@ -62,9 +62,9 @@ func TestNodeLogReadsWhatTheKernelHolds(t *testing.T) {
 // Each node's lookup count is read as last counted, one record per node however often it changes, and the daemon
 // that read the log counts on in the same records.
 func TestNodeLogCounts(t *testing.T) {
-	l, err := newNodeLog()
+	l, err := New()
 	require.NoError(t, err)
-	defer l.close()
+	defer l.Close()
 	l.Counted(2, 1) // counted before it is named: go-fuse counts, then logs the name
 	l.Named(2, 1, "a", 0)
 	for c := uint64(2); c <= 100; c++ {
@@ -78,14 +78,14 @@ func TestNodeLogCounts(t *testing.T) {
 	l.Named(4, 1, "c", 0) // of a build that did not count
 	used := l.next.Load()
 
-	again, err := mapNodeLog(l.fd)
+	again, err := Map(l.fd)
 	require.NoError(t, err)
-	nodes, _, err := again.read()
+	nodes, _, err := again.Read()
 	require.NoError(t, err)
 	assert.Equal(t, []gofs.RecordedNode{{ID: 2, Parent: 1, Name: "a", Lookups: 40}, {ID: 4, Parent: 1, Name: "c"}}, sortedNodes(nodes))
 	again.Counted(2, 41)
 	assert.Equal(t, used, again.next.Load(), "counted in place")
-	nodes, _, err = l.read()
+	nodes, _, err = l.Read()
 	require.NoError(t, err)
 	assert.Equal(t, uint64(41), sortedNodes(nodes)[0].Lookups)
 }
@@ -93,25 +93,25 @@ func TestNodeLogCounts(t *testing.T) {
 // The handles that read and write through a backing file are each a bit, set and cleared as they open and close,
 // so that the next daemon knows which RELEASEs count down a restored backing id.
 func TestNodeLogPassthroughHandles(t *testing.T) {
-	l, err := newNodeLog()
+	l, err := New()
 	require.NoError(t, err)
-	defer l.close()
+	defer l.Close()
 	for _, fh := range []uint32{1, 63, 64, 1000, passthroughHandles - 1, passthroughHandles} {
 		l.Passthrough(fh, true)
 	}
 	l.Passthrough(1000, false)
 	used := l.next.Load()
-	again, err := mapNodeLog(l.fd)
+	again, err := Map(l.fd)
 	require.NoError(t, err)
-	assert.Equal(t, []uint32{1, 63, 64, passthroughHandles - 1}, again.passthrough(), "a handle past the bits is not told")
+	assert.Equal(t, []uint32{1, 63, 64, passthroughHandles - 1}, again.PassthroughHandles(), "a handle past the bits is not told")
 	assert.Equal(t, used, l.next.Load(), "no record appended")
 }
 
 // Records appended at once from many goroutines are each whole.
 func TestNodeLogConcurrentAppends(t *testing.T) {
-	l, err := newNodeLog()
+	l, err := New()
 	require.NoError(t, err)
-	defer l.close()
+	defer l.Close()
 	var wg sync.WaitGroup
 	for g := range 8 {
 		wg.Go(func() {
@@ -122,7 +122,7 @@ func TestNodeLogConcurrentAppends(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	nodes, _, err := l.read()
+	nodes, _, err := l.Read()
 	require.NoError(t, err)
 	require.Len(t, nodes, 8000)
 	for _, n := range nodes {
@@ -133,38 +133,38 @@ func TestNodeLogConcurrentAppends(t *testing.T) {
 // The log is written by a confined daemon a session may have subverted: the next daemon takes only names a
 // request could carry, and refuses a log it cannot parse rather than reading past it.
 func TestNodeLogHostile(t *testing.T) {
-	l, err := newNodeLog()
+	l, err := New()
 	require.NoError(t, err)
-	defer l.close()
+	defer l.Close()
 	for _, name := range []string{"..", ".", "a/b", "nul\x00", strings.Repeat("x", 256), ""} {
 		l.Named(7, 1, name, 0)
 	}
 	l.Named(8, 1, "ok", 0)
-	nodes, _, err := l.read()
+	nodes, _, err := l.Read()
 	require.NoError(t, err)
 	assert.Equal(t, []gofs.RecordedNode{{ID: 8, Parent: 1, Name: "ok"}}, nodes)
 
 	// A record whose length runs past the log, and one of a kind no build writes.
 	off := l.next.Load()
-	binary.LittleEndian.PutUint32(l.mem[off:], uint32(nodeLogSize))
-	_, _, err = l.read()
+	binary.LittleEndian.PutUint32(l.mem[off+recLength:], uint32(maxSize))
+	_, _, err = l.Read()
 	assert.ErrorContains(t, err, "a record of")
-	binary.LittleEndian.PutUint32(l.mem[off:], 32)
-	binary.LittleEndian.PutUint32(l.mem[off+4:], 9)
-	_, _, err = l.read()
+	binary.LittleEndian.PutUint32(l.mem[off+recLength:], 32)
+	binary.LittleEndian.PutUint32(l.mem[off+recKind:], 9)
+	_, _, err = l.Read()
 	assert.ErrorContains(t, err, "of kind 9")
 
-	binary.LittleEndian.PutUint32(l.mem[0:], 0)
-	_, _, err = l.read()
-	assert.ErrorIs(t, err, errNodeLog)
+	binary.LittleEndian.PutUint32(l.mem[headerMagic:], 0)
+	_, _, err = l.Read()
+	assert.ErrorIs(t, err, errFormat)
 }
 
 // BenchmarkNodeLogAppend is what keeping the node ids costs each LOOKUP that hands out a new one, and its FORGET:
 // the node named, counted, counted down and forgotten (four records), the log compacted as it passes its mark.
 func BenchmarkNodeLogAppend(b *testing.B) {
-	l, err := newNodeLog()
+	l, err := New()
 	require.NoError(b, err)
-	defer l.close()
+	defer l.Close()
 	var ids atomic.Uint64
 	ids.Store(1)
 	b.RunParallel(func(pb *testing.PB) {

@@ -1,4 +1,4 @@
-package mount
+package nodelog
 
 import (
 	"encoding/binary"
@@ -11,7 +11,7 @@ import (
 )
 
 // TestNodeLogReadRacedRecord: the log's reader (the next daemon, and `sessionfs doctor` as root, which reads it
-// while the daemon serves: HeldBy) is neither crashed nor handed a name no request could carry by a daemon a
+// while the daemon serves: mount.HeldBy) is neither crashed nor handed a name no request could carry by a daemon a
 // session subverted that rewrites a record while it is read: whole and named "abc" when the record is scanned,
 // then, when the node is read from it, its length and its name's past the mapping, or its name "..". Before, the
 // second read sliced the mapping past its end (a panic), or restored the node as "..". The racing writer loops
@@ -28,9 +28,9 @@ func TestNodeLogReadRacedRecord(t *testing.T) {
 		{"its name '..'", 40, 2, "..\x00", "named '..'"},
 	} {
 		t.Run(c.what, func(t *testing.T) {
-			l, err := newNodeLogSized(pageSize)
+			l, err := newSized(pageSize)
 			require.NoError(t, err)
-			defer l.close()
+			defer l.Close()
 			l.Named(7, 1, "abc", 0)
 			off := l.next.Load() - 40 // the record just written: 32 bytes and a name of 3, aligned
 			// The subverted daemon's own mapping of the file (a process of its own would do the same).
@@ -43,13 +43,13 @@ func TestNodeLogReadRacedRecord(t *testing.T) {
 				defer close(done)
 				// Each state held about as long as a read takes, so that one read sees both.
 				for i := 0; !stop.Load(); i++ {
-					copy(mem[off+nodeRecordFixed:], "abc")
-					binary.LittleEndian.PutUint32(mem[off+4:], nodeNamed|3<<8)
-					binary.LittleEndian.PutUint32(mem[off:], 40)
+					copy(mem[off+recName:], "abc")
+					binary.LittleEndian.PutUint32(mem[off+recKind:], kindNamed|3<<8)
+					binary.LittleEndian.PutUint32(mem[off+recLength:], 40)
 					spin(i % 64)
-					copy(mem[off+nodeRecordFixed:], c.name)
-					binary.LittleEndian.PutUint32(mem[off+4:], nodeNamed|c.nameLen<<8)
-					binary.LittleEndian.PutUint32(mem[off:], c.size)
+					copy(mem[off+recName:], c.name)
+					binary.LittleEndian.PutUint32(mem[off+recKind:], kindNamed|c.nameLen<<8)
+					binary.LittleEndian.PutUint32(mem[off+recLength:], c.size)
 					spin(i % 64)
 				}
 			}()
@@ -61,7 +61,7 @@ func TestNodeLogReadRacedRecord(t *testing.T) {
 						err = fmt.Errorf("panic: %v", r)
 					}
 				}()
-				nodes, _, _ := l.read() // a log it cannot parse is refused: not what is tested
+				nodes, _, _ := l.Read() // a log it cannot parse is refused: not what is tested
 				for _, n := range nodes {
 					if !validEntryBytes([]byte(n.Name)) {
 						return fmt.Errorf("node %d restored as %q", n.ID, n.Name)

@@ -1,4 +1,4 @@
-package mount
+package nodelog
 
 import (
 	"fmt"
@@ -23,12 +23,7 @@ import (
 // The records are read and written out while the daemon serves on (appends go on into the old half); only the
 // switch holds appends back (switching alone): it copies the records appended since the read, moves each count
 // and backing to its new place, and stores the header. Its pause grows with the nodes the kernel holds, not with
-// the records the log had (compactStats; NodeLogChurn measures it).
-
-// halvesAt is where the first half starts: after the header page, the passthrough bits and the ring of changes.
-const halvesAt = changeRing + changeSlots*changeSlotSize
-
-var _ [0]struct{} = [halvesAt % pageSize]struct{}{} // the halves start at a page: madvise frees them whole
+// the records the log had (compactStats; Churn measures it).
 
 // compactMark is how far into a half of half bytes a record starts a compaction, when the last one left live
 // bytes: a quarter of the half, or twice what it left (so a compaction frees at least as much as it writes), and
@@ -56,7 +51,7 @@ func step(name string) {
 }
 
 // compact moves the log into the other half (the caller set l.compacts).
-func (l *nodeLog) compact() {
+func (l *Log) compact() {
 	defer func() {
 		l.compactMu.Lock()
 		l.compacts.Store(false)
@@ -85,15 +80,15 @@ func (l *nodeLog) compact() {
 		}
 	}
 	for id, off := range st.counts {
-		counts[off] = w.write(nodeCount, id, l.load(off+16), 0, "")
+		counts[off] = w.write(kindCount, id, l.load(off+recParent), 0, "")
 	}
 	for id, off := range st.backings {
-		if backing := l.load(off + 16); backing != 0 {
-			backings[off] = w.write(nodeBacking, id, backing, l.load(off+24), "")
+		if backing := l.load(off + recParent); backing != 0 {
+			backings[off] = w.write(kindBacking, id, backing, l.load(off+recIno), "")
 		}
 	}
 	if st.handles != 0 {
-		w.write(nodeHandles, uint64(st.handles), 0, 0, "")
+		w.write(kindHandles, uint64(st.handles), 0, 0, "")
 	}
 	// The records appended meanwhile, copied as they are while appends go on, until few are left for the switch.
 	copied := upTo
@@ -122,15 +117,15 @@ func (l *nodeLog) compact() {
 }
 
 // which is the half (0, 1) at base.
-func (l *nodeLog) which(base int64) int { return int((base - halvesAt) / l.half) }
+func (l *Log) which(base int64) int { return int((base - halvesAt) / l.half) }
 
 // catchUpLeft is how many bytes of records appended during a compaction are left for its switch to copy.
 const catchUpLeft = 64 << 10
 
 // wholeUpTo is where the whole records from off on end (a record being written, or none).
-func (l *nodeLog) wholeUpTo(off int64) int64 {
-	for last := min(l.next.Load(), l.end); off+nodeRecordFixed <= last; {
-		size := int64(atomic.LoadUint32((*uint32)(unsafe.Pointer(&l.mem[off]))))
+func (l *Log) wholeUpTo(off int64) int64 {
+	for last := min(l.next.Load(), l.end); off+recordFixed <= last; {
+		size := l.recordSize(off)
 		if size == 0 || off+size > last {
 			break
 		}
@@ -142,7 +137,7 @@ func (l *nodeLog) wholeUpTo(off int64) int64 {
 // compactSwitch, with appends held back, copies the records appended since copied after what w wrote (which ends
 // with those from upTo to copied), moves each count and backing record the daemon writes in place to its new place
 // (counts and backings: new places by old ones, of the records before upTo), and makes half to the log.
-func (l *nodeLog) compactSwitch(upTo, copied, to int64, w *halfWriter, counts, backings map[int64]int64) (tail int64, ok bool) {
+func (l *Log) compactSwitch(upTo, copied, to int64, w *halfWriter, counts, backings map[int64]int64) (tail int64, ok bool) {
 	l.switching.Lock()
 	defer l.switching.Unlock()
 	began := time.Now()
@@ -157,7 +152,7 @@ func (l *nodeLog) compactSwitch(upTo, copied, to int64, w *halfWriter, counts, b
 				at, ok = off+shift, off < tail
 			}
 			if !ok {
-				at = w.write(kind, id, l.load(off+16), l.load(off+24), "")
+				at = w.write(kind, id, l.load(off+recParent), l.load(off+recIno), "")
 			}
 			if at < 0 {
 				continue
@@ -170,8 +165,8 @@ func (l *nodeLog) compactSwitch(upTo, copied, to int64, w *halfWriter, counts, b
 		return out
 	}
 	l.countMu.Lock()
-	newCounts := moved(l.counts, counts, nodeCount, 16)
-	newBackings := moved(l.backings, backings, nodeBacking, 16, 24)
+	newCounts := moved(l.counts, counts, kindCount, recParent)
+	newBackings := moved(l.backings, backings, kindBacking, recParent, recIno)
 	if w.failed {
 		l.countMu.Unlock()
 		l.mark = l.end
@@ -182,8 +177,8 @@ func (l *nodeLog) compactSwitch(upTo, copied, to int64, w *halfWriter, counts, b
 	l.countMu.Unlock()
 	step("copied")
 	which := uint32((to - halvesAt) / l.half)
-	atomic.StoreUint32((*uint32)(unsafe.Pointer(&l.mem[nodeLogActive])), which) // the switch: the holder's log is the new half
-	atomic.AddUint32((*uint32)(unsafe.Pointer(&l.mem[nodeLogCompact])), 1)
+	atomic.StoreUint32((*uint32)(unsafe.Pointer(&l.mem[headerActive])), which) // the switch: the holder's log is the new half
+	atomic.AddUint32((*uint32)(unsafe.Pointer(&l.mem[headerCompactions])), 1)
 	l.use(int(which), w.at, w.at-to)
 	took := time.Since(began)
 	l.stats.mu.Lock()
@@ -199,7 +194,7 @@ var errTooLive = fmt.Errorf("what the kernel holds does not fit in half the node
 
 // awaitCompaction waits for the compaction under way to end: appends that found the log full go on in the half
 // it switched to (or find the log full, and drop their records, if it could not switch).
-func (l *nodeLog) awaitCompaction() {
+func (l *Log) awaitCompaction() {
 	began := time.Now()
 	l.compactMu.Lock()
 	for l.compacts.Load() {
@@ -214,21 +209,21 @@ func (l *nodeLog) awaitCompaction() {
 
 // compactFailed says why a compaction did not switch: the log stays where it is, is not compacted again, and
 // fills.
-func (l *nodeLog) compactFailed(err error) {
+func (l *Log) compactFailed(err error) {
 	l.switching.Lock()
 	defer l.switching.Unlock()
 	l.mark = l.end
 	l.compactFailedLocked(err)
 }
 
-func (l *nodeLog) compactFailedLocked(err error) {
+func (l *Log) compactFailedLocked(err error) {
 	l.full.Do(func() {
 		fmt.Fprintf(os.Stderr, "sessionfs: the node log is not compacted: %v: once it is full, files looked up are lost to a restarted daemon\n", err)
 	})
 }
 
 // removeHalf zeroes the half at base and gives its pages back.
-func (l *nodeLog) removeHalf(base int64) {
+func (l *Log) removeHalf(base int64) {
 	half := l.mem[base : base+l.half]
 	if unix.Madvise(half, unix.MADV_REMOVE) == nil {
 		return
@@ -239,9 +234,9 @@ func (l *nodeLog) removeHalf(base int64) {
 	clear(half)
 }
 
-// compactions is how often the log was compacted, by any daemon that wrote it.
-func (l *nodeLog) compactions() uint32 {
-	return atomic.LoadUint32((*uint32)(unsafe.Pointer(&l.mem[nodeLogCompact])))
+// Compactions is how often the log was compacted, by any daemon that wrote it.
+func (l *Log) Compactions() uint32 {
+	return atomic.LoadUint32((*uint32)(unsafe.Pointer(&l.mem[headerCompactions])))
 }
 
 // halfWriter appends records to a half that is not the log yet.
@@ -253,7 +248,7 @@ type halfWriter struct {
 
 // write appends a record and returns where (-1: it did not fit).
 func (w *halfWriter) write(kind uint8, id, parent, ino uint64, name string) int64 {
-	size := int64(nodeRecordFixed+len(name)+7) &^ 7
+	size := recordSizeOf(len(name))
 	if w.at+size > w.end {
 		w.failed = true
 		return -1

@@ -1,4 +1,4 @@
-package mount
+package nodelog
 
 import (
 	"fmt"
@@ -17,7 +17,7 @@ const smallHalf = 16 * pageSize
 
 // heldNodes names 40 nodes the kernel holds, with counts, a backing, a rename begun and the handles' mark, and
 // returns them as a reader should find them.
-func heldNodes(l *nodeLog) []gofs.RecordedNode {
+func heldNodes(l *Log) []gofs.RecordedNode {
 	var want []gofs.RecordedNode
 	for i := range uint64(40) {
 		id := 1000 + i
@@ -35,7 +35,7 @@ func heldNodes(l *nodeLog) []gofs.RecordedNode {
 
 // churnNodes looks up and forgets n nodes from ids on (four records each), and counts the held nodes up and down
 // meanwhile (in place): they end as heldNodes counted them.
-func churnNodes(l *nodeLog, ids *atomic.Uint64, n int) {
+func churnNodes(l *Log, ids *atomic.Uint64, n int) {
 	for range n {
 		id := ids.Add(1)
 		l.Named(id, 1, "a-file-looked-up-and-forgotten.jsonl", 0)
@@ -49,12 +49,12 @@ func churnNodes(l *nodeLog, ids *atomic.Uint64, n int) {
 }
 
 // readAgain reads the log as the next daemon would: from its own mapping of the holder's file.
-func readAgain(t *testing.T, l *nodeLog) ([]gofs.RecordedNode, uint32) {
+func readAgain(t *testing.T, l *Log) ([]gofs.RecordedNode, uint32) {
 	t.Helper()
-	again, err := mapNodeLogAs(l.fd, unix.PROT_READ)
+	again, err := mapAs(l.fd, unix.PROT_READ)
 	require.NoError(t, err)
-	defer again.unmap()
-	nodes, handles, err := again.read()
+	defer again.Unmap()
+	nodes, handles, err := again.Read()
 	require.NoError(t, err)
 	return sortedNodes(nodes), handles
 }
@@ -62,9 +62,9 @@ func readAgain(t *testing.T, l *nodeLog) ([]gofs.RecordedNode, uint32) {
 // The log is compacted as it passes its mark: churned 100 times its capacity from 4 goroutines, it keeps every
 // node the kernel holds (with its count, backing, pending rename, and the handles' mark) and never fills.
 func TestNodeLogCompactsUnderChurn(t *testing.T) {
-	l, err := newNodeLogSized(smallHalf)
+	l, err := newSized(smallHalf)
 	require.NoError(t, err)
-	defer l.close()
+	defer l.Close()
 	want := heldNodes(l)
 	var ids atomic.Uint64
 	ids.Store(1 << 20)
@@ -80,8 +80,8 @@ func TestNodeLogCompactsUnderChurn(t *testing.T) {
 	assert.Equal(t, want, nodes, "every node the kernel holds, as last counted")
 	assert.Equal(t, uint32(4096), handles)
 	t.Logf("%d nodes looked up and forgotten (%d bytes of records, %d times a half): %d compactions, the longest switch %v",
-		4*n, int64(4*n)*perNode, int64(4*n)*perNode/smallHalf, l.compactions(), l.stats.longest)
-	assert.Greater(t, l.compactions(), uint32(50))
+		4*n, int64(4*n)*perNode, int64(4*n)*perNode/smallHalf, l.Compactions(), l.stats.longest)
+	assert.Greater(t, l.Compactions(), uint32(50))
 	assert.Less(t, l.next.Load()-l.base, l.half, "not full")
 
 	used := l.next.Load()
@@ -98,7 +98,7 @@ func TestNodeLogCompactsUnderChurn(t *testing.T) {
 func TestNodeLogKilledMidCompaction(t *testing.T) {
 	for _, at := range []string{"cleared", "written", "copied", "switched"} {
 		t.Run(at, func(t *testing.T) {
-			l, err := newNodeLogSized(smallHalf) // left mapped and open: the killed daemon's, frozen
+			l, err := newSized(smallHalf) // left mapped and open: the killed daemon's, frozen
 			require.NoError(t, err)
 			want := heldNodes(l)
 			killed := make(chan struct{})
@@ -121,17 +121,17 @@ func TestNodeLogKilledMidCompaction(t *testing.T) {
 			assertHolds(t, want, nodes, "killed after "+at)
 			assert.Equal(t, uint32(4096), handles)
 
-			next, err := mapNodeLog(l.fd) // the next daemon
+			next, err := Map(l.fd) // the next daemon
 			require.NoError(t, err)
-			defer next.unmap()
-			_, _, err = next.read()
+			defer next.Unmap()
+			_, _, err = next.Read()
 			require.NoError(t, err)
-			before := next.compactions()
+			before := next.Compactions()
 			var nextIDs atomic.Uint64
 			nextIDs.Store(1 << 40)
 			churnNodes(next, &nextIDs, 2000)
 			next.compacted.Wait()
-			assert.Greater(t, next.compactions(), before+3)
+			assert.Greater(t, next.Compactions(), before+3)
 			nodes, _ = readAgain(t, l)
 			assertHolds(t, want, nodes, "the next daemon compacted on")
 		})

@@ -1,4 +1,4 @@
-package mount
+package nodelog
 
 import (
 	"fmt"
@@ -6,9 +6,9 @@ import (
 	"time"
 )
 
-// NodeLogFigures are what keeping the node log costs a daemon that hands out and forgets many node ids
-// (NodeLogChurn): sessionfs-bench's takeover rows.
-type NodeLogFigures struct {
+// ChurnFigures are what keeping the node log costs a daemon that hands out and forgets many node ids (Churn):
+// sessionfs-bench's takeover rows.
+type ChurnFigures struct {
 	Churned, Held int
 	PerRecord     time.Duration // a record's cost (a name, a count, a forget: each a copy into shared memory)
 	Compactions   int
@@ -24,13 +24,13 @@ type NodeLogFigures struct {
 	LongestChurn, P999Churn time.Duration
 }
 
-// NodeLogChurn records held nodes the kernel keeps, then churned nodes looked up and forgotten, in a node log of
-// the size a daemon makes, as go-fuse tells a daemon's log of each (named, counted, counted down, forgotten): once
-// untimed for the cost of a record, once timing each node for the stalls. The log is compacted as it fills.
-func NodeLogChurn(churned, held int) (NodeLogFigures, error) {
-	f := NodeLogFigures{Churned: churned, Held: held}
-	run := func(each func(time.Duration)) (time.Duration, *nodeLog, error) {
-		l, err := newNodeLog()
+// Churn records held nodes the kernel keeps, then churned nodes looked up and forgotten, in a node log of the size
+// a daemon makes, as go-fuse tells a daemon's log of each (named, counted, counted down, forgotten): once untimed
+// for the cost of a record, once timing each node for the stalls. The log is compacted as it fills.
+func Churn(churned, held int) (ChurnFigures, error) {
+	f := ChurnFigures{Churned: churned, Held: held}
+	run := func(each func(time.Duration)) (time.Duration, *Log, error) {
+		l, err := New()
 		if err != nil {
 			return 0, nil, err
 		}
@@ -67,13 +67,13 @@ func NodeLogChurn(churned, held int) (NodeLogFigures, error) {
 		f.MeanSwitch = l.stats.switches / time.Duration(l.stats.count)
 	}
 	l.stats.mu.Unlock()
-	l.close()
+	l.Close()
 	stalls := make([]time.Duration, 0, churned)
 	_, l, err = run(func(d time.Duration) { stalls = append(stalls, d) })
 	if err != nil {
 		return f, err
 	}
-	l.close()
+	l.Close()
 	if len(stalls) > 0 {
 		slices.Sort(stalls)
 		f.LongestChurn, f.P999Churn = stalls[len(stalls)-1], stalls[len(stalls)*999/1000]

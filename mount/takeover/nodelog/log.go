@@ -1,7 +1,6 @@
-package mount
+package nodelog
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math"
 	"os"
@@ -13,47 +12,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The node log: the node ids a serving process handed to the kernel, each as the name it was looked up by in its
-// parent (go-fuse's NodeLog, the takeover patch in third_party/go-fuse). It lives in a memory file the helper
-// holds, so it outlives the serving process: the process that takes the connection over reads it and looks each
-// name up again (takeover.go). Appending a record is a copy into shared memory, no system call.
-//
-// The file is a header page (nodeLogMagic, the version, which half is the log, how often it was compacted), the
-// passthrough bits and the ring of changes (nodelog_changes.go), then two halves of equal size: one is the log,
-// the other is where it is compacted to (nodelog_compact.go). The log is records, each 8-byte aligned: a length
-// (uint32, stored last and atomically: a record cut off by a kill reads as the end), a kind and the name's length,
-// the node id, the parent's (or a number the kind says), the inode number, the name. A node's lookup count is one
-// record that is written over in place as the count changes (nodeCount), so that a restored node is freed by the
-// kernel's FORGETs. The process that reads it trusts nothing in it: a confined daemon that a session subverted
-// wrote it. Names are checked as a FUSE request's are, and each is only looked up beneath its parent, as a request
-// would be.
-
-const (
-	nodeLogMagic = 0x73666e6c // "sfnl"
-	// 6: two halves, compacted from one into the other; 5: an exchange's inodes in the ring of changes; 4: the
-	// passthrough handles and backing refs; 3: the ring of changes; 2: lookup counts (nodeCount). A build reads
-	// its own version only (an upgrade between two is refused before anything stops: upgrade.go).
-	nodeLogVersion = 6
-	nodeLogHeader  = 4096 // the header page: magic, version, the half that is the log (nodeLogActive), compactions
-	nodeLogActive  = 8
-	nodeLogCompact = 12
-	// nodeLogHalf is each half's size: address space, paged in as written (about 100 bytes a node the kernel
-	// holds, its count included); the log is compacted once it passes a mark (nodelog_compact.go).
-	nodeLogHalf = 64 << 20
-	nodeLogSize = halvesAt + 2*nodeLogHalf
-
-	nodeNamed    = 1
-	nodeForgot   = 2
-	nodeBacking  = 3 // the parent field holds the backing id, the inode number's how many files use it (in place)
-	nodeHandles  = 4 // the id field holds the file handles' high-water mark
-	nodeRenaming = 5
-	nodeCount    = 6 // the parent field holds the node's lookup count, kept up to date in place
-
-	nodeRecordFixed = 4 + 4 + 8 + 8 + 8 // length, kind (and the name's length), id, parent, inode number
-)
-
-// nodeLog appends to the memory file.
-type nodeLog struct {
+// Log is a node log, mapped: the serving daemon appends to it (go-fuse tells it, as its NodeLog), the one that
+// takes over reads it (Read) and appends on, doctor counts it (MapReadOnly).
+type Log struct {
 	fd   int    // the memory file (kept open: the helper gets a copy)
 	mem  []byte // mapped shared
 	half int64  // each half's size
@@ -78,11 +39,11 @@ type nodeLog struct {
 	backings map[uint64]int64 // each node id's backing record, while it has a backing id
 }
 
-// newNodeLog makes an empty log in a new memory file.
-func newNodeLog() (*nodeLog, error) { return newNodeLogSized(nodeLogHalfSize()) }
+// New makes an empty log in a new memory file.
+func New() (*Log, error) { return newSized(halfSize()) }
 
-// newNodeLogSized makes an empty log whose halves are half bytes (a multiple of the page size).
-func newNodeLogSized(half int64) (*nodeLog, error) {
+// newSized makes an empty log whose halves are half bytes (a multiple of the page size).
+func newSized(half int64) (*Log, error) {
 	fd, err := unix.MemfdCreate("sessionfs-nodes", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
 	if err != nil {
 		return nil, fmt.Errorf("make the node log: %w", err)
@@ -97,52 +58,54 @@ func newNodeLogSized(half int64) (*nodeLog, error) {
 		unix.Close(fd)
 		return nil, fmt.Errorf("seal the node log's size: %w", err)
 	}
-	l, err := mapNodeLog(fd)
+	l, err := Map(fd)
 	if err != nil {
 		unix.Close(fd)
 		return nil, err
 	}
-	binary.LittleEndian.PutUint32(l.mem[0:], nodeLogMagic)
-	binary.LittleEndian.PutUint32(l.mem[4:], nodeLogVersion)
+	writeHeader(l.mem)
 	l.use(0, halvesAt, 0)
 	l.clean = [2]bool{true, true}
 	return l, nil
 }
 
-func mapNodeLog(fd int) (*nodeLog, error) {
-	l, err := mapNodeLogAs(fd, unix.PROT_READ|unix.PROT_WRITE)
+// Map maps the log in fd (the holder's copy: a daemon taking over) to read it and append to it. It becomes the log
+// this process writes (Current): the requests that change a folder are noted in it.
+func Map(fd int) (*Log, error) {
+	l, err := mapAs(fd, unix.PROT_READ|unix.PROT_WRITE)
 	if err == nil {
-		changeLog.Store(l) // the log this process writes: its changes are noted there too
+		current.Store(l)
 	}
 	return l, err
 }
 
-// mapNodeLogAs maps the log in fd with prot (PROT_READ: to count it, never to append).
-func mapNodeLogAs(fd, prot int) (*nodeLog, error) {
+// MapReadOnly maps the log in fd to read it (Read, Compactions), never to append: doctor's count of the nodes a
+// held mount's kernel holds. Unmap ends it; fd stays the caller's.
+func MapReadOnly(fd int) (*Log, error) { return mapAs(fd, unix.PROT_READ) }
+
+// mapAs maps the log in fd with prot.
+func mapAs(fd, prot int) (*Log, error) {
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		return nil, err
 	}
 	half := (st.Size - halvesAt) / 2
-	if st.Size > nodeLogSize || half < pageSize || half%pageSize != 0 || halvesAt+2*half != st.Size {
-		return nil, fmt.Errorf("the node log is %d bytes, not two halves of up to %d", st.Size, nodeLogHalf)
+	if st.Size > maxSize || half < pageSize || half%pageSize != 0 || halvesAt+2*half != st.Size {
+		return nil, fmt.Errorf("the node log is %d bytes, not two halves of up to %d", st.Size, maxHalf)
 	}
 	mem, err := unix.Mmap(fd, 0, int(st.Size), prot, unix.MAP_SHARED)
 	if err != nil {
 		return nil, fmt.Errorf("map the node log: %w", err)
 	}
-	l := &nodeLog{fd: fd, mem: mem, half: half, counts: map[uint64]int64{}, backings: map[uint64]int64{}}
+	l := &Log{fd: fd, mem: mem, half: half, counts: map[uint64]int64{}, backings: map[uint64]int64{}}
 	l.compactEnd = sync.NewCond(&l.compactMu)
 	l.use(0, halvesAt, 0)
 	return l, nil
 }
 
-// pageSize is what a half's size and place are a multiple of (madvise frees whole pages).
-const pageSize = 4096
-
 // use makes half which (0 or 1) the log, appended to at next, with live bytes of it what the last compaction
 // left (switching held alone, or no other user yet).
-func (l *nodeLog) use(which int, next, live int64) {
+func (l *Log) use(which int, next, live int64) {
 	l.base = halvesAt + int64(which)*l.half
 	l.end = l.base + l.half
 	l.next.Store(next)
@@ -151,23 +114,23 @@ func (l *nodeLog) use(which int, next, live int64) {
 }
 
 // Named records that the kernel holds node id (inode ino), looked up as name in parent.
-func (l *nodeLog) Named(id, parent uint64, name string, ino uint64) {
-	l.record(nodeNamed, id, parent, ino, name)
+func (l *Log) Named(id, parent uint64, name string, ino uint64) {
+	l.record(kindNamed, id, parent, ino, name)
 }
 
 // Renaming records that node id is about to be renamed to name in parent.
-func (l *nodeLog) Renaming(id, parent uint64, name string) {
-	l.record(nodeRenaming, id, parent, 0, name)
+func (l *Log) Renaming(id, parent uint64, name string) {
+	l.record(kindRenaming, id, parent, 0, name)
 }
 
 // Forgot records that the kernel let node id go.
-func (l *nodeLog) Forgot(id uint64) { l.record(nodeForgot, id, 0, 0, "") }
+func (l *Log) Forgot(id uint64) { l.record(kindForgot, id, 0, 0, "") }
 
 // Handles records that no file handle at or past upTo was handed out yet.
-func (l *nodeLog) Handles(upTo uint32) { l.record(nodeHandles, uint64(upTo), 0, 0, "") }
+func (l *Log) Handles(upTo uint32) { l.record(kindHandles, uint64(upTo), 0, 0, "") }
 
 // record appends a record, once the compaction under way made room when the log is full.
-func (l *nodeLog) record(kind uint8, id, parent, ino uint64, name string) {
+func (l *Log) record(kind uint8, id, parent, ino uint64, name string) {
 	for {
 		l.switching.RLock()
 		off := l.append(kind, id, parent, ino, name)
@@ -181,7 +144,7 @@ func (l *nodeLog) record(kind uint8, id, parent, ino uint64, name string) {
 
 // Backing records node id's passthrough backing id (0: closed) and how many open files use it, in one record per
 // node written over in place, as its lookup count.
-func (l *nodeLog) Backing(id uint64, backing int32, refs int) {
+func (l *Log) Backing(id uint64, backing int32, refs int) {
 	for {
 		l.switching.RLock()
 		l.countMu.Lock()
@@ -196,11 +159,11 @@ func (l *nodeLog) Backing(id uint64, backing int32, refs int) {
 }
 
 // backing is Backing, with switching held shared and countMu held: it says whether to wait for room.
-func (l *nodeLog) backing(id uint64, backing int32, refs int) (later bool) {
+func (l *Log) backing(id uint64, backing int32, refs int) (later bool) {
 	off, ok := l.backings[id]
 	if !ok {
 		if backing != 0 {
-			if off = l.append(nodeBacking, id, uint64(uint32(backing)), uint64(max(refs, 0)), ""); off >= 0 {
+			if off = l.append(kindBacking, id, uint64(uint32(backing)), uint64(max(refs, 0)), ""); off >= 0 {
 				l.backings[id] = off
 			}
 		}
@@ -209,14 +172,14 @@ func (l *nodeLog) backing(id uint64, backing int32, refs int) (later bool) {
 	if backing == 0 {
 		delete(l.backings, id) // registered again, it gets a record of its own
 	}
-	l.store(off+24, uint64(max(refs, 0)))
-	l.store(off+16, uint64(uint32(backing)))
+	l.store(off+recIno, uint64(max(refs, 0)))
+	l.store(off+recParent, uint64(uint32(backing)))
 	return false
 }
 
 // Counted records node id's lookup count. A node's count is one record, written over in place (a store of 8
 // bytes, no system call): the first count appends it.
-func (l *nodeLog) Counted(id, count uint64) {
+func (l *Log) Counted(id, count uint64) {
 	for {
 		l.switching.RLock()
 		l.countMu.Lock()
@@ -231,12 +194,12 @@ func (l *nodeLog) Counted(id, count uint64) {
 }
 
 // counted is Counted, with switching held shared and countMu held: it says whether to wait for room.
-func (l *nodeLog) counted(id, count uint64) (later bool) {
+func (l *Log) counted(id, count uint64) (later bool) {
 	off, ok := l.counts[id]
 	switch {
 	case !ok && count == 0:
 	case !ok:
-		if off = l.append(nodeCount, id, count, 0, ""); off >= 0 {
+		if off = l.append(kindCount, id, count, 0, ""); off >= 0 {
 			l.counts[id] = off
 		}
 		return off == appendLater
@@ -244,17 +207,17 @@ func (l *nodeLog) counted(id, count uint64) (later bool) {
 		delete(l.counts, id) // Forgot follows; a node id handed out again gets a record of its own
 		fallthrough
 	default:
-		l.store(off+16, count)
+		l.store(off+recParent, count)
 	}
 	return false
 }
 
-var _ gofs.NodeLog = (*nodeLog)(nil)
+var _ gofs.NodeLog = (*Log)(nil)
 
-func (l *nodeLog) store(off int64, v uint64) {
+func (l *Log) store(off int64, v uint64) {
 	atomic.StoreUint64((*uint64)(unsafe.Pointer(&l.mem[off])), v)
 }
-func (l *nodeLog) load(off int64) uint64 {
+func (l *Log) load(off int64) uint64 {
 	return atomic.LoadUint64((*uint64)(unsafe.Pointer(&l.mem[off])))
 }
 
@@ -262,9 +225,9 @@ func (l *nodeLog) load(off int64) uint64 {
 const appendLater = -2
 
 // append appends a record and returns where (-1: the log is full; appendLater), switching held shared. The record
-// that passes the mark starts a compaction (nodelog_compact.go).
-func (l *nodeLog) append(kind uint8, id, parent, ino uint64, name string) int64 {
-	size := int64(nodeRecordFixed+len(name)+7) &^ 7
+// that passes the mark starts a compaction (compact.go).
+func (l *Log) append(kind uint8, id, parent, ino uint64, name string) int64 {
+	size := recordSizeOf(len(name))
 	off := l.next.Add(size) - size
 	if off+size > l.end {
 		if l.mark < l.end { // a compaction makes room: the one under way, or one started now (a daemon that took over)
@@ -286,26 +249,17 @@ func (l *nodeLog) append(kind uint8, id, parent, ino uint64, name string) int64 
 	return off
 }
 
-// writeRecord writes a record into rec, its length last: from then on it is whole.
-func writeRecord(rec []byte, kind uint8, id, parent, ino uint64, name string) {
-	binary.LittleEndian.PutUint32(rec[4:], uint32(kind)|uint32(len(name))<<8)
-	binary.LittleEndian.PutUint64(rec[8:], id)
-	atomic.StoreUint64((*uint64)(unsafe.Pointer(&rec[16])), parent) // a count or a backing, read as it is written
-	atomic.StoreUint64((*uint64)(unsafe.Pointer(&rec[24])), ino)
-	copy(rec[nodeRecordFixed:], name)
-	atomic.StoreUint32((*uint32)(unsafe.Pointer(&rec[0])), uint32(len(rec)))
-}
+// errFormat: the log is not one this build reads.
+var errFormat = fmt.Errorf("the node log is not sessionfs's of version %d", Version)
 
-// errNodeLog: the log is not one this build reads.
-var errNodeLog = fmt.Errorf("the node log is not sessionfs's of version %d", nodeLogVersion)
-
-// read reads the nodes the kernel holds (the last name each was given, those forgotten left out) and the file
-// handles' high-water mark, and sets the log to append after its last whole record.
-func (l *nodeLog) read() (nodes []gofs.RecordedNode, handles uint32, err error) {
-	if v := binary.LittleEndian.Uint32(l.mem[4:]); binary.LittleEndian.Uint32(l.mem[0:]) != nodeLogMagic || v != nodeLogVersion {
-		return nil, 0, errNodeLog
+// Read reads the nodes the kernel holds (the last name each was given, those forgotten left out; what go-fuse's
+// RestoreNodes takes) and the file handles' high-water mark, and sets the log to append after its last whole
+// record, its counts and backings written on in their records.
+func (l *Log) Read() (nodes []gofs.RecordedNode, handles uint32, err error) {
+	if !headerOK(l.mem) {
+		return nil, 0, errFormat
 	}
-	which := atomic.LoadUint32((*uint32)(unsafe.Pointer(&l.mem[nodeLogActive])))
+	which := atomic.LoadUint32((*uint32)(unsafe.Pointer(&l.mem[headerActive])))
 	if which > 1 {
 		return nil, 0, fmt.Errorf("the node log's header names half %d", which)
 	}
@@ -322,10 +276,10 @@ func (l *nodeLog) read() (nodes []gofs.RecordedNode, handles uint32, err error) 
 			continue
 		}
 		if at, ok := st.counts[id]; ok {
-			r.Lookups = l.load(at + 16)
+			r.Lookups = l.load(at + recParent)
 		}
 		if at, ok := st.backings[id]; ok {
-			backing, refs := l.load(at+16), l.load(at+24)
+			backing, refs := l.load(at+recParent), l.load(at+recIno)
 			if backing <= math.MaxInt32 && refs <= math.MaxInt32 {
 				r.Backing, r.Refs = int32(backing), int(refs)
 			}
@@ -357,12 +311,15 @@ func validEntryBytes(name []byte) bool {
 	return true
 }
 
-// close unmaps the log and closes its file (the helper keeps its own copy).
-func (l *nodeLog) close() {
+// Fd is the log's memory file: the helper gets a copy, to hand to the daemon that takes over.
+func (l *Log) Fd() int { return l.fd }
+
+// Close unmaps the log and closes its file (the helper keeps its own copy), once the compaction under way ended.
+func (l *Log) Close() {
 	l.compacted.Wait()
-	l.unmap()
+	l.Unmap()
 	unix.Close(l.fd)
 }
 
-// unmap unmaps the log (its file stays open: another mapping's).
-func (l *nodeLog) unmap() { _ = unix.Munmap(l.mem) }
+// Unmap unmaps the log; its file stays open (MapReadOnly's caller's, or another mapping's).
+func (l *Log) Unmap() { _ = unix.Munmap(l.mem) }

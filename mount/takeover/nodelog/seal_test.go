@@ -1,4 +1,4 @@
-package mount
+package nodelog
 
 import (
 	"testing"
@@ -13,16 +13,16 @@ import (
 // could shrink it under a reader's mapping, which then dies of SIGBUS. The file is sealed at its size before
 // any other process gets it.
 func TestAttackNodeLogCannotShrink(t *testing.T) {
-	l, err := newNodeLog()
+	l, err := New()
 	require.NoError(t, err)
-	defer l.close()
+	defer l.Close()
 	assert.Error(t, unix.Ftruncate(l.fd, 0), "the node log was shrunk")
-	assert.Error(t, unix.Ftruncate(l.fd, 2*nodeLogSize), "the node log was grown")
+	assert.Error(t, unix.Ftruncate(l.fd, 2*maxSize), "the node log was grown")
 	var st unix.Stat_t
 	require.NoError(t, unix.Fstat(l.fd, &st))
-	assert.EqualValues(t, nodeLogSize, st.Size)
+	assert.EqualValues(t, maxSize, st.Size)
 	l.Named(2, 1, "a", 10)
-	nodes, _, err := l.read()
+	nodes, _, err := l.Read()
 	require.NoError(t, err)
 	assert.Len(t, nodes, 1, "control: the sealed log is written and read")
 }
