@@ -1,7 +1,9 @@
 // Package mount mounts a sessionfs store as a FUSE filesystem and manages the mount's life: start-up, binds of
 // sessions' heavy folders over it, the watcher that keeps the kernel's caches true to the store, unmount and
-// stale-mount recovery. Its FUSE nodes are package mount/nodes; the node log a takeover reads is package
-// mount/takeover/nodelog.
+// stale-mount recovery. With the takeover (takeover.go) a helper holds the mount's FUSE connection: a daemon killed
+// is replaced by one that takes the connection over, reading the node ids the kernel holds from the node log
+// (package mount/takeover/nodelog), and an upgrade hands the mount to a new build. Its FUSE nodes are package
+// mount/nodes.
 //
 // The files: the Mount type, then the others in the order a start-up meets them (helper_service.go and bindlimit.go
 // serve the helper and the binder once the mount serves):
