@@ -82,11 +82,16 @@ test:
 	done; \
 	if [ -n "$$failed" ]; then echo "make test: failed stages:$$failed"; exit 1; fi; echo "make test: every stage passed ($(TEST_STAGES))"
 
-# Every package go list names but the e2e suite's (make e2e), and the go-fuse takeover patch's own tests
-# (third_party/go-fuse/TAKEOVER.md): restoring a connection's nodes, the request gate.
+# Every package go list names but the e2e suite's (make e2e), then the whole suite of the go-fuse copy
+# (third_party/go-fuse: upstream's tests and the takeover patch's, TAKEOVER.md) but for the upstream tests that
+# fail on pristine go-fuse v2.12.1 here too, named with why in third_party/go-fuse/UPSTREAM-TESTS-SKIPPED.md: the
+# skip pattern is built from that list's "- `TestName`" lines, so the list and what is skipped cannot drift apart.
 unit:
 	$(GO) test -race -count=1 $$($(GO) list ./... | grep -v '/e2e\(/\|$$\)')
-	cd third_party/go-fuse && $(GO) test -race -count=1 -run 'Restore|Gates' ./fs/ ./fuse/
+	cd third_party/go-fuse && skip=$$(awk -F'`' '/^- `Test/ { printf "%s%s", sep, $$2; sep = "|" }' UPSTREAM-TESTS-SKIPPED.md) && \
+		echo "go-fuse: skipping $$skip (UPSTREAM-TESTS-SKIPPED.md)" && \
+		$(GO) test -race -count=1 -skip "^($$skip)\$$" ./...
+	scripts/go-fuse-patches-test   # the copy is upstream v2.12.1 plus third_party/go-fuse/patches, nothing else
 
 # Skipped tests (a missing requirement outside CI) are listed at the end, with why. The suite ran past 30 minutes
 # once round 4's attack tests joined it (64-128 MiB hostile chats and transcripts, hard-linked 400 times): 50.
