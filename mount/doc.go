@@ -10,6 +10,8 @@
 //
 //	mount.go           Mount: Wait, Unmount, Detach, Abort, Users (through its control)
 //	start.go           Start and its steps, in order (below)
+//	keep.go            the start-up's second mode, continuity (keeper): plainMount, the connection ends with the
+//	                   process; keep_held.go's firstHeld and takeover.go's takenOver, it outlives the process
 //	mountpoint.go      the checks before mounting: FUSE, the places, an empty mountpoint (a stale mount cleared)
 //	options.go         Options, their defaults (settle), and go-fuse's options made of them
 //	helper.go          a confined mount's privileged helper process: started (startHelper) and run (RunHelper)
@@ -26,8 +28,10 @@
 //	control.go         control (unmount, detach, abort, users): in this process (localControl) or through the
 //	                   helper (helperControl)
 //	scratch.go         the confined daemon's private scratch folder (those of daemons gone removed)
+//	keep_held.go       a held mount's daemon (heldDaemon) and the first one's keeper (firstHeld): the node log made,
+//	                   the helper given copies of the connection and the log, the INIT kept
 //	takeover.go        --takeover (the default): the helper holds the connection and starts a daemon that takes it
-//	                   over when the serving one dies (RunTakeover), which resumes without INIT (go-fuse's patch)
+//	                   over when the serving one dies (RunTakeover, takenOver), which resumes without INIT
 //	takeover_state.go  each takeover logged and bounded (10 s, then the connection ends); the state doctor reads
 //	takeover/nodelog/  the node log (package nodelog): the node ids handed to the kernel and their lookup counts,
 //	                   in a memory file the helper holds, for that daemon; its ring of the requests that change a
@@ -59,28 +63,30 @@
 //	shared.go          stores shared with other hosts (a short cache timeout)
 //	notify.go          systemd's readiness
 //
-// Start has one start-up with the confinement as its mode (opts.Confine; as root, confined unless its Mode is
-// Off), as virtiofsd's sandbox mode. Its steps, each a method of startup in start.go; "confined" steps do
-// nothing in an unconfined mount:
+// Start has one start-up with two modes, as virtiofsd's sandbox mode: the confinement (opts.Confine; as root,
+// confined unless its Mode is Off) and the continuity (the keeper, keep.go: plain, or held with opts.Takeover,
+// the default). Its steps, each a method of startup in start.go, ask the keeper only where continuity changes
+// what they do; "confined" steps do nothing in an unconfined mount:
 //
 //  1. boundCapabilities (confined): the capability bounding set, while the process is quiet.
 //  2. prepare: FUSE there, the places, the mountpoint ready; the options' defaults settled, go-fuse's made.
-//  3. openDevice (confined): a /dev/fuse descriptor opened (and, with --takeover, the node log made); a normal
-//     user's mount with --takeover is mounted here, through fusermount3 (holder_user.go).
-//  4. launchHelper (confined, or a normal user's held mount): the helper starts meanwhile (with --takeover, holding
-//     copies of both; a normal user's is that user's, and binds nothing).
+//  3. openDevice: the keeper's part (held: the node log made; a normal user's held mount mounted here, through
+//     fusermount3), then, confined, a /dev/fuse descriptor opened.
+//  4. launchHelper (confined, or held): the helper starts meanwhile (held, holding copies of the descriptor, the
+//     node log and the lock owners' socket; a normal user's is that user's, and binds nothing).
 //  5. openTree: the store's tree of nodes.
 //  6. mountDevice (confined): the mount made with mount(2) on the /dev/fuse descriptor.
 //  7. connectHelper (with a helper): the helper is up.
 //  8. wireBinds: the binder into the tree (binds: this process's binder as root, the helper's remoteBinder
 //     confined, none for a normal user).
 //  9. watchStore: the watcher.
-//  10. newServer: go-fuse's server of the root node; unconfined, go-fuse mounts (mount(2) as root, fusermount3
-//     otherwise) and serves now.
-//  11. serve: ready runs; confined, the process confines itself (confine.Serving) and then serves.
+//  10. newServer: go-fuse's server of the root node, wrapped by the keeper (held: gated, recorded, resent); an
+//     unconfined plain mount's go-fuse mounts (mount(2) as root, fusermount3 otherwise) and serves now.
+//  11. serve: ready runs; held, the helper keeps the INIT; confined, the process confines itself
+//     (confine.Serving); then it serves (a connection taken over: as its keeper does).
 //  12. served: the Mount, with its control (control.go), the tree's pruner and a spare P.
 //
 // A step that fails undoes what the steps before it made (rollback), up to serve. A daemon taking a connection
-// over (takeover.go) runs the same steps on the descriptor, node log and helper it is given: it mounts nothing and
-// starts no helper, and serve restores the kernel's node ids and asks for a resend before it serves.
+// over runs the same steps with takenOver as its keeper, on the descriptor, node log and helper it is given: it
+// mounts nothing and starts no helper, and serves once it restored the kernel's node ids and asked for a resend.
 package mount

@@ -35,40 +35,27 @@ func awaitInit(call *rpc.Call) {
 	}
 }
 
-// gateRequests puts every request of the mount behind the gate a hand-over closes, when a holder keeps the
-// connection.
-func (s *startup) gateRequests() {
-	if s.nodes == nil {
-		return
-	}
-	s.gate = &gate{}
-	s.fuse.MountOptions.RequestGate = s.gate
-}
-
 // catchHandover, before the holder may ask for a hand-over (its control socket opens once it has the INIT, and a
 // daemon taking over is asked once it said it serves), keeps handoverSignal for awaitHandover: one that came during
 // the start-up was ignored (the Go runtime's default), and the hand-over waited for the holder to kill the daemon
 // (an upgrade asked as the mount began to serve: "did not answer: i/o timeout").
-func (s *startup) catchHandover() {
-	if s.gate == nil || s.handover != nil {
+func (h *heldDaemon) catchHandover() {
+	if h.handover != nil {
 		return
 	}
-	s.handover = make(chan os.Signal, 1)
-	signal.Notify(s.handover, handoverSignal)
+	h.handover = make(chan os.Signal, 1)
+	signal.Notify(h.handover, handoverSignal)
 }
 
 // awaitHandover makes a daemon whose connection a holder keeps hand over on handoverSignal, once it serves: it
 // exits, and the kernel resends what it had read and not answered to the daemon that takes over (a daemon killed
 // is no different, and its users wait the same).
-func (s *startup) awaitHandover() {
-	if s.gate == nil {
-		return
-	}
-	s.catchHandover()
+func (h *heldDaemon) awaitHandover(s *startup) {
+	h.catchHandover()
 	go func() {
-		<-s.handover
+		<-h.handover
 		fmt.Fprintf(os.Stderr, "sessionfs: handing %s over to a new binary\n", s.mnt)
-		if !s.gate.close(handoverDrain) {
+		if !h.gate.close(handoverDrain) {
 			fmt.Fprintf(os.Stderr, "sessionfs: requests still in flight after %s: the daemon that takes over gets them again\n", handoverDrain)
 		}
 		if s.scratch != nil {

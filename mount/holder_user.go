@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/rpc"
 	"os"
 	"os/exec"
 	"strconv"
@@ -14,8 +13,6 @@ import (
 
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
-
-	"github.com/sessionfs/sessionfs/mount/takeover/nodelog"
 )
 
 // A normal user's mount (fusermount3: no privileged helper) is held too (issue 42): the daemon mounts through
@@ -105,36 +102,15 @@ func unmountAs(mnt string, flags int) error {
 	return fusermountUnmount(mnt, flags&syscall.MNT_DETACH != 0)
 }
 
-// serveHeld serves a normal user's held mount: the holder keeps the INIT (or, taking over, the node ids are
-// restored) before it serves; nothing here is confined.
-func (s *startup) serveHeld() error {
-	if s.resumed != nil {
-		return s.serveResumed()
-	}
-	initialized := s.helper.Go("Helper.Initialized", *s.server.KernelSettings(), nil, make(chan *rpc.Call, 1))
-	s.sayHeld()
-	go s.server.Serve()
-	if err := s.server.WaitMount(); err != nil {
-		return err
-	}
-	s.helper.Go("Helper.PollHack", struct{}{}, nil, make(chan *rpc.Call, 1))
-	awaitInit(initialized)
-	return nil
-}
-
-// mountHeld mounts a normal user's held mount through fusermount3, keeping its descriptor, and makes the node log
-// (openDevice's part for it).
-func (s *startup) mountHeld() error {
+// mountHeld mounts a normal user's held mount through fusermount3, keeping its descriptor (the first daemon's
+// openDevice, keep_held.go).
+func (f *firstHeld) mountHeld(s *startup) error {
 	dev, err := fusermountFD(s.mnt, &s.fuse.MountOptions)
 	if err != nil {
 		return mountError(s.mnt, err)
 	}
 	s.dev = dev
 	s.onRollback(func() { unix.Close(dev); _ = fusermountUnmount(s.mnt, true) })
-	if s.nodes, err = nodelog.New(); err != nil {
-		return err
-	}
-	s.onRollback(s.nodes.Close)
 	return nil
 }
 

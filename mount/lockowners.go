@@ -389,12 +389,12 @@ func isSocket(fd int) bool {
 }
 
 // lockSocket makes the first daemon's socket to its holder, and returns the holder's end, to pass.
-func (s *startup) lockSocket() (int, error) {
+func (h *heldDaemon) lockSocket(s *startup) (int, error) {
 	k, theirs, err := newLockSocketPair()
 	if err != nil {
 		return -1, err
 	}
-	s.keeper = k
+	h.locks = k
 	s.onRollback(func() { unix.Close(k.fd) })
 	return theirs, nil
 }
@@ -409,17 +409,17 @@ func takenLockSocket() *lockSocket {
 }
 
 // adoptLocks takes over the lock owners' descriptors the holder kept, before this daemon serves.
-func (s *startup) adoptLocks() {
-	if s.keeper == nil {
+func (h *heldDaemon) adoptLocks(tree *nodes.Tree) {
+	if h.locks == nil {
 		fmt.Fprintf(os.Stderr, "sessionfs: no socket to the holder: the POSIX locks held through the mount are lost\n")
 		return
 	}
-	owners, fds, err := s.keeper.received()
+	owners, fds, err := h.locks.received()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "sessionfs: %v: the POSIX locks held through the mount before may be lost\n", err)
 	}
 	if len(owners) > 0 {
-		adopted := s.tree.AdoptLockOwners(owners, fds)
+		adopted := tree.AdoptLockOwners(owners, fds)
 		fmt.Fprintf(os.Stderr, "sessionfs: %d POSIX lock owners adopted of %d kept\n", adopted, len(owners))
 	}
 }

@@ -17,7 +17,6 @@ import (
 	"github.com/sessionfs/sessionfs/confine"
 	"github.com/sessionfs/sessionfs/layout"
 	"github.com/sessionfs/sessionfs/mount/nodes"
-	"github.com/sessionfs/sessionfs/mount/takeover/nodelog"
 )
 
 // Start mounts store at mountpoint (creating the folder if need be) and serves it from this process until
@@ -33,11 +32,23 @@ import (
 // takes away: systemd's notify socket, say); an unconfined mount runs it once it serves.
 func Start(store *layout.Store, mountpoint string, opts Options, ready func()) (*Mount, error) {
 	s := &startup{store: store, mountpoint: mountpoint, opts: opts, given: opts, confined: os.Geteuid() == 0 && opts.Confine.Mode != confine.Off}
-	s.userHeld = os.Geteuid() != 0 && opts.Takeover // a normal user's mount has a holder too (holder_user.go)
+	s.keep = keeperFor(s.confined, opts.Takeover)
 	return s.start(ready)
 }
 
-// start runs the steps of a start-up, or of a takeover (takeover.go: s.resumed).
+// keeperFor is a new mount's continuity (keep.go): held when asked (Options.Takeover), as root when confined (the
+// helper holds the connection) and as a normal user (a holder of that user's); plain otherwise.
+func keeperFor(confined, takeover bool) keeper {
+	switch {
+	case takeover && confined:
+		return &firstHeld{}
+	case takeover && os.Geteuid() != 0:
+		return &firstHeld{heldDaemon{user: true}}
+	}
+	return plainMount{}
+}
+
+// start runs the steps of a start-up, or of a daemon taking a connection over (its keeper says: keep.go).
 func (s *startup) start(ready func()) (*Mount, error) {
 	steps := []func() error{
 		s.boundCapabilities, // confined: the bounding set, while the process is quiet
@@ -61,7 +72,7 @@ func (s *startup) start(ready func()) (*Mount, error) {
 	if err := s.serve(ready); err != nil {
 		return nil, err
 	}
-	s.awaitHandover() // with a holder: handed over to a new binary when it asks (handover.go)
+	s.keep.awaitHandover(s) // held: handed over to a new binary when it asks
 	return s.served(), nil
 }
 
@@ -72,11 +83,7 @@ type startup struct {
 	opts       Options
 	given      Options // opts as given, before their defaults were settled: a takeover settles them again
 	confined   bool
-	userHeld   bool         // a normal user's mount whose connection a holder keeps (holder_user.go)
-	resumed    *resumed     // a takeover's: the connection, its INIT and node log, and the helper (takeover.go)
-	nodes      *nodelog.Log // the node ids handed to the kernel, when the connection is to outlive this process
-	gate       *gate        // with nodes: the requests' gate, which a hand-over closes (handover.go)
-	keeper     *lockSocket  // with nodes: the lock owners' descriptors go to the holder on it (lockowners.go)
+	keep       keeper // how long the connection lasts: with this process, or past it (keep.go)
 
 	mnt, shared string
 	scratch     func()        // removes the serving process's scratch folder (confined)
@@ -86,12 +93,13 @@ type startup struct {
 	helperStarted chan struct{}
 	helper        *rpc.Client
 	helperPID     int
-	handover      chan os.Signal // with a holder: its ask to hand over, caught from the start of serve (handover.go)
 	helperErr     error
 	fuse          *gofs.Options // go-fuse's options (options.go)
-	dev           int           // confined: the /dev/fuse descriptor mounted
-	binder        *binder       // unconfined as root: this process's binder
-	binds         binds         // the binder the tree and the watcher tell (nil: the mount binds nothing)
+	dev           int           // the /dev/fuse descriptor mounted, when this process opened it (ownDevice)
+	ownDevice     bool
+	serving       bool    // go-fuse made the mount and serves it (an unconfined plain mount)
+	binder        *binder // unconfined as root: this process's binder
+	binds         binds   // the binder the tree and the watcher tell (nil: the mount binds nothing)
 	watcher       *watcher
 	root          *nodes.Root
 	procs         int // GOMAXPROCS when go-fuse sized its readers by it (procs.go)
@@ -132,8 +140,8 @@ func (s *startup) prepare() (err error) {
 	if err := CheckFUSE(); err != nil {
 		return err
 	}
-	nodes.RaiseFileLimit() // the callers' shares of descriptors are sized from it (nodes/opens.go)
-	if s.resumed == nil {  // a takeover's mountpoint is the mount it serves: nothing may touch it before it serves
+	nodes.RaiseFileLimit()   // the callers' shares of descriptors are sized from it (nodes/opens.go)
+	if s.keep.makesMount() { // else the mountpoint is the mount it serves: nothing may touch it before it serves
 		if err := checkPlaces(s.store, s.mnt); err != nil {
 			return err
 		}
@@ -149,29 +157,22 @@ func (s *startup) prepare() (err error) {
 // launchHelper starts a confined mount's helper in the background: its fork and exec hold up only the thread that
 // makes them. It binds nothing before it is told to begin, once the mount serves.
 func (s *startup) launchHelper() error {
-	if !s.confined && !s.userHeld || s.resumed != nil {
+	if !s.keep.hasHelper(s.confined) {
 		return nil
 	}
 	cfg := helperConfig{Store: s.store.Root, Mountpoint: s.mnt, MaxBinds: s.opts.MaxBinds, ReadOnly: s.opts.ReadOnly}
 	if !s.confined {
 		cfg.MaxBinds = 0 // a normal user's holder binds nothing
 	}
-	var keep []int // the connection and the node log, for the helper to hold (takeover.go)
-	if s.nodes != nil {
-		cfg.Takeover, keep = &s.given, []int{s.dev, s.nodes.Fd()}
-		theirs, err := s.lockSocket()
-		if err != nil {
-			return err
-		}
-		keep = append(keep, theirs)
+	keep, passed, err := s.keep.helperHolds(s, &cfg) // what a held mount's helper holds
+	if err != nil {
+		return err
 	}
 	s.helperStarted = make(chan struct{})
 	go func() {
 		defer close(s.helperStarted)
 		s.helper, s.helperPID, s.helperErr = startHelper(cfg, keep...)
-		if s.keeper != nil {
-			unix.Close(keep[len(keep)-1]) // passed: the helper's (lockowners.go)
-		}
+		passed()
 	}()
 	s.onRollback(func() { // the helper ends when its socket closes
 		<-s.helperStarted
@@ -191,9 +192,7 @@ func (s *startup) openTree() error {
 	tree.Mountpoint, tree.ReadOnly = s.mnt, s.opts.ReadOnly
 	tree.Timeout, tree.WatchedTimeout = s.opts.Timeout, s.watched
 	s.tree = tree
-	if s.keeper != nil {
-		tree.KeepLocks(s.keeper) // lockowners.go
-	}
+	s.keep.treeOpened(tree)
 	s.onRollback(func() { tree.Close() })
 	return nil
 }
@@ -201,7 +200,7 @@ func (s *startup) openTree() error {
 // mountDevice makes a confined mount now, on a /dev/fuse descriptor of its own which the server takes over (go-fuse
 // makes an unconfined one as it starts serving: newServer).
 func (s *startup) mountDevice() error {
-	if !s.confined || s.resumed != nil {
+	if !s.confined || !s.keep.makesMount() {
 		return nil
 	}
 	if err := mountDirect(s.mnt, &s.fuse.MountOptions, s.dev); err != nil {
@@ -211,28 +210,21 @@ func (s *startup) mountDevice() error {
 	return nil
 }
 
-// openDevice opens a confined mount's /dev/fuse descriptor, before the helper starts: with opts.Takeover the
-// helper holds a copy of it, and of the node log made here (takeover.go). A takeover's is the one it was given.
+// openDevice opens a confined mount's /dev/fuse descriptor, before the helper starts, after what its keeper opens
+// (a held mount's node log, of which the helper holds a copy with the descriptor's).
 func (s *startup) openDevice() error {
-	if s.userHeld && s.resumed == nil {
-		return s.mountHeld()
-	}
-	if !s.confined || s.resumed != nil {
-		return nil
+	opened, err := s.keep.openDevice(s)
+	s.ownDevice = opened
+	if err != nil || opened || !s.confined {
+		return err
 	}
 	// A plain descriptor, not an *os.File: go-fuse takes it over (a File's finalizer would close it under it).
 	dev, err := unix.Open("/dev/fuse", unix.O_RDWR|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return fmt.Errorf("open /dev/fuse: %w", err)
 	}
-	s.dev = dev
+	s.dev, s.ownDevice = dev, true
 	s.onRollback(func() { unix.Close(dev) })
-	if s.opts.Takeover {
-		if s.nodes, err = nodelog.New(); err != nil {
-			return err
-		}
-		s.onRollback(s.nodes.Close)
-	}
 	return nil
 }
 
@@ -316,25 +308,11 @@ func (s *startup) newServer() error {
 	syscall.Umask(0)
 	s.procs = runtime.GOMAXPROCS(0)
 	nodeFS := gofs.NewNodeFS(s.root, s.fuse)
-	s.gateRequests() // with a holder: behind a gate a hand-over closes (handover.go)
-	var raw fuse.RawFileSystem = newNoOpendir(nodeFS)
-	if s.resumed != nil {
-		// The old daemon's files, opened again (handover_handles.go): a root mount's for lock requests only
-		// (lockowners_handles.go), the kernel reads and writes them itself.
-		s.resumed.reopen = newReopened(raw)
-		s.resumed.reopen.tree = s.tree
-		raw = s.resumed.reopen
-		if !s.userHeld {
-			raw = lockReopened{s.resumed.reopen}
-		}
-		s.adoptLocks() // before the confinement: the kernel says what each holds in /proc (lockowners.go)
-		return s.resumeServer(nodeFS, resendIdempotent{raw})
+	raw, err := s.keep.wrap(s, nodeFS, newNoOpendir(nodeFS))
+	if err != nil || s.server != nil {
+		return err // a connection taken over has its server already
 	}
-	if s.nodes != nil {
-		gofs.RecordNodes(nodeFS, s.nodes)
-		raw = resendIdempotent{raw} // what changes a folder noted, for a resend to a daemon after this one
-	}
-	if s.confined || s.userHeld {
+	if s.ownDevice {
 		server, err := fuse.NewServer(raw, fmt.Sprintf("/dev/fd/%d", s.dev), &s.fuse.MountOptions)
 		s.server = server
 		return err
@@ -347,31 +325,49 @@ func (s *startup) newServer() error {
 	if err := server.WaitMount(); err != nil {
 		return mountError(s.mnt, err) // the serve loop ends with the failed mount
 	}
-	s.server = server
+	s.server, s.serving = server, true
 	return nil
 }
 
 // serve runs ready and serves. A confined mount confines this process first, before the first request is read:
 // everything it needs outside the store is open by now.
 func (s *startup) serve(ready func()) error {
-	s.catchHandover() // before the holder is told anything that lets it ask for a hand-over (handover.go)
+	s.keep.catchHandover() // before the holder is told anything that lets it ask for a hand-over
 	if ready != nil {
 		ready()
 	}
-	if !s.confined {
-		if s.binder != nil {
-			go s.binder.wantRecent()
-		}
-		if s.userHeld {
-			return s.serveHeld()
-		}
-		return nil
+	if s.binder != nil {
+		go s.binder.wantRecent()
 	}
-	var initialized *rpc.Call
-	if s.nodes != nil && s.resumed == nil { // the helper keeps the INIT for a daemon that takes over
-		initialized = s.helper.Go("Helper.Initialized", *s.server.KernelSettings(), nil, make(chan *rpc.Call, 1))
-		s.sayHeld()
+	if s.serving {
+		return nil // an unconfined plain mount: go-fuse serves it since newServer
 	}
+	initialized := s.keep.initialized(s) // held: the helper keeps the INIT for a daemon that takes over
+	if s.confined {
+		if err := s.confine(); err != nil {
+			return err
+		}
+	}
+	if served, err := s.keep.serve(s); served {
+		return err
+	}
+	go s.server.Serve()
+	if err := s.server.WaitMount(); err != nil {
+		return err
+	}
+	// The kernel asks POLL once: a request from the helper makes it, so that go-fuse can answer ENOSYS. Not
+	// waited for: the helper is still starting (its Go runtime's init), and the mount serves meanwhile; the
+	// lookups made before it is up are sent to it once it is.
+	s.helper.Go("Helper.PollHack", struct{}{}, nil, make(chan *rpc.Call, 1))
+	// Serving is said once the holder has the INIT: a daemon killed before it did would end the mount
+	// (awaitInit, handover.go).
+	awaitInit(initialized)
+	return nil
+}
+
+// confine confines this process before the first request is read: everything it needs outside the store is open
+// by now.
+func (s *startup) confine() error {
 	openSpliceSink()
 	// Confined, the daemon writes nowhere but the store and a private folder of its own (0700, in the system's
 	// temporary folder): there it copies a session's opencode database to read it (the text view). Never in the
@@ -393,20 +389,6 @@ func (s *startup) serve(ready func()) error {
 		return fmt.Errorf("confine the serving process: %w", err)
 	}
 	s.confinement = report.String()
-	if s.resumed != nil {
-		return s.serveResumed()
-	}
-	go s.server.Serve()
-	if err := s.server.WaitMount(); err != nil {
-		return err
-	}
-	// The kernel asks POLL once: a request from the helper makes it, so that go-fuse can answer ENOSYS. Not
-	// waited for: the helper is still starting (its Go runtime's init), and the mount serves meanwhile; the
-	// lookups made before it is up are sent to it once it is.
-	s.helper.Go("Helper.PollHack", struct{}{}, nil, make(chan *rpc.Call, 1))
-	// Serving is said once the holder has the INIT: a daemon killed before it did would end the mount
-	// (awaitInit, handover.go).
-	awaitInit(initialized)
 	return nil
 }
 

@@ -315,11 +315,11 @@ func serveTakenOver() error {
 	if err != nil {
 		return err
 	}
-	keeper := takenLockSocket() // lockowners.go
-	root := os.Geteuid() == 0   // a normal user's daemon is not confined (holder_user.go)
-	s := &startup{store: store, mountpoint: cfg.Mountpoint, opts: cfg.Options, given: cfg.Options, confined: root, userHeld: !root,
-		resumed: &resumed{dev: holderDev, init: cfg.Init, fatal: cfg.Fatal}, nodes: nodes, keeper: keeper,
-		helper: rpc.NewClient(conn), helperPID: os.Getppid()}
+	root := os.Geteuid() == 0                                                                        // a normal user's daemon is not confined (holder_user.go)
+	taken := &takenOver{heldDaemon: heldDaemon{user: !root, nodes: nodes, locks: takenLockSocket()}, // lockowners.go
+		resumed: resumed{dev: holderDev, init: cfg.Init, fatal: cfg.Fatal}}
+	s := &startup{store: store, mountpoint: cfg.Mountpoint, opts: cfg.Options, given: cfg.Options, confined: root,
+		keep: taken, helper: rpc.NewClient(conn), helperPID: os.Getppid()}
 	m, err := s.start(nil)
 	if err != nil {
 		return err
@@ -336,34 +336,61 @@ func unmountOnSignal(m *Mount, sigs <-chan os.Signal) {
 	}
 }
 
-// resumeServer makes go-fuse's server of the connection taken over, from the INIT the first daemon read.
-func (s *startup) resumeServer(nodeFS, raw fuse.RawFileSystem) error {
-	s.fuse.MountOptions.ResendGuard = resendGuard{helper: s.helper, fatal: s.resumed.fatal}
-	server, err := fuse.ResumeServer(raw, s.resumed.dev, "", &s.fuse.MountOptions, s.resumed.init)
-	if err != nil {
-		return fmt.Errorf("take the connection over: %w", err)
-	}
-	s.server, s.resumed.nodeFS = server, nodeFS
-	return nil
+// takenOver is a daemon taking a held connection over (keep.go's keeper): it mounts nothing and starts no helper
+// (it was given the connection, the node log and its socket to the holder), and serves the connection once the
+// kernel's node ids are restored and the requests the daemon before had read are resent.
+type takenOver struct {
+	heldDaemon
+	resumed
 }
 
-// serveResumed, confined by now, restores the node ids the kernel holds, asks the kernel to resend what the
-// dead daemon had read, and serves.
-func (s *startup) serveResumed() error {
-	recorded, handles, err := s.nodes.Read()
-	if s.resumed.reopen != nil {
-		s.resumed.reopen.setBelow(handles)
+func (*takenOver) makesMount() bool                  { return false }
+func (*takenOver) hasHelper(bool) bool               { return false } // the holder that started it
+func (*takenOver) openDevice(*startup) (bool, error) { return true, nil }
+func (*takenOver) helperHolds(*startup, *helperConfig) ([]int, func(), error) {
+	return nil, func() {}, nil
+}
+func (*takenOver) initialized(*startup) *rpc.Call { return nil } // the holder has the INIT: it gave it
+
+// wrap opens the old daemon's files again (handover_handles.go: a root mount's for lock requests only, the
+// kernel reads and writes them itself), adopts the lock owners (before the confinement: the kernel says what each
+// holds in /proc), and makes go-fuse's server of the connection from the INIT the first daemon read.
+func (t *takenOver) wrap(s *startup, nodeFS, raw fuse.RawFileSystem) (fuse.RawFileSystem, error) {
+	t.gateRequests(s)
+	t.reopen = newReopened(raw)
+	t.reopen.tree = s.tree
+	raw = t.reopen
+	if !t.user {
+		raw = lockReopened{t.reopen}
+	}
+	t.adoptLocks(s.tree) // lockowners.go
+	raw = resendIdempotent{raw}
+	s.fuse.MountOptions.ResendGuard = resendGuard{helper: s.helper, fatal: t.fatal}
+	server, err := fuse.ResumeServer(raw, t.dev, "", &s.fuse.MountOptions, t.init)
+	if err != nil {
+		return nil, fmt.Errorf("take the connection over: %w", err)
+	}
+	s.server, t.nodeFS = server, nodeFS
+	return raw, nil
+}
+
+// serve, confined by now (a root mount's), restores the node ids the kernel holds, asks the kernel to resend what
+// the dead daemon had read, and serves.
+func (t *takenOver) serve(s *startup) (bool, error) {
+	recorded, handles, err := t.nodes.Read()
+	if t.reopen != nil {
+		t.reopen.setBelow(handles)
 	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "sessionfs: %v: the files the kernel holds from the daemon before get errors\n", err)
 	}
-	s.resumed.restored, s.resumed.later = gofs.RestoreNodes(s.resumed.nodeFS, recorded, handles)
-	gofs.RestorePassthrough(s.resumed.nodeFS, s.nodes.PassthroughHandles())
-	gofs.RecordNodes(s.resumed.nodeFS, s.nodes)
+	t.restored, t.later = gofs.RestoreNodes(t.nodeFS, recorded, handles)
+	gofs.RestorePassthrough(t.nodeFS, t.nodes.PassthroughHandles())
+	gofs.RecordNodes(t.nodeFS, t.nodes)
 	if st := s.server.NotifyResend(); !st.Ok() {
 		fmt.Fprintf(os.Stderr, "sessionfs: the kernel resends nothing (%v; Linux 6.9 does): the requests the daemon before had read wait for good\n", st)
 	}
 	go s.server.Serve()
-	s.helper.Go("Helper.Served", ServedArgs{Restored: s.resumed.restored, Later: s.resumed.later}, nil, make(chan *rpc.Call, 1))
-	return nil
+	s.helper.Go("Helper.Served", ServedArgs{Restored: t.restored, Later: t.later}, nil, make(chan *rpc.Call, 1))
+	return true, nil
 }
