@@ -7,7 +7,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"syscall"
 
@@ -119,16 +118,9 @@ func (f *firstHeld) mountHeld(s *startup) error {
 // separates the two (both are that user's), so its command line does. A root mount's never is one: there the
 // helper's capabilities tell it, not a command line a subverted daemon could give itself.
 func usersHolder(vfsOptions string) func(pid int) bool {
-	owner := -1
-	for _, o := range strings.Split(vfsOptions, ",") {
-		if v, ok := strings.CutPrefix(o, "user_id="); ok {
-			if n, err := strconv.Atoi(v); err == nil {
-				owner = n
-			}
-		}
-	}
+	owner := mountOwner(vfsOptions) // find.go; 0 (root) when none is named
 	return func(pid int) bool {
-		if owner <= 0 {
+		if owner == 0 {
 			return false
 		}
 		status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))

@@ -18,7 +18,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sessionfs/sessionfs/internal/config"
-	"github.com/sessionfs/sessionfs/layout"
 	"github.com/sessionfs/sessionfs/ui"
 )
 
@@ -116,7 +115,7 @@ func (a *app) runUI(ctx context.Context, out, errOut io.Writer, listen string) e
 // config.toml names (else make agent-image's, the README's) and the API key's variable, passed when it is set.
 func resumeSetUp(o *ui.Options, storeRoot string) {
 	o.Command = sessionfsCommand()
-	if def, err := layout.DefaultStoreRoot(); err != nil || def != storeRoot || os.Getenv(layout.EnvStore) != "" {
+	if !isDefaultStore(storeRoot) {
 		o.Command += " --store " + ui.ShellWord(storeRoot)
 	}
 	c, err := config.Load(storeRoot)

@@ -16,7 +16,6 @@ import (
 	"unicode"
 
 	"github.com/sessionfs/sessionfs/confine"
-	"github.com/sessionfs/sessionfs/layout"
 	"github.com/sessionfs/sessionfs/mount"
 )
 
@@ -33,7 +32,7 @@ const daemonReadyTimeout = 60 * time.Second
 // store, mount-<folder>-<hash of its path>.log beside it for another.
 func defaultMountLog(root string) string {
 	name := "mount.log"
-	if def, err := layout.DefaultStoreRoot(); err != nil || def != root || os.Getenv(layout.EnvStore) != "" {
+	if !isDefaultStore(root) {
 		sum := sha256.Sum256([]byte(root))
 		name = fmt.Sprintf("mount-%s-%x.log", logWord(filepath.Base(root)), sum[:4])
 	}

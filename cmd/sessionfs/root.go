@@ -69,6 +69,13 @@ func (a *app) defaultStore() bool {
 	return a.storeFlag == "" && os.Getenv(layout.EnvStore) == ""
 }
 
+// isDefaultStore reports whether root is the default store's folder and no $SESSIONFS_STORE names a store: what
+// a shell with no setting of its own reaches (the page's commands and the mount's log leave it unnamed).
+func isDefaultStore(root string) bool {
+	def, err := layout.DefaultStoreRoot()
+	return err == nil && def == root && os.Getenv(layout.EnvStore) == ""
+}
+
 func (a *app) open(create bool) (*layout.Store, error) {
 	if a.store != nil {
 		return a.store, nil
