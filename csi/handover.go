@@ -12,13 +12,15 @@ import (
 
 	"github.com/sessionfs/sessionfs/confine"
 	"github.com/sessionfs/sessionfs/mount"
+	"github.com/sessionfs/sessionfs/mount/inspect"
+	"github.com/sessionfs/sessionfs/mount/takeover"
 )
 
 // The DaemonSet's update. The node's mount is held by a helper in the plugin's pod (mount/takeover.go),
 // and a pod's processes end with it. So the DaemonSet starts the new pod before it stops the old one (maxSurge 1,
 // contrib/kubernetes/node.yaml), both see the mounts' control folder (a hostPath, root's alone), and:
 //   - the new plugin, finding the node's mount held by no process it can see (the old pod's pid namespace), asks
-//     its holder for all it holds (mount.TakeHolder), starts a helper of its own with it, whose confined daemon
+//     its holder for all it holds (takeover.TakeHolder), starts a helper of its own with it, whose confined daemon
 //     takes the connection over; the old holder lets go without aborting (takeMount);
 //   - the old plugin, told to stop, waits (up to SuccessorWait) for that to happen, and exits leaving the mount
 //     serving; with no successor by then, it stops as before: its mount is unmounted (handedOver).
@@ -32,8 +34,8 @@ import (
 func (d *Driver) takeMount(co confine.Options) (stop func(), err error) {
 	mnt := d.Mountpoint
 	start := time.Now()
-	h, err := mount.TakeHolder(d.Store.Root, mnt, func(c *exec.Cmd) error { return confine.StartDaemon(c, co) })
-	if errors.Is(err, mount.ErrNoHolder) {
+	h, err := takeover.TakeHolder(d.Store.Root, mnt, func(c *exec.Cmd) error { return confine.StartDaemon(c, co) })
+	if errors.Is(err, takeover.ErrNoHolder) {
 		fmt.Fprintf(os.Stderr, "sessionfs csi: the node's mount %s is held by no process of this pod and no holder answers: it is used as it is\n", mnt)
 		return func() {}, nil
 	}
@@ -51,7 +53,7 @@ func (d *Driver) takeMount(co confine.Options) (stop func(), err error) {
 	}
 	return d.unlessHandedOver(func() {
 		// As a mount daemon the plugin started stops (EnsureMount): the daemon serving now unmounts.
-		if pid, err := mount.ServingPID(mnt); err == nil {
+		if pid, err := inspect.ServingPID(mnt); err == nil {
 			_ = syscall.Kill(pid, syscall.SIGTERM)
 		}
 		select {
@@ -84,7 +86,7 @@ func (d *Driver) handedOver() bool {
 	}
 	fmt.Fprintf(os.Stderr, "sessionfs csi: stopping: the node's mount %s serves on if the next plugin takes it over within %s\n", mnt, d.SuccessorWait)
 	for deadline := time.Now().Add(d.SuccessorWait); ; time.Sleep(successorPoll) {
-		if !mount.HeldHere(mnt) {
+		if !takeover.HeldHere(mnt) {
 			if _, ok := mount.Find(d.Store.Root); ok && !mount.Stale(mnt) {
 				fmt.Fprintf(os.Stderr, "sessionfs csi: the next plugin holds the node's mount %s: this one exits, the mount serving\n", mnt)
 				return true
@@ -103,7 +105,7 @@ func (d *Driver) handedOver() bool {
 // the kubelet made 0755 (DirectoryOrCreate), shared with the plugin's next pod. A folder of anyone else's, or a
 // link, is left for mount to refuse.
 func PrepareControlDir() error {
-	dir := mount.ControlDir()
+	dir := takeover.ControlDir()
 	var st unix.Stat_t
 	if err := unix.Lstat(dir, &st); err != nil {
 		if errors.Is(err, unix.ENOENT) {

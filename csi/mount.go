@@ -9,11 +9,12 @@ import (
 
 	"github.com/sessionfs/sessionfs/confine"
 	"github.com/sessionfs/sessionfs/mount"
+	"github.com/sessionfs/sessionfs/mount/takeover"
 )
 
 // EnsureMount uses the store's mount at d.Mountpoint if one serves it, and otherwise starts `sessionfs mount` for
 // it (the plugin runs in the sessionfs binary: a daemon of its own, confined as co says, as every root mount is);
-// stop stops what was started here, unless the next plugin takes it over meanwhile (handover.go). A plugin that
+// stop stops what was started here, unless the next plugin takes it over meanwhile (csi/handover.go). A plugin that
 // dies leaves that mount serving its pods, and the next plugin uses it; a mount held in another pid namespace (the
 // plugin's pod before, in a DaemonSet update) is taken over (takeMount).
 func (d *Driver) EnsureMount(co confine.Options) (stop func(), err error) {
@@ -23,7 +24,7 @@ func (d *Driver) EnsureMount(co confine.Options) (stop func(), err error) {
 		return ok && m.Mountpoint == mnt && !mount.Stale(mnt)
 	}
 	if serving() {
-		if mount.HeldHere(mnt) {
+		if takeover.HeldHere(mnt) {
 			return func() {}, nil
 		}
 		return d.takeMount(co)

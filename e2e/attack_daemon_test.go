@@ -18,6 +18,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
+
+	"github.com/sessionfs/sessionfs/internal/selfexec"
 )
 
 // Finding 11 of issue 36: a slip in the confined serving process's code (here injected with ptrace into the real
@@ -141,33 +143,38 @@ func openTerminal(t *testing.T) (master, slave *os.File) {
 	return master, slave
 }
 
-// doctor found the serving process of a root mount by its command line (a process named "<any> __privileged
+// doctor found the serving process of a root mount by its command line (a process named "<any> <helper's role>
 // <mnt>", the helper, whose parent it took), which any user can choose. uid 65534 starts one beside a root mount
-// served unconfined (--confine off): doctor must name the process the kernel shows holding the mount's FUSE
-// connection, and say it is unconfined, not vouch for the attacker's process.
+// served unconfined (--confine off), under the helper's role and under the name a build before gives it: doctor
+// must name the process the kernel shows holding the mount's FUSE connection, and say it is unconfined, not vouch
+// for the attacker's process.
 func TestAttackFakeHelperFoolsDoctor(t *testing.T) {
 	need(t, os.Geteuid() == 0, "a root mount, and a process of uid 65534 beside it")
 	m := mount(t, t.TempDir(), "--confine", "off")
-	dir, err := os.MkdirTemp("", "fake-helper-")
-	require.NoError(t, err)
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	require.NoError(t, os.Chmod(dir, 0o755))
-	// bash runs the script named __privileged, keeping the command line it was started with: x __privileged <mnt>.
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "__privileged"), []byte("echo ready\nread -r _\n"), 0o644))
-	fake := exec.Command("setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups", "bash", "-c",
-		`cd "$1" && (exec -a x bash __privileged "$2"); :`, "attacker", dir, m.mnt)
-	hold, err := fake.StdinPipe()
-	require.NoError(t, err)
-	startUntil(t, fake, "ready\n")
-	t.Cleanup(func() { hold.Close(); _ = fake.Wait() })
-	attacker := fake.Process.Pid // the fake helper's parent: the process the command line pointed doctor at
+	for _, role := range append([]string{selfexec.Helper}, selfexec.Before(selfexec.Helper)...) {
+		t.Run(role, func(t *testing.T) {
+			dir, err := os.MkdirTemp("", "fake-helper-")
+			require.NoError(t, err)
+			t.Cleanup(func() { os.RemoveAll(dir) })
+			require.NoError(t, os.Chmod(dir, 0o755))
+			// bash runs the script named as the role, keeping the command line it was started with: x <role> <mnt>.
+			require.NoError(t, os.WriteFile(filepath.Join(dir, role), []byte("echo ready\nread -r _\n"), 0o644))
+			fake := exec.Command("setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups", "bash", "-c",
+				`cd "$1" && (exec -a x bash "$3" "$2"); :`, "attacker", dir, m.mnt, role)
+			hold, err := fake.StdinPipe()
+			require.NoError(t, err)
+			startUntil(t, fake, "ready\n")
+			t.Cleanup(func() { hold.Close(); _ = fake.Wait() })
+			attacker := fake.Process.Pid // the fake helper's parent: the process the command line pointed doctor at
 
-	r := cli(t, m.store, "doctor")
-	line := regexp.MustCompile(`(?m)^\S+\s+confine\s+.*$`).FindString(r.stdout)
-	t.Logf("doctor: %s", line)
-	assert.Regexp(t, fmt.Sprintf(`^WARN\s+confine\s+serving process %d of %s: seccomp none; .*served unconfined`,
-		m.cmd.Process.Pid, regexp.QuoteMeta(m.mnt)), line)
-	assert.NotContains(t, line, fmt.Sprintf("process %d ", attacker), "doctor vouches for the attacker's process")
+			r := cli(t, m.store, "doctor")
+			line := regexp.MustCompile(`(?m)^\S+\s+confine\s+.*$`).FindString(r.stdout)
+			t.Logf("doctor: %s", line)
+			assert.Regexp(t, fmt.Sprintf(`^WARN\s+confine\s+serving process %d of %s: seccomp none; .*served unconfined`,
+				m.cmd.Process.Pid, regexp.QuoteMeta(m.mnt)), line)
+			assert.NotContains(t, line, fmt.Sprintf("process %d ", attacker), "doctor vouches for the attacker's process")
+		})
+	}
 }
 
 // fsIocSetFSLabel is FS_IOC_SETFSLABEL, _IOW(0x94, 50, char[256]) in the asm-generic encoding (x86-64, arm64):

@@ -15,7 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
-	sfsmount "github.com/sessionfs/sessionfs/mount"
+	"github.com/sessionfs/sessionfs/mount/inspect"
+	"github.com/sessionfs/sessionfs/mount/takeover"
 )
 
 // Attacks on what a daemon taking a held mount over restores: the nodes the kernel holds (the node log).
@@ -73,10 +74,10 @@ func TestAttackFolderChainTakeover(t *testing.T) {
 	require.Equal(t, "made", a.line(t))
 	t.Logf("uid 65534 made a chain of %d folders in %s", folders, time.Since(start).Round(time.Millisecond))
 
-	held, err := sfsmount.HeldBy(m.mnt)
+	held, err := takeover.HeldBy(m.mnt)
 	require.NoError(t, err)
 	t.Logf("the kernel holds %d nodes, as the node log says", held.Nodes)
-	pid, err := sfsmount.ServingPID(m.mnt)
+	pid, err := inspect.ServingPID(m.mnt)
 	require.NoError(t, err)
 	took := strings.Count(m.log.String(), "took the connection over")
 	require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))

@@ -18,7 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
-	sfsmount "github.com/sessionfs/sessionfs/mount"
+	"github.com/sessionfs/sessionfs/mount/inspect"
 )
 
 // helperFakeHolder plays a mount's holder on HELPER_SOCK (made with its folder, open to all, before the real
@@ -98,7 +98,7 @@ func TestAttackUpgradeAsksAnotherUsersSocket(t *testing.T) {
 			env = append(env, kv)
 		}
 	}
-	// The other user makes the user's control folder first: the user's holder (holder_user.go) then has none.
+	// The other user makes the user's control folder first: the user's holder (mount/fusermount.go) then has none.
 	planted := filepath.Join(tmp, "sessionfs-"+strconv.Itoa(user))
 	require.NoError(t, os.Mkdir(planted, 0o777))
 	require.NoError(t, os.Chmod(planted, 0o777))
@@ -157,7 +157,7 @@ func TestAttackUpgradeFromAnotherUser(t *testing.T) {
 	m := mount(t, store, "--allow-other")
 	helper := helperPID(t, m.cmd.Process.Pid)
 	t.Cleanup(func() { endTakeoverMount(t, m, helper) })
-	before, err := sfsmount.ServingPID(m.mnt)
+	before, err := inspect.ServingPID(m.mnt)
 	require.NoError(t, err)
 	mounts, err := mountinfo.GetMounts(mountinfo.SingleEntryFilter(m.mnt))
 	require.NoError(t, err)
@@ -177,7 +177,7 @@ func TestAttackUpgradeFromAnotherUser(t *testing.T) {
 	t.Logf("sessionfs mount as uid 65534 on root's mount: %v: %s", err, strings.TrimSpace(string(out)))
 	require.Error(t, err, "nothing is handed over")
 	assert.NotContains(t, string(out), "is served by")
-	after, err := sfsmount.ServingPID(m.mnt)
+	after, err := inspect.ServingPID(m.mnt)
 	require.NoError(t, err)
 	assert.Equal(t, before, after, "the same daemon serves")
 	assert.NotContains(t, m.log.String(), "handing "+m.mnt+" over")

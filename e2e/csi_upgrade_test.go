@@ -21,7 +21,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/sessionfs/sessionfs/layout"
-	sfsmount "github.com/sessionfs/sessionfs/mount"
+	"github.com/sessionfs/sessionfs/mount/inspect"
 )
 
 // csiNode is one Kubernetes node's folders as the plugin's DaemonSet (contrib/kubernetes/node.yaml) shares them
@@ -200,7 +200,7 @@ func TestCSIUpgrade(t *testing.T) {
 	dir := t.TempDir()
 	versions := []string{"v0.0.0-csi.a", "v0.0.0-csi.b"}
 	builds := []string{upgradeBuild(t, dir, versions[0]), upgradeBuild(t, dir, versions[1])}
-	other := upgradeBuild(t, dir, "v0.0.0-csi.other", "-X github.com/sessionfs/sessionfs/mount.handoverFormat=test-other")
+	other := upgradeBuild(t, dir, "v0.0.0-csi.other", "-X github.com/sessionfs/sessionfs/mount/takeover.handoverFormat=test-other")
 
 	n := newCSINode(t)
 	pod := startCSIPod(t, n, "pod 0", builds[0], versions[0])
@@ -242,7 +242,7 @@ func TestCSIUpgrade(t *testing.T) {
 	ran := loop.iterations()
 	require.NoError(t, syscall.Kill(killed, syscall.SIGKILL))
 	eventually(t, 20*time.Second, func() bool {
-		next, err := sfsmount.ServingPID(n.mnt)
+		next, err := inspect.ServingPID(n.mnt)
 		return err == nil && next != killed && loop.iterations() >= ran+3
 	}, "a daemon takes over from the killed one in the last pod (%s; pod: %s)", agentErrors(loops), pod.log)
 	// The mount's count of takeovers goes on from pod to pod: one an update, then this one (it began again in
@@ -303,7 +303,7 @@ func TestCSIUpgrade(t *testing.T) {
 	require.Equal(t, 0, pod.exited(60*time.Second), "the last pod exits 0: %s", pod.log)
 	assert.Contains(t, pod.log.String(), "no plugin took the node's mount")
 	assert.False(t, isFUSEMount(n.mnt), "the node's mount is unmounted")
-	_, err = sfsmount.ServingPID(n.mnt)
+	_, err = inspect.ServingPID(n.mnt)
 	assert.Error(t, err, "nothing serves the node's mount")
 }
 

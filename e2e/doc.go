@@ -81,6 +81,6 @@
 // another uid, hostile archives), harness_mounts (the mount table, a session's binds), harness_csi (a plugin,
 // the kubelet's requests), harness_landlock (a session to attack from, a normal user's store, terminals),
 // harness_runner (a runner in the background), harness_daemon (the daemon's processes and their status),
-// harness_moosefs (a MooseFS cluster), harness_takeover (issue 42's four agents at work while their daemons are
+// harness_moosefs (a MooseFS cluster), harness_takeover (four agents at work while their daemons are
 // killed or their mounts handed over), harness_user (a normal user's place, store and mount).
 package e2e

@@ -10,7 +10,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	sfsmount "github.com/sessionfs/sessionfs/mount"
+	"github.com/sessionfs/sessionfs/internal/selfexec"
+	"github.com/sessionfs/sessionfs/mount/inspect"
 )
 
 // faultPrefix is nodes.FaultPrefix: the names the fault-injection build answers in sessions/.
@@ -19,7 +20,7 @@ const faultPrefix = ".sessionfs-fault-"
 // servingPID is the pid of the process serving the mount at mnt: the one holding its FUSE connection.
 func servingPID(t *testing.T, mnt string) int {
 	t.Helper()
-	pid, err := sfsmount.ServingPID(mnt)
+	pid, err := inspect.ServingPID(mnt)
 	require.NoError(t, err, "the serving process of %s", mnt)
 	return pid
 }
@@ -45,7 +46,7 @@ func helperPID(t *testing.T, pid int) int {
 	for _, f := range children {
 		child, err := strconv.Atoi(f)
 		require.NoError(t, err)
-		if cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", child)); strings.Contains(string(cmdline), sfsmount.HelperArg) {
+		if cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", child)); strings.Contains(string(cmdline), selfexec.Helper) {
 			return child
 		}
 	}

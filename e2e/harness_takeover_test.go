@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	sfsmount "github.com/sessionfs/sessionfs/mount"
+	"github.com/sessionfs/sessionfs/mount/inspect"
 )
 
 // takeoverAgents are issue 42's four agents at work at once, each running takeoverLoop (a numbered line appended
@@ -81,7 +81,7 @@ func startTakeoverAgents(t *testing.T, m *mounted, store string) *takeoverAgents
 				busyboxImage, "sh", "-c", takeoverLoop, "sh", "/session", "/ctl/stop-csi")))
 		a.mounts, a.csi = append(a.mounts, p.mnt), p
 		t.Cleanup(func() {
-			if pid, err := sfsmount.ServingPID(p.mnt); err == nil {
+			if pid, err := inspect.ServingPID(p.mnt); err == nil {
 				csiHeld = append(csiHeld, pid)
 			}
 		})

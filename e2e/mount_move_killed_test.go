@@ -20,7 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
-	sfsmount "github.com/sessionfs/sessionfs/mount"
+	"github.com/sessionfs/sessionfs/mount/takeover"
 )
 
 // A holder moving to another pid namespace (the CSI plugin's DaemonSet update, mount/holder_move.go) killed in the
@@ -39,7 +39,7 @@ type movedOut struct {
 // over: the holder says "gone" and exits, and this process holds the mount's connection.
 func takeOutOfHolder(t *testing.T, minor uint32) movedOut {
 	t.Helper()
-	path := filepath.Join(sfsmount.ControlDir(), fmt.Sprintf("mount-%d.sock", minor))
+	path := filepath.Join(takeover.ControlDir(), fmt.Sprintf("mount-%d.sock", minor))
 	ask := func(req string) *net.UnixConn {
 		c, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: path, Net: "unix"})
 		require.NoError(t, err)
@@ -117,7 +117,7 @@ func moveKilled(t *testing.T, readTaken bool) {
 	eventually(t, 10*time.Second, func() bool { return syscall.Kill(helper, 0) != nil }, "the holder moved out exits")
 
 	// The plugin pod before: offers what it holds to the next, and is killed once it hears "taken".
-	path := filepath.Join(sfsmount.ControlDir(), fmt.Sprintf("mount-%d.sock", minor))
+	path := filepath.Join(takeover.ControlDir(), fmt.Sprintf("mount-%d.sock", minor))
 	_ = os.Remove(path)
 	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
 	require.NoError(t, err)
@@ -176,7 +176,7 @@ func moveKilled(t *testing.T, readTaken bool) {
 		cmd.Path, cmd.Args[0] = bin, bin // this test's binary is no sessionfs
 		return cmd.Start()
 	}
-	moved, err := sfsmount.TakeHolder(store, m.mnt, start)
+	moved, err := takeover.TakeHolder(store, m.mnt, start)
 	require.NoError(t, <-killed, "the plugin before handed over")
 	t.Logf("the next plugin, its predecessor killed once told 'taken': %v (%+v)", err, moved)
 	if moved != nil && moved.Cmd != nil {

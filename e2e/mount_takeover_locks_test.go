@@ -19,7 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
-	sfsmount "github.com/sessionfs/sessionfs/mount"
+	"github.com/sessionfs/sessionfs/mount/inspect"
 )
 
 // Locks held through a held mount across a kill -9 of its daemon and an upgrade (issue 42: "locks held through
@@ -194,7 +194,7 @@ func locksKeptAcross(t *testing.T, l *attacker, storeFile string, disruptions ..
 func killServing(t *testing.T, m *mounted) func() {
 	return func() {
 		t.Helper()
-		pid, err := sfsmount.ServingPID(m.mnt)
+		pid, err := inspect.ServingPID(m.mnt)
 		require.NoError(t, err)
 		took := strings.Count(m.log.String(), "took the connection over")
 		require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
@@ -292,7 +292,7 @@ func TestMountHeldAsNormalUserKeepsLocks(t *testing.T) {
 	kill := killServing(t, m)
 	killAndNote := func() {
 		kill()
-		if pid, err := sfsmount.ServingPID(mnt); err == nil {
+		if pid, err := inspect.ServingPID(mnt); err == nil {
 			*pids = append(*pids, pid)
 		}
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
-	sfsmount "github.com/sessionfs/sessionfs/mount"
+	"github.com/sessionfs/sessionfs/mount/takeover"
 )
 
 // TestMountTakeoverNodeLogCompacted (issue 42): the node log (every node id handed to the kernel, which a daemon
@@ -82,7 +82,7 @@ func TestMountTakeoverNodeLogCompacted(t *testing.T) {
 		hold(50)
 		churn(10000) // about 1 MB of records: 15 times the log's two halves
 		hold(50)     // looked up after the churn: a full log had lost them
-		st, err := sfsmount.HeldBy(m.mnt)
+		st, err := takeover.HeldBy(m.mnt)
 		require.NoError(t, err)
 		t.Logf("round %d: %d files made and removed so far, the node log compacted %d times, %d nodes in it", round, churned, st.Compactions, st.Nodes)
 		assert.Greater(t, st.Compactions, compactions+10, "round %d: compacted as it filled", round)

@@ -13,7 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// faultBuild builds the fault-injection daemon (mount/takeover_fault_on.go) from this tree's source.
+// faultBuild builds the fault-injection daemon (mount/takeover/fault_on.go) from this tree's source.
 func faultBuild(t *testing.T) string {
 	t.Helper()
 	exe := filepath.Join(t.TempDir(), "sessionfs-fault")

@@ -24,7 +24,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sessionfs/sessionfs/e2e/apistub"
-	sfsmount "github.com/sessionfs/sessionfs/mount"
+	"github.com/sessionfs/sessionfs/internal/selfexec"
+	"github.com/sessionfs/sessionfs/mount/inspect"
+	"github.com/sessionfs/sessionfs/mount/takeover"
 )
 
 // takeoverLoop is an agent on the mount ($1: its session folder, as it sees it): from a cwd in its transcript
@@ -172,7 +174,7 @@ func TestMountTakeoverKill(t *testing.T) {
 		}
 		eventually(t, 20*time.Second, func() bool {
 			for i, mnt := range agents.mounts {
-				if next, err := sfsmount.ServingPID(mnt); err != nil || next == killed[i] {
+				if next, err := inspect.ServingPID(mnt); err != nil || next == killed[i] {
 					return false
 				}
 			}
@@ -228,7 +230,7 @@ func endTakeoverMount(t *testing.T, m *mounted, helper int) {
 		}
 	}
 	pids := []int{helper}
-	if daemon, err := sfsmount.ServingPID(m.mnt); err == nil {
+	if daemon, err := inspect.ServingPID(m.mnt); err == nil {
 		pids = append(pids, daemon)
 	}
 	m.stop(t)
@@ -255,7 +257,7 @@ func helperOf(pid int) int {
 			if err != nil {
 				continue
 			}
-			if args, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", child)); strings.Contains(string(args), sfsmount.HelperArg) {
+			if args, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", child)); strings.Contains(string(args), selfexec.Helper) {
 				return child
 			}
 		}
@@ -274,7 +276,7 @@ func procGone(pid int) bool {
 }
 
 // TestAttackServingPIDIgnoresArgv (issue 42): a subverted daemon may write anything over its own command line; it
-// writes its helper's (argv[1] __privileged). doctor must still name it as the process serving the mount: the
+// writes its helper's (argv[1] its role, selfexec.Helper). doctor must still name it as the process serving the mount: the
 // helper is told by a capability the confined daemon cannot take back, not by what a process says of itself.
 // Here the test writes the daemon's argv through /proc/<pid>/mem, as the daemon could write its own memory.
 func TestAttackServingPIDIgnoresArgv(t *testing.T) {
@@ -294,15 +296,15 @@ func TestAttackServingPIDIgnoresArgv(t *testing.T) {
 	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", daemon))
 	require.NoError(t, err)
 	argv := strings.Split(string(cmdline), "\x00")
-	require.Greater(t, len(argv[1])+1+len(argv[2])+1, len(sfsmount.HelperArg)+1, "room for the helper's argv[1]")
+	require.Greater(t, len(argv[1])+1+len(argv[2])+1, len(selfexec.Helper)+1, "room for the helper's argv[1]")
 	mem, err := os.OpenFile(fmt.Sprintf("/proc/%d/mem", daemon), os.O_WRONLY, 0)
 	require.NoError(t, err)
-	_, err = mem.WriteAt([]byte(sfsmount.HelperArg+"\x00"), int64(argStart)+int64(len(argv[0])+1))
+	_, err = mem.WriteAt([]byte(selfexec.Helper+"\x00"), int64(argStart)+int64(len(argv[0])+1))
 	mem.Close()
 	require.NoError(t, err)
 	cmdline, err = os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", daemon))
 	require.NoError(t, err)
-	require.Equal(t, sfsmount.HelperArg, strings.Split(string(cmdline), "\x00")[1], "the daemon says it is the helper")
+	require.Equal(t, selfexec.Helper, strings.Split(string(cmdline), "\x00")[1], "the daemon says it is the helper")
 
 	r := cli(t, store, "doctor")
 	t.Logf("doctor: %s", regexp.MustCompile(`(?m)^\S+\s+confine\s.*$`).FindString(r.stdout))
@@ -311,7 +313,7 @@ func TestAttackServingPIDIgnoresArgv(t *testing.T) {
 
 // TestMountTakeoverBounded (issue 42): where a takeover cannot hold, the mount's users get an error, never a hang.
 // A test build's daemons taking the connection over stall (never serve, as one stopped would) or die before they
-// serve (mount/takeover_fault_on.go); after kill -9 of the serving daemon, a reader of the mount must fail within
+// serve (mount/run_takeover_fault_on.go); after kill -9 of the serving daemon, a reader of the mount must fail within
 // the holder's bound (10 s) and some slack, the log says why, and the next mount serves the mountpoint again.
 func TestMountTakeoverBounded(t *testing.T) {
 	need(t, os.Geteuid() == 0, "root: a confined mount and its helper")
@@ -345,9 +347,9 @@ func TestMountTakeoverBounded(t *testing.T) {
 			case err := <-ended:
 				t.Logf("%s: the reader got an error %v after the kill: %q", fault, time.Since(killed).Round(time.Millisecond), stderr.String())
 				require.Error(t, err)
-			case <-time.After(sfsmount.TakeoverBound + 20*time.Second):
+			case <-time.After(takeover.TakeoverBound + 20*time.Second):
 				_ = reader.Process.Kill()
-				t.Fatalf("the reader still waits %v after the kill: %s", sfsmount.TakeoverBound+20*time.Second, m.log)
+				t.Fatalf("the reader still waits %v after the kill: %s", takeover.TakeoverBound+20*time.Second, m.log)
 			}
 			assert.Regexp(t, `not connected|connection abort`, stderr.String())
 			want := map[string]string{"stall": "did not serve " + m.mnt + " within 10s", "exit": "3 daemons in a row died before they served"}[fault]
@@ -435,7 +437,7 @@ func claudeAcrossKills(t *testing.T, claude string) {
 			m.cmd.ProcessState = state
 		}
 		eventually(t, 20*time.Second, func() bool {
-			next, err := sfsmount.ServingPID(m.mnt)
+			next, err := inspect.ServingPID(m.mnt)
 			return err == nil && next != pid
 		}, "a daemon takes over from %d: %s", pid, m.log)
 		api.release <- struct{}{}
@@ -525,9 +527,9 @@ func TestMountTakeoverFreesRestoredNodes(t *testing.T) {
 
 		require.NoError(t, os.Rename(many, many+"2"))
 		require.NoError(t, os.Rename(many+"2", many))
-		var st sfsmount.Held
+		var st takeover.Held
 		eventually(t, 20*time.Second, func() bool {
-			st, err = sfsmount.HeldBy(m.mnt)
+			st, err = takeover.HeldBy(m.mnt)
 			return err == nil && st.Nodes < files/2
 		}, "round %d: the kernel forgot the files: the node log forgets them too (%+v, %v)", round, st, err)
 		after = append(after, st.Nodes)
@@ -538,7 +540,7 @@ func TestMountTakeoverFreesRestoredNodes(t *testing.T) {
 }
 
 // TestMountTakeoverResentChanges (issue 42): a daemon killed after it made a change and before it answered (a test
-// build dies there: mount/takeover_fault_on.go) leaves the request to the kernel, which resends it to the daemon
+// build dies there: mount/takeover/fault_on.go) leaves the request to the kernel, which resends it to the daemon
 // that takes over; that one finds the change made and answers it as made, as the request was noted as its own: an
 // O_EXCL create opens the file it made (not EEXIST), a mkdir, a rename and an unlink succeed. Each is one kill.
 func TestMountTakeoverResentChanges(t *testing.T) {
@@ -595,7 +597,7 @@ func TestMountTakeoverResentChanges(t *testing.T) {
 	assert.NoFileExists(t, filepath.Join(inStore, ".sessionfs-die-after-rename"))
 }
 
-// TestDoctorSaysUserMountHeld: a normal user's mount has a holder too (holder_user.go); doctor, run as that user,
+// TestDoctorSaysUserMountHeld: a normal user's mount has a holder too (mount/fusermount.go); doctor, run as that user,
 // says it is held, by which holder, and the takeovers so far after a kill -9 of its daemon.
 func TestDoctorSaysUserMountHeld(t *testing.T) {
 	needUserMounts(t)
@@ -614,7 +616,7 @@ func TestDoctorSaysUserMountHeld(t *testing.T) {
 	require.NoError(t, err)
 	daemon.ProcessState = state
 	eventually(t, 20*time.Second, func() bool { return strings.Contains(log.String(), "took the connection over") }, "a daemon takes over: %s", log)
-	if pid, err := sfsmount.ServingPID(mnt); err == nil {
+	if pid, err := inspect.ServingPID(mnt); err == nil {
 		*pids = append(*pids, pid)
 	}
 	out, _ = u.run(exe, "doctor")
@@ -627,7 +629,7 @@ func TestDoctorSaysUserMountHeld(t *testing.T) {
 		require.NoError(t, err, out)
 		require.Contains(t, out, "is served by sessionfs")
 	}
-	if pid, err := sfsmount.ServingPID(mnt); err == nil {
+	if pid, err := inspect.ServingPID(mnt); err == nil {
 		*pids = append(*pids, pid)
 	}
 	out, _ = u.run(exe, "doctor")

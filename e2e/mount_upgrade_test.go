@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	sfsmount "github.com/sessionfs/sessionfs/mount"
+	"github.com/sessionfs/sessionfs/mount/inspect"
 )
 
 // upgradeBuild builds sessionfs into dir with the version string version and the linker flags extra.
@@ -35,7 +35,7 @@ func upgradeBuild(t *testing.T, dir, version string, extra ...string) string {
 // servedBy is the binary and the version of the daemon serving mnt: the version its own binary prints.
 func servedBy(t *testing.T, mnt string) (pid int, exe, version string) {
 	t.Helper()
-	pid, err := sfsmount.ServingPID(mnt)
+	pid, err := inspect.ServingPID(mnt)
 	require.NoError(t, err)
 	exe, err = os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
 	require.NoError(t, err)
@@ -58,7 +58,7 @@ func TestMountUpgrade(t *testing.T) {
 	dir := t.TempDir()
 	builds := []string{upgradeBuild(t, dir, "v0.0.0-upgrade.a"), upgradeBuild(t, dir, "v0.0.0-upgrade.b")}
 	versions := []string{"v0.0.0-upgrade.a", "v0.0.0-upgrade.b"}
-	other := upgradeBuild(t, dir, "v0.0.0-upgrade.other", "-X github.com/sessionfs/sessionfs/mount.handoverFormat=test-other")
+	other := upgradeBuild(t, dir, "v0.0.0-upgrade.other", "-X github.com/sessionfs/sessionfs/mount/takeover.handoverFormat=test-other")
 
 	store := t.TempDir()
 	for _, id := range []string{"s1", "s2", "s3"} {
@@ -170,7 +170,7 @@ func TestMountDaemonHolderOutlivesItsLog(t *testing.T) {
 
 	require.NoError(t, syscall.Kill(daemon, syscall.SIGKILL))
 	eventually(t, 20*time.Second, func() bool {
-		next, err := sfsmount.ServingPID(mnt)
+		next, err := inspect.ServingPID(mnt)
 		return err == nil && next != daemon && lists()
 	}, "a daemon takes over from the killed one (the holder %v; log: %v)", lazy(func() string {
 		if syscall.Kill(helper, 0) == nil {
@@ -180,11 +180,11 @@ func TestMountDaemonHolderOutlivesItsLog(t *testing.T) {
 	}), lazy(logged))
 	assert.Contains(t, logged(), "took the connection over")
 
-	before, err := sfsmount.ServingPID(mnt)
+	before, err := inspect.ServingPID(mnt)
 	require.NoError(t, err)
 	r = cli(t, store, "mount", "--daemon", "--log", logPath, mnt)
 	require.Equal(t, 0, r.code, "the hand-over: %s (log: %s)", r.stderr, logged())
-	after, err := sfsmount.ServingPID(mnt)
+	after, err := inspect.ServingPID(mnt)
 	require.NoError(t, err)
 	assert.NotEqual(t, before, after, "another daemon serves")
 	assert.Equal(t, fmt.Sprintln(after), r.stdout, "mount --daemon prints the pid of the daemon that serves")
@@ -242,7 +242,7 @@ func TestMountHeldAsNormalUser(t *testing.T) {
 	const kills, upgrades = 20, 20
 	for round := range kills {
 		before := counts()
-		pid, err := sfsmount.ServingPID(mnt)
+		pid, err := inspect.ServingPID(mnt)
 		require.NoError(t, err)
 		require.NotEqual(t, holder, pid, "the holder holds the connection, it does not serve it")
 		require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
@@ -252,7 +252,7 @@ func TestMountHeldAsNormalUser(t *testing.T) {
 			daemon.ProcessState = state
 		}
 		eventually(t, 20*time.Second, func() bool {
-			next, err := sfsmount.ServingPID(mnt)
+			next, err := inspect.ServingPID(mnt)
 			return err == nil && next != pid && progressed(before, 3)
 		}, "kill %d: a daemon takes over from %d as the user, and the loops go on (%s; mount: %v)", round, pid, agentErrors(loops), log)
 	}

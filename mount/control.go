@@ -7,6 +7,8 @@ import (
 
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
+
+	"github.com/sessionfs/sessionfs/mount/inspect"
 )
 
 // control stops a mount and says who keeps it busy (Mount's Unmount, Detach, Abort and Users). An unconfined
@@ -51,7 +53,7 @@ func (c *localControl) unmount() error {
 }
 
 func (c *localControl) detach() error   { return Unmount(c.mnt) }
-func (c *localControl) abort() error    { return abortMinor(c.minor) }
+func (c *localControl) abort() error    { return inspect.Abort(c.minor) }
 func (c *localControl) users() []string { return Users(c.mnt) }
 
 func (c *localControl) release() {

@@ -1,9 +1,9 @@
 // Package mount mounts a sessionfs store as a FUSE filesystem and manages the mount's life: start-up, binds of
 // sessions' heavy folders over it, the watcher that keeps the kernel's caches true to the store, unmount and
-// stale-mount recovery. With the takeover (takeover.go) a helper holds the mount's FUSE connection: a daemon killed
-// is replaced by one that takes the connection over, reading the node ids the kernel holds from the node log
-// (package mount/takeover/nodelog), and an upgrade hands the mount to a new build. Its FUSE nodes are package
-// mount/nodes.
+// stale-mount recovery. A held mount (the takeover, package mount/takeover) outlives its daemon: the helper holds
+// the FUSE connection, a daemon killed is replaced by one that takes the connection over, and an upgrade hands the
+// mount to a new build; this package starts it through its keepers (keep*.go). Its FUSE nodes are package
+// mount/nodes; what the kernel shows of a mount and the processes holding its connection, package mount/inspect.
 //
 // The files: the Mount type, then the others in the order a start-up meets them (helper_service.go and bindlimit.go
 // serve the helper and the binder once the mount serves):
@@ -11,12 +11,14 @@
 //	mount.go           Mount: Wait, Unmount, Detach, Abort, Users (through its control)
 //	start.go           Start and its steps, in order (below)
 //	keep.go            the start-up's second mode, continuity (keeper): plainMount, the connection ends with the
-//	                   process; keep_held.go's firstHeld and takeover.go's takenOver, it outlives the process
+//	                   process; firstHeld and takenOver, it outlives the process
 //	mountpoint.go      the checks before mounting: FUSE, the places, an empty mountpoint (a stale mount cleared)
 //	options.go         Options, their defaults (settle), and go-fuse's options made of them
-//	helper.go          a confined mount's privileged helper process: started (startHelper) and run (RunHelper)
+//	helper.go          a confined or held mount's helper process: started (startHelper) and run (RunHelper), with
+//	                   the holder (takeover.Holder) beside its service when the mount is held
 //	idle.go            the helper started in the idle scheduling class, and taken out of it
-//	helper_service.go  what the helper does when the serving process asks (helperService, over net/rpc)
+//	helper_service.go  what the helper does when the serving process asks (helperService, over net/rpc), and what
+//	                   its holder asks of it (holderHost)
 //	binds.go           the binds interface; binder: this process's binds of sessions' folders over the mount
 //	bindlimit.go       the binder's limit: the least recently used sessions released
 //	viewbinds.go       the binder's transcript views in use, bound; taken back; released when idle
@@ -30,27 +32,11 @@
 //	scratch.go         the confined daemon's private scratch folder (those of daemons gone removed)
 //	keep_held.go       a held mount's daemon (heldDaemon) and the first one's keeper (firstHeld): the node log made,
 //	                   the helper given copies of the connection and the log, the INIT kept
-//	takeover.go        --takeover (the default): the helper holds the connection and starts a daemon that takes it
-//	                   over when the serving one dies (RunTakeover, takenOver), which resumes without INIT
-//	takeover_state.go  each takeover logged and bounded (10 s, then the connection ends); the state doctor reads
-//	takeover/nodelog/  the node log (package nodelog): the node ids handed to the kernel and their lookup counts,
-//	                   in a memory file the helper holds, for that daemon; its ring of the requests that change a
-//	                   folder, noted before they are made
-//	resend.go          that daemon's answers to the requests the kernel resends, as if each were made once
-//	lockowners.go      POSIX lock owners' descriptors sent to the holder, kept there, adopted by the next daemon
-//	lockowners_handles.go lock requests through an old daemon's file handles
-//	upgrade.go         sessionfs mount of a new build hands a held mount over: the holder's control socket, and
-//	                   the asking binary's side (Upgrade)
-//	holder_exec.go     the holder's side: the daemon told to go, the new binary executed in the holder's place
-//	holder_state_locks.go the lock owners carried to that binary (inline, or in a memory file when many)
-//	holder_move.go     a holder moved to another pid namespace (the CSI plugin's DaemonSet update)
-//	holder_serve.go    the holder serves a daemon until its socket ends (not until its calls waiting on the mount do)
-//	holder_user.go     a normal user's mount held too: mounted through fusermount3 here, its holder as that user
-//	handover.go        a held daemon's side: it goes on handoverSignal, once the requests in flight finished
-//	handover_gate.go   the gate every request passes (go-fuse's RequestGate), which a hand-over closes
-//	handover_handles.go a normal user's daemon that took over opens the old daemon's files again
-//	*_fault_on.go      the fault-injection build's (-tags faultinject) hooks: a takeover that stalls or dies (and
-//	                   takeover/nodelog/fault_on.go: a small node log); *_fault_off.go: none
+//	keep_handover.go   a held daemon's hand-over: it goes on takeover.HandoverSignal, once its requests finished
+//	fusermount.go      a normal user's mount, held too: mounted through fusermount3 here, its holder as that user
+//	run_takeover.go    a daemon the holder starts to take the connection over (RunTakeover), and its keeper:
+//	keep_takeover.go   takenOver, which resumes without INIT: node ids restored, the old lock owners adopted
+//	run_takeover_fault_on.go the fault-injection build's (-tags faultinject) hook: a takeover that stalls or dies
 //
 // and what the CLI asks of a mount it does not serve:
 //

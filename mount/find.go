@@ -1,14 +1,15 @@
 package mount
 
 import (
-	"strconv"
 	"strings"
 
 	"github.com/moby/sys/mountinfo"
+
+	"github.com/sessionfs/sessionfs/mount/inspect"
 )
 
 // FSType is the filesystem type sessionfs mounts show in /proc/self/mountinfo ("fuse." + Name).
-const FSType = "fuse.sessionfs"
+const FSType = inspect.FSType
 
 // Found describes a live sessionfs mount.
 type Found struct {
@@ -30,22 +31,10 @@ func Find(storeRoot string) (Found, bool) {
 	}
 	for _, m := range mounts {
 		if !Stale(m.Mountpoint) {
-			return Found{Mountpoint: m.Mountpoint, AllowOther: hasOption(m.VFSOptions, "allow_other"), Owner: mountOwner(m.VFSOptions)}, true
+			return Found{Mountpoint: m.Mountpoint, AllowOther: hasOption(m.VFSOptions, "allow_other"), Owner: inspect.MountOwner(m.VFSOptions)}, true
 		}
 	}
 	return Found{}, false
-}
-
-// mountOwner is the user_id a FUSE mount's options name (0 when none does: only root mounts without one).
-func mountOwner(opts string) uint32 {
-	for _, o := range strings.Split(opts, ",") {
-		if v, ok := strings.CutPrefix(o, "user_id="); ok {
-			if uid, err := strconv.ParseUint(v, 10, 32); err == nil {
-				return uint32(uid)
-			}
-		}
-	}
-	return 0
 }
 
 func hasOption(opts, name string) bool {

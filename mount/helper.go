@@ -13,7 +13,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sessionfs/sessionfs/internal/selfexec"
 	"github.com/sessionfs/sessionfs/layout"
+	"github.com/sessionfs/sessionfs/mount/takeover"
 )
 
 // A confined mount is two processes. The daemon mounts, then confines itself (package confine) before it reads
@@ -24,26 +26,17 @@ import (
 // bounding set left it: confine.Keep and confine.HelperKeep) serves no FUSE request, does nothing else, and takes
 // only session ids and folder names (helper_service.go). This file starts it and runs it.
 
-// HelperArg is argv[1] of the privileged helper: main hands it to RunHelper.
-const HelperArg = "__privileged"
-
-// helperEnv carries the helper's configuration (helperConfig, JSON).
-const helperEnv = "SESSIONFS_HELPER"
-
 // DaemonLog, when set, is where the helper writes, and the daemons a holder starts: the daemon's log file, when the
 // daemon's own output is a pipe that ends with it (mount --daemon's time-stamping).
 var DaemonLog *os.File
-
-// helperFD is the helper's end of its socket to the daemon.
-const helperFD = 3
 
 // helperConfig is what the helper is told.
 type helperConfig struct {
 	Store, Mountpoint string
 	MaxBinds          int
 	ReadOnly          bool
-	// Takeover, when set, is the mount's options: the helper holds the connection (holderDev) and the node log
-	// (holderNodes), and starts a daemon with them when the serving one dies (takeover.go).
+	// Takeover, when set, is the mount's options: the helper holds the connection (takeover.DevFD) and the node log
+	// (takeover.NodesFD), and starts a daemon with them when the serving one dies (package mount/takeover).
 	Takeover *Options
 }
 
@@ -59,8 +52,8 @@ func startHelper(cfg helperConfig, keep ...int) (*rpc.Client, int, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	helper := exec.Command(exe, HelperArg, cfg.Mountpoint)
-	helper.Env = append(os.Environ(), helperEnv+"="+string(env))
+	helper := exec.Command(exe, selfexec.Helper, cfg.Mountpoint)
+	helper.Env = append(os.Environ(), selfexec.HelperEnv+"="+string(env))
 	helper.Stdout, helper.Stderr = os.Stderr, os.Stderr
 	if DaemonLog != nil { // not the daemon's own pipe to it: a holder outlives the daemon
 		helper.Stdout, helper.Stderr = DaemonLog, DaemonLog
@@ -75,41 +68,17 @@ func startHelper(cfg helperConfig, keep ...int) (*rpc.Client, int, error) {
 		defer f.Close()
 		kept = append(kept, f)
 	}
-	conn, pid, err := startLinked(helper, startIdle, kept...)
+	conn, pid, err := selfexec.StartLinked(helper, startIdle, kept...)
 	if err != nil {
 		return nil, 0, err
 	}
 	return rpc.NewClient(conn), pid, nil
 }
 
-// startLinked starts cmd with start, its end of a socket pair as descriptor 3 and extra as 4, 5, ..., and returns
-// this end and its pid; cmd is reaped whenever it ends.
-func startLinked(cmd *exec.Cmd, start func(*exec.Cmd) error, extra ...*os.File) (net.Conn, int, error) {
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return nil, 0, err
-	}
-	ours, theirs := os.NewFile(uintptr(fds[0]), "sessionfs-parent"), os.NewFile(uintptr(fds[1]), "sessionfs-child")
-	defer theirs.Close()
-	cmd.ExtraFiles = append([]*os.File{theirs}, extra...)
-	if err := start(cmd); err != nil {
-		ours.Close()
-		return nil, 0, err
-	}
-	go func() { _ = cmd.Wait() }()
-	conn, err := net.FileConn(ours)
-	ours.Close()
-	if err != nil {
-		_ = cmd.Process.Kill()
-		return nil, 0, err
-	}
-	return conn, cmd.Process.Pid, nil
-}
-
-// RunHelper is the privileged helper of a confined mount, when argv[1] is HelperArg: it binds, unmounts and aborts
+// RunHelper is the privileged helper of a confined mount, when argv[1] is selfexec.Helper: it binds, unmounts and aborts
 // for the daemon until the daemon is gone, and exits; otherwise it returns at once.
 func RunHelper() {
-	if len(os.Args) < 2 || os.Args[1] != HelperArg {
+	if !selfexec.Is(os.Args, selfexec.Helper) {
 		return
 	}
 	if err := serveDaemon(); err != nil {
@@ -123,36 +92,44 @@ func RunHelper() {
 // gone.
 func serveDaemon() error {
 	var cfg helperConfig
-	if err := json.Unmarshal([]byte(os.Getenv(helperEnv)), &cfg); err != nil {
+	raw := os.Getenv(selfexec.HelperEnv)
+	if err := json.Unmarshal([]byte(raw), &cfg); err != nil {
 		return fmt.Errorf("read the configuration: %w (this process is started by sessionfs mount)", err)
 	}
-	os.Unsetenv(helperEnv)
+	os.Unsetenv(selfexec.HelperEnv)
 	leaveIdleClass()
 	// A holder outlives the daemon that started it: a write to an output the daemon read must not kill it.
 	signal.Ignore(syscall.SIGPIPE)
 	// The daemon stops the mount: an interrupt at the terminal reaches both processes, and only the daemon acts.
 	signal.Ignore(os.Interrupt, syscall.SIGTERM)
 	svc := newHelperService(cfg.Mountpoint)
+	var holder *takeover.Holder
+	upgraded := false
 	if cfg.Takeover != nil {
-		svc.holder = newHolder(cfg)
-	}
-	upgraded, err := svc.upgraded() // a holder re-executed as a new binary serves no daemon yet (holder_exec.go)
-	if err != nil {
-		return err
+		var held takeover.Config
+		if err := json.Unmarshal([]byte(raw), &held); err != nil {
+			return err
+		}
+		var err error
+		if holder, upgraded, err = takeover.NewHolder(held, holderHost{svc}); err != nil {
+			return err
+		}
+	} else if takeover.HandedOver() {
+		return errors.New("handed a mount over without its connection")
 	}
 	var conn net.Conn
 	if !upgraded {
-		f := os.NewFile(helperFD, "daemon")
+		f := os.NewFile(selfexec.LinkedFD, "daemon")
 		if f == nil {
 			return errors.New("descriptor 3 is not open (this process is started by sessionfs mount)")
 		}
+		var err error
 		conn, err = net.FileConn(f)
 		f.Close()
 		if err != nil {
 			return err
 		}
 	}
-	defer svc.closeControl()
 	if cfg.MaxBinds > 0 {
 		store, err := layout.OpenStore(cfg.Store)
 		if err != nil {
@@ -171,28 +148,14 @@ func serveDaemon() error {
 		return err
 	}
 	// Until the daemon is gone. A daemon killed leaves its binds, as a daemon of one process did: the next mount
-	// clears them with the stale mount; unless the helper holds the connection: then it starts a daemon that
-	// takes it over, and serves that one (takeover.go).
-	daemon := os.Getppid()
-	if upgraded {
-		svc.listenControlOnce()
-		if conn, daemon, err = svc.takeOver(); err != nil || conn == nil {
-			svc.upgradeFailed(fmt.Errorf("no daemon of the new binary serves: %v", err))
-			return err
-		}
+	// clears them with the stale mount; unless the helper holds the connection: then its holder starts a daemon
+	// that takes it over, and serves that one (mount/takeover).
+	if holder == nil {
+		srv.ServeConn(conn)
+		return nil
 	}
-	for conn != nil {
-		svc.setDaemon(daemon)
-		if svc.holder != nil {
-			stop := closeOnExit(daemon, conn)
-			serveUntilGone(srv, conn) // a call waiting on the mount waits for the next daemon (holder_serve.go)
-			stop()
-		} else {
-			srv.ServeConn(conn)
-		}
-		if conn, daemon, err = svc.takeOver(); err != nil {
-			return err
-		}
+	if err := srv.RegisterName("Holder", holder); err != nil {
+		return err
 	}
-	return nil
+	return holder.Serve(srv, conn, os.Getppid(), upgraded)
 }

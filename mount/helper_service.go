@@ -3,7 +3,6 @@ package mount
 import (
 	"errors"
 	"fmt"
-	"os"
 	"sync"
 	"syscall"
 	"time"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/sessionfs/sessionfs/bind"
 	"github.com/sessionfs/sessionfs/layout"
+	"github.com/sessionfs/sessionfs/mount/inspect"
 )
 
 // The two processes of a confined mount (helper.go) talk over a socket pair with net/rpc: the serving daemon asks
@@ -33,22 +33,36 @@ type helperService struct {
 	// used: when each session was last asked for, which is when the serving process last looked inside it: the
 	// binder releases the least recently used first.
 	used map[string]int64
-	// holder, when the helper holds the mount's connection for a daemon that takes over (takeover.go); ending:
-	// the daemon asked for the mount to end (unmount, detach, abort), so none takes over.
-	holder *holder
-	ending bool
-	// daemon: the serving daemon's pid; upgrade, upgradeReply, controlOn, stopControl: a hand-over to a new
-	// binary (upgrade.go, holder_exec.go)
-	daemon       int
-	upgrade      *pendingUpgrade
-	upgradeReply *os.File
-	// upgradedAt: when the last hand-over's daemon began to serve (holder_exec.go's handoverSpacing)
-	upgradedAt  time.Time
-	controlOn   bool
-	stopControl func()
-	// resending: the resent requests the daemon serves now; fatal: those a daemon died serving (resend_guard.go)
-	resending map[uint64]uint32
-	fatal     map[uint64]uint32
+	// ended: the daemon asked for the mount to end (unmount, detach, abort), so no daemon takes over (the
+	// Holder asks, ending).
+	ended bool
+}
+
+// end says the mount is being ended.
+func (s *helperService) end() {
+	s.mu.Lock()
+	s.ended = true
+	s.mu.Unlock()
+}
+
+// holderHost is the helper as its holder's host (takeover.Host).
+type holderHost struct{ s *helperService }
+
+func (h holderHost) Connection() (uint32, error) { return h.s.connection() }
+func (h holderHost) Abort() error                { return h.s.Abort(struct{}{}, nil) }
+
+func (h holderHost) Ending() bool {
+	h.s.mu.Lock()
+	defer h.s.mu.Unlock()
+	return h.s.ended
+}
+
+func (h holderHost) ReleaseBinds() bool {
+	if h.s.b == nil {
+		return true
+	}
+	h.s.b.close()
+	return h.s.b.workerStopped()
 }
 
 func newHelperService(mnt string) *helperService {
@@ -219,7 +233,7 @@ func (s *helperService) Abort(_ struct{}, _ *struct{}) error {
 	if err != nil {
 		return err
 	}
-	return abortMinor(minor)
+	return inspect.Abort(minor)
 }
 
 // connection is the FUSE connection of the mount at s.mnt (its device minor), read from the mount table once.

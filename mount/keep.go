@@ -13,8 +13,8 @@ import (
 //
 //   - plainMount (below): the connection ends with this process;
 //   - firstHeld (keep_held.go): the first daemon of a mount whose helper holds the connection, so that a daemon
-//     killed is replaced and a new build takes the mount over (takeover.go, upgrade.go);
-//   - takenOver (takeover.go): a daemon the holder started to take a held connection over.
+//     killed is replaced and a new build takes the mount over (package mount/takeover);
+//   - takenOver (keep_takeover.go): a daemon the holder started to take a held connection over.
 type keeper interface {
 	// makesMount: this start-up makes the mount (checks its places, mounts, starts its helper). A daemon taking a
 	// connection over serves a mount that is there, and nothing may touch its mountpoint before it serves.
@@ -37,7 +37,7 @@ type keeper interface {
 	// serve serves the connection when the mode has a way of its own (a connection taken over): served false
 	// leaves it to the start-up.
 	serve(s *startup) (served bool, err error)
-	// catchHandover and awaitHandover: a held mount's hand-over to a new build (handover.go), caught from the start
+	// catchHandover and awaitHandover: a held mount's hand-over to a new build (keep_handover.go), caught from the start
 	// of serve and awaited once it serves.
 	catchHandover()
 	awaitHandover(s *startup)

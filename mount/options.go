@@ -35,7 +35,7 @@ type Options struct {
 	MaxBinds int
 	// Confine is the mount's mode (Start): as root, the serving process confines itself unless its Mode is Off.
 	Confine confine.Options
-	// Takeover keeps a confined mount's FUSE connection past its serving process (takeover.go): the helper holds
+	// Takeover keeps a confined mount's FUSE connection past its serving process (package mount/takeover): the helper holds
 	// it, and when the serving process dies it starts another, which takes the connection over: the mount's users
 	// wait and go on. Without it, a killed daemon leaves a stale mount.
 	Takeover bool

@@ -3,12 +3,12 @@ package mount
 import (
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"syscall"
 	"time"
 
 	"github.com/moby/sys/mountinfo"
+
+	"github.com/sessionfs/sessionfs/mount/inspect"
 )
 
 // probeTimeout bounds how long a mount may take to answer statfs before it is judged hung.
@@ -48,21 +48,5 @@ func abortConnection(mnt string) error {
 	if err != nil || len(mounts) == 0 {
 		return fmt.Errorf("%s is not in the mount table", mnt)
 	}
-	return abortMinor(uint32(mounts[0].Minor))
-}
-
-// abortMinor aborts FUSE connection minor through the fusectl filesystem (mounted first if need be).
-func abortMinor(minor uint32) error {
-	const ctl = "/sys/fs/fuse/connections"
-	if _, err := os.Stat(filepath.Join(ctl, fmt.Sprint(minor))); err != nil {
-		// fusectl is not mounted here yet.
-		if err := syscall.Mount("fusectl", ctl, "fusectl", 0, ""); err != nil && !errors.Is(err, syscall.EBUSY) {
-			return fmt.Errorf("mount fusectl to abort the connection: %w", err)
-		}
-	}
-	abort := filepath.Join(ctl, fmt.Sprint(minor), "abort")
-	if err := os.WriteFile(abort, []byte("1"), 0); err != nil {
-		return fmt.Errorf("abort the connection: %w", err)
-	}
-	return nil
+	return inspect.Abort(uint32(mounts[0].Minor))
 }

@@ -360,7 +360,7 @@ func (s *startup) serve(ready func()) error {
 	// lookups made before it is up are sent to it once it is.
 	s.helper.Go("Helper.PollHack", struct{}{}, nil, make(chan *rpc.Call, 1))
 	// Serving is said once the holder has the INIT: a daemon killed before it did would end the mount
-	// (awaitInit, handover.go).
+	// (awaitInit, keep_handover.go).
 	awaitInit(initialized)
 	return nil
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/moby/sys/mountinfo"
+
+	"github.com/sessionfs/sessionfs/internal/selfexec"
 )
 
 // Users lists the processes that keep the mount at mnt busy (a working folder, a root or an open file beneath
@@ -35,7 +37,9 @@ func SessionUsers(storeRoot, id string) []string {
 	var dirs, helpers []string
 	for _, m := range mounts {
 		dirs = append(dirs, filepath.Join(m.Mountpoint, "sessions", id))
-		helpers = append(helpers, HelperArg+"\x00"+m.Mountpoint+"\x00")
+		for _, role := range append(selfexec.Before(selfexec.Helper), selfexec.Helper) {
+			helpers = append(helpers, role+"\x00"+m.Mountpoint+"\x00")
+		}
 	}
 	helper := func(pid string) bool {
 		b, err := os.ReadFile(filepath.Join("/proc", pid, "cmdline"))

@@ -16,6 +16,7 @@ import (
 
 	"github.com/sessionfs/sessionfs/backends"
 	"github.com/sessionfs/sessionfs/confine"
+	"github.com/sessionfs/sessionfs/internal/selfexec"
 	"github.com/sessionfs/sessionfs/layout"
 )
 
@@ -108,7 +109,7 @@ func (Backend) Run(ctx context.Context, spec backends.Spec) (int, error) {
 			return -1, err
 		}
 		argv := append([]string{cmd.Path}, spec.Argv[1:]...)
-		args := append([]string{self, LandlockArg, "--"}, argv...) // on the store: a namespace for the sandbox alone
+		args := append([]string{self, selfexec.Landlock, "--"}, argv...) // on the store: a namespace for the sandbox alone
 		if native {
 			args = helperArgs(self, filepath.Dir(spec.Folder.Name()), spec.SessionID, spec.SessionDir, dir, argv)
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sessionfs/sessionfs/bind"
 	"github.com/sessionfs/sessionfs/confine"
+	"github.com/sessionfs/sessionfs/internal/selfexec"
 	"github.com/sessionfs/sessionfs/layout"
 )
 
@@ -20,15 +21,12 @@ import (
 // canonical one. Its heavy work would then go through FUSE, several times slower than the disk. So the command
 // runs in a private mount namespace in which the store's own folders (bind.RunDirs) are bound over the
 // mount's paths: the same paths, the store's speed. The binds are made by a helper, the sessionfs binary itself
-// started with NsexecArg in the new namespace, which then execs the command: as root the namespace is a plain
+// started with selfexec.Nsexec in the new namespace, which then execs the command: as root the namespace is a plain
 // private one; as anyone else it is owned by a new user namespace that maps the user to itself (the command
 // keeps its uid, and loses the namespace's capabilities at exec). Where neither can be made, the command runs
 // on the mount, and the user is told once; but a run with Landlock, which has a namespace always (on the store
-// too, started with LandlockArg), and a PID namespace whose init the helper is (sandbox_init.go), is refused
+// too, started with selfexec.Landlock), and a PID namespace whose init the helper is (sandbox_init.go), is refused
 // (sandbox.go).
-
-// NsexecArg, as the first argument, makes the sessionfs binary the namespace helper (see RunHelper).
-const NsexecArg = "__sessionfs-nsexec"
 
 // helperExit is the helper's own failure, as docker reports its own (the command never ran).
 const helperExit = 125
@@ -36,7 +34,7 @@ const helperExit = 125
 // helperArgs builds the helper's command line: the store's sessions folder, the session id, the session's
 // mounted path, the working directory, then the command (its first word already resolved).
 func helperArgs(self, sessionsDir, id, mounted, cwd string, argv []string) []string {
-	return append([]string{self, NsexecArg, sessionsDir, id, mounted, cwd, "--"}, argv...)
+	return append([]string{self, selfexec.Nsexec, sessionsDir, id, mounted, cwd, "--"}, argv...)
 }
 
 // nsAttr is the namespace the helper is started in; with sandbox (a run with Landlock), a PID namespace too,
@@ -68,11 +66,10 @@ func nsAttr(sandbox bool) *syscall.SysProcAttr {
 	return attr
 }
 
-// LandlockArg, as the first argument, makes the sessionfs binary the helper of a run with Landlock on the store
+// selfexec.Landlock, as the first argument, makes the sessionfs binary the helper of a run with Landlock on the store
 // itself (no binds): started in a mount and a PID namespace of its own (nsAttr), it shapes the mounts for the
 // sandbox (sandboxMounts), then runs the command confined as confine.CommandEnv says, as the namespace's init
 // (runInit; "--", then the command, its first word already resolved).
-const LandlockArg = "__sessionfs-landlock"
 
 // RunHelper runs a helper when os.Args asks for one, and never returns then; otherwise it returns at once.
 // main calls it first.
@@ -82,11 +79,11 @@ func RunHelper() {
 	}
 	code, err := 0, error(nil)
 	switch os.Args[1] {
-	case NsexecArg:
+	case selfexec.Nsexec:
 		code, err = helper(os.Args[2:])
-	case LandlockArg:
+	case selfexec.Landlock:
 		code, err = landlocked(os.Args[2:])
-	case confineArg:
+	case selfexec.Confine:
 		err = confined(os.Args[2:])
 	default:
 		return

@@ -11,21 +11,21 @@ import (
 	"golang.org/x/term"
 
 	"github.com/sessionfs/sessionfs/confine"
+	"github.com/sessionfs/sessionfs/internal/selfexec"
 )
 
 // A run with Landlock has a PID namespace of its own too (nsAttr), and its helper is that namespace's init (pid
 // 1): once it has shaped the mount namespace (sandboxMounts) it starts the command as its child, through
-// confineArg (the sessionfs binary again, which restricts itself and execs the command), relays to it the
+// selfexec.Confine (the sessionfs binary again, which restricts itself and execs the command), relays to it the
 // signals it is sent, reaps what the sandbox leaves, and exits with the command's status as soon as the command
 // ends. Then the kernel kills whatever else the sandbox started: nothing of it outlives the run (a process that
 // ignored SIGHUP and waited for the shell to take its terminal back took it over again, and read what the user
 // typed next). The init itself holds no rule: it runs no code of the command's, the command may neither signal
 // nor trace it (Landlock's scopes), and it has no terminal (a session of its own, made by the CLI: nsAttr).
 
-// confineArg, as the first argument, makes the sessionfs binary the confinement stage of a run with Landlock:
+// selfexec.Confine, as the first argument, makes the sessionfs binary the confinement stage of a run with Landlock:
 // started by the run's init in the namespaces it shaped, it restricts itself as confine.CommandEnv says and execs
 // the command ("--", then the command, its first word already resolved).
-const confineArg = "__sessionfs-confine"
 
 // initSignals are the signals the init relays to the command: those the CLI relays (signals.go) and any other a
 // user may send the init itself. The pty's own (Ctrl-C, Ctrl-Z, a resize) reach the command without it.
@@ -47,7 +47,7 @@ func runInit(argv []string) (int, error) {
 			break
 		}
 	}
-	child, err := os.StartProcess("/proc/self/exe", append([]string{os.Args[0], confineArg, "--"}, argv...),
+	child, err := os.StartProcess("/proc/self/exe", append([]string{os.Args[0], selfexec.Confine, "--"}, argv...),
 		&os.ProcAttr{Env: os.Environ(), Files: []*os.File{os.Stdin, os.Stdout, os.Stderr}, Sys: sys})
 	if err != nil {
 		return helperExit, fmt.Errorf("--landlock: start the command: %w", err)

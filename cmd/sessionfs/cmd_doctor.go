@@ -24,6 +24,8 @@ import (
 	"github.com/sessionfs/sessionfs/confine"
 	"github.com/sessionfs/sessionfs/layout"
 	"github.com/sessionfs/sessionfs/mount"
+	"github.com/sessionfs/sessionfs/mount/inspect"
+	"github.com/sessionfs/sessionfs/mount/takeover"
 )
 
 // check is one line of doctor's report.
@@ -283,7 +285,7 @@ func checkConfinement(m *mountinfo.Info) (name, status, detail, fix string) {
 	if !strings.Contains(","+m.VFSOptions+",", ",user_id=0,") {
 		return "confine", "OK", "the mount at " + m.Mountpoint + " is a normal user's: its one process holds no privilege to confine", ""
 	}
-	pid, err := mount.ServingPID(m.Mountpoint)
+	pid, err := inspect.ServingPID(m.Mountpoint)
 	if err != nil {
 		return "confine", "WARN", "cannot tell which process serves the root mount at " + m.Mountpoint + ": " + err.Error(), ""
 	}
@@ -317,8 +319,8 @@ func checkConfinement(m *mountinfo.Info) (name, status, detail, fix string) {
 // checkTakeover reports whether a root mount's connection is held by its helper, so that a daemon killed is
 // replaced without its users seeing it (mount/takeover.go), and how often that happened.
 func checkTakeover(m *mountinfo.Info) (name, status, detail, fix string) {
-	held, err := mount.HeldBy(m.Mountpoint)
-	if errors.Is(err, mount.ErrNotHeld) {
+	held, err := takeover.HeldBy(m.Mountpoint)
+	if errors.Is(err, takeover.ErrNotHeld) {
 		fix = "mount it again without --takeover=false"
 		if strings.Contains(","+m.VFSOptions+",", ",user_id=0,") {
 			fix += " and --confine off"

@@ -17,10 +17,11 @@ import (
 	"github.com/sessionfs/sessionfs/layout"
 	"github.com/sessionfs/sessionfs/mount"
 	"github.com/sessionfs/sessionfs/mount/nodes"
+	"github.com/sessionfs/sessionfs/mount/takeover"
 )
 
 // The holder of a mount tells which build it is (mount.Upgrade).
-func init() { mount.Version = versionString() }
+func init() { takeover.Version = versionString() }
 
 // mountOptions are mount's flags.
 type mountOptions struct {
@@ -272,11 +273,11 @@ func (a *app) upgradeMount(stdout, w io.Writer, mnt string, daemon bool) (handed
 	if err != nil {
 		return false, nil // no store: nothing serves it
 	}
-	res, err := mount.Upgrade(s.Root, mnt, func() {
+	res, err := takeover.Upgrade(s.Root, mnt, func() {
 		fmt.Fprintf(w, "sessionfs: %s is being handed over (by another sessionfs mount): waiting for it to end, then handing it over to this build\n", mnt)
 	})
 	switch {
-	case errors.Is(err, mount.ErrNoHolder):
+	case errors.Is(err, takeover.ErrNoHolder):
 		return false, nil
 	case err != nil:
 		return false, err
