@@ -16,7 +16,7 @@ CLAUDE_NEW_VERSION ?= 2.1.332
 CLAUDE_BIN         := $(CURDIR)/e2e/.cache/claude-$(CLAUDE_VERSION)/node_modules/.bin/claude
 CLAUDE_NEW_BIN     := $(CURDIR)/e2e/.cache/claude-$(CLAUDE_NEW_VERSION)/node_modules/.bin/claude
 # The other agents' real CLIs (README, "Other agents"), pinned to the newest the registry served when last checked.
-CODEX_VERSION  ?= 0.169.0
+CODEX_VERSION  ?= 0.171.0
 GEMINI_VERSION ?= 0.61.0
 QWEN_VERSION   ?= 0.24.4
 OPENCODE_VERSION ?= 1.18.33

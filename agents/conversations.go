@@ -22,7 +22,20 @@ type Conversation struct {
 	Cwds        []string  `json:"cwds,omitempty"`
 	Subagents   int       `json:"subagents"`
 	Malformed   int       `json:"malformed,omitempty"` // lines that did not parse, skipped
-	Size        int64     `json:"size"`
+	Size        int64     `json:"size"`                // of all its files, as they are on disk
+	// Parts are its other files, after Path's, when it has several (Codex's rollouts of a reverted thread).
+	Parts []string `json:"parts,omitempty"`
+}
+
+// Rels are the conversation's files beneath sess (listed from it: their paths are sess.Name() joined with them).
+func (c *Conversation) Rels(sess *layout.Dir) []string {
+	var out []string
+	for _, p := range append([]string{c.Path}, c.Parts...) {
+		if rel, ok := strings.CutPrefix(p, filepath.Clean(sess.Name())+"/"); ok && rel != "" {
+			out = append(out, rel)
+		}
+	}
+	return out
 }
 
 // At widens the conversation's time span to t (a zero t is no time).
@@ -53,9 +66,9 @@ func (a *Agent) Conversations(sess *layout.Dir) ([]Conversation, error) {
 	}
 	var out []Conversation
 	byID := map[string]int{} // id -> index in out: Gemini writes a second file of one id on resume
-	for _, f := range a.files(sess, a.Dir) {
-		c, ok := summarise(sess, f)
-		if !ok {
+	for _, fs := range a.grouped(sess, a.Dir) {
+		c, read := summarise(sess, fs)
+		if len(read) == 0 {
 			continue
 		}
 		if i, dup := byID[c.ID]; dup {
@@ -96,19 +109,32 @@ func SessionConversations(sess *layout.Dir, among []*Agent) ([]Conversation, err
 	return out, nil
 }
 
-// summarise reads one conversation file.
-func summarise(d *layout.Dir, f File) (Conversation, bool) {
-	fh, err := d.OpenRegular(f.Rel, -1)
-	if err != nil {
-		return Conversation{}, false
+// summarise reads one conversation's files, in order: what each holds (Files.Read), one after the other; read
+// are those it could open (none: no conversation). A file that cannot be read to its end (a compressed one over
+// its bounds, or damaged) counts as one malformed line more.
+func summarise(d *layout.Dir, fs []File) (c Conversation, read []File) {
+	c = Conversation{Agent: fs[0].Agent.Name, ID: fs[0].ID}
+	for _, f := range fs {
+		fh, err := OpenFile(d, f.Rel)
+		if err != nil {
+			continue
+		}
+		read = append(read, f)
+		if c.Path == "" {
+			c.Path = filepath.Join(d.Name(), f.Rel)
+		} else {
+			c.Parts = append(c.Parts, filepath.Join(d.Name(), f.Rel))
+		}
+		if st, err := fh.File.Stat(); err == nil {
+			c.Size += st.Size()
+		}
+		f.Agent.Files.Read(&c, fh.Reader)
+		if z, ok := fh.Reader.(*inflater); ok && z.err != nil {
+			c.Malformed++
+		}
+		fh.Close()
 	}
-	defer fh.Close()
-	c := Conversation{Agent: f.Agent.Name, ID: f.ID, Path: filepath.Join(d.Name(), f.Rel)}
-	if st, err := fh.Stat(); err == nil {
-		c.Size = st.Size()
-	}
-	f.Agent.Files.Read(&c, fh)
-	return c, true
+	return c, read
 }
 
 // Holder is a session that holds a conversation's file.
@@ -213,6 +239,6 @@ func matches(d *layout.Dir, f File, id string) bool {
 	if len(id) < len(f.ID) || !strings.EqualFold(f.ID, id[:len(f.ID)]) {
 		return false
 	}
-	c, ok := summarise(d, f)
-	return ok && strings.EqualFold(c.ID, id)
+	c, read := summarise(d, []File{f})
+	return len(read) > 0 && strings.EqualFold(c.ID, id)
 }

@@ -2,24 +2,36 @@ package agents
 
 import (
 	"io"
+	"os"
 	"path"
 	"regexp"
+	"slices"
+	"sort"
 	"strings"
 	"time"
 
 	"github.com/sessionfs/sessionfs/layout"
 )
 
-// Files says where an agent keeps its conversations, one JSONL file each, below its folder:
-// Dir/<Depth folders>/Sub/<a name Name matches>, and how they read.
+// Files says where an agent keeps its conversations, one JSONL file each (or several: Parts), below its folder:
+// Dir/<Depth folders>/Sub/<a name Name matches>, and the folders of Also; and how they read. A name Name matches
+// may end in Compressed: the file is read decompressed (compressed.go), unless its plain self is beside it.
 type Files struct {
 	Dir   string         // "sessions", "tmp", "projects"
 	Depth int            // the folders below Dir: 3 for Codex's YYYY/MM/DD, 1 for a project
 	Sub   string         // the folder below those ("chats"), or ""
 	Name  *regexp.Regexp // a conversation file's name; its first group is the conversation's id
+	// Also are more folders below the agent's folder that hold conversation files themselves (Codex's
+	// archived_sessions, where codex archive moves a thread's rollouts).
+	Also []string
 	// Partial: the name holds only the start of the id (Gemini's 8 characters); Read finds the whole of it.
 	Partial bool
-	// Read reads the lines of one conversation file into c, counting those it could not read in c.Malformed.
+	// Parts: the files of one id are the parts of one conversation, in the order of their names (Codex's
+	// rollouts of a thread, a reverted one's rollout-<time>-<thread>_<rollout>.jsonl after its first); else they
+	// are versions of it, the one of most messages standing for it (Gemini's second file on resume).
+	Parts bool
+	// Read adds the lines of one conversation file to c, counting those it could not read in c.Malformed (a
+	// conversation of several files is read file by file into one c).
 	Read func(c *Conversation, r io.Reader)
 	// Line reads one line as watch shows it: its time, "user" or "assistant" ("" for a line that is not a
 	// message: metadata, the context the agent adds itself), and its text and tool calls.
@@ -40,13 +52,100 @@ type File struct {
 // beneath d, no symlink followed; a session's folders are bounded only by its disk, like Claude's.
 func (a *Agent) files(d *layout.Dir, base string) []File {
 	var out []File
-	for _, dir := range a.Files.Folders(d, path.Join(base, a.Files.Dir), nil) {
+	for _, dir := range a.Files.Folders(d, base, nil) {
 		ents, _ := d.ReadDir(dir)
-		for _, e := range ents {
-			if m := a.Files.Name.FindStringSubmatch(e.Name()); m != nil && e.Type().IsRegular() {
-				out = append(out, File{a, dir + "/" + e.Name(), m[1]})
+		for _, e := range a.Files.Listed(ents) {
+			out = append(out, File{a, dir + "/" + e.Name, e.ID})
+		}
+	}
+	return out
+}
+
+// grouped is a's conversation files in base beneath d, one group a conversation: each file alone, or (Parts)
+// the files of one id in the order of their names, plain or compressed.
+func (a *Agent) grouped(d *layout.Dir, base string) [][]File {
+	var out [][]File
+	at := map[string]int{}
+	for _, f := range a.files(d, base) {
+		if i, ok := at[f.ID]; ok && a.Files.Parts {
+			out[i] = append(out[i], f)
+			continue
+		}
+		at[f.ID] = len(out)
+		out = append(out, []File{f})
+	}
+	for _, fs := range out {
+		sort.SliceStable(fs, func(i, j int) bool { return PlainName(path.Base(fs[i].Rel)) < PlainName(path.Base(fs[j].Rel)) })
+	}
+	return out
+}
+
+// Entry is a conversation file among a folder's entries: its name and the id the name gives.
+type Entry struct{ Name, ID string }
+
+// Listed are the conversation files among a folder's entries ents: the regular files whose names Name matches,
+// but for a compressed one whose plain self is there too (a file the agent is decompressing to resume it: the
+// plain one is whole, and the one it goes on writing).
+func (f *Files) Listed(ents []os.DirEntry) []Entry {
+	names := make(map[string]bool, len(ents))
+	for _, e := range ents {
+		names[e.Name()] = true
+	}
+	var out []Entry
+	for _, e := range ents {
+		name := e.Name()
+		m := f.Name.FindStringSubmatch(name)
+		if m == nil || !e.Type().IsRegular() || name != PlainName(name) && names[PlainName(name)] {
+			continue
+		}
+		out = append(out, Entry{name, m[1]})
+	}
+	return out
+}
+
+// PartsOf are the files beneath sess of conversation c of agent a, as a reading of it opens them now: its own,
+// or (Parts) every file of its id in the folders of the files c was listed with and in Also's, in order. An agent
+// moves them (codex archive), compresses them and adds more (a revert) while it runs; c's own are left out when
+// gone.
+func (a *Agent) PartsOf(sess *layout.Dir, c Conversation) []string {
+	rels := c.Rels(sess)
+	if a.Files == nil || !a.Files.Parts {
+		return rels
+	}
+	dirs := map[string]bool{}
+	var order []string
+	for _, dir := range append(dirsOf(rels), a.also()...) {
+		if !dirs[dir] {
+			dirs[dir] = true
+			order = append(order, dir)
+		}
+	}
+	var out []string
+	for _, dir := range order {
+		ents, _ := sess.ReadDir(dir)
+		for _, e := range a.Files.Listed(ents) {
+			if e.ID == c.ID {
+				out = append(out, dir+"/"+e.Name)
 			}
 		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return PlainName(path.Base(out[i])) < PlainName(path.Base(out[j])) })
+	return out
+}
+
+// also are the Also folders beneath a session.
+func (a *Agent) also() []string {
+	var out []string
+	for _, dir := range a.Files.Also {
+		out = append(out, a.Dir+"/"+dir)
+	}
+	return out
+}
+
+func dirsOf(rels []string) []string {
+	out := make([]string, len(rels))
+	for i, rel := range rels {
+		out[i] = path.Dir(rel)
 	}
 	return out
 }
@@ -60,12 +159,12 @@ func (f *Files) levels() int {
 	return 3 + f.Depth
 }
 
-// Folders are the folders beneath d that hold conversation files, below dir (the agent's Dir, as d sees it):
-// its Depth levels of folders, then Sub. Each folder on the way is passed to walked when it is given (the index
-// fingerprints them). Folders are read beneath d, no symlink followed. The one walk of an agent's files, for
-// listing, indexing and search alike.
-func (f *Files) Folders(d *layout.Dir, dir string, walked func(rel string)) []string {
-	level := []string{dir}
+// Folders are the folders beneath d that hold conversation files below base (the agent's folder, as d sees it):
+// Dir's Depth levels of folders, then Sub; then the folders of Also. Each folder on the way is passed to walked
+// when it is given (the index fingerprints them). Folders are read beneath d, no symlink followed. The one walk of
+// an agent's files, for listing, indexing and search alike.
+func (f *Files) Folders(d *layout.Dir, base string, walked func(rel string)) []string {
+	level := []string{path.Join(base, f.Dir)}
 	for range f.Depth {
 		var next []string
 		for _, dir := range level {
@@ -91,6 +190,12 @@ func (f *Files) Folders(d *layout.Dir, dir string, walked func(rel string)) []st
 			}
 		}
 	}
+	for _, dir := range f.Also {
+		level = append(level, path.Join(base, dir))
+		if walked != nil {
+			walked(path.Join(base, dir))
+		}
+	}
 	return level
 }
 
@@ -100,8 +205,11 @@ func FileOf(among []*Agent, rel string) (a *Agent, conv string, ok bool) {
 	parts := strings.Split(rel, "/")
 	for _, a := range among {
 		f := a.Files
-		if f == nil || len(parts) != f.levels() || parts[0] != a.Dir || parts[1] != f.Dir ||
-			(f.Sub != "" && parts[len(parts)-2] != f.Sub) {
+		if f == nil || len(parts) < 3 || parts[0] != a.Dir {
+			continue
+		}
+		filed := len(parts) == f.levels() && parts[1] == f.Dir && (f.Sub == "" || parts[len(parts)-2] == f.Sub)
+		if !filed && (len(parts) != 3 || !slices.Contains(f.Also, parts[1])) {
 			continue
 		}
 		m := f.Name.FindStringSubmatch(parts[len(parts)-1])

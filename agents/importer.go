@@ -119,10 +119,10 @@ func (im *Importer) Copies(conv string, same bool) bool {
 }
 
 // Import adopts agent a's existing conversations (an agent with Files) into the store: each conversation file is
-// copied, with its modification time, where the agent files it in a session (Codex's by date as they were;
-// Gemini's and Qwen's into the folder of /session/workspace), and the cwds it ran in are recorded as the
-// session's known cwds. The originals are only read, beneath From, no symlink followed. Running it again copies
-// only what is new or has grown.
+// copied, with its modification time, where the agent files it in a session (Codex's as they were: by date or
+// archived, compressed or not, a thread's rollouts together; Gemini's and Qwen's into the folder of
+// /session/workspace), and the cwds it ran in are recorded as the session's known cwds. The originals are only
+// read, beneath From, no symlink followed. Running it again copies only what is new or has grown.
 func Import(store *layout.Store, opts ImportOptions) (ImportReport, error) {
 	a := opts.Agent
 	if a == nil || a.Files == nil {
@@ -138,12 +138,14 @@ func Import(store *layout.Store, opts ImportOptions) (ImportReport, error) {
 	}
 	defer src.Close()
 	var convs []Conversation
-	var from []File
-	for _, f := range a.files(src, "") {
-		c, ok := summarise(src, f)
-		switch {
-		case !ok:
+	var from [][]File
+	for _, fs := range a.grouped(src, "") {
+		c, read := summarise(src, fs)
+		if len(read) == 0 {
 			continue
+		}
+		f := read[0]
+		switch {
 		case c.Size > 0 && c.Messages == 0 && c.Malformed > 0 && len(c.Cwds) == 0:
 			im.Report.Malformed = append(im.Report.Malformed, fmt.Sprintf("%s: no line of it is a %s conversation entry", filepath.Join(opts.From, f.Rel), a.Name))
 			continue
@@ -153,7 +155,7 @@ func Import(store *layout.Store, opts ImportOptions) (ImportReport, error) {
 		case !ofProject(src, f, c, opts.Project):
 			continue
 		}
-		convs, from = append(convs, c), append(from, f)
+		convs, from = append(convs, c), append(from, read)
 	}
 	ids := make([]string, len(convs))
 	for i, c := range convs {
@@ -197,29 +199,35 @@ func InProject(cwds []string, project string) bool {
 func target(f File) string {
 	a := f.Agent
 	if len(a.Views) == 0 {
-		return a.Dir + "/" + f.Rel // Codex: sessions/YYYY/MM/DD/<name>, as it was
+		return a.Dir + "/" + f.Rel // Codex: sessions/YYYY/MM/DD/<name> or archived_sessions/<name>, as it was
 	}
 	v := a.Views[0] // Gemini's tmp, Qwen's projects: the canonical folder's chats
 	return a.Dir + "/" + v.Dir + "/" + v.Canonical + "/" + a.Files.Sub + "/" + path.Base(f.Rel)
 }
 
-// importFile copies conversation c's file f from src into session id (made if need be), prepared for its agent.
-func (im *Importer) importFile(src *layout.Dir, f File, c Conversation, id string) error {
-	a := f.Agent
+// importFile copies conversation c's files fs (those it was read from: a thread's rollouts, each as it is, plain
+// or compressed) from src into session id (made if need be), prepared for its agent.
+func (im *Importer) importFile(src *layout.Dir, fs []File, c Conversation, id string) error {
+	a := fs[0].Agent
 	sess, err := im.Session(id, c.ID, a.Name)
 	if sess == nil || err != nil {
 		return err
 	}
 	defer sess.Close()
-	dst := target(f)
-	if !im.Copies(c.ID, sameFile(src, f.Rel, sess, dst)) {
+	same := true
+	for _, f := range fs {
+		same = same && sameFile(src, f.Rel, sess, target(f))
+	}
+	if !im.Copies(c.ID, same) {
 		return nil
 	}
 	if err := Prepare(sess, a, im.Workspaces(id)); err != nil {
 		return err
 	}
-	if err := copyFile(src, f.Rel, sess, dst); err != nil {
-		return fmt.Errorf("import %s: %w", filepath.Join(im.Opts.From, f.Rel), err)
+	for _, f := range fs {
+		if err := copyFile(src, f.Rel, sess, target(f)); err != nil {
+			return fmt.Errorf("import %s: %w", filepath.Join(im.Opts.From, f.Rel), err)
+		}
 	}
 	_, err = im.Store.Update(id, func(m *layout.Meta) error {
 		for _, cwd := range c.Cwds {

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -11,6 +12,7 @@ import (
 	"github.com/sessionfs/sessionfs/agents"
 	"github.com/sessionfs/sessionfs/agents/all"
 	"github.com/sessionfs/sessionfs/agents/codex"
+	"github.com/sessionfs/sessionfs/agents/codex/codextest"
 	"github.com/sessionfs/sessionfs/agents/gemini"
 	"github.com/sessionfs/sessionfs/agents/qwen"
 	"github.com/sessionfs/sessionfs/layout"
@@ -121,4 +123,51 @@ func TestImportNoLinks(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, rep.Imported)
 	assert.False(t, store.Exists("s"))
+}
+
+// Codex's threads in every shape are imported as they are: a reverted thread's rollouts together (one
+// conversation), an archived one in archived_sessions, a compressed one compressed.
+func TestImportCodexShapes(t *testing.T) {
+	store, err := layout.OpenStore(t.TempDir())
+	require.NoError(t, err)
+	t.Cleanup(func() { store.Close() })
+	from := t.TempDir()
+	day := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
+	reverted, archived, cold := codextest.Thread(1), codextest.Thread(2), codextest.Thread(3)
+	rels := []string{
+		codextest.Dated(day, codextest.Name(day, reverted, "")),
+		codextest.Dated(day, codextest.Name(day, reverted, codextest.Thread(9))),
+		"archived_sessions/" + codextest.Name(day, archived, ""),
+		"archived_sessions/" + codextest.Name(day, cold, "") + ".zst",
+	}
+	codextest.Write(t, from, rels[0], codextest.Rollout(reverted, "/ws", day, false, "first"))
+	codextest.Write(t, from, rels[1], codextest.Rollout(reverted, "/ws/later", day, true, "after the revert"))
+	codextest.Write(t, from, rels[2], codextest.Rollout(archived, "/ws", day, false, "archived"))
+	codextest.Write(t, from, rels[3], codextest.Compress(t, codextest.Rollout(cold, "/ws", day, false, "cold")))
+
+	opts := agents.ImportOptions{Agent: codex.Agent, From: from + "/", Into: "s"} // as typed, a slash after it
+	rep, err := agents.Import(store, opts)
+	require.NoError(t, err)
+	assert.ElementsMatch(t, []string{reverted, archived, cold}, rep.Imported, "a thread once")
+	for _, rel := range rels {
+		want, err := os.ReadFile(filepath.Join(from, rel))
+		require.NoError(t, err)
+		got, err := os.ReadFile(filepath.Join(store.Dir("s"), ".codex", rel))
+		require.NoError(t, err, rel)
+		assert.Equal(t, want, got, rel)
+	}
+	m, err := store.Get("s")
+	require.NoError(t, err)
+	assert.Contains(t, m.Cwds, "/ws/later", "the cwds of every rollout")
+	sess, err := store.OpenSession("s")
+	require.NoError(t, err)
+	defer sess.Close()
+	cs, err := codex.Agent.Conversations(sess)
+	require.NoError(t, err)
+	assert.Len(t, cs, 3)
+
+	rep, err = agents.Import(store, opts)
+	require.NoError(t, err)
+	assert.Empty(t, rep.Imported)
+	assert.Len(t, rep.Unchanged, 3)
 }

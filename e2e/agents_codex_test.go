@@ -1,8 +1,17 @@
 package e2e
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -60,4 +69,134 @@ func TestCodexResumesFromAnyCwd(t *testing.T) {
 	assert.Equal(t, "s1", session)
 	assert.Equal(t, "codex", agent)
 	assert.Equal(t, "hello from the workspace", shownConversations(t, store)["codex/"+id])
+}
+
+// TestCodexThreadsInEveryShape: Codex 0.171.0 keeps a thread in shapes beyond one rollout, each made here by the
+// real CLI offline: a thread its app-server reverts (thread/revert, as an IDE asks) goes on in a second rollout,
+// rollout-<time>-<thread>_<rollout>.jsonl, which exec resume writes on; codex archive moves a thread to
+// archived_sessions/, flat; with its local_thread_store_compression feature (off by default) a rollout untouched
+// for 7 days becomes <name>.jsonl.zst. Each is one conversation, read whole by show, find, log, search and the
+// text view.
+func TestCodexThreadsInEveryShape(t *testing.T) {
+	codex := agentCLI(t, "codex")
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	m := mount(t, store)
+	api := openaiStub(t)
+	provider := []string{"-c", `model_provider="stub"`, "-c", `model_providers.stub={name="stub",base_url="` + api.URL +
+		`",wire_api="responses",env_key="OPENAI_API_KEY",supports_websockets=false}`}
+	env := agentEnv(t, "OPENAI_API_KEY=sk-test")
+	ws := filepath.Join(m.session("s1"), "workspace")
+	sessionID := regexp.MustCompile(`session id: ([0-9a-f-]{36})`)
+	run := func(args ...string) string {
+		t.Helper()
+		out, err := agentOutside(t, store, "codex", ws, env, append(append([]string{codex, "exec", "--skip-git-repo-check"}, provider...), args...)...)
+		require.NoError(t, err, out)
+		return out
+	}
+	home := filepath.Join(store, "sessions", "s1", ".codex")
+
+	cold := sessionID.FindStringSubmatch(run("the aardvark, compressed later"))[1]
+	reverted := codexRevert(t, store, codex, ws, env, provider, "the badger", "reverted away")
+	run("resume", reverted, "the capybara after the revert")
+	archived := sessionID.FindStringSubmatch(run("the dugong, archived"))[1]
+	out, err := agentOutside(t, store, "codex", ws, env, codex, "archive", archived)
+	require.NoError(t, err, out)
+	coldFile := glob(t, filepath.Join(home, "sessions", "*", "*", "*", "rollout-*-"+cold+".jsonl"))
+	require.Len(t, coldFile, 1)
+	old := time.Now().Add(-10 * 24 * time.Hour)
+	require.NoError(t, os.Chtimes(coldFile[0], old, old))
+	last := sessionID.FindStringSubmatch(run("--enable", "local_thread_store_compression", "the echidna"))[1]
+
+	eventually(t, 10*time.Second, func() bool { return len(glob(t, coldFile[0]+".zst")) == 1 }, "compressed: %s", coldFile[0])
+	require.NoFileExists(t, coldFile[0])
+	assert.Len(t, glob(t, filepath.Join(home, "sessions", "*", "*", "*", "rollout-*-"+reverted+"_*.jsonl")), 1, "the revert's rollout")
+	assert.Len(t, glob(t, filepath.Join(home, "sessions", "*", "*", "*", "rollout-*-"+reverted+".jsonl")), 1, "beside the first")
+	assert.Len(t, glob(t, filepath.Join(home, "archived_sessions", "rollout-*-"+archived+".jsonl")), 1, "archived, flat")
+
+	assert.Equal(t, map[string]string{"codex/" + cold: "the aardvark, compressed later", "codex/" + reverted: "the badger",
+		"codex/" + archived: "the dugong, archived", "codex/" + last: "the echidna"}, shownConversations(t, store))
+	for _, id := range []string{cold, reverted, archived} {
+		session, agent := findAgent(t, store, id)
+		assert.Equal(t, "s1/codex", session+"/"+agent, id)
+	}
+	said := ok(t, store, "log", "s1", reverted)
+	var at []int
+	for _, s := range []string{"the badger", "reverted away", "Thread reverted", "the capybara after the revert"} {
+		at = append(at, strings.Index(said, s))
+	}
+	assert.True(t, at[0] >= 0 && sort.IntsAreSorted(at), "the thread's rollouts in order: %v\n%s", at, said)
+	for word, id := range map[string]string{"aardvark": cold, "capybara": reverted, "badger": reverted, "dugong": archived} {
+		hits := searchJSON(t, store, word)
+		require.Len(t, hits, 1, word)
+		assert.Equal(t, id, hits[0].Conversation, word)
+		md, err := os.ReadFile(filepath.Join(m.mnt, "conversations", "s1", "codex", id+".md"))
+		require.NoError(t, err)
+		assert.Contains(t, string(md), word, "the text view")
+	}
+}
+
+// codexRevert drives the real Codex app-server (stdio JSON-RPC, as an IDE does) in session s1: a thread of a turn
+// each prompt, reverted to before its second; it returns the thread's id.
+func codexRevert(t *testing.T, store, codex, dir string, env, provider []string, prompts ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, codex, append([]string{"app-server"}, provider...)...)
+	cmd.Dir, cmd.Env = dir, outsideEnv(t, store, "codex", env)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	in, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	dec := json.NewDecoder(out)
+	type message struct {
+		ID     *int            `json:"id"`
+		Method string          `json:"method"`
+		Result json.RawMessage `json:"result"`
+		Error  json.RawMessage `json:"error"`
+	}
+	n := 0
+	send := func(method string, params any) {
+		b, err := json.Marshal(map[string]any{"id": n, "method": method, "params": params})
+		require.NoError(t, err)
+		_, err = in.Write(append(b, '\n'))
+		require.NoError(t, err)
+	}
+	until := func(done func(m message) bool) message {
+		for {
+			var m message
+			require.NoError(t, dec.Decode(&m), "app-server: %s", stderr.String())
+			require.False(t, m.ID != nil && m.Method != "", "the app-server asked %s", m.Method)
+			if done(m) {
+				return m
+			}
+		}
+	}
+	call := func(method string, params any, result any) {
+		n++
+		send(method, params)
+		m := until(func(m message) bool { return m.ID != nil && *m.ID == n })
+		require.Empty(t, m.Error, "%s: %s", method, m.Error)
+		require.NoError(t, json.Unmarshal(m.Result, result))
+	}
+	var init, reverted any
+	call("initialize", map[string]any{"clientInfo": map[string]string{"name": "e2e", "version": "1"}}, &init)
+	_, err = in.Write([]byte(`{"method":"initialized"}` + "\n"))
+	require.NoError(t, err)
+	var thread struct{ Thread struct{ ID string } }
+	call("thread/start", map[string]any{"cwd": dir}, &thread)
+	var turns []string
+	for _, p := range prompts {
+		var turn struct{ Turn struct{ ID string } }
+		call("turn/start", map[string]any{"threadId": thread.Thread.ID, "input": []any{map[string]string{"type": "text", "text": p}}}, &turn)
+		until(func(m message) bool { return m.Method == "turn/completed" })
+		turns = append(turns, turn.Turn.ID)
+	}
+	call("thread/revert", map[string]any{"threadId": thread.Thread.ID, "beforeTurnId": turns[1]}, &reverted)
+	require.NoError(t, in.Close())
+	require.NoError(t, cmd.Wait(), stderr.String())
+	return thread.Thread.ID
 }

@@ -67,6 +67,17 @@ func agentExec(t *testing.T, store, agent string, env []string, workdir string, 
 // as a user who evals them would.
 func agentOutside(t *testing.T, store, agent, dir string, env []string, argv ...string) (string, error) {
 	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Dir, cmd.Env = dir, outsideEnv(t, store, agent, env)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// outsideEnv is env with the variables "sessionfs env --agent" prints for session s1.
+func outsideEnv(t *testing.T, store, agent string, env []string) []string {
+	t.Helper()
 	r := cli(t, store, "env", "s1", "--agent", agent)
 	require.Equal(t, 0, r.code, r.stderr)
 	env = append([]string{}, env...)
@@ -75,12 +86,7 @@ func agentOutside(t *testing.T, store, agent, dir string, env []string, argv ...
 		k, v, _ := strings.Cut(kv, "=")
 		env = append(env, k+"="+strings.Trim(v, "'"))
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Dir, cmd.Env = dir, env
-	out, err := cmd.CombinedOutput()
-	return string(out), err
+	return env
 }
 
 // withPath puts the folder of the CLI bin first in env's PATH ("sessionfs resume" runs the agent from PATH).

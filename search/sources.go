@@ -38,6 +38,9 @@ type source struct {
 	// this one's is (a hard link, or a second name of it): its text is indexed there, not again here.
 	dev   uint64
 	dupOf string
+	// more is the size of its other files when it has several (Codex's rollouts of a thread, agents.Files.Parts),
+	// read with rel's; their stats are in sig.
+	more int64
 }
 
 // subFile is a subagent's transcript: its id, its file beneath the session, its stat.
@@ -157,12 +160,12 @@ func claudeSources(sess *layout.Dir) []source {
 	var out []source
 	for _, folder := range folders {
 		dirs := map[string]bool{} // the sidecar folders: only a conversation with one can have subagents
-		each(sess, folder, func(e os.DirEntry) bool {
+		each(sess, folder, keeping(func(e os.DirEntry) bool {
 			if e.IsDir() {
 				dirs[e.Name()] = true
 			}
 			return strings.HasSuffix(e.Name(), ".jsonl") && e.Type().IsRegular() && !seen[strings.TrimSuffix(e.Name(), ".jsonl")]
-		}, func(name string, st *unix.Stat_t) {
+		}), func(name string, st *unix.Stat_t) {
 			id := strings.TrimSuffix(name, ".jsonl")
 			seen[id] = true
 			rel := folder + "/" + name
@@ -178,9 +181,10 @@ func claudeSources(sess *layout.Dir) []source {
 	return out
 }
 
-// each lists folder rel beneath sess and calls fn with the lstat of each entry keep takes that is a regular
-// file: one open of the folder, one fstatat a name (a name from the listing is one component, never followed).
-func each(sess *layout.Dir, rel string, keep func(os.DirEntry) bool, fn func(name string, st *unix.Stat_t)) {
+// each lists folder rel beneath sess and calls fn with the lstat of each name pick takes of its entries (in name
+// order) that is a regular file: one open of the folder, one fstatat a name (a name from the listing is one
+// component, never followed).
+func each(sess *layout.Dir, rel string, pick func([]os.DirEntry) []string, fn func(name string, st *unix.Stat_t)) {
 	fd, err := sess.OpenAt(rel, unix.O_RDONLY|unix.O_DIRECTORY, 0)
 	if err != nil {
 		return
@@ -189,14 +193,24 @@ func each(sess *layout.Dir, rel string, keep func(os.DirEntry) bool, fn func(nam
 	defer f.Close()
 	ents, _ := f.ReadDir(-1)
 	sort.Slice(ents, func(i, j int) bool { return ents[i].Name() < ents[j].Name() }) // which name of a file is read
-	for _, e := range ents {
-		if !keep(e) {
-			continue
-		}
+	for _, name := range pick(ents) {
 		var st unix.Stat_t
-		if unix.Fstatat(fd, e.Name(), &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG {
-			fn(e.Name(), &st)
+		if unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG {
+			fn(name, &st)
 		}
+	}
+}
+
+// keeping picks the entries keep takes, one by one.
+func keeping(keep func(os.DirEntry) bool) func([]os.DirEntry) []string {
+	return func(ents []os.DirEntry) []string {
+		var out []string
+		for _, e := range ents {
+			if keep(e) {
+				out = append(out, e.Name())
+			}
+		}
+		return out
 	}
 }
 
@@ -232,21 +246,60 @@ func subagents(sess *layout.Dir, s *source) (string, []subFile) {
 	return fmt.Sprintf("%d:%x", len(subs), h.Sum64()), subs
 }
 
-// fileSources lists the conversation files of an agent that keeps one JSONL file each (agents.Files): Dir, its
-// Depth folders, Sub, a name Name matches. Folders are read beneath the session, no symlink followed.
+// fileSources lists the conversations of an agent that keeps them in files (agents.Files): Dir, its Depth
+// folders, Sub and Also's, a name Name matches (agents.Files.Listed). One of several files (Parts) is one source,
+// its first file's, the others' stats in its sig; it is read whole when one changes, as a compressed file is.
+// Folders are read beneath the session, no symlink followed.
 func fileSources(sess *layout.Dir, a *agents.Agent) []source {
 	f := a.Files
-	var out []source
-	for _, dir := range f.Folders(sess, path.Join(a.Dir, f.Dir), nil) {
-		each(sess, dir, func(e os.DirEntry) bool {
-			return e.Type().IsRegular() && f.Name.MatchString(e.Name())
+	var out [][]source
+	at := map[string]int{} // Parts: an id's files in out
+	for _, dir := range f.Folders(sess, a.Dir, nil) {
+		ids := map[string]string{}
+		each(sess, dir, func(ents []os.DirEntry) []string {
+			var names []string
+			for _, e := range f.Listed(ents) {
+				ids[e.Name], names = e.ID, append(names, e.Name)
+			}
+			return names
 		}, func(name string, st *unix.Stat_t) {
-			rel := dir + "/" + name
-			out = append(out, source{agent: a, src: rel, rel: rel, st: statOf(st), dev: st.Dev, appendOnly: appendOnly[a.Name],
-				conv: agents.Conversation{Agent: a.Name, ID: f.Name.FindStringSubmatch(name)[1], Path: filepath.Join(sess.Name(), rel)}})
+			rel, id := dir+"/"+name, ids[name]
+			s := source{agent: a, src: rel, rel: rel, st: statOf(st), dev: st.Dev,
+				appendOnly: appendOnly[a.Name] && !strings.HasSuffix(name, agents.Compressed),
+				conv:       agents.Conversation{Agent: a.Name, ID: id, Path: filepath.Join(sess.Name(), rel)}}
+			if i, ok := at[id]; ok && f.Parts {
+				out[i] = append(out[i], s)
+				return
+			}
+			at[id] = len(out)
+			out = append(out, []source{s})
 		})
 	}
-	return out
+	sources := make([]source, len(out))
+	for i, ss := range out {
+		sources[i] = parts(ss)
+	}
+	return sources
+}
+
+// parts is the source of a conversation of files ss: the first by name, the others' stats its sig.
+func parts(ss []source) source {
+	if len(ss) == 1 {
+		return ss[0]
+	}
+	sort.SliceStable(ss, func(i, j int) bool {
+		return agents.PlainName(path.Base(ss[i].rel)) < agents.PlainName(path.Base(ss[j].rel))
+	})
+	s := ss[0]
+	s.appendOnly = false
+	h := fnv.New64a()
+	for _, p := range ss[1:] {
+		fmt.Fprintf(h, "%s\x00%d\x00%d\x00%d\x00", p.rel, p.st.size, p.st.ctime, p.st.ino)
+		s.more += p.st.size
+		s.conv.Parts = append(s.conv.Parts, p.conv.Path)
+	}
+	s.sig = fmt.Sprintf("parts:%d:%x", len(ss)-1, h.Sum64())
+	return s
 }
 
 // record adds the record of a database of conversations (opencode's): its stat and its WAL's.

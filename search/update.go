@@ -441,8 +441,8 @@ func index(tx *sql.Tx, sess *layout.Dir, session string, s *source, old *row) er
 		if st, err = fileStat(f); err != nil {
 			return readError{err}
 		}
-		if st.size > MaxFile {
-			return readError{fmt.Errorf("%s/%s: %d bytes, more than the %d a conversation file may have to be indexed", session, s.rel, st.size, int64(MaxFile))}
+		if st.size+s.more > MaxFile {
+			return readError{fmt.Errorf("%s/%s: %d bytes, more than the %d a conversation file may have to be indexed", session, s.rel, st.size+s.more, int64(MaxFile))}
 		}
 		cur := *s
 		cur.st = st
@@ -487,7 +487,7 @@ func index(tx *sql.Tx, sess *layout.Dir, session string, s *source, old *row) er
 	read, cut := int64(0), ""
 	if !s.record {
 		if s.rel != "" && s.dupOf == "" {
-			read = st.size
+			read = st.size + s.more // a compressed file's size: reading it is bounded by it (agents.MaxInflate)
 		}
 		if read > allowRead {
 			read, cut = 0, readCut(true)

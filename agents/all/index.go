@@ -75,21 +75,18 @@ func claudeIndex(sess *layout.Dir, out *layout.ConversationIndex) map[string]boo
 	return ids
 }
 
-// filesIndex is an agent's conversation files: Dir/<Depth folders>/Sub/<name>, each folder on the way a name
-// to fingerprint.
+// filesIndex is an agent's conversation files: Dir/<Depth folders>/Sub/<name> and Also/<name>, each folder on
+// the way a name to fingerprint.
 func filesIndex(sess *layout.Dir, a *agents.Agent, out *layout.ConversationIndex) map[string]bool {
 	if _, err := sess.Lstat(a.Dir); err != nil {
 		return nil // made later: the session folder's own change says so
 	}
-	base := path.Join(a.Dir, a.Files.Dir)
-	out.Rels = append(out.Rels, a.Dir, base)
+	out.Rels = append(out.Rels, a.Dir, path.Join(a.Dir, a.Files.Dir))
 	ids := map[string]bool{}
-	for _, dir := range a.Files.Folders(sess, base, func(rel string) { out.Rels = append(out.Rels, rel) }) {
+	for _, dir := range a.Files.Folders(sess, a.Dir, func(rel string) { out.Rels = append(out.Rels, rel) }) {
 		ents, _ := sess.ReadDir(dir)
-		for _, e := range ents {
-			if m := a.Files.Name.FindStringSubmatch(e.Name()); m != nil && e.Type().IsRegular() {
-				ids[m[1]] = true
-			}
+		for _, e := range a.Files.Listed(ents) {
+			ids[e.ID] = true
 		}
 	}
 	return ids

@@ -39,8 +39,9 @@ func (e *item) isMessage() bool {
 	return e.Type == "response_item" && e.Payload.Type == "message" && (e.Payload.Role == "user" || e.Payload.Role == "assistant")
 }
 
+// read adds a rollout's lines to c: a thread's rollouts are read one after the other into one conversation.
 func read(c *agents.Conversation, r io.Reader) {
-	c.Malformed, _ = agents.ScanJSON(r, func(e *item) {
+	malformed, _ := agents.ScanJSON(r, func(e *item) {
 		c.At(e.Timestamp)
 		switch {
 		case e.Type == "session_meta" || e.Type == "turn_context":
@@ -56,6 +57,7 @@ func read(c *agents.Conversation, r io.Reader) {
 			}
 		}
 	})
+	c.Malformed += malformed
 }
 
 // line reads a rollout line for watch: messages, function_call and function_call_output items.

@@ -21,14 +21,17 @@ type codexLine struct {
 		Output    json.RawMessage `json:"output"` // a string, or {"content": ...}
 		Message   string          `json:"message"`
 		Action    json.RawMessage `json:"action"` // local_shell_call
-		Content   []struct {
+		// in the session_meta of a reverted thread's later rollout: the prefix of the thread it goes on from
+		HistoryBase json.RawMessage `json:"history_base"`
+		Content     []struct {
 			Text string `json:"text"`
 		} `json:"content"`
 	} `json:"payload"`
 }
 
 // codexLines reads a rollout: the response items (messages, calls, their outputs), compactions; the cwd from
-// session_meta and turn_context lines.
+// session_meta and turn_context lines; a revert (a session_meta naming the history it goes on from: a reverted
+// thread's later rollout, read after those before it).
 func codexLines() func([]byte, int64, func(Entry) error) error {
 	cwd := ""
 	tools := map[string]string{} // call_id -> tool
@@ -43,6 +46,10 @@ func codexLines() func([]byte, int64, func(Entry) error) error {
 		case "session_meta", "turn_context":
 			if p.Cwd != "" {
 				cwd = OneLine(p.Cwd, MaxCwd)
+			}
+			if l.Type == "session_meta" && len(p.HistoryBase) > 0 && string(p.HistoryBase) != "null" {
+				e.Kind, e.Cwd, e.Text = Note, cwd, "Thread reverted: what follows goes on from an earlier point of it"
+				return fn(e)
 			}
 			return nil
 		case "compacted":

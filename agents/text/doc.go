@@ -11,7 +11,8 @@
 //		Text     string    // safe for a terminal and bounded (MaxText; a call or a result: one line)
 //		Tool     string    // for calls and results
 //		Subagent string    // the subagent's id inside one (one line, safe); "" for the main conversation
-//		Offset   int64     // where the entry's line starts in its file (bytes; opencode: the message's row order)
+//		Offset   int64     // where the entry's line starts in its file (bytes; a Codex thread's rollouts: from the
+//		                   // first's start, one after the other; opencode: the message's row order)
 //	}
 //	func Entries(sess *layout.Dir, a *agents.Agent, c agents.Conversation, fn func(Entry) error) error
 //	func Render(w io.Writer, sess *layout.Dir, a *agents.Agent, c agents.Conversation) error

@@ -55,8 +55,9 @@ type Entry struct {
 	Text     string `json:"text"`
 	Tool     string `json:"tool,omitempty"`     // for calls and results
 	Subagent string `json:"subagent,omitempty"` // the subagent's id inside one (one line, safe); "" for the main conversation
-	// Offset is where the entry's line starts in its file (a subagent's in the subagent's file), in bytes; for
-	// opencode, whose messages are rows, the message's place in the conversation.
+	// Offset is where the entry's line starts in its file (a subagent's in the subagent's file), in bytes; in a
+	// Codex thread of several rollouts, past the rollouts before its own; for opencode, whose messages are rows,
+	// the message's place in the conversation.
 	Offset int64 `json:"offset"`
 }
 
@@ -87,9 +88,10 @@ func Entries(sess *layout.Dir, a *agents.Agent, c agents.Conversation, fn func(E
 // position is how far a reader has read a conversation: the byte offset of the next line of its main file, and of
 // each subagent's; done counts entries for a reader that cannot resume at an offset (it reads again and skips).
 type position struct {
-	main int64
-	subs map[string]int64
-	done int
+	main  int64
+	subs  map[string]int64
+	parts map[string]int64 // of a conversation of several files, by the name each stands for (lines.go)
+	done  int
 }
 
 // reader reads one agent's conversations from a position, returning the position after the last complete line.
@@ -107,9 +109,9 @@ func readerOf(a *agents.Agent) (reader, error) {
 	case "claude":
 		return claudeReader{}, nil
 	case "codex":
-		return lineReader{codexLines}, nil
+		return lineReader{a, codexLines}, nil
 	case "qwen":
-		return lineReader{qwenLines}, nil
+		return lineReader{a, qwenLines}, nil
 	case "gemini":
 		return geminiReader{}, nil
 	case "opencode":

@@ -10,8 +10,9 @@ import (
 
 // Files are the files beneath the session (paths relative to sess) that a reading of conversation c of agent a
 // reads: the conversation's own file first, then, for Claude, each subagent's transcript the reader would open;
-// for opencode, the database and its log. A rendering shows what each of them holds, so whoever serves it to
-// others (the mount's text view) grants it no more than every one of them grants (mount/nodes/textperm.go).
+// for Codex, its thread's other rollouts; for opencode, the database and its log. A rendering shows what each of
+// them holds, so whoever serves it to others (the mount's text view) grants it no more than every one of them
+// grants (mount/nodes/textperm.go).
 func Files(sess *layout.Dir, a *agents.Agent, c agents.Conversation) ([]string, error) {
 	r, err := readerOf(a)
 	if err != nil {
@@ -24,10 +25,14 @@ func Files(sess *layout.Dir, a *agents.Agent, c agents.Conversation) ([]string, 
 	return r.files(sess, rel, c), nil
 }
 
-// oneFile is the files of an agent whose conversation is one file (Codex, Qwen, Gemini).
+// oneFile is the files of an agent whose conversation is one file (Qwen, Gemini).
 func oneFile(rel string) []string { return []string{rel} }
 
-func (lineReader) files(_ *layout.Dir, rel string, _ agents.Conversation) []string {
+// files of a conversation of lines: its file, or (Codex) the files of its thread.
+func (r lineReader) files(sess *layout.Dir, rel string, c agents.Conversation) []string {
+	if fs := r.agent.PartsOf(sess, c); len(fs) > 0 {
+		return fs
+	}
 	return oneFile(rel)
 }
 func (geminiReader) files(_ *layout.Dir, rel string, _ agents.Conversation) []string {
