@@ -77,16 +77,7 @@ func startHelper(cfg helperConfig, keep ...int) (*rpc.Client, int, error) {
 
 // RunHelper is the privileged helper of a confined mount, when argv[1] is selfexec.Helper: it binds, unmounts and aborts
 // for the daemon until the daemon is gone, and exits; otherwise it returns at once.
-func RunHelper() {
-	if !selfexec.Is(os.Args, selfexec.Helper) {
-		return
-	}
-	if err := serveDaemon(); err != nil {
-		fmt.Fprintf(os.Stderr, "sessionfs: privileged helper: %v\n", err)
-		os.Exit(1)
-	}
-	os.Exit(0)
-}
+func RunHelper() { selfexec.Run(selfexec.Helper, "privileged helper", serveDaemon) }
 
 // serveDaemon serves the daemon's calls (helperService) on the socket it was started with, until the daemon is
 // gone.

@@ -21,14 +21,7 @@ import (
 // RunTakeover is a daemon taking a mount's connection over, when argv[1] is selfexec.Takeover: it serves until the
 // mount ends, and exits; otherwise it returns at once.
 func RunTakeover() {
-	if !selfexec.Is(os.Args, selfexec.Takeover) {
-		return
-	}
-	if err := serveTakenOver(); err != nil {
-		fmt.Fprintf(os.Stderr, "sessionfs: the daemon taking the mount over: %v\n", err)
-		os.Exit(1)
-	}
-	os.Exit(0)
+	selfexec.Run(selfexec.Takeover, "the daemon taking the mount over", serveTakenOver)
 }
 
 func serveTakenOver() error {

@@ -4,6 +4,7 @@
 package selfexec
 
 import (
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -98,4 +99,17 @@ func ReceivedFDs(oob []byte) []int {
 		}
 	}
 	return fds
+}
+
+// Run runs role when argv[1] names it: serve, then exit, 1 with serve's error said as what's; otherwise it returns
+// at once. main calls it for each role first.
+func Run(role, what string, serve func() error) {
+	if !Is(os.Args, role) {
+		return
+	}
+	if err := serve(); err != nil {
+		fmt.Fprintf(os.Stderr, "sessionfs: %s: %v\n", what, err)
+		os.Exit(1)
+	}
+	os.Exit(0)
 }
