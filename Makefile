@@ -20,17 +20,23 @@ CODEX_VERSION  ?= 0.171.0
 GEMINI_VERSION ?= 0.61.0
 QWEN_VERSION   ?= 0.24.4
 OPENCODE_VERSION ?= 1.18.33
+PI_VERSION     ?= 1.6.0
+# pi 1.6.0 needs Node 22.19 or later (it imports node:module's enableCompileCache; Debian 12's Node 20 fails at
+# once): npm's build of Node is installed beside it, and its node_modules/.bin, first on PATH, runs pi with it.
+PI_NODE_VERSION ?= 22.23.5
+PI_NODE_ARCH    := $(if $(filter aarch64 arm64,$(shell uname -m)),arm64,x64)
 CODEX_BIN      := $(CURDIR)/e2e/.cache/codex-$(CODEX_VERSION)/node_modules/.bin/codex
 GEMINI_BIN     := $(CURDIR)/e2e/.cache/gemini-$(GEMINI_VERSION)/node_modules/.bin/gemini
 QWEN_BIN       := $(CURDIR)/e2e/.cache/qwen-$(QWEN_VERSION)/node_modules/.bin/qwen
 OPENCODE_BIN   := $(CURDIR)/e2e/.cache/opencode-$(OPENCODE_VERSION)/node_modules/.bin/opencode
+PI_BIN         := $(CURDIR)/e2e/.cache/pi-$(PI_VERSION)/node_modules/.bin/pi
 # An execution count, not a duration: a duration races Go's fuzz coordinator at its deadline (golang/go#75804)
 # and fails a run that found nothing.
 FUZZTIME  ?= 200000x
 # Each import makes a store on disk: fewer runs in the same time.
 FUZZTIME_IMPORT ?= 5000x
 
-.PHONY: build run test unit e2e fuzz bench fmt vet claude agents agents-check clean docs install uninstall install-test
+.PHONY: build run test unit e2e fuzz bench fmt vet claude agents agents-check agents-drift clean docs install uninstall install-test
 
 build:
 	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/sessionfs
@@ -98,7 +104,7 @@ unit:
 e2e: build claude agents
 	@mkdir -p e2e/.cache; rm -f e2e/.cache/skips.txt
 	SESSIONFS_BIN=$(CURDIR)/$(BIN) SESSIONFS_CLAUDE=$(CLAUDE_BIN) SESSIONFS_CLAUDE_NEW=$(CLAUDE_NEW_BIN) SESSIONFS_SKIPS=$(CURDIR)/e2e/.cache/skips.txt \
-		SESSIONFS_CODEX=$(CODEX_BIN) SESSIONFS_GEMINI=$(GEMINI_BIN) SESSIONFS_QWEN=$(QWEN_BIN) SESSIONFS_OPENCODE=$(OPENCODE_BIN) \
+		SESSIONFS_CODEX=$(CODEX_BIN) SESSIONFS_GEMINI=$(GEMINI_BIN) SESSIONFS_QWEN=$(QWEN_BIN) SESSIONFS_OPENCODE=$(OPENCODE_BIN) SESSIONFS_PI=$(PI_BIN) \
 		$(GO) test -race -count=1 -timeout 50m ./e2e/...; status=$$?; \
 		if [ -s e2e/.cache/skips.txt ]; then echo "skipped e2e tests:"; cat e2e/.cache/skips.txt; fi; exit $$status
 
@@ -119,13 +125,22 @@ $(CURDIR)/e2e/.cache/claude-%/node_modules/.bin/claude:
 	mkdir -p $(CURDIR)/e2e/.cache/claude-$*
 	npm install --prefix $(CURDIR)/e2e/.cache/claude-$* --no-audit --no-fund @anthropic-ai/claude-code@$*
 
-agents: $(CODEX_BIN) $(GEMINI_BIN) $(QWEN_BIN) $(OPENCODE_BIN)
+agents: $(CODEX_BIN) $(GEMINI_BIN) $(QWEN_BIN) $(OPENCODE_BIN) $(PI_BIN)
+
+# The newest agent CLIs the registry serves, driven offline through the e2e tests that read their files (text view,
+# search, log, export, import, resume from another folder): fails when our readers miss what a newer CLI writes.
+# make test runs the same tests on the pins above.
+agents-drift: build claude agents
+	SESSIONFS_CLAUDE=$(CLAUDE_BIN) SESSIONFS_CLAUDE_NEW=$(CLAUDE_NEW_BIN) SESSIONFS_CODEX=$(CODEX_BIN) SESSIONFS_GEMINI=$(GEMINI_BIN) \
+		SESSIONFS_QWEN=$(QWEN_BIN) SESSIONFS_OPENCODE=$(OPENCODE_BIN) SESSIONFS_PI=$(PI_BIN) scripts/agents-drift $(CURDIR)/$(BIN) \
+		claude=@anthropic-ai/claude-code codex=@openai/codex gemini=@google/gemini-cli qwen=@qwen-code/qwen-code \
+		opencode=opencode-ai pi=@earendil-works/pi-coding-agent,node-linux-$(PI_NODE_ARCH)@$(PI_NODE_VERSION)
 
 # Which of the pins above the registry has moved past (asks npm; no test depends on it).
 agents-check:
 	@scripts/agents-check claude=@anthropic-ai/claude-code@$(CLAUDE_NEW_VERSION) codex=@openai/codex@$(CODEX_VERSION) \
 		gemini=@google/gemini-cli@$(GEMINI_VERSION) qwen=@qwen-code/qwen-code@$(QWEN_VERSION) \
-		opencode=opencode-ai@$(OPENCODE_VERSION)
+		opencode=opencode-ai@$(OPENCODE_VERSION) pi=@earendil-works/pi-coding-agent@$(PI_VERSION)
 
 $(CODEX_BIN):
 	mkdir -p $(CURDIR)/e2e/.cache/codex-$(CODEX_VERSION)
@@ -136,6 +151,10 @@ $(GEMINI_BIN):
 $(QWEN_BIN):
 	mkdir -p $(CURDIR)/e2e/.cache/qwen-$(QWEN_VERSION)
 	npm install --prefix $(CURDIR)/e2e/.cache/qwen-$(QWEN_VERSION) --no-audit --no-fund @qwen-code/qwen-code@$(QWEN_VERSION)
+$(PI_BIN):
+	mkdir -p $(CURDIR)/e2e/.cache/pi-$(PI_VERSION)
+	npm install --prefix $(CURDIR)/e2e/.cache/pi-$(PI_VERSION) --no-audit --no-fund @earendil-works/pi-coding-agent@$(PI_VERSION) \
+		node-linux-$(PI_NODE_ARCH)@$(PI_NODE_VERSION)
 # opencode is one compiled binary (npm's opencode-ai installs the one of this platform as bin/opencode.exe).
 $(OPENCODE_BIN):
 	mkdir -p $(CURDIR)/e2e/.cache/opencode-$(OPENCODE_VERSION)
@@ -158,7 +177,7 @@ bench: build
 	$(GO) run ./cmd/sessionfs-bench -sessionfs $(BIN) $(BENCH_FLAGS)
 
 # Images (contrib/docker): make agent-image builds sessionfs-agent:latest, the Claude CLI (CLAUDE_NEW_VERSION)
-# and the AGENTS named (AGENTS="codex gemini qwen opencode", at the pins above); make csi-image builds
+# and the AGENTS named (AGENTS="codex gemini qwen opencode pi", at the pins above); make csi-image builds
 # sessionfs-csi:latest, the plugin contrib/kubernetes names. No registry is needed: the base is imported from this
 # machine's node and npm (or fusermount3) and busybox, unless AGENT_BASE or CSI_BASE names one (node:22-slim,
 # debian:bookworm-slim). npm must be reachable from a build container. Unchanged inputs: the image is kept.
@@ -172,7 +191,7 @@ agent-image:
 	@base="$(AGENT_BASE)"; [ -n "$$base" ] || base=$$($(GO) run ./cmd/sessionfs-imagebase agent) || exit 1; \
 	scripts/image-build $(AGENT_IMAGE) "$$base" contrib/docker/agent/Dockerfile contrib/docker/agent \
 		CLAUDE_VERSION=$(CLAUDE_NEW_VERSION) CODEX_VERSION=$(CODEX_VERSION) GEMINI_VERSION=$(GEMINI_VERSION) \
-		QWEN_VERSION=$(QWEN_VERSION) OPENCODE_VERSION=$(OPENCODE_VERSION) "AGENTS=$(AGENTS)"
+		QWEN_VERSION=$(QWEN_VERSION) OPENCODE_VERSION=$(OPENCODE_VERSION) PI_VERSION=$(PI_VERSION) "AGENTS=$(AGENTS)"
 
 # The context is a folder holding only the binary.
 csi-image: build

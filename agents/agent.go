@@ -23,6 +23,13 @@ type Agent struct {
 	// In names, for Var or a variable of Also, the path below Dir it is set to instead of Dir itself: opencode's
 	// XDG_DATA_HOME is .opencode/data, its XDG_CONFIG_HOME .opencode/config.
 	In map[string]string
+	// Clear are variables that would move part of the agent's state out of the session and that the agent ignores
+	// when empty: set empty, so a value in the caller's environment does not take that part out of the session
+	// (pi's PI_CODING_AGENT_SESSION_DIR, which would file every cwd's sessions flat in one folder).
+	Clear []string
+	// HomeDir is where the agent keeps its state below the user's home when Var is not set ("" is Dir): pi's
+	// ~/.pi/agent, which PI_CODING_AGENT_DIR replaces as a whole and a session keeps as .pi.
+	HomeDir string
 	// Always: the agent's folder is made with every session and seeded by its own package (Claude's); the
 	// others' are made on demand (Prepare).
 	Always bool
@@ -109,17 +116,22 @@ func (a *Agent) Env(root string) []string {
 	for _, v := range a.Also {
 		env = append(env, v+"="+filepath.Join(dir, a.In[v]))
 	}
+	for _, v := range a.Clear {
+		env = append(env, v+"=")
+	}
 	return env
 }
 
 // Resume is the command line that resumes the agent's conversation id in the cwd (interactive, unless the
-// arguments that follow ask otherwise): "codex resume ID", "gemini --resume ID", "qwen --resume ID".
+// arguments that follow ask otherwise): "codex resume ID", "gemini --resume ID", "qwen --resume ID",
+// "pi --session ID".
 func (a *Agent) Resume(id string) []string { return []string{a.Name, a.ResumeArg, id} }
 
 // Path is the agent's folder below a session root.
 func (a *Agent) Path(root string) string { return filepath.Join(root, a.Dir) }
 
-// Home is where the agent keeps its state for this user: its variable's folder when set, else ~/<Dir>.
+// Home is where the agent keeps its state for this user: its variable's folder when set, else ~/<HomeDir>
+// (~/<Dir> when it has none).
 func (a *Agent) Home() (string, error) {
 	if v := os.Getenv(a.Var); v != "" {
 		if a.VarIsParent {
@@ -130,6 +142,9 @@ func (a *Agent) Home() (string, error) {
 	home, err := os.UserHomeDir()
 	if err != nil {
 		return "", err
+	}
+	if a.HomeDir != "" {
+		return filepath.Join(home, a.HomeDir), nil
 	}
 	return filepath.Join(home, a.Dir), nil
 }

@@ -120,7 +120,7 @@ func (im *Importer) Copies(conv string, same bool) bool {
 
 // Import adopts agent a's existing conversations (an agent with Files) into the store: each conversation file is
 // copied, with its modification time, where the agent files it in a session (Codex's as they were: by date or
-// archived, compressed or not, a thread's rollouts together; Gemini's and Qwen's into the folder of
+// archived, compressed or not, a thread's rollouts together; Gemini's, Qwen's and pi's into the folder of
 // /session/workspace), and the cwds it ran in are recorded as the session's known cwds. The originals are only
 // read, beneath From, no symlink followed. Running it again copies only what is new or has grown.
 func Import(store *layout.Store, opts ImportOptions) (ImportReport, error) {
@@ -201,8 +201,8 @@ func target(f File) string {
 	if len(a.Views) == 0 {
 		return a.Dir + "/" + f.Rel // Codex: sessions/YYYY/MM/DD/<name> or archived_sessions/<name>, as it was
 	}
-	v := a.Views[0] // Gemini's tmp, Qwen's projects: the canonical folder's chats
-	return a.Dir + "/" + v.Dir + "/" + v.Canonical + "/" + a.Files.Sub + "/" + path.Base(f.Rel)
+	v := a.Views[0] // Gemini's tmp, Qwen's projects, pi's sessions: the canonical folder's chats
+	return path.Join(a.Dir, v.Dir, v.Canonical, a.Files.Sub, path.Base(f.Rel))
 }
 
 // importFile copies conversation c's files fs (those it was read from: a thread's rollouts, each as it is, plain

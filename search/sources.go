@@ -52,7 +52,8 @@ type subFile struct {
 
 // appendOnly names the agents whose conversation files only grow by lines that stand alone, so an append is
 // indexed by itself (agents/text resumes them at a byte offset). Gemini's later lines replace earlier messages:
-// its files are reindexed whole.
+// its files are reindexed whole. So are pi's: it appends, but rewrites a file of an older format version whole
+// (in place, larger) when it loads it.
 var appendOnly = map[string]bool{"claude": true, "codex": true, "qwen": true}
 
 // fstat is what tells a file changed: an append grows size, a rewrite changes ctime, a replacement ino.

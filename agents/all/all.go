@@ -12,6 +12,7 @@ import (
 	"github.com/sessionfs/sessionfs/agents/codex"
 	"github.com/sessionfs/sessionfs/agents/gemini"
 	"github.com/sessionfs/sessionfs/agents/opencode"
+	"github.com/sessionfs/sessionfs/agents/pi"
 	"github.com/sessionfs/sessionfs/agents/qwen"
 	"github.com/sessionfs/sessionfs/layout"
 )
@@ -23,6 +24,7 @@ var Agents = []*agents.Agent{
 	gemini.Agent,
 	qwen.Agent,
 	opencode.Agent,
+	pi.Agent,
 }
 
 // Names is the list --agent takes.

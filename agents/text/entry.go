@@ -112,6 +112,8 @@ func readerOf(a *agents.Agent) (reader, error) {
 		return lineReader{a, codexLines}, nil
 	case "qwen":
 		return lineReader{a, qwenLines}, nil
+	case "pi":
+		return lineReader{a, piLines}, nil
 	case "gemini":
 		return geminiReader{}, nil
 	case "opencode":

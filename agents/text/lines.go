@@ -11,7 +11,7 @@ import (
 	"github.com/sessionfs/sessionfs/layout"
 )
 
-// lineReader reads an agent that appends one JSON object a line to a file per conversation (Codex, Qwen): it
+// lineReader reads an agent that appends one JSON object a line to a file per conversation (Codex, Qwen, pi): it
 // resumes at a byte offset. line passes the entries of one line (its own state between lines is per read). A
 // conversation of several files (agents.Files.Parts: Codex's rollouts of a thread) reads them one after the
 // other, each resumed at its own offset, an entry's Offset counting from the start of the first; a compressed

@@ -40,9 +40,10 @@ Each conversation gets a session named by its uuid, or all go into one with --in
 read. Running it again copies only what is new or has grown. Files that are not transcripts are reported and
 skipped.
 
---agent codex|gemini|qwen imports that agent's conversations instead, from its folder (default: its variable's,
-else ~/.codex, ~/.gemini, ~/.qwen): Codex's rollouts by date as they were, Gemini's and Qwen's chats into the
-folder of /session/workspace. --project keeps those run in PATH or below (Gemini's: filed under PATH's folder).
+--agent codex|gemini|qwen|pi imports that agent's conversations instead, from its folder (default: its
+variable's, else ~/.codex, ~/.gemini, ~/.qwen, ~/.pi/agent): Codex's rollouts by date as they were, Gemini's,
+Qwen's and pi's chats into the folder of /session/workspace. --project keeps those run in PATH or below
+(Gemini's: filed under PATH's folder).
 
 --agent opencode imports from opencode's database (--from: the database file, or the folder holding
 opencode.db; default $XDG_DATA_HOME/opencode, else ~/.local/share/opencode), read from a private copy (an
@@ -79,7 +80,7 @@ device files, more than --max-bytes of content or --max-files entries) is refuse
 	f.StringVar(&o.conversations.Into, "into", "", "gather the conversations into this session")
 	f.BoolVarP(&o.conversations.DryRun, "dry-run", "n", false, "say what would be imported, change nothing")
 	f.BoolVar(&o.json, "json", false, "print the report as JSON")
-	agentFlag(cmd, &o.agent, "whose history to import (claude, codex, gemini, qwen, opencode)")
+	agentFlag(cmd, &o.agent, "whose history to import (claude, codex, gemini, qwen, opencode, pi)")
 	f.StringVar(&o.archive, "archive", "", "restore a session from an archive of sessionfs export (- for stdin)")
 	f.StringVar(&o.restore.As, "as", "", "the restored session's id (default: the archive's)")
 	f.StringVar(&o.maxBytes, "max-bytes", humanize.IBytes(travel.DefaultMaxBytes), "refuse an archive holding more content")

@@ -7,7 +7,7 @@ import (
 )
 
 // The views table: every agent's cwd-keyed folders (agents.Views: Claude's projects/, Gemini's tmp/ and history/,
-// Qwen's projects/ and tmp/), one row each. In such a folder every name the agent could make from a cwd is a view
+// Qwen's projects/ and tmp/, pi's sessions/), one row each. In such a folder every name the agent could make from a cwd is a view
 // of the canonical entry, the one the session's workspace gets, so the agent finds the same files whatever cwd it
 // starts in. Every row is served by the same rule (viewOf), the same view node (View, view.go) and the same fold;
 // what sets Claude's row apart is two properties of the row: Only (from agents.Views) and transcripts (below).

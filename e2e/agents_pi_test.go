@@ -1,0 +1,109 @@
+package e2e
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sessionfs/sessionfs/agents"
+	piagent "github.com/sessionfs/sessionfs/agents/pi"
+	"github.com/sessionfs/sessionfs/e2e/openaistub"
+)
+
+// piSetup makes session s1 with pi's folder and a provider of its own for the stub in the session's models.json
+// (pi 1.6.0 reads no base URL from the environment: a provider's baseUrl is in models.json, or an extension's),
+// approved as a user who looked at it would (models.json can run commands, so it needs an approval on this host).
+func piSetup(t *testing.T, store string, api *openaistub.Server) {
+	t.Helper()
+	ok(t, store, "env", "s1", "--agent", "pi") // makes .pi
+	models, err := json.Marshal(map[string]any{"providers": map[string]any{"stub": map[string]any{
+		"baseUrl": api.URL, "api": "openai-completions", "apiKey": "sk-test",
+		"models": []any{map[string]any{"id": "stub-model", "name": "Stub"}},
+	}}})
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(store, "sessions", "s1", ".pi", "models.json"), models, 0o600))
+	ok(t, store, "approve", "s1", "--yes")
+}
+
+// TestPiResumesFromAnyCwd: pi files each session under sessions/<its cwd, encoded>/ of PI_CODING_AGENT_DIR (.pi in
+// a session), and its --continue looks only in the cwd's own folder: through the mount every cwd's folder is a view
+// of the workspace's, so the conversation begun in the workspace is continued from a subfolder, by sessionfs
+// resume, and from a shell elsewhere that evaluated sessionfs env, one file throughout; and it reads whole in the
+// text view, log, search, show and find.
+func TestPiResumesFromAnyCwd(t *testing.T) {
+	pi := agentCLI(t, "pi")
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	m := mount(t, store)
+	api, err := openaistub.Start("127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { api.Close() })
+	piSetup(t, store, api)
+	// pi 1.6.0 needs Node 22.19 or later: the Makefile installs npm's build of Node beside it, in the same bin folder,
+	// which goes first on PATH (its "#!/usr/bin/env node" finds it there).
+	env := withPath(agentEnv(t, "PI_OFFLINE=1", "PI_SKIP_VERSION_CHECK=1", "PI_TELEMETRY=0"), pi)
+	run := func(args ...string) []string {
+		return append([]string{pi, "--provider", "stub", "--model", "stub-model", "--no-tools"}, args...)
+	}
+
+	r := agentExec(t, store, "pi", env, "", run("-p", "the aardvark in the workspace")...)
+	require.Equal(t, 0, r.code, "%s\n%s\nstub saw %v", r.stdout, r.stderr, api.Paths())
+	assert.Contains(t, r.stdout, openaistub.Reply)
+	sessions := filepath.Join(store, "sessions", "s1", ".pi", "sessions")
+	canonical := filepath.Join(sessions, piagent.Folder(agents.CanonicalCwd))
+	files := glob(t, filepath.Join(canonical, "*.jsonl"))
+	require.Len(t, files, 1, "the session lands in the canonical folder, in the store: %v", glob(t, filepath.Join(sessions, "*", "*")))
+	id := strings.TrimSuffix(filepath.Base(files[0]), ".jsonl")
+	id = id[strings.LastIndexByte(id, '_')+1:]
+	n := lines(t, files[0])
+
+	require.NoError(t, os.MkdirAll(filepath.Join(store, "sessions", "s1", "workspace", "sub"), 0o755))
+	r = agentExec(t, store, "pi", env, "sub", run("-p", "--continue", "the badger from a subfolder")...)
+	require.Equal(t, 0, r.code, "%s\n%s", r.stdout, r.stderr)
+	assert.Greater(t, lines(t, files[0]), n, "continued from a subfolder through the mount")
+	n = lines(t, files[0])
+
+	r = cliWith(t, store, "", env, nil, "resume", id, "--", "--provider", "stub", "--model", "stub-model",
+		"--no-tools", "-p", "the capybara via sessionfs resume")
+	require.Equal(t, 0, r.code, "%s\n%s", r.stdout, r.stderr)
+	assert.Greater(t, lines(t, files[0]), n, "resumed by sessionfs resume")
+	n = lines(t, files[0])
+
+	outside := t.TempDir()
+	view := filepath.Join(m.session("s1"), ".pi", "sessions", piagent.Folder(outside), filepath.Base(files[0]))
+	assert.FileExists(t, view, "the mount shows the session in the folder of the other cwd")
+	out, err := agentOutside(t, store, "pi", outside, env, run("-p", "--continue", "the dugong from outside")...)
+	require.NoError(t, err, out)
+	assert.Greater(t, lines(t, files[0]), n, "continued from a cwd outside the session")
+	assert.Len(t, glob(t, filepath.Join(sessions, "*", "*.jsonl")), 1, "one session file throughout")
+
+	session, agent := findAgent(t, store, id)
+	assert.Equal(t, "s1/pi", session+"/"+agent)
+	assert.Equal(t, "the aardvark in the workspace", shownConversations(t, store)["pi/"+id])
+	said := ok(t, store, "log", "s1", "--agent", "pi")
+	at := -1
+	for _, s := range []string{"the aardvark in the workspace", openaistub.Reply, "the badger from a subfolder",
+		"the capybara via sessionfs resume", "the dugong from outside"} {
+		i := strings.Index(said, s)
+		assert.Greater(t, i, at, "log shows %q in order:\n%s", s, said)
+		at = i
+	}
+	// pi wrote an auth.json of its own (empty here): an export leaves it out, as every agent's login.
+	require.FileExists(t, filepath.Join(store, "sessions", "s1", ".pi", "auth.json"))
+	exp := cli(t, store, "export", "s1", "-o", filepath.Join(t.TempDir(), "s1.tar"))
+	require.Equal(t, 0, exp.code, exp.stderr)
+	assert.Contains(t, exp.stderr, "left out the credential .pi/auth.json")
+	md, err := os.ReadFile(filepath.Join(m.mnt, "conversations", "s1", "pi", id+".md"))
+	require.NoError(t, err)
+	for _, word := range []string{"aardvark", "badger", "capybara", "dugong"} {
+		hits := searchJSON(t, store, word)
+		require.Len(t, hits, 1, word)
+		assert.Equal(t, "pi/"+id, hits[0].Agent+"/"+hits[0].Conversation, word)
+		assert.Contains(t, string(md), word, "the text view")
+	}
+}
