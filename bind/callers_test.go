@@ -26,11 +26,11 @@ var mountCalls = []string{"Mount", "Unmount", "OpenTree", "MoveMount", "MountSet
 var allowedMountCalls = map[string][]string{
 	// The FUSE mount itself at the user's mountpoint, and its unmount there (the admin's path, not the mount's).
 	// The holder of a mount (a confined mount's helper, a normal user's holder) unmounts it there too (unmountAs).
-	"mount/start.go":       {"Mount", "Unmount"},
-	"mount/unmount.go":     {"Unmount", "Unmount"},
-	"mount/holder_user.go": {"Unmount"},
+	"mount/start.go":      {"Mount", "Unmount"},
+	"mount/unmount.go":    {"Unmount", "Unmount"},
+	"mount/fusermount.go": {"Unmount"},
 	// fusectl at /sys/fs/fuse/connections, to abort a hung connection.
-	"mount/stale.go": {"Mount"},
+	"mount/inspect/inspect.go": {"Mount"},
 	// The fault-injection build's tmpfs over a test's own path (build tag fault, never in a release).
 	"mount/nodes/fault_on.go": {"Mount"},
 	// Staged binds under a root-only folder of sessionfs's own (the engine needs a path).

@@ -14,7 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Attacks on the lock owners' descriptors a held mount keeps with its holder (issue 42, mount/lockowners.go).
+// Attacks on the lock owners' descriptors a held mount keeps with its holder (mount/takeover/lockowners.go).
 
 // TestAttackLockOwnersBlockUpgrade: uid 65534 on an --allow-other root mount holds 2,000 POSIX lock owners (its
 // uid's share, 500 in each of four sessions it may write), which the holder keeps. An upgrade (`sessionfs mount`

@@ -23,7 +23,7 @@ import (
 	"github.com/sessionfs/sessionfs/mount/takeover"
 )
 
-// A holder moving to another pid namespace (the CSI plugin's DaemonSet update, mount/holder_move.go) killed in the
+// A holder moving to another pid namespace (the CSI plugin's DaemonSet update, mount/takeover/holder_move.go) killed in the
 // middle of the hand-over: the connection must not be lost to both holders.
 
 // movedOut is what a holder moving hands over, as its asker reads it off the control socket: the state (its
