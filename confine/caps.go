@@ -106,7 +106,7 @@ func Held(pid int) (string, error) {
 }
 
 // startedByHelper: this process holds no SETPCAP, and its bounding set nothing beyond Keep and HelperKeep: it was
-// started by a mount's helper (a daemon taking a connection over, mount/takeover.go), whose bounding set Bound
+// started by a mount's helper (a daemon taking a connection over, package mount/takeover), whose bounding set Bound
 // left so. HelperKeep then stays in the bounding set, which matters only to what the process could exec, and
 // seccomp refuses execve.
 func startedByHelper() bool {

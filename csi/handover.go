@@ -16,7 +16,7 @@ import (
 	"github.com/sessionfs/sessionfs/mount/takeover"
 )
 
-// The DaemonSet's update. The node's mount is held by a helper in the plugin's pod (mount/takeover.go),
+// The DaemonSet's update. The node's mount is held by a helper in the plugin's pod (package mount/takeover),
 // and a pod's processes end with it. So the DaemonSet starts the new pod before it stops the old one (maxSurge 1,
 // contrib/kubernetes/node.yaml), both see the mounts' control folder (a hostPath, root's alone), and:
 //   - the new plugin, finding the node's mount held by no process it can see (the old pod's pid namespace), asks

@@ -19,7 +19,7 @@ import (
 // (--takeover=false), each on a store of its own with one session: start-up, and a lookup- and create-heavy
 // workload in the session's .claude (served through FUSE: every name is a node logged); and an upgrade's stall:
 // the longest a reader of .claude/settings.json waits while `sessionfs mount` hands the held mount over. And what a
-// POSIX lock costs when each lock owner's descriptor is kept by the holder (mount/lockowners.go): a lock and an
+// POSIX lock costs when each lock owner's descriptor is kept by the holder (mount/takeover/lockowners.go): a lock and an
 // unlock, each owner's first and last, are a message to the holder each.
 const (
 	takeoverFiles = 2000

@@ -317,7 +317,7 @@ func checkConfinement(m *mountinfo.Info) (name, status, detail, fix string) {
 }
 
 // checkTakeover reports whether a root mount's connection is held by its helper, so that a daemon killed is
-// replaced without its users seeing it (mount/takeover.go), and how often that happened.
+// replaced without its users seeing it (package mount/takeover), and how often that happened.
 func checkTakeover(m *mountinfo.Info) (name, status, detail, fix string) {
 	held, err := takeover.HeldBy(m.Mountpoint)
 	if errors.Is(err, takeover.ErrNotHeld) {

@@ -1,5 +1,5 @@
 // Package nodelog keeps the node log: what a daemon that takes a FUSE connection over from a dead one must know of
-// the node ids the kernel holds. Package mount makes it, and its takeover's holder keeps it (mount/takeover.go);
+// the node ids the kernel holds. Package mount makes it, and its takeover's holder keeps it (package mount/takeover);
 // go-fuse writes it (the takeover patch's fs.NodeLog, third_party/go-fuse/TAKEOVER.md). This package owns its words,
 // its format (format.go, versioned) and its reader.
 //
