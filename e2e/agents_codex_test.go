@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -144,7 +143,7 @@ func codexRevert(t *testing.T, store, codex, dir string, env, provider []string,
 	defer cancel()
 	cmd := exec.CommandContext(ctx, codex, append([]string{"app-server"}, provider...)...)
 	cmd.Dir, cmd.Env = dir, outsideEnv(t, store, "codex", env)
-	var stderr bytes.Buffer
+	var stderr syncBuffer // read while the app-server writes it
 	cmd.Stderr = &stderr
 	in, err := cmd.StdinPipe()
 	require.NoError(t, err)
