@@ -29,11 +29,6 @@ func (d *Driver) publish(id, target string, ro bool) error {
 		return status.Errorf(codes.FailedPrecondition, "the sessionfs mount at %s: %v", d.Mountpoint, err)
 	}
 	defer unix.Close(root)
-	sfd, err := bind.OpenPlace(root, "sessions/"+id)
-	if err != nil {
-		return status.Errorf(codes.FailedPrecondition, "session %s on the mount %s: %v", id, d.Mountpoint, err)
-	}
-	defer unix.Close(sfd)
 	sess, err := d.Store.OpenSession(id)
 	if err != nil {
 		return status.Errorf(codes.FailedPrecondition, "session %s: %v", id, err)
@@ -60,9 +55,9 @@ func (d *Driver) publish(id, target string, ro bool) error {
 	if ro {
 		flags = bind.ReadOnly
 	}
-	top, err := bind.Attach(sfd, tfd, flags)
+	top, err := d.attachSession(root, id, target, tfd, flags)
 	if err != nil {
-		return status.Errorf(codes.Internal, "mount session %s at %s: %v", id, target, err)
+		return err
 	}
 	defer top.Close()
 	for i, rel := range bind.RunDirs {
@@ -82,6 +77,33 @@ func (d *Driver) publish(id, target string, ro bool) error {
 		}
 	}
 	return nil
+}
+
+// attachTries bounds how often publish opens the session's folder on the mount again when the kernel dropped
+// the name it opened before the bind landed (the daemon invalidates a session's entry when its folders change).
+const attachTries = 5
+
+// attachSession binds the session's folder from the mount at tfd. A folder opened, then invalidated by the daemon
+// before move_mount (ENOENT: its dentry was unhashed) is opened again, a few times: the session's own writes must
+// not fail a pod's start. Any other error, or the last ENOENT, is the session's on the mount.
+func (d *Driver) attachSession(root int, id, target string, tfd int, flags bind.Flags) (*bind.Mount, error) {
+	for try := 1; ; try++ {
+		sfd, err := bind.OpenPlace(root, "sessions/"+id)
+		if err != nil {
+			return nil, status.Errorf(codes.FailedPrecondition, "session %s on the mount %s: %v", id, d.Mountpoint, err)
+		}
+		top, err := bind.Attach(sfd, tfd, flags)
+		unix.Close(sfd)
+		if err == nil {
+			return top, nil
+		}
+		if !errors.Is(err, unix.ENOENT) {
+			return nil, status.Errorf(codes.Internal, "mount session %s at %s: %v", id, target, err)
+		}
+		if try == attachTries {
+			return nil, status.Errorf(codes.Unavailable, "session %s on the mount %s changed under %d binds in a row (retry): %v", id, d.Mountpoint, try, err)
+		}
+	}
 }
 
 // openTarget makes the target folder if need be (its parent is the orchestrator's) and opens it with no symlink
