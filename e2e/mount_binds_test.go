@@ -1,7 +1,9 @@
 package e2e
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -156,6 +158,46 @@ func TestBindsFollowRenameAndUnmount(t *testing.T) {
 	m.start(t)
 	binds := waitBound(t, m, "b")
 	assert.Len(t, mountsUnder(t, m.mnt), len(binds), "the killed daemon's binds were cleared with its stale mount")
+}
+
+// TestRenameBehindAHeldSession: a session renamed behind the mount while the kernel still holds its folder's
+// node (here an open descriptor; in the wild a bind being detached or an agent's cwd) shows its files and gets its
+// binds under its new name. The new name has the old one's inode and birth time: it used to get the old name's
+// node, whose lookups found nothing (TestBindsFollowRenameAndUnmount failed now and then on it).
+func TestRenameBehindAHeldSession(t *testing.T) {
+	needRootMount(t)
+	for _, bound := range []bool{true, false} {
+		t.Run(map[bool]string{true: "bound", false: "served through FUSE"}[bound], func(t *testing.T) {
+			store := t.TempDir()
+			ok(t, store, "new", "a")
+			fill(t, store, "a", "app")
+			var extra []string
+			if !bound {
+				extra = []string{"--max-binds", "0"}
+			}
+			m := mount(t, store, extra...)
+			held, err := unix.Open(m.session("a"), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+			require.NoError(t, err)
+			defer unix.Close(held)
+			if bound {
+				waitBound(t, m, "a")
+			}
+			ok(t, store, "rename", "a", "b")
+			eventually(t, 5*time.Second, func() bool {
+				_, err := os.Stat(m.session("a"))
+				return errors.Is(err, fs.ErrNotExist)
+			}, "the old name is gone from the mount")
+			got, err := os.ReadFile(filepath.Join(m.session("b"), "app", "f"))
+			require.NoError(t, err, "the renamed session's files, while its old node is held")
+			assert.Equal(t, "app", string(got))
+			assert.DirExists(t, filepath.Join(m.session("b"), "workspace"))
+			if bound {
+				waitBound(t, m, "b")
+			} else {
+				assert.Empty(t, mountsUnder(t, m.mnt), "--max-binds 0 binds nothing")
+			}
+		})
+	}
 }
 
 // TestMaxBinds: past --max-binds, the least recently used idle sessions are released; --max-binds 0 binds none.

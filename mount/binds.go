@@ -87,8 +87,7 @@ type binder struct {
 	// push out a session someone used.
 	prefetch map[string]bool
 	queue    []string
-	working  string // the session the worker is binding (its own lookups do not queue it again)
-	churn    churn  // how many bound sessions may be pushed out now (bindlimit.go)
+	churn    churn // how many bound sessions may be pushed out now (bindlimit.go)
 	closed   bool
 	wake     chan struct{} // never closed: want may send after close
 	done     chan struct{}
@@ -124,7 +123,7 @@ func (b *binder) enqueue(id string, prefetch bool) {
 	if !prefetch {
 		delete(b.prefetch, id)
 	}
-	if b.closed || b.queued[id] || b.working == id {
+	if b.closed || b.queued[id] {
 		b.mu.Unlock()
 		return
 	}
@@ -233,7 +232,6 @@ func (b *binder) loop() {
 		for {
 			b.mu.Lock()
 			if b.closed || len(b.queue) == 0 {
-				b.working = ""
 				b.mu.Unlock()
 				b.bindViews()
 				b.limitLater()
@@ -244,7 +242,6 @@ func (b *binder) loop() {
 			delete(b.queued, id)
 			full := b.prefetch[id] && b.boundCount() >= b.max && b.bound[id] == nil && b.views[id] == nil
 			delete(b.prefetch, id)
-			b.working = id
 			b.mu.Unlock()
 			if full {
 				continue // a prefetch finds no room: it pushes out no one

@@ -23,7 +23,14 @@ var (
 	_ = (fs.NodeUnlinker)((*SessionDir)(nil))
 	_ = (fs.NodeOpendirHandler)((*SessionDir)(nil))
 	_ = (parentKind)((*SessionDir)(nil))
+	_ = (fs.NodeOnForgetter)((*SessionDir)(nil))
 )
+
+// OnForget: the kernel let go of the session's node (session_nodes.go).
+func (s *SessionDir) OnForget() {
+	s.tree.forgetSession(s)
+	s.Node.OnForget()
+}
 
 func (s *SessionDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	s.tree.noteUse(ctx, s.id)

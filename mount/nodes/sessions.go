@@ -76,10 +76,7 @@ func (s *Sessions) session(ctx context.Context, id string, out *fuse.EntryOut) (
 	attr := s.tree.stableAttr(&st, gen, 0)
 	ch := existingChild(&s.Inode, id, attr)
 	if ch == nil {
-		n := &SessionDir{Node{tree: s.tree, base: id, id: id}}
-		s.tree.nodeAdded()
-		ch = s.NewInode(ctx, n, attr)
-		n.watch(id)
+		ch = s.sessionNode(ctx, id, attr)
 	}
 	out.Attr.FromStat(&st)
 	noteCtime(ch, &out.Attr)

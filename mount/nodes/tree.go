@@ -52,6 +52,9 @@ type Tree struct {
 	removals    removals      // conversations being removed to the trash (trash.go)
 	binder      atomic.Uint32 // the thread that binds sessions' folders: its lookups are not uses (SetBinderThread)
 	viewBinds   viewBinds     // the transcript views bound over the mount (view.go)
+	// sessionNodes: the session folders' nodes by identity (session_nodes.go)
+	sessionNodesMu sync.Mutex
+	sessionNodes   sessionNodes
 }
 
 // Binder is told of what the nodes see happen to sessions, so the folders bound over the mount follow them.
