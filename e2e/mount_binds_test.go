@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -191,6 +192,14 @@ func TestRenameBehindAHeldSession(t *testing.T) {
 			require.NoError(t, err, "the renamed session's files, while its old node is held")
 			assert.Equal(t, "app", string(got))
 			assert.DirExists(t, filepath.Join(m.session("b"), "workspace"))
+			// The new name's folder is watched: a file made behind the mount shows in its cached listing.
+			_, err = os.ReadDir(m.session("b"))
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(filepath.Join(store, "sessions", "b", "later"), []byte("x"), 0o644))
+			eventually(t, 5*time.Second, func() bool {
+				ents, _ := os.ReadDir(m.session("b"))
+				return slices.ContainsFunc(ents, func(e os.DirEntry) bool { return e.Name() == "later" })
+			}, "a file made in the renamed session behind the mount shows in its listing")
 			if bound {
 				waitBound(t, m, "b")
 			} else {
