@@ -198,6 +198,15 @@ func (n *Node) watch(rel string) {
 	n.tree.watchFolder(rel, &n.Inode)
 }
 
+// unwatch drops the folder's registration with the watcher before the kernel forgets it (its folder is no longer
+// at its name). The caller keeps OnForget from racing it (session_nodes.go).
+func (n *Node) unwatch() {
+	if w := n.watched; w != "" {
+		n.watched = ""
+		n.tree.unwatchFolder(w, &n.Inode)
+	}
+}
+
 func (n *Node) OnForget() {
 	n.tree.nodeForgotten()
 	if n.watched != "" {

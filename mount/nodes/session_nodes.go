@@ -38,6 +38,9 @@ func (s *Sessions) sessionNode(ctx context.Context, id string, attr fs.StableAtt
 		if old == nil || old.Forgotten() || try == renamedTries-1 {
 			break
 		}
+		// The folder's old name's node: its watch goes now, so the new name's is a watch of its own (fsnotify
+		// drops a moved folder's watch when it reads the move, and with it the new name's had they shared one).
+		old.unwatch()
 		attr.Gen = renamedGen(attr.Gen, id, try)
 	}
 	n := &SessionDir{Node{tree: t, base: id, id: id}}
