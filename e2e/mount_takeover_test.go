@@ -692,3 +692,53 @@ func connectionHolders(t *testing.T, mnt string) []int {
 	}
 	return holders
 }
+
+// TestMountTakeoverAfterRenameBehindAHeldSession: a session renamed behind the mount while its old node was held,
+// then a kill -9: the next daemon makes the new name's node again as the kernel knows it, so a listing of the
+// sessions (READDIRPLUS: each entry's node and generation) leaves the folder a process holds usable. A node whose
+// generation changed is marked bad by the kernel: every access through it would be EIO.
+func TestMountTakeoverAfterRenameBehindAHeldSession(t *testing.T) {
+	need(t, os.Geteuid() == 0, "root: a confined mount and its helper")
+	store := t.TempDir()
+	ok(t, store, "new", "a")
+	fill(t, store, "a", "app")
+	m := mount(t, store)
+	daemon := m.cmd.Process.Pid
+	helper := helperPID(t, daemon)
+	t.Cleanup(func() { endTakeoverMount(t, m, helper) })
+	heldOld, err := unix.Open(m.session("a"), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	require.NoError(t, err)
+	defer unix.Close(heldOld)
+	ok(t, store, "rename", "a", "b")
+	eventually(t, 5*time.Second, func() bool {
+		_, err := os.ReadFile(filepath.Join(m.session("b"), "app", "f"))
+		return err == nil
+	}, "the renamed session's files show while its old node is held")
+	held, err := unix.Open(m.session("b"), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0) // as a container's /session
+	require.NoError(t, err)
+	defer unix.Close(held)
+
+	require.NoError(t, syscall.Kill(daemon, syscall.SIGKILL))
+	state, err := m.cmd.Process.Wait()
+	require.NoError(t, err)
+	m.cmd.ProcessState = state
+	eventually(t, 20*time.Second, func() bool {
+		pid, err := inspect.ServingPID(m.mnt)
+		return err == nil && pid != daemon
+	}, "a daemon takes over: %s", m.log)
+	out, err := exec.Command("ls", "-l", filepath.Join(m.mnt, "sessions")).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	assert.Contains(t, string(out), " b\n")
+	fd, err := unix.Openat(held, "app/f", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	require.NoError(t, err, "the held folder of the renamed session after the takeover and a listing")
+	buf := make([]byte, 16)
+	n, _ := unix.Read(fd, buf)
+	unix.Close(fd)
+	assert.Equal(t, "app", string(buf[:n]))
+	fd, err = unix.Openat(held, "session.json", unix.O_RDONLY|unix.O_CLOEXEC, 0) // served by FUSE, not a bind
+	require.NoError(t, err, "the held folder's session.json after the takeover and a listing")
+	unix.Close(fd)
+	got, err := os.ReadFile(filepath.Join(m.session("b"), "app", "f"))
+	require.NoError(t, err)
+	assert.Equal(t, "app", string(got))
+}

@@ -256,9 +256,24 @@ func (t *mapIdentityTable) forget(n *Inode) {
 	if stillCurrent {
 		delete(t.stableAttrs, key)
 	}
-	if e, ok := t.nodes[n.nodeId]; ok && e.inode.Load() == n && stillCurrent {
+	// A retired node left stableAttrs on its own; its node ID is still its own (retire patch).
+	if e, ok := t.nodes[n.nodeId]; ok && e.inode.Load() == n && (stillCurrent || n.retired) {
 		delete(t.nodes, n.nodeId)
 	}
+}
+
+// retire takes n out of stableAttrs: the next node registered under its StableAttr is a new one (retire patch).
+// Not under ExternalNodeID, where the StableAttr is the node ID the kernel holds.
+func (t *mapIdentityTable) retire(n *Inode) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	key := t.dedupKey(n.stableAttr)
+	if t.externalNodeID || t.stableAttrs[key] != n {
+		return false
+	}
+	delete(t.stableAttrs, key)
+	n.retired = true
+	return true
 }
 
 // compact tries to free memory that was previously used by forgotten

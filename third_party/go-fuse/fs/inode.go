@@ -93,6 +93,9 @@ type Inode struct {
 	// changeCounter.
 	hasKernelRef bool
 
+	// retired: taken out of the bridge's identity table by Retire (under the table's lock).
+	retired bool
+
 	// Children of this Inode.
 	// When you change this, you MUST increment changeCounter.
 	children inodeChildren
@@ -261,6 +264,18 @@ func unlockNodes(ns ...*Inode) {
 // creation (NewInode) and adding the node into the tree, which
 // happens after Lookup/Mkdir/etc. return.
 //
+// Retire makes the next lookup that returns n's StableAttr register a new node instead of n, while the kernel
+// keeps using n under its node ID until it forgets it. For a node whose identity (its inode number and
+// generation) now belongs to another name it cannot serve: a folder renamed behind the file system, whose
+// node was built for its old name. It reports whether n was the node of its StableAttr. Not with
+// Options.ExternalNodeID.
+func (n *Inode) Retire() bool {
+	if n.bridge == nil {
+		return false
+	}
+	return n.bridge.ids.retire(n)
+}
+
 // Deprecated: use NodeOnForgetter instead.
 func (n *Inode) Forgotten() bool {
 	n.mu.Lock()
