@@ -17,6 +17,7 @@
 //	helper.go          a confined or held mount's helper process: started (startHelper) and run (RunHelper), with
 //	                   the holder (takeover.Holder) beside its service when the mount is held
 //	idle.go            the helper started in the idle scheduling class, and taken out of it
+//	dockervolumes.go   the Docker volume plugin (package dockervolume) the helper serves with --docker-volumes
 //	helper_service.go  what the helper does when the serving process asks (helperService, over net/rpc), and what
 //	                   its holder asks of it (holderHost)
 //	binds.go           the binds interface; binder: this process's binds of sessions' folders over the mount

@@ -35,6 +35,8 @@ type helperConfig struct {
 	Store, Mountpoint string
 	MaxBinds          int
 	ReadOnly          bool
+	// DockerVolumes: the Docker volume plugin the helper serves (Options.DockerVolumes); "" none.
+	DockerVolumes string
 	// Takeover, when set, is the mount's options: the helper holds the connection (takeover.DevFD) and the node log
 	// (takeover.NodesFD), and starts a daemon with them when the serving one dies (package mount/takeover).
 	Takeover *Options
@@ -133,6 +135,13 @@ func serveDaemon() error {
 		defer sessions.Close()
 		svc.b = newBinder(cfg.Mountpoint, sessions, cfg.MaxBinds, cfg.ReadOnly, svc.lastUsed)
 		go svc.b.wantRecent()
+	}
+	if cfg.DockerVolumes != "" {
+		stop, err := serveDockerVolumes(cfg)
+		if err != nil {
+			return err
+		}
+		defer stop()
 	}
 	srv := rpc.NewServer()
 	if err := srv.RegisterName("Helper", svc); err != nil {

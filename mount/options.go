@@ -39,6 +39,9 @@ type Options struct {
 	// it, and when the serving process dies it starts another, which takes the connection over: the mount's users
 	// wait and go on. Without it, a killed daemon leaves a stale mount.
 	Takeover bool
+	// DockerVolumes, when set, is the name of a Docker volume plugin the privileged helper serves (package
+	// dockervolume): each session is a volume of that driver. A confined root mount's only: its helper serves it.
+	DockerVolumes string
 }
 
 // DefaultTimeout is how long the kernel may cache names and attributes that are not the store's files and

@@ -1,6 +1,7 @@
 package mount
 
 import (
+	"errors"
 	"fmt"
 	"net/rpc"
 	"os"
@@ -157,10 +158,14 @@ func (s *startup) prepare() (err error) {
 // launchHelper starts a confined mount's helper in the background: its fork and exec hold up only the thread that
 // makes them. It binds nothing before it is told to begin, once the mount serves.
 func (s *startup) launchHelper() error {
+	if s.opts.DockerVolumes != "" && !s.confined {
+		return errors.New("--docker-volumes: the plugin is served by a confined root mount's privileged helper (run the mount as root)")
+	}
 	if !s.keep.hasHelper(s.confined) {
 		return nil
 	}
-	cfg := helperConfig{Store: s.store.Root, Mountpoint: s.mnt, MaxBinds: s.opts.MaxBinds, ReadOnly: s.opts.ReadOnly}
+	cfg := helperConfig{Store: s.store.Root, Mountpoint: s.mnt, MaxBinds: s.opts.MaxBinds, ReadOnly: s.opts.ReadOnly,
+		DockerVolumes: s.opts.DockerVolumes}
 	if !s.confined {
 		cfg.MaxBinds = 0 // a normal user's holder binds nothing
 	}

@@ -91,6 +91,8 @@ confinement in force.`,
 	_ = cmd.Flags().MarkHidden("cpuprofile")
 	// On wherever a helper runs (a confined root mount): it serves no request, so it can hold the connection.
 	cmd.Flags().BoolVar(&o.opts.Takeover, "takeover", true, "a holder keeps the mount's connection (a confined root mount's privileged helper; a normal user's mount starts a small one as that user), and a daemon killed is replaced by one that takes it over (its users wait, and go on); --takeover=false: a killed daemon leaves a stale mount")
+	cmd.Flags().StringVar(&o.opts.DockerVolumes, "docker-volumes", "", "serve the sessions as Docker volumes of this driver name (alone: sessionfs): docker run --mount type=volume,volume-driver=sessionfs,src=ID,dst=/session (root; docs/docker.md)")
+	cmd.Flags().Lookup("docker-volumes").NoOptDefVal = "sessionfs"
 	return cmd
 }
 
@@ -107,6 +109,9 @@ func (o *mountOptions) check() error {
 	}
 	if o.opts.Timeout < 0 {
 		return usageError(fmt.Sprintf("--cache-timeout %s: want a duration of 0 or more (0: the default)", o.opts.Timeout))
+	}
+	if name := o.opts.DockerVolumes; name != "" && layout.ValidateID(name) != nil {
+		return usageError(fmt.Sprintf("--docker-volumes %q: want a driver name of letters, digits, '.', '_' and '-'", name))
 	}
 	return nil
 }

@@ -1,0 +1,129 @@
+package dockervolume
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sessionfs/sessionfs/layout"
+)
+
+// plugin serves a driver of a new store on a real socket and returns a client of it and the store.
+func plugin(t *testing.T) (call func(path string, body any) (int, map[string]any), st *layout.Store, sock string) {
+	t.Helper()
+	st, err := layout.OpenStore(t.TempDir())
+	require.NoError(t, err)
+	t.Cleanup(func() { st.Close() })
+	dir := t.TempDir()
+	l, err := Listen(dir, "sessionfs-test")
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() { done <- Serve(l, &Driver{Store: st, Mountpoint: "/mnt/agents"}) }()
+	t.Cleanup(func() { l.Close(); require.NoError(t, <-done) })
+	sock = SocketPath(dir, "sessionfs-test")
+	c := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+	}}}
+	call = func(path string, body any) (int, map[string]any) {
+		b, err := json.Marshal(body)
+		require.NoError(t, err)
+		resp, err := c.Post("http://plugin"+path, "application/json", strings.NewReader(string(b)))
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		assert.Equal(t, contentType, resp.Header.Get("Content-Type"))
+		var out map[string]any
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
+		return resp.StatusCode, out
+	}
+	return call, st, sock
+}
+
+func TestProtocol(t *testing.T) {
+	call, st, sock := plugin(t)
+	fi, err := os.Stat(sock)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm(), "the socket is root's alone")
+
+	code, out := call("/Plugin.Activate", nil)
+	assert.Equal(t, 200, code)
+	assert.Equal(t, []any{"VolumeDriver"}, out["Implements"])
+	_, out = call("/VolumeDriver.Capabilities", nil)
+	assert.Equal(t, map[string]any{"Scope": "local"}, out["Capabilities"])
+
+	code, out = call("/VolumeDriver.Create", map[string]any{"Name": "demo", "Opts": map[string]string{"labels": "team=infra,agent=claude"}})
+	require.Equal(t, 200, code, "%v", out)
+	m, err := st.Get("demo")
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{"team": "infra", "agent": "claude"}, m.Labels)
+	assert.DirExists(t, filepath.Join(st.Dir("demo"), "workspace"), "made as sessionfs new makes one")
+	code, _ = call("/VolumeDriver.Create", map[string]any{"Name": "demo"})
+	assert.Equal(t, 200, code, "Create again (the engine repeats it) is no error")
+
+	_, out = call("/VolumeDriver.Path", map[string]any{"Name": "demo"})
+	assert.Equal(t, "/mnt/agents/sessions/demo", out["Mountpoint"])
+	_, out = call("/VolumeDriver.Get", map[string]any{"Name": "demo"})
+	v := out["Volume"].(map[string]any)
+	assert.Equal(t, "demo", v["Name"])
+	assert.Equal(t, "/mnt/agents/sessions/demo", v["Mountpoint"])
+	assert.Equal(t, "infra", v["Status"].(map[string]any)["label.team"])
+	assert.NotEmpty(t, v["CreatedAt"])
+	_, out = call("/VolumeDriver.List", nil)
+	assert.Equal(t, []any{map[string]any{"Name": "demo", "Mountpoint": "/mnt/agents/sessions/demo"}}, out["Volumes"])
+
+	code, out = call("/VolumeDriver.Mount", map[string]any{"Name": "demo", "ID": "c1"})
+	require.Equal(t, 200, code, "%v", out)
+	assert.Equal(t, "/mnt/agents/sessions/demo", out["Mountpoint"])
+	code, out = call("/VolumeDriver.Remove", map[string]any{"Name": "demo"})
+	assert.Equal(t, 500, code)
+	assert.Contains(t, out["Err"], "mounted by 1 container")
+	assert.True(t, st.Exists("demo"))
+	code, _ = call("/VolumeDriver.Unmount", map[string]any{"Name": "demo", "ID": "c1"})
+	assert.Equal(t, 200, code)
+	code, out = call("/VolumeDriver.Remove", map[string]any{"Name": "demo"})
+	require.Equal(t, 200, code, "%v", out)
+	assert.False(t, st.Exists("demo"))
+	trash, err := filepath.Glob(filepath.Join(st.TrashDir(), "demo.*"))
+	require.NoError(t, err)
+	assert.Len(t, trash, 1, "removed to the trash, not deleted")
+}
+
+// TestHostileCalls: names that are no session id, unknown options, calls for sessions that are not there, a body
+// too large: each an error naming why, nothing made.
+func TestHostileCalls(t *testing.T) {
+	call, st, _ := plugin(t)
+	for _, name := range []string{"", "..", "../etc", "a/b", "/abs", ".hidden", strings.Repeat("x", 300)} {
+		code, out := call("/VolumeDriver.Create", map[string]any{"Name": name})
+		assert.Equal(t, 500, code, "%q", name)
+		assert.NotEmpty(t, out["Err"], "%q", name)
+		code, _ = call("/VolumeDriver.Mount", map[string]any{"Name": name, "ID": "c"})
+		assert.Equal(t, 500, code, "%q", name)
+	}
+	code, out := call("/VolumeDriver.Create", map[string]any{"Name": "s1", "Opts": map[string]string{"sub": "../../etc"}})
+	assert.Equal(t, 500, code)
+	assert.Contains(t, out["Err"], `unknown option "sub"`)
+	code, out = call("/VolumeDriver.Create", map[string]any{"Name": "s1", "Opts": map[string]string{"labels": "novalue"}})
+	assert.Equal(t, 500, code)
+	assert.Contains(t, out["Err"], "KEY=VALUE")
+	ids, err := st.IDs()
+	require.NoError(t, err)
+	assert.Empty(t, ids, "nothing made by a refused call")
+	code, out = call("/VolumeDriver.Remove", map[string]any{"Name": "gone"})
+	assert.Equal(t, 200, code, "a session already gone is removed: %v", out)
+	for _, path := range []string{"/VolumeDriver.Mount", "/VolumeDriver.Path", "/VolumeDriver.Get"} {
+		code, out = call(path, map[string]any{"Name": "gone", "ID": "c"})
+		assert.Equal(t, 500, code, path)
+		assert.Contains(t, out["Err"], "no session gone", path)
+	}
+	code, out = call("/VolumeDriver.Create", map[string]any{"Name": "s1", "Opts": map[string]string{"labels": "k=" + strings.Repeat("v", maxRequest)}})
+	assert.Equal(t, 500, code)
+	assert.Contains(t, out["Err"], "over")
+	assert.False(t, st.Exists("s1"))
+}

@@ -1,0 +1,139 @@
+package e2e
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sessionfs/sessionfs/mount/inspect"
+)
+
+// dockerCLI runs the docker command line and returns its output and error.
+func dockerCLI(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	start := time.Now()
+	out, err := exec.Command("docker", args...).CombinedOutput()
+	if took := time.Since(start); took > 2*time.Second {
+		t.Logf("docker %s took %s", strings.Join(args, " "), took.Round(time.Millisecond))
+	}
+	return strings.TrimSpace(string(out)), err
+}
+
+// TestDockerVolumeIsASession: with mount --docker-volumes, the Docker CLI makes a session (docker volume create),
+// mounts it at /session (--mount ...,volume-driver=, and -v with --volume-driver), lists and inspects it, and
+// docker volume rm moves it to the trash. Each through the real engine and the plugin served by the mount's
+// helper.
+func TestDockerVolumeIsASession(t *testing.T) {
+	needRootMount(t)
+	engine := needDocker(t)
+	_, err := exec.LookPath("docker")
+	need(t, err == nil, "the docker command line (apt-get install docker.io)")
+	images(t, engine, "")
+	store := t.TempDir()
+	driver := "sessionfs-e2e-" + runTag
+	m := mount(t, store, "--docker-volumes="+driver)
+	daemon := m.cmd.Process.Pid
+	helper := helperPID(t, daemon)
+	t.Cleanup(func() { endTakeoverMount(t, m, helper) })
+	sock := filepath.Join("/run/docker/plugins", driver+".sock")
+	eventually(t, 10*time.Second, func() bool { _, err := os.Stat(sock); return err == nil }, "the plugin's socket %s: %s", sock, m.log)
+	fi, err := os.Stat(sock)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm(), "root's alone")
+	// The engine's volumes this test made and did not remove yet, removed while the plugin serves: a name the
+	// engine does not know is looked up in every driver it ever used, and one whose plugin is gone is waited
+	// for a minute.
+	made := map[string]bool{}
+	t.Cleanup(func() {
+		for v := range made {
+			_, _ = dockerCLI(t, "volume", "rm", "-f", v)
+		}
+	})
+
+	made["demo"] = true
+	out, err := dockerCLI(t, "volume", "create", "-d", driver, "-o", "labels=team=infra", "demo")
+	require.NoError(t, err, out)
+	assert.Equal(t, "demo", out)
+	r := cli(t, store, "show", "demo")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "team=infra")
+
+	out, err = dockerCLI(t, "run", "--rm", "--mount", "type=volume,volume-driver="+driver+",src=demo,dst=/session", busyboxImage,
+		"sh", "-c", "echo hi > /session/workspace/from-container && ls -a /session")
+	require.NoError(t, err, out)
+	for _, name := range []string{"workspace", "app", "mcps", ".claude", "session.json"} {
+		assert.Contains(t, strings.Fields(out), name, "the session's folder at /session")
+	}
+	got, err := os.ReadFile(filepath.Join(store, "sessions", "demo", "workspace", "from-container"))
+	require.NoError(t, err, "the container's write is in the store")
+	assert.Equal(t, "hi\n", string(got))
+	out, err = dockerCLI(t, "run", "--rm", "--volume-driver", driver, "-v", "demo:/session", busyboxImage, "cat", "/session/workspace/from-container")
+	require.NoError(t, err, out)
+	assert.Equal(t, "hi", out)
+
+	out, err = dockerCLI(t, "volume", "inspect", "demo")
+	require.NoError(t, err, out)
+	var vols []struct {
+		Driver, Mountpoint string
+		Status             map[string]string
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &vols), out)
+	require.Len(t, vols, 1)
+	assert.Equal(t, driver, vols[0].Driver)
+	assert.Equal(t, m.session("demo"), vols[0].Mountpoint)
+	assert.Equal(t, "infra", vols[0].Status["label.team"])
+	assert.Equal(t, "demo", vols[0].Status["session"])
+	out, err = dockerCLI(t, "volume", "ls", "-q", "--filter", "driver="+driver)
+	require.NoError(t, err, out)
+	assert.Contains(t, strings.Fields(out), "demo")
+
+	out, err = dockerCLI(t, "volume", "create", "-d", driver, "-o", "sub=../../etc", "demo-opt")
+	assert.Error(t, err, "an option sessionfs does not take: %s", out)
+	assert.Contains(t, out, `unknown option "sub"`)
+	assert.NoDirExists(t, filepath.Join(store, "sessions", "demo-opt"))
+
+	// A volume used before it was made: the engine creates it, a session made on first use.
+	made["fresh"] = true
+	out, err = dockerCLI(t, "run", "--rm", "--volume-driver", driver, "-v", "fresh:/session", busyboxImage, "ls", "/session/workspace")
+	require.NoError(t, err, out)
+	assert.DirExists(t, filepath.Join(store, "sessions", "fresh", ".claude"))
+	out, err = dockerCLI(t, "volume", "rm", "fresh")
+	require.NoError(t, err, out)
+	delete(made, "fresh")
+
+	// The daemon killed: the helper, which serves the plugin and holds the mount, starts the next one; the
+	// engine's calls and the volume's container go on.
+	require.NoError(t, syscall.Kill(daemon, syscall.SIGKILL))
+	state, err := m.cmd.Process.Wait()
+	require.NoError(t, err)
+	m.cmd.ProcessState = state
+	eventually(t, 20*time.Second, func() bool {
+		pid, err := inspect.ServingPID(m.mnt)
+		return err == nil && pid != daemon
+	}, "a daemon takes over: %s", m.log)
+	out, err = dockerCLI(t, "run", "--rm", "--mount", "type=volume,volume-driver="+driver+",src=demo,dst=/session", busyboxImage,
+		"cat", "/session/workspace/from-container")
+	require.NoError(t, err, "a volume mounted after the daemon was killed: %s", out)
+	assert.Equal(t, "hi", out)
+
+	out, err = dockerCLI(t, "volume", "rm", "demo")
+	require.NoError(t, err, out)
+	delete(made, "demo")
+	assert.NoDirExists(t, filepath.Join(store, "sessions", "demo"))
+	trashed, err := filepath.Glob(filepath.Join(store, "trash", "demo.*"))
+	require.NoError(t, err)
+	assert.Len(t, trashed, 1, "docker volume rm moves the session to the trash")
+	r = cli(t, store, "trash", "restore", "demo")
+	require.Equal(t, 0, r.code, r.stderr)
+	got, err = os.ReadFile(filepath.Join(store, "sessions", "demo", "workspace", "from-container"))
+	require.NoError(t, err, "restored whole")
+	assert.Equal(t, "hi\n", string(got))
+}
