@@ -13,15 +13,20 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sessionfs/sessionfs/e2e/apistub"
 	"github.com/sessionfs/sessionfs/mount/inspect"
 )
+
+// volumeDriver is the volume plugin's name in every test of a run: the engine keeps a plugin it used, and waits
+// for one whose socket is gone (about a minute) at every lookup of a volume name it does not know.
+var volumeDriver = "sessionfs-e2e-" + runTag
 
 // dockerCLI runs the docker command line and returns its output and error.
 func dockerCLI(t *testing.T, args ...string) (string, error) {
 	t.Helper()
 	start := time.Now()
 	out, err := exec.Command("docker", args...).CombinedOutput()
-	if took := time.Since(start); took > 2*time.Second {
+	if took := time.Since(start); took > 10*time.Second { // a wait for a plugin, not a run
 		t.Logf("docker %s took %s", strings.Join(args, " "), took.Round(time.Millisecond))
 	}
 	return strings.TrimSpace(string(out)), err
@@ -38,7 +43,7 @@ func TestDockerVolumeIsASession(t *testing.T) {
 	need(t, err == nil, "the docker command line (apt-get install docker.io)")
 	images(t, engine, "")
 	store := t.TempDir()
-	driver := "sessionfs-e2e-" + runTag
+	driver := volumeDriver
 	m := mount(t, store, "--docker-volumes="+driver)
 	daemon := m.cmd.Process.Pid
 	helper := helperPID(t, daemon)
@@ -136,4 +141,98 @@ func TestDockerVolumeIsASession(t *testing.T) {
 	got, err = os.ReadFile(filepath.Join(store, "sessions", "demo", "workspace", "from-container"))
 	require.NoError(t, err, "restored whole")
 	assert.Equal(t, "hi\n", string(got))
+}
+
+// TestDockerVolumeInCompose: contrib/docker/volume/compose.yaml as written (its image and driver named by its
+// variables): a service writes in the session from one cwd, another run reads it from another, and
+// docker-compose down -v moves the session to the trash.
+func TestDockerVolumeInCompose(t *testing.T) {
+	needRootMount(t)
+	engine := needDocker(t)
+	_, err := exec.LookPath("docker-compose")
+	need(t, err == nil, "docker-compose (apt-get install docker-compose)")
+	images(t, engine, "")
+	store := t.TempDir()
+	driver := volumeDriver
+	m := mount(t, store, "--docker-volumes="+driver)
+	helper := helperPID(t, m.cmd.Process.Pid)
+	t.Cleanup(func() { endTakeoverMount(t, m, helper) })
+	sock := filepath.Join("/run/docker/plugins", driver+".sock")
+	eventually(t, 10*time.Second, func() bool { _, err := os.Stat(sock); return err == nil }, "the plugin's socket: %s", m.log)
+
+	file, err := filepath.Abs("../contrib/docker/volume/compose.yaml")
+	require.NoError(t, err)
+	session := "compose-" + runTag
+	compose := func(args ...string) (string, error) {
+		cmd := exec.Command("docker-compose", append([]string{"-f", file, "-p", "sfs" + strings.ReplaceAll(runTag, "-", "")}, args...)...)
+		cmd.Env = append(os.Environ(), "SESSIONFS_IMAGE="+busyboxImage, "SESSIONFS_DRIVER="+driver, "SESSION="+session)
+		out, err := cmd.CombinedOutput()
+		return strings.TrimSpace(string(out)), err
+	}
+	t.Cleanup(func() { _, _ = compose("down", "-v") }) // while the plugin serves
+	out, err := compose("run", "--rm", "agent", "sh", "-c", "pwd && echo $CLAUDE_CONFIG_DIR && echo from-compose > note")
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "/session/workspace\n/session/.claude")
+	got, err := os.ReadFile(filepath.Join(store, "sessions", session, "workspace", "note"))
+	require.NoError(t, err, "the service's write is in session %s: %s", session, out)
+	assert.Equal(t, "from-compose\n", string(got))
+	out, err = compose("run", "--rm", "-w", "/session/app", "agent", "cat", "/session/workspace/note")
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "from-compose")
+
+	out, err = compose("down", "-v")
+	require.NoError(t, err, out)
+	assert.NoDirExists(t, filepath.Join(store, "sessions", session))
+	trashed, err := filepath.Glob(filepath.Join(store, "trash", session+".*"))
+	require.NoError(t, err)
+	assert.Len(t, trashed, 1, "compose down -v moves the session to the trash: %s", out)
+}
+
+// TestDockerVolumeClaudeResumesFromAnotherCwd: the real claude CLI in a container of volume demo (docker run
+// --mount ...,volume-driver=) starts a conversation against the API stub; a second container of the volume
+// carries it on with --continue from another cwd: one transcript, and sessionfs show lists one conversation.
+func TestDockerVolumeClaudeResumesFromAnotherCwd(t *testing.T) {
+	needRootMount(t)
+	claude := claudeBin(t)
+	engine := needDocker(t)
+	real, err := filepath.EvalSymlinks(claude)
+	require.NoError(t, err)
+	images(t, engine, real)
+	store := t.TempDir()
+	m := mount(t, store, "--docker-volumes="+volumeDriver)
+	helper := helperPID(t, m.cmd.Process.Pid)
+	t.Cleanup(func() { endTakeoverMount(t, m, helper) })
+	sock := filepath.Join("/run/docker/plugins", volumeDriver+".sock")
+	eventually(t, 10*time.Second, func() bool { _, err := os.Stat(sock); return err == nil }, "the plugin's socket: %s", m.log)
+	api := stub(t, "127.0.0.1:0")
+	vol := "claude-" + runTag
+	t.Cleanup(func() { _, _ = dockerCLI(t, "volume", "rm", "-f", vol) }) // while the plugin serves
+	claudeIn := func(workdir string, args ...string) string {
+		out, err := dockerCLI(t, append([]string{"run", "--rm", "--network", "host",
+			"--mount", "type=volume,volume-driver=" + volumeDriver + ",src=" + vol + ",dst=/session",
+			"-v", real + ":/usr/local/bin/claude:ro", "-w", workdir, "-e", "HOME=/tmp", "-e", "CLAUDE_CONFIG_DIR=/session/.claude",
+			"-e", "ANTHROPIC_BASE_URL=" + api.URL, "-e", "ANTHROPIC_API_KEY=sk-ant-test", "-e", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+			claudeImage, "/usr/local/bin/claude", "-p"}, args...)...)
+		require.NoError(t, err, out)
+		return out
+	}
+	out := claudeIn("/session/workspace", "hello from the first container")
+	assert.Contains(t, out, apistub.Reply)
+	canonical := filepath.Join(store, "sessions", vol, ".claude", "projects", "-session-workspace")
+	files := transcripts(t, canonical)
+	require.Len(t, files, 1)
+	n := lineCount(t, files[0])
+	require.NoError(t, os.MkdirAll(filepath.Join(store, "sessions", vol, "workspace", "api"), 0o755))
+
+	out = claudeIn("/session/workspace/api", "--continue", "again, from a subfolder")
+	assert.NotContains(t, out, "No conversation found")
+	assert.Equal(t, files, transcripts(t, canonical), "one transcript")
+	assert.Greater(t, lineCount(t, files[0]), n, "the second container carried on the first one's conversation")
+	r := cli(t, store, "show", vol, "--json")
+	require.Equal(t, 0, r.code, r.stderr)
+	var shown struct {
+		Conversations []json.RawMessage `json:"conversations"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &shown), r.stdout)
+	assert.Len(t, shown.Conversations, 1, "sessionfs show lists one conversation: %s", r.stdout)
 }
