@@ -6,7 +6,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -14,12 +13,23 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionfs/sessionfs/e2e/apistub"
-	"github.com/sessionfs/sessionfs/mount/inspect"
 )
 
 // volumeDriver is the volume plugin's name in every test of a run: the engine keeps a plugin it used, and waits
 // for one whose socket is gone (about a minute) at every lookup of a volume name it does not know.
 var volumeDriver = "sessionfs-e2e-" + runTag
+
+// mountVolumes mounts store with the test run's volume plugin, once its socket is there; a kill -9 of its daemon
+// is taken over (the helper holds the mount).
+func mountVolumes(t *testing.T, store string) *mounted {
+	t.Helper()
+	m := mount(t, store, "--docker-volumes="+volumeDriver)
+	helper := helperPID(t, m.cmd.Process.Pid)
+	t.Cleanup(func() { endTakeoverMount(t, m, helper) })
+	sock := filepath.Join("/run/docker/plugins", volumeDriver+".sock")
+	eventually(t, 10*time.Second, func() bool { _, err := os.Stat(sock); return err == nil }, "the plugin's socket %s: %s", sock, m.log)
+	return m
+}
 
 // dockerCLI runs the docker command line and returns its output and error.
 func dockerCLI(t *testing.T, args ...string) (string, error) {
@@ -44,13 +54,8 @@ func TestDockerVolumeIsASession(t *testing.T) {
 	images(t, engine, "")
 	store := t.TempDir()
 	driver := volumeDriver
-	m := mount(t, store, "--docker-volumes="+driver)
-	daemon := m.cmd.Process.Pid
-	helper := helperPID(t, daemon)
-	t.Cleanup(func() { endTakeoverMount(t, m, helper) })
-	sock := filepath.Join("/run/docker/plugins", driver+".sock")
-	eventually(t, 10*time.Second, func() bool { _, err := os.Stat(sock); return err == nil }, "the plugin's socket %s: %s", sock, m.log)
-	fi, err := os.Stat(sock)
+	m := mountVolumes(t, store)
+	fi, err := os.Stat(filepath.Join("/run/docker/plugins", driver+".sock"))
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm(), "root's alone")
 	// The engine's volumes this test made and did not remove yet, removed while the plugin serves: a name the
@@ -116,14 +121,7 @@ func TestDockerVolumeIsASession(t *testing.T) {
 
 	// The daemon killed: the helper, which serves the plugin and holds the mount, starts the next one; the
 	// engine's calls and the volume's container go on.
-	require.NoError(t, syscall.Kill(daemon, syscall.SIGKILL))
-	state, err := m.cmd.Process.Wait()
-	require.NoError(t, err)
-	m.cmd.ProcessState = state
-	eventually(t, 20*time.Second, func() bool {
-		pid, err := inspect.ServingPID(m.mnt)
-		return err == nil && pid != daemon
-	}, "a daemon takes over: %s", m.log)
+	m.killServing(t)
 	out, err = dockerCLI(t, "run", "--rm", "--mount", "type=volume,volume-driver="+driver+",src=demo,dst=/session", busyboxImage,
 		"cat", "/session/workspace/from-container")
 	require.NoError(t, err, "a volume mounted after the daemon was killed: %s", out)
@@ -154,11 +152,7 @@ func TestDockerVolumeInCompose(t *testing.T) {
 	images(t, engine, "")
 	store := t.TempDir()
 	driver := volumeDriver
-	m := mount(t, store, "--docker-volumes="+driver)
-	helper := helperPID(t, m.cmd.Process.Pid)
-	t.Cleanup(func() { endTakeoverMount(t, m, helper) })
-	sock := filepath.Join("/run/docker/plugins", driver+".sock")
-	eventually(t, 10*time.Second, func() bool { _, err := os.Stat(sock); return err == nil }, "the plugin's socket: %s", m.log)
+	mountVolumes(t, store)
 
 	file, err := filepath.Abs("../contrib/docker/volume/compose.yaml")
 	require.NoError(t, err)
@@ -199,11 +193,7 @@ func TestDockerVolumeClaudeResumesFromAnotherCwd(t *testing.T) {
 	require.NoError(t, err)
 	images(t, engine, real)
 	store := t.TempDir()
-	m := mount(t, store, "--docker-volumes="+volumeDriver)
-	helper := helperPID(t, m.cmd.Process.Pid)
-	t.Cleanup(func() { endTakeoverMount(t, m, helper) })
-	sock := filepath.Join("/run/docker/plugins", volumeDriver+".sock")
-	eventually(t, 10*time.Second, func() bool { _, err := os.Stat(sock); return err == nil }, "the plugin's socket: %s", m.log)
+	mountVolumes(t, store)
 	api := stub(t, "127.0.0.1:0")
 	vol := "claude-" + runTag
 	t.Cleanup(func() { _, _ = dockerCLI(t, "volume", "rm", "-f", vol) }) // while the plugin serves

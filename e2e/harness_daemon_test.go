@@ -6,7 +6,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -30,6 +32,23 @@ func servingPID(t *testing.T, mnt string) int {
 func (m *mounted) serverPID(t *testing.T) int {
 	t.Helper()
 	return servingPID(t, m.mnt)
+}
+
+// killServing kills the process serving m (the test's own daemon is reaped here: its output stays open in the
+// helper, so not cmd.Wait) and waits for another to take the connection over.
+func (m *mounted) killServing(t *testing.T) {
+	t.Helper()
+	pid := m.serverPID(t)
+	require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
+	if pid == m.cmd.Process.Pid {
+		state, err := m.cmd.Process.Wait()
+		require.NoError(t, err)
+		m.cmd.ProcessState = state
+	}
+	eventually(t, 20*time.Second, func() bool {
+		next, err := inspect.ServingPID(m.mnt)
+		return err == nil && next != pid
+	}, "a daemon takes over from %d: %s", pid, m.log)
 }
 
 // helperPID is the privileged helper of the daemon pid: its child.

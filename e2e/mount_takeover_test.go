@@ -429,17 +429,7 @@ func claudeAcrossKills(t *testing.T, claude string) {
 			_ = cmd.Process.Kill()
 			t.Fatalf("claude did not ask the API: %s", out.String())
 		}
-		pid := m.serverPID(t)
-		require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
-		if pid == daemon {
-			state, err := m.cmd.Process.Wait()
-			require.NoError(t, err)
-			m.cmd.ProcessState = state
-		}
-		eventually(t, 20*time.Second, func() bool {
-			next, err := inspect.ServingPID(m.mnt)
-			return err == nil && next != pid
-		}, "a daemon takes over from %d: %s", pid, m.log)
+		m.killServing(t)
 		api.release <- struct{}{}
 		select {
 		case err := <-ended:
@@ -718,14 +708,7 @@ func TestMountTakeoverAfterRenameBehindAHeldSession(t *testing.T) {
 	require.NoError(t, err)
 	defer unix.Close(held)
 
-	require.NoError(t, syscall.Kill(daemon, syscall.SIGKILL))
-	state, err := m.cmd.Process.Wait()
-	require.NoError(t, err)
-	m.cmd.ProcessState = state
-	eventually(t, 20*time.Second, func() bool {
-		pid, err := inspect.ServingPID(m.mnt)
-		return err == nil && pid != daemon
-	}, "a daemon takes over: %s", m.log)
+	m.killServing(t)
 	out, err := exec.Command("ls", "-l", filepath.Join(m.mnt, "sessions")).CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	assert.Contains(t, string(out), " b\n")
