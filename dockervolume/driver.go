@@ -10,6 +10,9 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/sessionfs/sessionfs/bind"
 	"github.com/sessionfs/sessionfs/layout"
 	"github.com/sessionfs/sessionfs/session"
 )
@@ -65,6 +68,9 @@ func parseOpts(opts map[string]string) (map[string]string, error) {
 				if !ok || key == "" {
 					return nil, fmt.Errorf("option labels: %q is not KEY=VALUE", kv)
 				}
+				if err := layout.ValidateLabel(key, v); err != nil {
+					return nil, fmt.Errorf("option labels: %w", err)
+				}
 				labels[key] = v
 			}
 		default:
@@ -94,9 +100,15 @@ func (d *Driver) Remove(name string) error {
 	return err
 }
 
-// Mount counts container id as a user of session name and says where the session is.
+// Mount counts container id as a user of session name and says where the session is. The engine follows that
+// path itself: it is checked to be the mount's folder of the session, reached with no symlink (a daemon that
+// answered a link for it is refused). A race with the daemon remains until the folder is staged by descriptor as
+// run --backend docker and CSI do.
 func (d *Driver) Mount(name, id string) (string, error) {
 	if err := d.exists(name); err != nil {
+		return "", err
+	}
+	if err := d.checkOnMount(name); err != nil {
 		return "", err
 	}
 	d.mu.Lock()
@@ -169,6 +181,21 @@ func (d *Driver) exists(name string) error {
 	if !d.Store.Exists(name) {
 		return fmt.Errorf("no session %s in %s", name, d.Store.Root)
 	}
+	return nil
+}
+
+// checkOnMount opens session name's folder beneath the mount's root with no symlink followed (bind.OpenPlace).
+func (d *Driver) checkOnMount(name string) error {
+	root, err := unix.Open(d.Mountpoint, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("the sessionfs mount at %s: %w", d.Mountpoint, err)
+	}
+	defer unix.Close(root)
+	fd, err := bind.OpenPlace(root, "sessions/"+name)
+	if err != nil {
+		return fmt.Errorf("session %s on the mount %s: %w", name, d.Mountpoint, err)
+	}
+	unix.Close(fd)
 	return nil
 }
 

@@ -17,16 +17,19 @@ import (
 )
 
 // plugin serves a driver of a new store on a real socket and returns a client of it and the store.
-func plugin(t *testing.T) (call func(path string, body any) (int, map[string]any), st *layout.Store, sock string) {
+func plugin(t *testing.T) (call func(path string, body any) (int, map[string]any), st *layout.Store, sock, mnt string) {
 	t.Helper()
 	st, err := layout.OpenStore(t.TempDir())
 	require.NoError(t, err)
 	t.Cleanup(func() { st.Close() })
+	// The mount as the plugin sees it: a folder a session's folder is found in (the tests make them).
+	mnt = t.TempDir()
+	require.NoError(t, os.Mkdir(filepath.Join(mnt, "sessions"), 0o755))
 	dir := t.TempDir()
 	l, err := Listen(dir, "sessionfs-test")
 	require.NoError(t, err)
 	done := make(chan error, 1)
-	go func() { done <- Serve(l, &Driver{Store: st, Mountpoint: "/mnt/agents"}) }()
+	go func() { done <- Serve(l, &Driver{Store: st, Mountpoint: mnt}) }()
 	t.Cleanup(func() { l.Close(); require.NoError(t, <-done) })
 	sock = SocketPath(dir, "sessionfs-test")
 	c := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
@@ -43,11 +46,11 @@ func plugin(t *testing.T) (call func(path string, body any) (int, map[string]any
 		require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
 		return resp.StatusCode, out
 	}
-	return call, st, sock
+	return call, st, sock, mnt
 }
 
 func TestProtocol(t *testing.T) {
-	call, st, sock := plugin(t)
+	call, st, sock, mnt := plugin(t)
 	fi, err := os.Stat(sock)
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm(), "the socket is root's alone")
@@ -68,19 +71,22 @@ func TestProtocol(t *testing.T) {
 	assert.Equal(t, 200, code, "Create again (the engine repeats it) is no error")
 
 	_, out = call("/VolumeDriver.Path", map[string]any{"Name": "demo"})
-	assert.Equal(t, "/mnt/agents/sessions/demo", out["Mountpoint"])
+	assert.Equal(t, filepath.Join(mnt, "sessions", "demo"), out["Mountpoint"])
 	_, out = call("/VolumeDriver.Get", map[string]any{"Name": "demo"})
 	v := out["Volume"].(map[string]any)
 	assert.Equal(t, "demo", v["Name"])
-	assert.Equal(t, "/mnt/agents/sessions/demo", v["Mountpoint"])
+	assert.Equal(t, filepath.Join(mnt, "sessions", "demo"), v["Mountpoint"])
 	assert.Equal(t, "infra", v["Status"].(map[string]any)["label.team"])
 	assert.NotEmpty(t, v["CreatedAt"])
 	_, out = call("/VolumeDriver.List", nil)
-	assert.Equal(t, []any{map[string]any{"Name": "demo", "Mountpoint": "/mnt/agents/sessions/demo"}}, out["Volumes"])
+	assert.Equal(t, []any{map[string]any{"Name": "demo", "Mountpoint": filepath.Join(mnt, "sessions", "demo")}}, out["Volumes"])
 
 	code, out = call("/VolumeDriver.Mount", map[string]any{"Name": "demo", "ID": "c1"})
+	assert.Equal(t, 500, code, "the session's folder is not on the mount yet: %v", out)
+	require.NoError(t, os.Mkdir(filepath.Join(mnt, "sessions", "demo"), 0o755)) // as the mount shows it
+	code, out = call("/VolumeDriver.Mount", map[string]any{"Name": "demo", "ID": "c1"})
 	require.Equal(t, 200, code, "%v", out)
-	assert.Equal(t, "/mnt/agents/sessions/demo", out["Mountpoint"])
+	assert.Equal(t, filepath.Join(mnt, "sessions", "demo"), out["Mountpoint"])
 	code, out = call("/VolumeDriver.Remove", map[string]any{"Name": "demo"})
 	assert.Equal(t, 500, code)
 	assert.Contains(t, out["Err"], "mounted by 1 container")
@@ -98,7 +104,7 @@ func TestProtocol(t *testing.T) {
 // TestHostileCalls: names that are no session id, unknown options, calls for sessions that are not there, a body
 // too large: each an error naming why, nothing made.
 func TestHostileCalls(t *testing.T) {
-	call, st, _ := plugin(t)
+	call, st, _, mnt := plugin(t)
 	for _, name := range []string{"", "..", "../etc", "a/b", "/abs", ".hidden", strings.Repeat("x", 300)} {
 		code, out := call("/VolumeDriver.Create", map[string]any{"Name": name})
 		assert.Equal(t, 500, code, "%q", name)
@@ -115,6 +121,14 @@ func TestHostileCalls(t *testing.T) {
 	ids, err := st.IDs()
 	require.NoError(t, err)
 	assert.Empty(t, ids, "nothing made by a refused call")
+	code, out = call("/VolumeDriver.Create", map[string]any{"Name": "s1", "Opts": map[string]string{"labels": "bad key=v"}})
+	assert.Equal(t, 500, code, "a label sessionfs label would refuse: %v", out)
+	// A daemon that answers a link for a session's folder: the engine, which follows the path, is not given it.
+	_, err = st.Create("linked", layout.CreateOptions{})
+	require.NoError(t, err)
+	require.NoError(t, os.Symlink("/etc", filepath.Join(mnt, "sessions", "linked")))
+	code, out = call("/VolumeDriver.Mount", map[string]any{"Name": "linked", "ID": "c"})
+	assert.Equal(t, 500, code, "%v", out)
 	code, out = call("/VolumeDriver.Remove", map[string]any{"Name": "gone"})
 	assert.Equal(t, 200, code, "a session already gone is removed: %v", out)
 	for _, path := range []string{"/VolumeDriver.Mount", "/VolumeDriver.Path", "/VolumeDriver.Get"} {
