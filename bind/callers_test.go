@@ -37,8 +37,9 @@ var allowedMountCalls = map[string][]string{
 	"backends/docker/binds.go": {"Unmount", "Unmount"},
 }
 
-// primitiveCallers are the files that bind a session's folder, each through Attach or Clone.
-var primitiveCallers = []string{"backends/docker/binds.go", "backends/local/nsexec.go", "csi/publish.go", "mount/binds.go", "mount/viewbinds.go"}
+// primitiveCallers are the files that bind a session's folder, each through Attach, Clone or LaySession (a
+// session laid whole for something that follows paths as root: the kubelet, the engine).
+var primitiveCallers = []string{"backends/docker/binds.go", "backends/local/nsexec.go", "csi/publish.go", "dockervolume/stage.go", "mount/binds.go", "mount/viewbinds.go"}
 
 func TestOneBindPrimitive(t *testing.T) {
 	root, err := filepath.Abs("..")
@@ -78,7 +79,7 @@ func TestOneBindPrimitive(t *testing.T) {
 			switch {
 			case (pkg.Name == "unix" || pkg.Name == "syscall") && slices.Contains(mountCalls, sel.Sel.Name):
 				calls[rel] = append(calls[rel], sel.Sel.Name)
-			case pkg.Name == "bind" && (sel.Sel.Name == "Attach" || sel.Sel.Name == "Clone"):
+			case pkg.Name == "bind" && (sel.Sel.Name == "Attach" || sel.Sel.Name == "Clone" || sel.Sel.Name == "LaySession"):
 				usesPrimitive = true
 			}
 			return true

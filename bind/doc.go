@@ -1,6 +1,8 @@
 // Package bind is the one place a session's folder is mounted somewhere: every bind sessionfs makes (the mount's
-// binder, a local run's namespace, the docker backend's staging, a CSI publish) is made here, and nowhere else
-// (callers_test.go holds the tree to that).
+// binder, a local run's namespace, the docker backend's staging, a CSI publish, a Docker volume's stage) is made
+// here, and nowhere else (callers_test.go holds the tree to that). A session laid whole for something that follows
+// paths as root (the kubelet, the engine) is LaySession (session.go): the mount's folder of the session with the
+// store's folders bound over it.
 //
 // A session's processes may swap any name of their session for a symlink, a FIFO or another folder at any
 // moment, and mount(2) follows a symlink in the last name of its target. So both ends of a bind are descriptors:

@@ -2,9 +2,6 @@ package csi
 
 import (
 	"errors"
-	"fmt"
-	"path/filepath"
-	"strings"
 
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc/codes"
@@ -78,23 +75,4 @@ func (d *Driver) forget(target string) error {
 		return status.Errorf(codes.Internal, "record of what is published (--state-dir %s): %v", d.StateDir, err)
 	}
 	return nil
-}
-
-// unpublish detaches the session a publish just mounted at target, undoing it part-way; target's folder is the
-// one publish opened.
-func unpublish(target string) error {
-	parent, err := unix.Open(filepath.Dir(target), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return err
-	}
-	defer unix.Close(parent)
-	name := filepath.Base(target)
-	m, err := mountOn(parent, name)
-	if err != nil || m == nil {
-		return err
-	}
-	if m.FSType != fuseType || !strings.HasPrefix(m.Root, "/sessions/") {
-		return fmt.Errorf("%s holds a mount publish did not make (%s %s): left alone", target, m.FSType, m.Root)
-	}
-	return bind.DetachAt(parent, name, uint64(m.ID))
 }

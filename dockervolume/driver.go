@@ -10,9 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sys/unix"
-
-	"github.com/sessionfs/sessionfs/bind"
 	"github.com/sessionfs/sessionfs/layout"
 	"github.com/sessionfs/sessionfs/session"
 )
@@ -21,9 +18,17 @@ import (
 type Driver struct {
 	Store      *layout.Store
 	Mountpoint string
+	// Stage is the folder, root's alone, where sessions are laid for the engine (StageRoot/<plugin>).
+	Stage string
 
 	mu     sync.Mutex
-	mounts map[string]map[string]bool // session id -> the ids of the containers that mounted it
+	mounts map[string]*volumeUse // session id -> its stage and the containers that mounted it
+}
+
+// volumeUse is a session laid for the engine and the ids of the containers that mounted it.
+type volumeUse struct {
+	stage      *staged
+	containers map[string]bool
 }
 
 // Volume is a volume as Docker is told of it.
@@ -91,7 +96,10 @@ func (d *Driver) Remove(name string) error {
 		return nil
 	}
 	d.mu.Lock()
-	users := len(d.mounts[name])
+	var users int
+	if u := d.mounts[name]; u != nil {
+		users = len(u.containers)
+	}
 	d.mu.Unlock()
 	if users > 0 {
 		return fmt.Errorf("session %s is mounted by %d container(s)", name, users)
@@ -100,58 +108,65 @@ func (d *Driver) Remove(name string) error {
 	return err
 }
 
-// Mount counts container id as a user of session name and says where the session is. The engine follows that
-// path itself: it is checked to be the mount's folder of the session, reached with no symlink (a daemon that
-// answered a link for it is refused). A race with the daemon remains until the folder is staged by descriptor as
-// run --backend docker and CSI do.
+// Mount counts container id as a user of session name and returns its stage: the session laid by descriptor
+// on a folder only root reaches (stage.go), laid by the first user.
 func (d *Driver) Mount(name, id string) (string, error) {
 	if err := d.exists(name); err != nil {
-		return "", err
-	}
-	if err := d.checkOnMount(name); err != nil {
 		return "", err
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.mounts == nil {
-		d.mounts = map[string]map[string]bool{}
+		d.mounts = map[string]*volumeUse{}
 	}
-	if d.mounts[name] == nil {
-		d.mounts[name] = map[string]bool{}
+	u := d.mounts[name]
+	if u == nil {
+		st, err := d.lay(name)
+		if err != nil {
+			return "", err
+		}
+		u = &volumeUse{stage: st, containers: map[string]bool{}}
+		d.mounts[name] = u
 	}
-	d.mounts[name][id] = true
-	return d.path(name), nil
+	u.containers[id] = true
+	return d.stagePath(name), nil
 }
 
-// Unmount forgets container id as a user of session name.
+// Unmount forgets container id as a user of session name; the last one takes the stage down (the containers keep
+// their own binds). An id never counted (a helper before this one counted it) leaves the stage for its users.
 func (d *Driver) Unmount(name, id string) error {
 	if err := layout.ValidateID(name); err != nil {
 		return err
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	delete(d.mounts[name], id)
-	if len(d.mounts[name]) == 0 {
-		delete(d.mounts, name)
+	u := d.mounts[name]
+	if u == nil || !u.containers[id] {
+		return nil
 	}
-	return nil
+	delete(u.containers, id)
+	if len(u.containers) > 0 {
+		return nil
+	}
+	delete(d.mounts, name)
+	return d.release(name, u.stage)
 }
 
-// Path is where session name is in the mount.
+// Path is where the engine finds session name: its stage.
 func (d *Driver) Path(name string) (string, error) {
 	if err := d.exists(name); err != nil {
 		return "", err
 	}
-	return d.path(name), nil
+	return d.stagePath(name), nil
 }
 
-// Get describes session name as a volume: its id, labels and size in Status.
+// Get describes session name as a volume: its id, labels, size and folder in the mount in Status.
 func (d *Driver) Get(name string) (Volume, error) {
 	if err := d.exists(name); err != nil {
 		return Volume{}, err
 	}
 	info := d.Store.Describe(name)
-	v := Volume{Name: name, Mountpoint: d.path(name), Status: map[string]string{"session": name, "size": fmt.Sprint(info.Size)}}
+	v := Volume{Name: name, Mountpoint: d.stagePath(name), Status: map[string]string{"session": name, "size": fmt.Sprint(info.Size), "folder": d.path(name)}}
 	if !info.Created.IsZero() {
 		v.CreatedAt = info.Created.UTC().Format(time.RFC3339)
 	}
@@ -169,7 +184,7 @@ func (d *Driver) List() ([]Volume, error) {
 	}
 	out := make([]Volume, 0, len(ids))
 	for _, id := range ids {
-		out = append(out, Volume{Name: id, Mountpoint: d.path(id)})
+		out = append(out, Volume{Name: id, Mountpoint: d.stagePath(id)})
 	}
 	return out, nil
 }
@@ -184,20 +199,8 @@ func (d *Driver) exists(name string) error {
 	return nil
 }
 
-// checkOnMount opens session name's folder beneath the mount's root with no symlink followed (bind.OpenPlace).
-func (d *Driver) checkOnMount(name string) error {
-	root, err := unix.Open(d.Mountpoint, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return fmt.Errorf("the sessionfs mount at %s: %w", d.Mountpoint, err)
-	}
-	defer unix.Close(root)
-	fd, err := bind.OpenPlace(root, "sessions/"+name)
-	if err != nil {
-		return fmt.Errorf("session %s on the mount %s: %w", name, d.Mountpoint, err)
-	}
-	unix.Close(fd)
-	return nil
-}
-
 // path is session id's folder in the mount (id is valid: no separator, no dot-dot).
 func (d *Driver) path(id string) string { return filepath.Join(d.Mountpoint, "sessions", id) }
+
+// stagePath is where session id is laid for the engine.
+func (d *Driver) stagePath(id string) string { return filepath.Join(d.Stage, id) }

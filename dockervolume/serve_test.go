@@ -13,11 +13,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sessionfs/sessionfs/bind"
 	"github.com/sessionfs/sessionfs/layout"
 )
 
 // plugin serves a driver of a new store on a real socket and returns a client of it and the store.
-func plugin(t *testing.T) (call func(path string, body any) (int, map[string]any), st *layout.Store, sock, mnt string) {
+func plugin(t *testing.T) (call func(path string, body any) (int, map[string]any), st *layout.Store, sock, mnt, stage string) {
 	t.Helper()
 	st, err := layout.OpenStore(t.TempDir())
 	require.NoError(t, err)
@@ -29,7 +30,8 @@ func plugin(t *testing.T) (call func(path string, body any) (int, map[string]any
 	l, err := Listen(dir, "sessionfs-test")
 	require.NoError(t, err)
 	done := make(chan error, 1)
-	go func() { done <- Serve(l, &Driver{Store: st, Mountpoint: mnt}) }()
+	stage = filepath.Join(t.TempDir(), "stage")
+	go func() { done <- Serve(l, &Driver{Store: st, Mountpoint: mnt, Stage: stage}) }()
 	t.Cleanup(func() { l.Close(); require.NoError(t, <-done) })
 	sock = SocketPath(dir, "sessionfs-test")
 	c := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
@@ -46,11 +48,33 @@ func plugin(t *testing.T) (call func(path string, body any) (int, map[string]any
 		require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
 		return resp.StatusCode, out
 	}
-	return call, st, sock, mnt
+	return call, st, sock, mnt, stage
+}
+
+// needRoot fails under CI (where the tests run as root) and skips elsewhere: a stage is a bind.
+func needRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() == 0 {
+		return
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatal("requirement missing under CI: root (a stage is a bind: CAP_SYS_ADMIN)")
+	}
+	t.Skip("skipped: a stage is a bind, root's")
+}
+
+// showOnMount makes session id's folder in the mount as the mount shows it (its folders, a mark of the mount's).
+func showOnMount(t *testing.T, mnt, id string) {
+	t.Helper()
+	for _, rel := range bind.RunDirs {
+		require.NoError(t, os.MkdirAll(filepath.Join(mnt, "sessions", id, rel), 0o755))
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(mnt, "sessions", id, "from-the-mount"), nil, 0o644))
 }
 
 func TestProtocol(t *testing.T) {
-	call, st, sock, mnt := plugin(t)
+	needRoot(t)
+	call, st, sock, mnt, stage := plugin(t)
 	fi, err := os.Stat(sock)
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm(), "the socket is root's alone")
@@ -71,28 +95,42 @@ func TestProtocol(t *testing.T) {
 	assert.Equal(t, 200, code, "Create again (the engine repeats it) is no error")
 
 	_, out = call("/VolumeDriver.Path", map[string]any{"Name": "demo"})
-	assert.Equal(t, filepath.Join(mnt, "sessions", "demo"), out["Mountpoint"])
+	assert.Equal(t, filepath.Join(stage, "demo"), out["Mountpoint"])
 	_, out = call("/VolumeDriver.Get", map[string]any{"Name": "demo"})
 	v := out["Volume"].(map[string]any)
 	assert.Equal(t, "demo", v["Name"])
-	assert.Equal(t, filepath.Join(mnt, "sessions", "demo"), v["Mountpoint"])
+	assert.Equal(t, filepath.Join(stage, "demo"), v["Mountpoint"])
 	assert.Equal(t, "infra", v["Status"].(map[string]any)["label.team"])
+	assert.Equal(t, filepath.Join(mnt, "sessions", "demo"), v["Status"].(map[string]any)["folder"])
 	assert.NotEmpty(t, v["CreatedAt"])
 	_, out = call("/VolumeDriver.List", nil)
-	assert.Equal(t, []any{map[string]any{"Name": "demo", "Mountpoint": filepath.Join(mnt, "sessions", "demo")}}, out["Volumes"])
+	assert.Equal(t, []any{map[string]any{"Name": "demo", "Mountpoint": filepath.Join(stage, "demo")}}, out["Volumes"])
 
 	code, out = call("/VolumeDriver.Mount", map[string]any{"Name": "demo", "ID": "c1"})
 	assert.Equal(t, 500, code, "the session's folder is not on the mount yet: %v", out)
-	require.NoError(t, os.Mkdir(filepath.Join(mnt, "sessions", "demo"), 0o755)) // as the mount shows it
+	showOnMount(t, mnt, "demo")
+	require.NoError(t, os.WriteFile(filepath.Join(st.Dir("demo"), "workspace", "from-the-store"), nil, 0o644))
 	code, out = call("/VolumeDriver.Mount", map[string]any{"Name": "demo", "ID": "c1"})
 	require.Equal(t, 200, code, "%v", out)
-	assert.Equal(t, filepath.Join(mnt, "sessions", "demo"), out["Mountpoint"])
+	laid := filepath.Join(stage, "demo")
+	assert.Equal(t, laid, out["Mountpoint"])
+	assert.FileExists(t, filepath.Join(laid, "from-the-mount"), "the session's folder of the mount is laid there")
+	assert.FileExists(t, filepath.Join(laid, "workspace", "from-the-store"), "with the store's workspace bound over it")
+	fi, err = os.Stat(stage)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o700), fi.Mode().Perm(), "the stage is root's alone")
+	code, out = call("/VolumeDriver.Mount", map[string]any{"Name": "demo", "ID": "c2"})
+	require.Equal(t, 200, code, "%v", out)
+	code, _ = call("/VolumeDriver.Unmount", map[string]any{"Name": "demo", "ID": "c2"})
+	assert.Equal(t, 200, code)
+	assert.FileExists(t, filepath.Join(laid, "from-the-mount"), "c1 still mounts it")
 	code, out = call("/VolumeDriver.Remove", map[string]any{"Name": "demo"})
 	assert.Equal(t, 500, code)
 	assert.Contains(t, out["Err"], "mounted by 1 container")
 	assert.True(t, st.Exists("demo"))
 	code, _ = call("/VolumeDriver.Unmount", map[string]any{"Name": "demo", "ID": "c1"})
 	assert.Equal(t, 200, code)
+	assert.NoDirExists(t, laid, "the last container's Unmount takes the stage down")
 	code, out = call("/VolumeDriver.Remove", map[string]any{"Name": "demo"})
 	require.Equal(t, 200, code, "%v", out)
 	assert.False(t, st.Exists("demo"))
@@ -104,7 +142,7 @@ func TestProtocol(t *testing.T) {
 // TestHostileCalls: names that are no session id, unknown options, calls for sessions that are not there, a body
 // too large: each an error naming why, nothing made.
 func TestHostileCalls(t *testing.T) {
-	call, st, _, mnt := plugin(t)
+	call, st, _, mnt, stage := plugin(t)
 	for _, name := range []string{"", "..", "../etc", "a/b", "/abs", ".hidden", strings.Repeat("x", 300)} {
 		code, out := call("/VolumeDriver.Create", map[string]any{"Name": name})
 		assert.Equal(t, 500, code, "%q", name)
@@ -129,6 +167,7 @@ func TestHostileCalls(t *testing.T) {
 	require.NoError(t, os.Symlink("/etc", filepath.Join(mnt, "sessions", "linked")))
 	code, out = call("/VolumeDriver.Mount", map[string]any{"Name": "linked", "ID": "c"})
 	assert.Equal(t, 500, code, "%v", out)
+	assert.NoFileExists(t, filepath.Join(stage, "linked", "passwd"), "nothing of the link's laid")
 	code, out = call("/VolumeDriver.Remove", map[string]any{"Name": "gone"})
 	assert.Equal(t, 200, code, "a session already gone is removed: %v", out)
 	for _, path := range []string{"/VolumeDriver.Mount", "/VolumeDriver.Path", "/VolumeDriver.Get"} {

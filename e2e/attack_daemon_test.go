@@ -265,11 +265,7 @@ func relabelThroughMount(t *testing.T, extra ...string) {
 // Before, it unmounted <mnt>/sessions/<id>/workspace by path, followed the link, and unmounted the host's mount.
 func TestAttackHelperFollowsHostileMount(t *testing.T) {
 	need(t, os.Geteuid() == 0, "the helper of a confined mount is root's")
-	exe := filepath.Join(t.TempDir(), "sessionfs-fault")
-	build := exec.Command("go", "build", "-tags", "faultinject", "-o", exe, "../cmd/sessionfs")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	out, err := build.CombinedOutput()
-	require.NoError(t, err, "build the fault-injection daemon: %s", out)
+	exe := faultBuild(t)
 
 	host := t.TempDir()
 	hostMount := filepath.Join(host, "workspace")
@@ -293,7 +289,7 @@ func TestAttackHelperFollowsHostileMount(t *testing.T) {
 	}
 	eventually(t, 10*time.Second, bound("a"), "session a is bound (the recently active ones are, at start)")
 
-	_, err = os.Lstat(filepath.Join(m.mnt, "sessions", faultPrefix+"hostile-a="+url.PathEscape(host)))
+	_, err := os.Lstat(filepath.Join(m.mnt, "sessions", faultPrefix+"hostile-a="+url.PathEscape(host)))
 	require.ErrorIs(t, err, syscall.EEXIST, "the daemon lies about session a from now on")
 	eventually(t, 10*time.Second, func() bool {
 		st, err := os.Lstat(m.session("a"))

@@ -23,7 +23,13 @@ var volumeDriver = "sessionfs-e2e-" + runTag
 // is taken over (the helper holds the mount).
 func mountVolumes(t *testing.T, store string) *mounted {
 	t.Helper()
-	m := mount(t, store, "--docker-volumes="+volumeDriver)
+	return mountVolumesWith(t, "", store)
+}
+
+// mountVolumesWith is mountVolumes with another build of the binary (exe; bin when empty).
+func mountVolumesWith(t *testing.T, exe, store string) *mounted {
+	t.Helper()
+	m := mountWith(t, exe, store, "--docker-volumes="+volumeDriver)
 	helper := helperPID(t, m.cmd.Process.Pid)
 	t.Cleanup(func() { endTakeoverMount(t, m, helper) })
 	sock := filepath.Join("/run/docker/plugins", volumeDriver+".sock")
@@ -98,7 +104,8 @@ func TestDockerVolumeIsASession(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(out), &vols), out)
 	require.Len(t, vols, 1)
 	assert.Equal(t, driver, vols[0].Driver)
-	assert.Equal(t, m.session("demo"), vols[0].Mountpoint)
+	assert.Equal(t, filepath.Join("/run/sessionfs/volumes", driver, "demo"), vols[0].Mountpoint, "where the plugin lays it for the engine")
+	assert.Equal(t, m.session("demo"), vols[0].Status["folder"])
 	assert.Equal(t, "infra", vols[0].Status["label.team"])
 	assert.Equal(t, "demo", vols[0].Status["session"])
 	out, err = dockerCLI(t, "volume", "ls", "-q", "--filter", "driver="+driver)

@@ -24,11 +24,7 @@ import (
 // the hook works and the refusal is the confinement's.
 func TestConfinedServerContainsASlip(t *testing.T) {
 	need(t, os.Geteuid() == 0, "the confined serving process is root's (a normal user's mount is served by one unprivileged process)")
-	exe := filepath.Join(t.TempDir(), "sessionfs-fault")
-	build := exec.Command("go", "build", "-tags", "faultinject", "-o", exe, "../cmd/sessionfs")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	out, err := build.CombinedOutput()
-	require.NoError(t, err, "build the fault-injection daemon: %s", out)
+	exe := faultBuild(t)
 
 	// A root-only folder outside the store, and a root-only file: what a slip would reach.
 	private := filepath.Join(t.TempDir(), "root-only")
@@ -124,7 +120,7 @@ func TestConfinedServerContainsASlip(t *testing.T) {
 		require.NoError(t, os.Chmod(transcripts, 0o777))
 		openUp(t, m.mnt)
 		nobody := exec.Command("setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups", "touch", filepath.Join(transcripts, "theirs.jsonl"))
-		out, err = nobody.CombinedOutput()
+		out, err := nobody.CombinedOutput()
 		require.NoError(t, err, "%s", out)
 		var st syscall.Stat_t
 		require.NoError(t, syscall.Stat(filepath.Join(m.store, "sessions", "after", ".claude", "projects", "-session-workspace", "theirs.jsonl"), &st))

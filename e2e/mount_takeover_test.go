@@ -317,11 +317,7 @@ func TestAttackServingPIDIgnoresArgv(t *testing.T) {
 // the holder's bound (10 s) and some slack, the log says why, and the next mount serves the mountpoint again.
 func TestMountTakeoverBounded(t *testing.T) {
 	need(t, os.Geteuid() == 0, "root: a confined mount and its helper")
-	exe := filepath.Join(t.TempDir(), "sessionfs-fault")
-	build := exec.Command("go", "build", "-tags", "faultinject", "-o", exe, "../cmd/sessionfs")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	out, err := build.CombinedOutput()
-	require.NoError(t, err, "build the fault-injection daemon: %s", out)
+	exe := faultBuild(t)
 
 	for _, fault := range []string{"stall", "exit"} {
 		t.Run(fault, func(t *testing.T) {
@@ -535,11 +531,7 @@ func TestMountTakeoverFreesRestoredNodes(t *testing.T) {
 // O_EXCL create opens the file it made (not EEXIST), a mkdir, a rename and an unlink succeed. Each is one kill.
 func TestMountTakeoverResentChanges(t *testing.T) {
 	need(t, os.Geteuid() == 0, "root: a confined mount and its helper")
-	exe := filepath.Join(t.TempDir(), "sessionfs-fault")
-	build := exec.Command("go", "build", "-tags", "faultinject", "-o", exe, "../cmd/sessionfs")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	out, err := build.CombinedOutput()
-	require.NoError(t, err, "build the fault-injection daemon: %s", out)
+	exe := faultBuild(t)
 	store := t.TempDir()
 	ok(t, store, "new", "s1")
 	m := mountWith(t, exe, store)

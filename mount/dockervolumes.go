@@ -3,13 +3,15 @@ package mount
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/sessionfs/sessionfs/dockervolume"
 	"github.com/sessionfs/sessionfs/layout"
 )
 
 // serveDockerVolumes serves the mount's sessions as Docker volumes from the helper (mount --docker-volumes): the
-// helper outlives a killed or upgraded daemon, so the plugin answers on. stop closes its socket.
+// helper outlives a killed or upgraded daemon, so the plugin answers on. stop closes its socket and takes the
+// stages down.
 func serveDockerVolumes(cfg helperConfig) (stop func(), err error) {
 	store, err := layout.OpenStore(cfg.Store)
 	if err != nil {
@@ -20,10 +22,20 @@ func serveDockerVolumes(cfg helperConfig) (stop func(), err error) {
 		store.Close()
 		return nil, fmt.Errorf("the Docker volume plugin %s: %w", cfg.DockerVolumes, err)
 	}
+	d := &dockervolume.Driver{Store: store, Mountpoint: cfg.Mountpoint, Stage: filepath.Join(dockervolume.StageRoot, cfg.DockerVolumes)}
+	if err := d.Sweep(); err != nil {
+		fmt.Fprintf(os.Stderr, "sessionfs: the Docker volume plugin %s: stages left by a helper before: %v\n", cfg.DockerVolumes, err)
+	}
 	go func() {
-		if err := dockervolume.Serve(l, &dockervolume.Driver{Store: store, Mountpoint: cfg.Mountpoint}); err != nil {
+		if err := dockervolume.Serve(l, d); err != nil {
 			fmt.Fprintf(os.Stderr, "sessionfs: the Docker volume plugin %s stopped: %v\n", cfg.DockerVolumes, err)
 		}
 	}()
-	return func() { l.Close(); store.Close() }, nil
+	return func() {
+		l.Close()
+		if err := d.Sweep(); err != nil { // the containers keep their own binds
+			fmt.Fprintf(os.Stderr, "sessionfs: the Docker volume plugin %s: %v\n", cfg.DockerVolumes, err)
+		}
+		store.Close()
+	}, nil
 }

@@ -8,4 +8,4 @@ import "syscall"
 func fault(string, func(string)) (syscall.Errno, bool) { return 0, false }
 
 // hostileLink is the fault-injection build's hostile answer for a session (fault_on.go); nothing outside it.
-func hostileLink(string) (string, bool) { return "", false }
+func hostileLink(string, func(string)) (string, bool) { return "", false }

@@ -26,6 +26,10 @@ const FaultPrefix = ".sessionfs-fault-"
 // symlink to the path (hostileLink), and the kernel is told to forget its name (invalidate), so the next walk
 // through sessions/<id> meets the link. What walks the mount with privilege (the helper) must not follow it.
 //
+// op turncoat-<id> is the same lie told late: the next lookup of session id is answered truly, then the kernel is
+// told to forget the name and the link is answered from then on. What checked the folder by path, then handed the
+// path on, hands on the lie.
+//
 // op die kills the daemon (SIGKILL, as the kernel's OOM killer ends one over its cgroup's memory), each daemon
 // each time: the request the kernel resends to the daemon that takes over kills that one too.
 func fault(name string, invalidate func(id string)) (syscall.Errno, bool) {
@@ -41,6 +45,13 @@ func fault(name string, invalidate func(id string)) (syscall.Errno, bool) {
 	path, err := url.PathUnescape(escaped)
 	if err != nil {
 		return syscall.EINVAL, true
+	}
+	if id, ok := strings.CutPrefix(op, "turncoat-"); ok {
+		hostileMu.Lock()
+		turncoat[id] = path
+		hostileMu.Unlock()
+		go invalidate(id) // so the next walk looks it up
+		return syscall.EEXIST, true
 	}
 	if id, ok := strings.CutPrefix(op, "hostile-"); ok {
 		hostileMu.Lock()
@@ -80,11 +91,18 @@ func fault(name string, invalidate func(id string)) (syscall.Errno, bool) {
 var (
 	hostileMu sync.Mutex
 	hostile   = map[string]string{} // session id -> the link the daemon answers for it
+	turncoat  = map[string]string{} // session id -> the link the daemon answers after one true answer
 )
 
-func hostileLink(id string) (string, bool) {
+func hostileLink(id string, invalidate func(id string)) (string, bool) {
 	hostileMu.Lock()
 	defer hostileMu.Unlock()
+	if target, ok := turncoat[id]; ok {
+		delete(turncoat, id)
+		hostile[id] = target
+		go invalidate(id) // once this true answer is in (the kernel holds the folder's lock until then)
+		return "", false
+	}
 	target, ok := hostile[id]
 	return target, ok
 }

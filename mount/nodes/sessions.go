@@ -56,7 +56,7 @@ func (s *Sessions) Lookup(ctx context.Context, name string, out *fuse.EntryOut) 
 		}
 		return nil, syscall.ENOENT
 	}
-	if target, ok := hostileLink(name); ok {
+	if target, ok := hostileLink(name, func(id string) { s.NotifyEntry(id) }); ok {
 		out.Attr.Mode = syscall.S_IFLNK | 0o777
 		return s.NewInode(ctx, &gofs.MemSymlink{Data: []byte(target)}, gofs.StableAttr{Mode: syscall.S_IFLNK}), 0
 	}

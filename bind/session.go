@@ -1,0 +1,91 @@
+package bind
+
+import (
+	"errors"
+	"fmt"
+
+	"golang.org/x/sys/unix"
+)
+
+// ErrMountChanging is a session's folder on the mount that the daemon invalidated under every bind LaySession tried
+// (the session's own writes change it); a retry is likely to succeed.
+var ErrMountChanging = errors.New("the session's folder on the mount changed under every bind (retry)")
+
+// ErrNotOnMount is a session's folder that cannot be opened on the mount beneath its root with no symlink (gone,
+// or answered as a link by a daemon that lies).
+var ErrNotOnMount = errors.New("the session's folder on the mount")
+
+// layTries bounds how often LaySession opens the session's folder on the mount again when the kernel dropped the
+// name it opened before the bind landed (the daemon invalidates a session's entry when its folders change).
+const layTries = 5
+
+// LaySession lays session id at the folder open at dst (OpenPlace's descriptor) as a run sees /session: the
+// session's folder from the mount (mountRoot: the mount's root), so every cwd's transcript folder is a view, with
+// the store's own RunDirs (beneath store: the session's folder in the store) bound over it at the disk's speed.
+// It is the one way a session is handed to something that follows paths as root (the engine, the kubelet): every
+// end is held by descriptor, opened with no symlink and no mount crossed, so a session that swaps a folder for a
+// link or a FIFO, or a daemon that answers a link, gets nothing mounted. Each mount is nosuid and nodev (and
+// read-only with ReadOnly). The store's folders are opened first; a failure part-way detaches what was made.
+// The returned Mount is the session's folder laid at dst; Detach takes it down with the binds beneath it.
+func LaySession(mountRoot, store int, id string, dst int, f Flags) (*Mount, error) {
+	srcs := make([]int, 0, len(RunDirs))
+	defer func() {
+		for _, fd := range srcs {
+			unix.Close(fd)
+		}
+	}()
+	for _, rel := range RunDirs {
+		fd, err := OpenFolder(store, rel)
+		if errors.Is(err, ErrNotFolder) {
+			return nil, fmt.Errorf("the store's %s is %w", rel, ErrNotFolder)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("the store's %s: %w", rel, err)
+		}
+		srcs = append(srcs, fd)
+	}
+	top, err := attachFromMount(mountRoot, id, dst, f)
+	if err != nil {
+		return nil, err
+	}
+	for i, rel := range RunDirs {
+		// Beneath the session just laid (top is its root): no symlink, no mount crossed.
+		place, err := OpenPlace(top.Fd(), rel)
+		if err == nil {
+			var m *Mount
+			m, err = Attach(srcs[i], place, f)
+			unix.Close(place)
+			if err == nil {
+				m.Close()
+			}
+		}
+		if err != nil {
+			_ = top.Detach()
+			return nil, fmt.Errorf("bind the store's %s over it: %w", rel, err)
+		}
+	}
+	return top, nil
+}
+
+// attachFromMount binds sessions/<id> of the mount at dst. A folder opened, then invalidated by the daemon before
+// move_mount (ENOENT: its dentry was unhashed) is opened again, a few times: the session's own writes must not
+// fail a container's start.
+func attachFromMount(mountRoot int, id string, dst int, f Flags) (*Mount, error) {
+	for try := 1; ; try++ {
+		src, err := OpenPlace(mountRoot, "sessions/"+id)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrNotOnMount, err)
+		}
+		top, err := Attach(src, dst, f)
+		unix.Close(src)
+		if err == nil {
+			return top, nil
+		}
+		if !errors.Is(err, unix.ENOENT) {
+			return nil, err
+		}
+		if try == layTries {
+			return nil, fmt.Errorf("%w (%d tries): %w", ErrMountChanging, try, err)
+		}
+	}
+}
