@@ -30,6 +30,9 @@ GEMINI_BIN     := $(CURDIR)/e2e/.cache/gemini-$(GEMINI_VERSION)/node_modules/.bi
 QWEN_BIN       := $(CURDIR)/e2e/.cache/qwen-$(QWEN_VERSION)/node_modules/.bin/qwen
 OPENCODE_BIN   := $(CURDIR)/e2e/.cache/opencode-$(OPENCODE_VERSION)/node_modules/.bin/opencode
 PI_BIN         := $(CURDIR)/e2e/.cache/pi-$(PI_VERSION)/node_modules/.bin/pi
+# The devcontainers CLI the Docker volume tests drive (devcontainer up on a session's volume), pinned.
+DEVCONTAINER_VERSION ?= 0.89.0
+DEVCONTAINER_BIN     := $(CURDIR)/e2e/.cache/devcontainer-$(DEVCONTAINER_VERSION)/node_modules/.bin/devcontainer
 # An execution count, not a duration: a duration races Go's fuzz coordinator at its deadline (golang/go#75804)
 # and fails a run that found nothing.
 FUZZTIME  ?= 200000x
@@ -101,9 +104,10 @@ unit:
 
 # Skipped tests (a missing requirement outside CI) are listed at the end, with why. The suite ran past 30 minutes
 # once round 4's attack tests joined it (64-128 MiB hostile chats and transcripts, hard-linked 400 times): 50.
-e2e: build claude agents
+e2e: build claude agents $(DEVCONTAINER_BIN)
 	@mkdir -p e2e/.cache; rm -f e2e/.cache/skips.txt
 	SESSIONFS_BIN=$(CURDIR)/$(BIN) SESSIONFS_CLAUDE=$(CLAUDE_BIN) SESSIONFS_CLAUDE_NEW=$(CLAUDE_NEW_BIN) SESSIONFS_SKIPS=$(CURDIR)/e2e/.cache/skips.txt \
+		SESSIONFS_DEVCONTAINER=$(DEVCONTAINER_BIN) \
 		SESSIONFS_CODEX=$(CODEX_BIN) SESSIONFS_GEMINI=$(GEMINI_BIN) SESSIONFS_QWEN=$(QWEN_BIN) SESSIONFS_OPENCODE=$(OPENCODE_BIN) SESSIONFS_PI=$(PI_BIN) \
 		$(GO) test -race -count=1 -timeout 50m ./e2e/...; status=$$?; \
 		if [ -s e2e/.cache/skips.txt ]; then echo "skipped e2e tests:"; cat e2e/.cache/skips.txt; fi; exit $$status
@@ -155,6 +159,9 @@ $(PI_BIN):
 	mkdir -p $(CURDIR)/e2e/.cache/pi-$(PI_VERSION)
 	npm install --prefix $(CURDIR)/e2e/.cache/pi-$(PI_VERSION) --no-audit --no-fund @earendil-works/pi-coding-agent@$(PI_VERSION) \
 		node-linux-$(PI_NODE_ARCH)@$(PI_NODE_VERSION)
+$(DEVCONTAINER_BIN):
+	mkdir -p $(CURDIR)/e2e/.cache/devcontainer-$(DEVCONTAINER_VERSION)
+	npm install --prefix $(CURDIR)/e2e/.cache/devcontainer-$(DEVCONTAINER_VERSION) --no-audit --no-fund @devcontainers/cli@$(DEVCONTAINER_VERSION)
 # opencode is one compiled binary (npm's opencode-ai installs the one of this platform as bin/opencode.exe).
 $(OPENCODE_BIN):
 	mkdir -p $(CURDIR)/e2e/.cache/opencode-$(OPENCODE_VERSION)

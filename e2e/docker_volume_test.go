@@ -233,3 +233,87 @@ func TestDockerVolumeClaudeResumesFromAnotherCwd(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &shown), r.stdout)
 	assert.Len(t, shown.Conversations, 1, "sessionfs show lists one conversation: %s", r.stdout)
 }
+
+// devcontainerBin is the devcontainers CLI (make e2e installs the pinned one; or SESSIONFS_DEVCONTAINER).
+func devcontainerBin(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("SESSIONFS_DEVCONTAINER"); p != "" {
+		_, err := os.Stat(p)
+		need(t, err == nil, "the devcontainers CLI at $SESSIONFS_DEVCONTAINER (make e2e installs it)")
+		return p
+	}
+	p, err := exec.LookPath("devcontainer")
+	need(t, err == nil, "the devcontainers CLI (npm install @devcontainers/cli; make e2e installs it; or set SESSIONFS_DEVCONTAINER)")
+	return p
+}
+
+// TestDockerVolumeInDevcontainer: contrib/docker/volume/devcontainer.json as written (its image, driver, network
+// and session named by its variables), with the real devcontainers CLI: devcontainer up on one folder, the real
+// claude CLI started in it against the API stub; a dev container of another folder on the same session carries
+// the conversation on from another cwd. One transcript; sessionfs show lists one conversation.
+func TestDockerVolumeInDevcontainer(t *testing.T) {
+	needRootMount(t)
+	claude := claudeBin(t)
+	devcontainer := devcontainerBin(t)
+	engine := needDocker(t)
+	real, err := filepath.EvalSymlinks(claude)
+	require.NoError(t, err)
+	images(t, engine, real)
+	store := t.TempDir()
+	mountVolumes(t, store)
+	api := stub(t, "127.0.0.1:0")
+	session := "devc-" + runTag
+	t.Cleanup(func() { _, _ = dockerCLI(t, "volume", "rm", "-f", session) }) // while the plugin serves, after the containers
+	config, err := filepath.Abs("../contrib/docker/volume/devcontainer.json")
+	require.NoError(t, err)
+	devc := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command(devcontainer, args...)
+		cmd.Env = append(os.Environ(), "SESSION="+session, "SESSIONFS_IMAGE="+claudeImage, "SESSIONFS_DRIVER="+volumeDriver,
+			"SESSIONFS_NETWORK=host", "ANTHROPIC_BASE_URL="+api.URL, "ANTHROPIC_API_KEY=sk-ant-test")
+		cmd.Env = append(cmd.Env, "TMPDIR="+t.TempDir()) // the CLI's own files
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "devcontainer %s: %s", strings.Join(args, " "), out)
+		return string(out)
+	}
+	// up starts the dev container of a project folder of its own; it is removed when the test ends.
+	up := func() string {
+		folder := t.TempDir()
+		t.Cleanup(func() {
+			ids, _ := dockerCLI(t, "ps", "-aq", "--filter", "label=devcontainer.local_folder="+folder)
+			for _, id := range strings.Fields(ids) {
+				_, _ = dockerCLI(t, "rm", "-f", id)
+			}
+		})
+		out := devc("up", "--workspace-folder", folder, "--config", config, "--mount", "type=bind,source="+real+",target=/usr/local/bin/claude")
+		require.Contains(t, out, `"outcome":"success"`)
+		return folder
+	}
+	claudeIn := func(folder, script string) string {
+		return devc("exec", "--workspace-folder", folder, "--config", config, "--remote-env", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+			"sh", "-c", script)
+	}
+
+	first := up()
+	out := claudeIn(first, `pwd && echo "$CLAUDE_CONFIG_DIR" && claude -p "hello from a dev container"`)
+	assert.Contains(t, out, "/session/workspace\n/session/.claude\n", "the session's workspace is the work folder")
+	assert.Contains(t, out, apistub.Reply)
+	canonical := filepath.Join(store, "sessions", session, ".claude", "projects", "-session-workspace")
+	files := transcripts(t, canonical)
+	require.Len(t, files, 1)
+	n := lineCount(t, files[0])
+
+	second := up()
+	out = claudeIn(second, `mkdir -p api && cd api && pwd && claude -p --continue "again, from another dev container and cwd"`)
+	assert.Contains(t, out, "/session/workspace/api")
+	assert.NotContains(t, out, "No conversation found")
+	assert.Equal(t, files, transcripts(t, canonical), "one transcript")
+	assert.Greater(t, lineCount(t, files[0]), n, "the second dev container carried on the first one's conversation")
+	r := cli(t, store, "show", session, "--json")
+	require.Equal(t, 0, r.code, r.stderr)
+	var shown struct {
+		Conversations []json.RawMessage `json:"conversations"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &shown), r.stdout)
+	assert.Len(t, shown.Conversations, 1, "sessionfs show lists one conversation: %s", r.stdout)
+}

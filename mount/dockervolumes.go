@@ -36,6 +36,7 @@ func serveDockerVolumes(cfg helperConfig) (stop func(), err error) {
 		if err := d.Sweep(); err != nil { // the containers keep their own binds
 			fmt.Fprintf(os.Stderr, "sessionfs: the Docker volume plugin %s: %v\n", cfg.DockerVolumes, err)
 		}
+		_ = os.Remove(d.Stage) // empty now, unless a stage could not be taken down
 		store.Close()
 	}, nil
 }

@@ -76,7 +76,8 @@ func (r Rootfs) write(tw *tar.Writer) error {
 	if err := t.file("bin/busybox", 0o755, bb); err != nil {
 		return err
 	}
-	applets := []string{"sh", "ls", "cat", "echo", "touch", "mkdir", "pwd", "id", "env", "sleep", "rm", "wc", "true", "false", "test", "readlink", "stat"}
+	applets := []string{"sh", "ls", "cat", "echo", "touch", "mkdir", "pwd", "id", "env", "sleep", "rm", "wc", "true", "false", "test", "readlink", "stat",
+		"uname", "grep", "sed"} // the last three: what the devcontainers CLI runs in a container
 	for _, applet := range append(applets, r.Applets...) {
 		if err := t.link("bin/"+applet, "busybox"); err != nil {
 			return err
