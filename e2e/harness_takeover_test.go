@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"syscall"
 	"testing"
@@ -22,13 +23,27 @@ import (
 // to its transcript, .claude/settings.json read, every 50 ms): a shell on the mount m (session s1), and with
 // Docker `sessionfs run --backend docker` (s2), a plain `docker run -v <mount>/sessions/s3:/session`, and a
 // container given a target the CSI plugin published (s4, in a store of its own; the plugin's node mount, which it
-// starts with the binary under test, is held too). TestMountTakeoverKill kills their daemons, TestMountUpgrade
-// hands their mounts over.
+// starts with the binary under test, is held too); and when m serves Docker volumes (mountVolumes' flag), a fifth:
+// a container of a volume of m's plugin (`docker run --mount type=volume,volume-driver=...`, session
+// takeover-<run>). TestMountTakeoverKill kills their daemons, TestMountUpgrade hands their mounts over.
 type takeoverAgents struct {
 	loops  []*agentLoop
 	stores map[string]string // each loop's store, by its name
 	mounts []string          // the mounts they use: m's, and with Docker the CSI plugin's node mount
 	csi    *csiPlugin        // nil without Docker
+	volume string            // the fifth agent's volume (a session of m's store), until removed
+}
+
+// removeVolume removes the fifth agent's volume (its loop ended), as the plugin serves still.
+func (a *takeoverAgents) removeVolume(t *testing.T) {
+	t.Helper()
+	if a.volume == "" {
+		return
+	}
+	if out, err := dockerCLI(t, "volume", "rm", "-f", a.volume); err != nil {
+		t.Errorf("docker volume rm %s: %v: %s", a.volume, err, out)
+	}
+	a.volume = ""
 }
 
 // startTakeoverAgents starts the agents on m, whose store holds s1, s2 and s3, and waits for each to make 5
@@ -51,6 +66,16 @@ func startTakeoverAgents(t *testing.T, m *mounted, store string) *takeoverAgents
 		a.add(store, startAgentLoop(t, "docker run -v", "s3", filepath.Join(ctl, "stop"),
 			exec.Command("docker", "run", "--rm", "--name", name, "-v", m.session("s3")+":/session", "-v", ctl+":/ctl",
 				busyboxImage, "sh", "-c", takeoverLoop, "sh", "/session", "/ctl/stop")))
+
+		if slices.Contains(m.cmd.Args, "--docker-volumes="+volumeDriver) {
+			a.volume = "takeover-" + runTag
+			// While the plugin serves (registered after the mount's cleanup), after the loop's: finish removes it
+			// before a test ends its mount itself.
+			t.Cleanup(func() { a.removeVolume(t) })
+			a.add(store, startAgentLoop(t, "docker volume", a.volume, filepath.Join(ctl, "stop-vol"),
+				exec.Command("docker", "run", "--rm", "--mount", "type=volume,volume-driver="+volumeDriver+",src="+a.volume+",dst=/session",
+					"-v", ctl+":/ctl", busyboxImage, "sh", "-c", takeoverLoop, "sh", "/session", "/ctl/stop-vol")))
+		}
 
 		csiStore := t.TempDir()
 		var csiHeld []int // the CSI mount's holder and the daemon serving last: they end with the plugin's mount
@@ -126,6 +151,7 @@ func (a *takeoverAgents) finish(t *testing.T, events int, what string) {
 			l.name, len(gaps)+1, what, p(0.5), p(0.9), p(0.99), gaps[len(gaps)-1], min(events, len(gaps)), gaps[max(0, len(gaps)-events):])
 		assert.Less(t, gaps[len(gaps)-1], time.Second, "%s: the longest stall", l.name)
 	}
+	a.removeVolume(t)
 }
 
 // takeoverRestore is what a daemon that took a mount over did with the nodes the kernel held, as its holder logs it.

@@ -141,7 +141,8 @@ func (l *agentLoop) finish(t *testing.T, store string) []time.Duration {
 // TestMountTakeoverKill (issue 42's Done-when, kill -9): four agents work at once, each appending a numbered line to
 // its transcript and reading .claude/settings.json every 50 ms (takeoverLoop): a shell on a confined root mount
 // (--takeover is the default), `sessionfs run --backend docker`, a plain `docker run -v <mount>/sessions/<id>:/session`,
-// and a container given a target the CSI plugin published (its node mount, which the plugin starts, is held too).
+// a container given a target the CSI plugin published (its node mount, which the plugin starts, is held too), and
+// a container of a Docker volume of the mount's plugin (--docker-volumes: its stage is the mount's, laid by descriptor).
 // kill -9 of each mount's serving daemon, 20 times in a row: no agent sees an error, every line is in the store
 // once and in order, and the longest stall is under 1 s. The stalls' distribution and the nodes each takeover
 // restored (what the kernel holds: bounded, as restored nodes are freed by its FORGETs) are logged.
@@ -151,7 +152,7 @@ func TestMountTakeoverKill(t *testing.T) {
 	for _, id := range []string{"s1", "s2", "s3"} {
 		ok(t, store, "new", id)
 	}
-	m := mount(t, store)
+	m := mount(t, store, "--docker-volumes="+volumeDriver) // a fifth agent: a container of a volume of its plugin
 	daemon := m.cmd.Process.Pid
 	helper := helperPID(t, daemon)
 	t.Cleanup(func() { endTakeoverMount(t, m, helper) })

@@ -48,7 +48,7 @@ func servedBy(t *testing.T, mnt string) (pid int, exe, version string) {
 // running daemon serves (what the systemd unit's ExecReload runs) hands the mount over to that build, 20 times
 // alternating two builds with different version strings, and the four agents of TestMountTakeoverKill
 // (takeoverAgents: a shell, `sessionfs run --backend docker`, a plain `docker run -v` and a container on a
-// CSI-published target) see nothing. The CSI plugin's node mount is upgraded as the root mount is: `sessionfs
+// CSI-published target; and a container of a Docker volume of the mount's plugin) see nothing. The CSI plugin's node mount is upgraded as the root mount is: `sessionfs
 // mount` of the other build on its mountpoint (the DaemonSet's update is the plugin's, csi_upgrade_test.go). No
 // agent sees an error, every line is in the store once and in order, the longest stall is under a second (the
 // distribution logged, and each sessionfs mount's time); the daemon serving is the new build's (its binary says
@@ -64,7 +64,7 @@ func TestMountUpgrade(t *testing.T) {
 	for _, id := range []string{"s1", "s2", "s3"} {
 		ok(t, store, "new", id)
 	}
-	m := mountWith(t, builds[0], store)
+	m := mountWith(t, builds[0], store, "--docker-volumes="+volumeDriver) // a fifth agent: a container of a volume
 	helper := helperPID(t, m.cmd.Process.Pid)
 	t.Cleanup(func() { endTakeoverMount(t, m, helper) })
 	agents := startTakeoverAgents(t, m, store)
@@ -361,7 +361,7 @@ func TestMountUpgradeBackToBack(t *testing.T) {
 	builds := []string{upgradeBuild(t, dir, versions[0]), upgradeBuild(t, dir, versions[1])}
 	store := t.TempDir()
 	ok(t, store, "new", "s1")
-	m := mountWith(t, builds[0], store)
+	m := mountWith(t, builds[0], store, "--docker-volumes="+volumeDriver) // a fifth agent: a container of a volume
 	helper := helperPID(t, m.cmd.Process.Pid)
 	t.Cleanup(func() { endTakeoverMount(t, m, helper) })
 	stop := filepath.Join(t.TempDir(), "stop")
