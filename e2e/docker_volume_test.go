@@ -1,7 +1,11 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -316,4 +320,87 @@ func TestDockerVolumeInDevcontainer(t *testing.T) {
 	}
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &shown), r.stdout)
 	assert.Len(t, shown.Conversations, 1, "sessionfs show lists one conversation: %s", r.stdout)
+}
+
+// TestDockerVolumeSystemdUnit: contrib/systemd/sessionfs-volumes.service's commands as written (the binary, store,
+// mountpoint and driver name this test's): it is ordered before docker.service; ExecStart mounts and tells systemd
+// it serves (READY=1) with the plugin's socket there, ExecReload hands the mount over with the plugin answering on,
+// ExecStop unmounts and the socket and the stages go.
+func TestDockerVolumeSystemdUnit(t *testing.T) {
+	needRootMount(t)
+	b, err := os.ReadFile("../contrib/systemd/sessionfs-volumes.service")
+	require.NoError(t, err)
+	unit := string(b)
+	assert.Contains(t, strings.Split(unit, "\n"), "Before=docker.service", "the plugin starts before the engine, and stops after it")
+	store, mnt := t.TempDir(), filepath.Join(t.TempDir(), "mnt")
+	replacer := strings.NewReplacer("/usr/local/bin/sessionfs", bin, "/srv/agent-sessions", mnt, "/var/lib/sessionfs", store,
+		"--docker-volumes", "--docker-volumes="+volumeDriver)
+	directive := func(key string) []string {
+		for _, line := range strings.Split(unit, "\n") {
+			if v, ok := strings.CutPrefix(line, key+"="); ok {
+				return strings.Fields(replacer.Replace(v))
+			}
+		}
+		t.Fatalf("the unit has no %s", key)
+		return nil
+	}
+	env := append(os.Environ(), directive("Environment")...)
+	notify := filepath.Join(t.TempDir(), "notify.sock")
+	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: notify, Net: "unixgram"})
+	require.NoError(t, err)
+	defer conn.Close()
+	run := func(key string) *exec.Cmd {
+		argv := directive(key)
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Env = append(env, "NOTIFY_SOCKET="+notify)
+		return cmd
+	}
+	log := &syncBuffer{}
+	start := run("ExecStart")
+	start.Stdout, start.Stderr = log, log
+	start.WaitDelay = 10 * time.Second
+	require.NoError(t, start.Start())
+	t.Cleanup(func() {
+		if isFUSEMount(mnt) || staleMount(mnt) {
+			_ = run("ExecStop").Run()
+		}
+		_ = start.Process.Kill()
+		_ = start.Wait()
+	})
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(20*time.Second)))
+	buf := make([]byte, 256)
+	n, err := conn.Read(buf)
+	require.NoError(t, err, "READY=1 from ExecStart: %s", log)
+	assert.Contains(t, string(buf[:n]), "READY=1")
+	sock := filepath.Join("/run/docker/plugins", volumeDriver+".sock")
+	plugin := func(path, body string) (string, error) {
+		c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+		}}}
+		resp, err := c.Post("http://plugin"+path, "application/json", strings.NewReader(body))
+		if err != nil {
+			return "", err
+		}
+		defer resp.Body.Close()
+		out, err := io.ReadAll(resp.Body)
+		return string(out), err
+	}
+	eventually(t, 10*time.Second, func() bool { _, err := plugin("/Plugin.Activate", ""); return err == nil }, "the plugin answers: %s", log)
+	out, err := plugin("/VolumeDriver.Create", `{"Name":"unit"}`)
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"Err":""}`, out)
+	assert.DirExists(t, filepath.Join(store, "sessions", "unit", "workspace"), "the unit's store")
+
+	reload, err := run("ExecReload").CombinedOutput()
+	require.NoError(t, err, "ExecReload: %s", reload)
+	assert.Contains(t, string(reload), "is served by sessionfs")
+	out, err = plugin("/VolumeDriver.Get", `{"Name":"unit"}`)
+	require.NoError(t, err, "the plugin answers after a reload")
+	assert.Contains(t, out, `"session":"unit"`)
+
+	stop, err := run("ExecStop").CombinedOutput()
+	require.NoError(t, err, "ExecStop: %s", stop)
+	eventually(t, 20*time.Second, func() bool { _, err := os.Stat(sock); return os.IsNotExist(err) }, "the plugin's socket goes with the mount")
+	assert.False(t, isFUSEMount(mnt))
+	assert.NoDirExists(t, filepath.Join("/run/sessionfs/volumes", volumeDriver), "its stages go too")
 }
