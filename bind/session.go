@@ -3,6 +3,7 @@ package bind
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -27,7 +28,14 @@ const layTries = 5
 // link or a FIFO, or a daemon that answers a link, gets nothing mounted. Each mount is nosuid and nodev (and
 // read-only with ReadOnly). The store's folders are opened first; a failure part-way detaches what was made.
 // The returned Mount is the session's folder laid at dst; Detach takes it down with the binds beneath it.
-func LaySession(mountRoot, store int, id string, dst int, f Flags) (*Mount, error) {
+//
+// With sub (a relative path within the session, "" for all of it), only that folder is laid: from the store when
+// it is one of MountDirs or beneath one (as the mount shows it), else from the mount (.claude and its views).
+// Either way it is reached with no symlink and no mount crossed: a sub the session made a link is refused.
+func LaySession(mountRoot, store int, id, sub string, dst int, f Flags) (*Mount, error) {
+	if sub != "" {
+		return laySub(mountRoot, store, id, sub, dst, f)
+	}
 	srcs := make([]int, 0, len(RunDirs))
 	defer func() {
 		for _, fd := range srcs {
@@ -88,4 +96,29 @@ func attachFromMount(mountRoot int, id string, dst int, f Flags) (*Mount, error)
 			return nil, fmt.Errorf("%w (%d tries): %w", ErrMountChanging, try, err)
 		}
 	}
+}
+
+// laySub binds folder sub of session id at dst (LaySession with a sub).
+func laySub(mountRoot, store int, id, sub string, dst int, f Flags) (*Mount, error) {
+	top, _, _ := strings.Cut(sub, "/")
+	if IsMountDir(top) {
+		src, err := OpenFolder(store, sub)
+		if errors.Is(err, ErrNotFolder) {
+			return nil, fmt.Errorf("the store's %s is %w", sub, ErrNotFolder)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("the store's %s: %w", sub, err)
+		}
+		defer unix.Close(src)
+		return Attach(src, dst, f)
+	}
+	src, err := OpenPlace(mountRoot, "sessions/"+id+"/"+sub)
+	if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.EXDEV) {
+		return nil, fmt.Errorf("%s on the mount is %w", sub, ErrNotFolder)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrNotOnMount, sub, err)
+	}
+	defer unix.Close(src)
+	return Attach(src, dst, f)
 }

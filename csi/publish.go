@@ -34,7 +34,7 @@ func (d *Driver) publish(id, target string, ro bool) error {
 	if ro {
 		flags = bind.ReadOnly
 	}
-	top, err := bind.LaySession(root, sess.Fd(), id, tfd, flags)
+	top, err := bind.LaySession(root, sess.Fd(), id, "", tfd, flags)
 	switch {
 	case errors.Is(err, bind.ErrNotFolder):
 		return status.Errorf(codes.FailedPrecondition, "session %s: %v", id, err)

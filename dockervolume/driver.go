@@ -1,17 +1,17 @@
 package dockervolume
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"maps"
 	"path/filepath"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/sessionfs/sessionfs/layout"
 	"github.com/sessionfs/sessionfs/session"
+	"github.com/sessionfs/sessionfs/travel"
 )
 
 // Driver answers the volume calls for one store mounted at Mountpoint.
@@ -39,50 +39,45 @@ type Volume struct {
 	Status     map[string]string `json:",omitempty"`
 }
 
-// createOpts are the options `docker volume create -o` and a compose file's driver_opts may give.
-var createOpts = []string{"labels"}
-
-// Create makes session name unless it exists (the engine repeats Create after a plugin restarts).
+// Create makes session name unless it exists (the engine repeats Create after a plugin restarts): as sessionfs
+// new makes one, or with from= as sessionfs fork makes one. sub= is kept for the volume either way.
 func (d *Driver) Create(name string, opts map[string]string) error {
 	if err := layout.ValidateID(name); err != nil {
 		return err
 	}
-	labels, err := parseOpts(opts)
+	o, err := parseOpts(opts)
 	if err != nil {
 		return err
 	}
-	if d.Store.Exists(name) {
-		return nil
+	if !d.Store.Exists(name) {
+		if err := d.create(name, o); err != nil {
+			return err
+		}
 	}
-	_, err = session.Create(d.Store, name, session.Options{CreateOptions: layout.CreateOptions{Labels: labels}, Mountpoint: d.Mountpoint})
+	return d.saveRecord(name, volumeRecord{Sub: o.sub})
+}
+
+// create makes session name as o says.
+func (d *Driver) create(name string, o options) error {
+	var err error
+	if o.from != "" {
+		_, err = travel.Fork(context.Background(), d.Store, o.from, name, travel.ForkOptions{})
+		if err == nil && o.labels != nil {
+			_, err = d.Store.Update(name, func(m *layout.Meta) error {
+				if m.Labels == nil {
+					m.Labels = map[string]string{}
+				}
+				maps.Copy(m.Labels, o.labels)
+				return nil
+			})
+		}
+	} else {
+		_, err = session.Create(d.Store, name, session.Options{CreateOptions: layout.CreateOptions{Labels: o.labels}, Mountpoint: d.Mountpoint})
+	}
 	if errors.Is(err, layout.ErrExists) { // made meanwhile by another call
 		return nil
 	}
 	return err
-}
-
-// parseOpts reads Create's options: labels=KEY=VALUE,KEY=VALUE.
-func parseOpts(opts map[string]string) (map[string]string, error) {
-	var labels map[string]string
-	for _, k := range slices.Sorted(maps.Keys(opts)) {
-		switch k {
-		case "labels":
-			labels = map[string]string{}
-			for _, kv := range strings.Split(opts[k], ",") {
-				key, v, ok := strings.Cut(kv, "=")
-				if !ok || key == "" {
-					return nil, fmt.Errorf("option labels: %q is not KEY=VALUE", kv)
-				}
-				if err := layout.ValidateLabel(key, v); err != nil {
-					return nil, fmt.Errorf("option labels: %w", err)
-				}
-				labels[key] = v
-			}
-		default:
-			return nil, fmt.Errorf("unknown option %q (sessionfs takes %s)", k, strings.Join(createOpts, ", "))
-		}
-	}
-	return labels, nil
 }
 
 // Remove moves session name to the trash (`sessionfs trash restore` brings it back); one something runs in, or
@@ -93,7 +88,7 @@ func (d *Driver) Remove(name string) error {
 		return err
 	}
 	if !d.Store.Exists(name) {
-		return nil
+		return d.saveRecord(name, volumeRecord{})
 	}
 	d.mu.Lock()
 	var users int
@@ -104,8 +99,10 @@ func (d *Driver) Remove(name string) error {
 	if users > 0 {
 		return fmt.Errorf("session %s is mounted by %d container(s)", name, users)
 	}
-	_, err := d.Store.RemoveIdle(name, false)
-	return err
+	if _, err := d.Store.RemoveIdle(name, false); err != nil {
+		return err
+	}
+	return d.saveRecord(name, volumeRecord{})
 }
 
 // Mount counts container id as a user of session name and returns its stage: the session laid by descriptor

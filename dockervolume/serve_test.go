@@ -150,9 +150,18 @@ func TestHostileCalls(t *testing.T) {
 		code, _ = call("/VolumeDriver.Mount", map[string]any{"Name": name, "ID": "c"})
 		assert.Equal(t, 500, code, "%q", name)
 	}
-	code, out := call("/VolumeDriver.Create", map[string]any{"Name": "s1", "Opts": map[string]string{"sub": "../../etc"}})
+	code, out := call("/VolumeDriver.Create", map[string]any{"Name": "s1", "Opts": map[string]string{"size": "1G"}})
 	assert.Equal(t, 500, code)
-	assert.Contains(t, out["Err"], `unknown option "sub"`)
+	assert.Contains(t, out["Err"], `unknown option "size"`)
+	for _, sub := range []string{"../../etc", "/etc", "workspace/../..", ".", "a\nb"} {
+		code, out = call("/VolumeDriver.Create", map[string]any{"Name": "s1", "Opts": map[string]string{"sub": sub}})
+		assert.Equal(t, 500, code, "%q", sub)
+		assert.Contains(t, out["Err"], "option sub", "%q", sub)
+	}
+	for _, from := range []string{"../x", "missing"} {
+		code, out = call("/VolumeDriver.Create", map[string]any{"Name": "s1", "Opts": map[string]string{"from": from}})
+		assert.Equal(t, 500, code, "%q: %v", from, out)
+	}
 	code, out = call("/VolumeDriver.Create", map[string]any{"Name": "s1", "Opts": map[string]string{"labels": "novalue"}})
 	assert.Equal(t, 500, code)
 	assert.Contains(t, out["Err"], "KEY=VALUE")
@@ -179,4 +188,60 @@ func TestHostileCalls(t *testing.T) {
 	assert.Equal(t, 500, code)
 	assert.Contains(t, out["Err"], "over")
 	assert.False(t, st.Exists("s1"))
+}
+
+// TestOptions: from= forks a session (labels set on the fork), sub= makes the volume one folder of the session,
+// laid from the store (workspace) or the mount (.claude); a sub the session made a link is refused at Mount.
+func TestOptions(t *testing.T) {
+	needRoot(t)
+	call, st, _, mnt, stage := plugin(t)
+	_, err := st.Create("origin", layout.CreateOptions{})
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(st.Dir("origin"), "workspace", "notes"), []byte("origin's\n"), 0o644))
+	code, out := call("/VolumeDriver.Create", map[string]any{"Name": "copy", "Opts": map[string]string{"from": "origin", "labels": "k=v"}})
+	require.Equal(t, 200, code, "%v", out)
+	b, err := os.ReadFile(filepath.Join(st.Dir("copy"), "workspace", "notes"))
+	require.NoError(t, err)
+	assert.Equal(t, "origin's\n", string(b), "forked")
+	m, err := st.Get("copy")
+	require.NoError(t, err)
+	assert.Equal(t, "origin", m.ForkedFrom)
+	assert.Equal(t, "v", m.Labels["k"])
+
+	code, out = call("/VolumeDriver.Create", map[string]any{"Name": "copy", "Opts": map[string]string{"sub": "workspace"}})
+	require.Equal(t, 200, code, "an existing session's volume made one folder: %v", out)
+	showOnMount(t, mnt, "copy")
+	code, out = call("/VolumeDriver.Mount", map[string]any{"Name": "copy", "ID": "c1"})
+	require.Equal(t, 200, code, "%v", out)
+	laid := filepath.Join(stage, "copy")
+	assert.FileExists(t, filepath.Join(laid, "notes"), "the store's workspace is the volume")
+	assert.NoFileExists(t, filepath.Join(laid, "from-the-mount"))
+	code, _ = call("/VolumeDriver.Unmount", map[string]any{"Name": "copy", "ID": "c1"})
+	assert.Equal(t, 200, code)
+
+	code, out = call("/VolumeDriver.Create", map[string]any{"Name": "copy", "Opts": map[string]string{"sub": ".claude"}})
+	require.Equal(t, 200, code, "%v", out)
+	require.NoError(t, os.WriteFile(filepath.Join(mnt, "sessions", "copy", ".claude", "view-mark"), nil, 0o644))
+	code, out = call("/VolumeDriver.Mount", map[string]any{"Name": "copy", "ID": "c2"})
+	require.Equal(t, 200, code, "%v", out)
+	assert.FileExists(t, filepath.Join(laid, "view-mark"), ".claude is the mount's (its views)")
+	code, _ = call("/VolumeDriver.Unmount", map[string]any{"Name": "copy", "ID": "c2"})
+	assert.Equal(t, 200, code)
+
+	// The session swaps its workspace for a link to a host folder: a sub=workspace volume is refused at Mount.
+	host := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(host, "host-file"), nil, 0o644))
+	code, out = call("/VolumeDriver.Create", map[string]any{"Name": "copy", "Opts": map[string]string{"sub": "workspace"}})
+	require.Equal(t, 200, code, "%v", out)
+	ws := filepath.Join(st.Dir("copy"), "workspace")
+	require.NoError(t, os.RemoveAll(ws))
+	require.NoError(t, os.Symlink(host, ws))
+	code, out = call("/VolumeDriver.Mount", map[string]any{"Name": "copy", "ID": "c3"})
+	assert.Equal(t, 500, code)
+	assert.Contains(t, out["Err"], "not a folder of the session")
+	assert.NoFileExists(t, filepath.Join(laid, "host-file"))
+
+	code, out = call("/VolumeDriver.Remove", map[string]any{"Name": "copy"})
+	require.Equal(t, 200, code, "%v", out)
+	assert.NoFileExists(t, filepath.Join(st.Root, "volumes", "copy.json"), "its record goes with it")
 }

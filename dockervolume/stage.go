@@ -71,7 +71,11 @@ func (d *Driver) lay(name string) (*staged, error) {
 	if err := unix.Fstatfs(root, &fs); err == nil && fs.Flags&unix.ST_RDONLY != 0 {
 		flags = bind.ReadOnly // a read-only mount's sessions stay read-only through the binds
 	}
-	m, err := bind.LaySession(root, sess.Fd(), name, place, flags)
+	rec, err := d.loadRecord(name)
+	if err != nil {
+		return nil, err
+	}
+	m, err := bind.LaySession(root, sess.Fd(), name, rec.Sub, place, flags)
 	if err != nil {
 		return nil, fmt.Errorf("session %s: %w", name, err)
 	}

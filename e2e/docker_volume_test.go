@@ -117,9 +117,29 @@ func TestDockerVolumeIsASession(t *testing.T) {
 	assert.Contains(t, strings.Fields(out), "demo")
 
 	out, err = dockerCLI(t, "volume", "create", "-d", driver, "-o", "sub=../../etc", "demo-opt")
+	assert.Error(t, err, "a traversal in an option: %s", out)
+	assert.Contains(t, out, `option sub: "../../etc" is not a folder within the session`)
+	out, err = dockerCLI(t, "volume", "create", "-d", driver, "-o", "size=1G", "demo-opt")
 	assert.Error(t, err, "an option sessionfs does not take: %s", out)
-	assert.Contains(t, out, `unknown option "sub"`)
+	assert.Contains(t, out, `unknown option "size"`)
 	assert.NoDirExists(t, filepath.Join(store, "sessions", "demo-opt"))
+
+	// A fork of demo whose volume is its workspace alone (-o from=, -o sub=).
+	made["demo-ws"] = true
+	out, err = dockerCLI(t, "volume", "create", "-d", driver, "-o", "from=demo", "-o", "sub=workspace", "demo-ws")
+	require.NoError(t, err, out)
+	out, err = dockerCLI(t, "run", "--rm", "--volume-driver", driver, "-v", "demo-ws:/work", busyboxImage, "sh", "-c", "cat /work/from-container && echo forked >> /work/from-container")
+	require.NoError(t, err, out)
+	assert.Equal(t, "hi", out, "the fork's workspace is the volume")
+	got, err = os.ReadFile(filepath.Join(store, "sessions", "demo-ws", "workspace", "from-container"))
+	require.NoError(t, err)
+	assert.Equal(t, "hi\nforked\n", string(got), "written in the fork")
+	got, err = os.ReadFile(filepath.Join(store, "sessions", "demo", "workspace", "from-container"))
+	require.NoError(t, err)
+	assert.Equal(t, "hi\n", string(got), "the origin as it was")
+	out, err = dockerCLI(t, "volume", "rm", "demo-ws")
+	require.NoError(t, err, out)
+	delete(made, "demo-ws")
 
 	// A volume used before it was made: the engine creates it, a session made on first use.
 	made["fresh"] = true
