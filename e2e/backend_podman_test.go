@@ -28,6 +28,7 @@ import (
 // podmanService is a `podman system service` this test started, as uid (0: root), on its own socket.
 type podmanService struct {
 	sock string
+	conf string // its containers.conf
 	cli  *client.Client
 	env  []string // what a client process of this user needs: DOCKER_HOST, and for a user its runtime dir
 	stop func()
@@ -110,7 +111,7 @@ func startPodman(t *testing.T, u *user.User) *podmanService {
 		_, err := cli.Ping(ctx)
 		return err == nil
 	}, "podman system service did not answer: %s", log)
-	p := &podmanService{sock: sock, cli: cli, env: append(env[1:], "DOCKER_HOST=unix://"+sock), stop: stop}
+	p := &podmanService{sock: sock, conf: conf, cli: cli, env: append(env[1:], "DOCKER_HOST=unix://"+sock), stop: stop}
 	require.NoError(t, testimage.Import(cli, busyboxImage, nil), "import the test image into Podman: %s", log)
 	t.Cleanup(func() {
 		// The containers this service ran go with it (sessionfs removes its own; a failed test may leave one).

@@ -1,0 +1,93 @@
+package e2e
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sessionfs/sessionfs/e2e/apistub"
+	"github.com/sessionfs/sessionfs/internal/testimage"
+)
+
+// TestDockerVolumeInPodman: Podman's volume plugins speak the same protocol; one configured in containers.conf
+// ([engine.volume_plugins], the mount's plugin socket) makes sessions Podman volumes: podman volume create, the
+// real claude CLI in a container of the volume against the API stub, a second container carrying the
+// conversation on from another cwd, podman volume rm to the trash.
+func TestDockerVolumeInPodman(t *testing.T) {
+	needPodman(t)
+	needRootMount(t)
+	claude := claudeBin(t)
+	real, err := filepath.EvalSymlinks(claude)
+	require.NoError(t, err)
+	p := startPodman(t, nil)
+	libs, err := testimage.SharedLibs(real)
+	require.NoError(t, err)
+	require.NoError(t, testimage.Import(p.cli, claudeImage, libs), "the claude test image in Podman")
+	t.Cleanup(func() { _ = exec.Command("podman", "--url", "unix://"+p.sock, "rmi", "-f", claudeImage).Run() }) // while the service runs
+	store := t.TempDir()
+	mountVolumes(t, store)
+	api := stub(t, "127.0.0.1:0")
+
+	base, err := os.ReadFile(p.conf)
+	require.NoError(t, err)
+	conf := filepath.Join(t.TempDir(), "containers.conf")
+	require.NoError(t, os.WriteFile(conf, append(base, []byte("\n[engine.volume_plugins]\n"+volumeDriver+" = \"/run/docker/plugins/"+volumeDriver+".sock\"\n")...), 0o644))
+	podman := func(args ...string) (string, error) {
+		start := time.Now()
+		cmd := exec.Command("podman", args...)
+		cmd.Env = append(os.Environ(), "CONTAINERS_CONF="+conf)
+		out, err := cmd.CombinedOutput()
+		if took := time.Since(start); took > 10*time.Second {
+			t.Logf("podman %s took %s", strings.Join(args, " "), took.Round(time.Millisecond))
+		}
+		return strings.TrimSpace(string(out)), err
+	}
+	vol := "podman-" + runTag
+	t.Cleanup(func() { _, _ = podman("volume", "rm", "-f", vol) }) // while the plugin serves
+	out, err := podman("volume", "create", "--driver", volumeDriver, "-o", "labels=engine=podman", vol)
+	require.NoError(t, err, out)
+	r := cli(t, store, "show", vol)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "engine=podman")
+
+	claudeIn := func(workdir string, args ...string) string {
+		out, err := podman(append([]string{"run", "--rm", "--network", "host", "-v", vol + ":/session",
+			"-v", real + ":/usr/local/bin/claude:ro", "-w", workdir, "-e", "HOME=/tmp", "-e", "CLAUDE_CONFIG_DIR=/session/.claude",
+			"-e", "ANTHROPIC_BASE_URL=" + api.URL, "-e", "ANTHROPIC_API_KEY=sk-ant-test", "-e", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+			claudeImage, "/usr/local/bin/claude", "-p"}, args...)...)
+		require.NoError(t, err, out)
+		return out
+	}
+	out = claudeIn("/session/workspace", "hello from Podman")
+	assert.Contains(t, out, apistub.Reply)
+	canonical := filepath.Join(store, "sessions", vol, ".claude", "projects", "-session-workspace")
+	files := transcripts(t, canonical)
+	require.Len(t, files, 1)
+	n := lineCount(t, files[0])
+	require.NoError(t, os.MkdirAll(filepath.Join(store, "sessions", vol, "workspace", "api"), 0o755))
+	out = claudeIn("/session/workspace/api", "--continue", "again, from a subfolder")
+	assert.NotContains(t, out, "No conversation found")
+	assert.Equal(t, files, transcripts(t, canonical), "one transcript")
+	assert.Greater(t, lineCount(t, files[0]), n, "the second container carried on the first one's conversation")
+	r = cli(t, store, "show", vol, "--json")
+	require.Equal(t, 0, r.code, r.stderr)
+	var shown struct {
+		Conversations []json.RawMessage `json:"conversations"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &shown), r.stdout)
+	assert.Len(t, shown.Conversations, 1, "sessionfs show lists one conversation: %s", r.stdout)
+
+	out, err = podman("volume", "rm", vol)
+	require.NoError(t, err, out)
+	assert.NoDirExists(t, filepath.Join(store, "sessions", vol))
+	trashed, err := filepath.Glob(filepath.Join(store, "trash", vol+".*"))
+	require.NoError(t, err)
+	assert.Len(t, trashed, 1, "podman volume rm moves the session to the trash")
+}
