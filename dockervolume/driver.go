@@ -20,6 +20,9 @@ type Driver struct {
 	Mountpoint string
 	// Stage is the folder, root's alone, where sessions are laid for the engine (StageRoot/<plugin>).
 	Stage string
+	// Scope is the engine's: "local", or "global" for a store other hosts mount too (a volume is then one
+	// session wherever it is mounted, and one host at a time holds it: its run lease).
+	Scope string
 
 	mu     sync.Mutex
 	mounts map[string]*volumeUse // session id -> its stage and the containers that mounted it
@@ -28,6 +31,7 @@ type Driver struct {
 // volumeUse is a session laid for the engine and the ids of the containers that mounted it.
 type volumeUse struct {
 	stage      *staged
+	lease      *layout.Lease // the session's run lease, held while a container mounts it
 	containers map[string]bool
 }
 
@@ -106,7 +110,8 @@ func (d *Driver) Remove(name string) error {
 }
 
 // Mount counts container id as a user of session name and returns its stage: the session laid by descriptor
-// on a folder only root reaches (stage.go), laid by the first user.
+// on a folder only root reaches (stage.go), laid by the first user, who takes the session's run lease for them
+// all.
 func (d *Driver) Mount(name, id string) (string, error) {
 	if err := d.exists(name); err != nil {
 		return "", err
@@ -118,11 +123,18 @@ func (d *Driver) Mount(name, id string) (string, error) {
 	}
 	u := d.mounts[name]
 	if u == nil {
-		st, err := d.lay(name)
+		// The session runs here while a container mounts it, as a CSI pod's or a sessionfs run's does: another
+		// host of a shared store, or a run elsewhere, is refused with who holds it.
+		lease, err := d.Store.TryLease(name, layout.ThisProcess())
 		if err != nil {
 			return "", err
 		}
-		u = &volumeUse{stage: st, containers: map[string]bool{}}
+		st, err := d.lay(name)
+		if err != nil {
+			_ = lease.Release()
+			return "", err
+		}
+		u = &volumeUse{stage: st, lease: lease, containers: map[string]bool{}}
 		d.mounts[name] = u
 	}
 	u.containers[id] = true
@@ -130,7 +142,7 @@ func (d *Driver) Mount(name, id string) (string, error) {
 }
 
 // Unmount forgets container id as a user of session name; the last one takes the stage down (the containers keep
-// their own binds). An id never counted (a helper before this one counted it) leaves the stage for its users.
+// their own binds) and releases the lease. An id never counted (a helper before this one counted it) leaves the stage for its users.
 func (d *Driver) Unmount(name, id string) error {
 	if err := layout.ValidateID(name); err != nil {
 		return err
@@ -146,7 +158,9 @@ func (d *Driver) Unmount(name, id string) error {
 		return nil
 	}
 	delete(d.mounts, name)
-	return d.release(name, u.stage)
+	err := d.release(name, u.stage)
+	_ = u.lease.Release()
+	return err
 }
 
 // Path is where the engine finds session name: its stage.

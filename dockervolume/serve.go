@@ -73,7 +73,11 @@ func Handler(d *Driver) http.Handler {
 		return map[string][]string{"Implements": {"VolumeDriver"}}, nil
 	})
 	call("/VolumeDriver.Capabilities", func(request) (any, error) {
-		return map[string]map[string]string{"Capabilities": {"Scope": "local"}}, nil
+		scope := d.Scope
+		if scope == "" {
+			scope = "local"
+		}
+		return map[string]map[string]string{"Capabilities": {"Scope": scope}}, nil
 	})
 	call("/VolumeDriver.Create", func(r request) (any, error) { return errResponse{}, d.Create(r.Name, r.Opts) })
 	call("/VolumeDriver.Remove", func(r request) (any, error) { return errResponse{}, d.Remove(r.Name) })

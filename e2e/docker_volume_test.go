@@ -393,29 +393,17 @@ func TestDockerVolumeSystemdUnit(t *testing.T) {
 	require.NoError(t, err, "READY=1 from ExecStart: %s", log)
 	assert.Contains(t, string(buf[:n]), "READY=1")
 	sock := filepath.Join("/run/docker/plugins", volumeDriver+".sock")
-	plugin := func(path, body string) (string, error) {
-		c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return (&net.Dialer{}).DialContext(ctx, "unix", sock)
-		}}}
-		resp, err := c.Post("http://plugin"+path, "application/json", strings.NewReader(body))
-		if err != nil {
-			return "", err
-		}
-		defer resp.Body.Close()
-		out, err := io.ReadAll(resp.Body)
-		return string(out), err
-	}
-	eventually(t, 10*time.Second, func() bool { _, err := plugin("/Plugin.Activate", ""); return err == nil }, "the plugin answers: %s", log)
-	out, err := plugin("/VolumeDriver.Create", `{"Name":"unit"}`)
-	require.NoError(t, err)
-	assert.JSONEq(t, `{"Err":""}`, out)
+	eventually(t, 10*time.Second, func() bool { _, err := os.Stat(sock); return err == nil }, "the plugin's socket: %s", log)
+	plugin := pluginClient(t, volumeDriver)
+	code, out := plugin("/VolumeDriver.Create", `{"Name":"unit"}`)
+	require.Equal(t, 200, code, out)
 	assert.DirExists(t, filepath.Join(store, "sessions", "unit", "workspace"), "the unit's store")
 
 	reload, err := run("ExecReload").CombinedOutput()
 	require.NoError(t, err, "ExecReload: %s", reload)
 	assert.Contains(t, string(reload), "is served by sessionfs")
-	out, err = plugin("/VolumeDriver.Get", `{"Name":"unit"}`)
-	require.NoError(t, err, "the plugin answers after a reload")
+	code, out = plugin("/VolumeDriver.Get", `{"Name":"unit"}`)
+	require.Equal(t, 200, code, "the plugin answers after a reload: %s", out)
 	assert.Contains(t, out, `"session":"unit"`)
 
 	stop, err := run("ExecStop").CombinedOutput()
@@ -423,4 +411,65 @@ func TestDockerVolumeSystemdUnit(t *testing.T) {
 	eventually(t, 20*time.Second, func() bool { _, err := os.Stat(sock); return os.IsNotExist(err) }, "the plugin's socket goes with the mount")
 	assert.False(t, isFUSEMount(mnt))
 	assert.NoDirExists(t, filepath.Join("/run/sessionfs/volumes", volumeDriver), "its stages go too")
+}
+
+// pluginClient calls the volume plugin named name on its socket, as the engine does (path, JSON body): the
+// status code and the answer.
+func pluginClient(t *testing.T, name string) func(path, body string) (int, string) {
+	sock := filepath.Join("/run/docker/plugins", name+".sock")
+	c := &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+	}}}
+	return func(path, body string) (int, string) {
+		t.Helper()
+		resp, err := c.Post("http://plugin"+path, "application/json", strings.NewReader(body))
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		out, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp.StatusCode, string(out)
+	}
+}
+
+// TestDockerVolumeGlobalOnASharedStore: two hosts (two MooseFS clients of one store, each with its mount and its
+// plugin) serve one store's sessions as volumes of global scope. A session mounted by a container on host A is
+// refused on host B, naming A's holder, until A's last container unmounts it. The plugins are called on their
+// sockets as the engine calls them (two engines are not at hand; the engine would remember both names).
+func TestDockerVolumeGlobalOnASharedStore(t *testing.T) {
+	needRootMount(t)
+	cluster := startMooseFS(t)
+	hostA, hostB := cluster.mount(t, "host-a"), cluster.mount(t, "host-b")
+	storeA, storeB := filepath.Join(hostA.mnt, "store"), filepath.Join(hostB.mnt, "store")
+	ok(t, storeA, "new", "web")
+	nameA, nameB := "sfs-a-"+runTag, "sfs-b-"+runTag
+	mount(t, storeA, "--docker-volumes="+nameA)
+	mount(t, storeB, "--docker-volumes="+nameB)
+	a, b := pluginClient(t, nameA), pluginClient(t, nameB)
+	eventually(t, 10*time.Second, func() bool {
+		_, err := os.Stat(filepath.Join("/run/docker/plugins", nameA+".sock"))
+		_, errB := os.Stat(filepath.Join("/run/docker/plugins", nameB+".sock"))
+		return err == nil && errB == nil
+	}, "both plugins' sockets")
+	for _, p := range []func(string, string) (int, string){a, b} {
+		_, out := p("/VolumeDriver.Capabilities", "")
+		assert.JSONEq(t, `{"Capabilities":{"Scope":"global"}}`, out, "a shared store's volumes are global")
+	}
+
+	code, out := a("/VolumeDriver.Mount", `{"Name":"web","ID":"container-on-a"}`)
+	require.Equal(t, 200, code, out)
+	code, out = b("/VolumeDriver.Mount", `{"Name":"web","ID":"container-on-b"}`)
+	assert.Equal(t, 500, code, "one host at a time: %s", out)
+	assert.Contains(t, out, "session web is running on host")
+	assert.NoDirExists(t, filepath.Join("/run/sessionfs/volumes", nameB, "web"), "nothing laid on B")
+	r := cli(t, storeB, "run", "--backend", "local", "web", "--", "true")
+	assert.NotEqual(t, 0, r.code, "a run on B is refused too: %s", r.stdout)
+
+	code, out = a("/VolumeDriver.Unmount", `{"Name":"web","ID":"container-on-a"}`)
+	require.Equal(t, 200, code, out)
+	code, out = b("/VolumeDriver.Mount", `{"Name":"web","ID":"container-on-b"}`)
+	require.Equal(t, 200, code, "A's container is gone: B gets the session: %s", out)
+	laid := filepath.Join("/run/sessionfs/volumes", nameB, "web")
+	assert.DirExists(t, filepath.Join(laid, "workspace"), "laid on B")
+	code, out = b("/VolumeDriver.Unmount", `{"Name":"web","ID":"container-on-b"}`)
+	require.Equal(t, 200, code, out)
 }

@@ -22,7 +22,10 @@ func serveDockerVolumes(cfg helperConfig) (stop func(), err error) {
 		store.Close()
 		return nil, fmt.Errorf("the Docker volume plugin %s: %w", cfg.DockerVolumes, err)
 	}
-	d := &dockervolume.Driver{Store: store, Mountpoint: cfg.Mountpoint, Stage: filepath.Join(dockervolume.StageRoot, cfg.DockerVolumes)}
+	d := &dockervolume.Driver{Store: store, Mountpoint: cfg.Mountpoint, Stage: filepath.Join(dockervolume.StageRoot, cfg.DockerVolumes), Scope: "local"}
+	if _, shared := SharedStore(cfg.Store); shared {
+		d.Scope = "global" // other hosts mount the store: a volume is the same session on each
+	}
 	if err := d.Sweep(); err != nil {
 		fmt.Fprintf(os.Stderr, "sessionfs: the Docker volume plugin %s: stages left by a helper before: %v\n", cfg.DockerVolumes, err)
 	}
