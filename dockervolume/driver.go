@@ -24,8 +24,38 @@ type Driver struct {
 	// session wherever it is mounted, and one host at a time holds it: its run lease).
 	Scope string
 
+	names  sync.Map // session id -> *sync.Mutex: one volume's Mount, Unmount and Remove at a time
 	mu     sync.Mutex
-	mounts map[string]*volumeUse // session id -> its stage and the containers that mounted it
+	mounts map[string]*volumeUse // session id -> its stage and the containers that mounted it (under mu)
+}
+
+// lockName serialises the calls for volume name; the others go on meanwhile (a lay waits on the mount).
+func (d *Driver) lockName(name string) func() {
+	m, _ := d.names.LoadOrStore(name, &sync.Mutex{})
+	mu := m.(*sync.Mutex)
+	mu.Lock()
+	return mu.Unlock
+}
+
+// use is volume name's use, nil when no container mounts it.
+func (d *Driver) use(name string) *volumeUse {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.mounts[name]
+}
+
+// setUse records volume name's use (nil: none).
+func (d *Driver) setUse(name string, u *volumeUse) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if u == nil {
+		delete(d.mounts, name)
+		return
+	}
+	if d.mounts == nil {
+		d.mounts = map[string]*volumeUse{}
+	}
+	d.mounts[name] = u
 }
 
 // volumeUse is a session laid for the engine and the ids of the containers that mounted it.
@@ -58,7 +88,7 @@ func (d *Driver) Create(name string, opts map[string]string) error {
 			return err
 		}
 	}
-	return d.saveRecord(name, volumeRecord{Sub: o.sub})
+	return d.saveRecord(name, o.sub)
 }
 
 // create makes session name as o says.
@@ -92,21 +122,20 @@ func (d *Driver) Remove(name string) error {
 		return err
 	}
 	if !d.Store.Exists(name) {
-		return d.saveRecord(name, volumeRecord{})
+		return d.saveRecord(name, "")
 	}
-	d.mu.Lock()
+	defer d.lockName(name)()
 	var users int
-	if u := d.mounts[name]; u != nil {
+	if u := d.use(name); u != nil {
 		users = len(u.containers)
 	}
-	d.mu.Unlock()
 	if users > 0 {
 		return fmt.Errorf("session %s is mounted by %d container(s)", name, users)
 	}
 	if _, err := d.Store.RemoveIdle(name, false); err != nil {
 		return err
 	}
-	return d.saveRecord(name, volumeRecord{})
+	return d.saveRecord(name, "")
 }
 
 // Mount counts container id as a user of session name and returns its stage: the session laid by descriptor
@@ -116,40 +145,40 @@ func (d *Driver) Mount(name, id string) (string, error) {
 	if err := d.exists(name); err != nil {
 		return "", err
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.mounts == nil {
-		d.mounts = map[string]*volumeUse{}
-	}
-	u := d.mounts[name]
+	defer d.lockName(name)()
+	u := d.use(name)
 	if u == nil {
+		sub, err := d.loadRecord(name)
+		if err != nil {
+			return "", err
+		}
 		// The session runs here while a container mounts it, as a CSI pod's or a sessionfs run's does: another
 		// host of a shared store, or a run elsewhere, is refused with who holds it.
 		lease, err := d.Store.TryLease(name, layout.ThisProcess())
 		if err != nil {
 			return "", err
 		}
-		st, err := d.lay(name)
+		st, err := d.lay(name, sub)
 		if err != nil {
 			_ = lease.Release()
 			return "", err
 		}
 		u = &volumeUse{stage: st, lease: lease, containers: map[string]bool{}}
-		d.mounts[name] = u
 	}
 	u.containers[id] = true
+	d.setUse(name, u)
 	return d.stagePath(name), nil
 }
 
 // Unmount forgets container id as a user of session name; the last one takes the stage down (the containers keep
-// their own binds) and releases the lease. An id never counted (a helper before this one counted it) leaves the stage for its users.
+// their own binds) and releases the lease. An id never counted (a helper before this one counted it) leaves the
+// stage for its users.
 func (d *Driver) Unmount(name, id string) error {
 	if err := layout.ValidateID(name); err != nil {
 		return err
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	u := d.mounts[name]
+	defer d.lockName(name)()
+	u := d.use(name)
 	if u == nil || !u.containers[id] {
 		return nil
 	}
@@ -157,7 +186,7 @@ func (d *Driver) Unmount(name, id string) error {
 	if len(u.containers) > 0 {
 		return nil
 	}
-	delete(d.mounts, name)
+	d.setUse(name, nil)
 	err := d.release(name, u.stage)
 	_ = u.lease.Release()
 	return err

@@ -4,14 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
+	"io/fs"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-
-	"golang.org/x/sys/unix"
+	"time"
+	"unicode"
 
 	"github.com/sessionfs/sessionfs/layout"
 )
@@ -63,10 +62,10 @@ func parseOpts(opts map[string]string) (options, error) {
 }
 
 // cleanSub checks a sub-folder of a session: a relative path that stays within it ("workspace",
-// "workspace/api", ".claude"), at most 1024 bytes, no control characters.
+// "workspace/api", ".claude"), at most 1024 bytes, no control or format characters (bidi overrides).
 func cleanSub(sub string) (string, error) {
 	c := filepath.Clean(sub)
-	if !filepath.IsLocal(c) || c == "." || len(c) > 1024 || strings.ContainsFunc(c, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+	if !filepath.IsLocal(c) || c == "." || len(c) > 1024 || strings.ContainsFunc(c, func(r rune) bool { return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) }) {
 		return "", fmt.Errorf("option sub: %q is not a folder within the session (a relative path such as workspace, without ..)", sub)
 	}
 	return c, nil
@@ -74,59 +73,75 @@ func cleanSub(sub string) (string, error) {
 
 // The engine gives a volume's options at Create only, and Mount must know a volume's sub: it is kept in a record
 // of the store's own (the store's root is trusted; a session's folder is not), <store>/volumes/<id>.json, which
-// Remove deletes. A volume with none is the whole session.
+// Remove deletes. A volume with none is the whole session. The record names the session's creation time: one
+// left behind by a session removed without the engine (sessionfs rm) does not apply to a new session of that id.
+// Every access is beneath the store's root, never through a symlink, never blocking on a FIFO (layout.Dir): on a
+// shared store, whoever else writes the store's root must not make root here write elsewhere or hang.
 
 // volumeRecord is what is kept of a volume beyond its session.
 type volumeRecord struct {
-	Sub string `json:"sub,omitempty"`
+	Sub     string `json:"sub,omitempty"`
+	Created string `json:"created,omitempty"` // the session's, RFC 3339
 }
 
 // maxRecord bounds a record read (it holds one short path).
 const maxRecord = 4 << 10
 
-func (d *Driver) recordPath(id string) string {
-	return filepath.Join(d.Store.Root, "volumes", id+".json")
+// recordsDir is the records' folder beneath the store's root.
+const recordsDir = "volumes"
+
+func recordName(id string) string { return recordsDir + "/" + id + ".json" }
+
+// storeRoot opens the store's root folder (trusted: its path is the administrator's).
+func (d *Driver) storeRoot() (*layout.Dir, error) { return layout.OpenDir(d.Store.Root) }
+
+// created is session id's creation time as a record names it.
+func (d *Driver) created(id string) string {
+	if c := d.Store.Describe(id).Created; !c.IsZero() {
+		return c.UTC().Format(time.RFC3339Nano)
+	}
+	return ""
 }
 
 // saveRecord keeps volume id's record (none when it has no sub), written whole (a rename).
-func (d *Driver) saveRecord(id string, r volumeRecord) error {
-	path := d.recordPath(id)
-	if r.Sub == "" {
-		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return err
+func (d *Driver) saveRecord(id string, sub string) error {
+	root, err := d.storeRoot()
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	if sub == "" {
+		if err := root.Remove(recordName(id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("the record of volume %s: %w", id, err)
 		}
 		return nil
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return err
+	if err := root.MkdirAll(recordsDir, 0o700, -1, -1); err != nil {
+		return fmt.Errorf("the volumes' records (%s): %w", filepath.Join(d.Store.Root, recordsDir), err)
 	}
-	b, err := json.Marshal(r)
+	b, err := json.Marshal(volumeRecord{Sub: sub, Created: d.created(id)})
 	if err != nil {
 		return err
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		return err
+	if err := root.WriteAtomic(recordName(id), b, 0o600, -1, -1); err != nil {
+		return fmt.Errorf("the record of volume %s: %w", id, err)
 	}
-	return os.Rename(tmp, path)
+	return nil
 }
 
-// loadRecord reads volume id's record; none is the whole session. Its sub is checked as at Create.
-func (d *Driver) loadRecord(id string) (volumeRecord, error) {
-	var r volumeRecord
-	fd, err := unix.Open(d.recordPath(id), unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if errors.Is(err, unix.ENOENT) {
-		return r, nil
-	}
+// loadRecord reads volume id's sub; none (or a record of an earlier session of that id) is the whole session.
+// Its sub is checked as at Create.
+func (d *Driver) loadRecord(id string) (string, error) {
+	root, err := d.storeRoot()
 	if err != nil {
-		return r, fmt.Errorf("the record of volume %s: %w", id, err)
+		return "", err
 	}
-	f := os.NewFile(uintptr(fd), d.recordPath(id))
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxRecord+1))
-	if err == nil && len(b) > maxRecord {
-		err = fmt.Errorf("over %d bytes", maxRecord)
+	defer root.Close()
+	b, err := root.ReadRegular(recordName(id), maxRecord)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
 	}
+	var r volumeRecord
 	if err == nil {
 		err = json.Unmarshal(b, &r)
 	}
@@ -134,7 +149,10 @@ func (d *Driver) loadRecord(id string) (volumeRecord, error) {
 		r.Sub, err = cleanSub(r.Sub)
 	}
 	if err != nil {
-		return volumeRecord{}, fmt.Errorf("the record of volume %s (%s): %w", id, d.recordPath(id), err)
+		return "", fmt.Errorf("the record of volume %s (%s): %w", id, filepath.Join(d.Store.Root, recordName(id)), err)
 	}
-	return r, nil
+	if r.Created != d.created(id) {
+		return "", nil // an earlier session's
+	}
+	return r.Sub, nil
 }

@@ -9,9 +9,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"github.com/sessionfs/sessionfs/bind"
 	"github.com/sessionfs/sessionfs/layout"
@@ -249,4 +251,45 @@ func TestOptions(t *testing.T) {
 	code, out = call("/VolumeDriver.Remove", map[string]any{"Name": "copy"})
 	require.Equal(t, 200, code, "%v", out)
 	assert.NoFileExists(t, filepath.Join(st.Root, "volumes", "copy.json"), "its record goes with it")
+}
+
+// TestRecordsBeneathTheStore: whoever else writes the store's root (another host of a shared store) cannot make
+// the plugin write through a link nor hang it: a records folder that is a link, a record that is a link or a FIFO.
+func TestRecordsBeneathTheStore(t *testing.T) {
+	call, st, _, _, _ := plugin(t)
+	_, err := st.Create("s", layout.CreateOptions{})
+	require.NoError(t, err)
+	elsewhere := t.TempDir()
+	require.NoError(t, os.Symlink(elsewhere, filepath.Join(st.Root, "volumes")))
+	code, out := call("/VolumeDriver.Create", map[string]any{"Name": "s", "Opts": map[string]string{"sub": "workspace"}})
+	assert.Equal(t, 500, code, "a records folder that is a link: %v", out)
+	ents, err := os.ReadDir(elsewhere)
+	require.NoError(t, err)
+	assert.Empty(t, ents, "nothing written through the link")
+
+	require.NoError(t, os.Remove(filepath.Join(st.Root, "volumes")))
+	require.NoError(t, os.Mkdir(filepath.Join(st.Root, "volumes"), 0o700))
+	victim := filepath.Join(elsewhere, "victim")
+	require.NoError(t, os.WriteFile(victim, []byte("precious\n"), 0o644))
+	require.NoError(t, os.Symlink(victim, filepath.Join(st.Root, "volumes", "s.json")))
+	code, out = call("/VolumeDriver.Create", map[string]any{"Name": "s", "Opts": map[string]string{"sub": "workspace"}})
+	require.Equal(t, 200, code, "%v", out)
+	b, err := os.ReadFile(victim)
+	require.NoError(t, err)
+	assert.Equal(t, "precious\n", string(b), "the link is replaced, never followed")
+
+	require.NoError(t, os.Remove(filepath.Join(st.Root, "volumes", "s.json")))
+	require.NoError(t, unix.Mkfifo(filepath.Join(st.Root, "volumes", "s.json"), 0o600))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		code, out = call("/VolumeDriver.Mount", map[string]any{"Name": "s", "ID": "c"})
+	}()
+	select {
+	case <-done:
+		assert.Equal(t, 500, code, "a record that is a FIFO: %v", out)
+		assert.Contains(t, out["Err"], "the record of volume s")
+	case <-time.After(10 * time.Second):
+		t.Fatal("a record that is a FIFO hangs Mount")
+	}
 }

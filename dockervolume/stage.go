@@ -38,7 +38,7 @@ func (d *Driver) openStage() (int, error) {
 
 // lay lays session name on its stage folder and returns the stage's path. A stage left there (by a helper that
 // was killed) is detached first: only what this driver lays is handed to the engine.
-func (d *Driver) lay(name string) (*staged, error) {
+func (d *Driver) lay(name, sub string) (st *staged, err error) {
 	dir, err := d.openStage()
 	if err != nil {
 		return nil, err
@@ -47,6 +47,11 @@ func (d *Driver) lay(name string) (*staged, error) {
 	if err := unix.Mkdirat(dir, name, 0o700); err != nil && !errors.Is(err, unix.EEXIST) {
 		return nil, fmt.Errorf("stage %s: %w", name, err)
 	}
+	defer func() {
+		if err != nil { // nothing laid: no folder left either
+			_ = unix.Unlinkat(dir, name, unix.AT_REMOVEDIR)
+		}
+	}()
 	place, err := bind.OpenPlace(dir, name)
 	if errors.Is(err, unix.EXDEV) { // a stage of before
 		_ = detachStage(dir, name)
@@ -71,11 +76,7 @@ func (d *Driver) lay(name string) (*staged, error) {
 	if err := unix.Fstatfs(root, &fs); err == nil && fs.Flags&unix.ST_RDONLY != 0 {
 		flags = bind.ReadOnly // a read-only mount's sessions stay read-only through the binds
 	}
-	rec, err := d.loadRecord(name)
-	if err != nil {
-		return nil, err
-	}
-	m, err := bind.LaySession(root, sess.Fd(), name, rec.Sub, place, flags)
+	m, err := bind.LaySession(root, sess.Fd(), name, sub, place, flags)
 	if err != nil {
 		return nil, fmt.Errorf("session %s: %w", name, err)
 	}
@@ -156,4 +157,33 @@ func shownMountID(dir int, name string) (uint64, error) {
 	}
 	defer unix.Close(fd)
 	return bind.MountID(fd)
+}
+
+// ErrNameTaken is a plugin name another sessionfs mount serves on this host.
+var ErrNameTaken = errors.New("another sessionfs mount serves the Docker volume plugin of this name (one name, one mount: --docker-volumes=OTHER)")
+
+// Claim makes this process the one server of plugin name on this host, until release (or its exit, an exec
+// included: an upgraded helper claims it again): a lock file under StageRoot, root's alone. A second mount of the
+// same name would take the first one's socket over and sweep its stages; it is refused instead.
+func Claim(name string) (release func(), err error) {
+	if err := os.MkdirAll(StageRoot, 0o700); err != nil {
+		return nil, err
+	}
+	root, err := unix.Open(StageRoot, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", StageRoot, err)
+	}
+	defer unix.Close(root)
+	fd, err := unix.Openat(root, name+".lock", unix.O_RDWR|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("the lock of plugin %s: %w", name, err)
+	}
+	if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		unix.Close(fd)
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, fmt.Errorf("%s: %w", name, ErrNameTaken)
+		}
+		return nil, fmt.Errorf("the lock of plugin %s: %w", name, err)
+	}
+	return func() { unix.Close(fd) }, nil
 }

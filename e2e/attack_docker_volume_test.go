@@ -65,3 +65,32 @@ func TestAttackDockerVolumeSessionLinks(t *testing.T) {
 	assert.Contains(t, out, "not a folder of the session")
 	assert.NotContains(t, out, "host-secret")
 }
+
+// TestAttackDockerVolumeNameTakenOver: a second mount (another store) started with the plugin name a running mount
+// serves would take its socket over (the engine then resolving volume names to the other store's sessions) and
+// sweep its stages in use. It is refused before it mounts, and the first plugin answers on, its stage in place.
+func TestAttackDockerVolumeNameTakenOver(t *testing.T) {
+	needRootMount(t)
+	store := t.TempDir()
+	ok(t, store, "new", "mine")
+	m := mountVolumes(t, store)
+	plugin := pluginClient(t, volumeDriver)
+	code, out := plugin("/VolumeDriver.Mount", `{"Name":"mine","ID":"c1"}`)
+	require.Equal(t, 200, code, out)
+	laid := filepath.Join("/run/sessionfs/volumes", volumeDriver, "mine")
+	require.DirExists(t, filepath.Join(laid, "workspace"))
+
+	other := t.TempDir()
+	ok(t, other, "new", "mine")
+	mnt := filepath.Join(t.TempDir(), "mnt")
+	r := cli(t, other, "mount", mnt, "--docker-volumes="+volumeDriver)
+	assert.Equal(t, 125, r.code, "a second mount of the name is refused: %s", r.stderr)
+	assert.Contains(t, r.stderr, "another sessionfs mount serves the Docker volume plugin of this name")
+	assert.False(t, isFUSEMount(mnt), "nothing mounted")
+	code, out = plugin("/VolumeDriver.Get", `{"Name":"mine"}`)
+	require.Equal(t, 200, code, out)
+	assert.Contains(t, out, m.session("mine"), "the first mount's plugin answers")
+	assert.DirExists(t, filepath.Join(laid, "workspace"), "its stage in place")
+	code, out = plugin("/VolumeDriver.Unmount", `{"Name":"mine","ID":"c1"}`)
+	require.Equal(t, 200, code, out)
+}

@@ -17,8 +17,14 @@ func serveDockerVolumes(cfg helperConfig) (stop func(), err error) {
 	if err != nil {
 		return nil, err
 	}
+	unclaim, err := dockervolume.Claim(cfg.DockerVolumes) // before its socket and stages are touched
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
 	l, err := dockervolume.Listen(dockervolume.PluginDir, cfg.DockerVolumes)
 	if err != nil {
+		unclaim()
 		store.Close()
 		return nil, fmt.Errorf("the Docker volume plugin %s: %w", cfg.DockerVolumes, err)
 	}
@@ -40,6 +46,7 @@ func serveDockerVolumes(cfg helperConfig) (stop func(), err error) {
 			fmt.Fprintf(os.Stderr, "sessionfs: the Docker volume plugin %s: %v\n", cfg.DockerVolumes, err)
 		}
 		_ = os.Remove(d.Stage) // empty now, unless a stage could not be taken down
+		unclaim()
 		store.Close()
 	}, nil
 }

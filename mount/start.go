@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sessionfs/sessionfs/confine"
+	"github.com/sessionfs/sessionfs/dockervolume"
 	"github.com/sessionfs/sessionfs/layout"
 	"github.com/sessionfs/sessionfs/mount/nodes"
 )
@@ -145,6 +146,14 @@ func (s *startup) prepare() (err error) {
 	if s.keep.makesMount() { // else the mountpoint is the mount it serves: nothing may touch it before it serves
 		if err := checkPlaces(s.store, s.mnt); err != nil {
 			return err
+		}
+		if name := s.opts.DockerVolumes; name != "" && s.confined {
+			// Said here, before anything is mounted: the helper that claims it would fail after the mount.
+			release, err := dockervolume.Claim(name)
+			if err != nil {
+				return fmt.Errorf("--docker-volumes: %w", err)
+			}
+			release()
 		}
 		if err := prepareMountpoint(s.mnt); err != nil {
 			return err
