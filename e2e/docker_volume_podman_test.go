@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,7 +11,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sessionfs/sessionfs/e2e/apistub"
 	"github.com/sessionfs/sessionfs/internal/testimage"
 )
 
@@ -65,24 +63,8 @@ func TestDockerVolumeInPodman(t *testing.T) {
 		require.NoError(t, err, out)
 		return out
 	}
-	out = claudeIn("/session/workspace", "hello from Podman")
-	assert.Contains(t, out, apistub.Reply)
-	canonical := filepath.Join(store, "sessions", vol, ".claude", "projects", "-session-workspace")
-	files := transcripts(t, canonical)
-	require.Len(t, files, 1)
-	n := lineCount(t, files[0])
-	require.NoError(t, os.MkdirAll(filepath.Join(store, "sessions", vol, "workspace", "api"), 0o755))
-	out = claudeIn("/session/workspace/api", "--continue", "again, from a subfolder")
-	assert.NotContains(t, out, "No conversation found")
-	assert.Equal(t, files, transcripts(t, canonical), "one transcript")
-	assert.Greater(t, lineCount(t, files[0]), n, "the second container carried on the first one's conversation")
-	r = cli(t, store, "show", vol, "--json")
-	require.Equal(t, 0, r.code, r.stderr)
-	var shown struct {
-		Conversations []json.RawMessage `json:"conversations"`
-	}
-	require.NoError(t, json.Unmarshal([]byte(r.stdout), &shown), r.stdout)
-	assert.Len(t, shown.Conversations, 1, "sessionfs show lists one conversation: %s", r.stdout)
+	carriedOn(t, store, vol, func() string { return claudeIn("/session/workspace", "hello from Podman") },
+		func() string { return claudeIn("/session/workspace/api", "--continue", "again, from a subfolder") })
 
 	out, err = podman("volume", "rm", vol)
 	require.NoError(t, err, out)

@@ -217,15 +217,7 @@ func TestDockerVolumeInCompose(t *testing.T) {
 // --mount ...,volume-driver=) starts a conversation against the API stub; a second container of the volume
 // carries it on with --continue from another cwd: one transcript, and sessionfs show lists one conversation.
 func TestDockerVolumeClaudeResumesFromAnotherCwd(t *testing.T) {
-	needRootMount(t)
-	claude := claudeBin(t)
-	engine := needDocker(t)
-	real, err := filepath.EvalSymlinks(claude)
-	require.NoError(t, err)
-	images(t, engine, real)
-	store := t.TempDir()
-	mountVolumes(t, store)
-	api := stub(t, "127.0.0.1:0")
+	real, store, api := claudeOnVolumes(t)
 	vol := "claude-" + runTag
 	t.Cleanup(func() { _, _ = dockerCLI(t, "volume", "rm", "-f", vol) }) // while the plugin serves
 	claudeIn := func(workdir string, args ...string) string {
@@ -237,19 +229,38 @@ func TestDockerVolumeClaudeResumesFromAnotherCwd(t *testing.T) {
 		require.NoError(t, err, out)
 		return out
 	}
-	out := claudeIn("/session/workspace", "hello from the first container")
-	assert.Contains(t, out, apistub.Reply)
-	canonical := filepath.Join(store, "sessions", vol, ".claude", "projects", "-session-workspace")
+	carriedOn(t, store, vol, func() string { return claudeIn("/session/workspace", "hello from the first container") },
+		func() string { return claudeIn("/session/workspace/api", "--continue", "again, from a subfolder") })
+}
+
+// claudeOnVolumes sets a Claude test up on volumes: the claude binary (its real path) and its image, a store
+// mounted with the run's plugin, and the API stub.
+func claudeOnVolumes(t *testing.T) (claude, store string, api *apistub.Server) {
+	t.Helper()
+	needRootMount(t)
+	real, err := filepath.EvalSymlinks(claudeBin(t))
+	require.NoError(t, err)
+	images(t, needDocker(t), real)
+	store = t.TempDir()
+	mountVolumes(t, store)
+	return real, store, stub(t, "127.0.0.1:0")
+}
+
+// carriedOn checks a Claude conversation carried on across containers of session id: first starts it (claude -p
+// in /session/workspace) and says the stub's reply; second carries it on from workspace/api (made for it). One
+// transcript, grown by the second; sessionfs show lists one conversation.
+func carriedOn(t *testing.T, store, id string, first, second func() string) {
+	t.Helper()
+	assert.Contains(t, first(), apistub.Reply)
+	canonical := filepath.Join(store, "sessions", id, ".claude", "projects", "-session-workspace")
 	files := transcripts(t, canonical)
 	require.Len(t, files, 1)
 	n := lineCount(t, files[0])
-	require.NoError(t, os.MkdirAll(filepath.Join(store, "sessions", vol, "workspace", "api"), 0o755))
-
-	out = claudeIn("/session/workspace/api", "--continue", "again, from a subfolder")
-	assert.NotContains(t, out, "No conversation found")
+	require.NoError(t, os.MkdirAll(filepath.Join(store, "sessions", id, "workspace", "api"), 0o755))
+	assert.NotContains(t, second(), "No conversation found")
 	assert.Equal(t, files, transcripts(t, canonical), "one transcript")
 	assert.Greater(t, lineCount(t, files[0]), n, "the second container carried on the first one's conversation")
-	r := cli(t, store, "show", vol, "--json")
+	r := cli(t, store, "show", id, "--json")
 	require.Equal(t, 0, r.code, r.stderr)
 	var shown struct {
 		Conversations []json.RawMessage `json:"conversations"`
@@ -276,16 +287,8 @@ func devcontainerBin(t *testing.T) string {
 // claude CLI started in it against the API stub; a dev container of another folder on the same session carries
 // the conversation on from another cwd. One transcript; sessionfs show lists one conversation.
 func TestDockerVolumeInDevcontainer(t *testing.T) {
-	needRootMount(t)
-	claude := claudeBin(t)
 	devcontainer := devcontainerBin(t)
-	engine := needDocker(t)
-	real, err := filepath.EvalSymlinks(claude)
-	require.NoError(t, err)
-	images(t, engine, real)
-	store := t.TempDir()
-	mountVolumes(t, store)
-	api := stub(t, "127.0.0.1:0")
+	real, store, api := claudeOnVolumes(t)
 	session := "devc-" + runTag
 	t.Cleanup(func() { _, _ = dockerCLI(t, "volume", "rm", "-f", session) }) // while the plugin serves, after the containers
 	config, err := filepath.Abs("../contrib/docker/volume/devcontainer.json")
@@ -318,28 +321,16 @@ func TestDockerVolumeInDevcontainer(t *testing.T) {
 			"sh", "-c", script)
 	}
 
-	first := up()
-	out := claudeIn(first, `pwd && echo "$CLAUDE_CONFIG_DIR" && claude -p "hello from a dev container"`)
-	assert.Contains(t, out, "/session/workspace\n/session/.claude\n", "the session's workspace is the work folder")
-	assert.Contains(t, out, apistub.Reply)
-	canonical := filepath.Join(store, "sessions", session, ".claude", "projects", "-session-workspace")
-	files := transcripts(t, canonical)
-	require.Len(t, files, 1)
-	n := lineCount(t, files[0])
-
-	second := up()
-	out = claudeIn(second, `mkdir -p api && cd api && pwd && claude -p --continue "again, from another dev container and cwd"`)
-	assert.Contains(t, out, "/session/workspace/api")
-	assert.NotContains(t, out, "No conversation found")
-	assert.Equal(t, files, transcripts(t, canonical), "one transcript")
-	assert.Greater(t, lineCount(t, files[0]), n, "the second dev container carried on the first one's conversation")
-	r := cli(t, store, "show", session, "--json")
-	require.Equal(t, 0, r.code, r.stderr)
-	var shown struct {
-		Conversations []json.RawMessage `json:"conversations"`
-	}
-	require.NoError(t, json.Unmarshal([]byte(r.stdout), &shown), r.stdout)
-	assert.Len(t, shown.Conversations, 1, "sessionfs show lists one conversation: %s", r.stdout)
+	first, second := up(), up()
+	carriedOn(t, store, session, func() string {
+		out := claudeIn(first, `pwd && echo "$CLAUDE_CONFIG_DIR" && claude -p "hello from a dev container"`)
+		assert.Contains(t, out, "/session/workspace\n/session/.claude\n", "the session's workspace is the work folder")
+		return out
+	}, func() string {
+		out := claudeIn(second, `cd api && pwd && claude -p --continue "again, from another dev container and cwd"`)
+		assert.Contains(t, out, "/session/workspace/api")
+		return out
+	})
 }
 
 // TestDockerVolumeSystemdUnit: contrib/systemd/sessionfs-volumes.service's commands as written (the binary, store,
