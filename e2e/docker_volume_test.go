@@ -172,25 +172,27 @@ func TestDockerVolumeIsASession(t *testing.T) {
 	assert.Equal(t, "hi\n", string(got))
 }
 
-// TestDockerVolumeInCompose: contrib/docker/volume/compose.yaml as written (its image and driver named by its
-// variables): a service writes in the session from one cwd, another run reads it from another, and
+// TestDockerVolumeInCompose: contrib/docker/volume/compose.yaml as written (its image, driver and API named by its
+// variables): the service works in the session's workspace with CLAUDE_CONFIG_DIR set; the real claude CLI in a
+// run of it starts a conversation against the API stub, and another run carries it on from another cwd; and
 // docker-compose down -v moves the session to the trash.
 func TestDockerVolumeInCompose(t *testing.T) {
 	needRootMount(t)
-	engine := needDocker(t)
+	needDocker(t)
 	_, err := exec.LookPath("docker-compose")
 	need(t, err == nil, "docker-compose (apt-get install docker-compose)")
-	images(t, engine, "")
-	store := t.TempDir()
-	driver := volumeDriver
-	mountVolumes(t, store)
+	// The service is on the project's own network: the stub listens on the engine's bridge, which it reaches.
+	gateway, err := dockerCLI(t, "network", "inspect", "-f", "{{(index .IPAM.Config 0).Gateway}}", "bridge")
+	require.NoError(t, err, gateway)
+	real, store, api := claudeOnVolumes(t, gateway+":0")
 
 	file, err := filepath.Abs("../contrib/docker/volume/compose.yaml")
 	require.NoError(t, err)
 	session := "compose-" + runTag
 	compose := func(args ...string) (string, error) {
 		cmd := exec.Command("docker-compose", append([]string{"-f", file, "-p", "sfs" + strings.ReplaceAll(runTag, "-", "")}, args...)...)
-		cmd.Env = append(os.Environ(), "SESSIONFS_IMAGE="+busyboxImage, "SESSIONFS_DRIVER="+driver, "SESSION="+session)
+		cmd.Env = append(os.Environ(), "SESSIONFS_IMAGE="+claudeImage, "SESSIONFS_DRIVER="+volumeDriver, "SESSION="+session,
+			"ANTHROPIC_BASE_URL="+api.URL, "ANTHROPIC_API_KEY=sk-ant-test")
 		out, err := cmd.CombinedOutput()
 		return strings.TrimSpace(string(out)), err
 	}
@@ -201,9 +203,17 @@ func TestDockerVolumeInCompose(t *testing.T) {
 	got, err := os.ReadFile(filepath.Join(store, "sessions", session, "workspace", "note"))
 	require.NoError(t, err, "the service's write is in session %s: %s", session, out)
 	assert.Equal(t, "from-compose\n", string(got))
-	out, err = compose("run", "--rm", "-w", "/session/app", "agent", "cat", "/session/workspace/note")
-	require.NoError(t, err, out)
-	assert.Contains(t, out, "from-compose")
+
+	claudeIn := func(args ...string) string {
+		out, err := compose(append([]string{"run", "--rm", "-v", real + ":/usr/local/bin/claude:ro", "-e", "HOME=/tmp",
+			"-e", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1"}, args...)...)
+		require.NoError(t, err, out)
+		return out
+	}
+	carriedOn(t, store, session, func() string { return claudeIn("agent", "/usr/local/bin/claude", "-p", "hello from compose") },
+		func() string {
+			return claudeIn("-w", "/session/workspace/api", "agent", "/usr/local/bin/claude", "-p", "--continue", "again, from a subfolder")
+		})
 
 	out, err = compose("down", "-v")
 	require.NoError(t, err, out)
@@ -217,7 +227,7 @@ func TestDockerVolumeInCompose(t *testing.T) {
 // --mount ...,volume-driver=) starts a conversation against the API stub; a second container of the volume
 // carries it on with --continue from another cwd: one transcript, and sessionfs show lists one conversation.
 func TestDockerVolumeClaudeResumesFromAnotherCwd(t *testing.T) {
-	real, store, api := claudeOnVolumes(t)
+	real, store, api := claudeOnVolumes(t, "127.0.0.1:0")
 	vol := "claude-" + runTag
 	t.Cleanup(func() { _, _ = dockerCLI(t, "volume", "rm", "-f", vol) }) // while the plugin serves
 	claudeIn := func(workdir string, args ...string) string {
@@ -234,8 +244,8 @@ func TestDockerVolumeClaudeResumesFromAnotherCwd(t *testing.T) {
 }
 
 // claudeOnVolumes sets a Claude test up on volumes: the claude binary (its real path) and its image, a store
-// mounted with the run's plugin, and the API stub.
-func claudeOnVolumes(t *testing.T) (claude, store string, api *apistub.Server) {
+// mounted with the run's plugin, and the API stub at stubAddr.
+func claudeOnVolumes(t *testing.T, stubAddr string) (claude, store string, api *apistub.Server) {
 	t.Helper()
 	needRootMount(t)
 	real, err := filepath.EvalSymlinks(claudeBin(t))
@@ -243,7 +253,7 @@ func claudeOnVolumes(t *testing.T) (claude, store string, api *apistub.Server) {
 	images(t, needDocker(t), real)
 	store = t.TempDir()
 	mountVolumes(t, store)
-	return real, store, stub(t, "127.0.0.1:0")
+	return real, store, stub(t, stubAddr)
 }
 
 // carriedOn checks a Claude conversation carried on across containers of session id: first starts it (claude -p
@@ -288,7 +298,7 @@ func devcontainerBin(t *testing.T) string {
 // the conversation on from another cwd. One transcript; sessionfs show lists one conversation.
 func TestDockerVolumeInDevcontainer(t *testing.T) {
 	devcontainer := devcontainerBin(t)
-	real, store, api := claudeOnVolumes(t)
+	real, store, api := claudeOnVolumes(t, "127.0.0.1:0")
 	session := "devc-" + runTag
 	t.Cleanup(func() { _, _ = dockerCLI(t, "volume", "rm", "-f", session) }) // while the plugin serves, after the containers
 	config, err := filepath.Abs("../contrib/docker/volume/devcontainer.json")
