@@ -163,8 +163,8 @@ func shownMountID(dir int, name string) (uint64, error) {
 var ErrNameTaken = errors.New("another sessionfs mount serves the Docker volume plugin of this name (one name, one mount: --docker-volumes=OTHER)")
 
 // Claim makes this process the one server of plugin name on this host, until release (or its exit, an exec
-// included: an upgraded helper claims it again): a lock file under StageRoot, root's alone. A second mount of the
-// same name would take the first one's socket over and sweep its stages; it is refused instead.
+// included: an upgraded helper claims it again): a lock file under StageRoot, root's alone, removed on release. A
+// second mount of the same name would take the first one's socket over and sweep its stages; it is refused instead.
 func Claim(name string) (release func(), err error) {
 	if err := os.MkdirAll(StageRoot, 0o700); err != nil {
 		return nil, err
@@ -173,17 +173,32 @@ func Claim(name string) (release func(), err error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", StageRoot, err)
 	}
-	defer unix.Close(root)
-	fd, err := unix.Openat(root, name+".lock", unix.O_RDWR|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("the lock of plugin %s: %w", name, err)
-	}
-	if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		unix.Close(fd)
-		if errors.Is(err, unix.EWOULDBLOCK) {
-			return nil, fmt.Errorf("%s: %w", name, ErrNameTaken)
+	lock := name + ".lock"
+	for range 16 { // a file its holder removed between our open and our lock: open the new one
+		fd, err := unix.Openat(root, lock, unix.O_RDWR|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0o600)
+		if err != nil {
+			unix.Close(root)
+			return nil, fmt.Errorf("the lock of plugin %s: %w", name, err)
 		}
-		return nil, fmt.Errorf("the lock of plugin %s: %w", name, err)
+		if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
+			unix.Close(fd)
+			unix.Close(root)
+			if errors.Is(err, unix.EWOULDBLOCK) {
+				return nil, fmt.Errorf("%s: %w", name, ErrNameTaken)
+			}
+			return nil, fmt.Errorf("the lock of plugin %s: %w", name, err)
+		}
+		var held, named unix.Stat_t
+		if unix.Fstat(fd, &held) == nil && unix.Fstatat(root, lock, &named, unix.AT_SYMLINK_NOFOLLOW) == nil &&
+			held.Dev == named.Dev && held.Ino == named.Ino {
+			return func() {
+				_ = unix.Unlinkat(root, lock, 0) // while locked: whoever opens it next opens a new one
+				unix.Close(fd)
+				unix.Close(root)
+			}, nil
+		}
+		unix.Close(fd)
 	}
-	return func() { unix.Close(fd) }, nil
+	unix.Close(root)
+	return nil, fmt.Errorf("the lock of plugin %s: replaced 16 times in a row", name)
 }
