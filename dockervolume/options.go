@@ -9,10 +9,10 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"time"
 	"unicode"
 
 	"github.com/sessionfs/sessionfs/layout"
+	"golang.org/x/sys/unix"
 )
 
 // createOpts are the options `docker volume create -o` and a compose file's driver_opts may give.
@@ -73,7 +73,7 @@ func cleanSub(sub string) (string, error) {
 
 // The engine gives a volume's options at Create only, and Mount must know a volume's sub: it is kept in a record
 // of the store's own (the store's root is trusted; a session's folder is not), <store>/volumes/<id>.json, which
-// Remove deletes. A volume with none is the whole session. The record names the session's creation time: one
+// Remove deletes. A volume with none is the whole session. The record names the session's folder (created): one
 // left behind by a session removed without the engine (sessionfs rm) does not apply to a new session of that id.
 // Every access is beneath the store's root, never through a symlink, never blocking on a FIFO (layout.Dir): on a
 // shared store, whoever else writes the store's root must not make root here write elsewhere or hang.
@@ -81,7 +81,7 @@ func cleanSub(sub string) (string, error) {
 // volumeRecord is what is kept of a volume beyond its session.
 type volumeRecord struct {
 	Sub     string `json:"sub,omitempty"`
-	Created string `json:"created,omitempty"` // the session's, RFC 3339
+	Created string `json:"created,omitempty"` // the session's folder's stamp (created)
 }
 
 // maxRecord bounds a record read (it holds one short path).
@@ -95,12 +95,19 @@ func recordName(id string) string { return recordsDir + "/" + id + ".json" }
 // storeRoot opens the store's root folder (trusted: its path is the administrator's).
 func (d *Driver) storeRoot() (*layout.Dir, error) { return layout.OpenDir(d.Store.Root) }
 
-// created is session id's creation time as a record names it.
+// created stamps session id's folder in the store as a record names it: its inode and birth, which the
+// session's processes cannot change (its session.json they can), read from the folder alone (no walk of it).
 func (d *Driver) created(id string) string {
-	if c := d.Store.Describe(id).Created; !c.IsZero() {
-		return c.UTC().Format(time.RFC3339Nano)
+	sess, err := d.Store.OpenSession(id)
+	if err != nil {
+		return ""
 	}
-	return ""
+	defer sess.Close()
+	var st unix.Statx_t
+	if unix.Statx(sess.Fd(), "", unix.AT_EMPTY_PATH, unix.STATX_INO|unix.STATX_BTIME, &st) != nil {
+		return ""
+	}
+	return fmt.Sprintf("%d:%d.%09d", st.Ino, st.Btime.Sec, st.Btime.Nsec)
 }
 
 // saveRecord keeps volume id's record (none when it has no sub), written whole (a rename).

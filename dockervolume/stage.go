@@ -36,7 +36,7 @@ func (d *Driver) openStage() (int, error) {
 	return fd, nil
 }
 
-// lay lays session name on its stage folder and returns the stage's path. A stage left there (by a helper that
+// lay lays session name (its folder sub, "" for all of it) on its stage folder. A stage left there (by a helper that
 // was killed) is detached first: only what this driver lays is handed to the engine.
 func (d *Driver) lay(name, sub string) (st *staged, err error) {
 	dir, err := d.openStage()

@@ -56,10 +56,7 @@ func TestDockerVolumeInPodman(t *testing.T) {
 	assert.Contains(t, r.stdout, "engine=podman")
 
 	claudeIn := func(workdir string, args ...string) string {
-		out, err := podman(append([]string{"run", "--rm", "--network", "host", "-v", vol + ":/session",
-			"-v", real + ":/usr/local/bin/claude:ro", "-w", workdir, "-e", "HOME=/tmp", "-e", "CLAUDE_CONFIG_DIR=/session/.claude",
-			"-e", "ANTHROPIC_BASE_URL=" + api.URL, "-e", "ANTHROPIC_API_KEY=sk-ant-test", "-e", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
-			claudeImage, "/usr/local/bin/claude", "-p"}, args...)...)
+		out, err := podman(claudeRunArgs("--volume="+vol+":/session", real, api.URL, workdir, args...)...)
 		require.NoError(t, err, out)
 		return out
 	}

@@ -231,11 +231,7 @@ func TestDockerVolumeClaudeResumesFromAnotherCwd(t *testing.T) {
 	vol := "claude-" + runTag
 	t.Cleanup(func() { _, _ = dockerCLI(t, "volume", "rm", "-f", vol) }) // while the plugin serves
 	claudeIn := func(workdir string, args ...string) string {
-		out, err := dockerCLI(t, append([]string{"run", "--rm", "--network", "host",
-			"--mount", "type=volume,volume-driver=" + volumeDriver + ",src=" + vol + ",dst=/session",
-			"-v", real + ":/usr/local/bin/claude:ro", "-w", workdir, "-e", "HOME=/tmp", "-e", "CLAUDE_CONFIG_DIR=/session/.claude",
-			"-e", "ANTHROPIC_BASE_URL=" + api.URL, "-e", "ANTHROPIC_API_KEY=sk-ant-test", "-e", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
-			claudeImage, "/usr/local/bin/claude", "-p"}, args...)...)
+		out, err := dockerCLI(t, claudeRunArgs("--mount=type=volume,volume-driver="+volumeDriver+",src="+vol+",dst=/session", real, api.URL, workdir, args...)...)
 		require.NoError(t, err, out)
 		return out
 	}
@@ -254,6 +250,15 @@ func claudeOnVolumes(t *testing.T, stubAddr string) (claude, store string, api *
 	store = t.TempDir()
 	mountVolumes(t, store)
 	return real, store, stub(t, stubAddr)
+}
+
+// claudeRunArgs are `docker run` (or `podman run`) arguments running the real claude CLI (real, bound in) with
+// -p in claudeImage against the stub at apiURL, in workdir, with the session's volume given by volume.
+func claudeRunArgs(volume, real, apiURL, workdir string, args ...string) []string {
+	return append([]string{"run", "--rm", "--network", "host", volume,
+		"-v", real + ":/usr/local/bin/claude:ro", "-w", workdir, "-e", "HOME=/tmp", "-e", "CLAUDE_CONFIG_DIR=/session/.claude",
+		"-e", "ANTHROPIC_BASE_URL=" + apiURL, "-e", "ANTHROPIC_API_KEY=sk-ant-test", "-e", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+		claudeImage, "/usr/local/bin/claude", "-p"}, args...)
 }
 
 // carriedOn checks a Claude conversation carried on across containers of session id: first starts it (claude -p
