@@ -107,3 +107,53 @@ func TestPiResumesFromAnyCwd(t *testing.T) {
 		assert.Contains(t, string(md), word, "the text view")
 	}
 }
+
+// TestPiContainerAndHost: a conversation begun on the host through the mount carries on in a container (run
+// --backend docker --agent pi: .pi at /session/.pi, the cwd /session/workspace, whose folder is the canonical one)
+// and back on the host from a subfolder: one session file throughout, every turn in it.
+func TestPiContainerAndHost(t *testing.T) {
+	pi := agentCLI(t, "pi")
+	cli := needDocker(t)
+	images(t, cli, "")
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	mount(t, store)
+	api, err := openaistub.Start("127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { api.Close() })
+	piSetup(t, store, api)
+	env := withPath(agentEnv(t, "PI_OFFLINE=1", "PI_SKIP_VERSION_CHECK=1", "PI_TELEMETRY=0"), pi)
+	turn := []string{"--provider", "stub", "--model", "stub-model", "--no-tools", "-p"}
+
+	r := agentExec(t, store, "pi", env, "", append(append([]string{pi}, turn...), "the aardvark on the host")...)
+	require.Equal(t, 0, r.code, "%s\n%s\nstub saw %v", r.stdout, r.stderr, api.Paths())
+	sessions := filepath.Join(store, "sessions", "s1", ".pi", "sessions")
+	files := glob(t, filepath.Join(sessions, "*", "*.jsonl"))
+	require.Len(t, files, 1)
+	file := files[0]
+	n := lines(t, file)
+
+	// The container shares the host's network, so it reaches the stub on the loopback; pi runs under the Node.js
+	// the Makefile installed beside it.
+	img, flags, argv := nodeInContainer(t, cli, pi, filepath.Join(filepath.Dir(pi), "node"))
+	args := append([]string{"--image", img, "--network", "host", "--agent", "pi", "-e", "HOME=/tmp",
+		"-e", "PI_OFFLINE=1", "-e", "PI_SKIP_VERSION_CHECK=1", "-e", "PI_TELEMETRY=0"}, flags...)
+	r = dockerRun(t, store, append(append(append(args, "s1", "--"), argv...), append(turn, "--continue", "the badger in a container")...)...)
+	require.Equal(t, 0, r.code, "%s\n%s", r.stdout, r.stderr)
+	assert.Contains(t, r.stdout, openaistub.Reply)
+	assert.Greater(t, lines(t, file), n, "the container carried on the host's conversation")
+	n = lines(t, file)
+
+	require.NoError(t, os.MkdirAll(filepath.Join(store, "sessions", "s1", "workspace", "sub"), 0o755))
+	r = agentExec(t, store, "pi", env, "sub", append(append([]string{pi}, turn...), "--continue", "the capybara back on the host")...)
+	require.Equal(t, 0, r.code, "%s\n%s", r.stdout, r.stderr)
+	assert.Greater(t, lines(t, file), n, "and the host carried on the container's")
+	assert.Equal(t, []string{file}, glob(t, filepath.Join(sessions, "*", "*.jsonl")), "one session file throughout")
+	said := ok(t, store, "log", "s1", "--agent", "pi")
+	at := -1
+	for _, s := range []string{"the aardvark on the host", "the badger in a container", "the capybara back on the host"} {
+		i := strings.Index(said, s)
+		assert.Greater(t, i, at, "log shows %q in order:\n%s", s, said)
+		at = i
+	}
+}
