@@ -96,7 +96,7 @@ func (d *db) vet(name string, want map[string][]string) (vetted, error) {
 	for t, cols := range want {
 		have, ok := tables[t]
 		if !ok {
-			return vetted{}, fmt.Errorf("%w: no table %s", errRefused, t)
+			return vetted{}, missing(t, tables)
 		}
 		for _, c := range cols {
 			if !slices.Contains(have, c) {
@@ -105,6 +105,17 @@ func (d *db) vet(name string, want map[string][]string) (vetted, error) {
 		}
 	}
 	return vetted{objects: objs, tables: tables}, nil
+}
+
+// missing is the refusal of a database without table t. OpenCode 2 keeps its conversations in tables of
+// another shape (session_v2, session_message): its database says what it is, rather than reading as a session
+// with no conversations.
+func missing(t string, tables map[string][]string) error {
+	if _, v2 := tables["session_v2"]; v2 {
+		return fmt.Errorf("%w: an OpenCode 2 database (table session_v2, no table %s): sessionfs reads the "+
+			"conversations of opencode 1.x (npm opencode-ai, 1.18.33 tested), not yet OpenCode 2's", errRefused, t)
+	}
+	return fmt.Errorf("%w: no table %s", errRefused, t)
 }
 
 // ours reports whether name is one SQLite keeps for itself (which a session may plant with writable_schema).

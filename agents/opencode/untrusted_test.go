@@ -106,6 +106,24 @@ func TestRefusesOtherShapes(t *testing.T) {
 	}
 }
 
+// TestRefusesOpencode2: a database of OpenCode 2's tables is refused as what it is, not read as one with no
+// conversations.
+func TestRefusesOpencode2(t *testing.T) {
+	sess, root := agentstest.OpenSession(t)
+	p := seed(t, root)
+	hostile(t, p, `DROP TABLE part`, `DROP TABLE message`, `DROP TABLE session`,
+		`CREATE TABLE session_v2 (id TEXT PRIMARY KEY, directory TEXT, time_created INTEGER)`,
+		`CREATE TABLE session_message (id TEXT PRIMARY KEY, session_id TEXT, data TEXT)`)
+	_, err := openDB(p, access{within: time.Minute, tables: listShape})
+	require.ErrorIs(t, err, errRefused)
+	assert.Contains(t, err.Error(), "an OpenCode 2 database")
+	_, err = openDB(p, access{within: time.Minute, tables: countShape})
+	assert.Contains(t, err.Error(), "an OpenCode 2 database", "a count says so too")
+	cs, err := chats{}.List(sess)
+	assert.NoError(t, err)
+	assert.Empty(t, cs)
+}
+
 // TestFollowNeverRunsTheSessionsSQL: a launch's UPDATE on a database with a trigger (however named or typed)
 // is refused; the trigger never fires.
 func TestFollowNeverRunsTheSessionsSQL(t *testing.T) {
