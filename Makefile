@@ -21,8 +21,11 @@ GEMINI_VERSION ?= 0.61.0
 QWEN_VERSION   ?= 0.24.4
 OPENCODE_VERSION ?= 1.18.33
 PI_VERSION     ?= 1.6.0
-# pi 1.6.0 needs Node 22.19 or later (it imports node:module's enableCompileCache; Debian 12's Node 20 fails at
-# once): npm's build of Node is installed beside it, and its node_modules/.bin, first on PATH, runs pi with it.
+KIMI_VERSION   ?= 2.1.0
+COPILOT_VERSION ?= 1.0.102
+# pi 1.6.0 and Kimi Code 2.1.0 need Node 22.19 or later (node:module's enableCompileCache, node:zlib's zstd;
+# Debian 12's Node 20 fails at once): npm's build of Node is installed beside each, and its node_modules/.bin,
+# first on PATH, runs the CLI with it. Copilot's CLI is a binary with a Node of its own.
 PI_NODE_VERSION ?= 22.23.5
 PI_NODE_ARCH    := $(if $(filter aarch64 arm64,$(shell uname -m)),arm64,x64)
 CODEX_BIN      := $(CURDIR)/e2e/.cache/codex-$(CODEX_VERSION)/node_modules/.bin/codex
@@ -30,6 +33,8 @@ GEMINI_BIN     := $(CURDIR)/e2e/.cache/gemini-$(GEMINI_VERSION)/node_modules/.bi
 QWEN_BIN       := $(CURDIR)/e2e/.cache/qwen-$(QWEN_VERSION)/node_modules/.bin/qwen
 OPENCODE_BIN   := $(CURDIR)/e2e/.cache/opencode-$(OPENCODE_VERSION)/node_modules/.bin/opencode
 PI_BIN         := $(CURDIR)/e2e/.cache/pi-$(PI_VERSION)/node_modules/.bin/pi
+KIMI_BIN       := $(CURDIR)/e2e/.cache/kimi-$(KIMI_VERSION)/node_modules/.bin/kimi
+COPILOT_BIN    := $(CURDIR)/e2e/.cache/copilot-$(COPILOT_VERSION)/node_modules/.bin/copilot
 # The devcontainers CLI the Docker volume tests drive (devcontainer up on a session's volume), pinned.
 DEVCONTAINER_VERSION ?= 0.89.0
 DEVCONTAINER_BIN     := $(CURDIR)/e2e/.cache/devcontainer-$(DEVCONTAINER_VERSION)/node_modules/.bin/devcontainer
@@ -109,6 +114,7 @@ e2e: build claude agents $(DEVCONTAINER_BIN)
 	SESSIONFS_BIN=$(CURDIR)/$(BIN) SESSIONFS_CLAUDE=$(CLAUDE_BIN) SESSIONFS_CLAUDE_NEW=$(CLAUDE_NEW_BIN) SESSIONFS_SKIPS=$(CURDIR)/e2e/.cache/skips.txt \
 		SESSIONFS_DEVCONTAINER=$(DEVCONTAINER_BIN) \
 		SESSIONFS_CODEX=$(CODEX_BIN) SESSIONFS_GEMINI=$(GEMINI_BIN) SESSIONFS_QWEN=$(QWEN_BIN) SESSIONFS_OPENCODE=$(OPENCODE_BIN) SESSIONFS_PI=$(PI_BIN) \
+		SESSIONFS_KIMI=$(KIMI_BIN) SESSIONFS_COPILOT=$(COPILOT_BIN) \
 		$(GO) test -race -count=1 -timeout 50m ./e2e/...; status=$$?; \
 		if [ -s e2e/.cache/skips.txt ]; then echo "skipped e2e tests:"; cat e2e/.cache/skips.txt; fi; exit $$status
 
@@ -129,22 +135,25 @@ $(CURDIR)/e2e/.cache/claude-%/node_modules/.bin/claude:
 	mkdir -p $(CURDIR)/e2e/.cache/claude-$*
 	npm install --prefix $(CURDIR)/e2e/.cache/claude-$* --no-audit --no-fund @anthropic-ai/claude-code@$*
 
-agents: $(CODEX_BIN) $(GEMINI_BIN) $(QWEN_BIN) $(OPENCODE_BIN) $(PI_BIN)
+agents: $(CODEX_BIN) $(GEMINI_BIN) $(QWEN_BIN) $(OPENCODE_BIN) $(PI_BIN) $(KIMI_BIN) $(COPILOT_BIN)
 
 # The newest agent CLIs the registry serves, driven offline through the e2e tests that read their files (text view,
 # search, log, export, import, resume from another folder): fails when our readers miss what a newer CLI writes.
 # make test runs the same tests on the pins above.
 agents-drift: build claude agents
 	SESSIONFS_CLAUDE=$(CLAUDE_BIN) SESSIONFS_CLAUDE_NEW=$(CLAUDE_NEW_BIN) SESSIONFS_CODEX=$(CODEX_BIN) SESSIONFS_GEMINI=$(GEMINI_BIN) \
-		SESSIONFS_QWEN=$(QWEN_BIN) SESSIONFS_OPENCODE=$(OPENCODE_BIN) SESSIONFS_PI=$(PI_BIN) scripts/agents-drift $(CURDIR)/$(BIN) \
+		SESSIONFS_QWEN=$(QWEN_BIN) SESSIONFS_OPENCODE=$(OPENCODE_BIN) SESSIONFS_PI=$(PI_BIN) SESSIONFS_KIMI=$(KIMI_BIN) \
+		SESSIONFS_COPILOT=$(COPILOT_BIN) scripts/agents-drift $(CURDIR)/$(BIN) \
 		claude=@anthropic-ai/claude-code codex=@openai/codex gemini=@google/gemini-cli qwen=@qwen-code/qwen-code \
-		opencode=opencode-ai pi=@earendil-works/pi-coding-agent,node-linux-$(PI_NODE_ARCH)@$(PI_NODE_VERSION)
+		opencode=opencode-ai pi=@earendil-works/pi-coding-agent,node-linux-$(PI_NODE_ARCH)@$(PI_NODE_VERSION) \
+		kimi=@moonshot-ai/kimi-code,node-linux-$(PI_NODE_ARCH)@$(PI_NODE_VERSION) copilot=@github/copilot
 
 # Which of the pins above the registry has moved past (asks npm; no test depends on it).
 agents-check:
 	@scripts/agents-check claude=@anthropic-ai/claude-code@$(CLAUDE_NEW_VERSION) codex=@openai/codex@$(CODEX_VERSION) \
 		gemini=@google/gemini-cli@$(GEMINI_VERSION) qwen=@qwen-code/qwen-code@$(QWEN_VERSION) \
-		opencode=opencode-ai@$(OPENCODE_VERSION) pi=@earendil-works/pi-coding-agent@$(PI_VERSION)
+		opencode=opencode-ai@$(OPENCODE_VERSION) pi=@earendil-works/pi-coding-agent@$(PI_VERSION) \
+		kimi=@moonshot-ai/kimi-code@$(KIMI_VERSION) copilot=@github/copilot@$(COPILOT_VERSION)
 
 $(CODEX_BIN):
 	mkdir -p $(CURDIR)/e2e/.cache/codex-$(CODEX_VERSION)
@@ -159,6 +168,14 @@ $(PI_BIN):
 	mkdir -p $(CURDIR)/e2e/.cache/pi-$(PI_VERSION)
 	npm install --prefix $(CURDIR)/e2e/.cache/pi-$(PI_VERSION) --no-audit --no-fund @earendil-works/pi-coding-agent@$(PI_VERSION) \
 		node-linux-$(PI_NODE_ARCH)@$(PI_NODE_VERSION)
+$(KIMI_BIN):
+	mkdir -p $(CURDIR)/e2e/.cache/kimi-$(KIMI_VERSION)
+	npm install --prefix $(CURDIR)/e2e/.cache/kimi-$(KIMI_VERSION) --no-audit --no-fund @moonshot-ai/kimi-code@$(KIMI_VERSION) \
+		node-linux-$(PI_NODE_ARCH)@$(PI_NODE_VERSION)
+# Copilot's npm package is a loader of the platform's binary (an optional dependency, @github/copilot-linux-x64).
+$(COPILOT_BIN):
+	mkdir -p $(CURDIR)/e2e/.cache/copilot-$(COPILOT_VERSION)
+	npm install --prefix $(CURDIR)/e2e/.cache/copilot-$(COPILOT_VERSION) --no-audit --no-fund @github/copilot@$(COPILOT_VERSION)
 $(DEVCONTAINER_BIN):
 	mkdir -p $(CURDIR)/e2e/.cache/devcontainer-$(DEVCONTAINER_VERSION)
 	npm install --prefix $(CURDIR)/e2e/.cache/devcontainer-$(DEVCONTAINER_VERSION) --no-audit --no-fund @devcontainers/cli@$(DEVCONTAINER_VERSION)

@@ -34,7 +34,8 @@ type Agent struct {
 	// others' are made on demand (Prepare).
 	Always bool
 	Views  []Views // its cwd-keyed folders, if any
-	// Credentials are the files in Dir that hold the agent's login: an export leaves them out unless asked to.
+	// Credentials are the files in Dir that hold the agent's login ("credentials/*": every file of that folder): an
+	// export leaves them out unless asked to.
 	Credentials []string
 	// Secrets are files in Dir that hold credentials among other state (opencode's database): an export packs
 	// what their Scrub returns instead, unless asked for credentials.

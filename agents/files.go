@@ -19,8 +19,11 @@ import (
 type Files struct {
 	Dir   string         // "sessions", "tmp", "projects"
 	Depth int            // the folders below Dir: 3 for Codex's YYYY/MM/DD, 1 for a project
-	Sub   string         // the folder below those ("chats"), or ""
-	Name  *regexp.Regexp // a conversation file's name; its first group is the conversation's id
+	Sub   string         // the folder (or folders, "agents/main") below those ("chats"), or ""
+	Name  *regexp.Regexp // a conversation file's name; its first group is the conversation's id (unless IDFolder)
+	// IDFolder: the id is the name of the last of the Depth folders, which it matches (its first group the id),
+	// and Name matches the file, one a folder (Kimi Code's sessions/wd_<cwd>/session_<id>/agents/main/wire.jsonl).
+	IDFolder *regexp.Regexp
 	// Also are more folders below the agent's folder that hold conversation files themselves (Codex's
 	// archived_sessions, where codex archive moves a thread's rollouts).
 	Also []string
@@ -54,7 +57,7 @@ func (a *Agent) files(d *layout.Dir, base string) []File {
 	var out []File
 	for _, dir := range a.Files.Folders(d, base, nil) {
 		ents, _ := d.ReadDir(dir)
-		for _, e := range a.Files.Listed(ents) {
+		for _, e := range a.Files.Listed(dir, ents) {
 			out = append(out, File{a, dir + "/" + e.Name, e.ID})
 		}
 	}
@@ -83,10 +86,18 @@ func (a *Agent) grouped(d *layout.Dir, base string) [][]File {
 // Entry is a conversation file among a folder's entries: its name and the id the name gives.
 type Entry struct{ Name, ID string }
 
-// Listed are the conversation files among a folder's entries ents: the regular files whose names Name matches,
-// but for a compressed one whose plain self is there too (a file the agent is decompressing to resume it: the
-// plain one is whole, and the one it goes on writing).
-func (f *Files) Listed(ents []os.DirEntry) []Entry {
+// Listed are the conversation files among the entries ents of folder dir (a folder of Folders): the regular
+// files whose names Name matches, but for a compressed one whose plain self is there too (a file the agent is
+// decompressing to resume it: the plain one is whole, and the one it goes on writing).
+func (f *Files) Listed(dir string, ents []os.DirEntry) []Entry {
+	folderID := ""
+	if f.IDFolder != nil {
+		m := f.IDFolder.FindStringSubmatch(path.Base(strings.TrimSuffix(dir, "/"+f.Sub)))
+		if m == nil || (f.Sub != "" && !strings.HasSuffix(dir, "/"+f.Sub)) {
+			return nil
+		}
+		folderID = m[1]
+	}
 	names := make(map[string]bool, len(ents))
 	for _, e := range ents {
 		names[e.Name()] = true
@@ -96,6 +107,10 @@ func (f *Files) Listed(ents []os.DirEntry) []Entry {
 		name := e.Name()
 		m := f.Name.FindStringSubmatch(name)
 		if m == nil || !e.Type().IsRegular() || name != PlainName(name) && names[PlainName(name)] {
+			continue
+		}
+		if f.IDFolder != nil {
+			out = append(out, Entry{name, folderID})
 			continue
 		}
 		out = append(out, Entry{name, m[1]})
@@ -123,7 +138,7 @@ func (a *Agent) PartsOf(sess *layout.Dir, c Conversation) []string {
 	var out []string
 	for _, dir := range order {
 		ents, _ := sess.ReadDir(dir)
-		for _, e := range a.Files.Listed(ents) {
+		for _, e := range a.Files.Listed(dir, ents) {
 			if e.ID == c.ID {
 				out = append(out, dir+"/"+e.Name)
 			}
@@ -153,10 +168,15 @@ func dirsOf(rels []string) []string {
 // levels is how many names a conversation file's path beneath the session has: the agent's folder, Dir, the
 // Depth folders, Sub, the file.
 func (f *Files) levels() int {
-	if f.Sub != "" {
-		return 4 + f.Depth
+	return 3 + f.Depth + f.subLevels()
+}
+
+// subLevels is how many folders Sub names.
+func (f *Files) subLevels() int {
+	if f.Sub == "" {
+		return 0
 	}
-	return 3 + f.Depth
+	return strings.Count(f.Sub, "/") + 1
 }
 
 // Folders are the folders beneath d that hold conversation files below base (the agent's folder, as d sees it):
@@ -208,15 +228,17 @@ func FileOf(among []*Agent, rel string) (a *Agent, conv string, ok bool) {
 		if f == nil || len(parts) < 3 || parts[0] != a.Dir {
 			continue
 		}
-		filed := len(parts) == f.levels() && parts[1] == f.Dir && (f.Sub == "" || parts[len(parts)-2] == f.Sub)
+		sub := f.subLevels()
+		filed := len(parts) == f.levels() && parts[1] == f.Dir &&
+			(f.Sub == "" || strings.Join(parts[len(parts)-1-sub:len(parts)-1], "/") == f.Sub)
 		if !filed && (len(parts) != 3 || !slices.Contains(f.Also, parts[1])) {
 			continue
 		}
-		m := f.Name.FindStringSubmatch(parts[len(parts)-1])
-		if m == nil {
+		es := f.Listed(strings.Join(parts[:len(parts)-1], "/"), []os.DirEntry{regularEntry(parts[len(parts)-1])})
+		if len(es) == 0 {
 			return nil, "", false
 		}
-		conv = strings.ToLower(m[1])
+		conv = strings.ToLower(strings.TrimPrefix(es[0].ID, a.IDPrefix))
 		if len(conv) > 8 {
 			conv = conv[:8]
 		}
@@ -224,3 +246,11 @@ func FileOf(among []*Agent, rel string) (a *Agent, conv string, ok bool) {
 	}
 	return nil, "", false
 }
+
+// regularEntry is a directory entry of a regular file called name, for a name known to be one's.
+type regularEntry string
+
+func (e regularEntry) Name() string               { return string(e) }
+func (e regularEntry) IsDir() bool                { return false }
+func (e regularEntry) Type() os.FileMode          { return 0 }
+func (e regularEntry) Info() (os.FileInfo, error) { return nil, os.ErrInvalid }

@@ -45,7 +45,8 @@ func agentEnv(t *testing.T, extra ...string) []string {
 		k, _, _ := strings.Cut(kv, "=")
 		switch {
 		case k == "HOME", strings.HasPrefix(k, "OPENAI_"), strings.HasPrefix(k, "GEMINI_"), strings.HasPrefix(k, "GOOGLE_"),
-			strings.HasPrefix(k, "QWEN_"), strings.HasPrefix(k, "CODEX_"), strings.HasPrefix(k, "PI_"), strings.HasPrefix(k, "SESSIONFS_"):
+			strings.HasPrefix(k, "QWEN_"), strings.HasPrefix(k, "CODEX_"), strings.HasPrefix(k, "PI_"), strings.HasPrefix(k, "SESSIONFS_"),
+			strings.HasPrefix(k, "KIMI_"), strings.HasPrefix(k, "COPILOT_"), k == "GH_TOKEN", k == "GITHUB_TOKEN":
 			continue
 		}
 		env = append(env, kv)

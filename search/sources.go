@@ -259,7 +259,7 @@ func fileSources(sess *layout.Dir, a *agents.Agent) []source {
 		ids := map[string]string{}
 		each(sess, dir, func(ents []os.DirEntry) []string {
 			var names []string
-			for _, e := range f.Listed(ents) {
+			for _, e := range f.Listed(dir, ents) {
 				ids[e.Name], names = e.ID, append(names, e.Name)
 			}
 			return names

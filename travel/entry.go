@@ -40,8 +40,8 @@ var credentialFiles = append(agentCredentials(), []credential{
 	{"", ".npmrc"}, // may hold an auth token
 }...)
 
-// credential is a file name, in a folder of that name or path ("" for any): ".opencode/data/opencode" matches
-// the end of the file's folder.
+// credential is a file name ("*": every file), in a folder of that name or path ("" for any):
+// ".opencode/data/opencode" matches the end of the file's folder.
 type credential struct{ dir, name string }
 
 // secretOf finds the agent file at rel (a path in a session) that holds credentials among other state, and
@@ -116,7 +116,7 @@ func IsCredential(rel string) bool {
 	}
 	folder := "/" + strings.TrimSuffix(dir, "/")
 	for _, c := range credentialFiles {
-		if name == c.name && (c.dir == "" || parent == c.dir || strings.Contains(c.dir, "/") && strings.HasSuffix(folder, "/"+c.dir)) {
+		if (name == c.name || c.name == "*") && (c.dir == "" || parent == c.dir || strings.Contains(c.dir, "/") && strings.HasSuffix(folder, "/"+c.dir)) {
 			return true
 		}
 	}

@@ -85,7 +85,7 @@ func filesIndex(sess *layout.Dir, a *agents.Agent, out *layout.ConversationIndex
 	ids := map[string]bool{}
 	for _, dir := range a.Files.Folders(sess, a.Dir, func(rel string) { out.Rels = append(out.Rels, rel) }) {
 		ents, _ := sess.ReadDir(dir)
-		for _, e := range a.Files.Listed(ents) {
+		for _, e := range a.Files.Listed(dir, ents) {
 			ids[e.ID] = true
 		}
 	}
