@@ -201,7 +201,7 @@ bench: build
 	$(GO) run ./cmd/sessionfs-bench -sessionfs $(BIN) $(BENCH_FLAGS)
 
 # Images (contrib/docker): make agent-image builds sessionfs-agent:latest, the Claude CLI (CLAUDE_NEW_VERSION)
-# and the AGENTS named (AGENTS="codex gemini qwen opencode pi", at the pins above); make csi-image builds
+# and the AGENTS named (AGENTS="codex gemini qwen opencode pi kimi copilot", at the pins above); make csi-image builds
 # sessionfs-csi:latest, the plugin contrib/kubernetes names. No registry is needed: the base is imported from this
 # machine's node and npm (or fusermount3) and busybox, unless AGENT_BASE or CSI_BASE names one (node:22-slim,
 # debian:bookworm-slim). npm must be reachable from a build container. Unchanged inputs: the image is kept.
@@ -215,7 +215,8 @@ agent-image:
 	@base="$(AGENT_BASE)"; [ -n "$$base" ] || base=$$($(GO) run ./cmd/sessionfs-imagebase agent) || exit 1; \
 	scripts/image-build $(AGENT_IMAGE) "$$base" contrib/docker/agent/Dockerfile contrib/docker/agent \
 		CLAUDE_VERSION=$(CLAUDE_NEW_VERSION) CODEX_VERSION=$(CODEX_VERSION) GEMINI_VERSION=$(GEMINI_VERSION) \
-		QWEN_VERSION=$(QWEN_VERSION) OPENCODE_VERSION=$(OPENCODE_VERSION) PI_VERSION=$(PI_VERSION) "AGENTS=$(AGENTS)"
+		QWEN_VERSION=$(QWEN_VERSION) OPENCODE_VERSION=$(OPENCODE_VERSION) PI_VERSION=$(PI_VERSION) \
+		KIMI_VERSION=$(KIMI_VERSION) COPILOT_VERSION=$(COPILOT_VERSION) "AGENTS=$(AGENTS)"
 
 # The context is a folder holding only the binary.
 csi-image: build

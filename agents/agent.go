@@ -74,6 +74,10 @@ type Agent struct {
 	// Tail is how watch follows an agent whose conversations are rows of a database (opencode's) rather than
 	// files it appends to; nil for the others.
 	Tail *Tail
+	// Imported readies, in the session open as sess, a conversation an import just copied there (its files, rels
+	// beneath the agent's folder both in src, the agent's folder it came from, and in the session): what the agent
+	// needs beside them to find it (Kimi's state.json and the workspace it registers). nil for none.
+	Imported func(src, sess *layout.Dir, rels []string) error
 	// Import adopts the agent's existing history into a store, for an agent without Files (opencode's database);
 	// nil when Import (the files' import) does it. An empty opts.From is the agent's own default.
 	Import func(store *layout.Store, opts ImportOptions) (ImportReport, error)

@@ -224,9 +224,16 @@ func (im *Importer) importFile(src *layout.Dir, fs []File, c Conversation, id st
 	if err := Prepare(sess, a, im.Workspaces(id)); err != nil {
 		return err
 	}
-	for _, f := range fs {
+	rels := make([]string, len(fs))
+	for i, f := range fs {
 		if err := copyFile(src, f.Rel, sess, target(f)); err != nil {
 			return fmt.Errorf("import %s: %w", filepath.Join(im.Opts.From, f.Rel), err)
+		}
+		rels[i] = f.Rel
+	}
+	if a.Imported != nil && len(a.Views) == 0 { // filed as they were (target)
+		if err := a.Imported(src, sess, rels); err != nil {
+			return fmt.Errorf("import %s: %w", filepath.Join(im.Opts.From, path.Dir(fs[0].Rel)), err)
 		}
 	}
 	_, err = im.Store.Update(id, func(m *layout.Meta) error {

@@ -229,6 +229,46 @@ func TestAgentImportResumes(t *testing.T) {
 		require.NoError(t, err)
 		assert.Contains(t, string(b), "via sessionfs resume")
 	})
+	t.Run("kimi", func(t *testing.T) {
+		kimi := agentCLI(t, "kimi")
+		api := openaiStub(t)
+		env := kimiEnv(t, kimi, api)
+		home, project := t.TempDir(), t.TempDir()
+		cmd := exec.Command(kimi, "-p", "before sessionfs")
+		cmd.Dir, cmd.Env = project, append(append([]string{}, env...), "KIMI_CODE_HOME="+home)
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		orig := glob(t, filepath.Join(home, "sessions", "*", "session_*", "agents", "main", "wire.jsonl"))
+		require.Len(t, orig, 1, "%s", out)
+		before := lines(t, orig[0])
+
+		store := t.TempDir()
+		ok(t, store, "new", "s1")
+		mount(t, store)
+		r := cli(t, store, "import", "--agent", "kimi", "--from", home, "--project", project, "--into", "s1", "--json")
+		require.Equal(t, 0, r.code, r.stderr)
+		var rep struct{ Imported []string }
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &rep))
+		require.Len(t, rep.Imported, 1, r.stdout)
+		id := rep.Imported[0]
+		wires := kimiWires(t, store)
+		require.Len(t, wires, 1)
+		n := lines(t, wires[0])
+
+		// Kimi resumes it in the session, from the workspace sessionfs starts it in (the import kept its cwd: the
+		// launch moves it), and sessionfs resume finds it too.
+		r = agentExec(t, store, "kimi", env, "", kimi, "--session", id, "-p", "after the import")
+		require.Equal(t, 0, r.code, "%s\n%s", r.stdout, r.stderr)
+		assert.Greater(t, lines(t, wires[0]), n, "the imported conversation was continued in the session")
+		n = lines(t, wires[0])
+		r = cliWith(t, store, "", env, nil, "resume", id, "--", "-p", "via sessionfs resume")
+		require.Equal(t, 0, r.code, "%s\n%s", r.stdout, r.stderr)
+		assert.Greater(t, lines(t, wires[0]), n)
+		assert.Equal(t, []string{wires[0]}, kimiWires(t, store))
+		assert.Equal(t, before, lines(t, orig[0]), "the original is only read")
+		session, agent := findAgent(t, store, id)
+		assert.Equal(t, "s1/kimi", session+"/"+agent)
+	})
 }
 
 // TestOpencodeImport: a conversation of opencode's run outside sessionfs (its own XDG folders, a cwd of its own)

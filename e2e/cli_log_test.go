@@ -114,7 +114,7 @@ func conversationOf(t *testing.T, store string) string {
 	return show.Conversations[0].ID
 }
 
-// TestLogEveryAgent: a conversation of each other agent's real CLI (Codex, Gemini CLI, Qwen Code, opencode: its
+// TestLogEveryAgent: a conversation of each other agent's real CLI (Codex, Gemini CLI, Qwen Code, Kimi Code, Copilot CLI, opencode: its
 // rows read through the untrusted reader) printed by sessionfs log, by --agent and by its id.
 func TestLogEveryAgent(t *testing.T) {
 	const needle = "needle-for-log"
@@ -145,6 +145,13 @@ func TestLogEveryAgent(t *testing.T) {
 			api := openaiStub(t)
 			opencodeSeed(t, m.session("s1"))
 			return opencodeEnv(t, api.URL), []string{cli, "run", "--format", "json", needle}
+		}},
+		{"kimi", openaistub.Reply, func(t *testing.T, store, cli string, _ *mounted) ([]string, []string) {
+			return kimiEnv(t, cli, openaiStub(t)), []string{cli, "-p", needle}
+		}},
+		{"copilot", openaistub.Reply, func(t *testing.T, store, cli string, _ *mounted) ([]string, []string) {
+			api := openaiStub(t)
+			return copilotEnv(t, api.URL), append([]string{cli}, copilotTurn(needle)...)
 		}},
 	} {
 		t.Run(tc.agent, func(t *testing.T) {

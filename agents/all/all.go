@@ -10,7 +10,9 @@ import (
 	"github.com/sessionfs/sessionfs/agents"
 	"github.com/sessionfs/sessionfs/agents/claude"
 	"github.com/sessionfs/sessionfs/agents/codex"
+	"github.com/sessionfs/sessionfs/agents/copilot"
 	"github.com/sessionfs/sessionfs/agents/gemini"
+	"github.com/sessionfs/sessionfs/agents/kimi"
 	"github.com/sessionfs/sessionfs/agents/opencode"
 	"github.com/sessionfs/sessionfs/agents/pi"
 	"github.com/sessionfs/sessionfs/agents/qwen"
@@ -25,6 +27,8 @@ var Agents = []*agents.Agent{
 	qwen.Agent,
 	opencode.Agent,
 	pi.Agent,
+	kimi.Agent,
+	copilot.Agent,
 }
 
 // Names is the list --agent takes.

@@ -114,6 +114,10 @@ func readerOf(a *agents.Agent) (reader, error) {
 		return lineReader{a, qwenLines}, nil
 	case "pi":
 		return lineReader{a, piLines}, nil
+	case "kimi":
+		return lineReader{a, kimiLines}, nil
+	case "copilot":
+		return lineReader{a, copilotLines}, nil
 	case "gemini":
 		return geminiReader{}, nil
 	case "opencode":

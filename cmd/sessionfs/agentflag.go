@@ -10,7 +10,7 @@ import (
 	"github.com/sessionfs/sessionfs/agents/claude"
 )
 
-const agentHelp = "the coding agent the command runs (claude, codex, gemini, qwen, opencode, pi): its variables point it at its folder in the session"
+const agentHelp = "the coding agent the command runs (claude, codex, gemini, qwen, opencode, pi, kimi, copilot): its variables point it at its folder in the session"
 
 // agentFlag adds --agent to cmd, with help if given.
 func agentFlag(cmd *cobra.Command, name *string, help ...string) {

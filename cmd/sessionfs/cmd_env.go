@@ -21,9 +21,10 @@ func (a *app) envCmd() *cobra.Command {
 		Use:   "env ID [--agent AGENT]",
 		Short: "Print export lines that point a shell at a session (for eval)",
 		Long: `env prints export lines for eval: SESSION_DIR, and the variables that point Claude Code at the session's
-.claude. With --agent codex|gemini|qwen|opencode|pi, also that agent's (CODEX_HOME, GEMINI_CLI_HOME, QWEN_HOME,
-opencode's XDG_DATA_HOME, XDG_CONFIG_HOME, XDG_STATE_HOME and OPENCODE_DB, PI_CODING_AGENT_DIR), whose folder is
-made in the session if it has none yet. opencode's conversations are moved to the session's workspace, the cwd it continues them from.
+.claude. With --agent codex|gemini|qwen|opencode|pi|kimi|copilot, also that agent's (CODEX_HOME, GEMINI_CLI_HOME,
+QWEN_HOME, opencode's XDG_DATA_HOME, XDG_CONFIG_HOME, XDG_STATE_HOME and OPENCODE_DB, PI_CODING_AGENT_DIR, KIMI_CODE_HOME,
+COPILOT_HOME), whose folder is made in the session if it has none yet. opencode's and Kimi's conversations are moved
+to the session's workspace, the cwd they continue them from.
 An agent's marks on the processes it starts (CLAUDECODE, CLAUDE_CODE_CHILD_SESSION, CODEX_SANDBOX, ...), when
 this shell has them, are unset first: the agent started from it is a session of its own.`,
 		Example: `  eval "$(sessionfs env fix-login)" && cd "$SESSION_DIR/workspace" && claude

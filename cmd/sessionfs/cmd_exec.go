@@ -32,11 +32,12 @@ resumes its conversation from anywhere (sessionfs resume UUID) is printed on std
 One runner per session, on every host that shares the store: while exec, run or resume runs in a session,
 another one fails at once, naming the host, pid and start of the holder (exit 125), or waits with --wait.
 
---agent codex|gemini|qwen|opencode|pi also points that agent at its own folder in the session (CODEX_HOME=.codex,
-GEMINI_CLI_HOME=the session, whose .gemini it uses, QWEN_HOME=.qwen, opencode's XDG_DATA_HOME, XDG_CONFIG_HOME
-and XDG_STATE_HOME=.opencode/data, config, state, PI_CODING_AGENT_DIR=.pi), made on demand; the API settings (OPENAI_BASE_URL,
-GOOGLE_GEMINI_BASE_URL, keys, OPENCODE_CONFIG) stay this shell's. opencode's conversations are moved to the
-run's cwd first: opencode continues only the cwd's own.
+--agent codex|gemini|qwen|opencode|pi|kimi|copilot also points that agent at its own folder in the session
+(CODEX_HOME=.codex, GEMINI_CLI_HOME=the session, whose .gemini it uses, QWEN_HOME=.qwen, opencode's XDG_DATA_HOME, XDG_CONFIG_HOME
+and XDG_STATE_HOME=.opencode/data, config, state, PI_CODING_AGENT_DIR=.pi, KIMI_CODE_HOME=.kimi-code,
+COPILOT_HOME=.copilot), made on demand; the API settings (OPENAI_BASE_URL, GOOGLE_GEMINI_BASE_URL, keys,
+OPENCODE_CONFIG) stay this shell's. opencode's and Kimi's conversations are moved to the run's cwd first: they
+continue only the cwd's own.
 
 ` + landlockHelp,
 		Example: `  sessionfs exec fix-login

@@ -80,7 +80,7 @@ device files, more than --max-bytes of content or --max-files entries) is refuse
 	f.StringVar(&o.conversations.Into, "into", "", "gather the conversations into this session")
 	f.BoolVarP(&o.conversations.DryRun, "dry-run", "n", false, "say what would be imported, change nothing")
 	f.BoolVar(&o.json, "json", false, "print the report as JSON")
-	agentFlag(cmd, &o.agent, "whose history to import (claude, codex, gemini, qwen, opencode, pi)")
+	agentFlag(cmd, &o.agent, "whose history to import (claude, codex, gemini, qwen, opencode, pi, kimi, copilot)")
 	f.StringVar(&o.archive, "archive", "", "restore a session from an archive of sessionfs export (- for stdin)")
 	f.StringVar(&o.restore.As, "as", "", "the restored session's id (default: the archive's)")
 	f.StringVar(&o.maxBytes, "max-bytes", humanize.IBytes(travel.DefaultMaxBytes), "refuse an archive holding more content")

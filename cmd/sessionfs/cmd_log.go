@@ -31,7 +31,7 @@ func (a *app) logCmd() *cobra.Command {
 		Long: `log prints one conversation of a coding agent as readable Markdown: a header (agent, session, cwds, times),
 then the prompts and replies as text, each tool call on one line with its arguments shortened and its result
 summarized, a subagent's conversation quoted where it was started. Every agent's conversations read: Claude,
-Codex, Gemini CLI, Qwen Code, opencode, pi. What a session wrote reaches your terminal with its control characters
+Codex, Gemini CLI, Qwen Code, opencode, pi, Kimi Code, Copilot CLI. What a session wrote reaches your terminal with its control characters
 shown as \xNN, never sent.
 
 UUID is a conversation's id as show lists it (or its start, 8 characters as watch prints); ID a session, for its
@@ -56,7 +56,7 @@ does for a session it cannot find.`,
 	}
 	cmd.Flags().BoolVarP(&o.Follow, "follow", "f", false, "go on printing what the agent adds")
 	cmd.Flags().BoolVar(&o.JSON, "json", false, "print the entries as JSON, one a line")
-	cmd.Flags().StringVar(&o.agent, "agent", "", "only this agent's conversations (claude, codex, gemini, qwen, opencode, pi)")
+	cmd.Flags().StringVar(&o.agent, "agent", "", "only this agent's conversations (claude, codex, gemini, qwen, opencode, pi, kimi, copilot)")
 	_ = cmd.RegisterFlagCompletionFunc("agent", fixedValues(all.Names()...))
 	return cmd
 }

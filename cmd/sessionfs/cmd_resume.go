@@ -30,7 +30,8 @@ func (a *app) resumeCmd() *cobra.Command {
 that holds conversation UUID, or "claude --continue" in session ID. It runs in the session's workspace,
 through the mount when the store is mounted. A conversation of another agent is resumed with that agent, from
 PATH, with its variables set as exec --agent sets them: "codex resume UUID", "gemini --resume UUID",
-"qwen --resume UUID", "opencode --session ID" (its conversations moved to the workspace first), "pi --session ID".
+"qwen --resume UUID", "opencode --session ID" and "kimi --session ID" (their conversations moved to the
+workspace first), "pi --session ID", "copilot --resume ID".
 
 A conversation in more than one session (a fork's, an import's with --as) is resumed in the session whose copy
 was made first; "resume ID UUID" names the session, as the hints printed after a run do.
@@ -226,7 +227,7 @@ func (a resumer) needAgentCLI(bin string) error {
 // npmPackages are the agents' CLIs as npm installs them, for the hint when one is missing.
 var npmPackages = map[string]string{
 	"claude": "@anthropic-ai/claude-code", "codex": "@openai/codex", "gemini": "@google/gemini-cli", "qwen": "@qwen-code/qwen-code", "opencode": "opencode-ai",
-	"pi": "@earendil-works/pi-coding-agent",
+	"pi": "@earendil-works/pi-coding-agent", "kimi": "@moonshot-ai/kimi-code", "copilot": "@github/copilot",
 }
 
 // needCLI checks that the agent's command bin can be run, before anything is recorded: a missing one is exit

@@ -73,8 +73,8 @@ turns would be lost.
 -w is relative to the workspace (-w api: workspace/api; /session/... as the session sees itself), for every
 backend; a folder it names that is missing is made, as docker run -w does. --env-file reads docker's env files.
 
---agent codex|gemini|qwen|opencode|pi also points that agent at its own folder in the session, as the command sees it
-(CODEX_HOME=/session/.codex in a container), made on demand; see "sessionfs exec --help".
+--agent codex|gemini|qwen|opencode|pi|kimi|copilot also points that agent at its own folder in the session, as
+the command sees it (CODEX_HOME=/session/.codex in a container), made on demand; see "sessionfs exec --help".
 
 --landlock (local) confines the command with Landlock to its session, the system's folders and --allow's; see
 "sessionfs exec --help".`,

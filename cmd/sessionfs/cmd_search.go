@@ -22,7 +22,7 @@ func (a *app) searchCmd() *cobra.Command {
 		Use:   "search QUERY...",
 		Short: "Find conversations of any agent, in any session, by what was said in them",
 		Long: `search finds what was said in every conversation of every agent (Claude Code, Codex, Gemini CLI, Qwen
-Code, opencode, pi) in the store's sessions: prompts, replies, tool calls and their results, ranked best first
+Code, opencode, pi, Kimi Code, Copilot CLI) in the store's sessions: prompts, replies, tool calls and their results, ranked best first
 (bm25). Each hit prints the session, agent, conversation id, time, cwd and what it was, then the text around
 the match, the match in bold on a terminal. --json prints the hits as JSON; -l prints only the ids of the
 sessions with a match, best first. A query that matches more than 5,000 entries is not ranked: the entries
@@ -69,7 +69,7 @@ once however many links it has. A session past its share is indexed in part, and
 	}
 	f := cmd.Flags()
 	f.StringArrayVar(&o.Sessions, "session", nil, "only in this session (repeatable)")
-	f.StringVar(&o.Agent, "agent", "", "only this agent's conversations (claude, codex, gemini, qwen, opencode, pi)")
+	f.StringVar(&o.Agent, "agent", "", "only this agent's conversations (claude, codex, gemini, qwen, opencode, pi, kimi, copilot)")
 	f.StringArrayVar(&o.Labels, "label", nil, "only in sessions with label K=V, or with label K (repeatable: all must hold)")
 	f.StringVar(&since, "since", "", "only what was said since then: 90m, 36h, 7d, or a date (2026-11-25)")
 	f.BoolVar(&o.JSON, "json", false, "print the hits as JSON")

@@ -27,8 +27,8 @@ func (a *app) watchCmd() *cobra.Command {
 		Long: `watch follows every transcript of the session (subagents' too) and prints each new message as one line:
 the conversation's short id (the first 8 characters of its uuid), time, role, then the text or the tool call;
 subagent messages are marked [agent-...]. The other agents' conversations in the session (Codex, Gemini CLI,
-Qwen Code, opencode, pi) are followed too, marked [codex], [gemini], [qwen], [opencode], [pi]. --json prints the raw
-entries, one per line, for tools. It starts at the current end of the transcripts, like tail -f; --from-start
+Qwen Code, opencode, pi, Kimi Code, Copilot CLI) are followed too, marked [codex], [gemini], [qwen], [opencode],
+[pi], [kimi], [copilot]. --json prints the raw entries, one per line, for tools. It starts at the current end of the transcripts, like tail -f; --from-start
 prints what they hold first, every conversation and agent of the session interleaved by time (to read the
 session: --from-start --no-follow). A message of today shows its time; an older one its date too.
 
