@@ -55,6 +55,9 @@ type Agent struct {
 	// cwd, each time sessionfs starts it (env, exec, run, resume): opencode's conversations follow the cwd. nil
 	// for none.
 	Launch func(sess *layout.Dir, cwd string) error
+	// Appends: the agent only ever appends whole lines to a conversation file (every later copy of one begins with
+	// every earlier one), so two copies of one that two places added to are joined line by line (package merge).
+	Appends bool
 	// Records are the folders in Dir the agent records its conversations in (its transcripts, chat files, its
 	// database), and AsksTurn says whether its CLI's arguments (argv[1:]) ask it, unattended, for a turn it records
 	// there (claude -p, codex exec, opencode run): a run of that which exits 0 with nothing recorded is an error

@@ -13,6 +13,7 @@ var Agent = &agents.Agent{
 		Dir: "projects", Canonical: layout.CanonicalProject, Name: IsFolderName, Only: true,
 	}},
 	Credentials: []string{".credentials.json"}, // its OAuth login
+	Appends:     true,
 	ResumeArg:   "--resume",
 	Chats:       chats{},
 	Code:        code,

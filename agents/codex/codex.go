@@ -16,6 +16,7 @@ import (
 var Agent = &agents.Agent{
 	Name: "codex", Dir: ".codex", Var: "CODEX_HOME", Also: []string{"CODEX_SQLITE_HOME"},
 	Credentials: []string{"auth.json"},
+	Appends:     true,
 	ResumeArg:   "resume",
 	Code:        code,
 	Records:     []string{"sessions"},

@@ -21,6 +21,7 @@ var Agent = &agents.Agent{
 	// config.json holds the GitHub login in plain text (copilotTokens, lastLoggedInUser) where no keychain is
 	// reachable, as in a container; mcp-oauth-config/ holds MCP servers' OAuth tokens and secrets.
 	Credentials: []string{"config.json", "mcp-oauth-config/*"},
+	Appends:     true,
 	ResumeArg:   "--resume",
 	Code:        code,
 	Records:     []string{"session-state"},

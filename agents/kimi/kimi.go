@@ -19,6 +19,7 @@ var Agent = &agents.Agent{
 	// credentials/ holds its OAuth tokens, one file a login; config.toml may hold a provider's key (Secrets).
 	Credentials: []string{"credentials/*"},
 	Secrets:     []agents.Secret{{Name: "config.toml", Scrub: scrubConfig}},
+	Appends:     true,
 	ResumeArg:   "--session",
 	IDPrefix:    "session_",
 	Code:        code,

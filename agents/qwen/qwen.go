@@ -20,6 +20,7 @@ var Agent = &agents.Agent{
 		{Dir: "tmp", Canonical: agents.PathHash(agents.CanonicalCwd), Name: agents.IsHash},
 	},
 	Credentials: []string{"oauth_creds.json", "mcp-oauth-tokens.json"},
+	Appends:     true,
 	ResumeArg:   "--resume",
 	Code:        gemini.Code(".qwen"),
 	Records:     []string{"projects"},

@@ -7,12 +7,15 @@ import (
 	"io"
 	"io/fs"
 	"net/http"
+	"os"
 	"path"
 	"time"
 
 	pb "github.com/modal-labs/modal-client/go/proto/modal_proto"
+	"golang.org/x/sys/unix"
 
 	"github.com/sessionfs/sessionfs/layout"
+	"github.com/sessionfs/sessionfs/merge"
 )
 
 // download fetches a file's blocks in order into a temporary file beside rel (beneath d, its folders made with
@@ -122,4 +125,65 @@ func (s *Syncer) getOnce(ctx context.Context, url string, want int64) ([]byte, e
 		return nil, fmt.Errorf("block download: more than the block's %d bytes", want)
 	}
 	return buf.Bytes(), nil
+}
+
+// maxJoin bounds each copy of a conversation a sync joins in memory (merge.Lines); a larger one is kept beside
+// as any file changed on both sides is.
+const maxJoin = 256 << 20
+
+// join makes the conversation file rel beneath d the line by line union of it and the Volume's copy
+// (merge.Lines): a conversation both sides added to keeps every turn of both. The Volume's copy is fetched whole
+// (at most maxJoin bytes) before anything is written. When the union only adds lines after this side's (the
+// usual case: the Volume's turns came later), they are appended to the file in place, so an agent writing to it
+// meanwhile loses nothing; otherwise the file is replaced atomically with perm, unless it changed since it was
+// read (then it is an error, and the next sync joins again).
+func (s *Syncer) join(ctx context.Context, d *layout.Dir, rel string, perm uint32) error {
+	var theirs bytes.Buffer
+	if err := s.fetch(ctx, rel, maxJoin, &theirs); err != nil {
+		return err
+	}
+	before, err := d.Lstat(rel)
+	if err != nil {
+		return fmt.Errorf("pull %s: %w", rel, err)
+	}
+	ours, err := d.ReadRegular(rel, maxJoin)
+	if err != nil {
+		return fmt.Errorf("pull %s: %w", rel, err)
+	}
+	joined := merge.Lines(ours, theirs.Bytes())
+	if tail, ok := bytes.CutPrefix(joined, ours); ok {
+		return appendTo(d, rel, tail)
+	}
+	uid, gid, err := d.Owner()
+	if err != nil {
+		return err
+	}
+	if now, err := d.Lstat(rel); err != nil || now.Size != before.Size || now.Mtim != before.Mtim || now.Ino != before.Ino {
+		return fmt.Errorf("pull %s: it changed while it was joined with the Volume's; sync again", rel)
+	}
+	if err := d.WriteAtomic(rel, joined, perm, uid, gid); err != nil {
+		return fmt.Errorf("pull %s: %w", rel, err)
+	}
+	return nil
+}
+
+// appendTo appends b to the regular file rel beneath d (never through a link, never opening a FIFO's writer end
+// to wait).
+func appendTo(d *layout.Dir, rel string, b []byte) error {
+	if len(b) == 0 {
+		return nil
+	}
+	fd, err := d.OpenAt(rel, unix.O_WRONLY|unix.O_APPEND|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
+	if err != nil {
+		return fmt.Errorf("pull %s: %w", rel, err)
+	}
+	f := os.NewFile(uintptr(fd), rel)
+	defer f.Close()
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		return fmt.Errorf("pull %s: not a regular file", rel)
+	}
+	if _, err := f.Write(b); err != nil {
+		return fmt.Errorf("pull %s: %w", rel, err)
+	}
+	return nil
 }

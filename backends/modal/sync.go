@@ -25,6 +25,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sessionfs/sessionfs/layout"
+	"github.com/sessionfs/sessionfs/merge"
 )
 
 // VolumeName is the session's Volume: a valid Modal name (at most 64 characters of [A-Za-z0-9._-]) derived from
@@ -298,9 +299,9 @@ func (s *Syncer) recordRemote(ctx context.Context, m *Manifest) error {
 	return nil
 }
 
-// PullReport says what a pull did.
+// PullReport says what a pull did. Joined counts the conversations both sides added to, joined line by line.
 type PullReport struct {
-	Applied, Deleted, Conflicts, Folded int
+	Applied, Deleted, Conflicts, Folded, Joined int
 }
 
 // Pull brings the Volume's changes into the store by a three-way comparison of the Volume, the last agreed state
@@ -382,6 +383,19 @@ func (s *Syncer) merge(ctx context.Context, d *layout.Dir, m *Manifest, remote m
 		}
 		lf, exists := local[rel]
 		localChanged := exists && (!known || lf.Size != base.Size || lf.Mtime != base.Mtime)
+		if localChanged && merge.Appended(rel) && r.Size <= maxJoin && lf.Size <= maxJoin {
+			// A conversation both sides added to: joined line by line, no conflict (the next push sends the join).
+			g.Go(func() error {
+				if err := s.join(ctx, d, rel, lf.Mode); err != nil {
+					return err
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				rep.Joined++
+				return m.note(rel, &Entry{Size: int64(r.Size), Mode: lf.Mode, RemoteMtime: r.Mtime})
+			})
+			continue
+		}
 		if localChanged {
 			if err := d.Rename(rel, rel+".sessionfs-conflict-"+run, 0); err != nil {
 				return fail(err)

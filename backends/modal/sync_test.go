@@ -549,3 +549,60 @@ func TestHostileReport(t *testing.T) {
 	kind, _ := f.fake.Entry(vol, ".sessionfs-run/exec")
 	assert.Equal(t, pb.FileEntry_UNSPECIFIED, kind, "a report is applied once")
 }
+
+// TestPullJoinsConversations: a transcript the run and this side both added to is joined line by line, every turn
+// once in time order, no conflict copy; the next push gives the Volume the same bytes. When this side's lines all
+// come first, the Volume's are appended in place (an agent holding the file open loses nothing).
+func TestPullJoinsConversations(t *testing.T) {
+	f := setup(t)
+	ctx := context.Background()
+	vol := VolumeName("s1")
+	line := func(uuid, at string) string {
+		return fmt.Sprintf(`{"type":"user","uuid":%q,"timestamp":%q}`, uuid, at) + "\n"
+	}
+	base := line("u1", "2026-12-03T10:00:00Z")
+	f.write(t, transcript, []byte(base))
+	_, err := f.sync.Push(ctx)
+	require.NoError(t, err)
+
+	f.fake.Write(vol, transcript, []byte(base+line("run", "2026-12-03T10:05:00Z")))
+	f.write(t, transcript, []byte(base+line("here", "2026-12-03T10:02:00Z")))
+	rep, err := f.sync.Pull(ctx, "run1")
+	require.NoError(t, err)
+	want := base + line("here", "2026-12-03T10:02:00Z") + line("run", "2026-12-03T10:05:00Z")
+	assert.Equal(t, want, f.read(t, transcript))
+	assert.Equal(t, 1, rep.Joined)
+	assert.Zero(t, rep.Conflicts)
+	assert.NoFileExists(t, filepath.Join(f.dir, transcript+".sessionfs-conflict-run1"))
+	_, err = f.sync.Push(ctx)
+	require.NoError(t, err)
+	got, _ := f.fake.Read(vol, transcript)
+	assert.Equal(t, want, string(got), "the Volume holds the join too")
+
+	// This side's turn came first: the run's is appended to the same file.
+	before, err := os.Stat(filepath.Join(f.dir, transcript))
+	require.NoError(t, err)
+	f.write(t, transcript, []byte(want+line("here2", "2026-12-03T11:00:00Z")))
+	f.fake.Write(vol, transcript, []byte(want+line("run2", "2026-12-03T11:30:00Z")))
+	pushed, err := f.sync.Push(ctx) // a push brings in the Volume's changes first, as a pull does
+	require.NoError(t, err)
+	assert.Equal(t, 1, pushed.Merged.Joined)
+	want += line("here2", "2026-12-03T11:00:00Z") + line("run2", "2026-12-03T11:30:00Z")
+	assert.Equal(t, want, f.read(t, transcript))
+	after, err := os.Stat(filepath.Join(f.dir, transcript))
+	require.NoError(t, err)
+	assert.True(t, os.SameFile(before, after), "appended in place")
+	got, _ = f.fake.Read(vol, transcript)
+	assert.Equal(t, want, string(got))
+
+	// A file that is not a conversation keeps today's rule: both kept.
+	f.write(t, "workspace/notes.jsonl", []byte("a\n"))
+	_, err = f.sync.Push(ctx)
+	require.NoError(t, err)
+	f.fake.Write(vol, "workspace/notes.jsonl", []byte("a\nb\n"))
+	f.write(t, "workspace/notes.jsonl", []byte("a\nc\n"))
+	rep, err = f.sync.Pull(ctx, "run3")
+	require.NoError(t, err)
+	assert.Equal(t, 1, rep.Conflicts)
+	assert.Zero(t, rep.Joined)
+}

@@ -20,8 +20,9 @@ func (a *app) syncCmd() *cobra.Command {
 Volume since the last sync is brought in first (a file changed on both sides keeps both), then only the 8 MiB
 blocks the Volume lacks are uploaded, and local deletions are propagated. sync pull brings the Volume's changes
 back by a three-way comparison with the last agreed state: a file changed on both sides takes the Volume's version
-and keeps the local one beside it as <name>.sessionfs-conflict-<run>; transcript folders made for other cwds are
-folded into the session's canonical one. Credentials are read the Modal way: MODAL_TOKEN_ID, MODAL_TOKEN_SECRET,
+and keeps the local one beside it as <name>.sessionfs-conflict-<run>, but for an agent's conversation both sides
+added to, which is joined line by line (every turn of both, in time order); transcript folders made for other
+cwds are folded into the session's canonical one. Credentials are read the Modal way: MODAL_TOKEN_ID, MODAL_TOKEN_SECRET,
 MODAL_SERVER_URL, MODAL_ENVIRONMENT, or the active profile of ~/.modal.toml.`,
 		Example: `  sessionfs sync push fix-login
   sessionfs sync pull fix-login`,
@@ -68,9 +69,9 @@ func syncPush(ctx context.Context, w io.Writer, sy *modal.Syncer, id string) err
 	if err != nil {
 		return err
 	}
-	if mr := rep.Merged; mr.Applied+mr.Deleted+mr.Conflicts > 0 {
-		fmt.Fprintf(w, "brought in first what changed on the Volume: %s, removed %d, %s kept beside\n",
-			plural(mr.Applied, "file"), mr.Deleted, plural(mr.Conflicts, "conflict"))
+	if mr := rep.Merged; mr.Applied+mr.Deleted+mr.Conflicts+mr.Joined > 0 {
+		fmt.Fprintf(w, "brought in first what changed on the Volume: %s, removed %d, %s kept beside, %s joined\n",
+			plural(mr.Applied, "file"), mr.Deleted, plural(mr.Conflicts, "conflict"), plural(mr.Joined, "conversation"))
 	}
 	fmt.Fprintf(w, "pushed %s (%s, %s), removed %d, to Volume %s\n",
 		plural(rep.Files, "file"), plural(rep.Blocks, "block"), humanize.IBytes(uint64(rep.Bytes)), rep.Deleted, modal.VolumeName(id))
@@ -83,7 +84,8 @@ func syncPull(ctx context.Context, w io.Writer, sy *modal.Syncer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "pulled %s, removed %d, %s kept beside, %s folded\n",
-		plural(rep.Applied, "file"), rep.Deleted, plural(rep.Conflicts, "conflict"), plural(rep.Folded, "transcript"))
+	fmt.Fprintf(w, "pulled %s, removed %d, %s kept beside, %s joined line by line, %s folded\n",
+		plural(rep.Applied, "file"), rep.Deleted, plural(rep.Conflicts, "conflict"), plural(rep.Joined, "conversation"),
+		plural(rep.Folded, "transcript"))
 	return nil
 }
