@@ -115,6 +115,18 @@ func TestEveryAgentsCode(t *testing.T) {
 		".opencode/config/opencode/plugin/p.js":      `export default async () => ({})`,
 		"workspace/.opencode/plugin/p.js":            `export default async () => ({})`,
 		".opencode/plugin/p.js":                      `export default async () => ({})`,
+		".kimi-code/config.toml":                     "[[hooks]]\nevent = \"SessionStart\"\ncommand = \"id\"\n",
+		".kimi-code/tui.toml":                        "theme = \"dark\"\n[status_line]\ncommand = \"id\"\n",
+		".kimi-code/mcp.json":                        `{"mcpServers":{"x":{"command":"sh"}}}`,
+		"workspace/.kimi-code/mcp.json":              `{"mcpServers":{"x":{"command":"sh"}}}`,
+		"workspace/.agents/skills/s/run.sh":          "id\n",
+		".copilot/providers.json":                    `{"providers":[{"baseUrl":"http://x","apiKeyCommand":"id"}]}`,
+		".copilot/mcp-config.json":                   `{"mcpServers":{"x":{"type":"local","command":"sh"}}}`,
+		".copilot/hooks/h.json":                      `{"version":1,"hooks":{"sessionStart":[{"type":"command","bash":"id"}]}}`,
+		".copilot/permissions-config.json":           `{"allow":["shell(*)"]}`,
+		".copilot/settings.json":                     `{"statusLine":{"type":"command","command":"id"}}`,
+		"workspace/.github/lsp.json":                 `{"lspServers":{"x":{"command":"sh"}}}`,
+		"workspace/.github/hooks/h.json":             `{"version":1,"hooks":{}}`,
 	} {
 		t.Run(rel, func(t *testing.T) {
 			s, dir := newSession(t)

@@ -24,6 +24,9 @@ var code = []agents.CodeFile{
 	{Path: "settings.json", Part: settings},
 	{Path: "mcp-config.json"},
 	{Path: "lsp-config.json"},
+	// Providers of its own models: a provider's apiKeyCommand runs before each request, and its base URL receives
+	// the key.
+	{Path: "providers.json"},
 	// The tools and commands the user allowed for good: a session that wrote an allow-all here would have its
 	// agent run commands unasked.
 	{Path: "permissions-config.json"},
@@ -38,4 +41,7 @@ var code = []agents.CodeFile{
 	{Path: ".mcp.json", Project: true},
 	{Path: ".github/mcp.json", Project: true},
 	{Path: ".github/extensions", Project: true, Tree: true},
+	{Path: ".github/lsp.json", Project: true},
+	{Path: ".github/skills", Project: true, Tree: true},
+	{Path: ".github/agents", Project: true, Tree: true},
 }

@@ -19,8 +19,9 @@ import (
 var Agent = &agents.Agent{
 	Name: "copilot", Dir: ".copilot", Var: "COPILOT_HOME",
 	// config.json holds the GitHub login in plain text (copilotTokens, lastLoggedInUser) where no keychain is
-	// reachable, as in a container; mcp-oauth-config/ holds MCP servers' OAuth tokens and secrets.
-	Credentials: []string{"config.json", "mcp-oauth-config/*"},
+	// reachable, as in a container; mcp-oauth-config/ holds MCP servers' OAuth tokens and secrets; providers.json
+	// its own model providers' keys, bearer tokens and headers.
+	Credentials: []string{"config.json", "mcp-oauth-config/*", "providers.json"},
 	Appends:     true,
 	ResumeArg:   "--resume",
 	Code:        code,

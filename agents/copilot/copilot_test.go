@@ -219,7 +219,7 @@ func TestSettings(t *testing.T) {
 // The login's files are credentials; the conversations are recorded in session-state.
 func TestLayout(t *testing.T) {
 	assert.Equal(t, ".copilot", Agent.Dir)
-	assert.Equal(t, []string{"config.json", "mcp-oauth-config/*"}, Agent.Credentials)
+	assert.Equal(t, []string{"config.json", "mcp-oauth-config/*", "providers.json"}, Agent.Credentials)
 	assert.Equal(t, []string{"session-state"}, Agent.Records)
 	assert.Empty(t, Agent.Views, "nothing of Copilot's is named after a cwd")
 	assert.NotEqual(t, layout.ProjectsDir, Agent.Dir+"/"+Agent.Files.Dir)

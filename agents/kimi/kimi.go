@@ -16,8 +16,9 @@ import (
 // moves the session's conversations to the cwd sessionfs starts Kimi in, so both work from any folder.
 var Agent = &agents.Agent{
 	Name: "kimi", Dir: dir, Var: "KIMI_CODE_HOME",
-	// credentials/ holds its OAuth tokens, one file a login; config.toml may hold a provider's key (Secrets).
-	Credentials: []string{"credentials/*"},
+	// credentials/ holds its OAuth tokens, one file a login; server.token is the bearer token of its kimi server
+	// (which runs the agent for whoever holds it); config.toml may hold a provider's key (Secrets).
+	Credentials: []string{"credentials/*", "server.token"},
 	Secrets:     []agents.Secret{{Name: "config.toml", Scrub: scrubConfig}},
 	Appends:     true,
 	ResumeArg:   "--session",

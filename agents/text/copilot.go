@@ -7,9 +7,9 @@ import (
 	"github.com/sessionfs/sessionfs/agents/copilot"
 )
 
-// maxCopilotCalls bounds the tool calls whose names copilotLines remembers until their results: a session can
+// maxOpenCalls bounds the tool calls whose names a reader (copilotLines, kimiLines) remembers until their results: a session can
 // start a million of them, each result naming only its call's id.
-const maxCopilotCalls = 4096
+const maxOpenCalls = 4096
 
 // copilotLines reads a Copilot CLI session (events.jsonl): its prompts, replies, the tools it ran and their
 // results, under the cwd of each run (session.start's, then each session.resume's). The calls are taken from
@@ -42,7 +42,7 @@ func copilotLines() func([]byte, int64, func(Entry) error) error {
 			}
 			e.Kind, e.Text = Reply, Safe(t, MaxText)
 		case "tool.execution_start":
-			if len(tools) < maxCopilotCalls {
+			if len(tools) < maxOpenCalls {
 				tools[d.ToolCallID] = d.ToolName
 			}
 			e.Kind, e.Tool, e.Text = ToolCall, OneLine(d.ToolName, MaxCall), Call(d.ToolName, json.RawMessage(d.Arguments))

@@ -13,7 +13,7 @@ import (
 // Kimi's other lines (the context it sends, the model's stream, usage) repeat these or hold no conversation.
 func kimiLines() func([]byte, int64, func(Entry) error) error {
 	cwd := ""
-	tools := map[string]string{} // a call's id -> its tool
+	tools := map[string]string{} // a call's id -> its tool, at most maxOpenCalls remembered
 	return func(b []byte, off int64, fn func(Entry) error) error {
 		var l struct {
 			kimi.Line
@@ -46,6 +46,7 @@ func kimiLines() func([]byte, int64, func(Entry) error) error {
 		switch m.Role {
 		case "tool":
 			e.Kind, e.Tool, e.Text = ToolResult, OneLine(tools[m.ToolCallID], MaxCall), Result(agents.JoinTexts(m.Content, MaxText), false)
+			delete(tools, m.ToolCallID)
 			return fn(e)
 		case "assistant":
 		default:
@@ -64,6 +65,9 @@ func kimiLines() func([]byte, int64, func(Entry) error) error {
 			}
 			if json.Unmarshal(el, &call) != nil {
 				return nil
+			}
+			if len(tools) >= maxOpenCalls {
+				clear(tools) // a conversation of more open calls: the oldest results go unnamed
 			}
 			tools[call.ID] = call.Name
 			args, _ := json.Marshal(call.Arguments)
