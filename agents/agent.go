@@ -51,10 +51,10 @@ type Agent struct {
 	// Seed writes what the agent needs to start unattended in a session beyond its folder (Gemini's trust and
 	// project registry); nil for none.
 	Seed func(sess *layout.Dir, workspaces []string) error
-	// Launch readies the agent's state in the session open as sess for a run whose cwd (as the agent sees it) is
-	// cwd, each time sessionfs starts it (env, exec, run, resume): opencode's conversations follow the cwd. nil
-	// for none.
-	Launch func(sess *layout.Dir, cwd string) error
+	// Launch readies the agent's state in the session open as sess for a run that sees the session at root and
+	// whose cwd (as the agent sees it) is cwd, each time sessionfs starts it (env, exec, run, resume): opencode's and
+	// Kimi's conversations follow the cwd, Codex's index must name rollouts beneath root. nil for none.
+	Launch func(sess *layout.Dir, root, cwd string) error
 	// Appends: the agent only ever appends whole lines to a conversation file (every later copy of one begins with
 	// every earlier one), so two copies of one that two places added to are joined line by line (package merge).
 	Appends bool

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	_ "modernc.org/sqlite"
 
 	"github.com/sessionfs/sessionfs/e2e/openaistub"
 )
@@ -198,4 +200,106 @@ func codexRevert(t *testing.T, store, codex, dir string, env, provider []string,
 	require.NoError(t, in.Close())
 	require.NoError(t, cmd.Wait(), stderr.String())
 	return thread.Thread.ID
+}
+
+// TestCodexContainerAndHost: a thread begun on the host carries on in a container (run --backend docker --agent
+// codex: CODEX_HOME /session/.codex; Codex's static binary in busybox) and back on the host from a subfolder, one
+// rollout throughout, every turn in it.
+func TestCodexContainerAndHost(t *testing.T) {
+	codex := agentCLI(t, "codex")
+	cli := needDocker(t)
+	images(t, cli, "")
+	native := glob(t, filepath.Join(filepath.Dir(filepath.Dir(codex)), "@openai", "codex-linux-*", "vendor", "*", "bin", "codex"))
+	require.Len(t, native, 1, "the npm package's static binary of this platform")
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	mount(t, store)
+	api := openaiStub(t)
+	provider := []string{"-c", `model_provider="stub"`, "-c", `model_providers.stub={name="stub",base_url="` + api.URL +
+		`",wire_api="responses",env_key="OPENAI_API_KEY",supports_websockets=false}`}
+	turn := func(bin string, args ...string) []string {
+		return append(append([]string{bin, "exec", "--skip-git-repo-check"}, provider...), args...)
+	}
+	env := agentEnv(t, "OPENAI_API_KEY=sk-test")
+
+	r := agentExec(t, store, "codex", env, "", turn(codex, "the aardvark on the host")...)
+	require.Equal(t, 0, r.code, "%s\n%s\nstub saw %v", r.stdout, r.stderr, api.Paths())
+	rollouts := func() []string {
+		return glob(t, filepath.Join(store, "sessions", "s1", ".codex", "sessions", "*", "*", "*", "rollout-*.jsonl"))
+	}
+	files := rollouts()
+	require.Len(t, files, 1)
+	id := codexRollout.FindStringSubmatch(files[0])[1]
+	n := lines(t, files[0])
+
+	// The container shares the host's network, so it reaches the stub on the loopback.
+	r = dockerRun(t, store, append([]string{"--image", busyboxImage, "--network", "host", "--agent", "codex",
+		"-v", native[0] + ":/usr/local/bin/codex:ro", "-e", "HOME=/tmp", "-e", "OPENAI_API_KEY=sk-test", "s1", "--"},
+		turn("/usr/local/bin/codex", "resume", id, "the badger in a container")...)...)
+	require.Equal(t, 0, r.code, "%s\n%s", r.stdout, r.stderr)
+	assert.Contains(t, r.stdout, openaistub.Reply)
+	assert.Greater(t, lines(t, files[0]), n, "the container carried on the host's thread")
+	n = lines(t, files[0])
+
+	require.NoError(t, os.MkdirAll(filepath.Join(store, "sessions", "s1", "workspace", "sub"), 0o755))
+	r = agentExec(t, store, "codex", env, "sub", turn(codex, "resume", id, "the capybara from a subfolder")...)
+	require.Equal(t, 0, r.code, "%s\n%s", r.stdout, r.stderr)
+	assert.Greater(t, lines(t, files[0]), n, "and the host carried on the container's")
+	assert.Equal(t, files, rollouts(), "one rollout throughout")
+	said := ok(t, store, "log", "s1", "--agent", "codex")
+	at := -1
+	for _, s := range []string{"the aardvark on the host", "the badger in a container", "the capybara from a subfolder"} {
+		i := strings.Index(said, s)
+		assert.Greater(t, i, at, "log shows %q in order:\n%s", s, said)
+		at = i
+	}
+	pageShows(t, store, "codex", id, "aardvark", "badger", "capybara")
+}
+
+// TestAttackCodexIndexLeadsOut: Codex writes a resumed thread's turns to the rollout path its state index names,
+// wherever it is (a file named as a rollout), and the index is the session's to write (a container, a sandbox,
+// an import). A session that plants one naming another session's rollout had sessionfs exec's Codex append its
+// turns to that session on the host; each launch now moves an index naming a rollout outside the Codex folder
+// aside, and Codex, building it again from its rollouts, goes on in its own.
+func TestAttackCodexIndexLeadsOut(t *testing.T) {
+	codex := agentCLI(t, "codex")
+	store := t.TempDir()
+	ok(t, store, "new", "s1")
+	mount(t, store)
+	api := openaiStub(t)
+	provider := []string{"-c", `model_provider="stub"`, "-c", `model_providers.stub={name="stub",base_url="` + api.URL +
+		`",wire_api="responses",env_key="OPENAI_API_KEY",supports_websockets=false}`}
+	turn := func(args ...string) []string {
+		return append(append([]string{codex, "exec", "--skip-git-repo-check"}, provider...), args...)
+	}
+	env := agentEnv(t, "OPENAI_API_KEY=sk-test")
+	r := agentExec(t, store, "codex", env, "", turn("the first turn")...)
+	require.Equal(t, 0, r.code, "%s\n%s", r.stdout, r.stderr)
+	files := glob(t, filepath.Join(store, "sessions", "s1", ".codex", "sessions", "*", "*", "*", "rollout-*.jsonl"))
+	require.Len(t, files, 1)
+	id := codexRollout.FindStringSubmatch(files[0])[1]
+	n := lines(t, files[0])
+
+	// The session plants its index: the thread's rollout is in session s2, a copy of it there.
+	ok(t, store, "new", "s2")
+	victim := filepath.Join(store, "sessions", "s2", ".codex", "sessions", "2026", "12", "03", filepath.Base(files[0]))
+	require.NoError(t, os.MkdirAll(filepath.Dir(victim), 0o755))
+	b, err := os.ReadFile(files[0])
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(victim, b, 0o600))
+	index := glob(t, filepath.Join(store, "sessions", "s1", ".codex", "state_*.sqlite"))
+	require.Len(t, index, 1)
+	db, err := sql.Open("sqlite", index[0])
+	require.NoError(t, err)
+	_, err = db.Exec(`UPDATE threads SET rollout_path = ? WHERE id = ?`, victim, id)
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+
+	r = agentExec(t, store, "codex", env, "", turn("resume", id, "the second turn")...)
+	after, err := os.ReadFile(victim)
+	require.NoError(t, err)
+	assert.Equal(t, string(b), string(after), "the other session's rollout the planted index named is untouched")
+	require.Equal(t, 0, r.code, "%s\n%s", r.stdout, r.stderr)
+	assert.Greater(t, lines(t, files[0]), n, "the thread went on in its own rollout")
+	assert.NotEmpty(t, glob(t, index[0]+".sessionfs-*"), "the planted index, moved aside")
 }

@@ -126,6 +126,7 @@ func TestCopilotResumesFromAnyCwd(t *testing.T) {
 	exp := cli(t, store, "export", "s1", "-o", filepath.Join(t.TempDir(), "s1.tar"))
 	require.Equal(t, 0, exp.code, exp.stderr)
 	assert.Contains(t, exp.stderr, "left out the credential .copilot/config.json")
+	pageShows(t, store, "copilot", id, "aardvark", "badger", "capybara", "dugong", "eland")
 	md, err := os.ReadFile(filepath.Join(m.mnt, "conversations", "s1", "copilot", id+".md"))
 	require.NoError(t, err)
 	for _, word := range []string{"aardvark", "badger", "capybara", "dugong", "eland"} {

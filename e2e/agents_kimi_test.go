@@ -76,6 +76,7 @@ func TestKimiResumesFromAnyCwd(t *testing.T) {
 		assert.Greater(t, i, at, "log shows %q in order:\n%s", s, said)
 		at = i
 	}
+	pageShows(t, store, "kimi", id, "aardvark", "badger", "capybara", "dugong")
 	md, err := os.ReadFile(filepath.Join(m.mnt, "conversations", "s1", "kimi", id+".md"))
 	require.NoError(t, err)
 	for _, word := range []string{"aardvark", "badger", "capybara", "dugong"} {

@@ -98,6 +98,7 @@ func TestPiResumesFromAnyCwd(t *testing.T) {
 	exp := cli(t, store, "export", "s1", "-o", filepath.Join(t.TempDir(), "s1.tar"))
 	require.Equal(t, 0, exp.code, exp.stderr)
 	assert.Contains(t, exp.stderr, "left out the credential .pi/auth.json")
+	pageShows(t, store, "pi", id, "aardvark", "badger", "capybara", "dugong")
 	md, err := os.ReadFile(filepath.Join(m.mnt, "conversations", "s1", "pi", id+".md"))
 	require.NoError(t, err)
 	for _, word := range []string{"aardvark", "badger", "capybara", "dugong"} {

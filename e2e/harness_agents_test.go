@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	_ "modernc.org/sqlite"
 
@@ -253,4 +254,19 @@ func runCmd(dir string, env []string, argv ...string) (string, error) {
 	cmd.Dir, cmd.Env = dir, env
 	out, err := cmd.CombinedOutput()
 	return string(out), err
+}
+
+// pageShows checks the page (sessionfs ui) of session s1: its session page lists the agent's conversation id, and
+// the conversation's own page holds every word of words.
+func pageShows(t *testing.T, store, agent, id string, words ...string) {
+	t.Helper()
+	u := startUI(t, store)
+	resp, body := u.get(t, "/s/s1")
+	require.Equal(t, 200, resp.StatusCode, "%s", body)
+	assert.Contains(t, string(body), id, "the session's page lists the %s conversation", agent)
+	resp, body = u.get(t, "/s/s1/c/"+agent+"/"+id)
+	require.Equal(t, 200, resp.StatusCode, "%s", body)
+	for _, w := range words {
+		assert.Contains(t, string(body), w, "the conversation's page")
+	}
 }

@@ -49,7 +49,7 @@ func LaunchAgent(s *layout.Store, id string, a *agents.Agent, root, workdir stri
 	if workdir != "" {
 		cwd = filepath.Join(root, workdir)
 	}
-	if err := a.Launch(sess, cwd); err != nil {
+	if err := a.Launch(sess, root, cwd); err != nil {
 		return []string{fmt.Sprintf("%s: its conversations stay where they were: %v", a.Name, err)}
 	}
 	return nil

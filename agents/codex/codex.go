@@ -14,12 +14,13 @@ import (
 // of their names), codex archive moves every rollout of a thread to archived_sessions/ (flat), and with its
 // local_thread_store_compression feature (off by default) a rollout untouched for 7 days becomes <name>.zst.
 var Agent = &agents.Agent{
-	Name: "codex", Dir: ".codex", Var: "CODEX_HOME", Also: []string{"CODEX_SQLITE_HOME"},
+	Name: "codex", Dir: dir, Var: "CODEX_HOME", Also: []string{"CODEX_SQLITE_HOME"},
 	Credentials: []string{"auth.json"},
 	Appends:     true,
 	ResumeArg:   "resume",
 	Code:        code,
 	Records:     []string{"sessions"},
+	Launch:      launch,
 	// codex exec (e): a task, unattended.
 	AsksTurn: func(args []string) bool {
 		return !agents.HelpOnly(args) && len(args) > 0 && (args[0] == "exec" || args[0] == "e")

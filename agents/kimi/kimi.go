@@ -6,6 +6,7 @@ import (
 	"regexp"
 
 	"github.com/sessionfs/sessionfs/agents"
+	"github.com/sessionfs/sessionfs/layout"
 )
 
 // Agent is Kimi Code. It keeps everything in one folder, ~/.kimi-code, that KIMI_CODE_HOME replaces as a whole (a
@@ -26,7 +27,7 @@ var Agent = &agents.Agent{
 	Code:        code,
 	Records:     []string{"sessions"},
 	AsksTurn:    asksTurn,
-	Launch:      Follow,
+	Launch:      func(sess *layout.Dir, _, cwd string) error { return Follow(sess, cwd) },
 	Imported:    imported,
 	// Kimi Code 2.1.0 marks none of the processes it starts as its own (its shell tool adds NO_COLOR, TERM,
 	// GIT_TERMINAL_PROMPT and SHELL; hooks get its environment as it is): only the status line's and a plugin's.

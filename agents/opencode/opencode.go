@@ -4,6 +4,7 @@ package opencode
 
 import (
 	"github.com/sessionfs/sessionfs/agents"
+	"github.com/sessionfs/sessionfs/layout"
 )
 
 // DB is opencode's database below its folder in a session: XDG_DATA_HOME/opencode/opencode.db.
@@ -29,7 +30,7 @@ var Agent = &agents.Agent{
 	Secrets:     []agents.Secret{{Name: DB, Sidecars: sidecars, Scrub: Scrub}},
 	ResumeArg:   "--session",
 	Chats:       chats{},
-	Launch:      Follow,
+	Launch:      func(sess *layout.Dir, _, cwd string) error { return Follow(sess, cwd) },
 	IDPrefix:    "ses_",
 	Code:        code,
 	Records:     []string{"data/opencode"},

@@ -96,11 +96,14 @@ var errTooMany = errors.New("more rows than read at most")
 
 // access is how a database is opened.
 type access struct {
-	write  bool                // changed in place (else read only)
-	create bool                // a new database of this process's own (write)
-	attach int                 // databases the caller attaches (ATTACH, VACUUM INTO)
-	within time.Duration       // the deadline of all its statements, from the open (deadline renews it)
-	tables map[string][]string // the tables the caller reads, with the columns it reads
+	write bool // changed in place (else read only)
+	// triggers: a read-only caller's database may hold triggers (Codex's state index has its own). They fire only
+	// on a write, which a read-only handle never makes, and the authorizer denies whatever one compiles anyway.
+	triggers bool
+	create   bool                // a new database of this process's own (write)
+	attach   int                 // databases the caller attaches (ATTACH, VACUUM INTO)
+	within   time.Duration       // the deadline of all its statements, from the open (deadline renews it)
+	tables   map[string][]string // the tables the caller reads, with the columns it reads
 }
 
 // db is a database opened by openDB: one connection, its schema vetted.
@@ -159,7 +162,7 @@ func openDB(p string, a access) (*db, error) {
 		d.Close()
 		return nil, err
 	}
-	if d.schema, err = d.vet("main", a.tables); err != nil {
+	if d.schema, err = d.vet("main", a.tables, a.triggers && !a.write && !a.create && a.attach == 0); err != nil {
 		d.Close()
 		return nil, err
 	}
@@ -261,7 +264,7 @@ func (d *db) attach(p, name string, want map[string][]string) (vetted, error) {
 	if err != nil {
 		return vetted{}, err
 	}
-	sc, err := d.vet(name, want)
+	sc, err := d.vet(name, want, false)
 	if err != nil {
 		d.detach(name)
 	}
