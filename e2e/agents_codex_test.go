@@ -246,13 +246,7 @@ func TestCodexContainerAndHost(t *testing.T) {
 	require.Equal(t, 0, r.code, "%s\n%s", r.stdout, r.stderr)
 	assert.Greater(t, lines(t, files[0]), n, "and the host carried on the container's")
 	assert.Equal(t, files, rollouts(), "one rollout throughout")
-	said := ok(t, store, "log", "s1", "--agent", "codex")
-	at := -1
-	for _, s := range []string{"the aardvark on the host", "the badger in a container", "the capybara from a subfolder"} {
-		i := strings.Index(said, s)
-		assert.Greater(t, i, at, "log shows %q in order:\n%s", s, said)
-		at = i
-	}
+	logInOrder(t, store, "codex", "the aardvark on the host", "the badger in a container", "the capybara from a subfolder")
 	pageShows(t, store, "codex", id, "aardvark", "badger", "capybara")
 }
 

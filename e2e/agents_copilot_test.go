@@ -108,14 +108,8 @@ func TestCopilotResumesFromAnyCwd(t *testing.T) {
 	session, agent := findAgent(t, store, id)
 	assert.Equal(t, "s1/copilot", session+"/"+agent)
 	assert.Equal(t, "the aardvark in the workspace", shownConversations(t, store)["copilot/"+id])
-	said := ok(t, store, "log", "s1", "--agent", "copilot")
-	at := -1
-	for _, s := range []string{"the aardvark in the workspace", openaistub.Reply, "the badger from a subfolder",
-		"the capybara via sessionfs resume", "the dugong from outside", "the eland by id from outside"} {
-		i := strings.Index(said, s)
-		assert.Greater(t, i, at, "log shows %q in order:\n%s", s, said)
-		at = i
-	}
+	logInOrder(t, store, "copilot", "the aardvark in the workspace", openaistub.Reply, "the badger from a subfolder",
+		"the capybara via sessionfs resume", "the dugong from outside", "the eland by id from outside")
 	// Each run names its cwd: the workspace, its subfolder, the workspace again (sessionfs resume runs there), the
 	// folder outside (--continue), and the workspace (--resume ID from outside).
 	ws := filepath.Join(m.session("s1"), "workspace")
@@ -126,15 +120,7 @@ func TestCopilotResumesFromAnyCwd(t *testing.T) {
 	exp := cli(t, store, "export", "s1", "-o", filepath.Join(t.TempDir(), "s1.tar"))
 	require.Equal(t, 0, exp.code, exp.stderr)
 	assert.Contains(t, exp.stderr, "left out the credential .copilot/config.json")
-	pageShows(t, store, "copilot", id, "aardvark", "badger", "capybara", "dugong", "eland")
-	md, err := os.ReadFile(filepath.Join(m.mnt, "conversations", "s1", "copilot", id+".md"))
-	require.NoError(t, err)
-	for _, word := range []string{"aardvark", "badger", "capybara", "dugong", "eland"} {
-		hits := searchJSON(t, store, word)
-		require.Len(t, hits, 1, word)
-		assert.Equal(t, "copilot/"+id, hits[0].Agent+"/"+hits[0].Conversation, word)
-		assert.Contains(t, string(md), word, "the text view")
-	}
+	readWhole(t, store, m, "copilot", id, "aardvark", "badger", "capybara", "dugong", "eland")
 }
 
 var (
@@ -246,13 +232,7 @@ func TestCopilotContainerAndHost(t *testing.T) {
 	require.Equal(t, 0, r.code, "%s\n%s", r.stdout, r.stderr)
 	assert.Greater(t, lines(t, file), n, "and the host carried on the container's")
 	assert.Equal(t, []string{file}, copilotEvents(t, store), "one session folder throughout")
-	said := ok(t, store, "log", "s1", "--agent", "copilot")
-	at := -1
-	for _, s := range []string{"the aardvark on the host", "the badger in a container", "the capybara back on the host"} {
-		i := strings.Index(said, s)
-		assert.Greater(t, i, at, "log shows %q in order:\n%s", s, said)
-		at = i
-	}
+	logInOrder(t, store, "copilot", "the aardvark on the host", "the badger in a container", "the capybara back on the host")
 
 	// --resume ID goes back to the cwd the session began in (workspace.yaml's): the host's mount, which the container
 	// does not have. Copilot says so and stays in /session/workspace.

@@ -68,23 +68,9 @@ func TestKimiResumesFromAnyCwd(t *testing.T) {
 	session, agent := findAgent(t, store, id)
 	assert.Equal(t, "s1/kimi", session+"/"+agent)
 	assert.Equal(t, "the aardvark in the workspace", shownConversations(t, store)["kimi/"+id])
-	said := ok(t, store, "log", "s1", "--agent", "kimi")
-	at := -1
-	for _, s := range []string{"the aardvark in the workspace", openaistub.Reply, "the badger from a subfolder",
-		"the capybara via sessionfs resume", "the dugong from outside"} {
-		i := strings.Index(said, s)
-		assert.Greater(t, i, at, "log shows %q in order:\n%s", s, said)
-		at = i
-	}
-	pageShows(t, store, "kimi", id, "aardvark", "badger", "capybara", "dugong")
-	md, err := os.ReadFile(filepath.Join(m.mnt, "conversations", "s1", "kimi", id+".md"))
-	require.NoError(t, err)
-	for _, word := range []string{"aardvark", "badger", "capybara", "dugong"} {
-		hits := searchJSON(t, store, word)
-		require.Len(t, hits, 1, word)
-		assert.Equal(t, "kimi/"+id, hits[0].Agent+"/"+hits[0].Conversation, word)
-		assert.Contains(t, string(md), word, "the text view")
-	}
+	logInOrder(t, store, "kimi", "the aardvark in the workspace", openaistub.Reply, "the badger from a subfolder",
+		"the capybara via sessionfs resume", "the dugong from outside")
+	readWhole(t, store, m, "kimi", id, "aardvark", "badger", "capybara", "dugong")
 }
 
 // TestKimiContainerAndHost: a conversation begun on the host through the mount carries on in a container (run
@@ -127,11 +113,5 @@ func TestKimiContainerAndHost(t *testing.T) {
 	require.Equal(t, 0, r.code, "%s\n%s", r.stdout, r.stderr)
 	assert.Greater(t, lines(t, wire), n, "and the host carried on the container's")
 	assert.Equal(t, []string{wire}, kimiWires(t, store), "one conversation throughout")
-	said := ok(t, store, "log", "s1", "--agent", "kimi")
-	at := -1
-	for _, s := range []string{"the aardvark on the host", "the badger in a container", "the capybara back on the host"} {
-		i := strings.Index(said, s)
-		assert.Greater(t, i, at, "log shows %q in order:\n%s", s, said)
-		at = i
-	}
+	logInOrder(t, store, "kimi", "the aardvark on the host", "the badger in a container", "the capybara back on the host")
 }

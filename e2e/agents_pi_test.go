@@ -85,28 +85,14 @@ func TestPiResumesFromAnyCwd(t *testing.T) {
 	session, agent := findAgent(t, store, id)
 	assert.Equal(t, "s1/pi", session+"/"+agent)
 	assert.Equal(t, "the aardvark in the workspace", shownConversations(t, store)["pi/"+id])
-	said := ok(t, store, "log", "s1", "--agent", "pi")
-	at := -1
-	for _, s := range []string{"the aardvark in the workspace", openaistub.Reply, "the badger from a subfolder",
-		"the capybara via sessionfs resume", "the dugong from outside"} {
-		i := strings.Index(said, s)
-		assert.Greater(t, i, at, "log shows %q in order:\n%s", s, said)
-		at = i
-	}
+	logInOrder(t, store, "pi", "the aardvark in the workspace", openaistub.Reply, "the badger from a subfolder",
+		"the capybara via sessionfs resume", "the dugong from outside")
 	// pi wrote an auth.json of its own (empty here): an export leaves it out, as every agent's login.
 	require.FileExists(t, filepath.Join(store, "sessions", "s1", ".pi", "auth.json"))
 	exp := cli(t, store, "export", "s1", "-o", filepath.Join(t.TempDir(), "s1.tar"))
 	require.Equal(t, 0, exp.code, exp.stderr)
 	assert.Contains(t, exp.stderr, "left out the credential .pi/auth.json")
-	pageShows(t, store, "pi", id, "aardvark", "badger", "capybara", "dugong")
-	md, err := os.ReadFile(filepath.Join(m.mnt, "conversations", "s1", "pi", id+".md"))
-	require.NoError(t, err)
-	for _, word := range []string{"aardvark", "badger", "capybara", "dugong"} {
-		hits := searchJSON(t, store, word)
-		require.Len(t, hits, 1, word)
-		assert.Equal(t, "pi/"+id, hits[0].Agent+"/"+hits[0].Conversation, word)
-		assert.Contains(t, string(md), word, "the text view")
-	}
+	readWhole(t, store, m, "pi", id, "aardvark", "badger", "capybara", "dugong")
 }
 
 // TestPiContainerAndHost: a conversation begun on the host through the mount carries on in a container (run
@@ -150,11 +136,5 @@ func TestPiContainerAndHost(t *testing.T) {
 	require.Equal(t, 0, r.code, "%s\n%s", r.stdout, r.stderr)
 	assert.Greater(t, lines(t, file), n, "and the host carried on the container's")
 	assert.Equal(t, []string{file}, glob(t, filepath.Join(sessions, "*", "*.jsonl")), "one session file throughout")
-	said := ok(t, store, "log", "s1", "--agent", "pi")
-	at := -1
-	for _, s := range []string{"the aardvark on the host", "the badger in a container", "the capybara back on the host"} {
-		i := strings.Index(said, s)
-		assert.Greater(t, i, at, "log shows %q in order:\n%s", s, said)
-		at = i
-	}
+	logInOrder(t, store, "pi", "the aardvark on the host", "the badger in a container", "the capybara back on the host")
 }

@@ -270,3 +270,30 @@ func pageShows(t *testing.T, store, agent, id string, words ...string) {
 		assert.Contains(t, string(body), w, "the conversation's page")
 	}
 }
+
+// logInOrder checks that sessionfs log of session s1's conversations of agent shows each of said, in order.
+func logInOrder(t *testing.T, store, agent string, said ...string) {
+	t.Helper()
+	shown := ok(t, store, "log", "s1", "--agent", agent)
+	at := -1
+	for _, s := range said {
+		i := strings.Index(shown, s)
+		assert.Greater(t, i, at, "log shows %q in order:\n%s", s, shown)
+		at = i
+	}
+}
+
+// readWhole checks that conversation id of agent in session s1 is read whole: each of words is found by search in
+// it alone, and is in its text view (on mount m) and on its page.
+func readWhole(t *testing.T, store string, m *mounted, agent, id string, words ...string) {
+	t.Helper()
+	md, err := os.ReadFile(filepath.Join(m.mnt, "conversations", "s1", agent, id+".md"))
+	require.NoError(t, err)
+	for _, word := range words {
+		hits := searchJSON(t, store, word)
+		require.Len(t, hits, 1, word)
+		assert.Equal(t, agent+"/"+id, hits[0].Agent+"/"+hits[0].Conversation, word)
+		assert.Contains(t, string(md), word, "the text view")
+	}
+	pageShows(t, store, agent, id, words...)
+}
