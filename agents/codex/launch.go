@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -61,6 +63,44 @@ func launch(sess *layout.Dir, root, _ string) error {
 		}
 		if err := moveAside(d, e.Name()); err != nil {
 			errs = append(errs, err)
+		}
+	}
+	return errors.Join(append(errs, pruneAside(d))...)
+}
+
+// keptAside is how many of the indexes moved aside are kept (each with its log): a session used from the host
+// and from containers in turn moves one aside at each switch.
+const keptAside = 3
+
+// asideName is an index moved aside, or a file of its: <index>.sessionfs-<time>[-wal|-shm|-journal].
+var asideName = regexp.MustCompile(`^(state_[0-9]+\.sqlite)\.sessionfs-([0-9]{8}T[0-9.]+Z)(-wal|-shm|-journal)?$`)
+
+// pruneAside removes the indexes moved aside but the keptAside newest, with their logs.
+func pruneAside(d *layout.Dir) error {
+	ents, err := d.ReadDir(".")
+	if err != nil {
+		return err
+	}
+	stamps := map[string]bool{}
+	for _, e := range ents {
+		if m := asideName.FindStringSubmatch(e.Name()); m != nil {
+			stamps[m[2]] = true
+		}
+	}
+	if len(stamps) <= keptAside {
+		return nil
+	}
+	sorted := slices.Sorted(maps.Keys(stamps))
+	old := map[string]bool{}
+	for _, s := range sorted[:len(sorted)-keptAside] {
+		old[s] = true
+	}
+	var errs []error
+	for _, e := range ents {
+		if m := asideName.FindStringSubmatch(e.Name()); m != nil && old[m[2]] {
+			if err := d.Remove(e.Name()); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				errs = append(errs, err)
+			}
 		}
 	}
 	return errors.Join(errs...)

@@ -2,6 +2,7 @@ package codex
 
 import (
 	"database/sql"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -85,4 +86,20 @@ func TestLaunchKeepsAnIndexOfItsOwnFolder(t *testing.T) {
 	require.NoError(t, os.Symlink(victim, filepath.Join(dir, ".codex", "state_5.sqlite")))
 	require.NoError(t, launch(sess, root, root))
 	assert.FileExists(t, victim, "the link's target is left as it is")
+}
+
+// TestLaunchKeepsThreeIndexesAside: a session used from the host and from containers in turn moves an index aside
+// at each switch; the three newest are kept, with their logs.
+func TestLaunchKeepsThreeIndexesAside(t *testing.T) {
+	sess, dir := agentstest.OpenSession(t)
+	codex := filepath.Join(dir, ".codex")
+	require.NoError(t, os.MkdirAll(codex, 0o700))
+	for i := range 5 {
+		stateDB(t, filepath.Join(codex, "state_5.sqlite"), fmt.Sprintf("/elsewhere/%d/rollout.jsonl", i))
+		require.NoError(t, os.WriteFile(filepath.Join(codex, "state_5.sqlite-wal"), nil, 0o600))
+		require.NoError(t, launch(sess, "/session", "/session/workspace"))
+	}
+	aside, err := filepath.Glob(filepath.Join(codex, "state_5.sqlite.sessionfs-*"))
+	require.NoError(t, err)
+	assert.Len(t, aside, 2*keptAside, "three indexes and their logs: %v", aside)
 }
