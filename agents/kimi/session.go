@@ -32,13 +32,15 @@ type Line struct {
 
 // Message is a message Kimi appended to a conversation.
 type Message struct {
-	Role      string        `json:"role"`
-	Content   agents.RawRef `json:"content"`
-	ToolCalls agents.RawRef `json:"toolCalls"`
+	Role       string        `json:"role"`
+	Content    agents.RawRef `json:"content"`
+	ToolCalls  agents.RawRef `json:"toolCalls"`
+	ToolCallID string        `json:"toolCallId"` // a tool's result: the call it answers
 }
 
 // ToolCall is one of a reply's tool calls: its arguments are a JSON text in a string.
 type ToolCall struct {
+	ID        string `json:"id"`
 	Name      string `json:"name"`
 	Arguments string `json:"arguments"`
 }

@@ -15,15 +15,7 @@ func kimiLines() func([]byte, int64, func(Entry) error) error {
 	cwd := ""
 	tools := map[string]string{} // a call's id -> its tool, at most maxOpenCalls remembered
 	return func(b []byte, off int64, fn func(Entry) error) error {
-		var l struct {
-			kimi.Line
-			Message *struct {
-				Message *struct {
-					kimi.Message
-					ToolCallID string `json:"toolCallId"`
-				} `json:"message"`
-			} `json:"message"`
-		}
+		var l kimi.Line
 		if json.Unmarshal(b, &l) != nil {
 			return nil
 		}
@@ -39,10 +31,10 @@ func kimiLines() func([]byte, int64, func(Entry) error) error {
 			e.Kind, e.Text = Prompt, Safe(p, MaxText)
 			return fn(e)
 		}
-		if l.Type != "agent.message.appended" || l.Message == nil || l.Message.Message == nil {
+		m := l.Appended()
+		if m == nil {
 			return nil
 		}
-		m := l.Message.Message
 		switch m.Role {
 		case "tool":
 			e.Kind, e.Tool, e.Text = ToolResult, OneLine(tools[m.ToolCallID], MaxCall), Result(agents.JoinTexts(m.Content, MaxText), false)
@@ -59,10 +51,7 @@ func kimiLines() func([]byte, int64, func(Entry) error) error {
 			}
 		}
 		return agents.EachElement(m.ToolCalls, func(el []byte) error {
-			var call struct {
-				kimi.ToolCall
-				ID string `json:"id"`
-			}
+			var call kimi.ToolCall
 			if json.Unmarshal(el, &call) != nil {
 				return nil
 			}

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path"
+	"sync"
 	"time"
 
 	pb "github.com/modal-labs/modal-client/go/proto/modal_proto"
@@ -128,8 +129,11 @@ func (s *Syncer) getOnce(ctx context.Context, url string, want int64) ([]byte, e
 }
 
 // maxJoin bounds each copy of a conversation a sync joins in memory (merge.Lines); a larger one is kept beside
-// as any file changed on both sides is.
-const maxJoin = 256 << 20
+// as any file changed on both sides is. Joins run one at a time (joining), so a sync holds at most the two copies
+// and their join of one conversation, whatever the Volume holds.
+const maxJoin = 64 << 20
+
+var joining sync.Mutex
 
 // join makes the conversation file rel beneath d the line by line union of it and the Volume's copy
 // (merge.Lines): a conversation both sides added to keeps every turn of both. The Volume's copy is fetched whole
@@ -138,6 +142,8 @@ const maxJoin = 256 << 20
 // meanwhile loses nothing; otherwise the file is replaced atomically with perm, unless it changed since it was
 // read (then it is an error, and the next sync joins again).
 func (s *Syncer) join(ctx context.Context, d *layout.Dir, rel string, perm uint32) error {
+	joining.Lock()
+	defer joining.Unlock()
 	var theirs bytes.Buffer
 	if err := s.fetch(ctx, rel, maxJoin, &theirs); err != nil {
 		return err
