@@ -156,7 +156,7 @@ func (s *Syncer) join(ctx context.Context, d *layout.Dir, rel string, perm uint3
 	if err != nil {
 		return fmt.Errorf("pull %s: %w", rel, err)
 	}
-	joined := merge.Lines(ours, theirs.Bytes())
+	joined := merge.Conversation(ours, theirs.Bytes())
 	if tail, ok := bytes.CutPrefix(joined, ours); ok {
 		return appendTo(d, rel, tail)
 	}

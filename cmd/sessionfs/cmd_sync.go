@@ -10,36 +10,126 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sessionfs/sessionfs/backends/modal"
+	"github.com/sessionfs/sessionfs/remote"
 )
 
 func (a *app) syncCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "sync push|pull ID",
-		Short: "Sync a session with its Modal Volume (one v2 Volume per session)",
-		Long: `sync push makes the session's Modal Volume (sessionfs-<id>) hold the session as it is: what changed on the
-Volume since the last sync is brought in first (a file changed on both sides keeps both), then only the 8 MiB
-blocks the Volume lacks are uploaded, and local deletions are propagated. sync pull brings the Volume's changes
-back by a three-way comparison with the last agreed state: a file changed on both sides takes the Volume's version
-and keeps the local one beside it as <name>.sessionfs-conflict-<run>, but for an agent's conversation both sides
-added to, which is joined line by line (every turn of both, in time order); transcript folders made for other
-cwds are folded into the session's canonical one. Credentials are read the Modal way: MODAL_TOKEN_ID, MODAL_TOKEN_SECRET,
-MODAL_SERVER_URL, MODAL_ENVIRONMENT, or the active profile of ~/.modal.toml.`,
-		Example: `  sessionfs sync push fix-login
-  sessionfs sync pull fix-login`,
-		Args:              cobra.ExactArgs(2),
+	var dryRun, withCredentials bool
+	cmd := &cobra.Command{
+		Use:   "sync [push|pull] ID [REMOTE]",
+		Short: "Sync a session with another machine's store (ssh), an S3 bucket, or its Modal Volume",
+		Long: `sync carries a session to another place and back. REMOTE is another machine's store over ssh
+(ssh://[user@]host[:port]/path or [user@]host:path; no path: ~/.local/share/sessionfs there), an S3-compatible
+bucket (s3://bucket/prefix), or "modal" (the session's Modal Volume, sessionfs-<id>). A session remembers the
+remote it last synced with, so "sessionfs sync ID" does it again; with none named and none remembered, the
+remote is Modal.
+
+"sync ID" goes both ways, "sync push ID" only changes the remote, "sync pull ID" only this store. Each side is
+compared with the state both last agreed on: a change moves to the side that lacks it, a file removed on a side
+that had it is removed on the other, and only what changed moves (a grown transcript sends its new lines). An
+agent's conversation both sides added to is joined line by line, every turn of both once, in time order; any other
+file changed on both sides keeps the newer version at its name and the other beside it as
+<name>.sessionfs-conflict-<time>, on both sides. Transcript folders made for other cwds are folded into the
+session's canonical one. The agents' credential files stay where they are unless --with-credentials.
+
+Over ssh, your own ssh client runs (its config, agent and known hosts apply; $SESSIONFS_SSH replaces the
+command, as GIT_SSH_COMMAND does for git), with compression, and nothing but the store folder is needed on the
+other machine. S3 credentials are read the AWS way: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or the shared
+credentials file and AWS_PROFILE; AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL names a store other than AWS's. Modal's
+credentials: MODAL_TOKEN_ID and MODAL_TOKEN_SECRET, or ~/.modal.toml.
+
+A sync that is killed leaves every file whole, on both sides, and the next sync goes on from where it was.`,
+		Example: `  sessionfs sync fix-login laptop:              # both ways, with the default store on host "laptop"
+  sessionfs sync fix-login                       # again, with the remote it remembers
+  sessionfs sync push fix-login s3://team-sessions/alice
+  sessionfs sync pull fix-login ssh://me@build:2222/srv/sessionfs --dry-run
+  sessionfs sync push fix-login modal`,
+		Args:              cobra.RangeArgs(1, 3),
 		ValidArgsFunction: a.completeSync,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if args[0] != "push" && args[0] != "pull" {
-				return usageError("sync: want push or pull, then the session id")
+			dir := remote.Both
+			verb := ""
+			switch args[0] {
+			case "push":
+				dir, verb, args = remote.Push, "push", args[1:]
+			case "pull":
+				dir, verb, args = remote.Pull, "pull", args[1:]
 			}
-			return a.runSync(cmd.OutOrStdout(), args[0], args[1])
+			if len(args) == 0 || len(args) > 2 {
+				return usageError("sync: want [push|pull] ID [REMOTE]")
+			}
+			url := ""
+			if len(args) == 2 {
+				url = args[1]
+			}
+			return a.runSync(cmd.OutOrStdout(), verb, dir, args[0], url, remote.Options{DryRun: dryRun, WithCredentials: withCredentials})
 		},
 	}
+	cmd.Flags().BoolVarP(&dryRun, "dry-run", "n", false, "say what would move, change nothing")
+	cmd.Flags().BoolVar(&withCredentials, "with-credentials", false, "move the agents' credential files too (never, by default)")
+	return cmd
 }
 
-// runSync pushes session arg to its Modal Volume, or pulls the Volume's changes (direction: push or pull).
-func (a *app) runSync(w io.Writer, direction, arg string) error {
+// runSync syncs session arg with url (the remembered remote, or Modal, when url is ""), as opt and dir say.
+func (a *app) runSync(w io.Writer, verb string, dir remote.Direction, arg, url string, opt remote.Options) error {
 	s, m, err := a.session(arg)
+	if err != nil {
+		return err
+	}
+	if url == "" {
+		url = remote.Remembered(s, m.ID)
+	}
+	if url == "" || url == "modal" {
+		if opt.DryRun || opt.WithCredentials {
+			return usageError("sync: --dry-run and --with-credentials are not for Modal")
+		}
+		if verb == "" {
+			verb = "push" // a push brings in the Volume's changes first
+		}
+		return a.runModalSync(w, verb, m.ID)
+	}
+	ctx, stop := interruptible()
+	defer stop()
+	r, err := remote.Open(ctx, url, m.ID)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	opt.Direction = dir
+	var finish func()
+	if !opt.DryRun {
+		opt.Progress, opt.Total, finish = transferBar("sync")
+	}
+	rep, err := remote.Sync(ctx, s, m.ID, r, opt)
+	if finish != nil {
+		finish()
+	}
+	if opt.DryRun {
+		for _, line := range rep.Plan {
+			fmt.Fprintln(w, line)
+		}
+		fmt.Fprintf(w, "would push %s (%s), pull %s (%s), remove %d there and %d here, join %s, settle %s\n",
+			plural(rep.Pushed, "file"), humanize.IBytes(uint64(rep.BytesOut)), plural(rep.Pulled, "file"), humanize.IBytes(uint64(rep.BytesIn)),
+			rep.RemovedThere, rep.RemovedHere, plural(rep.Joined, "conversation"), plural(rep.Conflicts, "conflict"))
+		return err
+	}
+	if err == nil {
+		if rerr := remote.Remember(s, m.ID, url); rerr != nil {
+			return rerr
+		}
+	}
+	fmt.Fprintf(w, "synced %s with %s: pushed %s (%s), pulled %s (%s), removed %d there and %d here, %s joined line by line, %s kept beside, %s folded\n",
+		m.ID, url, plural(rep.Pushed, "file"), humanize.IBytes(uint64(rep.BytesOut)), plural(rep.Pulled, "file"), humanize.IBytes(uint64(rep.BytesIn)),
+		rep.RemovedThere, rep.RemovedHere, plural(rep.Joined, "conversation"), plural(rep.Conflicts, "conflict"), plural(rep.Folded, "transcript folder"))
+	if rep.Waiting > 0 {
+		fmt.Fprintf(w, "%s changed on both sides: left until a sync both ways (sessionfs sync %s)\n", plural(rep.Waiting, "file"), m.ID)
+	}
+	return err
+}
+
+// runModalSync pushes session id to its Modal Volume, or pulls the Volume's changes (verb: push or pull).
+func (a *app) runModalSync(w io.Writer, verb, id string) error {
+	s, _, err := a.session(id)
 	if err != nil {
 		return err
 	}
@@ -50,15 +140,15 @@ func (a *app) runSync(w io.Writer, direction, arg string) error {
 	defer c.Close()
 	ctx, stop := interruptible()
 	defer stop()
-	sy, err := modal.NewSyncer(ctx, c, s, m.ID)
+	sy, err := modal.NewSyncer(ctx, c, s, id)
 	if err != nil {
 		return err
 	}
 	var finish func()
-	sy.Progress, sy.Total, finish = transferBar(direction)
+	sy.Progress, sy.Total, finish = transferBar(verb)
 	defer finish()
-	if direction == "push" {
-		return syncPush(ctx, w, sy, m.ID)
+	if verb == "push" {
+		return syncPush(ctx, w, sy, id)
 	}
 	return syncPull(ctx, w, sy)
 }

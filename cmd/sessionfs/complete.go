@@ -108,12 +108,12 @@ func (a *app) matchingConversations(prefix string) []string {
 	return found
 }
 
-// completeSync completes sync: push or pull, then a session id.
+// completeSync completes sync: push, pull or a session id, then a session id.
 func (a *app) completeSync(_ *cobra.Command, args []string, prefix string) ([]string, cobra.ShellCompDirective) {
 	if len(args) == 0 {
-		return []string{"push", "pull"}, cobra.ShellCompDirectiveNoFileComp
+		return append([]string{"push", "pull"}, a.matchingIDs(prefix)...), cobra.ShellCompDirectiveNoFileComp
 	}
-	if len(args) == 1 {
+	if len(args) == 1 && (args[0] == "push" || args[0] == "pull") {
 		return a.matchingIDs(prefix), cobra.ShellCompDirectiveNoFileComp
 	}
 	return nil, cobra.ShellCompDirectiveNoFileComp

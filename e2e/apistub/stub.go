@@ -27,6 +27,15 @@ type Server struct {
 	ln       net.Listener
 	mu       sync.Mutex
 	next     int
+	seen     string // the messages of the last request, as sent
+}
+
+// LastMessages is what the last request sent as its conversation: each message's content as JSON, one per line
+// (a resumed conversation sends every turn the CLI found).
+func (s *Server) LastMessages() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.seen
 }
 
 // Start listens on addr ("127.0.0.1:0" for the loopback; "0.0.0.0:0" so containers can reach it).
@@ -74,6 +83,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
+	var seen strings.Builder
+	for _, m := range req.Messages {
+		seen.Write(m.Content)
+		seen.WriteByte('\n')
+	}
+	s.mu.Lock()
+	s.seen = seen.String()
+	s.mu.Unlock()
 	last, hasResult := lastUser(req)
 	agentTool := ""
 	for _, t := range req.Tools {
