@@ -263,4 +263,3 @@ func appendTo(d *layout.Dir, rel string, b []byte, was File) error {
 func (s *syncer) conflictName(rel string) string {
 	return rel + ".sessionfs-conflict-" + s.opt.Label
 }
-
