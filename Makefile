@@ -38,6 +38,10 @@ COPILOT_BIN    := $(CURDIR)/e2e/.cache/copilot-$(COPILOT_VERSION)/node_modules/.
 # The devcontainers CLI the Docker volume tests drive (devcontainer up on a session's volume), pinned.
 DEVCONTAINER_VERSION ?= 0.89.0
 DEVCONTAINER_BIN     := $(CURDIR)/e2e/.cache/devcontainer-$(DEVCONTAINER_VERSION)/node_modules/.bin/devcontainer
+# The S3-compatible server the sync tests run against (versitygw: a real S3 gateway over a folder, built from its
+# pinned module; neither MinIO nor SeaweedFS is in Debian), installed beside the CLIs.
+VERSITYGW_VERSION ?= v1.8.0
+VERSITYGW_BIN     := $(CURDIR)/e2e/.cache/versitygw-$(VERSITYGW_VERSION)/versitygw
 # An execution count, not a duration: a duration races Go's fuzz coordinator at its deadline (golang/go#75804)
 # and fails a run that found nothing.
 FUZZTIME  ?= 200000x
@@ -100,8 +104,8 @@ test:
 # (third_party/go-fuse: upstream's tests and the takeover patch's, TAKEOVER.md) but for the upstream tests that
 # fail on pristine go-fuse v2.12.1 here too, named with why in third_party/go-fuse/UPSTREAM-TESTS-SKIPPED.md: the
 # skip pattern is built from that list's "- `TestName`" lines, so the list and what is skipped cannot drift apart.
-unit:
-	$(GO) test -race -count=1 $$($(GO) list ./... | grep -v '/e2e\(/\|$$\)')
+unit: $(VERSITYGW_BIN)
+	SESSIONFS_VERSITYGW=$(VERSITYGW_BIN) $(GO) test -race -count=1 $$($(GO) list ./... | grep -v '/e2e\(/\|$$\)')
 	cd third_party/go-fuse && skip=$$(awk -F'`' '/^- `Test/ { printf "%s%s", sep, $$2; sep = "|" }' UPSTREAM-TESTS-SKIPPED.md) && \
 		echo "go-fuse: skipping $$skip (UPSTREAM-TESTS-SKIPPED.md)" && \
 		$(GO) test -race -count=1 -skip "^($$skip)\$$" ./...
@@ -109,10 +113,10 @@ unit:
 
 # Skipped tests (a missing requirement outside CI) are listed at the end, with why. The suite ran past 30 minutes
 # once round 4's attack tests joined it (64-128 MiB hostile chats and transcripts, hard-linked 400 times): 50.
-e2e: build claude agents $(DEVCONTAINER_BIN)
+e2e: build claude agents $(DEVCONTAINER_BIN) $(VERSITYGW_BIN)
 	@mkdir -p e2e/.cache; rm -f e2e/.cache/skips.txt
 	SESSIONFS_BIN=$(CURDIR)/$(BIN) SESSIONFS_CLAUDE=$(CLAUDE_BIN) SESSIONFS_CLAUDE_NEW=$(CLAUDE_NEW_BIN) SESSIONFS_SKIPS=$(CURDIR)/e2e/.cache/skips.txt \
-		SESSIONFS_DEVCONTAINER=$(DEVCONTAINER_BIN) \
+		SESSIONFS_DEVCONTAINER=$(DEVCONTAINER_BIN) SESSIONFS_VERSITYGW=$(VERSITYGW_BIN) \
 		SESSIONFS_CODEX=$(CODEX_BIN) SESSIONFS_GEMINI=$(GEMINI_BIN) SESSIONFS_QWEN=$(QWEN_BIN) SESSIONFS_OPENCODE=$(OPENCODE_BIN) SESSIONFS_PI=$(PI_BIN) \
 		SESSIONFS_KIMI=$(KIMI_BIN) SESSIONFS_COPILOT=$(COPILOT_BIN) \
 		$(GO) test -race -count=1 -timeout 50m ./e2e/...; status=$$?; \
@@ -130,6 +134,9 @@ fuzz:
 	done; [ -z "$$failed" ] || { echo "fuzz: failed:$$failed"; exit 1; }
 
 claude: $(CLAUDE_BIN) $(CLAUDE_NEW_BIN)
+
+$(VERSITYGW_BIN):
+	GOBIN=$(dir $@) $(GO) install github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION)
 
 $(CURDIR)/e2e/.cache/claude-%/node_modules/.bin/claude:
 	mkdir -p $(CURDIR)/e2e/.cache/claude-$*

@@ -122,7 +122,7 @@ func (s *syncer) pull(ctx context.Context, st step) error {
 		return nil
 	}
 	if err := s.roomFor(rm.Size); err != nil {
-		return err
+		return &refusal{st.rel, err.Error()}
 	}
 	if b := st.base; b != nil && st.l != nil && rm.Size > b.Remote.Size && rm.Size <= maxJoin {
 		var theirs bytes.Buffer
@@ -169,7 +169,7 @@ func (s *syncer) writeHere(rel string, r io.Reader, f File, was *File, done func
 	}
 	if dir := path.Dir(rel); dir != "." {
 		if err := s.d.MkdirAll(dir, 0o755, s.uid, s.gid); err != nil {
-			return fmt.Errorf("pull %s: %w", rel, err)
+			return &refusal{rel, fmt.Sprintf("its folder here: %v", err)}
 		}
 	}
 	h := sha256.New()

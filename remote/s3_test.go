@@ -246,6 +246,13 @@ func TestS3RemoveAndChanged(t *testing.T) {
 	if err := o.Commit(ctx); !errors.Is(err, ErrChanged) {
 		t.Errorf("a commit over another sync's: %v", err)
 	}
+
+	// A commit with nothing to write leaves the manifest alone, failing no other sync.
+	s, _, _ = openT(t, "s1")
+	o, _, _ = openT(t, "s1")
+	commitT(t, o)
+	putT(t, s, "z", []byte("3"), 1, nil)
+	commitT(t, s)
 }
 
 func TestS3Append(t *testing.T) {

@@ -1,135 +1,19 @@
 package remote
 
 import (
-	"context"
-	"fmt"
-	"net"
-	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/minio/minio-go/v7"
-	"github.com/minio/minio-go/v7/pkg/credentials"
+
+	"github.com/sessionfs/sessionfs/internal/s3server"
 )
 
 const (
-	testBucket = "sessions"
-	testAccess = "sessionfs-test"
-	testSecret = "sessionfs-test-secret-key"
+	testBucket = s3server.Bucket
+	testAccess = s3server.Access
+	testSecret = s3server.Secret
 )
 
-// versitygwPath finds versitygw on PATH or in $(go env GOPATH)/bin.
-func versitygwPath() string {
-	if p, err := exec.LookPath("versitygw"); err == nil {
-		return p
-	}
-	gopath, err := exec.Command("go", "env", "GOPATH").Output()
-	if err != nil {
-		return ""
-	}
-	p := filepath.Join(strings.TrimSpace(string(gopath)), "bin", "versitygw")
-	if _, err := os.Stat(p); err != nil {
-		return ""
-	}
-	return p
-}
-
-// startS3 runs a real S3 server (versitygw over a temporary folder) for the test, makes testBucket in it and
-// points the AWS_* environment at it. It returns the endpoint URL.
-func startS3(t *testing.T) string {
-	t.Helper()
-	bin := versitygwPath()
-	if bin == "" {
-		msg := "versitygw not found on PATH or in $(go env GOPATH)/bin; install it: " +
-			"go install github.com/versity/versitygw/cmd/versitygw@v1.8.0"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	root := t.TempDir()
-	var endpoint string
-	// A free port can be taken between asking and listening: try a few.
-	for try := 0; ; try++ {
-		addr := freeAddr(t)
-		cmd := exec.Command(bin, "--access", testAccess, "--secret", testSecret, "--port", addr, "--quiet", "posix", root)
-		var out strings.Builder
-		cmd.Stdout, cmd.Stderr = &out, &out
-		if err := cmd.Start(); err != nil {
-			t.Fatalf("starting %s: %v", bin, err)
-		}
-		exited := make(chan struct{})
-		go func() { cmd.Wait(); close(exited) }()
-		stop := func() {
-			cmd.Process.Kill()
-			<-exited
-		}
-		endpoint = "http://" + addr
-		if waitUp(endpoint, exited) {
-			t.Cleanup(stop)
-			break
-		}
-		stop()
-		if try == 4 {
-			t.Fatalf("versitygw did not answer on %s: %s", addr, out.String())
-		}
-	}
-	t.Setenv("AWS_ENDPOINT_URL_S3", endpoint)
-	t.Setenv("AWS_ENDPOINT_URL", "")
-	t.Setenv("AWS_ACCESS_KEY_ID", testAccess)
-	t.Setenv("AWS_SECRET_ACCESS_KEY", testSecret)
-	t.Setenv("AWS_SESSION_TOKEN", "")
-	t.Setenv("AWS_REGION", "us-east-1")
-	t.Setenv("AWS_PROFILE", "")
-	if err := testClient(t).MakeBucket(context.Background(), testBucket, minio.MakeBucketOptions{}); err != nil {
-		t.Fatalf("making bucket: %v", err)
-	}
-	return endpoint
-}
-
-// freeAddr is a 127.0.0.1 address with a port nothing listens on just now.
-func freeAddr(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
-// waitUp waits until endpoint answers HTTP (any status), or the server exits, or 20 s pass.
-func waitUp(endpoint string, exited <-chan struct{}) bool {
-	c := &http.Client{Timeout: time.Second}
-	for end := time.Now().Add(20 * time.Second); time.Now().Before(end); {
-		select {
-		case <-exited:
-			return false
-		default:
-		}
-		if r, err := c.Get(endpoint + "/"); err == nil {
-			r.Body.Close()
-			return true
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return false
-}
-
-// testClient is a plain client of the test server, to write what a hostile bucket holds.
-func testClient(t *testing.T) *minio.Client {
-	t.Helper()
-	ep := strings.TrimPrefix(os.Getenv("AWS_ENDPOINT_URL_S3"), "http://")
-	mc, err := minio.New(ep, &minio.Options{
-		Creds:        credentials.NewStaticV4(testAccess, testSecret, ""),
-		Region:       "us-east-1",
-		BucketLookup: minio.BucketLookupPath,
-	})
-	if err != nil {
-		t.Fatal(fmt.Errorf("client: %w", err))
-	}
-	return mc
-}
+func startS3(t *testing.T) string           { return s3server.Start(t) }
+func testClient(t *testing.T) *minio.Client { return s3server.Client(t) }
+func freeAddr(t *testing.T) string          { return s3server.FreeAddr(t) }

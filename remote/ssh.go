@@ -184,7 +184,8 @@ func (s *SSH) Commit(context.Context) error { return nil }
 // maxListed bounds what a listing takes in: a remote cannot make the sync hold more than this many names.
 const maxListed = 1_000_000
 
-// tmpPrefix names the sync's temporary files there: never listed, so a killed put's leftover is never synced.
+// tmpPrefix names the sync's temporary files there: never listed, and a killed put's leftover is removed by the
+// next listing.
 const tmpPrefix = ".sessionfs-sync-"
 
 // List walks the session's folder there without following a link (sftp's READDIR gives each entry's own
@@ -217,6 +218,11 @@ func (s *SSH) List(ctx context.Context) (map[string]File, error) {
 				return fmt.Errorf("remote %s: the server named an entry %q", s.url, name)
 			}
 			if strings.HasPrefix(name, tmpPrefix) {
+				// Left by a put that was killed: never a file of the session. (A sync of this session with this
+				// store from another machine at this very moment would find its put gone, and say so.)
+				if e.Mode().IsRegular() {
+					s.c.Remove(path.Join(s.root, child))
+				}
 				continue
 			}
 			switch {
@@ -267,7 +273,7 @@ func (s *SSH) checkParents(rel string, mk bool) error {
 			return fmt.Errorf("remote %s: %s: %w", s.url, dir, err)
 		}
 		if !fi.IsDir() {
-			return fmt.Errorf("remote %s: %s is not a folder there (a link or a file): %w", s.url, dir, ErrChanged)
+			return &refusal{rel, fmt.Sprintf("%s is not a folder there (a link or a file): nothing is written through it", strings.TrimPrefix(dir, s.root+"/"))}
 		}
 	}
 	return nil

@@ -47,6 +47,8 @@ type Report struct {
 	Pushed, Pulled, RemovedThere, RemovedHere, Joined, Conflicts, Folded int
 	// Changed counts files that changed while the sync ran: left for the next one.
 	Changed int
+	// Refused says why each file the remote offered was not taken (too big for this disk...).
+	Refused []string
 	// Waiting counts files changed on both sides that a one-way sync left alone.
 	Waiting  int
 	BytesOut int64
@@ -135,6 +137,9 @@ func Sync(ctx context.Context, store *layout.Store, id string, r Remote, opt Opt
 	if err := m.save(); err != nil {
 		return rep, err
 	}
+	if len(rep.Refused) > 0 {
+		return rep, fmt.Errorf("%d files of the remote refused: %s", len(rep.Refused), strings.Join(rep.Refused, "; "))
+	}
 	if rep.Changed > 0 {
 		return rep, fmt.Errorf("%d files changed while the sync ran: sync again", rep.Changed)
 	}
@@ -196,8 +201,13 @@ func (s *syncer) pass(ctx context.Context) error {
 		}
 		st.lChange = changed(st.l, st.base, func(a *Agreed) File { return a.Local }, true)
 		st.rChange = changed(st.rm, st.base, func(a *Agreed) File { return a.Remote }, false)
-		if rel == layout.MetaFile { // the session's record here is this store's own: it goes there, never back
-			st.rChange = false
+		if rel == layout.MetaFile {
+			// Each store's record of the session (its labels, aliases, cwds) is its own: it goes there only to
+			// make the session there, and never comes back.
+			if st.l == nil || st.rm != nil {
+				continue
+			}
+			st.lChange, st.rChange = true, false
 		}
 		if !st.lChange && !st.rChange {
 			continue
@@ -221,6 +231,11 @@ func (s *syncer) pass(ctx context.Context) error {
 		err := s.apply(ctx, st)
 		if errors.Is(err, ErrChanged) {
 			s.rep.Changed++
+			continue
+		}
+		var refused *refusal
+		if errors.As(err, &refused) {
+			s.rep.Refused = append(s.rep.Refused, refused.Error())
 			continue
 		}
 		if err != nil {
@@ -361,3 +376,8 @@ func lockFile(p string) (func(), error) {
 	}
 	return func() { f.Close() }, nil
 }
+
+// refusal is a file of the remote not taken, for a reason of its own: the sync goes on with the others.
+type refusal struct{ rel, why string }
+
+func (r *refusal) Error() string { return r.rel + ": " + r.why }

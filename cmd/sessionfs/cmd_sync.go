@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sessionfs/sessionfs/backends/modal"
+	"github.com/sessionfs/sessionfs/layout"
 	"github.com/sessionfs/sessionfs/remote"
 )
 
@@ -73,6 +75,15 @@ A sync that is killed leaves every file whole, on both sides, and the next sync 
 // runSync syncs session arg with url (the remembered remote, or Modal, when url is ""), as opt and dir say.
 func (a *app) runSync(w io.Writer, verb string, dir remote.Direction, arg, url string, opt remote.Options) error {
 	s, m, err := a.session(arg)
+	if errors.Is(err, layout.ErrNotFound) && url != "" && url != "modal" && dir != remote.Push && !opt.DryRun {
+		// A session this store has not seen yet comes in whole from the remote: it is made here first.
+		if err := layout.ValidateID(arg); err != nil {
+			return err
+		}
+		if m, err = a.store.Create(arg, layout.CreateOptions{}); err == nil {
+			s = a.store
+		}
+	}
 	if err != nil {
 		return err
 	}
