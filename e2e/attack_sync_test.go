@@ -18,6 +18,11 @@ import (
 // file at once, with the rest synced.
 func TestAttackSyncRemoteServesLinks(t *testing.T) {
 	srv := startSSHD(t)
+	t.Run("sessionfs there", func(t *testing.T) { remoteServesLinks(t, srv, srv.env) })
+	t.Run("sftp-server there", func(t *testing.T) { remoteServesLinks(t, srv, srv.plainSFTP()) })
+}
+
+func remoteServesLinks(t *testing.T, srv *sshServer, env []string) {
 	storeA, storeB := t.TempDir(), t.TempDir()
 	ok(t, storeA, "new", "s1")
 	ok(t, storeB, "new", "s1")
@@ -39,7 +44,7 @@ func TestAttackSyncRemoteServesLinks(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(wsA, "out", "planted.txt"), []byte("planted\n"), 0o644))
 
 	start := time.Now()
-	r := cliIn(t, storeA, "", srv.env, "sync", "s1", "b:"+storeB)
+	r := cliIn(t, storeA, "", env, "sync", "s1", "b:"+storeB)
 	took := time.Since(start)
 	t.Logf("sync against a hostile copy: exit %d in %v: %s%s", r.code, took, r.stdout, r.stderr)
 	assert.NotEqual(t, 0, r.code, "the refusals are an error")
@@ -157,6 +162,67 @@ func noTemps(t *testing.T, stores ...string) {
 				t.Errorf("a temporary file is left: %s", p)
 			}
 			return nil
+		})
+	}
+}
+
+// TestAttackSyncRemoteRacesLinks: an agent on the other machine swaps a folder of its session for a link out, and
+// back, as fast as it can, while syncs push files into that folder. With sessionfs there, every access is made
+// beneath the session's folder: nothing ever lands outside, however often the swap comes at the worst moment.
+// (With only OpenSSH's sftp-server there, the client's checks can lose this race: the CLI says so; the count of
+// files that landed outside that way is logged, not asserted.)
+func TestAttackSyncRemoteRacesLinks(t *testing.T) {
+	srv := startSSHD(t)
+	for _, mode := range []struct {
+		name     string
+		env      []string
+		confined bool
+	}{{"sessionfs there", srv.env, true}, {"sftp-server there", srv.plainSFTP(), false}} {
+		t.Run(mode.name, func(t *testing.T) {
+			storeA, storeB := t.TempDir(), t.TempDir()
+			ok(t, storeA, "new", "s1")
+			ok(t, storeB, "new", "s1")
+			outside := t.TempDir()
+			dA := filepath.Join(storeA, "sessions", "s1", "workspace", "d")
+			dB := filepath.Join(storeB, "sessions", "s1", "workspace", "d")
+			require.NoError(t, os.MkdirAll(dA, 0o755))
+			require.NoError(t, os.MkdirAll(dB, 0o755))
+			stop := make(chan struct{})
+			swaps := make(chan int)
+			go func() { // the agent on B
+				n := 0
+				link, real := dB+".link", dB+".real"
+				os.Symlink(outside, link)
+				for {
+					select {
+					case <-stop:
+						swaps <- n
+						return
+					default:
+					}
+					// d is a folder, then a link out, then a folder again, each by rename (atomic).
+					os.Rename(dB, real)
+					os.Rename(link, dB)
+					os.Rename(dB, link)
+					os.Rename(real, dB)
+					n++
+				}
+			}()
+			const rounds = 15
+			for i := range rounds {
+				for j := range 20 {
+					name := filepath.Join(dA, "f"+strings.Repeat("x", i%3)+string(rune('a'+j))+".txt")
+					require.NoError(t, os.WriteFile(name, []byte(time.Now().String()+"\n"), 0o644))
+				}
+				cliIn(t, storeA, "", mode.env, "sync", "push", "s1", "b:"+storeB) // a refusal is fine; a write outside is not
+			}
+			close(stop)
+			n := <-swaps
+			ents, _ := os.ReadDir(outside)
+			t.Logf("%s: %d syncs of 20 files each while B's agent swapped the folder %d times: %d files landed outside", mode.name, rounds, n, len(ents))
+			if mode.confined {
+				assert.Empty(t, ents, "nothing written through B's link")
+			}
 		})
 	}
 }

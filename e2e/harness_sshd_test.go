@@ -19,7 +19,7 @@ import (
 type sshServer struct {
 	dir  string
 	port int
-	env  []string // SESSIONFS_SSH=ssh -F <config>
+	env  []string // SESSIONFS_SSH=ssh -F <config>, and this build as sessionfs there
 	ssh  []string // the ssh command line that reaches it (append the remote command)
 }
 
@@ -89,7 +89,8 @@ Subsystem sftp /usr/lib/openssh/sftp-server
 		log.Close()
 	})
 	s := &sshServer{dir: dir, port: port, ssh: []string{"ssh", "-F", filepath.Join(dir, "config"), "b"}}
-	s.env = []string{"SESSIONFS_SSH=ssh -F " + filepath.Join(dir, "config")}
+	// The other machine has sessionfs (this build): sync runs it there to serve the session beneath its folder.
+	s.env = []string{"SESSIONFS_SSH=ssh -F " + filepath.Join(dir, "config"), "SESSIONFS_REMOTE_SESSIONFS=" + bin}
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		out, err := exec.Command(s.ssh[0], append(s.ssh[1:], "true")...).CombinedOutput()
@@ -102,4 +103,9 @@ Subsystem sftp /usr/lib/openssh/sftp-server
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// plainSFTP is env for a remote without sessionfs: OpenSSH's sftp-server serves the session.
+func (s *sshServer) plainSFTP() []string {
+	return []string{s.env[0], "SESSIONFS_REMOTE_SESSIONFS=/nonexistent/sessionfs"}
 }

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -30,6 +31,8 @@ type SSH struct {
 	cmd  *exec.Cmd
 	c    *sftp.Client
 	errs *tailBuffer // ssh's stderr, for messages
+	// Confined says the other side is sessionfs serving beneath the session's folder, not OpenSSH's sftp-server.
+	Confined bool
 	// Progress is told of the bytes sent and received; it may be nil.
 	Progress func(n int64)
 }
@@ -78,7 +81,11 @@ func parseSSH(url string) (sshTarget, error) {
 	return t, nil
 }
 
-// OpenSSH connects to url and opens session id's folder in the store there (made on the first put).
+// OpenSSH connects to url and opens session id's folder in the store there. The other side is sessionfs itself
+// when it is installed there ($SESSIONFS_REMOTE_SESSIONFS, else "sessionfs" on the login's PATH): it serves the
+// session beneath its folder's descriptor (Serve), making the session if the store has none. Else it is OpenSSH's
+// sftp-server, which follows links: the client checks each folder on the way (a link is refused), but an agent
+// there racing the check could still win, so Confined is false and the CLI says so.
 func OpenSSH(ctx context.Context, url, id string) (*SSH, error) {
 	if err := layout.ValidateID(id); err != nil {
 		return nil, err
@@ -91,7 +98,7 @@ func OpenSSH(ctx context.Context, url, id string) (*SSH, error) {
 	if len(argv) == 0 {
 		argv = []string{"ssh"}
 	}
-	// -C: compressed; -s ... sftp: the subsystem every OpenSSH server has; "--" so a host is never an option.
+	// -C: compressed; "--" so a host is never taken for an option.
 	argv = append(argv, "-C", "-o", "ServerAliveInterval=15")
 	if t.port != "" {
 		argv = append(argv, "-p", t.port)
@@ -99,7 +106,36 @@ func OpenSSH(ctx context.Context, url, id string) (*SSH, error) {
 	if t.user != "" {
 		argv = append(argv, "-l", t.user)
 	}
-	argv = append(argv, "-s", "--", t.host, "sftp")
+	bin := os.Getenv("SESSIONFS_REMOTE_SESSIONFS")
+	if bin == "" {
+		bin = "sessionfs"
+	}
+	serve := shellQuote(bin) + " --store " + shellQuote(t.store) + " sync-serve " + shellQuote(id)
+	s, err := dial(ctx, url, append(slices.Clone(argv), "--", t.host, serve))
+	if err == nil {
+		s.root, s.Confined = "/", true
+		return s, nil
+	}
+	if !errors.Is(err, errNotThere) {
+		return nil, err
+	}
+	if s, err = dial(ctx, url, append(argv, "-s", "--", t.host, "sftp")); err != nil {
+		return nil, err
+	}
+	s.root = path.Join(t.store, "sessions", id)
+	// The store must be there already: a typo'd path is an error, not a new store.
+	if st, err := s.c.Stat(t.store); err != nil || !st.IsDir() {
+		s.Close()
+		return nil, fmt.Errorf("remote %s: no store folder %s there (make it, or run sessionfs there once)", url, t.store)
+	}
+	return s, nil
+}
+
+// errNotThere says the command run on the other machine does not exist there (exit 126 or 127).
+var errNotThere = errors.New("not installed there")
+
+// dial runs argv (ssh and what it runs there) and speaks sftp over its stdin and stdout.
+func dial(ctx context.Context, url string, argv []string) (*SSH, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	errs := &tailBuffer{max: 4096}
 	cmd.Stderr = errs
@@ -114,7 +150,7 @@ func OpenSSH(ctx context.Context, url, id string) (*SSH, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("remote %s: start %s: %w", url, argv[0], err)
 	}
-	s := &SSH{url: url, cmd: cmd, errs: errs, root: path.Join(t.store, "sessions", id)}
+	s := &SSH{url: url, cmd: cmd, errs: errs}
 	type result struct {
 		c   *sftp.Client
 		err error
@@ -127,21 +163,30 @@ func OpenSSH(ctx context.Context, url, id string) (*SSH, error) {
 	select {
 	case r := <-done:
 		if r.err != nil {
-			s.kill()
+			wr.Close()
+			exited := make(chan struct{})
+			go func() { cmd.Wait(); close(exited) }()
+			select {
+			case <-exited:
+			case <-time.After(5 * time.Second):
+				cmd.Process.Kill()
+				<-exited
+			}
+			if code := cmd.ProcessState.ExitCode(); code == 126 || code == 127 {
+				return nil, errNotThere
+			}
 			return nil, fmt.Errorf("remote %s: %w%s", url, r.err, s.said())
 		}
 		s.c = r.c
+		return s, nil
 	case <-ctx.Done():
 		s.kill()
 		return nil, ctx.Err()
 	}
-	// The store must be there already: a typo'd path is an error, not a new store.
-	if st, err := s.c.Stat(t.store); err != nil || !st.IsDir() {
-		s.Close()
-		return nil, fmt.Errorf("remote %s: no store folder %s there (make it, or run sessionfs there once)", url, t.store)
-	}
-	return s, nil
 }
+
+// shellQuote quotes s for the remote's shell, which ssh hands the command to.
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 func (s *SSH) String() string { return s.url }
 
@@ -273,7 +318,7 @@ func (s *SSH) checkParents(rel string, mk bool) error {
 			return fmt.Errorf("remote %s: %s: %w", s.url, dir, err)
 		}
 		if !fi.IsDir() {
-			return &refusal{rel, fmt.Sprintf("%s is not a folder there (a link or a file): nothing is written through it", strings.TrimPrefix(dir, s.root+"/"))}
+			return &refusal{rel, fmt.Sprintf("%s is not a folder there (a link or a file): nothing is written through it", strings.TrimPrefix(strings.TrimPrefix(dir, s.root), "/"))}
 		}
 	}
 	return nil

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"time"
 
 	"github.com/dustin/go-humanize"
@@ -106,6 +107,9 @@ func (a *app) runSync(w io.Writer, verb string, dir remote.Direction, arg, url s
 		return err
 	}
 	defer r.Close()
+	if sr, ok := r.(*remote.SSH); ok && !sr.Confined {
+		fmt.Fprintf(os.Stderr, "sessionfs: note: sessionfs is not installed on the other machine: its sftp-server serves the session there, and it follows links (each folder on the way is checked first, but an agent there racing the check could still redirect a write); install sessionfs there to have every access made beneath the session's folder\n")
+	}
 	opt.Direction = dir
 	var finish func()
 	if !opt.DryRun {
