@@ -64,7 +64,7 @@ Subsystem sftp /usr/lib/openssh/sftp-server
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "known_hosts"), []byte(known+"\n"), 0o600))
 	me, err := user.Current()
 	require.NoError(t, err)
-	client := fmt.Sprintf(`Host b
+	client := fmt.Sprintf(`Host b build
   HostName 127.0.0.1
   Port %d
   User %s
