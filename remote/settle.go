@@ -58,7 +58,22 @@ func (s *syncer) settle(ctx context.Context, st step) error {
 		return s.push(ctx, step{rel: keep, l: kf})
 	}
 	// This side's is newer: the remote's goes beside, here and there.
-	if err := s.pull(ctx, step{rel: keep, rm: st.rm}); err != nil {
+	if err := s.roomFor(rm.Size); err != nil {
+		return &refusal{st.rel, err.Error()}
+	}
+	pr, pw := io.Pipe()
+	go func() { pw.CloseWithError(s.r.Get(ctx, st.rel, rm, pw)) }()
+	err := s.writeHere(keep, pr, rm, nil, func(string) error { return nil })
+	pr.CloseWithError(io.ErrClosedPipe)
+	if err != nil {
+		return err
+	}
+	s.rep.BytesIn += rm.Size
+	kf, err := s.localNow(keep)
+	if err != nil || kf == nil {
+		return fmt.Errorf("%s: %w", keep, ErrChanged)
+	}
+	if err := s.push(ctx, step{rel: keep, l: kf}); err != nil {
 		return err
 	}
 	return s.push(ctx, step{rel: st.rel, l: st.l, rm: st.rm})
