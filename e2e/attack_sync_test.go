@@ -19,10 +19,10 @@ import (
 func TestAttackSyncRemoteServesLinks(t *testing.T) {
 	srv := startSSHD(t)
 	t.Run("sessionfs there", func(t *testing.T) { remoteServesLinks(t, srv, srv.env) })
-	t.Run("sftp-server there", func(t *testing.T) { remoteServesLinks(t, srv, srv.plainSFTP()) })
+	t.Run("sftp-server there", func(t *testing.T) { remoteServesLinks(t, srv, srv.plainSFTP(), "--unconfined") })
 }
 
-func remoteServesLinks(t *testing.T, srv *sshServer, env []string) {
+func remoteServesLinks(t *testing.T, srv *sshServer, env []string, flags ...string) {
 	storeA, storeB := t.TempDir(), t.TempDir()
 	ok(t, storeA, "new", "s1")
 	ok(t, storeB, "new", "s1")
@@ -44,7 +44,7 @@ func remoteServesLinks(t *testing.T, srv *sshServer, env []string) {
 	require.NoError(t, os.WriteFile(filepath.Join(wsA, "out", "planted.txt"), []byte("planted\n"), 0o644))
 
 	start := time.Now()
-	r := cliIn(t, storeA, "", env, "sync", "s1", "b:"+storeB)
+	r := cliIn(t, storeA, "", env, append([]string{"sync", "s1", "b:" + storeB}, flags...)...)
 	took := time.Since(start)
 	t.Logf("sync against a hostile copy: exit %d in %v: %s%s", r.code, took, r.stdout, r.stderr)
 	assert.NotEqual(t, 0, r.code, "the refusals are an error")
@@ -214,7 +214,7 @@ func TestAttackSyncRemoteRacesLinks(t *testing.T) {
 					name := filepath.Join(dA, "f"+strings.Repeat("x", i%3)+string(rune('a'+j))+".txt")
 					require.NoError(t, os.WriteFile(name, []byte(time.Now().String()+"\n"), 0o644))
 				}
-				cliIn(t, storeA, "", mode.env, "sync", "push", "s1", "b:"+storeB) // a refusal is fine; a write outside is not
+				cliIn(t, storeA, "", mode.env, "sync", "push", "s1", "b:"+storeB, "--unconfined") // a refusal is fine; a write outside is not
 			}
 			close(stop)
 			n := <-swaps
@@ -225,4 +225,22 @@ func TestAttackSyncRemoteRacesLinks(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSyncRefusesUnconfinedRemote: a machine without sessionfs can only serve the session through its
+// sftp-server, which follows links: sync says so and does nothing, unless --unconfined.
+func TestSyncRefusesUnconfinedRemote(t *testing.T) {
+	srv := startSSHD(t)
+	storeA, storeB := t.TempDir(), t.TempDir()
+	ok(t, storeA, "new", "s1")
+	r := cliIn(t, storeA, "", srv.plainSFTP(), "sync", "s1", "b:"+storeB)
+	assert.Equal(t, 125, r.code)
+	assert.Contains(t, r.stderr, "sessionfs is not installed on the other machine")
+	assert.Contains(t, r.stderr, "--unconfined")
+	_, err := os.Stat(filepath.Join(storeB, "sessions"))
+	assert.True(t, os.IsNotExist(err), "nothing written there")
+	r = cliIn(t, storeA, "", srv.plainSFTP(), "sync", "s1", "b:"+storeB, "--unconfined")
+	assert.Equal(t, 0, r.code, r.stderr)
+	_, err = os.Stat(filepath.Join(storeB, "sessions", "s1", "session.json"))
+	assert.NoError(t, err, "synced with --unconfined")
 }

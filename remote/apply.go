@@ -149,14 +149,23 @@ func (s *syncer) pull(ctx context.Context, st step) error {
 			return s.agreeHere(st.rel, rm, sum)
 		})
 	}
-	pr, pw := io.Pipe()
-	go func() { pw.CloseWithError(s.r.Get(ctx, st.rel, rm, pw)) }()
-	defer pr.CloseWithError(io.ErrClosedPipe)
-	return s.writeHere(st.rel, pr, rm, st.l, func(sum string) error {
+	return s.fetchHere(ctx, st.rel, rm, st.rel, st.l, func(sum string) error {
 		s.rep.Pulled++
 		s.rep.BytesIn += rm.Size
 		return s.agreeHere(st.rel, rm, sum)
 	})
+}
+
+// fetchHere streams the remote's from (as rm) into rel here, through writeHere; it returns once the remote's read
+// has ended too.
+func (s *syncer) fetchHere(ctx context.Context, from string, rm File, rel string, was *File, done func(sum string) error) error {
+	pr, pw := io.Pipe()
+	read := make(chan struct{})
+	go func() { pw.CloseWithError(s.r.Get(ctx, from, rm, pw)); close(read) }()
+	err := s.writeHere(rel, pr, rm, was, done)
+	pr.CloseWithError(io.ErrClosedPipe)
+	<-read
+	return err
 }
 
 // writeHere writes what r yields to rel beneath the session, atomically, with f's mode and mtime, if rel is

@@ -263,3 +263,6 @@ func (s *S3) progress(n int) {
 
 // HoldsBack says what Put and Remove do is seen only after Commit.
 func (s *S3) HoldsBack() bool { return true }
+
+// SetProgress has fn told of each byte sent and received (Sync calls it with its Options.Progress).
+func (s *S3) SetProgress(fn func(int64)) { s.Progress = fn }

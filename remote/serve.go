@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -21,17 +22,11 @@ import (
 // machine cannot turn a folder of their session into a link between the client's check and its write: "/" is the
 // session folder, links are neither read, made nor followed, and only regular files and folders are served.
 func Serve(rw io.ReadWriteCloser, store *layout.Store, id string) error {
-	d, err := store.OpenSession(id)
-	if errors.Is(err, layout.ErrNotFound) {
-		if _, err = store.Create(id, layout.CreateOptions{}); err == nil || errors.Is(err, layout.ErrExists) {
-			d, err = store.OpenSession(id)
-		}
-	}
-	if err != nil {
+	if err := layout.ValidateID(id); err != nil {
 		return err
 	}
-	defer d.Close()
-	h := &beneath{d: d}
+	h := &beneath{store: store, id: id}
+	defer h.close()
 	srv := sftp.NewRequestServer(rw, sftp.Handlers{FileGet: h, FilePut: h, FileCmd: h, FileList: h})
 	defer srv.Close()
 	if err := srv.Serve(); err != nil && !errors.Is(err, io.EOF) {
@@ -40,15 +35,54 @@ func Serve(rw io.ReadWriteCloser, store *layout.Store, id string) error {
 	return nil
 }
 
-// beneath serves sftp requests beneath the session's folder.
-type beneath struct{ d *layout.Dir }
+// beneath serves sftp requests beneath the session's folder. A session the store does not have is made by the
+// first request that writes (a listing of it is empty): a sync that only reads never leaves one behind.
+type beneath struct {
+	store *layout.Store
+	id    string
+	mu    sync.Mutex
+	d     *layout.Dir
+}
+
+// dir opens the session's folder, making the session first when create and it is missing.
+func (h *beneath) dir(create bool) (*layout.Dir, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.d != nil {
+		return h.d, nil
+	}
+	d, err := h.store.OpenSession(h.id)
+	if errors.Is(err, layout.ErrNotFound) {
+		if !create {
+			return nil, fs.ErrNotExist
+		}
+		if _, err = h.store.Create(h.id, layout.CreateOptions{}); err == nil || errors.Is(err, layout.ErrExists) {
+			d, err = h.store.OpenSession(h.id)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	h.d = d
+	return d, nil
+}
+
+func (h *beneath) close() {
+	if h.d != nil {
+		h.d.Close()
+	}
+}
 
 // relOf is a request's path relative to the session ("" for the session itself); pkg/sftp has cleaned it to an
 // absolute path, so it has no "..".
 func relOf(p string) string { return strings.Trim(p, "/") }
 
 func (h *beneath) Fileread(r *sftp.Request) (io.ReaderAt, error) {
-	f, err := h.d.OpenRegular(relOf(r.Filepath), -1)
+	d, err := h.dir(false)
+	if err != nil {
+		return nil, err
+	}
+	f, err := d.OpenRegular(relOf(r.Filepath), -1)
 	if err != nil {
 		return nil, err
 	}
@@ -70,7 +104,11 @@ func (h *beneath) Filewrite(r *sftp.Request) (io.WriterAt, error) {
 	if pf.Append {
 		flags |= unix.O_APPEND // pwrite(2) on an O_APPEND file appends: a whole write lands at the end
 	}
-	fd, err := h.d.OpenAt(relOf(r.Filepath), flags, 0o644)
+	d, err := h.dir(true)
+	if err != nil {
+		return nil, err
+	}
+	fd, err := d.OpenAt(relOf(r.Filepath), flags, 0o644)
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: r.Filepath, Err: err}
 	}
@@ -78,6 +116,11 @@ func (h *beneath) Filewrite(r *sftp.Request) (io.WriterAt, error) {
 	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
 		f.Close()
 		return nil, &os.PathError{Op: "open", Path: r.Filepath, Err: syscall.EINVAL}
+	}
+	if pf.Creat && os.Geteuid() == 0 { // what the sync makes is the session owner's, as the rest of it
+		if uid, gid, err := d.Owner(); err == nil {
+			f.Chown(uid, gid)
+		}
 	}
 	if pf.Append {
 		return appender{f}, nil
@@ -94,31 +137,43 @@ func (a appender) Close() error                           { return a.f.Close() }
 
 func (h *beneath) Filecmd(r *sftp.Request) error {
 	rel := relOf(r.Filepath)
+	d, err := h.dir(r.Method == "Mkdir")
+	if err != nil {
+		return err
+	}
 	switch r.Method {
 	case "Setstat":
-		return h.setstat(rel, r)
+		return h.setstat(d, rel, r)
 	case "Rename", "PosixRename":
-		return h.d.Rename(rel, relOf(r.Target), 0)
+		return d.Rename(rel, relOf(r.Target), 0)
 	case "Rmdir", "Remove":
-		return h.d.Remove(rel)
+		return d.Remove(rel)
 	case "Mkdir":
-		return h.d.MkdirAll(rel, 0o755, -1, -1)
+		uid, gid, err := d.Owner()
+		if err != nil {
+			return err
+		}
+		return d.MkdirAll(rel, 0o755, uid, gid)
 	}
 	return sftp.ErrSSHFxOpUnsupported // links are never made
 }
 
 // PosixRename replaces the target, as rename(2) does.
 func (h *beneath) PosixRename(r *sftp.Request) error {
-	return h.d.Rename(relOf(r.Filepath), relOf(r.Target), 0)
+	d, err := h.dir(false)
+	if err != nil {
+		return err
+	}
+	return d.Rename(relOf(r.Filepath), relOf(r.Target), 0)
 }
 
 // setstat changes a file's mode, times or size, on a descriptor opened beneath the session, never through a link.
-func (h *beneath) setstat(rel string, r *sftp.Request) error {
+func (h *beneath) setstat(d *layout.Dir, rel string, r *sftp.Request) error {
 	fl, at := r.AttrFlags(), r.Attributes()
 	if fl.UidGid {
 		return sftp.ErrSSHFxPermissionDenied
 	}
-	fd, err := h.d.OpenAt(rel, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	fd, err := d.OpenAt(rel, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return &os.PathError{Op: "setstat", Path: rel, Err: err}
 	}
@@ -135,7 +190,7 @@ func (h *beneath) setstat(rel string, r *sftp.Request) error {
 		}
 	}
 	if fl.Size {
-		wfd, err := h.d.OpenAt(rel, unix.O_WRONLY|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+		wfd, err := d.OpenAt(rel, unix.O_WRONLY|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
 		if err != nil {
 			return err
 		}
@@ -151,11 +206,15 @@ func (h *beneath) setstat(rel string, r *sftp.Request) error {
 
 func (h *beneath) Filelist(r *sftp.Request) (sftp.ListerAt, error) {
 	rel := relOf(r.Filepath)
+	d, err := h.dir(false)
+	if err != nil {
+		return nil, err
+	}
 	switch r.Method {
 	case "List":
-		return h.list(rel)
+		return list(d, rel)
 	case "Stat", "Lstat":
-		st, err := h.d.Lstat(rel)
+		st, err := d.Lstat(rel)
 		if err != nil {
 			return nil, err
 		}
@@ -168,11 +227,11 @@ func (h *beneath) Filelist(r *sftp.Request) (sftp.ListerAt, error) {
 func (h *beneath) Lstat(r *sftp.Request) (sftp.ListerAt, error) { return h.Filelist(r) }
 
 // list lists a folder of the session, each entry's own attributes (fstatat, no link followed).
-func (h *beneath) list(rel string) (sftp.ListerAt, error) {
-	sub := h.d
+func list(d *layout.Dir, rel string) (sftp.ListerAt, error) {
+	sub := d
 	if rel != "" {
 		var err error
-		if sub, err = h.d.Sub(rel); err != nil {
+		if sub, err = d.Sub(rel); err != nil {
 			return nil, err
 		}
 		defer sub.Close()

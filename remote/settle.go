@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -30,7 +31,9 @@ func (s *syncer) settle(ctx context.Context, st step) error {
 		return nil
 	}
 	if merge.Appended(st.rel) && l.Size <= maxJoin && rm.Size <= maxJoin {
-		return s.join(ctx, st)
+		if err := s.join(ctx, st); !errors.Is(err, errTooManyLines) {
+			return err
+		}
 	}
 	if l.Size == rm.Size {
 		same, lsum, err := s.sameBytes(ctx, st.rel, rm)
@@ -61,11 +64,7 @@ func (s *syncer) settle(ctx context.Context, st step) error {
 	if err := s.roomFor(rm.Size); err != nil {
 		return &refusal{st.rel, err.Error()}
 	}
-	pr, pw := io.Pipe()
-	go func() { pw.CloseWithError(s.r.Get(ctx, st.rel, rm, pw)) }()
-	err := s.writeHere(keep, pr, rm, nil, func(string) error { return nil })
-	pr.CloseWithError(io.ErrClosedPipe)
-	if err != nil {
+	if err := s.fetchHere(ctx, st.rel, rm, keep, nil, func(string) error { return nil }); err != nil {
 		return err
 	}
 	s.rep.BytesIn += rm.Size
@@ -118,6 +117,9 @@ func (s *syncer) join(ctx context.Context, st step) error {
 	if err != nil {
 		return err
 	}
+	if bytes.Count(ours, []byte("\n")) > maxJoinLines || bytes.Count(theirs.Bytes(), []byte("\n")) > maxJoinLines {
+		return errTooManyLines
+	}
 	joined := merge.Conversation(ours, theirs.Bytes())
 	now := time.Now()
 	if tail, ok := bytes.CutPrefix(joined, ours); ok {
@@ -160,3 +162,10 @@ func (s *syncer) join(ctx context.Context, st step) error {
 	s.rep.Joined++
 	return s.note(st.rel, &Agreed{Local: *here, Remote: after, Sum: sum(joined)})
 }
+
+// maxJoinLines bounds the lines of each copy a join takes (the join holds a few words per line): a conversation of
+// more lines, which no agent writes (a 64 MiB transcript of Claude's is some 30,000 lines), is kept beside on a
+// conflict instead, as any other file is.
+const maxJoinLines = 250_000
+
+var errTooManyLines = errors.New("too many lines to join")

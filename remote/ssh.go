@@ -175,7 +175,10 @@ func dial(ctx context.Context, url string, argv []string) (*SSH, error) {
 			if code := cmd.ProcessState.ExitCode(); code == 126 || code == 127 {
 				return nil, errNotThere
 			}
-			return nil, fmt.Errorf("remote %s: %w%s", url, r.err, s.said())
+			if e := strings.TrimSpace(errs.String()); e != "" {
+				return nil, fmt.Errorf("remote %s: %s", url, e) // what ssh or the other side said is the reason
+			}
+			return nil, fmt.Errorf("remote %s: %w", url, r.err)
 		}
 		s.c = r.c
 		return s, nil

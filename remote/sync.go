@@ -137,8 +137,13 @@ func Sync(ctx context.Context, store *layout.Store, id string, r Remote, opt Opt
 	if err := m.save(); err != nil {
 		return rep, err
 	}
-	if len(rep.Refused) > 0 {
-		return rep, fmt.Errorf("%d files of the remote refused: %s", len(rep.Refused), strings.Join(rep.Refused, "; "))
+	if n := len(rep.Refused); n > 0 {
+		shown := rep.Refused[:min(n, 5)]
+		more := ""
+		if n > len(shown) {
+			more = fmt.Sprintf("; and %d more", n-len(shown))
+		}
+		return rep, fmt.Errorf("%d files not synced: %s%s", n, strings.Join(shown, "; "), more)
 	}
 	if rep.Changed > 0 {
 		return rep, fmt.Errorf("%d files changed while the sync ran: sync again", rep.Changed)
@@ -169,7 +174,7 @@ type step struct {
 
 // pass compares the session, the remote and their last agreed state, and applies each file's change.
 func (s *syncer) pass(ctx context.Context) error {
-	local, err := walkLocal(s.d)
+	local, err := walkLocal(s.d, s.opt.WithCredentials)
 	if err != nil {
 		return err
 	}
@@ -229,6 +234,9 @@ func (s *syncer) pass(ctx context.Context) error {
 			return err
 		}
 		err := s.apply(ctx, st)
+		if err != nil && st.rel == layout.MetaFile {
+			continue // the other store made its own record meanwhile: it keeps it
+		}
 		if errors.Is(err, ErrChanged) {
 			s.rep.Changed++
 			continue
@@ -236,6 +244,10 @@ func (s *syncer) pass(ctx context.Context) error {
 		var refused *refusal
 		if errors.As(err, &refused) {
 			s.rep.Refused = append(s.rep.Refused, refused.Error())
+			continue
+		}
+		if why := unsyncable(err); why != "" {
+			s.rep.Refused = append(s.rep.Refused, st.rel+": "+why)
 			continue
 		}
 		if err != nil {
@@ -324,7 +336,8 @@ func (s *syncer) note(rel string, a *Agreed) error {
 }
 
 // skipped reports whether rel never syncs: sessionfs's own files, temporary files of a write in progress, and
-// (unless asked for) the agents' credentials.
+// (unless asked for) every file that holds credentials, alone or among other state (travel.HoldsCredentials):
+// each machine keeps its own.
 func skipped(rel string, withCredentials bool) bool {
 	base := path.Base(rel)
 	switch {
@@ -332,7 +345,7 @@ func skipped(rel string, withCredentials bool) bool {
 		return true
 	case strings.HasPrefix(base, tmpPrefix) || writeTemp.MatchString(base):
 		return true
-	case !withCredentials && travel.IsCredential(rel):
+	case !withCredentials && travel.HoldsCredentials(rel):
 		return true
 	}
 	return false
@@ -342,9 +355,13 @@ func skipped(rel string, withCredentials bool) bool {
 var writeTemp = regexp.MustCompile(`^\..+\.tmp-(\d+)-\d+$`)
 
 // walkLocal lists the session's regular files beneath its descriptor, never following a link. A temporary file
-// of a write that was killed (its process gone) is removed: it was never a file of the session.
-func walkLocal(d *layout.Dir) (map[string]File, error) {
+// of a write that was killed (its process gone) is removed: it was never a file of the session. Unless
+// withCredentials, a hard link to a file that holds credentials is left out too, whatever its name.
+func walkLocal(d *layout.Dir, withCredentials bool) (map[string]File, error) {
 	out := map[string]File{}
+	type inode struct{ dev, ino uint64 }
+	secret := map[inode]bool{}
+	linked := map[string]inode{}
 	err := d.Walk(func(rel string, st *unix.Stat_t) error {
 		if rel == ".sessionfs-run" {
 			return layout.SkipDir
@@ -358,9 +375,21 @@ func walkLocal(d *layout.Dir) (map[string]File, error) {
 			}
 			return nil
 		}
+		if st.Nlink > 1 && !withCredentials {
+			id := inode{st.Dev, st.Ino}
+			if travel.HoldsCredentials(rel) {
+				secret[id] = true
+			}
+			linked[rel] = id
+		}
 		out[rel] = File{Size: st.Size, Mtime: st.Mtim.Nano(), Mode: st.Mode & 0o777}
 		return nil
 	})
+	for rel, id := range linked {
+		if secret[id] {
+			delete(out, rel)
+		}
+	}
 	return out, err
 }
 
@@ -381,3 +410,15 @@ func lockFile(p string) (func(), error) {
 type refusal struct{ rel, why string }
 
 func (r *refusal) Error() string { return r.rel + ": " + r.why }
+
+// unsyncable says why err leaves one file unsynced while the others go on ("" for an error that stops the sync): a
+// link or a file where this side needs a folder, a name too long once a temporary or conflict suffix is added, a
+// file replaced by what is not one.
+func unsyncable(err error) string {
+	for _, e := range []error{unix.ELOOP, unix.ENOTDIR, unix.ENAMETOOLONG, unix.EEXIST, unix.EISDIR, layout.ErrDamaged} {
+		if errors.Is(err, e) {
+			return err.Error()
+		}
+	}
+	return ""
+}

@@ -220,3 +220,14 @@ func setUserXattrs(fd int, xattrs map[string]string) {
 		}
 	}
 }
+
+// HoldsCredentials reports whether rel (a path in a session) holds credentials, alone or among other state: a
+// known credential file (IsCredential), Claude Code's state file (which may keep an API key), or an agent's file
+// of secrets and its sidecars. What export scrubs or leaves out, a sync leaves where it is.
+func HoldsCredentials(rel string) bool {
+	if IsCredential(rel) || isStateFile(rel) {
+		return true
+	}
+	_, _, ok := secretOf(rel)
+	return ok
+}

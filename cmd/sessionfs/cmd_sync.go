@@ -17,7 +17,7 @@ import (
 )
 
 func (a *app) syncCmd() *cobra.Command {
-	var dryRun, withCredentials bool
+	var dryRun, withCredentials, unconfined bool
 	cmd := &cobra.Command{
 		Use:   "sync [push|pull] ID [REMOTE]",
 		Short: "Sync a session with another machine's store (ssh), an S3 bucket, or its Modal Volume",
@@ -33,11 +33,14 @@ that had it is removed on the other, and only what changed moves (a grown transc
 agent's conversation both sides added to is joined line by line, every turn of both once, in time order; any other
 file changed on both sides keeps the newer version at its name and the other beside it as
 <name>.sessionfs-conflict-<time>, on both sides. Transcript folders made for other cwds are folded into the
-session's canonical one. The agents' credential files stay where they are unless --with-credentials.
+session's canonical one. Files that hold credentials (the agents' logins, Claude's .claude.json, the files export
+scrubs) stay where they are unless --with-credentials.
 
 Over ssh, your own ssh client runs (its config, agent and known hosts apply; $SESSIONFS_SSH replaces the
-command, as GIT_SSH_COMMAND does for git), with compression, and nothing but the store folder is needed on the
-other machine. S3 credentials are read the AWS way: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or the shared
+command, as GIT_SSH_COMMAND does for git), with compression, and runs sessionfs on the other machine (on its
+login's PATH, or $SESSIONFS_REMOTE_SESSIONFS), which serves the session beneath its folder, never following a
+link. A machine without sessionfs can be reached through its sftp-server with --unconfined: it follows links, so
+an agent there could redirect a write out of its session. S3 credentials are read the AWS way: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or the shared
 credentials file and AWS_PROFILE; AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL names a store other than AWS's. Modal's
 credentials: MODAL_TOKEN_ID and MODAL_TOKEN_SECRET, or ~/.modal.toml.
 
@@ -65,25 +68,20 @@ A sync that is killed leaves every file whole, on both sides, and the next sync 
 			if len(args) == 2 {
 				url = args[1]
 			}
-			return a.runSync(cmd.OutOrStdout(), verb, dir, args[0], url, remote.Options{DryRun: dryRun, WithCredentials: withCredentials})
+			return a.runSync(cmd.OutOrStdout(), verb, dir, args[0], url, remote.Options{DryRun: dryRun, WithCredentials: withCredentials}, unconfined)
 		},
 	}
 	cmd.Flags().BoolVarP(&dryRun, "dry-run", "n", false, "say what would move, change nothing")
-	cmd.Flags().BoolVar(&withCredentials, "with-credentials", false, "move the agents' credential files too (never, by default)")
+	cmd.Flags().BoolVar(&withCredentials, "with-credentials", false, "move the files that hold credentials too (never, by default)")
+	cmd.Flags().BoolVar(&unconfined, "unconfined", false, "sync over ssh with a machine that lacks sessionfs, through its sftp-server, which follows links")
 	return cmd
 }
 
 // runSync syncs session arg with url (the remembered remote, or Modal, when url is ""), as opt and dir say.
-func (a *app) runSync(w io.Writer, verb string, dir remote.Direction, arg, url string, opt remote.Options) error {
+func (a *app) runSync(w io.Writer, verb string, dir remote.Direction, arg, url string, opt remote.Options, unconfined bool) error {
 	s, m, err := a.session(arg)
 	if errors.Is(err, layout.ErrNotFound) && url != "" && url != "modal" && dir != remote.Push && !opt.DryRun {
-		// A session this store has not seen yet comes in whole from the remote: it is made here first.
-		if err := layout.ValidateID(arg); err != nil {
-			return err
-		}
-		if m, err = a.store.Create(arg, layout.CreateOptions{}); err == nil {
-			s = a.store
-		}
+		s, m, err = a.sessionFrom(arg, url, err)
 	}
 	if err != nil {
 		return err
@@ -108,7 +106,10 @@ func (a *app) runSync(w io.Writer, verb string, dir remote.Direction, arg, url s
 	}
 	defer r.Close()
 	if sr, ok := r.(*remote.SSH); ok && !sr.Confined {
-		fmt.Fprintf(os.Stderr, "sessionfs: note: sessionfs is not installed on the other machine: its sftp-server serves the session there, and it follows links (each folder on the way is checked first, but an agent there racing the check could still redirect a write); install sessionfs there to have every access made beneath the session's folder\n")
+		if !unconfined {
+			return fmt.Errorf("sessionfs is not installed on the other machine (not on its login's PATH, nor named by $SESSIONFS_REMOTE_SESSIONFS): only its sftp-server could serve the session there, and it follows links, so an agent there racing sync's checks could redirect a write out of its session; install sessionfs there, or pass --unconfined to accept that")
+		}
+		fmt.Fprintf(os.Stderr, "sessionfs: note: --unconfined: the other machine's sftp-server serves the session, following links\n")
 	}
 	opt.Direction = dir
 	var finish func()
@@ -193,4 +194,28 @@ func syncPull(ctx context.Context, w io.Writer, sy *modal.Syncer) error {
 		plural(rep.Applied, "file"), rep.Deleted, plural(rep.Conflicts, "conflict"), plural(rep.Joined, "conversation"),
 		plural(rep.Folded, "transcript"))
 	return nil
+}
+
+// sessionFrom makes session id here when the remote at url has it (a session this store has not seen yet comes
+// in whole); notFound is the error to return when neither has it.
+func (a *app) sessionFrom(id, url string, notFound error) (*layout.Store, *layout.Meta, error) {
+	if err := layout.ValidateID(id); err != nil {
+		return nil, nil, err
+	}
+	ctx, stop := interruptible()
+	defer stop()
+	r, err := remote.Open(ctx, url, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	files, err := r.List(ctx)
+	r.Close()
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(files) == 0 {
+		return nil, nil, fmt.Errorf("%w (nor has %s)", notFound, url)
+	}
+	m, err := a.store.Create(id, layout.CreateOptions{})
+	return a.store, m, err
 }
