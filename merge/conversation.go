@@ -64,3 +64,13 @@ func relink(l []byte, from, to string) ([]byte, bool) {
 	out = append(out, nu...)
 	return append(out, l[i+len(key)+len(old):]...), true
 }
+
+// MaxLines bounds the lines of each copy a join takes: the join holds a few words per line, so a copy of millions
+// of tiny lines (which no agent writes: a 64 MiB Claude transcript is some 30,000 lines) would take gigabytes. A
+// caller keeps both copies instead, as for any file changed on both sides.
+const MaxLines = 250_000
+
+// Joinable reports whether copies a and b are within MaxLines each.
+func Joinable(a, b []byte) bool {
+	return bytes.Count(a, []byte("\n")) <= MaxLines && bytes.Count(b, []byte("\n")) <= MaxLines
+}

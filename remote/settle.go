@@ -117,7 +117,7 @@ func (s *syncer) join(ctx context.Context, st step) error {
 	if err != nil {
 		return err
 	}
-	if bytes.Count(ours, []byte("\n")) > maxJoinLines || bytes.Count(theirs.Bytes(), []byte("\n")) > maxJoinLines {
+	if !merge.Joinable(ours, theirs.Bytes()) {
 		return errTooManyLines
 	}
 	joined := merge.Conversation(ours, theirs.Bytes())
@@ -163,9 +163,5 @@ func (s *syncer) join(ctx context.Context, st step) error {
 	return s.note(st.rel, &Agreed{Local: *here, Remote: after, Sum: sum(joined)})
 }
 
-// maxJoinLines bounds the lines of each copy a join takes (the join holds a few words per line): a conversation of
-// more lines, which no agent writes (a 64 MiB transcript of Claude's is some 30,000 lines), is kept beside on a
-// conflict instead, as any other file is.
-const maxJoinLines = 250_000
-
+// errTooManyLines says a conversation has too many lines to join (merge.MaxLines): both copies are kept instead.
 var errTooManyLines = errors.New("too many lines to join")

@@ -156,6 +156,14 @@ func (s *Syncer) join(ctx context.Context, d *layout.Dir, rel string, perm uint3
 	if err != nil {
 		return fmt.Errorf("pull %s: %w", rel, err)
 	}
+	if !merge.Joinable(ours, theirs.Bytes()) {
+		// Too many lines to join in bounded memory: the Volume's copy is kept beside, as for any other file.
+		uid, gid, err := d.Owner()
+		if err != nil {
+			return err
+		}
+		return d.WriteAtomic(rel+".sessionfs-conflict-"+s.label(), theirs.Bytes(), perm, uid, gid)
+	}
 	joined := merge.Conversation(ours, theirs.Bytes())
 	if tail, ok := bytes.CutPrefix(joined, ours); ok {
 		return appendTo(d, rel, tail)
