@@ -114,3 +114,14 @@ func cliCommand(store string, env []string, args ...string) *exec.Cmd {
 	cmd.Env = append(append(os.Environ(), "SESSIONFS_STORE="+store), env...)
 	return cmd
 }
+
+// TestSyncRemoteFromConfig: a session that remembers no remote syncs with the store's config.toml's [sync] remote.
+func TestSyncRemoteFromConfig(t *testing.T) {
+	srv := startSSHD(t)
+	storeA, storeB := t.TempDir(), t.TempDir()
+	ok(t, storeA, "new", "s1")
+	require.NoError(t, os.WriteFile(filepath.Join(storeA, "config.toml"), []byte("[sync]\nremote = \"b:"+storeB+"\"\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(storeA, "sessions", "s1", "workspace", "a.txt"), []byte("a\n"), 0o644))
+	assert.Contains(t, syncOK(t, storeA, srv.env, "s1"), "synced s1 with b:"+storeB)
+	assert.Equal(t, "a\n", read(t, filepath.Join(storeB, "sessions", "s1", "workspace", "a.txt")))
+}

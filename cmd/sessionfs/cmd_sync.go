@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sessionfs/sessionfs/backends/modal"
+	"github.com/sessionfs/sessionfs/internal/config"
 	"github.com/sessionfs/sessionfs/layout"
 	"github.com/sessionfs/sessionfs/remote"
 )
@@ -25,7 +26,7 @@ func (a *app) syncCmd() *cobra.Command {
 (ssh://[user@]host[:port]/path or [user@]host:path; no path: ~/.local/share/sessionfs there), an S3-compatible
 bucket (s3://bucket/prefix), or "modal" (the session's Modal Volume, sessionfs-<id>). A session remembers the
 remote it last synced with, so "sessionfs sync ID" does it again; with none named and none remembered, the
-remote is Modal.
+remote is config.toml's [sync] remote (the store's, else yours), else Modal.
 
 "sync ID" goes both ways, "sync push ID" only changes the remote, "sync pull ID" only this store. Each side is
 compared with the state both last agreed on: a change moves to the side that lacks it, a file removed on a side
@@ -88,6 +89,13 @@ func (a *app) runSync(w io.Writer, verb string, dir remote.Direction, arg, url s
 	}
 	if url == "" {
 		url = remote.Remembered(s, m.ID)
+	}
+	if url == "" {
+		c, err := config.Load(s.Root)
+		if err != nil {
+			return err
+		}
+		url = c.Sync.Remote
 	}
 	if url == "" || url == "modal" {
 		if opt.DryRun || opt.WithCredentials {

@@ -8,6 +8,8 @@
 //	user = "1000"               # and its --user when none is given (default: the image's, else the session's owner)
 //	[modal]
 //	image = "node:22"           # run --backend modal's
+//	[sync]
+//	remote = "build:"           # sync's remote for a session that remembers none (ssh, s3:// or modal)
 package config
 
 import (
@@ -29,6 +31,12 @@ const Name = "config.toml"
 type Config struct {
 	Docker Docker  `toml:"docker"`
 	Modal  Backend `toml:"modal"`
+	Sync   Sync    `toml:"sync"`
+}
+
+// Sync is sync's settings.
+type Sync struct {
+	Remote string `toml:"remote"` // the remote of a session that remembers none
 }
 
 // Backend is one backend's settings.
