@@ -109,12 +109,15 @@ func (c *Config) read(file string) error {
 	if err := d.Decode(&over); err != nil {
 		var strict *toml.StrictMissingError
 		if errors.As(err, &strict) {
-			return fmt.Errorf("%s: unknown setting (known: [docker] image and user, [modal] image):\n%s", file, strict.String())
+			return fmt.Errorf("%s: unknown setting (known: [docker] image and user, [modal] image, [sync] remote):\n%s", file, strict.String())
 		}
 		return fmt.Errorf("%s: %w", file, err)
 	}
 	c.Docker.merge(over.Docker)
 	c.Modal.merge(over.Modal)
+	if over.Sync.Remote != "" {
+		c.Sync.Remote = over.Sync.Remote
+	}
 	return nil
 }
 

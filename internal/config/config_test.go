@@ -67,3 +67,15 @@ func TestDockerUser(t *testing.T) {
 	require.Error(t, err, "a sandbox has no --user")
 	assert.Contains(t, err.Error(), "[docker] image and user")
 }
+
+func TestSyncRemote(t *testing.T) {
+	root := t.TempDir()
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	if err := os.WriteFile(StoreFile(root), []byte("[sync]\nremote = \"build:\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(root)
+	if err != nil || c.Sync.Remote != "build:" {
+		t.Fatalf("Load: %+v, %v", c, err)
+	}
+}
