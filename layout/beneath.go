@@ -387,6 +387,9 @@ func (e beneathEntry) Info() (fs.FileInfo, error) {
 	return statInfo{name: e.Name(), st: st}, nil
 }
 
+// InfoOf is the fs.FileInfo of st, a stat made beneath a descriptor, for the entry name.
+func InfoOf(name string, st unix.Stat_t) fs.FileInfo { return statInfo{name: name, st: st} }
+
 // statInfo is an fs.FileInfo of a stat made beneath a descriptor.
 type statInfo struct {
 	name string

@@ -218,7 +218,7 @@ func (h *beneath) Filelist(r *sftp.Request) (sftp.ListerAt, error) {
 		if err != nil {
 			return nil, err
 		}
-		return listerAt{infoOf(pathBase(rel), &st)}, nil
+		return listerAt{layout.InfoOf(pathBase(rel), st)}, nil
 	}
 	return nil, sftp.ErrSSHFxOpUnsupported
 }
@@ -226,7 +226,7 @@ func (h *beneath) Filelist(r *sftp.Request) (sftp.ListerAt, error) {
 // Lstat is Stat: no link is followed here.
 func (h *beneath) Lstat(r *sftp.Request) (sftp.ListerAt, error) { return h.Filelist(r) }
 
-// list lists a folder of the session, each entry's own attributes (fstatat, no link followed).
+// list lists a folder of the session, each entry's own attributes (no link followed).
 func list(d *layout.Dir, rel string) (sftp.ListerAt, error) {
 	sub := d
 	if rel != "" {
@@ -242,9 +242,8 @@ func list(d *layout.Dir, rel string) (sftp.ListerAt, error) {
 	}
 	out := make(listerAt, 0, len(ents))
 	for _, e := range ents {
-		var st unix.Stat_t
-		if unix.Fstatat(sub.Fd(), e.Name(), &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
-			out = append(out, infoOf(e.Name(), &st))
+		if fi, err := e.Info(); err == nil { // an lstat beneath the session (layout.Dir.ReadDir)
+			out = append(out, fi)
 		}
 	}
 	return out, nil
@@ -271,36 +270,4 @@ func (l listerAt) ListAt(out []os.FileInfo, off int64) (int, error) {
 		return n, io.EOF
 	}
 	return n, nil
-}
-
-// statInfo is an os.FileInfo of a stat taken beneath the session.
-type statInfo struct {
-	name string
-	st   unix.Stat_t
-}
-
-func infoOf(name string, st *unix.Stat_t) os.FileInfo { return &statInfo{name, *st} }
-
-func (s *statInfo) Name() string       { return s.name }
-func (s *statInfo) Size() int64        { return s.st.Size }
-func (s *statInfo) ModTime() time.Time { return time.Unix(s.st.Mtim.Unix()) }
-func (s *statInfo) IsDir() bool        { return s.Mode().IsDir() }
-func (s *statInfo) Sys() any           { return nil }
-func (s *statInfo) Mode() fs.FileMode {
-	m := fs.FileMode(s.st.Mode & 0o777)
-	switch s.st.Mode & unix.S_IFMT {
-	case unix.S_IFDIR:
-		m |= fs.ModeDir
-	case unix.S_IFLNK:
-		m |= fs.ModeSymlink
-	case unix.S_IFIFO:
-		m |= fs.ModeNamedPipe
-	case unix.S_IFSOCK:
-		m |= fs.ModeSocket
-	case unix.S_IFCHR:
-		m |= fs.ModeDevice | fs.ModeCharDevice
-	case unix.S_IFBLK:
-		m |= fs.ModeDevice
-	}
-	return m
 }
