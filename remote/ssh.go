@@ -33,6 +33,10 @@ type SSH struct {
 	errs *tailBuffer // ssh's stderr, for messages
 	// Confined says the other side is sessionfs serving beneath the session's folder, not OpenSSH's sftp-server.
 	Confined bool
+	// folders are the session's folders there found to be folders, when Confined: the server resolves every name
+	// beneath the session without following a link, so a check need not be made again. Unconfined, each put
+	// checks again (the check is all there is).
+	folders sync.Map
 	// Progress is told of the bytes sent and received; it may be nil.
 	Progress func(n int64)
 }
@@ -301,8 +305,10 @@ func sameStat(fi fs.FileInfo, f File) bool {
 func (s *SSH) checkParents(rel string, mk bool) error {
 	dir := s.root
 	if mk {
-		if err := s.c.MkdirAll(s.root); err != nil {
-			return fmt.Errorf("remote %s: make %s: %w", s.url, s.root, err)
+		if _, ok := s.folders.Load(dir); !ok {
+			if err := s.c.MkdirAll(s.root); err != nil {
+				return fmt.Errorf("remote %s: make %s: %w", s.url, s.root, err)
+			}
 		}
 	}
 	for _, p := range strings.Split(path.Dir(rel), "/") {
@@ -310,21 +316,37 @@ func (s *SSH) checkParents(rel string, mk bool) error {
 			break
 		}
 		dir = path.Join(dir, p)
+		if _, ok := s.folders.Load(dir); ok {
+			continue
+		}
 		fi, err := s.c.Lstat(dir)
 		if errors.Is(err, fs.ErrNotExist) && mk {
 			if err := s.c.Mkdir(dir); err != nil {
-				return fmt.Errorf("remote %s: make %s: %w", s.url, dir, err)
+				// Another put of this sync may have made it meanwhile: what is there must be a folder.
+				if fi, err2 := s.c.Lstat(dir); err2 != nil || !fi.IsDir() {
+					return fmt.Errorf("remote %s: make %s: %w", s.url, dir, err)
+				}
 			}
+			s.remember(dir)
 			continue
 		}
 		if err != nil {
 			return fmt.Errorf("remote %s: %s: %w", s.url, dir, err)
 		}
-		if !fi.IsDir() {
+		if fi.IsDir() {
+			s.remember(dir)
+		} else {
 			return &refusal{rel, fmt.Sprintf("%s is not a folder there (a link or a file): nothing is written through it", strings.TrimPrefix(strings.TrimPrefix(dir, s.root), "/"))}
 		}
 	}
 	return nil
+}
+
+// remember records dir as a folder, when the server is confined.
+func (s *SSH) remember(dir string) {
+	if s.Confined {
+		s.folders.Store(dir, true)
+	}
 }
 
 // expect checks that rel is was now (nil: absent).
@@ -419,11 +441,8 @@ func (s *SSH) Put(ctx context.Context, rel string, r io.Reader, f File, was *Fil
 		return File{}, fmt.Errorf("remote %s: put %s: %w", s.url, rel, err)
 	}
 	done = true
-	fi, err := s.c.Lstat(path.Join(s.root, rel))
-	if err != nil {
-		return File{}, fmt.Errorf("remote %s: put %s: %w", s.url, rel, err)
-	}
-	return fileOf(fi), nil
+	// As the next listing will give it (sftp's times are whole seconds): no round trip to ask.
+	return File{Size: f.Size, Mtime: f.time().Unix() * 1e9, Mode: f.Mode & 0o777}, nil
 }
 
 // maxAtomicAppend is the most an append sends in one sftp write, which the server makes one write(2) of an

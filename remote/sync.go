@@ -11,9 +11,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	"golang.org/x/sys/unix"
 
 	"github.com/sessionfs/sessionfs/layout"
@@ -86,9 +88,9 @@ func Sync(ctx context.Context, store *layout.Store, id string, r Remote, opt Opt
 	if err != nil {
 		return rep, err
 	}
-	s := &syncer{d: d, r: r, m: m, opt: opt, rep: &rep, uid: uid, gid: gid}
+	s := &syncer{d: d, r: r, m: m, opt: opt, rep: &rep, uid: uid, gid: gid, mu: &sync.Mutex{}}
 	if hb, ok := r.(holdsBack); ok && hb.HoldsBack() {
-		s.deferNotes = true
+		s.deferNotes, s.pending = true, map[string]*Agreed{}
 	}
 	if p, ok := r.(interface{ SetProgress(func(int64)) }); ok {
 		p.SetProgress(opt.Progress)
@@ -161,6 +163,7 @@ type syncer struct {
 	remote     map[string]File // the remote as listed, then as this sync left it
 	deferNotes bool
 	pending    map[string]*Agreed
+	mu         *sync.Mutex // over m, remote and pending, which the workers share
 }
 
 // step is one file's change.
@@ -229,32 +232,103 @@ func (s *syncer) pass(ctx context.Context) error {
 	if s.opt.Total != nil && !s.opt.DryRun {
 		s.opt.Total(total)
 	}
+	// A file that changed on one side only is independent of the others: those move several at a time (a sync of
+	// many small files is bound by round trips, not bytes); files changed on both sides are settled one by one.
+	var single, both []step
 	for _, st := range steps {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		err := s.apply(ctx, st)
-		if err != nil && st.rel == layout.MetaFile {
-			continue // the other store made its own record meanwhile: it keeps it
-		}
-		if errors.Is(err, ErrChanged) {
-			s.rep.Changed++
-			continue
-		}
-		var refused *refusal
-		if errors.As(err, &refused) {
-			s.rep.Refused = append(s.rep.Refused, refused.Error())
-			continue
-		}
-		if why := unsyncable(err); why != "" {
-			s.rep.Refused = append(s.rep.Refused, st.rel+": "+why)
-			continue
-		}
-		if err != nil {
-			return err
+		if st.lChange && st.rChange {
+			both = append(both, st)
+		} else {
+			single = append(single, st)
 		}
 	}
-	return nil
+	n := parallel
+	if s.opt.DryRun {
+		n = 1 // the plan in order
+	}
+	if err := s.applyAll(ctx, single, n); err != nil {
+		return err
+	}
+	return s.applyAll(ctx, both, 1)
+}
+
+// parallel is how many files move at once.
+const parallel = 8
+
+// applyAll applies steps, n at a time, each worker with a report of its own, added to the sync's at the end.
+func (s *syncer) applyAll(ctx context.Context, steps []step, n int) error {
+	next := make(chan step)
+	reps := make([]Report, n)
+	g, gctx := errgroup.WithContext(ctx)
+	for i := range n {
+		w := *s
+		w.rep = &reps[i]
+		g.Go(func() error {
+			for st := range next {
+				if err := w.applyOne(gctx, st); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	g.Go(func() error {
+		defer close(next)
+		for _, st := range steps {
+			select {
+			case next <- st:
+			case <-gctx.Done():
+				return gctx.Err()
+			}
+		}
+		return nil
+	})
+	err := g.Wait()
+	for _, r := range reps {
+		s.rep.add(r)
+	}
+	return err
+}
+
+// applyOne applies one step; a file changed meanwhile or refused is counted, and the sync goes on.
+func (s *syncer) applyOne(ctx context.Context, st step) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	err := s.apply(ctx, st)
+	if err != nil && st.rel == layout.MetaFile {
+		return nil // the other store made its own record meanwhile: it keeps it
+	}
+	if errors.Is(err, ErrChanged) {
+		s.rep.Changed++
+		return nil
+	}
+	var refused *refusal
+	if errors.As(err, &refused) {
+		s.rep.Refused = append(s.rep.Refused, refused.Error())
+		return nil
+	}
+	if why := unsyncable(err); why != "" {
+		s.rep.Refused = append(s.rep.Refused, st.rel+": "+why)
+		return nil
+	}
+	return err
+}
+
+// add adds what o counted to r.
+func (r *Report) add(o Report) {
+	r.Pushed += o.Pushed
+	r.Pulled += o.Pulled
+	r.RemovedThere += o.RemovedThere
+	r.RemovedHere += o.RemovedHere
+	r.Joined += o.Joined
+	r.Conflicts += o.Conflicts
+	r.Changed += o.Changed
+	r.Waiting += o.Waiting
+	r.BytesOut += o.BytesOut
+	r.BytesIn += o.BytesIn
+	r.Refused = append(r.Refused, o.Refused...)
+	r.Plan = append(r.Plan, o.Plan...)
 }
 
 // changed reports whether a side's file differs from the agreed state (local: size, mtime and mode; remote: size
@@ -320,15 +394,14 @@ func (s *syncer) plan(format string, args ...any) {
 
 // note records rel as agreed (nil: forgotten), in the journal at once unless the remote holds its changes back.
 func (s *syncer) note(rel string, a *Agreed) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if a == nil {
 		delete(s.remote, rel)
 	} else {
 		s.remote[rel] = a.Remote
 	}
 	if s.deferNotes {
-		if s.pending == nil {
-			s.pending = map[string]*Agreed{}
-		}
 		s.pending[rel] = a
 		return nil
 	}

@@ -38,6 +38,7 @@ type bench struct {
 	free      *target
 	Results   []result     `json:"results"`
 	Agent     *agentResult `json:"agent,omitempty"`
+	Sync      *syncResult  `json:"sync,omitempty"`
 	Figures   []figure     `json:"figures"`
 	// RoundTrips are the FUSE requests of the work that stays in FUSE, per operation (views.go).
 	RoundTrips []roundTrip `json:"round_trips"`
@@ -358,6 +359,7 @@ func (b *bench) runAll() {
 	b.takeover()
 	b.csiPublish()
 	b.agentWorkload()
+	b.syncWorkload()
 	b.roundTrips() // last: it stops the bench's mount
 }
 

@@ -39,6 +39,7 @@ type config struct {
 	// confinement's cost, measured in the same run.
 	unconfined bool
 	only       string // a regexp: run only the file-by-file workloads whose names match
+	sync       syncConfig
 	jsonOut    string
 	dir        string
 }
@@ -70,6 +71,7 @@ func main() {
 	flag.StringVar(&c.only, "only", "", "run only the file-by-file workloads whose names match this regexp (e.g. 'create|stat')")
 	flag.StringVar(&c.jsonOut, "json", "docs/bench.json", "where to write the figures as JSON")
 	flag.StringVar(&c.dir, "dir", "", "a folder on the disk to measure (default: a new temporary folder)")
+	syncFlags(&c.sync)
 	flag.Parse()
 	if err := run(c); err != nil {
 		fmt.Fprintln(os.Stderr, "sessionfs-bench:", err)
@@ -98,6 +100,9 @@ func run(c config) error {
 		}
 		defer os.RemoveAll(c.dir)
 	}
+	if c.sync.only {
+		return runSyncOnly(c)
+	}
 	b, err := newBench(c)
 	if err != nil {
 		return err
@@ -106,5 +111,9 @@ func run(c config) error {
 	b.runAll()
 	b.report(os.Stdout)
 	b.reportAgent(os.Stdout)
-	return b.writeJSON(c.jsonOut)
+	b.reportSync(os.Stdout)
+	if err := b.writeJSON(c.jsonOut); err != nil {
+		return err
+	}
+	return b.Sync.failure()
 }
