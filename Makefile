@@ -125,7 +125,7 @@ e2e: build claude agents $(DEVCONTAINER_BIN) $(VERSITYGW_BIN)
 # Short fuzz runs of the targets over hostile input: ids, container paths, the sanitizer, transcripts, archives.
 # Each target runs even when one before it fails; the failed ones are named.
 FUZZ_TARGETS := layout:FuzzValidateID:$(FUZZTIME) layout:FuzzContainerMapping:$(FUZZTIME) agents/claude:FuzzSanitize:$(FUZZTIME) \
-	agents/claude:FuzzScanEntries:$(FUZZTIME) travel:FuzzImport:$(FUZZTIME_IMPORT) merge:FuzzLines:$(FUZZTIME)
+	agents/claude:FuzzScanEntries:$(FUZZTIME) travel:FuzzImport:$(FUZZTIME_IMPORT) merge:FuzzLines:$(FUZZTIME) merge:FuzzConversation:$(FUZZTIME)
 fuzz:
 	@failed=""; for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; rest=$${t#*:}; name=$${rest%%:*}; n=$${rest#*:}; \

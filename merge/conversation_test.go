@@ -1,6 +1,7 @@
 package merge
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
 	"testing"
@@ -49,4 +50,25 @@ func TestConversationLeavesOtherLines(t *testing.T) {
 	a := []byte(`{"type":"summary"}` + "\n" + `{"timestamp":"2026-12-03T10:00:01Z","x":1}` + "\n")
 	b := []byte(`{"type":"summary"}` + "\n" + `{"timestamp":"2026-12-03T10:00:02Z","x":2}` + "\n")
 	assert.Equal(t, Lines(a, b), Conversation(a, b))
+}
+
+// FuzzConversation: the join is the same bytes whichever copy is whose, has as many lines as Lines gives, changes
+// only links, and a join joined with itself is itself.
+func FuzzConversation(f *testing.F) {
+	shared := msg("u1", "", 1) + msg("a1", "u1", 2)
+	f.Add([]byte(shared+msg("u2", "a1", 3)), []byte(shared+msg("u3", "a1", 4)))
+	f.Add([]byte("a\nb\n"), []byte("a\nc\n"))
+	f.Fuzz(func(t *testing.T, a, b []byte) {
+		j := Conversation(a, b)
+		if !bytes.Equal(j, Conversation(b, a)) {
+			t.Fatalf("not symmetric:\n%q\n%q", j, Conversation(b, a))
+		}
+		l := Lines(a, b)
+		if len(split(j)) != len(split(l)) {
+			t.Fatalf("%d lines, Lines gives %d", len(split(j)), len(split(l)))
+		}
+		if !bytes.Equal(Conversation(j, j), j) {
+			t.Fatalf("a join joined with itself changed")
+		}
+	})
 }
