@@ -561,7 +561,7 @@ Subsystem sftp /usr/lib/openssh/sftp-server
 	if err != nil {
 		return nil, err
 	}
-	proxy.to = fmt.Sprintf("127.0.0.1:%d", port)
+	proxy.target(fmt.Sprintf("127.0.0.1:%d", port))
 	known := fmt.Sprintf("[127.0.0.1]:%d %s\n", proxy.port(), strings.Join(strings.Fields(string(hostPub))[:2], " "))
 	if err := os.WriteFile(filepath.Join(dir, "known_hosts"), []byte(known), 0o600); err != nil {
 		return nil, err
@@ -649,6 +649,13 @@ func newWireCounter() (*wireCounter, error) {
 
 func (w *wireCounter) port() int { return w.ln.Addr().(*net.TCPAddr).Port }
 
+// target names where the proxy connects (sshd's address), for the connections it accepts from now on.
+func (w *wireCounter) target(addr string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.to = addr
+}
+
 func (w *wireCounter) serve() {
 	for {
 		c, err := w.ln.Accept()
@@ -671,7 +678,10 @@ func (w *wireCounter) relay(c *net.TCPConn) {
 		w.mu.Unlock()
 	}()
 	defer c.Close()
-	sc, err := net.Dial("tcp", w.to)
+	w.mu.Lock()
+	to := w.to
+	w.mu.Unlock()
+	sc, err := net.Dial("tcp", to)
 	if err != nil {
 		return
 	}

@@ -31,7 +31,7 @@ func TestWireCounter(t *testing.T) {
 	w, err := newWireCounter()
 	require.NoError(t, err)
 	defer w.close()
-	w.to = ln.Addr().String()
+	w.target(ln.Addr().String())
 	c, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(w.port())))
 	require.NoError(t, err)
 	_, err = c.Write(make([]byte, 12345))
