@@ -41,7 +41,7 @@ func TestCompletionInContext(t *testing.T) {
 	}
 	assert.NotContains(t, complete("exec", "demo", "--", ""), "demo")
 	assert.Equal(t, []string{"local", "docker", "modal"}, complete("run", "--backend", ""))
-	assert.Equal(t, []string{"push", "pull"}, complete("sync", ""))
+	assert.Equal(t, []string{"push", "pull", "demo"}, complete("sync", ""), "sync ID goes both ways")
 	assert.Equal(t, []string{"demo"}, complete("sync", "push", ""))
 	assert.Empty(t, complete("trash", "restore", "demo", ""), "nothing in the trash: no session ids offered")
 	assert.Equal(t, []string{"demo"}, complete("rm", "x", ""), "rm takes many ids")

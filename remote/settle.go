@@ -103,26 +103,26 @@ func (s *syncer) join(ctx context.Context, st step) error {
 	joining.Lock()
 	defer joining.Unlock()
 	rm := *st.rm
-	var theirs bytes.Buffer
-	if err := s.r.Get(ctx, st.rel, rm, &theirs); err != nil {
-		return err
-	}
-	s.rep.BytesIn += rm.Size
+	// Each copy is read with its lines counted on the way: one of more lines than a join takes is given up on at
+	// once, before it is all in memory.
 	f, lf, err := s.openLocal(st.rel)
 	if err != nil {
 		return err
 	}
-	ours, err := io.ReadAll(io.LimitReader(f, lf.Size))
+	ours := bytes.NewBuffer(make([]byte, 0, lf.Size))
+	_, err = io.Copy(&lineBound{w: ours}, io.LimitReader(f, lf.Size))
 	f.Close()
 	if err != nil {
 		return err
 	}
-	if !merge.Joinable(ours, theirs.Bytes()) {
-		return errTooManyLines
+	theirs := bytes.NewBuffer(make([]byte, 0, rm.Size))
+	if err := s.r.Get(ctx, st.rel, rm, &lineBound{w: theirs}); err != nil {
+		return err
 	}
-	joined := merge.Conversation(ours, theirs.Bytes())
+	s.rep.BytesIn += rm.Size
+	joined := merge.Conversation(ours.Bytes(), theirs.Bytes())
 	now := time.Now()
-	if tail, ok := bytes.CutPrefix(joined, ours); ok {
+	if tail, ok := bytes.CutPrefix(joined, ours.Bytes()); ok {
 		if len(tail) > 0 {
 			if err := appendTo(s.d, st.rel, tail, lf); err != nil {
 				return err
@@ -165,3 +165,16 @@ func (s *syncer) join(ctx context.Context, st step) error {
 
 // errTooManyLines says a conversation has too many lines to join (merge.MaxLines): both copies are kept instead.
 var errTooManyLines = errors.New("too many lines to join")
+
+// lineBound passes writes to w until they hold more than merge.MaxLines lines, then fails with errTooManyLines.
+type lineBound struct {
+	w     io.Writer
+	lines int
+}
+
+func (l *lineBound) Write(p []byte) (int, error) {
+	if l.lines += bytes.Count(p, []byte("\n")); l.lines > merge.MaxLines {
+		return 0, errTooManyLines
+	}
+	return l.w.Write(p)
+}
