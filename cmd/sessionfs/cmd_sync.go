@@ -41,9 +41,11 @@ Over ssh, your own ssh client runs (its config, agent and known hosts apply; $SE
 command, as GIT_SSH_COMMAND does for git), with compression, and runs sessionfs on the other machine (on its
 login's PATH, or $SESSIONFS_REMOTE_SESSIONFS), which serves the session beneath its folder, never following a
 link. A machine without sessionfs can be reached through its sftp-server with --unconfined: it follows links, so
-an agent there could redirect a write out of its session. S3 credentials are read the AWS way: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or the shared
-credentials file and AWS_PROFILE; AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL names a store other than AWS's. Modal's
-credentials: MODAL_TOKEN_ID and MODAL_TOKEN_SECRET, or ~/.modal.toml.
+an agent there could redirect a write out of its session.
+
+S3 credentials are read the AWS way: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or the shared credentials file
+and AWS_PROFILE; AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL names a store other than AWS's. Modal's credentials:
+MODAL_TOKEN_ID and MODAL_TOKEN_SECRET, or ~/.modal.toml.
 
 A sync that is killed leaves every file whole, on both sides, and the next sync goes on from where it was.`,
 		Example: `  sessionfs sync fix-login laptop:              # both ways, with the default store on host "laptop"
