@@ -200,13 +200,6 @@ func (s *SSH) String() string { return s.url }
 // SetProgress has fn told of each byte sent and received.
 func (s *SSH) SetProgress(fn func(int64)) { s.Progress = fn }
 
-func (s *SSH) said() string {
-	if e := strings.TrimSpace(s.errs.String()); e != "" {
-		return " (ssh: " + e + ")"
-	}
-	return ""
-}
-
 func (s *SSH) kill() {
 	if s.cmd.Process != nil {
 		s.cmd.Process.Kill()

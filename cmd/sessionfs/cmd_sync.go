@@ -83,14 +83,21 @@ A sync that is killed leaves every file whole, on both sides, and the next sync 
 // runSync syncs session arg with url (the remembered remote, or Modal, when url is ""), as opt and dir say.
 func (a *app) runSync(w io.Writer, verb string, dir remote.Direction, arg, url string, opt remote.Options, unconfined bool) error {
 	s, m, err := a.session(arg)
-	if errors.Is(err, layout.ErrNotFound) && url != "" && url != "modal" && dir != remote.Push && !opt.DryRun {
-		s, m, err = a.sessionFrom(arg, url, err)
+	// A session this store has not seen yet comes in whole from a remote that has it: it is made here once the
+	// remote is open and lists it.
+	incoming := errors.Is(err, layout.ErrNotFound) && url != "" && url != "modal" && dir != remote.Push && !opt.DryRun
+	if err != nil && !incoming {
+		return err
 	}
-	if err != nil {
+	notFound := err
+	id := arg
+	if !incoming {
+		id = m.ID
+	} else if err := layout.ValidateID(id); err != nil {
 		return err
 	}
 	if url == "" {
-		url = remote.Remembered(s, m.ID)
+		url = remote.Remembered(s, id)
 	}
 	if url == "" {
 		c, err := config.Load(s.Root)
@@ -106,11 +113,11 @@ func (a *app) runSync(w io.Writer, verb string, dir remote.Direction, arg, url s
 		if verb == "" {
 			verb = "push" // a push brings in the Volume's changes first
 		}
-		return a.runModalSync(w, verb, m.ID)
+		return runModalSync(w, verb, s, id)
 	}
 	ctx, stop := interruptible()
 	defer stop()
-	r, err := remote.Open(ctx, url, m.ID)
+	r, err := remote.Open(ctx, url, id)
 	if err != nil {
 		return err
 	}
@@ -120,6 +127,21 @@ func (a *app) runSync(w io.Writer, verb string, dir remote.Direction, arg, url s
 			return fmt.Errorf("sessionfs is not installed on the other machine (not on its login's PATH, nor named by $SESSIONFS_REMOTE_SESSIONFS): only its sftp-server could serve the session there, and it follows links, so an agent there racing sync's checks could redirect a write out of its session; install sessionfs there, or pass --unconfined to accept that")
 		}
 		fmt.Fprintf(os.Stderr, "sessionfs: note: --unconfined: the other machine's sftp-server serves the session, following links\n")
+	}
+	if incoming {
+		files, lerr := r.List(ctx)
+		if lerr != nil {
+			return lerr
+		}
+		if len(files) == 0 {
+			return fmt.Errorf("%w (nor has %s)", notFound, url)
+		}
+		if s, err = a.openStore(); err != nil {
+			return err
+		}
+		if m, err = s.Create(id, layout.CreateOptions{}); err != nil {
+			return err
+		}
 	}
 	opt.Direction = dir
 	var finish func()
@@ -153,12 +175,8 @@ func (a *app) runSync(w io.Writer, verb string, dir remote.Direction, arg, url s
 	return err
 }
 
-// runModalSync pushes session id to its Modal Volume, or pulls the Volume's changes (verb: push or pull).
-func (a *app) runModalSync(w io.Writer, verb, id string) error {
-	s, _, err := a.session(id)
-	if err != nil {
-		return err
-	}
+// runModalSync pushes session id of store s to its Modal Volume, or pulls the Volume's changes (verb: push or pull).
+func runModalSync(w io.Writer, verb string, s *layout.Store, id string) error {
 	c, err := modal.Connect()
 	if err != nil {
 		return err
@@ -204,28 +222,4 @@ func syncPull(ctx context.Context, w io.Writer, sy *modal.Syncer) error {
 		plural(rep.Applied, "file"), rep.Deleted, plural(rep.Conflicts, "conflict"), plural(rep.Joined, "conversation"),
 		plural(rep.Folded, "transcript"))
 	return nil
-}
-
-// sessionFrom makes session id here when the remote at url has it (a session this store has not seen yet comes
-// in whole); notFound is the error to return when neither has it.
-func (a *app) sessionFrom(id, url string, notFound error) (*layout.Store, *layout.Meta, error) {
-	if err := layout.ValidateID(id); err != nil {
-		return nil, nil, err
-	}
-	ctx, stop := interruptible()
-	defer stop()
-	r, err := remote.Open(ctx, url, id)
-	if err != nil {
-		return nil, nil, err
-	}
-	files, err := r.List(ctx)
-	r.Close()
-	if err != nil {
-		return nil, nil, err
-	}
-	if len(files) == 0 {
-		return nil, nil, fmt.Errorf("%w (nor has %s)", notFound, url)
-	}
-	m, err := a.store.Create(id, layout.CreateOptions{})
-	return a.store, m, err
 }
