@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -280,7 +281,7 @@ func (s *Store) loadIndex(walkAll, withMeta bool) (ids []string, recs map[string
 			stale[i], walk[i] = true, true
 		}
 	} else {
-		parallel(len(ids), func(i int) {
+		parallelIO(len(ids), func(i int) {
 			r, ok := recs[ids[i]]
 			if !ok {
 				stale[i], walk[i] = true, true
@@ -301,7 +302,8 @@ func (s *Store) loadIndex(walkAll, withMeta bool) (ids []string, recs map[string
 			out[id] = recs[id]
 		}
 	}
-	parallel(len(todo), func(j int) {
+	progress := s.progress(len(todo))
+	parallelIO(len(todo), func(j int) {
 		id := ids[todo[j]]
 		var prev *indexRecord
 		if r, ok := recs[id]; ok {
@@ -314,6 +316,7 @@ func (s *Store) loadIndex(walkAll, withMeta bool) (ids []string, recs map[string
 		if !same {
 			changed = append(changed, r)
 		}
+		progress()
 		mu.Unlock()
 	})
 	gone := false // a record of a session no longer in the folder
@@ -358,8 +361,8 @@ func sessionNames(sessions *Dir) ([]string, error) {
 	return ids, nil
 }
 
-// parallel runs fn(0..n-1) on a few goroutines, each a share of the range: the fingerprints of 10,000 sessions
-// are 40,000 statx.
+// parallel runs fn(0..n-1) on a few goroutines, one a processor, each a share of the range: for work on the
+// processor alone (decoding 10,000 records).
 func parallel(n int, fn func(i int)) {
 	workers := min(runtime.GOMAXPROCS(0), 4, n)
 	if workers <= 1 {
@@ -379,6 +382,45 @@ func parallel(n int, fn func(i int)) {
 		}()
 	}
 	wg.Wait()
+}
+
+// parallelIO is parallel for work that waits on the disk (a rescan walks every folder of a session; a cold
+// cache makes each statx a read): enough goroutines to keep the disk's queue full, each taking the next item, so
+// a slow session holds up only its own goroutine.
+func parallelIO(n int, fn func(i int)) {
+	workers := min(max(8*runtime.GOMAXPROCS(0), 16), 64, n)
+	if workers <= 1 {
+		for i := range n {
+			fn(i)
+		}
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+				fn(i)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// progress returns what a rescan of total sessions calls after each: it tells s.IndexProgress, when set, of the
+// sessions done. Called with the caller's lock held (one at a time).
+func (s *Store) progress(total int) func() {
+	report := s.IndexProgress
+	if report == nil || total == 0 {
+		return func() {}
+	}
+	done := 0
+	return func() {
+		done++
+		report(done, total)
+	}
 }
 
 // Listed is a session as the index lists it: its Info, and its conversations by agent.

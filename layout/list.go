@@ -1,8 +1,8 @@
 package layout
 
 import (
-	"os"
 	"sort"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -101,9 +101,15 @@ func UsageIn(d *Dir) (size int64, last time.Time) {
 	if err != nil {
 		return u.size, u.last
 	}
-	u.walk(fd, 0)
+	buf := direntBufs.Get().(*[]byte)
+	defer direntBufs.Put(buf)
+	u.walk(fd, 0, *buf)
 	return u.size, u.last
 }
+
+// direntBufs are walk's getdents buffers: one per walk, shared by its levels (a level is done with the buffer's
+// entries before it goes down a level), so a first ls of 10,000 sessions does not allocate one a folder.
+var direntBufs = sync.Pool{New: func() any { b := make([]byte, 16<<10); return &b }}
 
 type usage struct {
 	dev    uint64
@@ -127,12 +133,21 @@ func (u *usage) sameMount(st *unix.Statx_t) bool {
 	return devOf(st) == u.dev && (!u.useMnt || st.Mask&unix.STATX_MNT_ID == 0 || st.Mnt_id == u.mnt)
 }
 
-// walk adds what the folder open as fd holds, and closes fd.
-func (u *usage) walk(fd int, depth int) {
-	f := os.NewFile(uintptr(fd), "")
-	defer f.Close()
+// walk adds what the folder open as fd holds, and closes fd. It reads the folder with getdents itself, into
+// buf: an os.File would try to register the descriptor with the poller and read once more past the end, which
+// is most of the syscalls of a session's walk.
+func (u *usage) walk(fd int, depth int, buf []byte) {
+	defer unix.Close(fd)
+	var names []string
 	for {
-		names, err := f.Readdirnames(1024)
+		n, err := unix.Getdents(fd, buf)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil || n <= 0 {
+			return
+		}
+		_, _, names = unix.ParseDirent(buf[:n], -1, names[:0])
 		for _, name := range names {
 			var st unix.Statx_t
 			if unix.Statx(fd, name, unix.AT_SYMLINK_NOFOLLOW|unix.AT_NO_AUTOMOUNT, unix.STATX_BASIC_STATS|unix.STATX_MNT_ID, &st) != nil {
@@ -159,10 +174,7 @@ func (u *usage) walk(fd int, depth int) {
 				unix.Close(sub)
 				continue
 			}
-			u.walk(sub, depth+1)
-		}
-		if err != nil || len(names) == 0 {
-			return
+			u.walk(sub, depth+1, buf)
 		}
 	}
 }

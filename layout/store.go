@@ -47,6 +47,11 @@ type Store struct {
 	trash   *Dir // <root>/trash
 
 	locks sync.Map // id -> *sync.Mutex, serialising a session's changes (session.json, its place, its owner) within the process
+
+	// IndexProgress, when set, is told how many of the sessions the index found stale (changed, copied in, never
+	// indexed) have been rescanned, of how many: a first ls of 10,000 copied sessions walks every one of them.
+	// Called from one goroutine at a time.
+	IndexProgress func(done, total int)
 }
 
 // Folders of the store made by OpenStore. transcriptTrash always exists, so that a transcript can be trashed on

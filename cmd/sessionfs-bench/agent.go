@@ -367,7 +367,8 @@ func (b *bench) reportAgent(w io.Writer) {
 	if a == nil {
 		return
 	}
-	fmt.Fprintf(w, "\nagent workload: %d files, %.0f MiB (medians of %d runs, seconds)\n\n", a.Files, float64(a.Bytes)/(1<<20), a.Runs)
+	fmt.Fprintf(w, "\nagent workload: %d files, %.0f MiB (seconds: medians of %d interleaved runs; ratios: the median of "+
+		"each round's ratio (min-max))\n\n", a.Files, float64(a.Bytes)/(1<<20), a.Runs)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
 	head := []string{"step"}
 	for _, p := range agentPlaces {
@@ -383,7 +384,7 @@ func (b *bench) reportAgent(w io.Writer) {
 			row = append(row, secs(r.Seconds[p.key]))
 		}
 		for _, q := range agentRatios {
-			row = append(row, ratio(r.Seconds[q.a], r.Seconds[q.b]))
+			row = append(row, pairedSpread(r.Runs[q.a], r.Runs[q.b]))
 		}
 		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
 		if r.CPU != nil {

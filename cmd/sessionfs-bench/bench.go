@@ -56,6 +56,9 @@ type result struct {
 	// CPU is the median CPU time the sessionfs daemons used during each place's runs (cpu.go); CPURuns each run's.
 	CPU     map[string]float64   `json:"daemon_cpu_seconds,omitempty"`
 	CPURuns map[string][]float64 `json:"daemon_cpu_runs,omitempty"`
+	// WakeupRuns and ReadRuns are the daemons' context switches and read syscalls during each run (cpu.go).
+	WakeupRuns map[string][]int64 `json:"daemon_wakeup_runs,omitempty"`
+	ReadRuns   map[string][]int64 `json:"daemon_read_runs,omitempty"`
 }
 
 // newResult starts the result of a workload.
@@ -80,6 +83,20 @@ func (r *result) addCPU(place string, runs []time.Duration) {
 	for _, d := range runs {
 		r.CPURuns[place] = append(r.CPURuns[place], d.Seconds())
 	}
+}
+
+// addUse records the daemons' use during each of a place's runs: CPU (and its median), wake-ups and reads.
+func (r *result) addUse(place string, runs []daemonUse) {
+	cpu := make([]time.Duration, len(runs))
+	if r.WakeupRuns == nil {
+		r.WakeupRuns, r.ReadRuns = map[string][]int64{}, map[string][]int64{}
+	}
+	for i, u := range runs {
+		cpu[i] = u.CPU
+		r.WakeupRuns[place] = append(r.WakeupRuns[place], u.Wakeups)
+		r.ReadRuns[place] = append(r.ReadRuns[place], u.Reads)
+	}
+	r.addCPU(place, cpu)
 }
 
 // figure is a single measurement with its goal.
@@ -447,7 +464,7 @@ func (b *bench) perTarget(name string, runs int, work func(t *target) error) {
 // each run and the caches dropped after it when cold. It records the daemons' CPU during each run, from idle to
 // idle: what a run's events cost the daemons after the run's end is the run's too.
 func (b *bench) measure(name string, runs int, cold bool, prepare, work func(t *target) error) result {
-	times, cpu := map[string][]time.Duration{}, map[string][]time.Duration{}
+	times, use := map[string][]time.Duration{}, map[string][]daemonUse{}
 	failed := map[string]bool{}
 	for run := 0; run < runs; run++ {
 		for _, t := range rotated(b.targets, run) {
@@ -465,7 +482,7 @@ func (b *bench) measure(name string, runs int, cold bool, prepare, work func(t *
 			if cold {
 				_ = dropCaches()
 			}
-			before := b.daemonCPU()
+			before := b.daemonUse()
 			d, err := timed(func() error { return work(t) })
 			if err != nil {
 				b.skip("%s on %s: %v", name, t.name, err)
@@ -473,15 +490,20 @@ func (b *bench) measure(name string, runs int, cold bool, prepare, work func(t *
 				continue
 			}
 			b.settle()
+			u := b.daemonUse().sub(before)
 			times[t.name] = append(times[t.name], d)
-			cpu[t.name] = append(cpu[t.name], b.daemonCPU()-before)
+			use[t.name] = append(use[t.name], u)
+			if b.c.rounds {
+				fmt.Fprintf(os.Stderr, "  round %d %-10s %8.3f s  daemon: %.2f s CPU, %d wake-ups, %d reads\n",
+					run+1, t.name, d.Seconds(), u.CPU.Seconds(), u.Wakeups, u.Reads)
+			}
 		}
 	}
 	r := newResult(name)
 	for place, ts := range times {
 		r.add(place, ts)
 		if len(b.daemonPids()) > 0 {
-			r.addCPU(place, cpu[place])
+			r.addUse(place, use[place])
 		}
 	}
 	return r
@@ -515,9 +537,10 @@ var places = []string{"plain", "store", "sessionfs", "unconfined", "bindfs"}
 
 func (b *bench) report(w io.Writer) {
 	fmt.Fprintf(w, "\nsessionfs benchmark, %s, %s\n", b.Date, b.Machine)
-	fmt.Fprintf(w, "medians of %d rounds, seconds; plain: a folder beside the store that no daemon watches; store: the store's "+
-		"folder while the daemon runs; sessionfs: through the mount (a session's workspace is a bind); daemon CPU: "+
-		"what the sessionfs daemons and helpers used meanwhile\n\n", b.c.runs)
+	fmt.Fprintf(w, "%d interleaved rounds (du and docker run true at least 5); seconds: median (min-max); place/plain: the median "+
+		"of each round's ratio to the same round's plain folder (min-max); plain: a folder beside the store that no daemon "+
+		"watches; store: the store's folder while the daemon runs; sessionfs: through the mount (a session's workspace is a "+
+		"bind); daemon CPU and wake-ups: what the sessionfs daemons and helpers used meanwhile (medians)\n\n", b.c.runs)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
 	head := []string{"workload"}
 	for _, p := range places {
@@ -526,20 +549,20 @@ func (b *bench) report(w io.Writer) {
 	for _, p := range places[1:] {
 		head = append(head, p+"/plain")
 	}
-	for _, p := range places {
-		head = append(head, "cpu "+p)
+	for _, p := range places[1:4] {
+		head = append(head, "cpu "+p, "wake-ups "+p)
 	}
 	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
 	for _, r := range b.Results {
 		row := []string{r.Workload}
 		for _, p := range places {
-			row = append(row, secs(r.Seconds[p]))
+			row = append(row, spreadSecs(r.Runs[p]))
 		}
 		for _, p := range places[1:] {
-			row = append(row, ratio(r.Seconds[p], r.Seconds["plain"]))
+			row = append(row, pairedSpread(r.Runs[p], r.Runs["plain"]))
 		}
-		for _, p := range places {
-			row = append(row, cpuSecs(r.CPU, p))
+		for _, p := range places[1:4] {
+			row = append(row, cpuSecs(r.CPU, p), wakeups(r.WakeupRuns[p]))
 		}
 		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
 	}
@@ -554,6 +577,26 @@ func (b *bench) report(w io.Writer) {
 	for _, s := range b.Skipped {
 		fmt.Fprintf(w, "skipped: %s\n", s)
 	}
+}
+
+// pairedSpread prints the median of the rounds' ratios a[i]/b[i] and their range: each round's places ran one
+// after the other, so a ratio within a round cancels the machine's drift between rounds.
+func pairedSpread(a, b []float64) string {
+	rs := pairedRatios(a, b)
+	if len(rs) == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2fx (%.2f-%.2f)", medianFloat(rs), slices.Min(rs), slices.Max(rs))
+}
+
+// wakeups prints the median of the daemons' wake-ups over runs, "-" when not measured.
+func wakeups(runs []int64) string {
+	if len(runs) == 0 {
+		return "-"
+	}
+	s := slices.Clone(runs)
+	slices.Sort(s)
+	return fmt.Sprint(s[len(s)/2])
 }
 
 // cpuSecs prints a place's daemon CPU, "-" when not measured (a 0 measured is printed: it is the point).

@@ -40,6 +40,7 @@ type config struct {
 	unconfined bool
 	only       string // a regexp: run only the file-by-file workloads whose names match
 	sync       syncConfig
+	rounds     bool // print each round of the file-by-file workloads, with the daemons' use
 	jsonOut    string
 	dir        string
 }
@@ -48,7 +49,7 @@ func main() {
 	var c config
 	flag.StringVar(&c.sessionfs, "sessionfs", "bin/sessionfs", "the sessionfs binary")
 	flag.Int64Var(&c.size, "size", 1<<30, "bytes written and read sequentially")
-	flag.IntVar(&c.runs, "runs", 3, "runs of each workload; the median is reported")
+	flag.IntVar(&c.runs, "runs", 5, "interleaved rounds of each workload; min, median and max are reported")
 	flag.IntVar(&c.files, "files", 10000, "small files created, and files in the walked tree")
 	flag.IntVar(&c.appends, "appends", 100000, "JSONL appends (open O_APPEND, write a line, close)")
 	flag.IntVar(&c.topAppends, "top-appends", 50000, "appends (open O_APPEND, write a line, close) at the top of the session's workspace")
@@ -69,6 +70,7 @@ func main() {
 	flag.BoolVar(&c.fuseOnly, "fuse-only", false, "run only what stays in FUSE: the transcript-view and .claude rows, du of the sessions, and their FUSE requests")
 	flag.BoolVar(&c.walkOnly, "walk-only", false, "run only the walk of sessions (du, and the daemon's RSS after it)")
 	flag.StringVar(&c.only, "only", "", "run only the file-by-file workloads whose names match this regexp (e.g. 'create|stat')")
+	flag.BoolVar(&c.rounds, "rounds", false, "print each round of the file-by-file workloads as it ends, with the daemons' CPU, wake-ups and reads")
 	flag.StringVar(&c.jsonOut, "json", "docs/bench.json", "where to write the figures as JSON")
 	flag.StringVar(&c.dir, "dir", "", "a folder on the disk to measure (default: a new temporary folder)")
 	syncFlags(&c.sync)

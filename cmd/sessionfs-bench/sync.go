@@ -726,6 +726,7 @@ func wireBytes(n int64) string {
 	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
 }
 
+// spreadSecs prints runs as seconds: their median (min-max).
 func spreadSecs(s []float64) string {
 	if len(s) == 0 {
 		return "-"

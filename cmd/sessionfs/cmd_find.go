@@ -45,7 +45,9 @@ func (a *app) runFind(w io.Writer, uuid string, asJSON bool) error {
 	if err != nil {
 		return err
 	}
+	finish := indexBar(s)
 	uuid, holders, agent, err := findIndexed(s, uuid)
+	finish()
 	if err != nil {
 		return err
 	}

@@ -6,13 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 	"text/tabwriter"
 	"text/template"
+	"time"
 
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	_ "github.com/sessionfs/sessionfs/agents/all" // its index counts conversations
 	"github.com/sessionfs/sessionfs/layout"
@@ -86,6 +89,7 @@ func (a *app) runLs(w io.Writer, o lsOptions) error {
 	if o.quiet && len(o.filters) == 0 && o.sort == "id" && !o.size {
 		return printIDs(w, s)
 	}
+	defer indexBar(s)()
 	infos, err := s.Listing(o.size || o.sort == "size" || o.sort == "active")
 	if err != nil {
 		return err
@@ -133,7 +137,7 @@ func printLs(out io.Writer, s *layout.Store, infos []layout.Listed, o lsOptions,
 		}
 		return nil
 	}
-	return printLsTable(w, lsRows(s, infos))
+	return printLsTable(w, tableRows(infos))
 }
 
 // parse checks o's flags: the sessions to keep, their order, and the --format template (nil for none).
@@ -170,6 +174,21 @@ func lsRows(s *layout.Store, infos []layout.Listed) []lsRow {
 				rows[i].Agents[name] = n
 				rows[i].Conversations += n
 			}
+		}
+	}
+	return rows
+}
+
+// tableRows are lsRows with only what the table shows: the paths, runs and mountpoint of each row's view cost
+// more than the rest of a 10,000-session ls.
+func tableRows(infos []layout.Listed) []lsRow {
+	rows := make([]lsRow, len(infos))
+	for i, in := range infos {
+		r := &rows[i]
+		r.ID, r.Labels, r.Size = in.ID, in.Labels, in.Size
+		r.Created, r.LastActivity, r.Damaged = nullIfZero(in.Created), nullIfZero(in.LastActivity), nullIfZero(in.Damaged)
+		for _, n := range in.Agents {
+			r.Conversations += max(n, 0)
 		}
 	}
 	return rows
@@ -248,4 +267,44 @@ var sessionOrders = map[string]func(a, b layout.Info) int{
 		return cmp.Or(b.LastActivity.Compare(a.LastActivity), strings.Compare(a.ID, b.ID))
 	},
 	"size": func(a, b layout.Info) int { return cmp.Or(cmp.Compare(b.Size, a.Size), strings.Compare(a.ID, b.ID)) },
+}
+
+// indexBarAfter: a rescan of the index that takes longer (sessions copied in, restored, synced from another host:
+// each is walked once) shows a bar; a quicker one shows nothing.
+const indexBarAfter = 500 * time.Millisecond
+
+// indexBar shows the index's rescan of s's sessions as a bar on stderr, as the other long commands show their
+// progress (only when stderr is a terminal), once it has taken indexBarAfter; the returned func ends it.
+func indexBar(s *layout.Store) (finish func()) {
+	return indexBarOn(s, term.IsTerminal(int(os.Stderr.Fd())), func(desc string) (func(done, total int), func()) {
+		return countBar(desc, false)
+	})
+}
+
+// indexBarOn is indexBar with whether to show it (tty) and the bar (newBar) given.
+func indexBarOn(s *layout.Store, tty bool, newBar func(desc string) (progress func(done, total int), finish func())) func() {
+	if !tty {
+		return func() {}
+	}
+	start := time.Now()
+	var progress func(done, total int)
+	var shown time.Time
+	end := func() {}
+	s.IndexProgress = func(done, total int) {
+		now := time.Now()
+		if progress == nil {
+			if now.Sub(start) < indexBarAfter {
+				return
+			}
+			progress, end = newBar("indexing sessions")
+		} else if now.Sub(shown) < 100*time.Millisecond && done < total {
+			return // the rescan waits while the bar draws: 10 times a second is enough
+		}
+		shown = now
+		progress(done, total)
+	}
+	return func() {
+		s.IndexProgress = nil
+		end()
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/pprof"
 	"strings"
 	"syscall"
@@ -25,11 +26,11 @@ func init() { takeover.Version = versionString() }
 
 // mountOptions are mount's flags.
 type mountOptions struct {
-	opts                mount.Options
-	cpuProfile, logPath string
-	maxNodes            int64
-	maxBinds            int
-	daemon, verbose     bool
+	opts                            mount.Options
+	cpuProfile, memProfile, logPath string
+	maxNodes                        int64
+	maxBinds                        int
+	daemon, verbose                 bool
 }
 
 func (a *app) mountCmd() *cobra.Command {
@@ -89,6 +90,8 @@ confinement in force.`,
 	cmd.Flags().StringVar(&o.logPath, "log", "", "with --daemon, where the daemon's output goes (appended; default: ~/.local/state/sessionfs/mount.log for the default store, mount-<folder>-<hash>.log beside it for another)")
 	cmd.Flags().StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the daemon to this file (for performance work)")
 	_ = cmd.Flags().MarkHidden("cpuprofile")
+	cmd.Flags().StringVar(&o.memProfile, "memprofile", "", "write a heap profile of the daemon to this file at unmount (for memory work)")
+	_ = cmd.Flags().MarkHidden("memprofile")
 	// On wherever a helper runs (a confined root mount): it serves no request, so it can hold the connection.
 	cmd.Flags().BoolVar(&o.opts.Takeover, "takeover", true, "a holder keeps the mount's connection (a confined root mount's privileged helper; a normal user's mount starts a small one as that user), and a daemon killed is replaced by one that takes it over (its users wait, and go on); --takeover=false: a killed daemon leaves a stale mount")
 	cmd.Flags().StringVar(&o.opts.DockerVolumes, "docker-volumes", "", "serve the sessions as Docker volumes of this driver name (alone: sessionfs): docker run --mount type=volume,volume-driver=sessionfs,src=ID,dst=/session (root; docs/docker.md)")
@@ -169,6 +172,9 @@ func (o *mountOptions) serve(s *layout.Store, mnt string) error {
 		}
 		defer stop()
 	}
+	if o.memProfile != "" {
+		defer writeMemProfile(o.memProfile)
+	}
 	// Signals are caught before mounting: one that arrives while mounting unmounts cleanly once the mount is up,
 	// instead of killing the daemon mid-way with the mount left behind.
 	sigs := make(chan os.Signal, 1)
@@ -186,6 +192,10 @@ func (o *mountOptions) serve(s *layout.Store, mnt string) error {
 			warnf("tell systemd the mount is ready: %v", err)
 		}
 	}
+	// The daemon's heap is held to 1.5 times what is live past a small floor (nodes.LimitMemory).
+	limited := make(chan struct{})
+	defer close(limited)
+	go nodes.LimitMemory(nodes.MemoryFloor, limited)
 	m, err := mount.Start(s, mnt, opts, notify) // served confined as root, unless --confine off
 	if err != nil {
 		return err
@@ -306,4 +316,18 @@ func startCPUProfile(path string) (stop func(), err error) {
 		return nil, err
 	}
 	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
+
+// writeMemProfile writes the heap profile to path, after a collection so that it shows what is live.
+func writeMemProfile(path string) {
+	f, err := os.Create(path)
+	if err != nil {
+		warnf("memory profile: %v", err)
+		return
+	}
+	defer f.Close()
+	runtime.GC()
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		warnf("memory profile: %v", err)
+	}
 }

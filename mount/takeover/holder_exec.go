@@ -259,16 +259,16 @@ func children() []int {
 	return out
 }
 
-// reapOrphans reaps, as they end, the daemons the holder before started.
+// reapOrphans reaps, as they end, the daemons the holder before started: each wait holds a thread, and wakes
+// nothing until its daemon ends (one may serve its last users for long).
 func reapOrphans(pids []int) {
 	for _, pid := range pids {
 		go func() {
+			var ws unix.WaitStatus
 			for {
-				var ws unix.WaitStatus
-				if got, err := unix.Wait4(pid, &ws, unix.WNOHANG, nil); got != 0 || err != nil {
+				if _, err := unix.Wait4(pid, &ws, 0, nil); err != unix.EINTR {
 					return
 				}
-				time.Sleep(exitPoll)
 			}
 		}()
 	}
