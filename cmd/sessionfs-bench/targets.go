@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -165,16 +164,9 @@ func startBindfs(store, mnt string) (*target, error) {
 // privileged helper). field is "VmRSS:" (each process's whole resident set: the pages of the binary the two
 // share count twice) or "Pss:" (shared pages divided among the processes that map them).
 func daemonRSS(pid int, field string) int64 {
-	total := memBytes(pid, field)
-	// Children are listed by the thread that started them, which in Go is any of the process's threads.
-	lists, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
-	for _, l := range lists {
-		b, _ := os.ReadFile(l)
-		for _, c := range strings.Fields(string(b)) {
-			if n, err := strconv.Atoi(c); err == nil {
-				total += memBytes(n, field)
-			}
-		}
+	var total int64
+	for _, p := range append([]int{pid}, children(pid)...) {
+		total += memBytes(p, field)
 	}
 	return total
 }
@@ -185,17 +177,7 @@ func memBytes(pid int, field string) int64 {
 	if field == "Pss:" {
 		file = "smaps_rollup"
 	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/%s", pid, file))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == field {
-			kb, _ := strconv.ParseInt(f[1], 10, 64)
-			return kb << 10
-		}
-	}
-	return 0
+	return procField(fmt.Sprintf("/proc/%d/%s", pid, file), field) << 10
 }
 
 // dropCaches empties the page, dentry and inode caches, so the next pass is cold. It needs root.
