@@ -4,9 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"maps"
-	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/sessionfs/sessionfs/internal/lazyregexp"
 )
 
 // CodeFile is a file (or folder) in a session whose content an agent carries out when it starts: its hooks, its
@@ -149,7 +150,7 @@ var safeEnvNames = []string{
 }
 
 // safeEnvValue is a value that is a flag, a number or a model's name: no path, no URL, no spaces, no quotes.
-var safeEnvValue = regexp.MustCompile(`^[A-Za-z0-9._@:-]{0,128}$`)
+var safeEnvValue = lazyregexp.New(`^[A-Za-z0-9._@:-]{0,128}$`)
 
 // SafeEnv reports whether the settings env entry k=v runs nothing: a name of safeEnvNames with a plain value.
 func SafeEnv(k string, v any) bool {

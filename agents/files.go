@@ -4,12 +4,12 @@ import (
 	"io"
 	"os"
 	"path"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/sessionfs/sessionfs/internal/lazyregexp"
 	"github.com/sessionfs/sessionfs/layout"
 )
 
@@ -17,13 +17,13 @@ import (
 // Dir/<Depth folders>/Sub/<a name Name matches>, and the folders of Also; and how they read. A name Name matches
 // may end in Compressed: the file is read decompressed (compressed.go), unless its plain self is beside it.
 type Files struct {
-	Dir   string         // "sessions", "tmp", "projects"
-	Depth int            // the folders below Dir: 3 for Codex's YYYY/MM/DD, 1 for a project
-	Sub   string         // the folder (or folders, "agents/main") below those ("chats"), or ""
-	Name  *regexp.Regexp // a conversation file's name; its first group is the conversation's id (unless IDFolder)
+	Dir   string             // "sessions", "tmp", "projects"
+	Depth int                // the folders below Dir: 3 for Codex's YYYY/MM/DD, 1 for a project
+	Sub   string             // the folder (or folders, "agents/main") below those ("chats"), or ""
+	Name  *lazyregexp.Regexp // a conversation file's name; its first group is the conversation's id (unless IDFolder)
 	// IDFolder: the id is the name of the last of the Depth folders, which it matches (its first group the id),
 	// and Name matches the file, one a folder (Kimi Code's sessions/wd_<cwd>/session_<id>/agents/main/wire.jsonl).
-	IDFolder *regexp.Regexp
+	IDFolder *lazyregexp.Regexp
 	// Also are more folders below the agent's folder that hold conversation files themselves (Codex's
 	// archived_sessions, where codex archive moves a thread's rollouts).
 	Also []string

@@ -135,3 +135,50 @@ func TestLsSizeIsCached(t *testing.T) {
 	assert.Contains(t, help, "SIZE is")
 	assert.Contains(t, help, "--size")
 }
+
+// TestLsFindTakeTheMountsWord (issue 55): with the store mounted, ls and find take the mount's word for the
+// sessions its watch saw unchanged (<mnt>/.sessionfs-index: the fingerprints the index holds, not listed, the
+// store's owner's alone) instead of stat-ing every session, and still show a change made behind the mount the
+// instant after it was made. Another user (uid 65534, on an --allow-other mount) may not read it.
+func TestLsFindTakeTheMountsWord(t *testing.T) {
+	store := t.TempDir()
+	for _, id := range []string{"a", "b", "c"} {
+		ok(t, store, "new", id, "--label", "team=web")
+	}
+	require.Equal(t, "a\nb\nc\n", ok(t, store, "ls", "-q", "--filter", "label=team=web"), "the index is made")
+	m := mount(t, store, "--allow-other")
+	vouched := filepath.Join(m.mnt, ".sessionfs-index")
+	var said string
+	eventually(t, 10*time.Second, func() bool {
+		b, err := os.ReadFile(vouched)
+		said = string(b)
+		return err == nil && strings.Count(said, "\n") == 3
+	}, "the mount vouches for its 3 sessions once its watch is armed")
+	index, err := os.ReadFile(filepath.Join(store, "index", "sessions"))
+	require.NoError(t, err)
+	for _, line := range strings.Split(strings.TrimSpace(said), "\n") {
+		id, fp, _ := strings.Cut(line, " ")
+		assert.Contains(t, string(index), "\n"+id+"\t"+fp+"\t", "%s: the mount vouches for what the index holds", id)
+	}
+	top, err := os.ReadDir(m.mnt)
+	require.NoError(t, err)
+	for _, e := range top {
+		assert.NotEqual(t, ".sessionfs-index", e.Name(), "not listed")
+	}
+	if os.Geteuid() == 0 {
+		for d := filepath.Dir(m.mnt); d != os.TempDir() && d != "/"; d = filepath.Dir(d) {
+			require.NoError(t, os.Chmod(d, 0o755)) // what is checked is the mount's answer
+		}
+		_, err := asNobody("ls " + m.mnt)
+		require.NoError(t, err, "uid 65534 reaches the mount")
+		out, err := asNobody("cat " + vouched)
+		assert.Error(t, err, "uid 65534 read when each session last changed: %s", out)
+		assert.NotContains(t, out, said[:10])
+	}
+
+	changeAsAnotherHost(t, store)
+	assert.Equal(t, "a\nc2\nd\n", ok(t, store, "ls", "-q", "--filter", "label=team"))
+	assert.Equal(t, "c2\n", ok(t, store, "ls", "-q", "--filter", "label=team=web"), "a's label was changed in place")
+	assert.Equal(t, "a 1\nc2 0\nd 0\n", ok(t, store, "ls", "--format", "{{.ID}} {{.Conversations}}"))
+	assert.Equal(t, "a\n", ok(t, store, "find", hostUUID), "a conversation made a moment ago")
+}

@@ -396,7 +396,9 @@ func TestBoundFoldersAreNotWatched(t *testing.T) {
 	assert.True(t, watched[inode(filepath.Join(ws, "src"))], "and its folders")
 }
 
-// watchedInodes are the inode numbers process pid watches with inotify (its fdinfo: "inotify wd:1 ino:1a2b ...").
+// watchedInodes are the inode numbers process pid watches with inotify for their writes (its fdinfo: "inotify
+// wd:1 ino:1a2b sdev:... mask:fce ...", IN_MODIFY in the mask): the watches a write costs an event. The index's
+// watch of folders' names and attributes (layout.IndexWatch) is not one.
 func watchedInodes(t *testing.T, pid int) map[uint64]bool {
 	t.Helper()
 	out := map[uint64]bool{}
@@ -411,12 +413,17 @@ func watchedInodes(t *testing.T, pid int) map[uint64]bool {
 			if !strings.HasPrefix(l, "inotify ") {
 				continue
 			}
+			var ino, mask uint64
 			for _, f := range strings.Fields(l) {
 				if hex, ok := strings.CutPrefix(f, "ino:"); ok {
-					if n, err := strconv.ParseUint(hex, 16, 64); err == nil {
-						out[n] = true
-					}
+					ino, _ = strconv.ParseUint(hex, 16, 64)
 				}
+				if hex, ok := strings.CutPrefix(f, "mask:"); ok {
+					mask, _ = strconv.ParseUint(hex, 16, 64)
+				}
+			}
+			if ino != 0 && mask&syscall.IN_MODIFY != 0 {
+				out[ino] = true
 			}
 		}
 	}

@@ -4,14 +4,15 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"regexp"
 	"time"
+
+	"github.com/sessionfs/sessionfs/internal/lazyregexp"
 )
 
 // MaxIDLen is the longest session id; ids are also folder names and Modal volume name parts.
 const MaxIDLen = 128
 
-var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+var idPattern = lazyregexp.New(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
 
 // ValidateID accepts exactly the ids of the convention. Anything else, ".." and "/" among them, is refused, so an
 // id can never name a path outside the store.

@@ -153,7 +153,13 @@ func (r *indexRecord) fresh(sessions *Dir, now time.Time, counted, withMeta bool
 	if fp != r.fp && (withMeta || fp[fpHalf:] != r.fp[fpHalf:]) {
 		return false, true
 	}
-	return !r.has(flagRacy) && (!counted || r.has(flagConvs)), false
+	return r.freshAs(counted), false
+}
+
+// freshAs reports whether r, of the session's fingerprint now, still describes it: made with an indexer (when
+// there is one), and not racy.
+func (r *indexRecord) freshAs(counted bool) bool {
+	return !r.has(flagRacy) && (!counted || r.has(flagConvs))
 }
 
 // scan makes session id's record. The fingerprint is taken before what it describes is read, so a change
@@ -285,6 +291,10 @@ func (s *Store) loadIndex(walkAll, withMeta bool) (ids []string, recs map[string
 			r, ok := recs[ids[i]]
 			if !ok {
 				stale[i], walk[i] = true, true
+				return
+			}
+			if fp, ok := s.Vouched[ids[i]]; ok && fp == r.fp {
+				stale[i] = !r.freshAs(counted)
 				return
 			}
 			fresh, changed := r.fresh(sessions, now, counted, withMeta)

@@ -2,8 +2,9 @@ package layout
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
+
+	"github.com/sessionfs/sessionfs/internal/lazyregexp"
 )
 
 // Labels follow Kubernetes' rule, which people who label things already know (and which keeps ls, --filter and
@@ -11,8 +12,8 @@ import (
 // beginning and ending with a letter or digit, with an optional DNS-subdomain prefix and "/" (example.com/team);
 // a value is empty or a name of the same shape.
 var (
-	labelName   = regexp.MustCompile(`^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$`)
-	labelPrefix = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+	labelName   = lazyregexp.New(`^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$`)
+	labelPrefix = lazyregexp.New(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
 )
 
 // KeyRule and ValueRule say what ValidateLabel takes of a key and of a value, for error messages; LabelRule says

@@ -4,11 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"regexp"
 	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sessionfs/sessionfs/internal/lazyregexp"
 )
 
 // Owners. The namespace a session belongs to (the CSI plugin's tenancy) decides who may have it, so it is kept
@@ -25,7 +26,7 @@ const (
 )
 
 // namespacePattern is a Kubernetes namespace's name (an RFC 1123 label), the only thing a record may hold.
-var namespacePattern = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
+var namespacePattern = lazyregexp.New(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
 
 func ownerRel(id string) string { return ownersName + "/" + id }
 

@@ -52,6 +52,10 @@ type Store struct {
 	// indexed) have been rescanned, of how many: a first ls of 10,000 copied sessions walks every one of them.
 	// Called from one goroutine at a time.
 	IndexProgress func(done, total int)
+
+	// Vouched, when set, are fingerprints of sessions a process watching the store vouches for (IndexWatch.Vouch,
+	// read by ParseVouched): a record of the same fingerprint is taken as fresh without stat-ing its names.
+	Vouched map[string]string
 }
 
 // Folders of the store made by OpenStore. transcriptTrash always exists, so that a transcript can be trashed on

@@ -74,6 +74,9 @@ func (s *startup) start(ready func()) (*Mount, error) {
 	if err := s.serve(ready); err != nil {
 		return nil, err
 	}
+	if s.tree.IndexWatch != nil {
+		s.tree.IndexWatch.Start() // once serving: its arming never delays the mount
+	}
 	s.keep.awaitHandover(s) // held: handed over to a new binary when it asks
 	return s.served(), nil
 }
@@ -310,6 +313,13 @@ func (s *startup) watchStore() error {
 	}
 	s.watcher = wa
 	s.onRollback(wa.close)
+	// What ls and find ask the mount (nodes.IndexFile): not on a store other hosts change too, whose changes no
+	// watch here sees. Without it they stat every session's names, as with no mount.
+	if s.shared == "" {
+		if iw, err := s.store.WatchIndex(); err == nil {
+			s.tree.IndexWatch, wa.index = iw, iw
+		}
+	}
 	return nil
 }
 

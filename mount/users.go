@@ -4,13 +4,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/moby/sys/mountinfo"
 
+	"github.com/sessionfs/sessionfs/internal/lazyregexp"
 	"github.com/sessionfs/sessionfs/internal/selfexec"
 )
 
@@ -127,7 +127,7 @@ func pathsUse(pid string, uses func(string) bool) bool {
 
 // containerID is a container's id in a cgroup path, as Docker, Podman and containerd name their cgroups
 // (…/docker-<id>.scope, /docker/<id>, libpod-<id>).
-var containerID = regexp.MustCompile(`(?:docker|libpod|cri-containerd|crio)[-/]([0-9a-f]{64})`)
+var containerID = lazyregexp.New(`(?:docker|libpod|cri-containerd|crio)[-/]([0-9a-f]{64})`)
 
 // container is the short id of the container process pid runs in, "" for none known.
 func container(pid string) string {

@@ -10,6 +10,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 
 	"github.com/sessionfs/sessionfs/bind"
+	"github.com/sessionfs/sessionfs/layout"
 	"github.com/sessionfs/sessionfs/mount/nodes"
 )
 
@@ -20,6 +21,7 @@ type watcher struct {
 	tree   *nodes.Tree
 	binder binds // nil when nothing is bound
 	done   chan struct{}
+	index  *layout.IndexWatch // what the mount vouches for to ls and find (nil on a shared store)
 }
 
 // pace is how long the watcher rests after each batch of events. Meanwhile fsnotify waits to hand over its next
@@ -90,6 +92,9 @@ func (wa *watcher) handle(ev fsnotify.Event) {
 func (wa *watcher) close() {
 	_ = wa.w.Close()
 	<-wa.done
+	if wa.index != nil {
+		wa.index.Close()
+	}
 }
 
 // rebind tells the binder of a session made, renamed or removed behind the mount, of a bound folder replaced

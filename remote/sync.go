@@ -7,7 +7,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,6 +17,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/sys/unix"
 
+	"github.com/sessionfs/sessionfs/internal/lazyregexp"
 	"github.com/sessionfs/sessionfs/layout"
 	"github.com/sessionfs/sessionfs/travel"
 )
@@ -425,7 +425,7 @@ func skipped(rel string, withCredentials bool) bool {
 }
 
 // writeTemp is the name layout.Dir.WriteAtomicFrom writes under before its rename.
-var writeTemp = regexp.MustCompile(`^\..+\.tmp-(\d+)-\d+$`)
+var writeTemp = lazyregexp.New(`^\..+\.tmp-(\d+)-\d+$`)
 
 // walkLocal lists the session's regular files beneath its descriptor, never following a link. A temporary file
 // of a write that was killed (its process gone) is removed: it was never a file of the session. Unless

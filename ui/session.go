@@ -2,13 +2,13 @@ package ui
 
 import (
 	"net/http"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/sessionfs/sessionfs/agents"
 	"github.com/sessionfs/sessionfs/agents/all"
+	"github.com/sessionfs/sessionfs/internal/lazyregexp"
 	"github.com/sessionfs/sessionfs/layout"
 )
 
@@ -134,7 +134,7 @@ func (s *Server) resumeCommands(id string, c agents.Conversation) []resumeComman
 	return out
 }
 
-var plainWord = regexp.MustCompile(`^[A-Za-z0-9._:/=@%+-]+$`)
+var plainWord = lazyregexp.New(`^[A-Za-z0-9._:/=@%+-]+$`)
 
 // shellWord is s as one word for a POSIX shell: as is when plain, else single-quoted.
 func shellWord(s string) string {

@@ -2,9 +2,8 @@
 package codex
 
 import (
-	"regexp"
-
 	"github.com/sessionfs/sessionfs/agents"
+	"github.com/sessionfs/sessionfs/internal/lazyregexp"
 )
 
 // Agent is Codex CLI. It files sessions by date (sessions/YYYY/MM/DD/rollout-<time>-<id>.jsonl, indexed in
@@ -29,7 +28,7 @@ var Agent = &agents.Agent{
 	ChildVars: []string{"CODEX_SANDBOX", "CODEX_SANDBOX_NETWORK_DISABLED", "CODEX_THREAD_ID"},
 	Files: &agents.Files{
 		Dir: "sessions", Depth: 3, Also: []string{"archived_sessions"}, Parts: true,
-		Name: regexp.MustCompile(`^rollout-.*-(` + uuid + `)(?:_` + uuid + `)?\.jsonl(?:\.zst)?$`),
+		Name: lazyregexp.New(`^rollout-.*-(` + uuid + `)(?:_` + uuid + `)?\.jsonl(?:\.zst)?$`),
 		Read: read, Line: line,
 	},
 }

@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"maps"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sessionfs/sessionfs/agents/opencode"
+	"github.com/sessionfs/sessionfs/internal/lazyregexp"
 	"github.com/sessionfs/sessionfs/layout"
 )
 
@@ -21,7 +21,7 @@ import (
 const dir = ".codex"
 
 // stateIndex is Codex's state index in its folder (state_5.sqlite in 0.171.0; the number is its schema's).
-var stateIndex = regexp.MustCompile(`^state_[0-9]+\.sqlite$`)
+var stateIndex = lazyregexp.New(`^state_[0-9]+\.sqlite$`)
 
 // launch readies Codex's index for a run that sees the session at root. Codex's state index names each
 // thread's rollout by its absolute path, and Codex writes a resumed thread's turns to that path wherever it is:
@@ -73,7 +73,7 @@ func launch(sess *layout.Dir, root, _ string) error {
 const keptAside = 3
 
 // asideName is an index moved aside, or a file of its: <index>.sessionfs-<time>[-wal|-shm|-journal].
-var asideName = regexp.MustCompile(`^(state_[0-9]+\.sqlite)\.sessionfs-([0-9]{8}T[0-9.]+Z)(-wal|-shm|-journal)?$`)
+var asideName = lazyregexp.New(`^(state_[0-9]+\.sqlite)\.sessionfs-([0-9]{8}T[0-9.]+Z)(-wal|-shm|-journal)?$`)
 
 // pruneAside removes the indexes moved aside but the keptAside newest, with their logs.
 func pruneAside(d *layout.Dir) error {

@@ -3,10 +3,10 @@
 package copilot
 
 import (
-	"regexp"
 	"slices"
 
 	"github.com/sessionfs/sessionfs/agents"
+	"github.com/sessionfs/sessionfs/internal/lazyregexp"
 )
 
 // Agent is Copilot CLI (1.0.102). It keeps everything in one folder, ~/.copilot, that COPILOT_HOME replaces as a
@@ -40,10 +40,10 @@ var Agent = &agents.Agent{
 
 // folderName is a session's folder below session-state: its id, a lowercase uuid (v4 from Copilot, or any uuid
 // given with --session-id). .session-operation-locks, beside the sessions, is no session.
-var folderName = regexp.MustCompile(`^([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$`)
+var folderName = lazyregexp.New(`^([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$`)
 
 // fileName is the conversation file in a session's folder.
-var fileName = regexp.MustCompile(`^events\.jsonl$`)
+var fileName = lazyregexp.New(`^events\.jsonl$`)
 
 // subcommands are the CLI's commands (copilot help): none of them runs a turn, whatever flags follow.
 var subcommands = []string{"app", "login", "help", "init", "config", "update", "version", "workflow", "sessions",

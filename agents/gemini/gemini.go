@@ -4,10 +4,10 @@ package gemini
 
 import (
 	"path/filepath"
-	"regexp"
 	"strings"
 
 	"github.com/sessionfs/sessionfs/agents"
+	"github.com/sessionfs/sessionfs/internal/lazyregexp"
 	"github.com/sessionfs/sessionfs/layout"
 )
 
@@ -19,7 +19,7 @@ var Agent = &agents.Agent{
 	Credentials: []string{"oauth_creds.json", "mcp-oauth-tokens.json"},
 	ResumeArg:   "--resume",
 	Files: &agents.Files{
-		Dir: "tmp", Depth: 1, Sub: "chats", Name: regexp.MustCompile(`^session-.*-([0-9a-fA-F]{8})\.jsonl$`), Partial: true,
+		Dir: "tmp", Depth: 1, Sub: "chats", Name: lazyregexp.New(`^session-.*-([0-9a-fA-F]{8})\.jsonl$`), Partial: true,
 		Read: read, Line: line, InProject: inProject,
 	},
 	Seed: seed,

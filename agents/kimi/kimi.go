@@ -3,9 +3,8 @@
 package kimi
 
 import (
-	"regexp"
-
 	"github.com/sessionfs/sessionfs/agents"
+	"github.com/sessionfs/sessionfs/internal/lazyregexp"
 	"github.com/sessionfs/sessionfs/layout"
 )
 
@@ -46,10 +45,10 @@ const mainAgent = "agents/main"
 
 // wireName is a conversation's file in its agent's folder: main's is the conversation, a subagent's folder holds
 // one of its own.
-var wireName = regexp.MustCompile(`^wire\.jsonl$`)
+var wireName = lazyregexp.New(`^wire\.jsonl$`)
 
 // sessionFolder is a session's folder, session_<uuid>: its whole name is the id kimi -r takes.
-var sessionFolder = regexp.MustCompile(`^(session_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$`)
+var sessionFolder = lazyregexp.New(`^(session_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$`)
 
 // asksTurn: kimi -p (--prompt) answers the prompt it is given and exits, recording the turn in a session.
 func asksTurn(args []string) bool {

@@ -3,11 +3,11 @@
 package pi
 
 import (
-	"regexp"
 	"slices"
 	"strings"
 
 	"github.com/sessionfs/sessionfs/agents"
+	"github.com/sessionfs/sessionfs/internal/lazyregexp"
 	"github.com/sessionfs/sessionfs/layout"
 )
 
@@ -43,7 +43,7 @@ var Agent = &agents.Agent{
 // fileName is a session file's name, <the ISO time it began, ':' and '.' as '-'>_<session id>.jsonl: the id is a
 // uuidv7, or one given with --session-id (alphanumerics, '.', '_' and '-', starting and ending with an
 // alphanumeric).
-var fileName = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-\d{3}Z_([A-Za-z0-9](?:[A-Za-z0-9._-]{0,200}[A-Za-z0-9])?)\.jsonl$`)
+var fileName = lazyregexp.New(`^\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-\d{3}Z_([A-Za-z0-9](?:[A-Za-z0-9._-]{0,200}[A-Za-z0-9])?)\.jsonl$`)
 
 // Folder is the folder name pi gives a cwd under sessions/ (getDefaultSessionDirPath in its session-manager.js):
 // the path without its leading separator, every '/', '\' and ':' as '-', between "--" and "--". Every other

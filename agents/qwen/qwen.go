@@ -3,12 +3,12 @@
 package qwen
 
 import (
-	"regexp"
 	"strings"
 
 	"github.com/sessionfs/sessionfs/agents"
 	"github.com/sessionfs/sessionfs/agents/claude"
 	"github.com/sessionfs/sessionfs/agents/gemini"
+	"github.com/sessionfs/sessionfs/internal/lazyregexp"
 	"github.com/sessionfs/sessionfs/layout"
 )
 
@@ -28,7 +28,7 @@ var Agent = &agents.Agent{
 	// Qwen Code 0.24's marks on its shells' and hooks' processes, and on the process it relaunches itself as.
 	ChildVars: []string{"QWEN_CODE", "QWEN_CODE_NO_RELAUNCH", "QWEN_CODE_SESSION_ID", "QWEN_CODE_PROJECT_DIR"},
 	Files: &agents.Files{
-		Dir: "projects", Depth: 1, Sub: "chats", Name: regexp.MustCompile(`^([0-9a-fA-F-]{32,36})\.jsonl$`),
+		Dir: "projects", Depth: 1, Sub: "chats", Name: lazyregexp.New(`^([0-9a-fA-F-]{32,36})\.jsonl$`),
 		Read: read, Line: line,
 		InProject: func(_ *layout.Dir, folder, project string) bool { return folder == Folder(project) },
 	},

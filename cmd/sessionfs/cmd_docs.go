@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
 	"unicode"
@@ -13,6 +12,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/cobra/doc"
 	"github.com/spf13/pflag"
+
+	"github.com/sessionfs/sessionfs/internal/lazyregexp"
 )
 
 // The CLI reference (docs/cli/*.md, one page per command, sessionfs.md the index) and the man pages (man/*.1) are
@@ -151,7 +152,7 @@ func writeManTree(c *cobra.Command, dir string) error {
 
 // mdLineStart is what, at a line's start, Markdown (or go-md2man's reader of it) would take for a list item, a
 // heading, a heading's rule or a definition.
-var mdLineStart = regexp.MustCompile(`^([-+*] |[-+*]$|\d+[.)]( |$)|#|:|[-=]+$)`)
+var mdLineStart = lazyregexp.New(`^([-+*] |[-+*]$|\d+[.)]( |$)|#|:|[-=]+$)`)
 
 // mdEscape makes plain text read as itself in Markdown: the characters of markup and HTML escaped, except * and _
 // inside a word (DOCKER_HOST), which Markdown leaves alone.

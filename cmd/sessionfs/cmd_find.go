@@ -45,6 +45,7 @@ func (a *app) runFind(w io.Writer, uuid string, asJSON bool) error {
 	if err != nil {
 		return err
 	}
+	useMountsWatch(s)
 	finish := indexBar(s)
 	uuid, holders, agent, err := findIndexed(s, uuid)
 	finish()

@@ -89,6 +89,7 @@ func (a *app) runLs(w io.Writer, o lsOptions) error {
 	if o.quiet && len(o.filters) == 0 && o.sort == "id" && !o.size {
 		return printIDs(w, s)
 	}
+	useMountsWatch(s)
 	defer indexBar(s)()
 	infos, err := s.Listing(o.size || o.sort == "size" || o.sort == "active")
 	if err != nil {

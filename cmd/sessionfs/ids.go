@@ -6,13 +6,13 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 
 	"github.com/sessionfs/sessionfs/agents"
 	"github.com/sessionfs/sessionfs/agents/all"
 	"github.com/sessionfs/sessionfs/agents/claude"
+	"github.com/sessionfs/sessionfs/internal/lazyregexp"
 	"github.com/sessionfs/sessionfs/layout"
 )
 
@@ -22,7 +22,7 @@ const maxCandidates = 8
 // generatedID is the shape of the ids sessionfs makes (layout.NewID): only those are taken by a prefix, as docker
 // takes prefixes of its hex ids and never of names: a name a person chose ("web") is not the start of another
 // ("web-old").
-var generatedID = regexp.MustCompile(`^[0-9]{8}-[0-9]{6}-[0-9a-f]{6}$`)
+var generatedID = lazyregexp.New(`^[0-9]{8}-[0-9]{6}-[0-9a-f]{6}$`)
 
 // resolveID turns what was typed for a session into its id: the id itself when such a session exists, else the
 // one generated id that begins with it, which it names on stderr. An ambiguous prefix is an error naming the

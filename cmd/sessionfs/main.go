@@ -15,13 +15,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"regexp"
 	"slices"
 	"strings"
 
 	"github.com/KimMachineGun/automemlimit/memlimit"
 
 	"github.com/sessionfs/sessionfs/backends/local"
+	"github.com/sessionfs/sessionfs/internal/lazyregexp"
 	"github.com/sessionfs/sessionfs/mount"
 	"github.com/sessionfs/sessionfs/trust"
 )
@@ -72,7 +72,7 @@ func linesSafe(msg string) string {
 const didYouMean = "\n\nDid you mean this?\n"
 
 // unknownCommand is cobra's error for a command it does not know, naming what was typed.
-var unknownCommand = regexp.MustCompile(`^unknown command "([^"]*)"`)
+var unknownCommand = lazyregexp.New(`^unknown command "([^"]*)"`)
 
 // cutSuggestions splits cobra's error msg into its first part and its suggestions, kept one a line as cobra
 // prints them ("" when none): oneLine would run them into the message.
@@ -120,7 +120,7 @@ func isUsage(err error) bool {
 }
 
 // cobraArgs matches cobra's own wording of a wrong number of arguments ("accepts 1 arg(s), received 0").
-var cobraArgs = regexp.MustCompile(`^(accepts (at most |between )?[\d a-z]+ arg\(s\)|requires at (least|most) \d+ arg\(s\)),( only)? received (\d+)$`)
+var cobraArgs = lazyregexp.New(`^(accepts (at most |between )?[\d a-z]+ arg\(s\)|requires at (least|most) \d+ arg\(s\)),( only)? received (\d+)$`)
 
 // plainArgsError says a wrong number of arguments as a person would: what the command takes, and what it got.
 func plainArgsError(msg, useLine string) string {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"regexp"
 	"sort"
 	"strings"
 	"text/template"
@@ -14,6 +13,7 @@ import (
 	"github.com/dustin/go-humanize"
 
 	safetext "github.com/sessionfs/sessionfs/agents/text"
+	"github.com/sessionfs/sessionfs/internal/lazyregexp"
 )
 
 // printJSON prints v as indented JSON: what --json prints.
@@ -54,7 +54,7 @@ func parseFormat(cmdName, text string) (*template.Template, error) {
 }
 
 // unknownField is text/template's error for a field the item does not have.
-var unknownField = regexp.MustCompile(`can't evaluate field (\w+) in type`)
+var unknownField = lazyregexp.New(`can't evaluate field (\w+) in type`)
 
 // printFormatted prints one item through tmpl, on its own line.
 func printFormatted(w io.Writer, tmpl *template.Template, item any) error {

@@ -37,6 +37,9 @@ func (r *Root) OnAdd(ctx context.Context) {
 	r.tree.watchFolder(".", &r.sessions.Inode)
 	r.AddChild("by-claude-id", r.NewPersistentInode(ctx, &ByClaudeID{tree: r.tree}, fs.StableAttr{Mode: syscall.S_IFDIR}), false)
 	r.AddChild(TextDir, r.NewPersistentInode(ctx, &TextRoot{tree: r.tree, texts: newTextCache()}, fs.StableAttr{Mode: syscall.S_IFDIR}), false)
+	if r.tree.IndexWatch != nil {
+		r.AddChild(IndexFile, r.NewPersistentInode(ctx, &indexNode{tree: r.tree}, fs.StableAttr{Mode: syscall.S_IFREG}), false)
+	}
 }
 
 func (r *Root) Getattr(ctx context.Context, _ fs.FileHandle, out *fuse.AttrOut) syscall.Errno {

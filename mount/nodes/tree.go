@@ -29,6 +29,8 @@ type Tree struct {
 	// it too. WatchedTimeout, when set, is given instead while the watcher follows every folder the kernel
 	// holds (see timeout).
 	Timeout, WatchedTimeout time.Duration
+	// IndexWatch, when set, answers IndexFile: the sessions whose index records the mount vouches for.
+	IndexWatch *layout.IndexWatch
 
 	sessions *layout.Dir // the store's sessions folder: every access is resolved beneath it (at.go)
 	locks    lockTable   // the lock owners' files (locks.go)
