@@ -1,6 +1,7 @@
 package layout
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"os"
@@ -18,12 +19,13 @@ import (
 // take. A process that serves the store for long (the mount) runs one; a reader asks it (Vouch) and takes the
 // fingerprints it gets instead of computing them (Store.Vouched). As git's fsmonitor does for a work tree.
 //
-// It watches with inotify every folder on the way to each name a session's record is fingerprinted by (its rels,
-// the session's folder, session.json's own inode) and the sessions folder. Any event on one of them makes the
-// session unvouched until it is armed again: its watches renewed, then its fingerprint taken (a change between the
-// two is an event too). Vouch first reads every event queued so far: the kernel queues an event before the change's
-// call returns, so a change made before the reader asked is never vouched for. A lost event (the queue's
-// overflow) unvouches every session.
+// It watches with inotify each name a session's record is fingerprinted by (its rels: the session's folder,
+// session.json's own inode, its agents' conversation folders), the folders on the way to them, and the sessions
+// folder. The first event on one of them unvouches the session and drops its watches, so a session that keeps
+// changing costs one event; the next reader's Vouch has it armed again (at most once a second): its watches
+// renewed, then its fingerprint taken (a change between the two is an event too). Vouch first reads every event
+// queued so far: the kernel queues an event before the change's call returns, so a change made before the reader
+// asked is never vouched for. A lost event (the queue's overflow) unvouches every session.
 //
 // The folders are watched without IN_MODIFY, so an agent's appends to its transcript or writes in its workspace
 // wake no one: a folder's fingerprint changes only with its names and attributes. A file (session.json) is watched
@@ -43,8 +45,7 @@ type IndexWatch struct {
 	byWd    map[int32]*watched
 	byID    map[string]*watched
 	toArm   map[string]bool // sessions to (re)arm: new, changed, or whose rels the index changed
-	relsOf  map[string]string
-	indexAt unix.Statx_t // the index file's statx when relsOf was read
+	indexAt unix.Statx_t    // the index file's statx when its rels were last read
 	started bool
 	closed  bool
 	kick    chan struct{}
@@ -54,12 +55,13 @@ type IndexWatch struct {
 
 // watched is one session: what its watches saw since it was armed.
 type watched struct {
-	id    string
-	rels  string
-	fp    string // its fingerprint, taken after its watches were in place
-	wds   []int32
-	armed bool // fp holds, unless dirty
-	dirty bool // an event came since it was armed
+	id      string
+	rels    string
+	fp      string // its fingerprint, taken after its watches were in place
+	wds     []int32
+	armed   bool // fp holds, unless dirty
+	dirty   bool // an event came since it was armed
+	armedAt time.Time
 }
 
 const (
@@ -68,9 +70,9 @@ const (
 		unix.IN_DELETE_SELF | unix.IN_MOVE_SELF | unix.IN_ONLYDIR | unix.IN_DONT_FOLLOW
 	// fileEvents change a file's fingerprint (its content's size and times, its attributes) or remove it.
 	fileEvents = unix.IN_MODIFY | unix.IN_ATTRIB | unix.IN_DELETE_SELF | unix.IN_MOVE_SELF | unix.IN_DONT_FOLLOW
-	// armPause: after the events of a change are read, the watch rests this long before it reads more and re-arms
-	// what changed, so that a busy session costs a wake-up a second, not one an event.
-	armPause = time.Second
+	// rearmPause: a session is armed again at most this often, however often readers ask: one that keeps
+	// changing costs an event and a re-arm a second at most (its first event drops its watches).
+	rearmPause = time.Second
 )
 
 // WatchIndex makes a watch of the store's sessions for Vouch. Start arms them, in the background; until then,
@@ -91,7 +93,7 @@ func (s *Store) WatchIndex() (*IndexWatch, error) {
 		return nil, err
 	}
 	w := &IndexWatch{s: s, sessions: sessions, fd: fd, file: os.NewFile(uintptr(fd), "inotify"), sessWd: int32(sessWd),
-		byWd: map[int32]*watched{}, byID: map[string]*watched{}, toArm: map[string]bool{}, relsOf: map[string]string{},
+		byWd: map[int32]*watched{}, byID: map[string]*watched{}, toArm: map[string]bool{},
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	return w, nil
 }
@@ -172,7 +174,6 @@ func ParseVouched(b []byte) map[string]string {
 func (w *IndexWatch) loop() {
 	defer close(w.done)
 	w.mu.Lock()
-	w.readRels()
 	ids, err := sessionNames(w.sessions)
 	if err == nil {
 		for _, id := range ids {
@@ -193,23 +194,21 @@ func (w *IndexWatch) loop() {
 			case <-w.stop:
 				return
 			}
-			select {
-			case <-time.After(armPause):
-			case <-w.stop:
-				return
-			}
 		}
 	}()
+	if !w.armAll() {
+		return
+	}
 	for {
-		if !w.armAll() {
-			return
-		}
 		select {
-		case <-events:
+		case <-events: // unvouched, their watches dropped: armed again when a reader asks
 			w.mu.Lock()
 			w.drain()
 			w.mu.Unlock()
 		case <-w.kick:
+			if !w.armAll() {
+				return
+			}
 		case <-w.stop:
 			return
 		}
@@ -219,15 +218,11 @@ func (w *IndexWatch) loop() {
 // armAll arms every session waiting for it, and those whose rels the index changed; false once closed.
 func (w *IndexWatch) armAll() bool {
 	w.mu.Lock()
-	if w.indexChanged() {
-		w.readRels()
-		for id, s := range w.byID {
-			if rels, ok := w.relsOf[id]; ok && rels != s.rels {
-				w.toArm[id] = true
-			}
-		}
-	}
+	changed := w.indexChanged()
 	w.mu.Unlock()
+	if changed {
+		w.takeRels(w.readRels())
+	}
 	for {
 		w.mu.Lock()
 		if w.closed {
@@ -235,10 +230,14 @@ func (w *IndexWatch) armAll() bool {
 			return false
 		}
 		id := ""
-		for id = range w.toArm {
-			break
+		now := time.Now()
+		for cand := range w.toArm {
+			if s := w.byID[cand]; s == nil || now.Sub(s.armedAt) >= rearmPause {
+				id = cand
+				break
+			}
 		}
-		if id == "" {
+		if id == "" { // none, or only sessions armed a moment ago: the next reader's kick arms them
 			w.mu.Unlock()
 			return true
 		}
@@ -253,14 +252,11 @@ func (w *IndexWatch) arm(id string) {
 	w.mu.Lock()
 	s := w.byID[id]
 	if s == nil {
-		s = &watched{id: id}
+		s = &watched{id: id, rels: defaultRels} // not in the index yet: as a reader fingerprints it
 		w.byID[id] = s
 	}
-	rels, ok := w.relsOf[id]
-	if !ok {
-		rels = defaultRels
-	}
-	s.rels, s.armed, s.dirty = rels, false, false
+	rels := s.rels
+	s.armed, s.dirty, s.armedAt = false, false, time.Now()
 	old := s.wds
 	s.wds = nil
 	w.mu.Unlock()
@@ -389,9 +385,8 @@ func (w *IndexWatch) drain() {
 			off += unix.SizeofInotifyEvent + int(ev.Len)
 			switch {
 			case ev.Mask&unix.IN_Q_OVERFLOW != 0:
-				for id, s := range w.byID {
-					s.dirty = true
-					w.toArm[id] = true
+				for _, s := range w.byID {
+					w.unvouch(s)
 				}
 			case ev.Wd == w.sessWd:
 				id := string(bytes.TrimRight(name, "\x00"))
@@ -399,23 +394,31 @@ func (w *IndexWatch) drain() {
 					w.forget(id) // its folder may be another session's now (renamed): its watches go with it
 				} else if validIndexID(id) {
 					if s := w.byID[id]; s != nil {
-						s.dirty = true
+						w.unvouch(s)
 					}
 					w.toArm[id] = true
 				}
 			default:
-				s := w.byWd[ev.Wd]
-				if s == nil {
-					continue
+				if s := w.byWd[ev.Wd]; s != nil {
+					w.unvouch(s)
 				}
-				if ev.Mask&unix.IN_IGNORED != 0 {
-					delete(w.byWd, ev.Wd)
-				}
-				s.dirty = true
-				w.toArm[s.id] = true
 			}
 		}
 	}
+}
+
+// unvouch takes s's word back and drops its watches, so that a session that keeps changing costs one event until
+// a reader asks again (and it is armed again). Called with mu held.
+func (w *IndexWatch) unvouch(s *watched) {
+	s.dirty, s.armed = true, false
+	for _, wd := range s.wds {
+		if w.byWd[wd] == s {
+			delete(w.byWd, wd)
+			_, _ = unix.InotifyRmWatch(w.fd, uint32(wd))
+		}
+	}
+	s.wds = nil
+	w.toArm[s.id] = true
 }
 
 // forget drops session id and its watches. Called with mu held.
@@ -442,22 +445,68 @@ func (w *IndexWatch) indexChanged() bool {
 	return st.Ino != w.indexAt.Ino || st.Mtime != w.indexAt.Mtime || st.Size != w.indexAt.Size
 }
 
-// readRels reads each session's rels from the index (sessions it lacks are armed with defaultRels). Called with
-// mu held.
-func (w *IndexWatch) readRels() {
+// readRels reads each session's rels from the index, line by line: what a record is fingerprinted by is all the
+// watch needs of it.
+func (w *IndexWatch) readRels() map[string]string {
+	w.mu.Lock()
 	_ = unix.Statx(w.s.root.Fd(), indexFile, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_BASIC_STATS, &w.indexAt)
-	b, _ := w.s.readIndexBytes()
-	interned := map[string]string{}
-	relsOf := make(map[string]string, len(w.relsOf))
-	for _, r := range parseIndex(b) {
-		rels, ok := interned[r.rels]
+	w.mu.Unlock()
+	relsOf := map[string]string{}
+	f, err := w.s.root.OpenRegular(indexFile, maxIndexSize)
+	if err != nil {
+		return relsOf
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), maxRecordBody+(maxRecordRels+4)*513+maxRecordConvs*(MaxIDLen+1)+1024)
+	if !sc.Scan() || sc.Text() != indexHeader {
+		return relsOf
+	}
+	interned := map[string]string{} // most sessions have the same few names
+	for sc.Scan() {
+		var f [5][]byte
+		line := sc.Bytes()
+		for i := range f {
+			var ok bool
+			if f[i], line, ok = bytes.Cut(line, []byte{'\t'}); !ok {
+				break
+			}
+		}
+		id := string(f[0])
+		if !validIndexID(id) || f[3] == nil {
+			continue
+		}
+		rels, ok := interned[string(f[3])]
 		if !ok {
-			rels = strings.Clone(r.rels) // not the whole file's bytes kept for a few names
+			if n, valid := eachWord(string(f[3]), validIndexRel); !valid || n > maxRecordRels+len(baseRels) {
+				continue // as parseRecord: the watches a session costs stay bounded
+			}
+			rels = string(f[3])
 			interned[rels] = rels
 		}
-		relsOf[strings.Clone(r.id)] = rels
+		relsOf[id] = rels
 	}
-	w.relsOf = relsOf
+	return relsOf
+}
+
+// takeRels has the sessions whose rels the index changed armed again with them.
+func (w *IndexWatch) takeRels(relsOf map[string]string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for id, rels := range relsOf {
+		s := w.byID[id]
+		if s == nil {
+			if !w.toArm[id] {
+				continue // not in the sessions folder (a record the next reader drops)
+			}
+			s = &watched{id: id}
+			w.byID[id] = s
+		}
+		if s.rels != rels {
+			s.rels = rels
+			w.toArm[id] = true
+		}
+	}
 }
 
 func containsWd(wds []int32, wd int32) bool {
