@@ -23,6 +23,8 @@ func init() {
 		os.Exit(helperStress())
 	case "exchange":
 		os.Exit(helperExchange())
+	case "churn":
+		os.Exit(helperChurn())
 	case "relabel":
 		os.Exit(helperRelabel())
 	case "opens-fill":
