@@ -53,7 +53,8 @@ session change (its session.json, a conversation made or removed) or ran with --
 hour old (each ls measures a few); writes within the session's files since are not in them. --size measures
 every session now (a walk of each: slow on a large store), as --sort size and --sort active do. All else is
 read fresh: the index checks each session's own times and rescans those that changed, whoever changed them
-(another host sharing the store too).`,
+(another host sharing the store too). With the store mounted, ls takes the mount's word for the sessions its
+watch saw unchanged (<mount>/.sessionfs-index) and checks only the others.`,
 		Example: `  sessionfs ls
   sessionfs ls --filter label=team=web -q
   sessionfs ls --sort active | head
