@@ -29,9 +29,9 @@ import (
 //
 // The folders are watched without IN_MODIFY, so an agent's appends to its transcript or writes in its workspace
 // wake no one: a folder's fingerprint changes only with its names and attributes. A file (session.json) is watched
-// by its inode, with IN_MODIFY: written through any link of it, it is unvouched. A watched inode reached through
-// a symlink the session planted on the way is only watched, never read, as fingerprint's statx would follow it
-// too; two sessions that reach the same inode are left unvouched. A session's names are at most
+// by its inode, with IN_MODIFY: written through any link of it, it is unvouched. Each name is opened beneath the
+// sessions folder (OpenBeneath: no symlink anywhere on the way) and watched through that descriptor, so a session
+// that planted a symlink among its names is never vouched for; nor are two sessions that reach the same inode. A session's names are at most
 // maxRecordRels+len(baseRels), so the watches it may cost are bounded; out of watches (max_user_watches), the
 // sessions not armed are stat-ed by the reader, as without a watch.
 type IndexWatch struct {
@@ -67,9 +67,9 @@ type watched struct {
 const (
 	// folderEvents change a folder's fingerprint (its names, its attributes) or move it away.
 	folderEvents = unix.IN_CREATE | unix.IN_DELETE | unix.IN_MOVED_FROM | unix.IN_MOVED_TO | unix.IN_ATTRIB |
-		unix.IN_DELETE_SELF | unix.IN_MOVE_SELF | unix.IN_ONLYDIR | unix.IN_DONT_FOLLOW
+		unix.IN_DELETE_SELF | unix.IN_MOVE_SELF | unix.IN_ONLYDIR
 	// fileEvents change a file's fingerprint (its content's size and times, its attributes) or remove it.
-	fileEvents = unix.IN_MODIFY | unix.IN_ATTRIB | unix.IN_DELETE_SELF | unix.IN_MOVE_SELF | unix.IN_DONT_FOLLOW
+	fileEvents = unix.IN_MODIFY | unix.IN_ATTRIB | unix.IN_DELETE_SELF | unix.IN_MOVE_SELF
 	// rearmPause: a session is armed again at most this often, however often readers ask: one that keeps
 	// changing costs an event and a re-arm a second at most (its first event drops its watches).
 	rearmPause = time.Second
@@ -86,7 +86,7 @@ func (s *Store) WatchIndex() (*IndexWatch, error) {
 	if err != nil {
 		return nil, err
 	}
-	sessWd, err := unix.InotifyAddWatch(fd, procFd(sessions.Fd(), ""), unix.IN_CREATE|unix.IN_DELETE|unix.IN_MOVED_FROM|
+	sessWd, err := unix.InotifyAddWatch(fd, "/proc/self/fd/"+strconv.Itoa(sessions.Fd()), unix.IN_CREATE|unix.IN_DELETE|unix.IN_MOVED_FROM|
 		unix.IN_MOVED_TO|unix.IN_ONLYDIR)
 	if err != nil {
 		unix.Close(fd)
@@ -292,7 +292,18 @@ func (w *IndexWatch) arm(id string) {
 func (w *IndexWatch) watchNames(s *watched) ([]int32, bool) {
 	var wds []int32
 	add := func(rel string, mask uint32) error {
-		wd, err := unix.InotifyAddWatch(w.fd, procFd(w.sessions.Fd(), s.id+"/"+rel), mask)
+		// inotify takes only a path: the name is opened beneath the sessions folder (no symlink on the way nor
+		// at its end: ELOOP, and the session is left to its reader's statx) and watched through its descriptor.
+		path := s.id
+		if rel != "." {
+			path += "/" + rel
+		}
+		fd, err := w.sessions.OpenAt(path, unix.O_PATH, 0)
+		if err != nil {
+			return err
+		}
+		wd, err := unix.InotifyAddWatch(w.fd, "/proc/self/fd/"+strconv.Itoa(fd), mask)
+		unix.Close(fd)
 		if err != nil {
 			return err
 		}
@@ -516,16 +527,6 @@ func containsWd(wds []int32, wd int32) bool {
 		}
 	}
 	return false
-}
-
-// procFd names rel beneath descriptor fd for a call that takes only a path (inotify): through /proc/self/fd, so
-// the path starts at the folder the descriptor holds, whatever its name is now.
-func procFd(fd int, rel string) string {
-	p := "/proc/self/fd/" + strconv.Itoa(fd)
-	if rel == "" || rel == "." {
-		return p
-	}
-	return p + "/" + strings.TrimSuffix(rel, "/.")
 }
 
 // pollReadable says whether descriptor fd has something to read now.

@@ -174,3 +174,33 @@ func TestIndexWatchClosesWhileArming(t *testing.T) {
 	assert.Less(t, time.Since(start), 2*time.Second)
 	assert.Empty(t, w.Vouch(), "a closed watch vouches for nothing")
 }
+
+// A session that planted a symlink among the names its record is checked by (its projects folder, pointing out of
+// the store) is never vouched for: the watch opens each name beneath the sessions folder, where no symlink is
+// followed, and watches nothing outside the session. Its reader stats it, as without a watch.
+func TestIndexWatchNeverFollowsASessionsSymlink(t *testing.T) {
+	withTestIndexer(t)
+	s := newStore(t)
+	for _, id := range []string{"plain", "planted"} {
+		_, err := s.Create(id, CreateOptions{})
+		require.NoError(t, err)
+	}
+	outside := t.TempDir()
+	projects := filepath.Join(s.SessionsDir(), "planted", ProjectsDir)
+	require.NoError(t, os.RemoveAll(projects))
+	require.NoError(t, os.Symlink(outside, projects))
+	indexed(t, s)
+
+	w, err := s.WatchIndex()
+	require.NoError(t, err)
+	defer w.Close()
+	w.Start()
+	vouchedAll(t, w, "plain")
+	time.Sleep(50 * time.Millisecond) // a second pass of arming changes nothing: the symlink stays
+	assert.NotContains(t, ParseVouched(w.Vouch()), "planted")
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if p := w.byID["planted"]; p != nil {
+		assert.Len(t, p.wds, 2, "its folder and session.json are watched, not what the symlink names")
+	}
+}
