@@ -57,22 +57,36 @@ func LaySession(mountRoot, store int, id, sub string, dst int, f Flags) (*Mount,
 		return nil, err
 	}
 	for i, rel := range RunDirs {
-		// Beneath the session just laid (top is its root): no symlink, no mount crossed.
-		place, err := OpenPlace(top.Fd(), rel)
-		if err == nil {
-			var m *Mount
-			m, err = Attach(srcs[i], place, f)
-			unix.Close(place)
-			if err == nil {
-				m.Close()
-			}
-		}
-		if err != nil {
+		if err := attachBeneath(srcs[i], top.Fd(), rel, f); err != nil {
 			_ = top.Detach()
 			return nil, fmt.Errorf("bind the store's %s over it: %w", rel, err)
 		}
 	}
 	return top, nil
+}
+
+// attachBeneath binds the folder open at src over rel beneath top (the session just laid: no symlink, no mount
+// crossed). A place the daemon invalidated before move_mount (ENOENT: the kernel refuses a name it dropped) is
+// opened again, as attachFromMount does.
+func attachBeneath(src, top int, rel string, f Flags) error {
+	for try := 1; ; try++ {
+		place, err := OpenPlace(top, rel)
+		if err != nil {
+			return err
+		}
+		m, err := Attach(src, place, f)
+		unix.Close(place)
+		if err == nil {
+			m.Close()
+			return nil
+		}
+		if !errors.Is(err, unix.ENOENT) {
+			return err
+		}
+		if try == layTries {
+			return fmt.Errorf("%w (%d tries): %w", ErrMountChanging, try, err)
+		}
+	}
 }
 
 // attachFromMount binds sessions/<id> of the mount at dst. A folder opened, then invalidated by the daemon before

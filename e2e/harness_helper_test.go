@@ -25,6 +25,8 @@ func init() {
 		os.Exit(helperExchange())
 	case "churn":
 		os.Exit(helperChurn())
+	case "touch":
+		os.Exit(helperTouch())
 	case "relabel":
 		os.Exit(helperRelabel())
 	case "opens-fill":

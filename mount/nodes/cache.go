@@ -325,21 +325,47 @@ func noteCtime(in *fs.Inode, a *fuse.Attr) {
 	}
 }
 
-// ChangedAll invalidates every cached name under every watched folder, for when store events were lost.
+// ChangedAll invalidates what the kernel caches under every watched folder, for when store events were lost. A
+// folder that is still the one the kernel holds (same inode, same birth) keeps its name and loses only its
+// attributes and listing: binds sit on those names (a container's /session/workspace, a CSI pod's, the mount's
+// own), and the kernel detaches every mount on or beneath a name it drops, in every namespace. A session that
+// overflows the queue must not take every session's binds down. Any other name is dropped.
 func (t *Tree) ChangedAll() {
 	c := &t.cache
 	c.mu.Lock()
-	var views []*fs.Inode
-	for _, ins := range c.dirs {
-		views = append(views, ins...)
+	dirs := make(map[string][]*fs.Inode, len(c.dirs))
+	for p, ins := range c.dirs {
+		dirs[p] = slices.Clone(ins)
 	}
 	c.mu.Unlock()
-	for _, v := range views {
-		for name := range v.Children() {
-			v.NotifyEntry(name)
+	for p, views := range dirs {
+		for _, v := range views {
+			for name, child := range v.Children() {
+				if t.sameFolder(filepath.Join(p, name), child) {
+					child.NotifyContent(0, 0)
+				} else {
+					v.NotifyEntry(name)
+				}
+			}
+			v.NotifyContent(0, 0)
 		}
-		v.NotifyContent(0, 0)
 	}
+}
+
+// sameFolder reports whether store path rel is a folder still, and the very one in stands for: its inode number
+// (below the view and filesystem numbers mixed in) and its birth.
+func (t *Tree) sameFolder(rel string, in *fs.Inode) bool {
+	held := in.StableAttr()
+	if held.Mode != syscall.S_IFDIR {
+		return false
+	}
+	var st syscall.Stat_t
+	gen, err := t.lstatAt(rel, &st)
+	if err != nil || st.Mode&syscall.S_IFMT != syscall.S_IFDIR {
+		return false
+	}
+	const storeIno = 1<<aliasShift - 1
+	return held.Ino&storeIno == st.Ino&storeIno && held.Gen == gen
 }
 
 // boundCheckEvery bounds how often a bound folder's events make the daemon look for its bind.
