@@ -120,12 +120,12 @@ func (s *Server) conversation(w http.ResponseWriter, r *http.Request) {
 		}
 		return rc.Flush()
 	}
-	if err := pages.ExecuteTemplate(bw, "head", page{Title: agent + " " + text.OneLine(conv, maxName)}); err != nil || flush() != nil {
+	if err := pages().ExecuteTemplate(bw, "head", page{Title: agent + " " + text.OneLine(conv, maxName)}); err != nil || flush() != nil {
 		return
 	}
 	a, c, err := findConversation(sess, agent, conv)
 	if err != nil {
-		_ = pages.ExecuteTemplate(bw, "notfound", text.OneLine(err.Error(), maxLine))
+		_ = pages().ExecuteTemplate(bw, "notfound", text.OneLine(err.Error(), maxLine))
 		_ = flush()
 		return
 	}
@@ -138,7 +138,7 @@ func (s *Server) conversation(w http.ResponseWriter, r *http.Request) {
 	if !c.First.IsZero() {
 		head.First, head.Last = when(c.First), when(c.Last)
 	}
-	if err := pages.ExecuteTemplate(bw, "convhead", head); err != nil {
+	if err := pages().ExecuteTemplate(bw, "convhead", head); err != nil {
 		s.o.Log.Printf("ui: rendering a conversation's head: %v", err)
 		return
 	}
@@ -165,7 +165,7 @@ func (s *Server) conversation(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		foot.Err = "The rest could not be read: " + text.OneLine(err.Error(), maxLine)
 	}
-	if err := pages.ExecuteTemplate(bw, "convfoot", foot); err != nil {
+	if err := pages().ExecuteTemplate(bw, "convfoot", foot); err != nil {
 		s.o.Log.Printf("ui: rendering a conversation's end: %v", err)
 	}
 	_ = flush()
@@ -176,13 +176,13 @@ func (er *entryRenderer) write(w io.Writer, e text.Entry) error {
 	if e.Subagent != er.sub {
 		er.closeSub(w)
 		if e.Subagent != "" {
-			if err := pages.ExecuteTemplate(w, "subopen", e.Subagent); err != nil {
+			if err := pages().ExecuteTemplate(w, "subopen", e.Subagent); err != nil {
 				return err
 			}
 		}
 		er.sub = e.Subagent
 	}
-	return pages.ExecuteTemplate(w, "entry", er.view(e))
+	return pages().ExecuteTemplate(w, "entry", er.view(e))
 }
 
 func (er *entryRenderer) closeSub(w io.Writer) {

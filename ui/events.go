@@ -107,7 +107,7 @@ func (s *Server) conversationEvents(w http.ResponseWriter, r *http.Request) {
 				return nil
 			}
 			var b bytes.Buffer
-			if err := pages.ExecuteTemplate(&b, "entry", v); err != nil {
+			if err := pages().ExecuteTemplate(&b, "entry", v); err != nil {
 				return err
 			}
 			select {
