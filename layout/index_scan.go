@@ -268,14 +268,23 @@ func (s *Store) loadIndex(walkAll, withMeta bool) (ids []string, recs map[string
 	if err != nil {
 		return nil, nil, err
 	}
-	// The sessions folder and the index are read at once: neither needs the other.
+	// The sessions folder, the index and what a watcher vouches for are read at once: none needs the others.
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		ids, err = sessionNames(sessions)
 	}()
+	var vouched map[string]string
+	vouchedDone := make(chan struct{})
+	go func() {
+		defer close(vouchedDone)
+		if s.Vouched != nil && !walkAll {
+			vouched = s.Vouched()
+		}
+	}()
 	recs, _ = s.readIndex() // an unreadable index is rebuilt
 	<-done
+	<-vouchedDone
 	if err != nil {
 		return nil, nil, wrap("list", "", s.SessionsDir(), err)
 	}
@@ -293,7 +302,7 @@ func (s *Store) loadIndex(walkAll, withMeta bool) (ids []string, recs map[string
 				stale[i], walk[i] = true, true
 				return
 			}
-			if fp, ok := s.Vouched[ids[i]]; ok && fp == r.fp {
+			if fp, ok := vouched[ids[i]]; ok && fp == r.fp {
 				stale[i] = !r.freshAs(counted)
 				return
 			}

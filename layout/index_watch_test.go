@@ -109,7 +109,7 @@ func TestIndexWatchVouchesOnlyForUnchangedSessions(t *testing.T) {
 	}
 	assert.ElementsMatch(t, []string{"same", "appended"}, same, "only the sessions that did not change are vouched for as they were")
 
-	s.Vouched = vouched
+	s.Vouched = func() map[string]string { return vouched }
 	got := indexed(t, s)
 	assert.Equal(t, "ops", got["edited"].Labels["team"])
 	assert.Equal(t, "cli", got["linked"].Labels["team"])
@@ -149,7 +149,7 @@ func TestIndexVouchedOtherFingerprintIsStatted(t *testing.T) {
 	indexed(t, s)
 	settle(t, s)
 	require.NoError(t, os.WriteFile(filepath.Join(s.SessionsDir(), "a", ProjectsDir, CanonicalProject, "5fe2d21b-be8f-4b12-b46b-12e68f6e9f01.jsonl"), nil, 0o600))
-	s.Vouched = map[string]string{"a": strings.Repeat("0", 2*fpHalf)}
+	s.Vouched = func() map[string]string { return map[string]string{"a": strings.Repeat("0", 2*fpHalf)} }
 	assert.Equal(t, map[string]int{"claude": 1}, indexed(t, s)["a"].Agents)
 }
 

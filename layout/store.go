@@ -53,9 +53,10 @@ type Store struct {
 	// Called from one goroutine at a time.
 	IndexProgress func(done, total int)
 
-	// Vouched, when set, are fingerprints of sessions a process watching the store vouches for (IndexWatch.Vouch,
-	// read by ParseVouched): a record of the same fingerprint is taken as fresh without stat-ing its names.
-	Vouched map[string]string
+	// Vouched, when set, gives the fingerprints of sessions a process watching the store vouches for
+	// (IndexWatch.Vouch, read by ParseVouched): a record of the same fingerprint is taken as fresh without stat-ing
+	// its names. It is asked while the sessions folder and the index are read, so a mount's answer costs no wait.
+	Vouched func() map[string]string
 }
 
 // Folders of the store made by OpenStore. transcriptTrash always exists, so that a transcript can be trashed on
