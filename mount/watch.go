@@ -22,6 +22,11 @@ type watcher struct {
 	binder binds // nil when nothing is bound
 	done   chan struct{}
 	index  *layout.IndexWatch // what the mount vouches for to ls and find (nil on a shared store)
+
+	// Events lost (lost.go): the pace of forgetting the kernel's caches, and the timer of a forgetting put off
+	// (nil: none).
+	forgetting forgetting
+	forgetDue  <-chan time.Time
 }
 
 // pace is how long the watcher rests after each batch of events. Meanwhile fsnotify waits to hand over its next
@@ -71,11 +76,10 @@ func (wa *watcher) loop() {
 				return
 			}
 			if errors.Is(err, fsnotify.ErrEventOverflow) {
-				wa.tree.ChangedAll() // events were lost: forget every cached name
-				if wa.binder != nil {
-					wa.binder.wantBound()
-				}
+				wa.eventsLost()
 			}
+		case <-wa.forgetDue:
+			wa.forgetAll()
 		}
 	}
 }
