@@ -66,45 +66,42 @@ func LaySession(mountRoot, store int, id, sub string, dst int, f Flags) (*Mount,
 }
 
 // attachBeneath binds the folder open at src over rel beneath top (the session just laid: no symlink, no mount
-// crossed). A place the daemon invalidated before move_mount (ENOENT: the kernel refuses a name it dropped) is
-// opened again, as attachFromMount does.
+// crossed), opening rel again while the daemon drops it (attachOpened).
 func attachBeneath(src, top int, rel string, f Flags) error {
-	for try := 1; ; try++ {
-		place, err := OpenPlace(top, rel)
-		if err != nil {
-			return err
-		}
-		m, err := Attach(src, place, f)
-		unix.Close(place)
-		if err == nil {
-			m.Close()
-			return nil
-		}
-		if !errors.Is(err, unix.ENOENT) {
-			return err
-		}
-		if try == layTries {
-			return fmt.Errorf("%w (%d tries): %w", ErrMountChanging, try, err)
-		}
+	m, err := attachOpened(func() (int, error) { return OpenPlace(top, rel) },
+		func(place int) (*Mount, error) { return Attach(src, place, f) })
+	if err == nil {
+		m.Close()
 	}
+	return err
 }
 
-// attachFromMount binds sessions/<id> of the mount at dst. A folder opened, then invalidated by the daemon before
-// move_mount (ENOENT: its dentry was unhashed) is opened again, a few times: the session's own writes must not
-// fail a container's start.
+// attachFromMount binds sessions/<id> of the mount at dst, opening it again while the daemon drops it
+// (attachOpened).
 func attachFromMount(mountRoot int, id string, dst int, f Flags) (*Mount, error) {
-	for try := 1; ; try++ {
+	return attachOpened(func() (int, error) {
 		src, err := OpenPlace(mountRoot, "sessions/"+id)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrNotOnMount, err)
+			return -1, fmt.Errorf("%w: %w", ErrNotOnMount, err)
 		}
-		top, err := Attach(src, dst, f)
-		unix.Close(src)
-		if err == nil {
-			return top, nil
-		}
-		if !errors.Is(err, unix.ENOENT) {
+		return src, nil
+	}, func(src int) (*Mount, error) { return Attach(src, dst, f) })
+}
+
+// attachOpened opens a name on the mount (open) and binds with it (attach), and does both again, a few times,
+// when the daemon invalidated the name in between: move_mount then fails with ENOENT (its dentry was unhashed,
+// as the daemon does when a session's folders change), and the session's own writes must not fail a container's
+// start.
+func attachOpened(open func() (int, error), attach func(fd int) (*Mount, error)) (*Mount, error) {
+	for try := 1; ; try++ {
+		fd, err := open()
+		if err != nil {
 			return nil, err
+		}
+		m, err := attach(fd)
+		unix.Close(fd)
+		if err == nil || !errors.Is(err, unix.ENOENT) {
+			return m, err
 		}
 		if try == layTries {
 			return nil, fmt.Errorf("%w (%d tries): %w", ErrMountChanging, try, err)

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -83,14 +84,7 @@ func TestAttackCSIPublishUnderTouches(t *testing.T) {
 	out := &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	require.NoError(t, cmd.Start())
-	stopped := false
-	stop := func() {
-		if !stopped {
-			stopped = true
-			_ = stdin.Close()
-			_ = cmd.Wait()
-		}
-	}
+	stop := sync.OnceFunc(func() { _ = stdin.Close(); _ = cmd.Wait() })
 	t.Cleanup(stop)
 	eventually(t, 10*time.Second, func() bool { return strings.Contains(out.String(), "ready") }, "the toucher starts: %s", out)
 

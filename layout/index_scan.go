@@ -276,12 +276,14 @@ func (s *Store) loadIndex(walkAll, withMeta bool) (ids []string, recs map[string
 	}()
 	var vouched map[string]string
 	vouchedDone := make(chan struct{})
-	go func() {
-		defer close(vouchedDone)
-		if s.Vouched != nil && !walkAll {
+	if s.Vouched != nil && !walkAll {
+		go func() {
+			defer close(vouchedDone)
 			vouched = s.Vouched()
-		}
-	}()
+		}()
+	} else {
+		close(vouchedDone)
+	}
 	recs, _ = s.readIndex() // an unreadable index is rebuilt
 	<-done
 	<-vouchedDone

@@ -339,9 +339,22 @@ func (t *Tree) ChangedAll() {
 	}
 	c.mu.Unlock()
 	for p, views := range dirs {
+		// The store is asked once for a folder that several views hold as the same one.
+		type held struct {
+			name     string
+			ino, gen uint64
+		}
+		kept := map[held]bool{}
 		for _, v := range views {
 			for name, child := range v.Children() {
-				if t.sameFolder(filepath.Join(p, name), child) {
+				a := child.StableAttr()
+				k := held{name, a.Ino & storeIno, a.Gen}
+				same, asked := kept[k]
+				if !asked {
+					same = t.sameFolder(filepath.Join(p, name), child)
+					kept[k] = same
+				}
+				if same {
 					child.NotifyContent(0, 0)
 				} else {
 					v.NotifyEntry(name)
@@ -364,9 +377,11 @@ func (t *Tree) sameFolder(rel string, in *fs.Inode) bool {
 	if err != nil || st.Mode&syscall.S_IFMT != syscall.S_IFDIR {
 		return false
 	}
-	const storeIno = 1<<aliasShift - 1
 	return held.Ino&storeIno == st.Ino&storeIno && held.Gen == gen
 }
+
+// storeIno keeps the store's own inode number of a node's, below the view and filesystem numbers mixed in.
+const storeIno = 1<<aliasShift - 1
 
 // boundCheckEvery bounds how often a bound folder's events make the daemon look for its bind.
 const boundCheckEvery = time.Second
