@@ -1,6 +1,8 @@
 # sessionfs: make run mounts the default store at ~/agent-sessions; make test runs every test.
 GO        ?= go
 BIN       := bin/sessionfs
+# The whole CLI, which sessionfs runs for the commands that need a backend's SDK (cmd/sessionfs/backends.go).
+BACKENDS  := bin/sessionfs-backends
 # sessionfs version prints these: the latest tag's version (v0.x.y, -N-g<commit> past it; v0.0.0-dev+<commit>
 # before the first tag), the commit, and its date (UTC; $SOURCE_DATE_EPOCH's when set): not the clock's, which
 # made every build link anew (go's cache keys on the flags), a build with nothing changed takes a moment.
@@ -51,7 +53,8 @@ FUZZTIME_IMPORT ?= 5000x
 .PHONY: build run test unit e2e fuzz bench fmt vet claude agents agents-check agents-drift clean docs install uninstall install-test
 
 build:
-	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/sessionfs
+	CGO_ENABLED=0 $(GO) build -tags nobackends -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/sessionfs
+	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o $(BACKENDS) ./cmd/sessionfs
 
 run: build
 	$(BIN) mount
@@ -74,6 +77,7 @@ MANPAGES := $(notdir $(wildcard man/sessionfs*.1))
 install: build
 	install -d $(BINDIR) $(dir $(BASHCOMP)) $(dir $(ZSHCOMP)) $(dir $(FISHCOMP)) $(MANDIR)
 	install -m 0755 $(BIN) $(BINDIR)/sessionfs
+	install -m 0755 $(BACKENDS) $(BINDIR)/sessionfs-backends
 	$(BIN) completion bash >$(BASHCOMP)
 	$(BIN) completion zsh >$(ZSHCOMP)
 	$(BIN) completion fish >$(FISHCOMP)
@@ -85,7 +89,7 @@ install: build
 	@echo "next: sessionfs mount --daemon, then sessionfs new, then sessionfs exec ID -- claude"
 
 uninstall:
-	rm -f $(BINDIR)/sessionfs $(BASHCOMP) $(ZSHCOMP) $(FISHCOMP) $(MANDIR)/sessionfs.1 $(MANDIR)/sessionfs-*.1
+	rm -f $(BINDIR)/sessionfs $(BINDIR)/sessionfs-backends $(BASHCOMP) $(ZSHCOMP) $(FISHCOMP) $(MANDIR)/sessionfs.1 $(MANDIR)/sessionfs-*.1
 
 # make install and uninstall into a temporary PREFIX, and man reading a page there.
 install-test:
@@ -197,6 +201,7 @@ fmt:
 vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
+	$(GO) vet -tags nobackends ./cmd/sessionfs
 
 clean:
 	rm -rf bin e2e/.cache
@@ -225,8 +230,8 @@ agent-image:
 		QWEN_VERSION=$(QWEN_VERSION) OPENCODE_VERSION=$(OPENCODE_VERSION) PI_VERSION=$(PI_VERSION) \
 		KIMI_VERSION=$(KIMI_VERSION) COPILOT_VERSION=$(COPILOT_VERSION) "AGENTS=$(AGENTS)"
 
-# The context is a folder holding only the binary.
+# The context is a folder holding only the binary: the whole CLI (the plugin is a backend command).
 csi-image: build
-	@mkdir -p bin/csi-image && cp $(BIN) bin/csi-image/sessionfs; \
+	@mkdir -p bin/csi-image && cp $(BACKENDS) bin/csi-image/sessionfs; \
 	base="$(CSI_BASE)"; [ -n "$$base" ] || base=$$($(GO) run ./cmd/sessionfs-imagebase csi) || exit 1; \
 	scripts/image-build $(CSI_IMAGE) "$$base" contrib/docker/csi/Dockerfile bin/csi-image

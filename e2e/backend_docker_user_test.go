@@ -100,8 +100,7 @@ func TestContainerUserRecordsTheTurn(t *testing.T) {
 		// user's mount needs user_allow_other for the engine to reach it).
 		home := reachableDir(t)
 		require.NoError(t, os.Chown(home, 1001, 1001))
-		self := filepath.Join(home, "sessionfs")
-		copyExecutable(t, bin, self)
+		self := installSessionfs(t, home)
 		var sock syscall.Stat_t
 		require.NoError(t, syscall.Stat(dockerSocket(), &sock))
 		as := func(args ...string) result {

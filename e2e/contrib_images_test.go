@@ -135,8 +135,8 @@ func TestCSIImage(t *testing.T) {
 	need(t, os.Geteuid() == 0, "the CSI plugin mounts: root")
 	ctxDir := t.TempDir()
 	exe := filepath.Join(ctxDir, "sessionfs")
-	if static(bin) {
-		data, err := os.ReadFile(bin)
+	if whole := backendsOf(bin); static(whole) { // the whole CLI, as make csi-image copies: csi is a backend command
+		data, err := os.ReadFile(whole)
 		require.NoError(t, err)
 		require.NoError(t, os.WriteFile(exe, data, 0o755))
 	} else { // the image has no C library of its own: the plugin must be static, as make build makes it

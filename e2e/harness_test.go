@@ -84,15 +84,20 @@ func run(m *testing.M) (int, error) {
 		}
 		defer os.RemoveAll(dir)
 		bin = filepath.Join(dir, "sessionfs")
-		out, err := exec.Command("go", "build", "-o", bin, "../cmd/sessionfs").CombinedOutput()
-		if err != nil {
-			return 1, fmt.Errorf("build sessionfs: %v\n%s", err, out)
+		for _, args := range [][]string{{"-tags", "nobackends", "-o", bin}, {"-o", backendsOf(bin)}} { // as make build
+			out, err := exec.Command("go", append(append([]string{"build"}, args...), "../cmd/sessionfs")...).CombinedOutput()
+			if err != nil {
+				return 1, fmt.Errorf("build sessionfs: %v\n%s", err, out)
+			}
 		}
 	}
 	// Past the -timeout (make e2e's 50m) Go's panic names only the running tests: testsummary says, shortly
 	// before, which passed, failed, were skipped and never started.
 	return testsummary.Run(m), nil
 }
+
+// backendsOf is the whole CLI beside sessionfs binary sfs: what it runs for run, resume, doctor, sync and csi.
+func backendsOf(sfs string) string { return filepath.Join(filepath.Dir(sfs), "sessionfs-backends") }
 
 // need fails the test under CI (CI=true), where every requirement must be met, and skips it elsewhere.
 func need(t *testing.T, ok bool, why string) {

@@ -65,14 +65,10 @@ func (u *userPlace) run(exe string, args ...string) (string, error) {
 	return string(out), err
 }
 
-// binary is the binary under test copied into the place, where the user may run it.
+// binary is the binary under test copied into the place, where the user may run it, with the whole CLI beside it.
 func (u *userPlace) binary(t *testing.T) string {
 	t.Helper()
-	exe := filepath.Join(u.base, "sessionfs")
-	b, err := os.ReadFile(bin)
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(exe, b, 0o755))
-	return exe
+	return installSessionfs(t, u.base)
 }
 
 // startMount starts exe's mount of the place as the user, its output in log, and waits for it to serve. Cleanup

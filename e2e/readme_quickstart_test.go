@@ -60,7 +60,7 @@ func TestREADMEQuickStart(t *testing.T) {
 	home := quickStartHome(t)
 	binDir := filepath.Join(home, ".quickstart-bin")
 	require.NoError(t, os.MkdirAll(binDir, 0o755))
-	copyExecutable(t, bin, filepath.Join(binDir, "sessionfs"))
+	installSessionfs(t, binDir)
 	require.NoError(t, os.Symlink(claude, filepath.Join(binDir, "claude")))
 	env := []string{
 		"HOME=" + home,
@@ -233,6 +233,16 @@ func transcriptCwds(t *testing.T, path string) map[string]bool {
 		}
 	}
 	return cwds
+}
+
+// installSessionfs copies the binary under test, and the whole CLI it runs for the backends' commands, into dir
+// as make install does: dir/sessionfs and dir/sessionfs-backends.
+func installSessionfs(t *testing.T, dir string) string {
+	t.Helper()
+	dst := filepath.Join(dir, "sessionfs")
+	copyExecutable(t, bin, dst)
+	copyExecutable(t, backendsOf(bin), backendsOf(dst))
+	return dst
 }
 
 func copyExecutable(t *testing.T, src, dst string) {

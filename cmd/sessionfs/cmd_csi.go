@@ -1,3 +1,5 @@
+//go:build !nobackends
+
 package main
 
 import (
@@ -25,7 +27,7 @@ func (a *app) csiCmd() *cobra.Command {
 	var o csiOptions
 	cmd := &cobra.Command{
 		Use:   "csi",
-		Short: "Serve sessions as Kubernetes/Nomad volumes: a CSI plugin (driver " + csi.Name + ")",
+		Short: backendCommands["csi"],
 		Long: `csi serves the Container Storage Interface on --endpoint, so a pod asks for a session as a volume:
 
   volumes:

@@ -20,6 +20,9 @@ import (
 // generated from the commands by "make docs", which runs the hidden "sessionfs __docs DIR"; TestDocsUpToDate fails
 // when the checked-in ones differ from what the commands say now.
 
+// docsCommand is the hidden command make docs runs.
+const docsCommand = "__docs"
+
 // docsDirs are where the pages go, beneath the repository's root.
 const (
 	docsMarkdownDir = "docs/cli"
@@ -35,7 +38,7 @@ var docsEnv = map[string]string{
 
 func docsCmd() *cobra.Command {
 	return &cobra.Command{
-		Use:    "__docs DIR",
+		Use:    docsCommand + " DIR",
 		Short:  "Write the CLI reference and man pages beneath DIR (make docs)",
 		Hidden: true,
 		Args:   cobra.ExactArgs(1),

@@ -1,3 +1,5 @@
+//go:build !nobackends
+
 package main
 
 import (
@@ -40,7 +42,7 @@ func (a *app) doctorCmd() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:     "doctor",
-		Short:   "Check what sessionfs needs: FUSE, the store, the mount, inotify watches, Docker, Modal, the claude CLI",
+		Short:   backendCommands["doctor"],
 		Example: `  sessionfs doctor`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -1,3 +1,5 @@
+//go:build !nobackends
+
 package main
 
 import (
@@ -25,7 +27,7 @@ func (a *app) resumeCmd() *cobra.Command {
 	var o runOptions
 	cmd := &cobra.Command{
 		Use:   "resume UUID|ID|ID UUID [--backend docker [--image IMG]] [-- CLAUDE-ARGS...]",
-		Short: "Resume a conversation (by its uuid) or a session's newest one (by the session id)",
+		Short: backendCommands["resume"],
 		Long: `resume runs claude in the right session with the right environment: "claude --resume UUID" in the session
 that holds conversation UUID, or "claude --continue" in session ID. It runs in the session's workspace,
 through the mount when the store is mounted. A conversation of another agent is resumed with that agent, from

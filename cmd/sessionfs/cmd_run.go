@@ -1,3 +1,5 @@
+//go:build !nobackends
+
 package main
 
 import (
@@ -37,7 +39,7 @@ func (a *app) runCmd() *cobra.Command {
 	var o runOptions
 	cmd := &cobra.Command{
 		Use:   "run [--backend local|docker|modal] [--image IMG] [FLAGS] ID CMD [ARG...]",
-		Short: "Run a command for a session where the agent lives: on this host, in a container, or on Modal",
+		Short: backendCommands["run"],
 		Long: `run starts CMD for a session with a backend:
 
   local   on this host, in the session's workspace (as "sessionfs exec")

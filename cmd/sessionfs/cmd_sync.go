@@ -1,3 +1,5 @@
+//go:build !nobackends
+
 package main
 
 import (
@@ -21,7 +23,7 @@ func (a *app) syncCmd() *cobra.Command {
 	var dryRun, withCredentials, unconfined bool
 	cmd := &cobra.Command{
 		Use:   "sync [push|pull] ID [REMOTE]",
-		Short: "Sync a session with another machine's store (ssh), an S3 bucket, or its Modal Volume",
+		Short: backendCommands["sync"],
 		Long: `sync carries a session to another place and back. REMOTE is another machine's store over ssh
 (ssh://[user@]host[:port]/path or [user@]host:path; no path: ~/.local/share/sessionfs there), an S3-compatible
 bucket (s3://bucket/prefix), or "modal" (the session's Modal Volume, sessionfs-<id>). A session remembers the

@@ -1,3 +1,5 @@
+//go:build !nobackends
+
 package main
 
 import (
@@ -14,7 +16,7 @@ import (
 func (a *app) syncServeCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:    "sync-serve ID",
-		Short:  "Serve a session's folder to sessionfs sync over ssh (stdin and stdout; run by sync itself)",
+		Short:  backendCommands["sync-serve"],
 		Hidden: true,
 		Args:   cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

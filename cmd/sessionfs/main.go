@@ -27,6 +27,7 @@ import (
 )
 
 func main() {
+	runBackendsIfAsked() // sessionfs-backends in this one's place, for the commands that need a backend's SDK
 	// Under a memory cgroup (a unit's MemoryMax, a pod's limit) the Go heap is held to 70% of it, so the collector
 	// works harder before the kernel kills: under round 4's attacks in 128 MiB the daemon serves on (killed twice
 	// in 20 s before, TestAttackDaemonUnderMemoryLimit). GOMEMLIMIT, when set, is kept.

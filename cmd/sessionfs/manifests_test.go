@@ -1,3 +1,5 @@
+//go:build !nobackends
+
 package main
 
 import (
@@ -23,6 +25,7 @@ func TestKubernetesManifests(t *testing.T) {
 	require.NotEmpty(t, files)
 	csiCmd, _, err := newRootCmd().Find([]string{"csi"})
 	require.NoError(t, err)
+	assert.Contains(t, csiCmd.Short, "(driver "+csi.Name+")", "the help both builds give names this driver")
 	kinds := map[string]int{}
 	plugins := 0
 	for _, f := range files {

@@ -38,11 +38,12 @@ filesystem where every .claude/projects/<cwd> name leads to the session's one tr
 	root.PersistentFlags().StringVar(&a.storeFlag, "store", "",
 		"the store folder (default $"+layout.EnvStore+", else $XDG_DATA_HOME/sessionfs, else ~/.local/share/sessionfs)")
 	root.AddCommand(
-		a.newCmd(), a.lsCmd(), a.showCmd(), a.rmCmd(), a.gcCmd(), a.envCmd(), a.execCmd(), a.runCmd(),
-		a.mountCmd(), unmountCmd(), a.trashCmd(), a.importCmd(), a.findCmd(), a.resumeCmd(), a.watchCmd(), a.doctorCmd(), a.syncCmd(), a.syncServeCmd(),
-		a.exportCmd(), a.forkCmd(), a.approveCmd(), a.labelCmd(), a.renameCmd(), a.runsCmd(), a.psCmd(), a.logsCmd(), a.logCmd(), a.csiCmd(), a.searchCmd(), a.uiCmd(),
+		a.newCmd(), a.lsCmd(), a.showCmd(), a.rmCmd(), a.gcCmd(), a.envCmd(), a.execCmd(),
+		a.mountCmd(), unmountCmd(), a.trashCmd(), a.importCmd(), a.findCmd(), a.watchCmd(),
+		a.exportCmd(), a.forkCmd(), a.approveCmd(), a.labelCmd(), a.renameCmd(), a.runsCmd(), a.psCmd(), a.logsCmd(), a.logCmd(), a.searchCmd(), a.uiCmd(),
 		versionCmd(), docsCmd(),
 	)
+	root.AddCommand(a.backendCmds()...)
 	strictUsage(root)
 	return root
 }
