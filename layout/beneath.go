@@ -370,6 +370,57 @@ func (d *Dir) ReadDir(rel string) ([]os.DirEntry, error) {
 	return ents, err
 }
 
+// Folders names the folders in d itself (not links to one), in the order the filesystem gives them: ReadDir
+// without an os.DirEntry and a path for each entry, which at 10,000 sessions took 16 ms of find's 70.
+func (d *Dir) Folders() ([]string, error) {
+	fd, err := d.OpenAt(".", unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: ".", Err: err}
+	}
+	defer unix.Close(fd)
+	var names []string
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := unix.Getdents(fd, buf)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, &os.PathError{Op: "readdirent", Path: ".", Err: err}
+		}
+		if n <= 0 {
+			return names, nil
+		}
+		for b := buf[:n]; len(b) >= direntNameOff; {
+			reclen := int(b[16]) | int(b[17])<<8 // struct linux_dirent64: ino, off, reclen, type, name
+			if reclen < direntNameOff || reclen > len(b) {
+				return nil, &os.PathError{Op: "readdirent", Path: ".", Err: unix.EIO}
+			}
+			name := b[direntNameOff:reclen]
+			if i := bytes.IndexByte(name, 0); i >= 0 {
+				name = name[:i]
+			}
+			typ := b[18]
+			b = b[reclen:]
+			if len(name) == 0 || name[0] == '.' && (len(name) == 1 || len(name) == 2 && name[1] == '.') {
+				continue
+			}
+			if typ == unix.DT_UNKNOWN { // a filesystem that does not say: ask
+				var st unix.Stat_t
+				if unix.Fstatat(fd, string(name), &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
+					typ = unix.DT_DIR
+				}
+			}
+			if typ == unix.DT_DIR {
+				names = append(names, string(name))
+			}
+		}
+	}
+}
+
+// direntNameOff is where a linux_dirent64's name begins.
+const direntNameOff = 19
+
 // beneathEntry is an entry of Dir.ReadDir whose Info looks its name up beneath the Dir too: an os.File's
 // entries lstat a path string (the folder's name joined to the entry's, taken from the process's working folder),
 // which would describe a host file of that name.

@@ -1,6 +1,7 @@
 package layout
 
 import (
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -116,4 +117,26 @@ func TestUsageInManyEntries(t *testing.T) {
 	size, last := Usage(dir)
 	assert.Equal(t, want, size)
 	assert.False(t, last.IsZero())
+}
+
+// TestFoldersNamesOnlyFolders: Folders gives the folders of a folder, not its files, links (to a folder too),
+// FIFOs, nor . and ..; every one of them when the names need many reads of the folder.
+func TestFoldersNamesOnlyFolders(t *testing.T) {
+	root := t.TempDir()
+	want := []string{"a", "b.c", strings.Repeat("d", 200)}
+	for i := range 2000 { // 2000 names of 100 bytes: several 64 KiB reads
+		want = append(want, fmt.Sprintf("%s%04d", strings.Repeat("x", 96), i))
+	}
+	for _, name := range want {
+		require.NoError(t, os.Mkdir(filepath.Join(root, name), 0o755))
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(root, "file"), nil, 0o644))
+	require.NoError(t, os.Symlink("a", filepath.Join(root, "link-to-a")))
+	require.NoError(t, syscall.Mkfifo(filepath.Join(root, "fifo"), 0o644))
+	d, err := OpenDir(root)
+	require.NoError(t, err)
+	defer d.Close()
+	got, err := d.Folders()
+	require.NoError(t, err)
+	assert.ElementsMatch(t, want, got)
 }

@@ -262,11 +262,12 @@ func convIDs(ids []string) []string {
 
 // loadIndex returns the store's sessions, sorted, and a record for each, true to the session now: the index's
 // records that are still fresh, the others rescanned (walked when walkAll, or when changed) and written back.
-// withMeta false trusts a record whose session.json alone changed (find's conversations are the same).
-func (s *Store) loadIndex(walkAll, withMeta bool) (ids []string, recs map[string]indexRecord, err error) {
+// withMeta false trusts a record whose session.json alone changed (find's conversations are the same). The
+// records are parts of the index file's bytes until release, which the caller calls when done with them.
+func (s *Store) loadIndex(walkAll, withMeta bool) (ids []string, recs map[string]indexRecord, release func(), err error) {
 	sessions, err := s.Sessions()
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	// The sessions folder, the index and what a watcher vouches for are read at once: none needs the others.
 	done := make(chan struct{})
@@ -284,11 +285,12 @@ func (s *Store) loadIndex(walkAll, withMeta bool) (ids []string, recs map[string
 	} else {
 		close(vouchedDone)
 	}
-	recs, _ = s.readIndex() // an unreadable index is rebuilt
+	recs, release, _ = s.readIndex() // an unreadable index is rebuilt
 	<-done
 	<-vouchedDone
 	if err != nil {
-		return nil, nil, wrap("list", "", s.SessionsDir(), err)
+		release()
+		return nil, nil, nil, wrap("list", "", s.SessionsDir(), err)
 	}
 	now := time.Now()
 	counted := conversationIndexer() != nil
@@ -368,20 +370,20 @@ func (s *Store) loadIndex(walkAll, withMeta bool) (ids []string, recs map[string
 			}
 		})
 	}
-	return ids, recs, nil
+	return ids, recs, release, nil
 }
 
 // sessionNames is IDs without its regexp (10,000 of them cost as much as the readdir): the folders of sessions
 // whose names are ids, sorted.
 func sessionNames(sessions *Dir) ([]string, error) {
-	ents, err := sessions.ReadDir(".")
+	names, err := sessions.Folders()
 	if err != nil {
 		return nil, err
 	}
-	ids := make([]string, 0, len(ents))
-	for _, e := range ents {
-		if e.IsDir() && validIndexID(e.Name()) {
-			ids = append(ids, e.Name())
+	ids := names[:0]
+	for _, name := range names {
+		if validIndexID(name) {
+			ids = append(ids, name)
 		}
 	}
 	slices.Sort(ids)
@@ -461,10 +463,11 @@ type Listed struct {
 // changed (its session.json, its conversations) or was last listed with sizes; sizes measures every session
 // now.
 func (s *Store) Listing(sizes bool) ([]Listed, error) {
-	ids, recs, err := s.loadIndex(sizes, true)
+	ids, recs, release, err := s.loadIndex(sizes, true)
 	if err != nil {
 		return nil, err
 	}
+	defer release() // out is decoded: it holds none of recs' bytes
 	sessions, err := s.Sessions()
 	if err != nil {
 		return nil, err
@@ -545,10 +548,11 @@ func (s *Store) refreshOldSizes(sessions *Dir, recs map[string]indexRecord, out 
 // whose (fresh) record names one, and those whose conversations the names do not tell. The caller looks in them
 // as it would in every session.
 func (s *Store) ConversationCandidates(match func(conv string) bool) ([]string, error) {
-	ids, recs, err := s.loadIndex(false, false) // find reads no session.json of the index: only its conversations
+	ids, recs, release, err := s.loadIndex(false, false) // find reads no session.json of the index: only its conversations
 	if err != nil {
 		return nil, err
 	}
+	defer release() // out holds ids, not recs' bytes
 	var out []string
 	for _, id := range ids {
 		r := recs[id]
@@ -579,7 +583,9 @@ func (s *Store) reindex(carry map[string]string, ids ...string) {
 	if err != nil {
 		return
 	}
-	if b, err := s.readIndexBytes(); err != nil || b == nil {
+	b, release, err := s.indexBytes()
+	release()
+	if err != nil || b == nil {
 		return
 	}
 	_ = s.writeIndex(func(cur map[string]indexRecord) {

@@ -31,11 +31,12 @@ func vouchedAll(t *testing.T, w *IndexWatch, ids ...string) map[string]string {
 // indexFingerprints are the index file's fingerprints by session.
 func indexFingerprints(t *testing.T, s *Store) map[string]string {
 	t.Helper()
-	recs, err := s.readIndex()
+	recs, release, err := s.readIndex()
+	defer release()
 	require.NoError(t, err)
 	out := map[string]string{}
 	for id, r := range recs {
-		out[id] = r.fp
+		out[strings.Clone(id)] = strings.Clone(r.fp) // the mapped file's, gone at release
 	}
 	return out
 }

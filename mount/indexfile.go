@@ -4,6 +4,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/moby/sys/mountinfo"
@@ -14,6 +15,31 @@ import (
 
 // maxVouched bounds what a reader takes of a mount's nodes.IndexFile (10,000 sessions make 0.5 MiB).
 const maxVouched = 64 << 20
+
+// vouchedRead is what a reader of nodes.IndexFile reads into at first: its size says 0 (made when opened), and
+// growing from io.ReadAll's 512 bytes to 10,000 sessions' 0.4 MiB took 7 ms of find's 70.
+const vouchedRead = 1 << 20
+
+// readVouched reads f whole, at most maxVouched bytes; nil on an error.
+func readVouched(f io.Reader) []byte {
+	b := make([]byte, 0, vouchedRead)
+	for {
+		if len(b) == cap(b) {
+			if len(b) >= maxVouched {
+				return b
+			}
+			b = slices.Grow(b, min(len(b), maxVouched-len(b)))
+		}
+		n, err := f.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b
+		}
+		if err != nil {
+			return nil
+		}
+	}
+}
 
 // VouchedIndex reads what a live mount of storeRoot vouches for (nodes.IndexFile, for layout.ParseVouched),
 // waiting at most wait for it: a mount whose daemon hangs costs its reader that wait, never more. Only a mount
@@ -38,11 +64,7 @@ func VouchedIndex(storeRoot string, wait time.Duration) ([]byte, bool) {
 				return
 			}
 			defer f.Close()
-			b, err := io.ReadAll(io.LimitReader(f, maxVouched))
-			if err != nil {
-				b = nil
-			}
-			got <- b
+			got <- readVouched(f)
 		}()
 		select {
 		case b := <-got:
