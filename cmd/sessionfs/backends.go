@@ -11,6 +11,10 @@ import "strings"
 // backendsBinary is the whole CLI's name, beside sessionfs.
 const backendsBinary = "sessionfs-backends"
 
+// docsCommand is the hidden command make docs runs: sessionfs-backends's too, as it writes every command's help
+// (and its Markdown and man page writers are 1.5 ms of init).
+const docsCommand = "__docs"
+
 // backendCommands are the commands sessionfs leaves to sessionfs-backends, with the one line their help gives
 // (the root's help lists them in both binaries).
 var backendCommands = map[string]string{

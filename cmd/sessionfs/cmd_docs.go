@@ -1,3 +1,5 @@
+//go:build !nobackends
+
 package main
 
 import (
@@ -19,9 +21,6 @@ import (
 // The CLI reference (docs/cli/*.md, one page per command, sessionfs.md the index) and the man pages (man/*.1) are
 // generated from the commands by "make docs", which runs the hidden "sessionfs __docs DIR"; TestDocsUpToDate fails
 // when the checked-in ones differ from what the commands say now.
-
-// docsCommand is the hidden command make docs runs.
-const docsCommand = "__docs"
 
 // docsDirs are where the pages go, beneath the repository's root.
 const (

@@ -1,3 +1,5 @@
+//go:build !nobackends
+
 package main
 
 import (

@@ -41,7 +41,7 @@ filesystem where every .claude/projects/<cwd> name leads to the session's one tr
 		a.newCmd(), a.lsCmd(), a.showCmd(), a.rmCmd(), a.gcCmd(), a.envCmd(), a.execCmd(),
 		a.mountCmd(), unmountCmd(), a.trashCmd(), a.importCmd(), a.findCmd(), a.watchCmd(),
 		a.exportCmd(), a.forkCmd(), a.approveCmd(), a.labelCmd(), a.renameCmd(), a.runsCmd(), a.psCmd(), a.logsCmd(), a.logCmd(), a.searchCmd(), a.uiCmd(),
-		versionCmd(), docsCmd(),
+		versionCmd(),
 	)
 	root.AddCommand(a.backendCmds()...)
 	strictUsage(root)
