@@ -219,7 +219,8 @@ func (s *Store) readIndex() (recs map[string]indexRecord, release func(), err er
 }
 
 // parseIndex takes b: the records are parts of it, not copies (3 MiB at 10,000 sessions, and as many pages
-// faulted in), so no one may write b afterwards.
+// faulted in), so no one may write b afterwards, nor unmap it while a record is used. The ids alone are copies:
+// they are what callers hand on (a session's id outlives the read).
 func parseIndex(b []byte) map[string]indexRecord {
 	out := make(map[string]indexRecord, bytes.Count(b, []byte{'\n'}))
 	text := unsafe.String(unsafe.SliceData(b), len(b))
@@ -231,6 +232,7 @@ func parseIndex(b []byte) map[string]indexRecord {
 		var line string
 		line, rest, _ = strings.Cut(rest, "\n")
 		if r, ok := parseRecord(line); ok {
+			r.id = strings.Clone(r.id)
 			out[r.id] = r
 		}
 	}

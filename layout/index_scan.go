@@ -545,7 +545,8 @@ func (s *Store) refreshOldSizes(sessions *Dir, recs map[string]indexRecord, out 
 }
 
 // ConversationCandidates are the sessions that may hold a conversation whose id match accepts, sorted: those
-// whose (fresh) record names one, and those whose conversations the names do not tell. The caller looks in them
+// whose (fresh) record names one, and those whose conversations the names do not tell. match's argument is
+// valid during the call only (a part of the index file, which may be mapped). The caller looks in them
 // as it would in every session.
 func (s *Store) ConversationCandidates(match func(conv string) bool) ([]string, error) {
 	ids, recs, release, err := s.loadIndex(false, false) // find reads no session.json of the index: only its conversations
