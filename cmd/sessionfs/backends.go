@@ -26,19 +26,25 @@ var backendCommands = map[string]string{
 	"csi":        "Serve sessions as Kubernetes/Nomad volumes: a CSI plugin (driver sessionfs.dev)",
 }
 
-// forBackends reports whether the command args name (past the root's flags, and past help or a completion
-// request naming a command) is one of backendCommands, or the manual's (every command's help): what sessionfs
-// hands to sessionfs-backends whole.
+// forBackends reports whether the command args name is one of backendCommands, or the manual's (every
+// command's help): what sessionfs hands to sessionfs-backends whole.
 func forBackends(args []string) bool {
+	a := commandWord(args)
+	_, ok := backendCommands[a]
+	return ok || a == docsCommand
+}
+
+// commandWord is the command args name, as cobra finds it: past the root's flags, and past help or a completion
+// request naming a command ("" when there is none).
+func commandWord(args []string) string {
 	for i := 0; i < len(args); i++ {
 		switch a := args[i]; {
 		case a == "--store":
 			i++ // its value
 		case a == "help" || strings.HasPrefix(a, "__complete"), strings.HasPrefix(a, "-"):
 		default:
-			_, ok := backendCommands[a]
-			return ok || a == docsCommand
+			return a
 		}
 	}
-	return false
+	return ""
 }

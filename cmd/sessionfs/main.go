@@ -22,6 +22,7 @@ import (
 
 	"github.com/sessionfs/sessionfs/backends/local"
 	"github.com/sessionfs/sessionfs/internal/lazyregexp"
+	"github.com/sessionfs/sessionfs/internal/selfexec"
 	"github.com/sessionfs/sessionfs/mount"
 	"github.com/sessionfs/sessionfs/trust"
 )
@@ -30,8 +31,11 @@ func main() {
 	runBackendsIfAsked() // sessionfs-backends in this one's place, for the commands that need a backend's SDK
 	// Under a memory cgroup (a unit's MemoryMax, a pod's limit) the Go heap is held to 70% of it, so the collector
 	// works harder before the kernel kills: under round 4's attacks in 128 MiB the daemon serves on (killed twice
-	// in 20 s before, TestAttackDaemonUnderMemoryLimit). GOMEMLIMIT, when set, is kept.
-	_, _ = memlimit.SetGoMemLimitWithOpts(memlimit.WithRatio(0.7), memlimit.WithProvider(memlimit.FromCgroup))
+	// in 20 s before, TestAttackDaemonUnderMemoryLimit). GOMEMLIMIT, when set, is kept. Only in the processes that
+	// serve: finding the cgroup (a read of mountinfo) cost every command 3 ms of a 20 ms start.
+	if servesLong(os.Args) {
+		_, _ = memlimit.SetGoMemLimitWithOpts(memlimit.WithRatio(0.7), memlimit.WithProvider(memlimit.FromCgroup))
+	}
 	local.RunHelper()   // the namespace helper of local runs, when asked: it never returns then
 	mount.RunHelper()   // the privileged helper of a confined mount, when asked: it never returns then
 	mount.RunTakeover() // a daemon the helper starts to take a mount's connection over: it never returns then
@@ -57,6 +61,19 @@ func main() {
 		fmt.Fprintln(os.Stderr, "sessionfs: "+msg+suggestions)
 		os.Exit(ownFailure)
 	}
+}
+
+// servesLong reports whether this process serves for long, its heap worth holding under a memory limit: a mount's
+// daemon (the command, or one taking a mount over), its helper, the web page, the CSI plugin.
+func servesLong(args []string) bool {
+	if selfexec.Is(args, selfexec.Helper) || selfexec.Is(args, selfexec.Takeover) {
+		return true
+	}
+	switch commandWord(args[1:]) {
+	case "mount", "ui", "csi":
+		return true
+	}
+	return false
 }
 
 // linesSafe is a message of several lines (a refusal that lists what it refused), each made one safe line and
