@@ -8,7 +8,8 @@
 // its runs as --json shows them), progress.go (progress bars and Ctrl-C), complete.go (shell completion),
 // runner.go (what exec, run and resume share: the run lease, -e and -w, the run and its exit code), agentflag.go
 // (the --agent flag), landlock.go (the --landlock flags), daemon.go (mount --daemon), relay.go (a foreground
-// mount's relay of the terminal's signals).
+// mount's relay of the terminal's signals), backends.go (the commands built only into sessionfs-backends, the
+// whole CLI, which the sessionfs binary, built with the tag nobackends, runs for them).
 package main
 
 import (
