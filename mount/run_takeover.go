@@ -14,6 +14,7 @@ import (
 
 	"github.com/sessionfs/sessionfs/internal/selfexec"
 	"github.com/sessionfs/sessionfs/layout"
+	"github.com/sessionfs/sessionfs/mount/nodes"
 	"github.com/sessionfs/sessionfs/mount/takeover"
 	"github.com/sessionfs/sessionfs/mount/takeover/nodelog"
 )
@@ -48,12 +49,12 @@ func serveTakenOver() error {
 		return err
 	}
 	unix.CloseOnExec(takeover.DevFD)
-	nodes, err := nodelog.Map(takeover.NodesFD)
+	nodeLog, err := nodelog.Map(takeover.NodesFD)
 	if err != nil {
 		return err
 	}
 	root := os.Geteuid() == 0 // a normal user's daemon is not confined (fusermount.go)
-	taken := &takenOver{heldDaemon: heldDaemon{user: !root, nodes: nodes},
+	taken := &takenOver{heldDaemon: heldDaemon{user: !root, nodes: nodeLog},
 		taking: takeover.Taking{Dev: takeover.DevFD, Init: cfg.Init, Fatal: cfg.Fatal}}
 	var opts Options
 	if err := json.Unmarshal(cfg.Options, &opts); err != nil {
@@ -61,6 +62,9 @@ func serveTakenOver() error {
 	}
 	s := &startup{store: store, mountpoint: cfg.Mountpoint, opts: opts, given: opts, confined: root,
 		keep: taken, helper: rpc.NewClient(conn), helperPID: os.Getppid()}
+	limited := make(chan struct{}) // the heap held as the mount command holds its daemon's (nodes.LimitMemory)
+	defer close(limited)
+	go nodes.LimitMemory(nodes.MemoryFloor, limited)
 	m, err := s.start(nil)
 	if err != nil {
 		return err

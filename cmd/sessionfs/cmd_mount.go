@@ -192,7 +192,8 @@ func (o *mountOptions) serve(s *layout.Store, mnt string) error {
 			warnf("tell systemd the mount is ready: %v", err)
 		}
 	}
-	// The daemon's heap is held to 1.5 times what is live past a small floor (nodes.LimitMemory).
+	// The daemon's heap is held to 1.25 times what is live past a small floor (nodes.LimitMemory); a daemon that
+	// takes a mount over holds its own (mount.RunTakeover).
 	limited := make(chan struct{})
 	defer close(limited)
 	go nodes.LimitMemory(nodes.MemoryFloor, limited)

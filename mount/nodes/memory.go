@@ -9,9 +9,9 @@ import (
 
 // The collector's default (GOGC=100) lets the heap grow to twice what is live before it collects: after a walk of
 // 10,000 sessions ~40 MiB of nodes are live (those of the sessions used in the last pruneIdle, which the pruner
-// spares), and the heap reaches ~85 MiB. A soft limit holds it to 1.5 times what is live (as GOGC=50 would) once
-// past a floor, for about twice the collections while so much is live (none more when idle). It follows the live
-// heap, so a daemon that needs more gets more: it never collects without end.
+// spares), and the heap reaches ~85 MiB. A soft limit holds it to 1.25 times what is live (as GOGC=25 would) once
+// past a floor, for about four times the collections while so much is live (1-2% of a core during the walk; none
+// more when idle). It follows the live heap, so a daemon that needs more gets more: it never collects without end.
 
 const (
 	// MemoryFloor is the daemon's soft memory limit while what is live is small.
@@ -23,10 +23,10 @@ const (
 )
 
 // memoryLimit is the soft limit for a live heap of live bytes and other bytes the runtime holds besides the heap's
-// objects (stacks, its metadata, free spans not yet returned): the floor, or room for 1.5 times live past it, but
+// objects (stacks, its metadata, free spans not yet returned): the floor, or room for 1.25 times live past it, but
 // never above ceiling (a limit set already: GOMEMLIMIT, the memory cgroup's).
 func memoryLimit(live, other, floor, ceiling int64) int64 {
-	return min(max(floor, other+live+live/2), ceiling)
+	return min(max(floor, other+live+live/4), ceiling)
 }
 
 // heapMetrics are what memoryLimit is given: live is the first, other the second less the rest (the memory limit

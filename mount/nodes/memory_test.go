@@ -12,7 +12,7 @@ import (
 func TestMemoryLimit(t *testing.T) {
 	const mib = 1 << 20
 	assert.EqualValues(t, 48*mib, memoryLimit(10*mib, 8*mib, 48*mib, math.MaxInt64), "a small daemon: the floor")
-	assert.EqualValues(t, 160*mib, memoryLimit(100*mib, 10*mib, 48*mib, math.MaxInt64), "past the floor: room for 1.5 times live")
+	assert.EqualValues(t, 135*mib, memoryLimit(100*mib, 10*mib, 48*mib, math.MaxInt64), "past the floor: room for 1.25 times live")
 	assert.EqualValues(t, 90*mib, memoryLimit(100*mib, 10*mib, 48*mib, 90*mib), "never above a limit set already")
 	assert.EqualValues(t, 32*mib, memoryLimit(0, 0, 48*mib, 32*mib), "a lower limit set already is kept")
 }
