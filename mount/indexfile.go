@@ -23,14 +23,11 @@ const vouchedRead = 1 << 20
 // readVouched reads f whole, at most maxVouched bytes; nil on an error.
 func readVouched(f io.Reader) []byte {
 	b := make([]byte, 0, vouchedRead)
-	for {
+	for len(b) < maxVouched {
 		if len(b) == cap(b) {
-			if len(b) >= maxVouched {
-				return b
-			}
 			b = slices.Grow(b, min(len(b), maxVouched-len(b)))
 		}
-		n, err := f.Read(b[len(b):cap(b)])
+		n, err := f.Read(b[len(b):min(cap(b), maxVouched)])
 		b = b[:len(b)+n]
 		if err == io.EOF {
 			return b
@@ -39,6 +36,7 @@ func readVouched(f io.Reader) []byte {
 			return nil
 		}
 	}
+	return b
 }
 
 // VouchedIndex reads what a live mount of storeRoot vouches for (nodes.IndexFile, for layout.ParseVouched),
