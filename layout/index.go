@@ -242,29 +242,40 @@ func parseIndex(b []byte) map[string]indexRecord {
 // indexBytes is the index file whole: a regular file, not through a symlink, at most maxIndexSize bytes; nothing
 // (nil) when it is missing or not such a file. release ends the use of the bytes: never nil.
 //
-// A file of this user's is mapped, not read: reading 3 MiB (10,000 sessions) into fresh memory took 10 ms of
-// find's 70, its pages faulted in one by one and copied; mapped it takes 1. Only this user's: a file shrunk while
-// mapped faults its reader, and sessionfs never shrinks one (a new index is a new file, renamed over it), so only
-// this user, or root, could; another user's file is read. A session's processes cannot reach the index.
+// A file only this user can have written is mapped, not read: reading 3 MiB (10,000 sessions) into fresh memory
+// took 10 ms of find's 70, its pages faulted in one by one and copied; mapped it takes 1. A file shrunk while it
+// is mapped faults its reader (SIGBUS), and sessionfs never shrinks one (a new index is a new file, renamed over
+// it); but the owner of the index folder may link any file there (a root reader of another user's store would map
+// a root-owned file that user can still write). So only a file of this user's, in an index folder of this user's
+// that no one else may write, is mapped; any other is read. A session's processes cannot reach the index.
 func (s *Store) indexBytes() (b []byte, release func(), err error) {
 	release = func() {}
 	if err := s.open(); err != nil {
 		return nil, release, err
 	}
-	f, err := s.root.OpenRegular(indexFile, maxIndexSize)
-	if errors.Is(err, ErrDamaged) || errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ENOTDIR) {
+	dir, err := s.root.Sub(indexName)
+	if err == nil {
+		defer dir.Close()
+	}
+	var f *os.File
+	if err == nil {
+		f, err = dir.OpenRegular(indexFile[len(indexName)+1:], maxIndexSize)
+	}
+	if errors.Is(err, ErrDamaged) || errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ENOTDIR) ||
+		errors.Is(err, syscall.ELOOP) {
 		return nil, release, nil
 	}
 	if err != nil {
 		return nil, release, err
 	}
 	defer f.Close()
-	var st unix.Stat_t
+	var st, dirSt unix.Stat_t
 	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
 		return nil, release, err
 	}
 	size := min(st.Size, maxIndexSize)
-	if int(st.Uid) == os.Geteuid() && size > 0 {
+	euid := os.Geteuid()
+	if size > 0 && int(st.Uid) == euid && unix.Fstat(dir.Fd(), &dirSt) == nil && int(dirSt.Uid) == euid && dirSt.Mode&0o022 == 0 {
 		if b, err := unix.Mmap(int(f.Fd()), 0, int(size), unix.PROT_READ, unix.MAP_PRIVATE|unix.MAP_POPULATE); err == nil {
 			return b, func() { _ = unix.Munmap(b) }, nil
 		}

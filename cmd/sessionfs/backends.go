@@ -8,8 +8,12 @@ import "strings"
 // without them (tag nobackends: ls, find, exec, mount and the rest), and sessionfs-backends beside it, the whole
 // CLI, which sessionfs runs in its place for these commands. A go install of cmd/sessionfs is the whole CLI.
 
-// backendsBinary is the whole CLI's name, beside sessionfs.
-const backendsBinary = "sessionfs-backends"
+// backendsBinary is the whole CLI's name, beside sessionfs; backendsMarker is in the environment sessionfs gives
+// it, so that a sessionfs installed under that name fails instead of running itself without end.
+const (
+	backendsBinary = "sessionfs-backends"
+	backendsMarker = "SESSIONFS_RAN_BACKENDS"
+)
 
 // docsCommand is the hidden command make docs runs: sessionfs-backends's too, as it writes every command's help
 // (and its Markdown and man page writers are 1.5 ms of init).

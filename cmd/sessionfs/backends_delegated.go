@@ -47,7 +47,10 @@ func runBackends() error {
 		return err
 	}
 	path := filepath.Join(filepath.Dir(self), backendsBinary)
-	err = syscall.Exec(path, os.Args, os.Environ())
+	if os.Getenv(backendsMarker) != "" { // it ran us: a sessionfs installed in its place, which would run itself
+		return fmt.Errorf("%s is a sessionfs built without the backends, not the whole CLI (make install puts both in place)", path)
+	}
+	err = syscall.Exec(path, os.Args, append(os.Environ(), backendsMarker+"=1"))
 	if errors.Is(err, syscall.ENOENT) {
 		return fmt.Errorf("this command runs %s, which is not beside %s (make install puts both there)", path, self)
 	}
