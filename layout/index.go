@@ -43,7 +43,8 @@ import (
 // every access still goes through the sessions folder's descriptor.
 const (
 	indexName   = "index"
-	indexFile   = indexName + "/sessions"
+	indexBase   = "sessions" // the file's name in indexName
+	indexFile   = indexName + "/" + indexBase
 	indexLock   = indexName + "/lock"
 	indexHeader = "sessionfs-index 1"
 
@@ -254,12 +255,10 @@ func (s *Store) indexBytes() (b []byte, release func(), err error) {
 		return nil, release, err
 	}
 	dir, err := s.root.Sub(indexName)
-	if err == nil {
-		defer dir.Close()
-	}
 	var f *os.File
 	if err == nil {
-		f, err = dir.OpenRegular(indexFile[len(indexName)+1:], maxIndexSize)
+		defer dir.Close()
+		f, err = dir.OpenRegular(indexBase, maxIndexSize)
 	}
 	if errors.Is(err, ErrDamaged) || errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ENOTDIR) ||
 		errors.Is(err, syscall.ELOOP) {

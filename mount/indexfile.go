@@ -1,10 +1,10 @@
 package mount
 
 import (
+	"bytes"
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"time"
 
 	"github.com/moby/sys/mountinfo"
@@ -22,21 +22,12 @@ const vouchedRead = 1 << 20
 
 // readVouched reads f whole, at most maxVouched bytes; nil on an error.
 func readVouched(f io.Reader) []byte {
-	b := make([]byte, 0, vouchedRead)
-	for len(b) < maxVouched {
-		if len(b) == cap(b) {
-			b = slices.Grow(b, min(len(b), maxVouched-len(b)))
-		}
-		n, err := f.Read(b[len(b):min(cap(b), maxVouched)])
-		b = b[:len(b)+n]
-		if err == io.EOF {
-			return b
-		}
-		if err != nil {
-			return nil
-		}
+	var b bytes.Buffer
+	b.Grow(vouchedRead)
+	if _, err := b.ReadFrom(io.LimitReader(f, maxVouched)); err != nil {
+		return nil
 	}
-	return b
+	return b.Bytes()
 }
 
 // VouchedIndex reads what a live mount of storeRoot vouches for (nodes.IndexFile, for layout.ParseVouched),
