@@ -209,6 +209,9 @@ func (n *Node) unwatch() {
 
 func (n *Node) OnForget() {
 	n.tree.nodeForgotten()
+	if n.inTranscripts() {
+		n.tree.lookedUpIn.Delete(n.StableAttr().Ino)
+	}
 	if n.watched != "" {
 		n.tree.unwatchFolder(n.watched, &n.Inode)
 	}
@@ -252,7 +255,7 @@ func (n *Node) lookupStore(ctx context.Context, name string, out *fuse.EntryOut)
 	}
 	ch := n.newChild(ctx, name, p, &st, gen)
 	if n.inTranscripts() {
-		n.tree.lookedUpIn.Store(p, n.alias)
+		n.tree.lookedUpIn.Store(ch.StableAttr().Ino, n.alias)
 	}
 	n.entry(out, &st, ch)
 	return ch, 0
@@ -331,10 +334,10 @@ func (n *Node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 		_, _ = unix.FcntlInt(uintptr(fd), unix.F_SETFL, int(flags)&^(syscall.O_ACCMODE|syscall.O_CREAT|syscall.O_EXCL|syscall.O_TRUNC|syscall.O_NOCTTY))
 	}
 	if flags&syscall.O_ACCMODE != syscall.O_RDONLY {
-		if num, ok := n.tree.lookedUpIn.Load(p); ok && n.inTranscripts() {
+		if num, ok := n.tree.lookedUpIn.Load(n.StableAttr().Ino); ok && n.inTranscripts() {
 			n.tree.wroteThrough(n.id, num.(uint64))
 		}
-		n.bindWritten(ctx, p) // an append through a view: bound from the next one on (view.go)
+		n.bindWritten(ctx) // an append through a view: bound from the next one on (view.go)
 		killPriv(ctx, fd)
 		return n.tree.writer(p, h), 0, 0
 	}

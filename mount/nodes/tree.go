@@ -39,8 +39,9 @@ type Tree struct {
 	viewNums sync.Map // view key (viewsRow.viewKey) -> uint64 view number, stable for the mount's life (views.go)
 	viewKeys sync.Map // uint64 view number -> view key
 	nextView atomic.Uint64
-	// lookedUpIn: store path of a file in a transcript folder -> the view it was last looked up through. A file
-	// is one inode under every view, so opening it for writing is put down to that view.
+	// lookedUpIn: inode number of a node in a transcript folder -> the view it was last looked up through. A file
+	// is one inode under every view, so opening it for writing is put down to that view. Kept while the kernel
+	// holds the node (OnForget): by path, it kept every name any view was ever looked up by, for good.
 	lookedUpIn      sync.Map
 	devs            sync.Map // st_dev -> uint64 filesystem number (the store's is 0)
 	nextDev         atomic.Uint64

@@ -157,14 +157,14 @@ type wantedView struct {
 	at   time.Time
 }
 
-// bindWritten asks for the view the file at store path p was opened for writing through to be bound: the view it
-// was last looked up through, or, for one made through a view and not looked up since, the view it was made in.
-func (n *Node) bindWritten(ctx context.Context, p string) {
+// bindWritten asks for the view file n was opened for writing through to be bound: the view it was last looked
+// up through, or, for one made through a view and not looked up since, the view it was made in.
+func (n *Node) bindWritten(ctx context.Context) {
 	if !n.inTranscripts() {
 		return
 	}
 	num := n.alias
-	if v, ok := n.tree.lookedUpIn.Load(p); ok {
+	if v, ok := n.tree.lookedUpIn.Load(n.StableAttr().Ino); ok {
 		num = v.(uint64)
 	}
 	n.tree.bindWritten(ctx, n.id, num)
