@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"io/fs"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"syscall"
 	"time"
@@ -83,6 +85,17 @@ func (c config) workloads() []workload {
 				return err
 			},
 			run: func(dir string) error { _, err := lsWalk(tree(dir)); return err }},
+		// The same from inside, as a shell or an agent whose working folder is the workspace runs it: GNU ls -lR
+		// of a relative path. Each lstat by an absolute path walks the mount's folders on the way to the bind
+		// (the kernel's FUSE checks of each: docs/performance.md); a relative one starts past them.
+		{name: fmt.Sprintf("ls -lR of %d files warm, from inside (GNU ls)", c.files),
+			prepare: func(dir string) error {
+				if err := ensureTree(tree(dir), c.files); err != nil {
+					return err
+				}
+				return lsInside(tree(dir))
+			},
+			run: lsInside},
 		// The workload (38): small appends to a file at the top of a session's workspace, the folder the
 		// daemon's watcher followed; each place writes its own file there (the store and the mount share the folder).
 		{name: fmt.Sprintf("%d appends at the workspace's top (open O_APPEND, write, close)", c.topAppends),
@@ -92,6 +105,17 @@ func (c config) workloads() []workload {
 			prepare: func(dir string) error { return rmIfExists(transcript(dir)) },
 			run:     func(dir string) error { return appendLines(transcript(dir), c.appends) }},
 	}
+}
+
+// lsInside runs GNU ls -lR in folder dir, of ".", its output to /dev/null (as exec.Cmd's nil Stdout is).
+func lsInside(dir string) error {
+	var stderr bytes.Buffer
+	cmd := exec.Command("ls", "-lR", ".")
+	cmd.Dir, cmd.Stderr = dir, &stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("ls -lR in %s: %v: %.200s", dir, err, stderr.String())
+	}
+	return nil
 }
 
 // topFile is the file of the workload folder dir's place at the top of its workspace (dir's parent).
