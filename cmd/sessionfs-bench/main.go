@@ -54,7 +54,7 @@ func main() {
 	flag.IntVar(&c.appends, "appends", 100000, "JSONL appends (open O_APPEND, write a line, close)")
 	flag.IntVar(&c.topAppends, "top-appends", 50000, "appends (open O_APPEND, write a line, close) at the top of the session's workspace")
 	flag.IntVar(&c.agentRuns, "agent-runs", 9, "runs of the agent workload; the median of each step is reported (du and find in a container take 43 or 75 ms from round to round, in every container place: 5 rounds let the median fall on either)")
-	flag.StringVar(&c.agentPlaces, "agent-places", "^(plain|store|sessionfs|exec|docker-bind|docker-composed|docker-sessionfs)$",
+	flag.StringVar(&c.agentPlaces, "agent-places", "^(plain|store|sessionfs|exec|docker-bind|docker-mount|docker-composed|docker-sessionfs)$",
 		"the places the agent workload runs in, a regexp (all: plain, store, sessionfs, unconfined, bindfs, exec, docker-bind, docker-mount, docker-composed, docker-sessionfs)")
 	flag.IntVar(&c.cliRuns, "cli-runs", 5, "runs of each CLI command (ls, ls -q, find) on the store of -sessions sessions")
 	flag.IntVar(&c.duWalk, "du-sessions", 1000, "sessions walked by the du workload")
