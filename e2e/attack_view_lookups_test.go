@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -60,7 +59,9 @@ func TestAttackViewLookupsKeepNoMemory(t *testing.T) {
 	settled := func() int64 {
 		last := int64(-1)
 		for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(2 * time.Second) {
-			now := procMemKiB(t, daemon, "VmRSS:")
+			var now int64
+			_, err := fmt.Sscanf(procStatus(t, daemon)["VmRSS"], "%d kB", &now)
+			require.NoError(t, err)
 			if last >= 0 && now >= last-256 {
 				return now
 			}
@@ -81,19 +82,4 @@ func TestAttackViewLookupsKeepNoMemory(t *testing.T) {
 		rounds*perRound, rounds, base>>10, after>>10, before, under)
 	assert.Less(t, after-base, int64(16<<10), "the daemon's memory grew with the names looked up (mount: %s)", m.log)
 	assert.Equal(t, daemon, m.serverPID(t), "the daemon that began serves still")
-}
-
-// procMemKiB reads field (kB) of process pid's status.
-func procMemKiB(t *testing.T, pid int, field string) int64 {
-	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	require.NoError(t, err)
-	var v int64
-	for _, line := range strings.Split(string(b), "\n") {
-		if _, err := fmt.Sscanf(line, field+" %d kB", &v); err == nil {
-			return v
-		}
-	}
-	t.Fatalf("no %s in /proc/%d/status", field, pid)
-	return 0
 }

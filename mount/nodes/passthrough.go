@@ -334,10 +334,7 @@ func (n *Node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 		_, _ = unix.FcntlInt(uintptr(fd), unix.F_SETFL, int(flags)&^(syscall.O_ACCMODE|syscall.O_CREAT|syscall.O_EXCL|syscall.O_TRUNC|syscall.O_NOCTTY))
 	}
 	if flags&syscall.O_ACCMODE != syscall.O_RDONLY {
-		if num, ok := n.tree.lookedUpIn.Load(n.StableAttr().Ino); ok && n.inTranscripts() {
-			n.tree.wroteThrough(n.id, num.(uint64))
-		}
-		n.bindWritten(ctx) // an append through a view: bound from the next one on (view.go)
+		n.writtenThrough(ctx) // an append through a view: bound from the next one on (view.go)
 		killPriv(ctx, fd)
 		return n.tree.writer(p, h), 0, 0
 	}

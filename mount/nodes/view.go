@@ -157,15 +157,17 @@ type wantedView struct {
 	at   time.Time
 }
 
-// bindWritten asks for the view file n was opened for writing through to be bound: the view it was last looked
-// up through, or, for one made through a view and not looked up since, the view it was made in.
-func (n *Node) bindWritten(ctx context.Context) {
+// writtenThrough: file n of a transcript folder was opened for writing. The view it was last looked up through is
+// noted as written through, and asked to be bound; for a file made through a view and not looked up since, the
+// view it was made in. Nothing for a file elsewhere.
+func (n *Node) writtenThrough(ctx context.Context) {
 	if !n.inTranscripts() {
 		return
 	}
 	num := n.alias
 	if v, ok := n.tree.lookedUpIn.Load(n.StableAttr().Ino); ok {
 		num = v.(uint64)
+		n.tree.wroteThrough(n.id, num)
 	}
 	n.tree.bindWritten(ctx, n.id, num)
 }

@@ -116,9 +116,10 @@ func (l *Log) compact() {
 		return
 	}
 	step("switched")
-	// Its pages given back: they are the daemon's memory until the next compaction (as much as the log grew to),
-	// and a page faulted in again costs less than a microsecond for each hundred records, next to the tens of
-	// microseconds of the lookups those records note.
+	// Its pages given back: kept, they stayed the daemon's memory for good (as much as the log ever grew to: 12
+	// MiB after a walk of 10,000 sessions). The next compaction faults them in again: ~10 µs a page of ~40
+	// records on this VM, which took a record from 116 ns to 169-241 ns (make bench's churn of 1M lookups),
+	// next to the tens of microseconds of the FUSE lookup each record notes.
 	l.removeHalf(from)
 	l.clean[l.which(from)], l.clean[l.which(to)] = true, false
 }
