@@ -32,6 +32,7 @@ type bench struct {
 	targets []*target // plain first, then the store's folder, then the mounts
 	plain   string    // the plain folder's root: sessions laid out as in the store, outside it, watched by nobody
 	mount   *target
+	floor   *target // the file rows' floor (floor.go); nil where it could not be mounted
 	// free is the unconfined mount's store (and free its mount), when -unconfined: the same sessions, served
 	// with --confine off.
 	freeStore string
@@ -170,7 +171,14 @@ func newBench(c config) (*bench, error) {
 	} else {
 		b.targets = append(b.targets, bf)
 	}
-	for _, t := range b.targets {
+	if os.Geteuid() != 0 {
+		b.skip("the floor: binding a folder needs root")
+	} else if fl, err := startFloor(filepath.Join(c.dir, "floor-workspace"), filepath.Join(c.dir, "mnt-floor")); err != nil {
+		b.skip("the floor: %v", err)
+	} else {
+		b.floor = fl
+	}
+	for _, t := range b.fileTargets() {
 		if err := os.MkdirAll(b.dir(t), 0o755); err != nil {
 			b.close()
 			return nil, err
@@ -190,8 +198,16 @@ func (b *bench) skip(format string, args ...any) {
 	fmt.Fprintln(os.Stderr, "skipped:", msg)
 }
 
+// fileTargets are the places of the file-by-file table: the targets and the floor.
+func (b *bench) fileTargets() []*target {
+	if b.floor == nil {
+		return b.targets
+	}
+	return append(slices.Clip(b.targets), b.floor)
+}
+
 func (b *bench) close() {
-	for _, t := range b.targets {
+	for _, t := range b.fileTargets() {
 		t.stop()
 	}
 }
@@ -358,7 +374,7 @@ func (b *bench) runAll() {
 			continue
 		}
 		fmt.Fprintf(os.Stderr, "%-45s", w.name)
-		b.Results = append(b.Results, b.measure(w.name, b.c.runs, w.cold,
+		b.Results = append(b.Results, b.measureOn(b.fileTargets(), w.name, b.c.runs, w.cold,
 			func(t *target) error { return w.prepare(b.dir(t)) },
 			func(t *target) error { return w.run(b.dir(t)) }))
 		fmt.Fprintf(os.Stderr, " done\n")
@@ -464,10 +480,15 @@ func (b *bench) perTarget(name string, runs int, work func(t *target) error) {
 // each run and the caches dropped after it when cold. It records the daemons' CPU during each run, from idle to
 // idle: what a run's events cost the daemons after the run's end is the run's too.
 func (b *bench) measure(name string, runs int, cold bool, prepare, work func(t *target) error) result {
+	return b.measureOn(b.targets, name, runs, cold, prepare, work)
+}
+
+// measureOn is measure on the given targets.
+func (b *bench) measureOn(targets []*target, name string, runs int, cold bool, prepare, work func(t *target) error) result {
 	times, use := map[string][]time.Duration{}, map[string][]daemonUse{}
 	failed := map[string]bool{}
 	for run := 0; run < runs; run++ {
-		for _, t := range rotated(b.targets, run) {
+		for _, t := range rotated(targets, run) {
 			if failed[t.name] {
 				continue
 			}
@@ -533,14 +554,15 @@ func dockerTrue(cli *client.Client, img, src string) error {
 }
 
 // places are the file-by-file table's places, in its order: the plain folder first, the baseline of every ratio.
-var places = []string{"plain", "store", "sessionfs", "unconfined", "bindfs"}
+var places = []string{"plain", "store", "sessionfs", "unconfined", "bindfs", "floor"}
 
 func (b *bench) report(w io.Writer) {
 	fmt.Fprintf(w, "\nsessionfs benchmark, %s, %s\n", b.Date, b.Machine)
 	fmt.Fprintf(w, "%d interleaved rounds (du and docker run true at least 5); seconds: median (min-max); place/plain: the median "+
 		"of each round's ratio to the same round's plain folder (min-max); plain: a folder beside the store that no daemon "+
 		"watches; store: the store's folder while the daemon runs; sessionfs: through the mount (a session's workspace is a "+
-		"bind); daemon CPU and wake-ups: what the sessionfs daemons and helpers used meanwhile (medians)\n\n", b.c.runs)
+		"bind); floor: a bare FUSE mount of only the folders on the way to a workspace with a plain folder bound there, what any FUSE "+
+		"mount costs a path to a bind (floor.go); daemon CPU and wake-ups: what the sessionfs daemons and helpers used meanwhile (medians)\n\n", b.c.runs)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
 	head := []string{"workload"}
 	for _, p := range places {

@@ -1,7 +1,7 @@
 // Command sessionfs-bench measures the same work in a plain folder beside the store (the baseline: no daemon
 // watches it), in the store's folder while the daemon serves it, through a sessionfs mount of it, and through
-// bindfs when installed, in one run, and prints figures, ratios to the plain folder and the daemons' CPU (make
-// bench). It is a benchmark,
+// bindfs when installed, and beside them the floor of any FUSE mount (floor.go), in one run, and prints figures,
+// ratios to the plain folder and the daemons' CPU (make bench). It is a benchmark,
 // not a test: it asserts nothing and installs nothing; it says what it skipped.
 package main
 
