@@ -260,11 +260,12 @@ func convIDs(ids []string) []string {
 	return slices.Compact(out)
 }
 
-// loadIndex returns the store's sessions, sorted, and a record for each, true to the session now: the index's
-// records that are still fresh, the others rescanned (walked when walkAll, or when changed) and written back.
-// withMeta false trusts a record whose session.json alone changed (find's conversations are the same). The
-// records are parts of the index file's bytes until release, which the caller calls when done with them.
-func (s *Store) loadIndex(walkAll, withMeta bool) (ids []string, recs map[string]indexRecord, release func(), err error) {
+// loadIndex returns the store's sessions, sorted, and a record for each (recs[i] is ids[i]'s), true to the
+// session now: the index's records that are still fresh, the others rescanned (walked when walkAll, or when
+// changed) and written back. withMeta false trusts a record whose session.json alone changed (find's
+// conversations are the same). The records are parts of the index file's bytes until release, which the caller
+// calls when done with them.
+func (s *Store) loadIndex(walkAll, withMeta bool) (ids []string, recs []*indexRecord, release func(), err error) {
 	sessions, err := s.Sessions()
 	if err != nil {
 		return nil, nil, nil, err
@@ -285,12 +286,27 @@ func (s *Store) loadIndex(walkAll, withMeta bool) (ids []string, recs map[string
 	} else {
 		close(vouchedDone)
 	}
-	recs, release, _ = s.readIndex() // an unreadable index is rebuilt
+	list, release, _ := s.readIndexSorted() // an unreadable index is rebuilt
 	<-done
 	<-vouchedDone
 	if err != nil {
 		release()
 		return nil, nil, nil, wrap("list", "", s.SessionsDir(), err)
+	}
+	// Both are sorted by id: joined in one pass, no map. A record of a session no longer in the folder is left.
+	recs = make([]*indexRecord, len(ids))
+	joined := 0
+	for i, j := 0, 0; i < len(ids) && j < len(list); {
+		switch c := strings.Compare(ids[i], list[j].id); {
+		case c < 0:
+			i++
+		case c > 0:
+			j++
+		default:
+			recs[i] = &list[j]
+			joined++
+			i, j = i+1, j+1
+		}
 	}
 	now := time.Now()
 	counted := conversationIndexer() != nil
@@ -301,8 +317,8 @@ func (s *Store) loadIndex(walkAll, withMeta bool) (ids []string, recs map[string
 		}
 	} else {
 		parallelIO(len(ids), func(i int) {
-			r, ok := recs[ids[i]]
-			if !ok {
+			r := recs[i]
+			if r == nil {
 				stale[i], walk[i] = true, true
 				return
 			}
@@ -314,8 +330,6 @@ func (s *Store) loadIndex(walkAll, withMeta bool) (ids []string, recs map[string
 			stale[i], walk[i] = !fresh, changed
 		})
 	}
-	// recs becomes the answer in place (a second map of 10,000 records costs a tenth of find): the stale records
-	// are scanned into a slice, then set.
 	var todo []int
 	for i := range ids {
 		if stale[i] {
@@ -327,12 +341,9 @@ func (s *Store) loadIndex(walkAll, withMeta bool) (ids []string, recs map[string
 	progress := s.progress(len(todo))
 	var mu sync.Mutex
 	parallelIO(len(todo), func(j int) {
-		id := ids[todo[j]]
-		var prev *indexRecord
-		if r, ok := recs[id]; ok {
-			prev = &r
-		}
-		r := s.scan(sessions, id, prev, walk[todo[j]])
+		i := todo[j]
+		prev := recs[i]
+		r := s.scan(sessions, ids[i], prev, walk[i])
 		scanned[j] = r
 		same[j] = prev != nil && bytes.Equal(prev.line(), r.line()) // a session never cached: nothing to write
 		mu.Lock()
@@ -340,21 +351,14 @@ func (s *Store) loadIndex(walkAll, withMeta bool) (ids []string, recs map[string
 		mu.Unlock()
 	})
 	var changed []indexRecord
-	for j, r := range scanned {
-		recs[r.id] = r
+	for j, i := range todo {
+		recs[i] = &scanned[j]
 		if !same[j] {
-			changed = append(changed, r)
+			changed = append(changed, scanned[j])
 		}
 	}
 	listed := func(id string) bool { _, ok := slices.BinarySearch(ids, id); return ok }
-	gone := len(recs) > len(ids) // a record of a session no longer in the folder (every listed one has one now)
-	if gone {
-		for id := range recs {
-			if !listed(id) {
-				delete(recs, id)
-			}
-		}
-	}
+	gone := joined < len(list) // a record of a session no longer in the folder
 	// Written back under the lock, over what the file holds then: a record another writer made meanwhile may give
 	// way to this older scan of the session, which is never wrongly fresh (its fingerprint was taken before what
 	// it read, so a later change shows as stale to the next reader).
@@ -475,7 +479,7 @@ func (s *Store) Listing(sizes bool) ([]Listed, error) {
 	out := make([]Listed, len(ids))
 	sizedAt := make([]time.Time, len(ids))
 	parallel(len(ids), func(i int) { // decoding 10,000 records is most of what is left
-		r := recs[ids[i]]
+		r := *recs[i]
 		body, ok := r.decodeBody()
 		if !ok { // never so of a record made here: a hostile file's is rescanned
 			r = s.scan(sessions, ids[i], nil, true)
@@ -511,7 +515,7 @@ const (
 
 // refreshOldSizes measures again the sizes of out measured longest ago (sizedAt), older than sizeMaxAge, within
 // sizeBudget, and keeps them in the index.
-func (s *Store) refreshOldSizes(sessions *Dir, recs map[string]indexRecord, out []Listed, sizedAt []time.Time) {
+func (s *Store) refreshOldSizes(sessions *Dir, recs []*indexRecord, out []Listed, sizedAt []time.Time) {
 	now := time.Now()
 	var old []int
 	for i, t := range sizedAt {
@@ -528,8 +532,7 @@ func (s *Store) refreshOldSizes(sessions *Dir, recs map[string]indexRecord, out 
 		if time.Since(now) > sizeBudget {
 			break
 		}
-		prev := recs[out[i].ID]
-		r := s.scan(sessions, out[i].ID, &prev, true)
+		r := s.scan(sessions, out[i].ID, recs[i], true)
 		if body, ok := r.decodeBody(); ok {
 			out[i] = s.listed(out[i].ID, body)
 			changed = append(changed, r)
@@ -555,8 +558,8 @@ func (s *Store) ConversationCandidates(match func(conv string) bool) ([]string, 
 	}
 	defer release() // out holds ids, not recs' bytes
 	var out []string
-	for _, id := range ids {
-		r := recs[id]
+	for i, id := range ids {
+		r := recs[i]
 		if _, all := eachWord(r.convs, func(c string) bool { return !match(c) }); r.has(flagAnyConv) || !r.has(flagConvs) || !all {
 			out = append(out, id)
 		}

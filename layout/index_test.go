@@ -294,11 +294,13 @@ func TestIndexHostileSession(t *testing.T) {
 
 	require.NoError(t, os.Remove(projects))
 	require.NoError(t, os.MkdirAll(filepath.Join(projects, "a b\nc"), 0o755))
-	_, recs, release, err := s.loadIndex(false, true)
+	ids, recs, release, err := s.loadIndex(false, true)
 	defer release()
 	require.NoError(t, err)
-	assert.Equal(t, "-", recs["evil"].fp, "a name with a space and a newline: not kept, rescanned every time")
-	assert.Equal(t, ". "+MetaFile, recs["evil"].rels)
+	evil, ok := slices.BinarySearch(ids, "evil")
+	require.True(t, ok)
+	assert.Equal(t, "-", recs[evil].fp, "a name with a space and a newline: not kept, rescanned every time")
+	assert.Equal(t, ". "+MetaFile, recs[evil].rels)
 
 	canon := filepath.Join(projects, CanonicalProject)
 	require.NoError(t, os.MkdirAll(canon, 0o755))
@@ -409,9 +411,11 @@ func TestIndexEncodedWithinItsLimit(t *testing.T) {
 	assert.LessOrEqual(t, len(b), 50_000)
 	got := parseIndex(b)
 	require.Len(t, got, 100, "every session is kept")
-	assert.Equal(t, body, got["s000"].body, "the first fit whole")
-	assert.Equal(t, "-", got["s099"].fp, "the last as its id alone")
-	assert.False(t, got["s099"].has(flagConvs), "whose conversations are looked at again")
+	assert.Equal(t, "s000", got[0].id, "in order")
+	assert.Equal(t, body, got[0].body, "the first fit whole")
+	assert.Equal(t, "s099", got[99].id)
+	assert.Equal(t, "-", got[99].fp, "the last as its id alone")
+	assert.False(t, got[99].has(flagConvs), "whose conversations are looked at again")
 	assert.Len(t, encodeIndex(recs, 1<<20), len(indexHeader)+1+100*len(recs["s000"].line()), "all whole when they fit")
 }
 
@@ -440,4 +444,44 @@ func TestIndexUncachedSessionWritesNothing(t *testing.T) {
 	after, err := os.Stat(path)
 	require.NoError(t, err)
 	assert.Equal(t, before.Sys().(*syscall.Stat_t).Ino, after.Sys().(*syscall.Stat_t).Ino, "the index was not rewritten")
+}
+
+// An index file in another order than encodeIndex's (not one sessionfs wrote) is read sorted, and of an id given
+// twice its last line counts, as a map filled line by line would keep it: the readers join it with the sorted
+// sessions.
+func TestIndexReadSortedWhateverItsOrder(t *testing.T) {
+	rec := func(id, convs string) string {
+		return string(indexRecord{id: id, fp: strings.Repeat("a", 2*fpHalf), flags: "c", rels: baseRelsWords, convs: convs, body: "{}"}.line())
+	}
+	b := indexHeader + "\n" + rec("c", "x1") + rec("a", "x2") + rec("c", "x3") + "not a record\n" + rec("b", "x4") + rec("a", "x5")
+	got := parseIndex([]byte(b))
+	var ids, convs []string
+	for _, r := range got {
+		ids, convs = append(ids, r.id), append(convs, r.convs)
+	}
+	assert.Equal(t, []string{"a", "b", "c"}, ids)
+	assert.Equal(t, []string{"x5", "x4", "x3"}, convs, "the last line of each id")
+
+	s := newStore(t)
+	for _, id := range []string{"b", "d"} {
+		_, err := s.Create(id, CreateOptions{})
+		require.NoError(t, err)
+	}
+	_, err := s.Listing(false)
+	require.NoError(t, err)
+	settle(t, s)
+	path := filepath.Join(s.Root, indexFile)
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	header, lines, _ := strings.Cut(string(data), "\n")
+	recs := strings.Split(strings.TrimSuffix(lines, "\n"), "\n")
+	slices.Reverse(recs)
+	require.NoError(t, os.WriteFile(path, []byte(header+"\n"+strings.Join(recs, "\n")+"\n"), 0o600))
+	ids, joined, release, err := s.loadIndex(false, true)
+	defer release()
+	require.NoError(t, err)
+	require.Equal(t, []string{"b", "d"}, ids)
+	for i, r := range joined {
+		assert.Equal(t, ids[i], r.id, "each session joined with its own record")
+	}
 }
