@@ -379,7 +379,9 @@ func (d *Dir) Folders() ([]string, error) {
 	}
 	defer unix.Close(fd)
 	var names []string
-	buf := make([]byte, 64<<10)
+	bufp := direntBufs.Get().(*[]byte)
+	defer direntBufs.Put(bufp)
+	buf := *bufp
 	for {
 		n, err := unix.Getdents(fd, buf)
 		if err == unix.EINTR {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -98,7 +99,13 @@ func (l *listing) kept(src string) bool {
 // database's record alone (expand lists its conversations when it changed).
 func list(sess *layout.Dir) listing {
 	var l listing
+	// A session holds one or two agents' folders of the ten: one listing of its own folder spares a look into
+	// each that is not there (8 failed opens of a session's 11, 10% of a search's catch-up at 1,000 sessions).
+	top, err := sess.Folders()
 	for _, a := range all.Agents {
+		if first, _, _ := strings.Cut(a.Dir, "/"); err == nil && !slices.Contains(top, first) {
+			continue
+		}
 		switch {
 		case a == claude.Agent:
 			l.sources = append(l.sources, claudeSources(sess)...)
@@ -161,12 +168,17 @@ func claudeSources(sess *layout.Dir) []source {
 	var out []source
 	for _, folder := range folders {
 		dirs := map[string]bool{} // the sidecar folders: only a conversation with one can have subagents
-		each(sess, folder, keeping(func(e os.DirEntry) bool {
+		pick := keeping(func(e os.DirEntry) bool {
 			if e.IsDir() {
 				dirs[e.Name()] = true
 			}
 			return strings.HasSuffix(e.Name(), ".jsonl") && e.Type().IsRegular() && !seen[strings.TrimSuffix(e.Name(), ".jsonl")]
-		}), func(name string, st *unix.Stat_t) {
+		})
+		each(sess, folder, func(ents []os.DirEntry) []string {
+			names := pick(ents)
+			out = slices.Grow(out, len(names)) // a source is 336 bytes: grown once, not copied at each doubling
+			return names
+		}, func(name string, st *unix.Stat_t) {
 			id := strings.TrimSuffix(name, ".jsonl")
 			seen[id] = true
 			rel := folder + "/" + name
