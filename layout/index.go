@@ -237,7 +237,9 @@ func (s *Store) readIndexSorted() (recs []indexRecord, release func(), err error
 // encodeIndex writes them; a file in another order (not one sessionfs wrote) is sorted here, and of an id given
 // twice the last line counts.
 func parseIndex(b []byte) []indexRecord {
-	out := make([]indexRecord, 0, bytes.Count(b, []byte{'\n'}))
+	// Sized by its lines, up to a store far larger than any seen: a file of 256 MiB of empty lines (it is its
+	// owner's to write, and root may read another user's) must not make the reader ask for gigabytes.
+	out := make([]indexRecord, 0, min(bytes.Count(b, []byte{'\n'}), 1<<17))
 	text := unsafe.String(unsafe.SliceData(b), len(b))
 	header, rest, _ := strings.Cut(text, "\n")
 	if header != indexHeader {

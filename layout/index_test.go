@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -484,4 +485,16 @@ func TestIndexReadSortedWhateverItsOrder(t *testing.T) {
 	for i, r := range joined {
 		assert.Equal(t, ids[i], r.id, "each session joined with its own record")
 	}
+}
+
+// An index of many lines that hold no record (its owner's to write; root may read another user's) costs its
+// reader about its size, not a record's worth of memory a line.
+func TestIndexOfEmptyLinesAllocatesLittle(t *testing.T) {
+	b := []byte(indexHeader + "\n" + strings.Repeat("\n", 32<<20))
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	got := parseIndex(b)
+	runtime.ReadMemStats(&after)
+	assert.Empty(t, got)
+	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(64<<20), "32 Mi empty lines: not 32 Mi records' worth (4 GiB)")
 }
