@@ -140,3 +140,26 @@ func TestFoldersNamesOnlyFolders(t *testing.T) {
 	require.NoError(t, err)
 	assert.ElementsMatch(t, want, got)
 }
+
+// TestFoldersUpToReadsNoFurther: FoldersUpTo gives every folder of a folder within its bound, and says so; past
+// it, all is false, whatever the kind of the names (files count as much as folders).
+func TestFoldersUpToReadsNoFurther(t *testing.T) {
+	root := t.TempDir()
+	for i := range 3 {
+		require.NoError(t, os.Mkdir(filepath.Join(root, fmt.Sprintf("d%d", i)), 0o755))
+	}
+	d, err := OpenDir(root)
+	require.NoError(t, err)
+	defer d.Close()
+	got, all, err := d.FoldersUpTo(3)
+	require.NoError(t, err)
+	assert.True(t, all)
+	assert.ElementsMatch(t, []string{"d0", "d1", "d2"}, got)
+	for i := range 100 {
+		require.NoError(t, os.WriteFile(filepath.Join(root, fmt.Sprintf("f%03d", i)), nil, 0o644))
+	}
+	got, all, err = d.FoldersUpTo(10)
+	require.NoError(t, err)
+	assert.False(t, all, "110 names, 10 read")
+	assert.LessOrEqual(t, len(got), 3)
+}

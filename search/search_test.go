@@ -430,3 +430,18 @@ func TestAHugeFileIsLeftOut(t *testing.T) {
 	require.Len(t, *warnings, 1)
 	assert.Contains(t, (*warnings)[0], "more than the 536870912 a conversation file may have to be indexed")
 }
+
+// A session whose own folder holds more names than list reads of it (they are the session's to make) is searched
+// as any other: every agent's folder is looked for, none taken as missing.
+func TestASessionOfManyNamesIsSearchedWhole(t *testing.T) {
+	s := newStore(t, "crowded")
+	for i := range maxSessionTop + 10 {
+		require.NoError(t, os.Mkdir(filepath.Join(s.Dir("crowded"), fmt.Sprintf("a%03d", i)), 0o700))
+	}
+	appendTo(t, transcript(s, "crowded", theConv), claudeLine("user", "where is the axolotl", 0))
+	ix, _ := openIndex(t, s)
+	require.NoError(t, ix.CatchUp(nil))
+	hits := search(t, ix, Query{Match: "axolotl"})
+	require.Len(t, hits, 1)
+	assert.Equal(t, "crowded", hits[0].Session)
+}

@@ -52,7 +52,7 @@ func (b *bench) cliAtScale() {
 		name string
 		args []string
 		goal string
-		want string // what its output must hold, so a fast failure is not timed as an answer
+		want string // what its output must hold (timedCLI)
 	}{
 		{"sessionfs ls", []string{"ls"}, "< 200 ms", benchSession},
 		{"sessionfs ls -q", []string{"ls", "-q"}, "< 100 ms", benchSession},
@@ -62,15 +62,9 @@ func (b *bench) cliAtScale() {
 	for run := 0; run < b.c.cliRuns; run++ {
 		for k := range cmds {
 			k = (k + run) % len(cmds)
-			cmd := exec.Command(b.c.sessionfs, cmds[k].args...)
-			cmd.Env = append(os.Environ(), "SESSIONFS_STORE="+b.store)
-			var out []byte
-			d, err := timed(func() (err error) { out, err = cmd.CombinedOutput(); return err })
-			if err == nil && !strings.Contains(string(out), cmds[k].want) {
-				err = fmt.Errorf("its output lacks %s", cmds[k].want)
-			}
+			d, err := timedCLI(b.c.sessionfs, b.store, cmds[k].want, cmds[k].args...)
 			if err != nil {
-				b.skip("%s: %v: %.300s", cmds[k].name, err, out)
+				b.skip("%s: %v", cmds[k].name, err)
 				return
 			}
 			times[k] = append(times[k], d)
@@ -94,25 +88,12 @@ func (b *bench) copiedAtScale() {
 		b.skip("the first ls of copied sessions: %v", err)
 		return
 	}
-	ls := func() (time.Duration, error) {
-		cmd := exec.Command(b.c.sessionfs, "ls")
-		cmd.Env = append(os.Environ(), "SESSIONFS_STORE="+store)
-		var out []byte
-		d, err := timed(func() (err error) { out, err = cmd.CombinedOutput(); return err })
-		if err == nil && !strings.Contains(string(out), benchSession) {
-			err = fmt.Errorf("its output lacks %s", benchSession)
-		}
-		if err != nil {
-			return 0, fmt.Errorf("%v: %.300s", err, out)
-		}
-		return d, nil
-	}
-	first, err := ls()
+	first, err := timedCLI(b.c.sessionfs, store, benchSession, "ls")
 	if err != nil {
 		b.skip("the first ls of copied sessions: %v", err)
 		return
 	}
-	next, err := ls()
+	next, err := timedCLI(b.c.sessionfs, store, benchSession, "ls")
 	if err != nil {
 		b.skip("the next ls of copied sessions: %v", err)
 		return
@@ -121,4 +102,20 @@ func (b *bench) copiedAtScale() {
 		figure{Name: fmt.Sprintf("the first sessionfs ls after %d sessions were copied into a store (no mount)", b.c.sessions),
 			Value: ms(first), Unit: "ms", Goal: "< 200 ms, a few times the next"},
 		figure{Name: "the next sessionfs ls of that store", Value: ms(next), Unit: "ms", Goal: "< 200 ms"})
+}
+
+// timedCLI times the sessionfs binary bin run with args on store; its output must hold want, so a fast failure is
+// not timed as an answer.
+func timedCLI(bin, store, want string, args ...string) (time.Duration, error) {
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), "SESSIONFS_STORE="+store)
+	var out []byte
+	d, err := timed(func() (err error) { out, err = cmd.CombinedOutput(); return err })
+	if err == nil && !strings.Contains(string(out), want) {
+		err = fmt.Errorf("its output lacks %s", want)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("%v: %.300s", err, out)
+	}
+	return d, nil
 }

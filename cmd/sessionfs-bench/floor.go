@@ -13,7 +13,8 @@ import (
 
 // The floor is what any FUSE mount costs a path that crosses its folders to a bind, with no daemon work at all:
 // a bare go-fuse file system of the folders on the way to a session's workspace (sessions/<id>/workspace, nothing
-// else), mounted with the options sessionfs mounts with, and a plain folder bound at its workspace as sessionfs
+// else), mounted with the options of mount/options.go that bear on a path's walk (ACLs, so default_permissions;
+// locks; nosuid, nodev, noatime), and a plain folder bound at its workspace as sessionfs
 // binds the store's. A file row's sessionfs/plain at the floor's own ratio is the kernel's per-folder checks
 // (fuse_permission, fuse_dentry_revalidate) and the bind's crossing, which no answer of a daemon removes; a ratio
 // above the floor's is sessionfs's own.
@@ -41,7 +42,9 @@ func startFloor(ws, mnt string) (*target, error) {
 			return nil, err
 		}
 	}
-	hour := time.Hour // sessionfs's timeout of the store's folders while watched (mount.WatchedTimeout)
+	// An hour: longer than sessionfs's 30 s for these folders (mount.DefaultTimeout), so the floor never pays the
+	// kernel's refresh of one (a GETATTR every 30 s, next to these rows' millions of checks).
+	hour := time.Hour
 	server, err := gofs.Mount(mnt, &floorFolders{path: []string{"sessions", benchSession, "workspace"}}, &gofs.Options{
 		EntryTimeout: &hour, AttrTimeout: &hour, NegativeTimeout: &hour,
 		MountOptions: fuse.MountOptions{Name: "sessionfs-floor", FsName: ws, MaxBackground: 64, EnableAcl: true,
