@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -166,4 +168,44 @@ func TestAttackSearchBudgetHardLinkedSubagents(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(ar.stdout), &attackedHits))
 	assert.Len(t, quietHits, 1)
 	assert.Len(t, attackedHits, 1, "the subagent's transcript is indexed once, whatever links it has")
+}
+
+// TestAttackSearchManyTopNames: search tells which agents' folders a session holds by listing the session's own
+// folder, which the session's processes write. Session s2's process (uid 65534) makes 300,000 folders there. The
+// user's search of s1's words must not read them all on every query: bound, at most twice the quiet query's time
+// plus 50 ms. Before the bound (9f77cb2) a query took 0.16 s against 0.01 s, and 60 MB against 17.
+func TestAttackSearchManyTopNames(t *testing.T) {
+	need(t, os.Geteuid() == 0, "root: the attacker is uid 65534, owner of its session's folder")
+	store := t.TempDir()
+	for _, d := range []string{filepath.Dir(store), store} { // the attacker reaches its session's folder
+		require.NoError(t, os.Chmod(d, 0o755))
+	}
+	ok(t, store, "new", "s1")
+	ok(t, store, "new", "s2")
+	require.NoError(t, os.WriteFile(filepath.Join(budgetTranscriptDir(store, "s1"), budgetConv+".jsonl"),
+		[]byte(budgetLine("user", "/session/workspace", 0, []map[string]string{{"type": "text", "text": "where is the quokka"}})), 0o600))
+	query := func() time.Duration {
+		var best time.Duration
+		for i := range 3 { // the fastest of three: the machine's noise is not the attack
+			r, took := cliBounded(t, store, nil, "search", "quokka")
+			require.Equal(t, 0, r.code, r.stderr)
+			require.Contains(t, r.stdout, "where is the quokka")
+			if i == 0 || took < best {
+				best = took
+			}
+		}
+		return best
+	}
+	quiet := query()
+
+	s2 := giveSession(t, store, "s2")
+	const names = 300000
+	cmd := exec.Command("sh", "-c", fmt.Sprintf("seq -f 'd%%06g' %d | xargs mkdir", names))
+	cmd.Dir = s2
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	attacked := query()
+	t.Logf("a query: %v quiet, %v with %d folders in s2's own folder (bound: %v)", quiet, attacked, names, 2*quiet+50*time.Millisecond)
+	assert.LessOrEqual(t, attacked, 2*quiet+50*time.Millisecond, "search read every name the session made")
 }
