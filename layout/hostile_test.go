@@ -1,6 +1,7 @@
 package layout
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io/fs"
@@ -686,6 +687,34 @@ func TestReadRegular(t *testing.T) {
 				assert.Equal(t, tc.want, string(b))
 			})
 		})
+	}
+}
+
+// ReadRegular reads a file to its end, not to the size its stat gave: one that grew since is read whole, or is
+// ErrDamaged once it grows past the limit. /proc's files say 0 bytes and hold more.
+func TestReadRegularReadsToTheEnd(t *testing.T) {
+	d, err := OpenDir("/proc/self")
+	require.NoError(t, err)
+	defer d.Close()
+	want, err := os.ReadFile("/proc/self/limits") // the same for every thread of this process, and over 1 KiB
+	require.NoError(t, err)
+	require.Greater(t, len(want), 1024)
+	got, err := d.ReadRegular("limits", 1<<20)
+	require.NoError(t, err)
+	assert.Equal(t, string(want), string(got))
+	_, err = d.ReadRegular("limits", 100)
+	assert.ErrorIs(t, err, ErrDamaged)
+	assert.ErrorContains(t, err, "grew past 100 bytes")
+
+	dir := t.TempDir()
+	d2, err := OpenDir(dir)
+	require.NoError(t, err)
+	defer d2.Close()
+	for _, n := range []int{0, 1, 10} { // the limit itself is allowed
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "f"), bytes.Repeat([]byte("x"), n), 0o644))
+		got, err := d2.ReadRegular("f", 10)
+		require.NoError(t, err)
+		assert.Len(t, got, n)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -162,4 +163,31 @@ func TestFoldersUpToReadsNoFurther(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, all, "110 names, 10 read")
 	assert.LessOrEqual(t, len(got), 3)
+}
+
+// Usage reads folders without updating their access times: a listing of sessions just copied in (each folder's
+// access time older than its change) writes no inode back. A folder listed by os.ReadDir on the same filesystem
+// does have its access time updated, or the test could not tell.
+func TestUsageLeavesAccessTimes(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "a", "b"), 0o755))
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "control"), 0o755))
+	old := time.Now().Add(-48 * time.Hour)
+	atime := func(rel string) time.Time {
+		var st unix.Stat_t
+		require.NoError(t, unix.Lstat(filepath.Join(dir, rel), &st))
+		return time.Unix(st.Atim.Unix())
+	}
+	for _, rel := range []string{".", "a", "a/b", "control"} {
+		require.NoError(t, os.Chtimes(filepath.Join(dir, rel), old, time.Time{})) // atime only
+	}
+	_, err := os.ReadDir(filepath.Join(dir, "control"))
+	require.NoError(t, err)
+	if atime("control").Equal(atime(".")) {
+		t.Skipf("%s updates no access time on a read (mounted noatime): nothing to tell apart", dir)
+	}
+	Usage(dir)
+	for _, rel := range []string{".", "a", "a/b"} {
+		assert.WithinDuration(t, old, atime(rel), time.Second, rel)
+	}
 }

@@ -95,9 +95,9 @@ func UsageIn(d *Dir) (size int64, last time.Time) {
 	if err := unix.Statx(d.Fd(), "", unix.AT_EMPTY_PATH|unix.AT_SYMLINK_NOFOLLOW, unix.STATX_BASIC_STATS|unix.STATX_MNT_ID, &root); err != nil {
 		return 0, time.Time{}
 	}
-	u := usage{dev: devOf(&root), mnt: root.Mnt_id, useMnt: root.Mask&unix.STATX_MNT_ID != 0}
+	u := usage{dev: devOf(&root), mnt: root.Mnt_id, useMnt: root.Mask&unix.STATX_MNT_ID != 0, euid: uint32(unix.Geteuid())}
 	u.add(&root)
-	fd, err := unix.Openat(d.Fd(), ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	fd, err := u.open(d.Fd(), ".", &root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC)
 	if err != nil {
 		return u.size, u.last
 	}
@@ -116,8 +116,23 @@ type usage struct {
 	dev    uint64
 	mnt    uint64
 	useMnt bool
+	euid   uint32
 	size   int64
 	last   time.Time
+}
+
+// open opens folder name (of stat st) in dirfd to read it without updating its access time: the kernel would
+// write back the inode of every folder a walk lists whose access time is older than its change (every one just
+// copied or written in), journal and disk work for a listing. O_NOATIME is for the folder's owner and root; the
+// kernel refuses it to a root without CAP_FOWNER (a confined daemon), which then opens as anyone does.
+func (u *usage) open(dirfd int, name string, st *unix.Statx_t, flags int) (int, error) {
+	if st.Uid == u.euid || u.euid == 0 {
+		fd, err := unix.Openat(dirfd, name, flags|unix.O_NOATIME, 0)
+		if err != unix.EPERM {
+			return fd, err
+		}
+	}
+	return unix.Openat(dirfd, name, flags, 0)
 }
 
 func devOf(st *unix.Statx_t) uint64 { return unix.Mkdev(st.Dev_major, st.Dev_minor) }
@@ -165,7 +180,7 @@ func (u *usage) walk(fd int, depth int, buf []byte) {
 			if depth >= maxUsageDepth {
 				continue
 			}
-			sub, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+			sub, err := u.open(fd, name, &st, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC)
 			if err != nil {
 				continue
 			}

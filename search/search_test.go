@@ -431,11 +431,11 @@ func TestAHugeFileIsLeftOut(t *testing.T) {
 	assert.Contains(t, (*warnings)[0], "more than the 536870912 a conversation file may have to be indexed")
 }
 
-// A session whose own folder holds more names than list reads of it (they are the session's to make) is searched
-// as any other: every agent's folder is looked for, none taken as missing.
+// A session whose own folder holds more names than all.Held reads of it (they are the session's to make) is
+// searched as any other: every agent's folder is looked for, none taken as missing.
 func TestASessionOfManyNamesIsSearchedWhole(t *testing.T) {
 	s := newStore(t, "crowded")
-	for i := range maxSessionTop + 10 {
+	for i := range 100 {
 		require.NoError(t, os.Mkdir(filepath.Join(s.Dir("crowded"), fmt.Sprintf("a%03d", i)), 0o700))
 	}
 	appendTo(t, transcript(s, "crowded", theConv), claudeLine("user", "where is the axolotl", 0))

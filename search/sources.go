@@ -95,23 +95,11 @@ func (l *listing) kept(src string) bool {
 	return false
 }
 
-// maxSessionTop is how many names of a session's own folder list reads to tell which agents' folders it holds:
-// sessionfs makes a few, each agent one.
-const maxSessionTop = 64
-
 // list lists the session's sources, every agent's; of an agent whose conversations are rows of a database, the
 // database's record alone (expand lists its conversations when it changed).
 func list(sess *layout.Dir) listing {
 	var l listing
-	// A session holds one or two agents' folders of the ten: one listing of its own folder spares a look into
-	// each that is not there (8 failed opens of a session's 11, 10% of a search's catch-up at 1,000 sessions).
-	// A folder of more names than that is not read on (they are the session's to make): every agent's folder is
-	// looked for then.
-	top, listed, err := sess.FoldersUpTo(maxSessionTop)
-	for _, a := range all.Agents {
-		if first, _, _ := strings.Cut(a.Dir, "/"); err == nil && listed && !slices.Contains(top, first) {
-			continue
-		}
+	for _, a := range all.Held(sess) {
 		switch {
 		case a == claude.Agent:
 			l.sources = append(l.sources, claudeSources(sess)...)

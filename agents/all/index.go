@@ -19,7 +19,7 @@ func init() { layout.RegisterConversationIndexer(Index) }
 // are left to find to look up (AnyID).
 func Index(sess *layout.Dir) layout.ConversationIndex {
 	out := layout.ConversationIndex{ByAgent: map[string]int{}}
-	for _, a := range Agents {
+	for _, a := range Held(sess) {
 		var ids map[string]bool
 		switch {
 		case a == claude.Agent:
