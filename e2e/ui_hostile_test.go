@@ -86,7 +86,7 @@ func TestUIHostileSessionRunsNothing(t *testing.T) {
 
 	dialogs, _, blocked = b.seen()
 	assert.Empty(t, dialogs, "a page of the hostile session opened a dialog")
-	assert.Empty(t, b.foreignRequests(u.base), "a page of the hostile session made a request to another origin")
+	assert.Empty(t, b.foreignRequests(u.base), "a page of the hostile session made a request to another origin (the ui is %s, the other origin %s)", u.base, foreign.URL)
 	assert.Empty(t, blocked, "the browser blocked something: a page held more than text")
 	mu.Lock()
 	assert.Empty(t, foreignHits, "requests reached the other origin")
