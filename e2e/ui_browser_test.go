@@ -314,8 +314,9 @@ func (b *browser) forget() {
 
 // foreignRequests are the requests made so far to any origin but base's, each with what it was. The browser's own
 // fetch of an origin's /favicon.ico (type Other, no page's doing: a page's icon link names its own URL) is not
-// one: CI saw one once, to an origin that was neither the ui nor the hostile session's server, which no server
-// received; the other origin's server still counts every request that reaches it, that one too.
+// one: CI saw one once, to an origin not the ui's, which the hostile session's server had not received when the
+// test looked (headless chromium fetches no favicon in this test's other runs). That server still counts every
+// request that reaches it, a favicon's too, and no page of that origin can be shown without one.
 func (b *browser) foreignRequests(base string) []string {
 	_, reqs, _ := b.seen()
 	b.mu.Lock()
