@@ -150,11 +150,16 @@ func makePty() int {
 		fmt.Printf("pty: write: %v\n", err)
 		return 1
 	}
+	// The echo may come in more than one read (CI once read "ping", then "\r\n"): read to its line's end.
 	buf := make([]byte, 16)
-	got, err := m.Read(buf)
-	if err != nil {
-		fmt.Printf("pty: read: %v\n", err)
-		return 1
+	got := 0
+	for got < len(buf) && !bytes.Contains(buf[:got], []byte("\n")) {
+		n, err := m.Read(buf[got:])
+		if err != nil {
+			fmt.Printf("pty: read: %v\n", err)
+			return 1
+		}
+		got += n
 	}
 	fmt.Printf("pty %s echoed %q\n", name, buf[:got])
 	ents, err := os.ReadDir("/dev/pts")
