@@ -117,6 +117,7 @@ type usage struct {
 	mnt    uint64
 	useMnt bool
 	euid   uint32
+	atimed bool // O_NOATIME was refused once: this walk opens as anyone does from then on
 	size   int64
 	last   time.Time
 }
@@ -124,13 +125,15 @@ type usage struct {
 // open opens folder name (of stat st) in dirfd to read it without updating its access time: the kernel would
 // write back the inode of every folder a walk lists whose access time is older than its change (every one just
 // copied or written in), journal and disk work for a listing. O_NOATIME is for the folder's owner and root; the
-// kernel refuses it to a root without CAP_FOWNER (a confined daemon), which then opens as anyone does.
+// kernel refuses it to a root without CAP_FOWNER (a confined daemon), which then opens as anyone does, for the
+// rest of the walk (not two opens a folder).
 func (u *usage) open(dirfd int, name string, st *unix.Statx_t, flags int) (int, error) {
-	if st.Uid == u.euid || u.euid == 0 {
+	if !u.atimed && (st.Uid == u.euid || u.euid == 0) {
 		fd, err := unix.Openat(dirfd, name, flags|unix.O_NOATIME, 0)
 		if err != unix.EPERM {
 			return fd, err
 		}
+		u.atimed = true
 	}
 	return unix.Openat(dirfd, name, flags, 0)
 }
