@@ -426,17 +426,12 @@ func (d *Dir) folders(max int) (names []string, all bool, err error) {
 		if n <= 0 {
 			return names, true, nil
 		}
-		for b := buf[:n]; len(b) >= direntNameOff; {
-			reclen := int(b[16]) | int(b[17])<<8 // struct linux_dirent64: ino, off, reclen, type, name
-			if reclen < direntNameOff || reclen > len(b) {
+		for b := buf[:n]; len(b) > 0; {
+			name, typ, rest, ok := nextDirent(b)
+			if !ok {
 				return nil, false, &os.PathError{Op: "readdirent", Path: ".", Err: unix.EIO}
 			}
-			name := b[direntNameOff:reclen]
-			if i := bytes.IndexByte(name, 0); i >= 0 {
-				name = name[:i]
-			}
-			typ := b[18]
-			b = b[reclen:]
+			b = rest
 			if len(name) == 0 || name[0] == '.' && (len(name) == 1 || len(name) == 2 && name[1] == '.') {
 				continue
 			}

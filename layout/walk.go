@@ -1,6 +1,7 @@
 package layout
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 
@@ -16,59 +17,168 @@ const MaxWalkDepth = 512
 // the walk runs is never entered: the walk stays beneath d whatever the session does. fn returning SkipDir for a
 // folder skips its contents; any other error stops the walk. Folders deeper than MaxWalkDepth are an error.
 func (d *Dir) Walk(fn func(rel string, st *unix.Stat_t) error) error {
-	fd, err := unix.Openat(d.fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return &os.PathError{Op: "open", Path: d.name, Err: err}
-	}
-	return walkFd(fd, "", 0, fn)
+	return d.walk(func(dirfd int, rel, name string, _ uint8) (bool, error) {
+		var st unix.Stat_t
+		if err := unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			if err == unix.ENOENT { // removed meanwhile
+				return false, nil
+			}
+			return false, &os.PathError{Op: "lstat", Path: rel, Err: err}
+		}
+		if err := fn(rel, &st); err != nil {
+			return false, err
+		}
+		return st.Mode&unix.S_IFMT == unix.S_IFDIR, nil
+	})
+}
+
+// WalkNames is Walk for a reader that needs only names and whether each is a folder: fn gets each entry's type
+// as the folder's listing gives it (unix.DT_DIR, DT_REG, DT_LNK, ...), and no entry is stat-ed (but on a
+// filesystem whose listings do not say, DT_UNKNOWN, which is asked). A walk for projects' settings before every
+// run thus costs a folder one open and one listing, not a system call for each of its files. Folders are entered
+// as Walk enters them: from their parent's descriptor, never through a link.
+func (d *Dir) WalkNames(fn func(rel string, typ uint8) error) error {
+	return d.walk(func(dirfd int, rel, name string, typ uint8) (bool, error) {
+		if typ == unix.DT_UNKNOWN {
+			var st unix.Stat_t
+			if err := unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+				if err == unix.ENOENT {
+					return false, nil
+				}
+				return false, &os.PathError{Op: "lstat", Path: rel, Err: err}
+			}
+			typ = direntType(st.Mode)
+		}
+		if err := fn(rel, typ); err != nil {
+			return false, err
+		}
+		return typ == unix.DT_DIR, nil
+	})
 }
 
 // SkipDir, returned by a Walk function for a folder, skips what it holds.
 var SkipDir = fmt.Errorf("skip this folder")
 
+// visitor is given each entry of a walk, in the folder open as dirfd; it says whether to enter it, a folder (an
+// error: stop, but SkipDir: go on without entering).
+type visitor func(dirfd int, rel, name string, typ uint8) (enter bool, err error)
+
+// walk is Walk's and WalkNames' one walk: each folder read with getdents into one buffer the walk's levels share
+// (a level copies a listing's entries out before it goes down), not through an os.File, which would try to
+// register the descriptor with the poller and hold every name of a folder at once.
+func (d *Dir) walk(visit visitor) error {
+	fd, err := unix.Openat(d.fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return &os.PathError{Op: "open", Path: d.name, Err: err}
+	}
+	bufp := direntBufs.Get().(*[]byte)
+	defer direntBufs.Put(bufp)
+	return walkFd(fd, "", 0, *bufp, visit)
+}
+
+// dirent is one entry of a listing, copied out of the getdents buffer.
+type dirent struct {
+	name string
+	typ  uint8
+}
+
 // walkFd walks the folder open as fd (whose path beneath the root is prefix) and closes fd.
-func walkFd(fd int, prefix string, depth int, fn func(rel string, st *unix.Stat_t) error) error {
-	f := os.NewFile(uintptr(fd), prefix)
-	defer f.Close()
+func walkFd(fd int, prefix string, depth int, buf []byte, visit visitor) error {
+	defer unix.Close(fd)
 	if depth > MaxWalkDepth {
 		return &os.PathError{Op: "walk", Path: prefix, Err: fmt.Errorf("folders nested more than %d deep", MaxWalkDepth)}
 	}
-	names, err := f.Readdirnames(-1)
-	if err != nil {
-		return &os.PathError{Op: "readdir", Path: prefix, Err: err}
-	}
-	for _, name := range names {
-		rel := name
-		if prefix != "" {
-			rel = prefix + "/" + name
+	var ents []dirent
+	for {
+		n, err := unix.Getdents(fd, buf)
+		if err == unix.EINTR {
+			continue
 		}
-		var st unix.Stat_t
-		if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-			if err == unix.ENOENT { // removed meanwhile
+		if err != nil {
+			return &os.PathError{Op: "readdir", Path: prefix, Err: err}
+		}
+		if n <= 0 {
+			return nil
+		}
+		if ents, err = appendDirents(ents[:0], buf[:n]); err != nil {
+			return &os.PathError{Op: "readdir", Path: prefix, Err: err}
+		}
+		for _, e := range ents {
+			rel := e.name
+			if prefix != "" {
+				rel = prefix + "/" + e.name
+			}
+			enter, err := visit(fd, rel, e.name, e.typ)
+			if err == SkipDir || err == nil && !enter {
 				continue
 			}
-			return &os.PathError{Op: "lstat", Path: rel, Err: err}
-		}
-		err := fn(rel, &st)
-		if err == SkipDir {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		if st.Mode&unix.S_IFMT != unix.S_IFDIR {
-			continue
-		}
-		sub, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-		if err == unix.ENOENT || err == unix.ELOOP || err == unix.ENOTDIR {
-			continue // removed, or swapped for something that is not a folder, since the lstat
-		}
-		if err != nil {
-			return &os.PathError{Op: "open", Path: rel, Err: err}
-		}
-		if err := walkFd(sub, rel, depth+1, fn); err != nil {
-			return err
+			if err != nil {
+				return err
+			}
+			sub, err := unix.Openat(fd, e.name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+			if err == unix.ENOENT || err == unix.ELOOP || err == unix.ENOTDIR {
+				continue // removed, or swapped for something that is not a folder, since it was listed
+			}
+			if err != nil {
+				return &os.PathError{Op: "open", Path: rel, Err: err}
+			}
+			if err := walkFd(sub, rel, depth+1, buf, visit); err != nil {
+				return err
+			}
 		}
 	}
-	return nil
+}
+
+// appendDirents appends the entries of the linux_dirent64 records in b (one getdents' worth), but "." and "..".
+func appendDirents(ents []dirent, b []byte) ([]dirent, error) {
+	for len(b) > 0 {
+		name, typ, rest, ok := nextDirent(b)
+		if !ok {
+			return ents, unix.EIO
+		}
+		b = rest
+		if len(name) == 0 || name[0] == '.' && (len(name) == 1 || len(name) == 2 && name[1] == '.') {
+			continue
+		}
+		ents = append(ents, dirent{name: string(name), typ: typ})
+	}
+	return ents, nil
+}
+
+// nextDirent decodes the linux_dirent64 record at b's start (ino, off, reclen, type, name): its name, its type,
+// and what follows it; ok is false for a record that does not fit.
+func nextDirent(b []byte) (name []byte, typ uint8, rest []byte, ok bool) {
+	if len(b) < direntNameOff {
+		return nil, 0, nil, false
+	}
+	reclen := int(b[16]) | int(b[17])<<8
+	if reclen < direntNameOff || reclen > len(b) {
+		return nil, 0, nil, false
+	}
+	name = b[direntNameOff:reclen]
+	if i := bytes.IndexByte(name, 0); i >= 0 {
+		name = name[:i]
+	}
+	return name, b[18], b[reclen:], true
+}
+
+// direntType is the listing's type of a file of mode m.
+func direntType(m uint32) uint8 {
+	switch m & unix.S_IFMT {
+	case unix.S_IFDIR:
+		return unix.DT_DIR
+	case unix.S_IFREG:
+		return unix.DT_REG
+	case unix.S_IFLNK:
+		return unix.DT_LNK
+	case unix.S_IFIFO:
+		return unix.DT_FIFO
+	case unix.S_IFSOCK:
+		return unix.DT_SOCK
+	case unix.S_IFCHR:
+		return unix.DT_CHR
+	case unix.S_IFBLK:
+		return unix.DT_BLK
+	}
+	return unix.DT_UNKNOWN
 }

@@ -160,9 +160,9 @@ func projectFolders(sess *layout.Dir, cwd string) (dirs []string, problem string
 		}
 	}
 	folders := 0
-	err := sess.Walk(func(rel string, st *unix.Stat_t) error {
+	err := sess.WalkNames(func(rel string, typ uint8) error {
 		name := path.Base(rel)
-		if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+		if typ == unix.DT_DIR {
 			if slices.Contains(unwalked, name) {
 				return layout.SkipDir
 			}
