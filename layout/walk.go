@@ -129,6 +129,9 @@ func walkFd(fd int, prefix string, depth int, buf []byte, visit visitor) error {
 	}
 }
 
+// listingTypes is false only in tests, to walk as on a filesystem whose listings give no types (DT_UNKNOWN).
+var listingTypes = true
+
 // appendDirents appends the entries of the linux_dirent64 records in b (one getdents' worth), but "." and "..".
 func appendDirents(ents []dirent, b []byte) ([]dirent, error) {
 	for len(b) > 0 {
@@ -139,6 +142,9 @@ func appendDirents(ents []dirent, b []byte) ([]dirent, error) {
 		b = rest
 		if len(name) == 0 || name[0] == '.' && (len(name) == 1 || len(name) == 2 && name[1] == '.') {
 			continue
+		}
+		if !listingTypes {
+			typ = unix.DT_UNKNOWN
 		}
 		ents = append(ents, dirent{name: string(name), typ: typ})
 	}

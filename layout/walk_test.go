@@ -42,6 +42,15 @@ func walkTree(t *testing.T) string {
 }
 
 func TestWalkNamesGivesWhatWalkGives(t *testing.T) {
+	t.Run("types listed", func(t *testing.T) { walkNamesAsWalk(t) })
+	t.Run("types not listed", func(t *testing.T) {
+		listingTypes = false // as xfs without ftype: every type is asked with lstat
+		defer func() { listingTypes = true }()
+		walkNamesAsWalk(t)
+	})
+}
+
+func walkNamesAsWalk(t *testing.T) {
 	d, err := OpenDir(walkTree(t))
 	require.NoError(t, err)
 	defer d.Close()
