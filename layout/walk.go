@@ -2,6 +2,7 @@ package layout
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"os"
 
@@ -15,7 +16,9 @@ const MaxWalkDepth = 512
 // Walk calls fn for every entry beneath d (not d itself), a folder before what it holds, with its lstat. Each
 // folder is opened from its parent's descriptor with no symlink followed, so a name swapped for a symlink while
 // the walk runs is never entered: the walk stays beneath d whatever the session does. fn returning SkipDir for a
-// folder skips its contents; any other error stops the walk. Folders deeper than MaxWalkDepth are an error.
+// folder skips its contents; any other error stops the walk. Folders deeper than MaxWalkDepth are an error. A
+// folder is read a listing at a time, so what is added to it while the walk runs may be visited too: a caller
+// that must finish against a writer bounds what it counts.
 func (d *Dir) Walk(fn func(rel string, st *unix.Stat_t) error) error {
 	return d.walk(func(dirfd int, rel, name string, _ uint8) (bool, error) {
 		var st unix.Stat_t
@@ -157,7 +160,7 @@ func nextDirent(b []byte) (name []byte, typ uint8, rest []byte, ok bool) {
 	if len(b) < direntNameOff {
 		return nil, 0, nil, false
 	}
-	reclen := int(b[16]) | int(b[17])<<8
+	reclen := int(binary.NativeEndian.Uint16(b[16:18])) // as the kernel wrote it
 	if reclen < direntNameOff || reclen > len(b) {
 		return nil, 0, nil, false
 	}

@@ -125,9 +125,10 @@ func offFolder(rel string, on []*agents.Agent) bool {
 	return false
 }
 
-// maxFolders bounds the walk of a session for projects' settings: past it the session cannot be approved (a
-// sandboxed run needs no walk). A variable for the tests.
-var maxFolders = 50000
+// maxFolders and maxEntries bound the walk of a session for projects' settings: past either the session cannot be
+// approved (a sandboxed run needs no walk). The entries' bound ends a walk of a folder its session fills as fast as
+// the walk lists it. Variables for the tests.
+var maxFolders, maxEntries = 50000, 1000000
 
 // unwalked are folders the walk does not enter: a repository's objects and installed packages, where no one
 // starts an agent, and which can hold more folders than the bound.
@@ -159,8 +160,11 @@ func projectFolders(sess *layout.Dir, cwd string) (dirs []string, problem string
 			}
 		}
 	}
-	folders := 0
+	folders, entries := 0, 0
 	err := sess.WalkNames(func(rel string, typ uint8) error {
+		if entries++; entries > maxEntries {
+			return fmt.Errorf("more than %d files and folders to look through for projects' settings", maxEntries)
+		}
 		name := path.Base(rel)
 		if typ == unix.DT_DIR {
 			if slices.Contains(unwalked, name) {

@@ -180,6 +180,18 @@ func TestWorkspaceWalkBound(t *testing.T) {
 	assert.Contains(t, r.Changes[0].How, "more than 500 folders")
 }
 
+func TestWorkspaceEntriesBound(t *testing.T) {
+	s, dir := newSession(t)
+	defer func(n int) { maxEntries = n }(maxEntries)
+	maxEntries = 500
+	for i := 0; i <= maxEntries; i++ {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "workspace", itoa(i)), nil, 0o644))
+	}
+	r := refused(t, Check(s, "s1", "", Approvals{Dir: t.TempDir()}))
+	assert.Equal(t, "the session's folders", r.Changes[0].Path)
+	assert.Contains(t, r.Changes[0].How, "more than 500 files and folders")
+}
+
 func TestLinksCannotBeApproved(t *testing.T) {
 	s, dir := newSession(t)
 	a := Approvals{Dir: t.TempDir()}
