@@ -171,23 +171,5 @@ func nextDirent(b []byte) (name []byte, typ uint8, rest []byte, ok bool) {
 	return name, b[18], b[reclen:], true
 }
 
-// direntType is the listing's type of a file of mode m.
-func direntType(m uint32) uint8 {
-	switch m & unix.S_IFMT {
-	case unix.S_IFDIR:
-		return unix.DT_DIR
-	case unix.S_IFREG:
-		return unix.DT_REG
-	case unix.S_IFLNK:
-		return unix.DT_LNK
-	case unix.S_IFIFO:
-		return unix.DT_FIFO
-	case unix.S_IFSOCK:
-		return unix.DT_SOCK
-	case unix.S_IFCHR:
-		return unix.DT_CHR
-	case unix.S_IFBLK:
-		return unix.DT_BLK
-	}
-	return unix.DT_UNKNOWN
-}
+// direntType is the listing's type of a file of mode m: the kernel's IFTODT, DT_DIR for S_IFDIR and so on.
+func direntType(m uint32) uint8 { return uint8(m & unix.S_IFMT >> 12) }
