@@ -432,7 +432,7 @@ func (d *Dir) folders(max int) (names []string, all bool, err error) {
 				return nil, false, &os.PathError{Op: "readdirent", Path: ".", Err: unix.EIO}
 			}
 			b = rest
-			if len(name) == 0 || name[0] == '.' && (len(name) == 1 || len(name) == 2 && name[1] == '.') {
+			if dots(name) {
 				continue
 			}
 			if seen++; max > 0 && seen > max {

@@ -22,11 +22,8 @@ const MaxWalkDepth = 512
 func (d *Dir) Walk(fn func(rel string, st *unix.Stat_t) error) error {
 	return d.walk(func(dirfd int, rel, name string, _ uint8) (bool, error) {
 		var st unix.Stat_t
-		if err := unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-			if err == unix.ENOENT { // removed meanwhile
-				return false, nil
-			}
-			return false, &os.PathError{Op: "lstat", Path: rel, Err: err}
+		if gone, err := lstatAt(dirfd, name, rel, &st); gone || err != nil {
+			return false, err
 		}
 		if err := fn(rel, &st); err != nil {
 			return false, err
@@ -44,11 +41,8 @@ func (d *Dir) WalkNames(fn func(rel string, typ uint8) error) error {
 	return d.walk(func(dirfd int, rel, name string, typ uint8) (bool, error) {
 		if typ == unix.DT_UNKNOWN {
 			var st unix.Stat_t
-			if err := unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-				if err == unix.ENOENT {
-					return false, nil
-				}
-				return false, &os.PathError{Op: "lstat", Path: rel, Err: err}
+			if gone, err := lstatAt(dirfd, name, rel, &st); gone || err != nil {
+				return false, err
 			}
 			typ = direntType(st.Mode)
 		}
@@ -57,6 +51,19 @@ func (d *Dir) WalkNames(fn func(rel string, typ uint8) error) error {
 		}
 		return typ == unix.DT_DIR, nil
 	})
+}
+
+// lstatAt is the lstat of name in the folder open as dirfd (at rel beneath the walk's root); gone when it was
+// removed since it was listed, which a walk passes over.
+func lstatAt(dirfd int, name, rel string, st *unix.Stat_t) (gone bool, err error) {
+	err = unix.Fstatat(dirfd, name, st, unix.AT_SYMLINK_NOFOLLOW)
+	if err == unix.ENOENT {
+		return true, nil
+	}
+	if err != nil {
+		return false, &os.PathError{Op: "lstat", Path: rel, Err: err}
+	}
+	return false, nil
 }
 
 // SkipDir, returned by a Walk function for a folder, skips what it holds.
@@ -143,7 +150,7 @@ func appendDirents(ents []dirent, b []byte) ([]dirent, error) {
 			return ents, unix.EIO
 		}
 		b = rest
-		if len(name) == 0 || name[0] == '.' && (len(name) == 1 || len(name) == 2 && name[1] == '.') {
+		if dots(name) {
 			continue
 		}
 		if !listingTypes {
@@ -169,6 +176,11 @@ func nextDirent(b []byte) (name []byte, typ uint8, rest []byte, ok bool) {
 		name = name[:i]
 	}
 	return name, b[18], b[reclen:], true
+}
+
+// dots reports whether a listed name is "." or ".." (or empty): no entry of the folder.
+func dots(name []byte) bool {
+	return len(name) == 0 || name[0] == '.' && (len(name) == 1 || len(name) == 2 && name[1] == '.')
 }
 
 // direntType is the listing's type of a file of mode m: the kernel's IFTODT, DT_DIR for S_IFDIR and so on.
