@@ -69,6 +69,9 @@ type Index struct {
 	db    *sql.DB
 	dir   *layout.Dir // <store>/index, held: the database is opened through it
 	ino   uint64      // the database file's, when opened: one set aside and rebuilt by another process differs
+	// gen is the generation this process last caught the whole index up in ("": none): a query finding another
+	// catches up again first (read).
+	gen string
 	// Warn tells the user of what the index did on its own (a corrupt database rebuilt); nil: stderr.
 	Warn func(string)
 }

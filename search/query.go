@@ -1,6 +1,7 @@
 package search
 
 import (
+	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
@@ -62,9 +63,9 @@ type Results struct {
 // Search returns the entries that match q.
 func (ix *Index) Search(q Query) (Results, error) {
 	var res Results
-	err := ix.retry(func() error {
+	err := ix.read(func(tx *sql.Tx) error {
 		res = Results{}
-		broad, err := ix.broad(q.Match)
+		broad, err := broad(tx, q.Match)
 		if err != nil {
 			return err
 		}
@@ -78,7 +79,7 @@ func (ix *Index) Search(q Query) (Results, error) {
 		if err != nil {
 			return err
 		}
-		rs, err := ix.db.Query(sqlText, args...)
+		rs, err := tx.Query(sqlText, args...)
 		if err != nil {
 			return queryError(q.Match, err)
 		}
@@ -106,13 +107,13 @@ func (ix *Index) Search(q Query) (Results, error) {
 
 // broad reports whether match matches more than RankLimit entries: FTS5 reads its matches last first, lazily, so
 // this costs RankLimit steps at most.
-func (ix *Index) broad(match string) (bool, error) {
+func broad(tx *sql.Tx, match string) (bool, error) {
 	norm := Normalize(match)
 	if norm == "" {
 		return false, fmt.Errorf("%w: the query is empty", ErrQuery)
 	}
 	var rowid int64
-	err := ix.db.QueryRow(`SELECT rowid FROM entry WHERE entry MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?`,
+	err := tx.QueryRow(`SELECT rowid FROM entry WHERE entry MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?`,
 		norm, RankLimit).Scan(&rowid)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil
@@ -127,11 +128,11 @@ func (ix *Index) broad(match string) (bool, error) {
 // more than RankLimit entries: the session of the entry indexed last first); q.Limit <= 0: all.
 func (ix *Index) SessionIDs(q Query) ([]string, error) {
 	var ids []string
-	err := ix.retry(func() error {
+	err := ix.read(func(tx *sql.Tx) error {
 		ids = nil
 		limit := q.Limit
 		q.Limit = -1
-		broad, err := ix.broad(q.Match)
+		broad, err := broad(tx, q.Match)
 		if err != nil {
 			return err
 		}
@@ -146,7 +147,7 @@ func (ix *Index) SessionIDs(q Query) ([]string, error) {
 		if limit > 0 {
 			sqlText += fmt.Sprintf(` LIMIT %d`, limit)
 		}
-		rs, err := ix.db.Query(sqlText, args...)
+		rs, err := tx.Query(sqlText, args...)
 		if err != nil {
 			return queryError(q.Match, err)
 		}
@@ -164,6 +165,54 @@ func (ix *Index) SessionIDs(q Query) ([]string, error) {
 	return ids, err
 }
 
+// errRebuilt: the index was emptied since this process caught it up (another process's --reindex, filling it
+// again).
+var errRebuilt = errors.New("search: the index was rebuilt since it was caught up")
+
+// maxCatchUps bounds the catch-ups a query makes of an index other processes keep emptying.
+const maxCatchUps = 3
+
+// read runs fn on one snapshot of the index, so its queries agree. When this process caught the index up and
+// another has emptied it since (its --reindex, still filling it again), the snapshot is short of what this
+// process's catch-up indexed: it catches up again first, helping fill it.
+func (ix *Index) read(fn func(tx *sql.Tx) error) error {
+	for tries := 0; ; tries++ {
+		err := ix.retry(func() error { return ix.snapshot(fn) })
+		if !errors.Is(err, errRebuilt) {
+			return err
+		}
+		if tries == maxCatchUps {
+			ix.warn(fmt.Sprintf("the index was rebuilt by another process %d times while this search ran: what it answers may be short", tries))
+			ix.gen = ""
+			continue
+		}
+		if err := ix.CatchUp(nil); err != nil {
+			ix.warn(fmt.Sprintf("the index could not catch up (%v): what it answers may be behind", err))
+			ix.gen = ""
+		}
+	}
+}
+
+// snapshot runs fn in a read transaction: errRebuilt when the index is of another generation than this process
+// caught up (none: any).
+func (ix *Index) snapshot(fn func(tx *sql.Tx) error) error {
+	tx, err := ix.db.BeginTx(context.Background(), &sql.TxOptions{ReadOnly: true}) // deferred: takes no write lock
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if ix.gen != "" {
+		var gen string
+		if err := tx.QueryRow(`SELECT value FROM meta WHERE key = 'gen'`).Scan(&gen); err != nil {
+			return err
+		}
+		if gen != ix.gen {
+			return errRebuilt
+		}
+	}
+	return fn(tx)
+}
+
 // strJoins are the strings an entry names by number: its cwd, tool and subagent.
 const strJoins = ` LEFT JOIN str sc ON sc.conv = c.id AND sc.n = e.cwd LEFT JOIN str st ON st.conv = c.id AND st.n = e.tool
 	LEFT JOIN str ss ON ss.conv = c.id AND ss.n = e.sub`
@@ -178,7 +227,7 @@ type Partial struct {
 // Partial returns the sessions (of sessions; nil: all) with a conversation indexed in part, by id.
 func (ix *Index) Partial(sessions []string) ([]Partial, error) {
 	var out []Partial
-	err := ix.retry(func() error {
+	err := ix.read(func(tx *sql.Tx) error {
 		out = nil
 		sqlText, args := `SELECT session, count(*), min(cut) FROM conv WHERE cut != ''`, []any{}
 		if sessions != nil {
@@ -186,7 +235,7 @@ func (ix *Index) Partial(sessions []string) ([]Partial, error) {
 			sqlText += ` AND session IN (SELECT value FROM json_each(?))`
 			args = append(args, string(list))
 		}
-		rs, err := ix.db.Query(sqlText+` GROUP BY session ORDER BY session`, args...)
+		rs, err := tx.Query(sqlText+` GROUP BY session ORDER BY session`, args...)
 		if err != nil {
 			return err
 		}

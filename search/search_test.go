@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -444,4 +445,52 @@ func TestASessionOfManyNamesIsSearchedWhole(t *testing.T) {
 	hits := search(t, ix, Query{Match: "axolotl"})
 	require.Len(t, hits, 1)
 	assert.Equal(t, "crowded", hits[0].Session)
+}
+
+// A search by a process that caught the index up, made after another's --reindex emptied it and before that one
+// filled it again, still finds what its catch-up indexed: it catches up again first (CI saw `search` answer
+// "no conversation matches" beside a `search --reindex`).
+func TestASearchDuringAReindexElsewhereFindsAll(t *testing.T) {
+	s := newStore(t, "demo", "other")
+	appendTo(t, transcript(s, "demo", theConv), claudeLine("user", "the wombat", 0))
+	appendTo(t, transcript(s, "other", theConv), claudeLine("user", "a wombat too", 0))
+	a, warnings := openIndex(t, s)
+	require.NoError(t, a.CatchUp(nil))
+	b, _ := openIndex(t, s)
+
+	require.NoError(t, b.reset("")) // b's --reindex has emptied the index, and not yet caught up
+	assert.Len(t, search(t, a, Query{Match: "wombat"}), 2)
+	require.NoError(t, b.reset(""))
+	ids, err := a.SessionIDs(Query{Match: "wombat"})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"demo", "other"}, sorted(ids))
+	require.NoError(t, b.CatchUp(nil)) // b fills it: nothing twice
+	assert.Equal(t, 2, entryCount(t, a))
+	assert.Empty(t, *warnings)
+}
+
+// An index that other processes keep emptying is caught up again a bounded number of times, then answered from
+// as it is, with a warning.
+func TestASearchOfAnIndexKeptEmptiedEnds(t *testing.T) {
+	s := newStore(t, "demo")
+	appendTo(t, transcript(s, "demo", theConv), claudeLine("user", "the wombat", 0))
+	a, warnings := openIndex(t, s)
+	require.NoError(t, a.CatchUp(nil))
+	b, _ := openIndex(t, s)
+	resets := 0
+	caughtUp = func() { resets++; require.NoError(t, b.reset("")) } // after each of a's catch-ups
+	t.Cleanup(func() { caughtUp = nil })
+	require.NoError(t, b.reset(""))
+	res, err := a.Search(Query{Match: "wombat"})
+	require.NoError(t, err)
+	assert.Empty(t, res.Hits)
+	assert.Equal(t, maxCatchUps, resets)
+	require.Len(t, *warnings, 1)
+	assert.Contains(t, (*warnings)[0], "rebuilt by another process")
+}
+
+func sorted(s []string) []string {
+	s = append([]string(nil), s...)
+	sort.Strings(s)
+	return s
 }

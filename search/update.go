@@ -160,8 +160,20 @@ func (ix *Index) catchUp(ids []string, all bool, progress func(done, total int))
 			work = append(work, sessionWork{id: id, gen: gen, tasks: plan(id, listing{}, rows)})
 		}
 	}
-	return ix.apply(work, progress)
+	if err := ix.apply(work, progress); err != nil {
+		return err
+	}
+	if all {
+		ix.gen = gen
+		if caughtUp != nil {
+			caughtUp()
+		}
+	}
+	return nil
 }
+
+// caughtUp, when set (by tests), is called after each whole catch-up.
+var caughtUp func()
 
 // sessionWork is what one session needs, and the hash of its listing once done ("": the session is gone); gen is
 // the index's generation it was planned in.
