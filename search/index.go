@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"strconv"
 	"strings"
@@ -72,6 +73,8 @@ type Index struct {
 	// gen is the generation this process last caught the whole index up in ("": none): a query finding another
 	// catches up again first (read).
 	gen string
+	// caughtUp, when set (by tests), is called after each whole catch-up.
+	caughtUp func()
 	// Warn tells the user of what the index did on its own (a corrupt database rebuilt); nil: stderr.
 	Warn func(string)
 }
@@ -240,7 +243,7 @@ func (ix *Index) create() error {
 	if _, err := tx.Exec(schema); err != nil {
 		return err
 	}
-	if _, err := tx.Exec(`INSERT OR IGNORE INTO meta(key, value) VALUES('schema', ?), ('gen', '0'), ('cost', '0')`, schemaVersion); err != nil {
+	if _, err := tx.Exec(`INSERT OR IGNORE INTO meta(key, value) VALUES('schema', ?), ('gen', ?), ('cost', '0')`, schemaVersion, newGen()); err != nil {
 		return err
 	}
 	return tx.Commit()
@@ -263,12 +266,17 @@ func (ix *Index) reset(why string) error {
 			return err
 		}
 	}
-	if _, err := tx.Exec(`INSERT INTO meta(key, value) VALUES('schema', ?), ('gen', '1'), ('cost', '0')
-		ON CONFLICT(key) DO UPDATE SET value = CASE key WHEN 'gen' THEN CAST(CAST(value AS INTEGER) + 1 AS TEXT) ELSE excluded.value END`,
-		schemaVersion); err != nil {
+	if _, err := tx.Exec(`INSERT INTO meta(key, value) VALUES('schema', ?), ('gen', ?), ('cost', '0')
+		ON CONFLICT(key) DO UPDATE SET value = excluded.value`, schemaVersion, newGen()); err != nil {
 		return err
 	}
 	return tx.Commit()
+}
+
+// newGen names a generation of the index: random, so a database rebuilt anew (its tables made again, here or by
+// another process) never has the generation a process caught up in before.
+func newGen() string {
+	return strconv.FormatUint(rand.Uint64(), 36)
 }
 
 // rebuild sets a database that does not read aside (index/search.db.corrupt, replacing an older one) and makes

@@ -182,7 +182,7 @@ func (ix *Index) read(fn func(tx *sql.Tx) error) error {
 			return err
 		}
 		if tries == maxCatchUps {
-			ix.warn(fmt.Sprintf("the index was rebuilt by another process %d times while this search ran: what it answers may be short", tries))
+			ix.warn(fmt.Sprintf("another process's --reindex emptied the index after each of this search's %d catch-ups: what it answers may be short", tries))
 			ix.gen = ""
 			continue
 		}

@@ -3,12 +3,14 @@ package search
 import (
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -478,19 +480,132 @@ func TestASearchOfAnIndexKeptEmptiedEnds(t *testing.T) {
 	require.NoError(t, a.CatchUp(nil))
 	b, _ := openIndex(t, s)
 	resets := 0
-	caughtUp = func() { resets++; require.NoError(t, b.reset("")) } // after each of a's catch-ups
-	t.Cleanup(func() { caughtUp = nil })
+	a.caughtUp = func() { resets++; require.NoError(t, b.reset("")) } // after each of a's catch-ups
 	require.NoError(t, b.reset(""))
 	res, err := a.Search(Query{Match: "wombat"})
 	require.NoError(t, err)
 	assert.Empty(t, res.Hits)
 	assert.Equal(t, maxCatchUps, resets)
 	require.Len(t, *warnings, 1)
-	assert.Contains(t, (*warnings)[0], "rebuilt by another process")
+	assert.Contains(t, (*warnings)[0], "emptied the index after each of this search's 3 catch-ups")
 }
 
 func sorted(s []string) []string {
 	s = append([]string(nil), s...)
 	sort.Strings(s)
 	return s
+}
+
+// A reset made by another process while this one's catch-up applies what it planned (demo planned as nothing to
+// do) leaves it caught up in the generation before: its query catches up again, and finds demo.
+func TestAReindexDuringACatchUpIsCaughtUp(t *testing.T) {
+	s := newStore(t, "demo", "other")
+	appendTo(t, transcript(s, "demo", theConv), claudeLine("user", "the wombat", 0))
+	appendTo(t, transcript(s, "other", theConv), claudeLine("user", "a wombat too", 0))
+	a, warnings := openIndex(t, s)
+	require.NoError(t, a.CatchUp(nil))
+	appendTo(t, transcript(s, "other", theConv), claudeLine("user", "more", 1))
+	b, _ := openIndex(t, s)
+	resets := 0
+	require.NoError(t, a.CatchUp(func(done, total int) {
+		if resets == 0 {
+			resets++
+			require.NoError(t, b.reset(""))
+		}
+	}))
+	require.Equal(t, 1, resets)
+	ids, err := a.SessionIDs(Query{Match: "wombat"})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"demo", "other"}, sorted(ids))
+	assert.Empty(t, *warnings)
+}
+
+// A query's generation and its rows are read in one snapshot: a reset committed between them is not seen.
+func TestAQueryReadsOneSnapshot(t *testing.T) {
+	s := newStore(t, "demo", "other")
+	appendTo(t, transcript(s, "demo", theConv), claudeLine("user", "the wombat", 0))
+	appendTo(t, transcript(s, "other", theConv), claudeLine("user", "a wombat too", 0))
+	a, _ := openIndex(t, s)
+	require.NoError(t, a.CatchUp(nil))
+	b, _ := openIndex(t, s)
+	n := -1
+	require.NoError(t, a.read(func(tx *sql.Tx) error {
+		require.NoError(t, b.reset(""))
+		return tx.QueryRow(`SELECT count(*) FROM entry`).Scan(&n)
+	}))
+	assert.Equal(t, 2, n, "the entries as of the generation checked")
+}
+
+// A database found damaged by a query is rebuilt in a generation of its own: the query catches up again rather
+// than answer from the empty new database.
+func TestAQueryOfARebuiltIndexCatchesUp(t *testing.T) {
+	s := newStore(t, "demo")
+	appendTo(t, transcript(s, "demo", theConv), claudeLine("user", "the wombat", 0))
+	a, warnings := openIndex(t, s)
+	require.NoError(t, a.CatchUp(nil))
+	require.NoError(t, a.rebuild(errors.New("a damaged page"))) // what retry does on SQLITE_CORRUPT
+	assert.Len(t, search(t, a, Query{Match: "wombat"}), 1)
+	require.Len(t, *warnings, 1)
+	assert.Contains(t, (*warnings)[0], "a damaged page")
+}
+
+// Processes catching up and searching while others reindex, as CLIs do at once: none answers short of what it
+// indexed without a warning, none fails, nothing is indexed twice. A race: bounded by runs, not time.
+func TestSearchesBesideReindexesAnswerInFull(t *testing.T) {
+	const sessions, runs = 8, 25 // runs a worker
+	var ids []string
+	for i := range sessions {
+		ids = append(ids, fmt.Sprintf("s%02d", i))
+	}
+	s := newStore(t, ids...)
+	for _, id := range ids {
+		for c := range 2 {
+			var lines []string
+			for n := range 10 {
+				lines = append(lines, claudeLine("user", fmt.Sprintf("zebra %s %d %d", id, c, n), n))
+			}
+			appendTo(t, transcript(s, id, fmt.Sprintf("c0ffee00-0000-4000-8000-%012d", c)), lines...)
+		}
+	}
+	var short, warned, failed atomic.Int64
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range runs {
+				var warnings atomic.Int64
+				ix, err := Open(s, func(string) { warnings.Add(1) })
+				if err != nil {
+					failed.Add(1)
+					continue
+				}
+				if w%2 == 1 {
+					err = ix.Reindex(nil)
+				} else {
+					err = ix.CatchUp(nil)
+				}
+				var got []string
+				if err == nil {
+					got, err = ix.SessionIDs(Query{Match: "zebra"})
+				}
+				switch {
+				case err != nil:
+					failed.Add(1)
+				case warnings.Load() > 0:
+					warned.Add(1)
+				case len(got) != sessions:
+					short.Add(1)
+				}
+				ix.Close()
+			}
+		}()
+	}
+	wg.Wait()
+	t.Logf("%d runs: %d short, %d warned, %d failed", 4*runs, short.Load(), warned.Load(), failed.Load())
+	assert.Zero(t, short.Load())
+	assert.Zero(t, failed.Load())
+	ix, _ := openIndex(t, s)
+	require.NoError(t, ix.CatchUp(nil))
+	assert.Equal(t, sessions*2*10, entryCount(t, ix))
 }

@@ -165,15 +165,12 @@ func (ix *Index) catchUp(ids []string, all bool, progress func(done, total int))
 	}
 	if all {
 		ix.gen = gen
-		if caughtUp != nil {
-			caughtUp()
+		if ix.caughtUp != nil {
+			ix.caughtUp()
 		}
 	}
 	return nil
 }
-
-// caughtUp, when set (by tests), is called after each whole catch-up.
-var caughtUp func()
 
 // sessionWork is what one session needs, and the hash of its listing once done ("": the session is gone); gen is
 // the index's generation it was planned in.
