@@ -17,15 +17,14 @@ import (
 )
 
 // TestAttackRenderSlots: a session's processes (uid 65534 on an --allow-other root mount, the session's files
-// theirs) give each of their conversations a subagents/ folder of 100 hard links of one 64 MiB transcript (64
-// MiB of disk), keep appending to the conversations and read them through the text view, as many at once as
-// they like. Another session's cat of its own conversation renders within twice its quiet time: the render
-// slots are shared out by session and by uid, a rendering reads each file once however many names it has, and
-// a reader waits for a slot a bounded time and is heard when interrupted. Before, every rendering of the
-// attacker's read 6.4 GiB, both of the daemon's two slots were the attacker's, and the other session's cat had
-// no answer in 20 s (nor did a SIGTERM end the attacker's own waiting reader).
-// On 2 cores a session renders one at a time (half the cores): with two, the cat took 1.6-2.4x its quiet time
-// (CI failed once at 2.4x), with one 1.3-1.4x.
+// theirs) give each of their conversations a subagents/ folder of 100 hard links of one 64 MiB transcript (64 MiB
+// of disk), keep appending to the conversations and read them through the text view, as many at once as they like.
+// Another session's cat of its own conversation renders within twice its quiet time (plus 100 ms): the render slots
+// are shared out by session and by uid, a rendering reads each file once however many names it has, and a reader
+// waits for a slot a bounded time and is heard when interrupted. Before, every rendering of the attacker's read 6.4
+// GiB, both of the daemon's two slots were the attacker's, and the other session's cat had no answer in 20 s (nor
+// did a SIGTERM end the attacker's own waiting reader). On 2 cores a session renders one at a time (half the
+// cores): with two, the cat took 1.6-2.4x its quiet time (CI failed once at 2.4x), with one 1.3-1.4x.
 func TestAttackRenderSlots(t *testing.T) {
 	need(t, os.Geteuid() == 0, "the attacker reads as uid 65534 on an --allow-other root mount")
 	t.Logf("cores: %d", runtime.NumCPU())
@@ -117,7 +116,9 @@ func TestAttackRenderSlots(t *testing.T) {
 	attacked := median("under the attack", 7)
 	t.Logf("the other session's read: %v quiet, %v under the attack (%.1fx)", quiet.Round(time.Millisecond),
 		attacked.Round(time.Millisecond), float64(attacked)/float64(quiet))
-	assert.LessOrEqual(t, attacked, 2*quiet, "another session's read under the attack within 2x its quiet time")
+	// 2x, plus 100 ms for a stall of a loaded machine (a read of ~30 ms doubles with one); without the slots the
+	// read waited for the attacker's renderings: seconds, or no answer in 20 s.
+	assert.LessOrEqual(t, attacked, 2*quiet+100*time.Millisecond, "another session's read under the attack within 2x its quiet time")
 
 	// The attacker's own reader, waiting on its conversation, is heard when interrupted: SIGTERM ends it.
 	cmd := exec.Command("cat", view("s1", mains[0]))

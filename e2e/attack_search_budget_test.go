@@ -186,7 +186,7 @@ func TestAttackSearchManyTopNames(t *testing.T) {
 		[]byte(budgetLine("user", "/session/workspace", 0, []map[string]string{{"type": "text", "text": "where is the quokka"}})), 0o600))
 	query := func() time.Duration {
 		var best time.Duration
-		for i := range 3 { // the fastest of three: the machine's noise is not the attack
+		for i := range 5 { // the fastest of five: the machine's noise is not the attack
 			r, took := cliBounded(t, store, nil, "search", "quokka")
 			require.Equal(t, 0, r.code, r.stderr)
 			require.Contains(t, r.stdout, "where is the quokka")
@@ -205,6 +205,7 @@ func TestAttackSearchManyTopNames(t *testing.T) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", out)
+	syscall.Sync() // the folders' writeback is not timed with the queries
 	attacked := query()
 	t.Logf("a query: %v quiet, %v with %d folders in s2's own folder (bound: %v)", quiet, attacked, names, 2*quiet+50*time.Millisecond)
 	assert.LessOrEqual(t, attacked, 2*quiet+50*time.Millisecond, "search read every name the session made")

@@ -302,7 +302,8 @@ func TestDockerInterruptTwiceKills(t *testing.T) {
 	var exit *exec.ExitError
 	require.ErrorAs(t, err, &exit)
 	assert.Equal(t, 137, exit.ExitCode(), "killed")
-	assert.Less(t, time.Since(start), 5*time.Second, "the second interrupt kills at once")
+	t.Logf("killed %v after the second interrupt", time.Since(start))
+	assert.Less(t, time.Since(start), 7*time.Second, "the second interrupt kills at once, not when docker stop's 10 s from the first end")
 	assert.Contains(t, stderr.String(), "killing the container")
 }
 

@@ -28,13 +28,15 @@ func TestLabelRenameRuns(t *testing.T) {
 
 	assert.Equal(t, 3, cli(t, store, "exec", "s1", "--", "sh", "-c", "exit 3").code)
 	marker := filepath.Join(t.TempDir(), "started")
+	running := newGate(t)
 	done := make(chan result, 1)
-	go func() { done <- cli(t, store, "exec", "s1", "--", "sh", "-c", "touch "+marker+"; sleep 1") }()
+	go func() { done <- cli(t, store, "exec", "s1", "--", "sh", "-c", "touch "+marker+"; "+running.wait()) }()
 	eventually(t, 10*time.Second, func() bool { _, err := os.Stat(marker); return err == nil }, "the second run never started")
 	assert.Regexp(t, `(?m)^Runs\s+2, the last .* on local, running`, ok(t, store, "show", "s1"))
 	out := ok(t, store, "runs", "s1")
 	assert.Regexp(t, `(?m)^s1/1\s+\S+ \S+\s+local\s+\d\S*s\s+3\s+sh -c exit 3$`, out)
 	assert.Regexp(t, `(?m)^s1/2\s+\S+ \S+\s+local\s+running\s+-\s+sh -c touch`, out, "a run in progress is listed")
+	running.open(t)
 	<-done
 	var runs []layout.Run
 	require.NoError(t, json.Unmarshal([]byte(ok(t, store, "runs", "s1", "--json")), &runs))
@@ -43,7 +45,8 @@ func TestLabelRenameRuns(t *testing.T) {
 	ok(t, store, "new", "s2")
 	assert.Equal(t, "[]\n", ok(t, store, "runs", "s2", "--json"))
 	// A runner killed before it recorded the end leaves its run unfinished, not running forever.
-	killed := exec.Command(bin, "exec", "s2", "--", "sh", "-c", "touch "+marker+"2; sleep 1")
+	orphan := newGate(t) // the run's sh, left running by its killed runner, ends when the test does
+	killed := exec.Command(bin, "exec", "s2", "--", "sh", "-c", "touch "+marker+"2; "+orphan.wait())
 	killed.Env = append(os.Environ(), "SESSIONFS_STORE="+store)
 	require.NoError(t, killed.Start())
 	eventually(t, 10*time.Second, func() bool { _, err := os.Stat(marker + "2"); return err == nil }, "the run never started")

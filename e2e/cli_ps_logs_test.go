@@ -37,8 +37,9 @@ func TestPsListsRunsInProgress(t *testing.T) {
 	ok(t, store, "new", "idle")
 	assert.Equal(t, "[]\n", ok(t, store, "ps", "--json"), "nothing runs")
 
+	apiRuns := newGate(t)
 	web := startRunner(t, store, nil, "exec", "web", "--", "sh", "-c", "echo web up; exec sleep 60")
-	api := startRunner(t, store, nil, "exec", "api", "--", "sh", "-c", "echo api up; exec sleep 3")
+	api := startRunner(t, store, nil, "exec", "api", "--", "sh", "-c", "echo api up; "+apiRuns.wait())
 	eventually(t, 20*time.Second, func() bool {
 		return strings.Contains(web.out.String(), "web up") && strings.Contains(api.out.String(), "api up")
 	}, "the runs never started: %s %s", web.out, api.out)
@@ -61,6 +62,7 @@ func TestPsListsRunsInProgress(t *testing.T) {
 	assert.Equal(t, 3, strings.Count(table, "\n"), "idle is not listed: %s", table)
 	assert.Regexp(t, `(?m)^web/1\s`, ok(t, store, "runs", "web"), "runs names the run as ps does")
 
+	apiRuns.open(t)
 	require.True(t, api.exited(20*time.Second), "api's run never ended")
 	assert.Equal(t, []string{"web/1"}, psIDs(psRuns(t, store)), "an ended run drops out")
 	web.kill()

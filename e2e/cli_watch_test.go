@@ -45,7 +45,7 @@ func TestWatch(t *testing.T) {
 					lines <- sc.Text()
 				}
 			}()
-			time.Sleep(300 * time.Millisecond) // let it start watching
+			waitWatching(t, cmd.Process.Pid)
 			p := filepath.Join(store, "sessions", "s1")
 			out, err := claudeRun(t, claude, api.URL, filepath.Join(p, ".claude"), filepath.Join(p, "workspace"), "-p", "watch me "+apistub.AgentTrigger)
 			require.NoError(t, err, out)
@@ -136,7 +136,7 @@ func TestWatchOtherAgents(t *testing.T) {
 			}
 		}
 	}()
-	time.Sleep(300 * time.Millisecond) // let it start watching
+	waitWatching(t, cmd.Process.Pid)
 
 	src := filepath.Join("..", "agents", "testdata", "session")
 	for _, glob := range []string{".codex/sessions/*/*/*/*.jsonl", ".gemini/tmp/*/chats/session-2026-11-23T07-00-*.jsonl", ".qwen/projects/*/chats/*.jsonl"} {
@@ -205,7 +205,8 @@ func TestOpencodeWatch(t *testing.T) {
 	cmd.Stdout = out
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	time.Sleep(time.Second) // let it start watching
+	waitWatching(t, cmd.Process.Pid)
+	time.Sleep(time.Second) // and its first read of the database's rows, which new rows follow, is done
 
 	r := agentExec(t, store, "opencode", env, "", oc, "run", "--format", "json", "hello watcher")
 	require.Equal(t, 0, r.code, "%s\n%s\nstub saw %v", r.stdout, r.stderr, api.Paths())

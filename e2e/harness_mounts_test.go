@@ -13,7 +13,7 @@ import (
 
 // mountEntry is one line of /proc/self/mountinfo.
 type mountEntry struct {
-	root, point, opts, fstype string
+	id, root, point, opts, fstype string // id: the mount's, as /proc/PID/fdinfo's mnt_id names it
 }
 
 // mountsUnder lists the mounts strictly beneath p.
@@ -29,7 +29,7 @@ func mountsUnder(t *testing.T, p string) []mountEntry {
 		}
 		for i := 6; i < len(f)-1; i++ {
 			if f[i] == "-" {
-				out = append(out, mountEntry{root: f[3], point: f[4], opts: f[5], fstype: f[i+1]})
+				out = append(out, mountEntry{id: f[0], root: f[3], point: f[4], opts: f[5], fstype: f[i+1]})
 				break
 			}
 		}

@@ -378,7 +378,7 @@ func TestCrashRecovery(t *testing.T) {
 	m.start(t)
 	took := time.Since(start)
 	t.Logf("remounted over the dead mount in %v; lines acknowledged %v, stored %v", took, ackedN, got)
-	assert.Less(t, took, time.Second)
+	assert.Less(t, took, 3*time.Second, "no wait on the dead mount (its speed is make bench's)")
 	assert.FileExists(t, filepath.Join(m.session("s1"), "workspace", "log.jsonl"))
 }
 

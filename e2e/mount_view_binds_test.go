@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -60,6 +61,41 @@ func bindByAppending(t *testing.T, m *mounted, id, name, p string) int {
 	return n
 }
 
+// holdInBind binds view name by appending to p, then opens p through that bind (the bind is released when no file
+// inside is open, every viewIdlePoll: one released between the two is bound again). It returns p, open, and the
+// lines appended.
+func holdInBind(t *testing.T, m *mounted, id, name, p string) (*os.File, int) {
+	t.Helper()
+	n := 0
+	var held *os.File
+	eventually(t, 20*time.Second, func() bool {
+		n += bindByAppending(t, m, id, name, p)
+		f, err := os.Open(p)
+		require.NoError(t, err)
+		if e, ok := viewBindsOf(t, m, id)[name]; ok && mountIDOf(t, f) == e.id {
+			held = f
+			return true
+		}
+		f.Close()
+		return false
+	}, "%s opened through its view's bind", p)
+	return held, n
+}
+
+// mountIDOf is the id of the mount f was opened in.
+func mountIDOf(t *testing.T, f *os.File) string {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/self/fdinfo/%d", f.Fd()))
+	require.NoError(t, err)
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "mnt_id:"); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	t.Fatalf("no mnt_id in fdinfo: %s", b)
+	return ""
+}
+
 func aliasesOf(t *testing.T, store, id string) []string {
 	t.Helper()
 	var meta layout.Meta
@@ -86,7 +122,9 @@ func TestViewBoundWhileAppended(t *testing.T) {
 	view := filepath.Join(projects, "-home-u-proj")
 	p := filepath.Join(view, uuid+".jsonl")
 
-	n := 1 + bindByAppending(t, m, "s1", "-home-u-proj", p)
+	// A file held open inside keeps the bind over the appends and doctor (released idle otherwise: tested below).
+	held, appended := holdInBind(t, m, "s1", "-home-u-proj", p)
+	n := 1 + appended
 	e := viewBindsOf(t, m, "s1")["-home-u-proj"]
 	assert.NotContains(t, e.fstype, "fuse", "the store's filesystem")
 	assert.Equal(t, canonical, e.root, "the canonical folder")
@@ -100,6 +138,7 @@ func TestViewBoundWhileAppended(t *testing.T) {
 	assert.Equal(t, n, lineCount(t, filepath.Join(canonical, uuid+".jsonl")), "every line in the canonical file")
 	r := cli(t, store, "doctor")
 	assert.Regexp(t, `binds +2 folders bound over `+m.mnt, r.stdout+r.stderr, "the workspace and the view")
+	require.NoError(t, held.Close())
 
 	// A listing of the transcript folder takes the bind back too (READDIRPLUS looks every name up): Claude Code's
 	// start-up clean-up and rm -rf of .claude list it before they remove anything there, so that reaches the trash.
@@ -120,9 +159,7 @@ func TestViewBoundWhileAppended(t *testing.T) {
 	assert.Equal(t, n, lineCount(t, filepath.Join(canonical, uuid+".jsonl")), "nothing lost")
 
 	// Bound again once appended through (after viewContended), kept while a file inside is open, released idle.
-	bindByAppending(t, m, "s1", "-home-u-proj", p)
-	held, err := os.Open(p) // through the bind
-	require.NoError(t, err)
+	held, _ = holdInBind(t, m, "s1", "-home-u-proj", p)
 	time.Sleep(3 * viewIdlePoll) // no event says "still bound": it must stay over polls that would expire it idle
 	assert.Contains(t, viewBindsOf(t, m, "s1"), "-home-u-proj", "a file open inside keeps it")
 	require.NoError(t, held.Close())

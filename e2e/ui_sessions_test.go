@@ -80,6 +80,8 @@ func TestUILiveAppend(t *testing.T) {
 
 	b.visit(t, u, "/s/s1/c/claude/"+uuid)
 	b.do(t, chromedp.WaitVisible(chromedp.CSS(`#conversation .entry.reply`)))
+	// The second counts from the page's stream being open: a loaded machine's slow start of it is not the bound's.
+	b.do(t, chromedp.WaitReady(chromedp.CSS(`#conversation[data-stream="open"]`)))
 	eval[chromedp.Void](t, b, `window.uitestNotReloaded = true`)
 	const needle = "appended while the page was open"
 	appended := `//*[@id="conversation"]//*[contains(concat(" ", normalize-space(@class), " "), " entry ")][contains(., "` + needle + `")]`

@@ -28,6 +28,7 @@
   if (conv && conv.dataset.events && window.EventSource) {
     const last = () => { const n = conv.querySelectorAll('.entry'); return n.length ? n[n.length - 1].id.slice(1) : '0'; };
     const es = new EventSource(conv.dataset.events + '?after=' + encodeURIComponent(last()));
+    es.addEventListener('open', () => { conv.dataset.stream = 'open'; }); // appends from here show live
     es.addEventListener('entry', (ev) => {
       const e = JSON.parse(ev.data);
       if (document.getElementById('e' + e.n)) return;
