@@ -73,6 +73,8 @@ type Index struct {
 	// gen is the generation this process last caught the whole index up in ("": none): a query finding another
 	// catches up again first (read).
 	gen string
+	// progress, when set, is told of the conversations a query's catch-up indexes (read).
+	progress func(done, total int)
 	// caughtUp, when set (by tests), is called after each whole catch-up.
 	caughtUp func()
 	// Warn tells the user of what the index did on its own (a corrupt database rebuilt); nil: stderr.

@@ -22,7 +22,8 @@ type Options struct {
 	IDs    bool     // print the ids of the sessions with a match only
 	JSON   bool
 	Color  bool // mark the matches for a terminal
-	// Reindex builds the index anew first, telling Progress (when not nil) of the conversations done.
+	// Reindex builds the index anew first. Progress (when not nil) is told of the conversations indexed, by it or
+	// by a catch-up.
 	Reindex  bool
 	Progress func(done, total int)
 	Warn     func(string) // nil: stderr
@@ -42,11 +43,12 @@ func Run(w io.Writer, store *layout.Store, o Options) error {
 		return err
 	}
 	defer ix.Close()
+	ix.progress = o.Progress // a query's own catch-ups too (read)
 	if o.Reindex {
 		if err := ix.Reindex(o.Progress); err != nil {
 			return err
 		}
-	} else if err := ix.CatchUp(nil); err != nil {
+	} else if err := ix.CatchUp(o.Progress); err != nil {
 		ix.warn(fmt.Sprintf("the index could not catch up (%v): what it answers may be behind", err))
 	}
 	if strings.TrimSpace(o.Match) == "" {

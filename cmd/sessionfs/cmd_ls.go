@@ -11,7 +11,6 @@ import (
 	"strings"
 	"text/tabwriter"
 	"text/template"
-	"time"
 
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
@@ -271,12 +270,9 @@ var sessionOrders = map[string]func(a, b layout.Info) int{
 	"size": func(a, b layout.Info) int { return cmp.Or(cmp.Compare(b.Size, a.Size), strings.Compare(a.ID, b.ID)) },
 }
 
-// indexBarAfter: a rescan of the index that takes longer (sessions copied in, restored, synced from another host:
-// each is walked once) shows a bar; a quicker one shows nothing.
-const indexBarAfter = 500 * time.Millisecond
-
 // indexBar shows the index's rescan of s's sessions as a bar on stderr, as the other long commands show their
-// progress (only when stderr is a terminal), once it has taken indexBarAfter; the returned func ends it.
+// progress (only when stderr is a terminal), once it has taken lateBarAfter (sessions copied in, restored, synced
+// from another host: each is walked once); a quicker rescan shows nothing. The returned func ends it.
 func indexBar(s *layout.Store) (finish func()) {
 	return indexBarOn(s, term.IsTerminal(int(os.Stderr.Fd())), func(desc string) (func(done, total int), func()) {
 		return countBar(desc, false)
@@ -288,23 +284,8 @@ func indexBarOn(s *layout.Store, tty bool, newBar func(desc string) (progress fu
 	if !tty {
 		return func() {}
 	}
-	start := time.Now()
-	var progress func(done, total int)
-	var shown time.Time
-	end := func() {}
-	s.IndexProgress = func(done, total int) {
-		now := time.Now()
-		if progress == nil {
-			if now.Sub(start) < indexBarAfter {
-				return
-			}
-			progress, end = newBar("indexing sessions")
-		} else if now.Sub(shown) < 100*time.Millisecond && done < total {
-			return // the rescan waits while the bar draws: 10 times a second is enough
-		}
-		shown = now
-		progress(done, total)
-	}
+	var end func()
+	s.IndexProgress, end = lateBar("indexing sessions", newBar)
 	return func() {
 		s.IndexProgress = nil
 		end()

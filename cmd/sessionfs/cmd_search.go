@@ -100,8 +100,13 @@ func (a *app) searchExit(s *layout.Store, o search.Options, err error) error {
 // runSearch runs search o with a progress bar for the indexing, and says on stderr when nothing matched.
 func runSearch(stdout, stderr io.Writer, s *layout.Store, o search.Options) error {
 	o.Color = term.IsTerminal(int(os.Stdout.Fd())) && os.Getenv("NO_COLOR") == ""
+	bar := func(desc string) (func(done, total int), func()) { return countBar(desc, false) }
 	var finish func()
-	o.Progress, finish = countBar("indexing conversations", false)
+	if o.Reindex {
+		o.Progress, finish = bar("indexing conversations")
+	} else { // a catch-up: most are quick, and show nothing
+		o.Progress, finish = lateBar("indexing conversations", bar)
+	}
 	out := &countingWriter{w: stdout}
 	err := search.Run(out, s, o)
 	finish()

@@ -107,3 +107,32 @@ func countBar(desc string, quiet bool) (progress func(done, total int), finish f
 			_ = bar.Finish()
 		}
 }
+
+// lateBarAfter: work that takes longer shows its bar; a quicker one shows nothing.
+const lateBarAfter = 500 * time.Millisecond
+
+// lateBar is a bar (made by newBar; nil: none) shown once the work has taken lateBarAfter, drawn 10 times a second at most
+// (the work waits while it draws) and always at the end; finish ends it.
+func lateBar(desc string, newBar func(desc string) (progress func(done, total int), finish func())) (progress func(done, total int), finish func()) {
+	start := time.Now()
+	var draw func(done, total int)
+	var shown time.Time
+	end := func() {}
+	return func(done, total int) {
+			now := time.Now()
+			if draw == nil {
+				if now.Sub(start) < lateBarAfter {
+					return
+				}
+				if draw, end = newBar(desc); draw == nil { // not a terminal
+					draw = func(int, int) {}
+				}
+			} else if now.Sub(shown) < 100*time.Millisecond && done < total {
+				return
+			}
+			shown = now
+			draw(done, total)
+		}, func() {
+			end()
+		}
+}
