@@ -324,23 +324,31 @@ func TestModes(t *testing.T) {
 	}
 }
 
-// Two processes catching up at once (two CLIs, a daemon and a CLI): each waits for the other's transaction, none
-// fails, nothing is indexed twice.
-func TestConcurrentCatchUps(t *testing.T) {
+// zebraStore is a store of sessions s00, s01, ... of convs conversations of lines prompts each, every one saying
+// zebra.
+func zebraStore(t *testing.T, sessions, convs, lines int) *layout.Store {
+	t.Helper()
 	var ids []string
-	for i := range 20 {
+	for i := range sessions {
 		ids = append(ids, fmt.Sprintf("s%02d", i))
 	}
 	s := newStore(t, ids...)
 	for _, id := range ids {
-		for c := range 5 {
-			var lines []string
-			for n := range 20 {
-				lines = append(lines, claudeLine("user", fmt.Sprintf("zebra %s %d %d", id, c, n), n))
+		for c := range convs {
+			var said []string
+			for n := range lines {
+				said = append(said, claudeLine("user", fmt.Sprintf("zebra %s %d %d", id, c, n), n))
 			}
-			appendTo(t, transcript(s, id, fmt.Sprintf("c0ffee00-0000-4000-8000-%012d", c)), lines...)
+			appendTo(t, transcript(s, id, fmt.Sprintf("c0ffee00-0000-4000-8000-%012d", c)), said...)
 		}
 	}
+	return s
+}
+
+// Two processes catching up at once (two CLIs, a daemon and a CLI): each waits for the other's transaction, none
+// fails, nothing is indexed twice.
+func TestConcurrentCatchUps(t *testing.T) {
+	s := zebraStore(t, 20, 5, 20)
 	var wg sync.WaitGroup
 	errs := make([]error, 4)
 	for i := range errs {
@@ -449,16 +457,24 @@ func TestASessionOfManyNamesIsSearchedWhole(t *testing.T) {
 	assert.Equal(t, "crowded", hits[0].Session)
 }
 
+// twoIndexes is a store of sessions demo and other, each saying wombat once, and two processes' indexes of it: a,
+// caught up (its warnings given), and b.
+func twoIndexes(t *testing.T) (s *layout.Store, a *Index, warnings *[]string, b *Index) {
+	t.Helper()
+	s = newStore(t, "demo", "other")
+	appendTo(t, transcript(s, "demo", theConv), claudeLine("user", "the wombat", 0))
+	appendTo(t, transcript(s, "other", theConv), claudeLine("user", "a wombat too", 0))
+	a, warnings = openIndex(t, s)
+	require.NoError(t, a.CatchUp(nil))
+	b, _ = openIndex(t, s)
+	return s, a, warnings, b
+}
+
 // A search by a process that caught the index up, made after another's --reindex emptied it and before that one
 // filled it again, still finds what its catch-up indexed: it catches up again first (CI saw `search` answer
 // "no conversation matches" beside a `search --reindex`).
 func TestASearchDuringAReindexElsewhereFindsAll(t *testing.T) {
-	s := newStore(t, "demo", "other")
-	appendTo(t, transcript(s, "demo", theConv), claudeLine("user", "the wombat", 0))
-	appendTo(t, transcript(s, "other", theConv), claudeLine("user", "a wombat too", 0))
-	a, warnings := openIndex(t, s)
-	require.NoError(t, a.CatchUp(nil))
-	b, _ := openIndex(t, s)
+	_, a, warnings, b := twoIndexes(t)
 
 	require.NoError(t, b.reset("")) // b's --reindex has emptied the index, and not yet caught up
 	assert.Len(t, search(t, a, Query{Match: "wombat"}), 2)
@@ -522,12 +538,7 @@ func TestAReindexDuringACatchUpIsCaughtUp(t *testing.T) {
 
 // A query's generation and its rows are read in one snapshot: a reset committed between them is not seen.
 func TestAQueryReadsOneSnapshot(t *testing.T) {
-	s := newStore(t, "demo", "other")
-	appendTo(t, transcript(s, "demo", theConv), claudeLine("user", "the wombat", 0))
-	appendTo(t, transcript(s, "other", theConv), claudeLine("user", "a wombat too", 0))
-	a, _ := openIndex(t, s)
-	require.NoError(t, a.CatchUp(nil))
-	b, _ := openIndex(t, s)
+	_, a, _, b := twoIndexes(t)
 	n := -1
 	require.NoError(t, a.read(func(tx *sql.Tx) error {
 		require.NoError(t, b.reset(""))
@@ -553,20 +564,7 @@ func TestAQueryOfARebuiltIndexCatchesUp(t *testing.T) {
 // indexed without a warning, none fails, nothing is indexed twice. A race: bounded by runs, not time.
 func TestSearchesBesideReindexesAnswerInFull(t *testing.T) {
 	const sessions, runs = 8, 25 // runs a worker
-	var ids []string
-	for i := range sessions {
-		ids = append(ids, fmt.Sprintf("s%02d", i))
-	}
-	s := newStore(t, ids...)
-	for _, id := range ids {
-		for c := range 2 {
-			var lines []string
-			for n := range 10 {
-				lines = append(lines, claudeLine("user", fmt.Sprintf("zebra %s %d %d", id, c, n), n))
-			}
-			appendTo(t, transcript(s, id, fmt.Sprintf("c0ffee00-0000-4000-8000-%012d", c)), lines...)
-		}
-	}
+	s := zebraStore(t, sessions, 2, 10)
 	var short, warned, failed atomic.Int64
 	var wg sync.WaitGroup
 	for w := range 4 {
