@@ -339,25 +339,11 @@ func eventually(t *testing.T, timeout time.Duration, cond func() bool, msg strin
 // of watches is at least one and the same over two looks. A loaded machine's slow start is not then a lost line.
 func waitWatching(t *testing.T, pid int) {
 	t.Helper()
-	watches := func() int {
-		n := 0
-		fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
-		for _, fd := range fds {
-			if link, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name())); link == "anon_inode:inotify" {
-				info, _ := os.ReadFile(fmt.Sprintf("/proc/%d/fdinfo/%s", pid, fd.Name()))
-				n += strings.Count(string(info), "inotify wd:")
-			}
-		}
-		return n
-	}
 	last := 0
 	eventually(t, 20*time.Second, func() bool {
-		n := watches()
+		n := inotifyWatches(t, pid)
 		settled := n > 0 && n == last
 		last = n
-		if !settled {
-			time.Sleep(50 * time.Millisecond)
-		}
 		return settled
 	}, "process %d never watched with inotify", pid)
 }
@@ -368,16 +354,16 @@ type gate string
 
 func newGate(t *testing.T) gate {
 	g := gate(filepath.Join(t.TempDir(), "gate"))
-	t.Cleanup(g.openIfShut)
+	t.Cleanup(func() { _ = g.release() })
 	return g
 }
 
 // wait is the shell command that waits until the gate is open.
 func (g gate) wait() string { return "while [ ! -e " + string(g) + " ]; do sleep 0.05; done" }
 
-func (g gate) open(t *testing.T) { require.NoError(t, os.WriteFile(string(g), nil, 0o644)) }
+func (g gate) open(t *testing.T) { require.NoError(t, g.release()) }
 
-func (g gate) openIfShut() { _ = os.WriteFile(string(g), nil, 0o644) }
+func (g gate) release() error { return os.WriteFile(string(g), nil, 0o644) }
 
 // trashedSessions lists the sessions waiting in the store's trash (trash/transcripts, which always exists, holds
 // removed transcripts, not sessions).

@@ -186,8 +186,7 @@ func (ix *Index) read(fn func(tx *sql.Tx) error) error {
 			ix.gen = ""
 			continue
 		}
-		if err := ix.CatchUp(ix.progress); err != nil {
-			ix.warn(fmt.Sprintf("the index could not catch up (%v): what it answers may be behind", err))
+		if !ix.CatchUpOrWarn(ix.progress) {
 			ix.gen = ""
 		}
 	}

@@ -48,8 +48,8 @@ func Run(w io.Writer, store *layout.Store, o Options) error {
 		if err := ix.Reindex(o.Progress); err != nil {
 			return err
 		}
-	} else if err := ix.CatchUp(o.Progress); err != nil {
-		ix.warn(fmt.Sprintf("the index could not catch up (%v): what it answers may be behind", err))
+	} else {
+		ix.CatchUpOrWarn(o.Progress)
 	}
 	if strings.TrimSpace(o.Match) == "" {
 		ix.warnPartial(o.Sessions)

@@ -94,6 +94,16 @@ func (ix *Index) CatchUp(progress func(done, total int)) error {
 	})
 }
 
+// CatchUpOrWarn is CatchUp, a failure of which is a warning (what the index answers may be behind), never the
+// search's end; it reports whether the index caught up.
+func (ix *Index) CatchUpOrWarn(progress func(done, total int)) bool {
+	if err := ix.CatchUp(progress); err != nil {
+		ix.warn(fmt.Sprintf("the index could not catch up (%v): what it answers may be behind", err))
+		return false
+	}
+	return true
+}
+
 // catchUp brings the index of sessions ids up to date; all: ids are every session, the others are dropped. The
 // sessions are listed (a stat a file) on several threads while the sessions' hashes are read; only the rows of
 // a session whose listing hashes otherwise are read.

@@ -47,9 +47,7 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer ix.Close()
-	if err := ix.CatchUp(nil); err != nil {
-		warnings = append(warnings, "the index could not catch up ("+err.Error()+"): what it answers may be behind")
-	}
+	ix.CatchUpOrWarn(nil) // its warning is among warnings (Open's)
 	res, err := ix.Search(search.Query{Match: q, Limit: maxHits})
 	if errors.Is(err, search.ErrQuery) {
 		p.Err = text.OneLine(strings.TrimPrefix(err.Error(), "search: "), maxLine)

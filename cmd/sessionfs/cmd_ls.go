@@ -274,9 +274,7 @@ var sessionOrders = map[string]func(a, b layout.Info) int{
 // progress (only when stderr is a terminal), once it has taken lateBarAfter (sessions copied in, restored, synced
 // from another host: each is walked once); a quicker rescan shows nothing. The returned func ends it.
 func indexBar(s *layout.Store) (finish func()) {
-	return indexBarOn(s, term.IsTerminal(int(os.Stderr.Fd())), func(desc string) (func(done, total int), func()) {
-		return countBar(desc, false)
-	})
+	return indexBarOn(s, term.IsTerminal(int(os.Stderr.Fd())), newCountBar)
 }
 
 // indexBarOn is indexBar with whether to show it (tty) and the bar (newBar) given.

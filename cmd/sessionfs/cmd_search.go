@@ -100,12 +100,11 @@ func (a *app) searchExit(s *layout.Store, o search.Options, err error) error {
 // runSearch runs search o with a progress bar for the indexing, and says on stderr when nothing matched.
 func runSearch(stdout, stderr io.Writer, s *layout.Store, o search.Options) error {
 	o.Color = term.IsTerminal(int(os.Stdout.Fd())) && os.Getenv("NO_COLOR") == ""
-	bar := func(desc string) (func(done, total int), func()) { return countBar(desc, false) }
 	var finish func()
 	if o.Reindex {
-		o.Progress, finish = bar("indexing conversations")
+		o.Progress, finish = newCountBar("indexing conversations")
 	} else { // a catch-up: most are quick, and show nothing
-		o.Progress, finish = lateBar("indexing conversations", bar)
+		o.Progress, finish = lateBar("indexing conversations", newCountBar)
 	}
 	out := &countingWriter{w: stdout}
 	err := search.Run(out, s, o)

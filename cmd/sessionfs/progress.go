@@ -111,8 +111,13 @@ func countBar(desc string, quiet bool) (progress func(done, total int), finish f
 // lateBarAfter: work that takes longer shows its bar; a quicker one shows nothing.
 const lateBarAfter = 500 * time.Millisecond
 
-// lateBar is a bar (made by newBar; nil: none) shown once the work has taken lateBarAfter, drawn 10 times a second at most
-// (the work waits while it draws) and always at the end; finish ends it.
+// newCountBar is countBar, never quiet: the bar lateBar makes.
+func newCountBar(desc string) (progress func(done, total int), finish func()) {
+	return countBar(desc, false)
+}
+
+// lateBar is a bar made by newBar (which makes none off a terminal) shown once the work has taken lateBarAfter,
+// drawn 10 times a second at most (the work waits while it draws) and always at the end; finish ends it.
 func lateBar(desc string, newBar func(desc string) (progress func(done, total int), finish func())) (progress func(done, total int), finish func()) {
 	start := time.Now()
 	var draw func(done, total int)
