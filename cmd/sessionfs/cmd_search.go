@@ -36,7 +36,9 @@ bad usage or a store that cannot be searched.
 
 The index is the store's own, <store>/index/search.db. Each search first catches up with what changed since
 the last (a stat of each conversation file: what was appended is indexed alone, a file rewritten again whole,
-a conversation or session gone dropped). --reindex builds it anew, with a progress bar.
+a conversation or session gone dropped); one that takes over half a second shows a progress bar on a
+terminal. --reindex builds it anew, with a progress bar. A search beside another's --reindex catches up again
+and answers in full.
 
 What a session can make the index hold is bounded, its files being written by its agent: each session's text
 takes at most 128 MiB of the index (8 GiB for the store), its files are read 2 GiB at most in all, each file
